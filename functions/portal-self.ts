@@ -1,0 +1,34 @@
+// GET|POST …/sharing/rest/portals/<portalId | self>: the organization's public description,
+// plus the signed-in user when the caller belongs to it.
+import { notFound } from "#shared/http/errors.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
+import { getPortal } from "#shared/stores/portals.ts";
+import { PORTAL_REST_VERSION, portalUrl } from "#shared/urls.ts";
+
+const PORTAL_ID = /^[A-Za-z0-9]{1,64}$/;
+
+export const handler = restHandler({ name: "Portal" }, async (req) => {
+  const requested = req.pathParameters.portalId ?? "self";
+  if (requested !== "self" && !PORTAL_ID.test(requested)) throw notFound();
+  const portal = requested === "self" || requested === req.portal.portalId ? req.portal : await getPortal(requested);
+  if (!portal) throw notFound();
+  const own = req.identity.kind === "user" && req.identity.user.portalId === portal.portalId;
+  return {
+    id: portal.portalId,
+    name: portal.name,
+    portalName: portal.name,
+    isPortal: true,
+    portalMode: "multitenant",
+    allSSL: portal.allSSL,
+    currentVersion: PORTAL_REST_VERSION,
+    portalHostname: `${new URL(req.httpsOrigin).host}/portal`,
+    url: portalUrl(req.httpsOrigin),
+    supportsOAuth: false,
+    maxTokenExpirationMinutes: portal.maxTokenExpirationMinutes,
+    created: portal.created,
+    modified: portal.modified,
+    ...(own && req.identity.kind === "user"
+      ? { user: { username: req.identity.user.username, role: req.identity.user.role, orgId: portal.portalId } }
+      : {}),
+  };
+});

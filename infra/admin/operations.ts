@@ -1,0 +1,225 @@
+// Operator actions on an organization, shared by `npm run admin` (either engine) and the local engine's
+// first-start bootstrap. They go through the same stores the handlers use.
+import { generatePassword, hashPassword } from "#shared/auth/passwords.ts";
+import { itemId, shortId } from "#shared/ids.ts";
+import {
+  CACHE_TYPES,
+  type CachedLayer,
+  createDataStore,
+  DATASET_TYPES,
+  type DataStore,
+  type Dataset,
+  listPortalDataStores,
+} from "#shared/stores/datastores.ts";
+import {
+  claimDefaultPortal,
+  createPortal,
+  getDefaultPortalId,
+  getPortal,
+  listPortals,
+  MAX_TOKEN_MINUTES,
+  type Portal,
+} from "#shared/stores/portals.ts";
+import {
+  createServer,
+  getServer,
+  listPortalServers,
+  RESERVED_SERVER_NAMES,
+  SERVER_NAME,
+  type Server,
+} from "#shared/stores/servers.ts";
+import { BUILT_IN_ROLES, createUser, getUser, listPortalUsers } from "#shared/stores/users.ts";
+
+export class AdminInputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "AdminInputError";
+  }
+}
+
+const USERNAME = /^[A-Za-z0-9_.@-]{1,128}$/;
+
+export interface NewUser {
+  readonly username: string;
+  readonly role: string;
+  readonly fullName?: string;
+  readonly email?: string;
+  /** Omitted: one is generated and returned (the only time it is ever shown). */
+  readonly password?: string | undefined;
+}
+
+export interface CreatedUser {
+  readonly username: string;
+  readonly role: string;
+  readonly generatedPassword?: string;
+}
+
+function checkPassword(password: string): void {
+  if (password.length < 8 || password.length > 256) {
+    throw new AdminInputError("a password must have between 8 and 256 characters");
+  }
+}
+
+export async function addUser(portalId: string, spec: NewUser): Promise<CreatedUser> {
+  if (!USERNAME.test(spec.username)) {
+    throw new AdminInputError(`username ${JSON.stringify(spec.username)} must be 1–128 letters, digits or _.@-`);
+  }
+  if (!(BUILT_IN_ROLES as readonly string[]).includes(spec.role)) {
+    throw new AdminInputError(`role must be one of ${BUILT_IN_ROLES.join(", ")}`);
+  }
+  if (!(await getPortal(portalId))) throw new AdminInputError(`no portal ${portalId}`);
+  if (spec.password !== undefined) checkPassword(spec.password);
+  if (await getUser(spec.username)) throw new AdminInputError(`the username ${spec.username} is taken`);
+  const password = spec.password ?? generatePassword();
+  const now = Date.now();
+  await createUser({
+    username: spec.username,
+    portalId,
+    role: spec.role,
+    fullName: spec.fullName ?? spec.username,
+    email: spec.email ?? "",
+    passwordHash: await hashPassword(password),
+    created: now,
+    modified: now,
+  });
+  return {
+    username: spec.username,
+    role: spec.role,
+    ...(spec.password === undefined ? { generatedPassword: password } : {}),
+  };
+}
+
+export interface NewOrganization {
+  readonly name: string;
+  readonly allSSL?: boolean;
+  readonly maxTokenExpirationMinutes?: number;
+  readonly requireTokens?: boolean;
+  readonly admin: Omit<NewUser, "role">;
+}
+
+export async function bootstrapOrganization(spec: NewOrganization): Promise<{ portal: Portal; admin: CreatedUser }> {
+  const name = spec.name.trim();
+  if (!name || name.length > 250) throw new AdminInputError("an organization name has 1–250 characters");
+  const maxMinutes = spec.maxTokenExpirationMinutes ?? MAX_TOKEN_MINUTES;
+  if (!Number.isSafeInteger(maxMinutes) || maxMinutes < 1 || maxMinutes > MAX_TOKEN_MINUTES) {
+    throw new AdminInputError(`the token expiration limit is 1–${MAX_TOKEN_MINUTES} minutes`);
+  }
+  if (spec.admin.password !== undefined) checkPassword(spec.admin.password);
+  if (await getUser(spec.admin.username)) throw new AdminInputError(`the username ${spec.admin.username} is taken`);
+  const now = Date.now();
+  const portal: Portal = {
+    portalId: shortId(),
+    name,
+    allSSL: spec.allSSL ?? false,
+    maxTokenExpirationMinutes: maxMinutes,
+    requireTokens: spec.requireTokens ?? false,
+    created: now,
+    modified: now,
+  };
+  await createPortal(portal);
+  const admin = await addUser(portal.portalId, { ...spec.admin, role: "org_admin" });
+  await claimDefaultPortal(portal.portalId);
+  return { portal, admin };
+}
+
+export interface NewServer {
+  /** Path segment a hosted server answers under (e.g. `arcgis` → `/arcgis/rest/info`). */
+  readonly name: string;
+  /** The URL of a server hosted elsewhere; omitted for a server this deployment hosts. */
+  readonly url?: string | undefined;
+  readonly role?: Server["serverRole"];
+}
+
+export async function registerServer(portalId: string, spec: NewServer): Promise<Server> {
+  if (!(await getPortal(portalId))) throw new AdminInputError(`no portal ${portalId}`);
+  if (!SERVER_NAME.test(spec.name) || RESERVED_SERVER_NAMES.has(spec.name.toLowerCase())) {
+    throw new AdminInputError(
+      `server name ${JSON.stringify(spec.name)} must be a letter then letters, digits, _ or -, and not "portal"`,
+    );
+  }
+  if (spec.url !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(spec.url);
+    } catch {
+      throw new AdminInputError(`${spec.url} is not a URL`);
+    }
+    if (url.protocol !== "https:") throw new AdminInputError("a federated server's URL must use https");
+  }
+  const server: Server = {
+    serverId: shortId(),
+    portalId,
+    name: spec.name,
+    hosted: spec.url === undefined,
+    ...(spec.url !== undefined ? { externalUrl: spec.url.replace(/\/+$/, "") } : {}),
+    serverRole: spec.role ?? "FEDERATED_SERVER",
+    created: Date.now(),
+  };
+  try {
+    await createServer(server);
+  } catch (err) {
+    if (err instanceof Error && err.name === "ConditionalCheckFailedException") {
+      throw new AdminInputError(`a hosted server named ${spec.name} exists already`);
+    }
+    throw err;
+  }
+  return server;
+}
+
+export interface NewDataStore {
+  readonly title: string;
+  readonly owner: string;
+  readonly kind: DataStore["kind"];
+  readonly serverIds: readonly string[];
+  readonly datasets: readonly Dataset[];
+  readonly cachedLayers: readonly CachedLayer[];
+}
+
+export async function registerDataStore(portalId: string, spec: NewDataStore): Promise<DataStore> {
+  const owner = await getUser(spec.owner);
+  if (!owner || owner.portalId !== portalId) throw new AdminInputError(`no user ${spec.owner} in portal ${portalId}`);
+  if (spec.serverIds.length === 0) throw new AdminInputError("a data store is registered with at least one server");
+  for (const id of spec.serverIds) {
+    const server = await getServer(id);
+    if (!server || server.portalId !== portalId) throw new AdminInputError(`no server ${id} in portal ${portalId}`);
+  }
+  const paths = new Set<string>();
+  for (const entry of [...spec.datasets, ...spec.cachedLayers]) {
+    if (!entry.path.startsWith("/") || entry.path.length > 1024) throw new AdminInputError(`bad path ${entry.path}`);
+    if (paths.has(entry.path)) throw new AdminInputError(`path ${entry.path} is listed twice`);
+    paths.add(entry.path);
+  }
+  for (const d of spec.datasets) {
+    if (!(DATASET_TYPES as readonly string[]).includes(d.type)) throw new AdminInputError(`bad dataset type ${d.type}`);
+  }
+  for (const c of spec.cachedLayers) {
+    if (!(CACHE_TYPES as readonly string[]).includes(c.type)) throw new AdminInputError(`bad cache type ${c.type}`);
+  }
+  const now = Date.now();
+  const store: DataStore = {
+    datastoreId: itemId(),
+    portalId,
+    title: spec.title,
+    owner: spec.owner,
+    kind: spec.kind,
+    serverIds: [...spec.serverIds],
+    created: now,
+    modified: now,
+  };
+  await createDataStore({ store, datasets: spec.datasets, cachedLayers: spec.cachedLayers });
+  return store;
+}
+
+export async function describeOrganizations() {
+  const defaultId = await getDefaultPortalId();
+  const portals = await listPortals();
+  return Promise.all(
+    portals.map(async (portal) => ({
+      ...portal,
+      isDefault: portal.portalId === defaultId,
+      users: (await listPortalUsers(portal.portalId)).map(({ username, role }) => ({ username, role })),
+      servers: await listPortalServers(portal.portalId),
+      datastores: await listPortalDataStores(portal.portalId),
+    })),
+  );
+}

@@ -1,0 +1,119 @@
+// The local engine's data folder: dynalite's LevelDB files, the TLS key and certificate, the token key,
+// and a lock naming the one process that owns it (dynalite cannot share a folder between processes).
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { generate } from "selfsigned";
+
+export class FolderInUseError extends Error {
+  constructor(folder: string, pid: number) {
+    super(
+      `the data folder ${folder} is in use by another mapgate engine (process ${pid}); stop it first or set MAPGATE_DATA_DIR to another folder`,
+    );
+    this.name = "FolderInUseError";
+  }
+}
+
+export interface DataFolder {
+  readonly root: string;
+  readonly dynamoPath: string;
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly tokenKeyFile: string;
+  readonly stateFile: string;
+  release(): Promise<void>;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+async function lock(file: string): Promise<void> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(file, "wx", 0o600);
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const pid = Number((await readFile(file, "utf8").catch(() => "")).trim());
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) throw new FolderInUseError(file, pid);
+      // The owner died without cleaning up: the lock is stale.
+      await rm(file, { force: true });
+    }
+  }
+  throw new Error(`could not take the lock ${file}`);
+}
+
+async function writePrivate(file: string, content: string): Promise<void> {
+  await writeFile(file, content, { mode: 0o600 });
+  await chmod(file, 0o600);
+}
+
+async function ensureCertificate(certFile: string, keyFile: string, hostName: string): Promise<void> {
+  if (existsSync(certFile) && existsSync(keyFile)) return;
+  const names = [...new Set(["localhost", hostName])];
+  const pems = await generate([{ name: "commonName", value: hostName }], {
+    keyType: "ec",
+    curve: "P-256",
+    algorithm: "sha256",
+    notAfterDate: new Date(Date.now() + 825 * 24 * 3600 * 1000),
+    extensions: [
+      { name: "basicConstraints", cA: false },
+      { name: "keyUsage", digitalSignature: true, keyEncipherment: true },
+      { name: "extKeyUsage", serverAuth: true },
+      {
+        name: "subjectAltName",
+        altNames: [
+          ...names.map((value) => ({ type: 2 as const, value })),
+          { type: 7 as const, ip: "127.0.0.1" },
+          { type: 7 as const, ip: "::1" },
+        ],
+      },
+    ],
+  });
+  await writePrivate(keyFile, pems.private);
+  await writePrivate(certFile, pems.cert);
+}
+
+async function ensureTokenKey(file: string): Promise<void> {
+  if (existsSync(file)) return;
+  const key = { kid: `k${Date.now().toString(36)}`, k: randomBytes(32).toString("base64url") };
+  await writePrivate(file, JSON.stringify(key));
+}
+
+/** Opens (creating on first use) the data folder and takes its lock. */
+export async function openDataFolder(root: string, hostName: string): Promise<DataFolder> {
+  await mkdir(root, { recursive: true, mode: 0o700 });
+  const lockFile = join(root, "engine.lock");
+  await lock(lockFile);
+  const folder: DataFolder = {
+    root,
+    dynamoPath: join(root, "dynamodb"),
+    certFile: join(root, "tls-cert.pem"),
+    keyFile: join(root, "tls-key.pem"),
+    tokenKeyFile: join(root, "token-key.json"),
+    stateFile: join(root, "engine.json"),
+    release: async () => {
+      await rm(folder.stateFile, { force: true });
+      await rm(lockFile, { force: true });
+    },
+  };
+  try {
+    await mkdir(folder.dynamoPath, { recursive: true, mode: 0o700 });
+    await ensureCertificate(folder.certFile, folder.keyFile, hostName);
+    await ensureTokenKey(folder.tokenKeyFile);
+  } catch (err) {
+    await folder.release();
+    throw err;
+  }
+  return folder;
+}

@@ -1,0 +1,240 @@
+// The local stand-in for API Gateway: turns each HTTP(S) request into the payload-2.0 event API Gateway
+// would send and calls the same handler module the CDK deploys for the matching route.
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { pathToFileURL } from "node:url";
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
+import { ROUTES, type RouteSpec } from "#infra/system.ts";
+
+/** API Gateway's own limits: 10 MB request payload, 29 s integration timeout. */
+export const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
+const INTEGRATION_TIMEOUT_MS = 29_000;
+
+type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+
+interface CompiledRoute {
+  readonly spec: RouteSpec;
+  readonly pattern: RegExp;
+  readonly names: readonly string[];
+  readonly literalSegments: number;
+  readonly handler: Handler;
+}
+
+function compile(spec: RouteSpec, handler: Handler): CompiledRoute {
+  const names: string[] = [];
+  let literalSegments = 0;
+  const source = spec.path
+    .split("/")
+    .map((segment) => {
+      const greedy = segment.match(/^\{(\w+)\+\}$/);
+      if (greedy?.[1]) {
+        names.push(greedy[1]);
+        return "(.+)";
+      }
+      const param = segment.match(/^\{(\w+)\}$/);
+      if (param?.[1]) {
+        names.push(param[1]);
+        return "([^/]+)";
+      }
+      literalSegments++;
+      return segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    })
+    .join("/");
+  return { spec, pattern: new RegExp(`^${source}$`), names, literalSegments, handler };
+}
+
+/** Text bodies arrive as text; everything else (forms included, as on HTTP APIs) arrives base64-encoded. */
+function isText(contentType: string | undefined): boolean {
+  const type = contentType?.split(";")[0]?.trim().toLowerCase() ?? "";
+  return type.startsWith("text/") || /^application\/(json|xml|javascript|[\w.+-]+\+(xml|json))$/.test(type);
+}
+
+export class Gateway {
+  readonly #routes: CompiledRoute[];
+  readonly #fallback: CompiledRoute;
+  #inFlight = 0;
+  #idle: (() => void) | undefined;
+
+  private constructor(routes: CompiledRoute[], fallback: CompiledRoute) {
+    this.#routes = routes;
+    this.#fallback = fallback;
+  }
+
+  /** Imports every declared handler module once (a warm function per route). */
+  static async load(functionsDir: string): Promise<Gateway> {
+    const routes: CompiledRoute[] = [];
+    let fallback: CompiledRoute | undefined;
+    for (const spec of ROUTES) {
+      const mod = (await import(pathToFileURL(`${functionsDir}/${spec.id}.ts`).href)) as { handler?: Handler };
+      if (typeof mod.handler !== "function") throw new Error(`functions/${spec.id}.ts exports no handler`);
+      const compiled = compile(spec, mod.handler);
+      if (spec.methods === "$default") fallback = compiled;
+      else routes.push(compiled);
+    }
+    if (!fallback) throw new Error("no $default route is declared");
+    // API Gateway prefers the most specific route: more literal segments first.
+    routes.sort((a, b) => b.literalSegments - a.literalSegments);
+    return new Gateway(routes, fallback);
+  }
+
+  match(
+    method: string,
+    path: string,
+  ): { route: CompiledRoute; routeKey: string; pathParameters?: Record<string, string> } {
+    for (const route of this.#routes) {
+      if (route.spec.methods === "$default" || !route.spec.methods.includes(method as "GET" | "POST")) continue;
+      const m = route.pattern.exec(path);
+      if (!m) continue;
+      try {
+        const pathParameters = Object.fromEntries(route.names.map((n, i) => [n, decodeURIComponent(m[i + 1] ?? "")]));
+        return { route, routeKey: `${method} ${route.spec.path}`, pathParameters };
+      } catch {
+        break; // a malformed escape in the path: nothing can match it
+      }
+    }
+    return { route: this.#fallback, routeKey: "$default" };
+  }
+
+  /** Resolves once no request is being served (used at shutdown, after the listeners stop accepting). */
+  drained(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#idle = resolve;
+    });
+  }
+
+  listener(domainName: string, proto: "https" | "http") {
+    return (req: IncomingMessage, res: ServerResponse) => {
+      this.#inFlight++;
+      res.once("close", () => {
+        this.#inFlight--;
+        if (this.#inFlight === 0) this.#idle?.();
+      });
+      this.#serve(req, res, domainName, proto).catch(() => {
+        if (!res.headersSent) send(res, 500, { message: "Internal Server Error" });
+        else res.destroy();
+      });
+    };
+  }
+
+  async #serve(req: IncomingMessage, res: ServerResponse, domainName: string, proto: "https" | "http"): Promise<void> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_PAYLOAD_BYTES) {
+        res.setHeader("connection", "close");
+        send(res, 413, { message: "Request Entity Too Large" });
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    }
+    const body = Buffer.concat(chunks);
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const rawPath = q < 0 ? url : url.slice(0, q);
+    const rawQueryString = q < 0 ? "" : url.slice(q + 1);
+    const method = (req.method ?? "GET").toUpperCase();
+    const { route, routeKey, pathParameters } = this.match(method, rawPath);
+    const sourceIp = (req.socket.remoteAddress ?? "127.0.0.1").replace(/^::ffff:/, "");
+    const headers: Record<string, string> = {};
+    let cookies: string[] | undefined;
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value === undefined) continue;
+      if (name === "cookie") {
+        cookies = (Array.isArray(value) ? value.join(";") : value)
+          .split(";")
+          .map((c) => c.trim())
+          .filter(Boolean);
+        continue;
+      }
+      headers[name] = Array.isArray(value) ? value.join(",") : value;
+    }
+    // API Gateway sets these itself; whatever a client sent is replaced, so they can be trusted.
+    headers["x-forwarded-proto"] = proto;
+    headers["x-forwarded-for"] = sourceIp;
+    headers["x-forwarded-port"] = domainName.split(":").pop() ?? "";
+    const query: Record<string, string> = {};
+    for (const [k, v] of new URLSearchParams(rawQueryString)) query[k] = k in query ? `${query[k]},${v}` : v;
+    const now = new Date();
+    const requestId = randomUUID();
+    const base64 = body.length > 0 && !isText(headers["content-type"]);
+    const event: APIGatewayProxyEventV2 = {
+      version: "2.0",
+      routeKey,
+      rawPath,
+      rawQueryString,
+      ...(cookies ? { cookies } : {}),
+      headers,
+      ...(rawQueryString ? { queryStringParameters: query } : {}),
+      ...(pathParameters ? { pathParameters } : {}),
+      requestContext: {
+        accountId: "000000000000",
+        apiId: "local",
+        domainName,
+        domainPrefix: domainName.split(".")[0] ?? domainName,
+        http: {
+          method,
+          path: rawPath,
+          protocol: `HTTP/${req.httpVersion}`,
+          sourceIp,
+          userAgent: headers["user-agent"] ?? "",
+        },
+        requestId,
+        routeKey,
+        stage: "$default",
+        time: now.toISOString(),
+        timeEpoch: now.getTime(),
+      },
+      ...(body.length > 0 ? { body: body.toString(base64 ? "base64" : "utf8") } : {}),
+      isBase64Encoded: base64,
+    };
+    const deadline = Date.now() + INTEGRATION_TIMEOUT_MS;
+    const context = {
+      callbackWaitsForEmptyEventLoop: false,
+      functionName: `mapgate-${route.spec.id}`,
+      functionVersion: "$LATEST",
+      invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:mapgate-${route.spec.id}`,
+      memoryLimitInMB: "1024",
+      awsRequestId: requestId,
+      logGroupName: `/aws/lambda/mapgate-${route.spec.id}`,
+      logStreamName: "local",
+      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+      done: () => undefined,
+      fail: () => undefined,
+      succeed: () => undefined,
+    } satisfies Context;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), INTEGRATION_TIMEOUT_MS);
+    });
+    const result = await Promise.race([route.handler(event, context), timeout]).finally(() => clearTimeout(timer));
+    if (result === "timeout") {
+      send(res, 503, { message: "Service Unavailable" });
+      return;
+    }
+    writeResult(res, result);
+  }
+}
+
+function send(res: ServerResponse, status: number, body: object): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResultV2 | string | undefined): void {
+  // Payload 2.0: a result without statusCode is taken as a JSON body with status 200.
+  if (result === undefined || typeof result === "string" || typeof result.statusCode !== "number") {
+    send(res, 200, typeof result === "object" && result !== null ? result : { value: result ?? null });
+    return;
+  }
+  const body = result.body ? Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8") : Buffer.alloc(0);
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(result.headers ?? {})) headers[k.toLowerCase()] = String(v);
+  if (result.cookies?.length) headers["set-cookie"] = result.cookies;
+  headers["content-length"] = String(body.length);
+  res.writeHead(result.statusCode, headers);
+  res.end(body);
+}

@@ -1,0 +1,81 @@
+// `npm start`: the whole system on this machine. Configuration comes from documented environment
+// variables (see the README), so scripts and several instances can run side by side.
+import { resolve } from "node:path";
+import { FolderInUseError } from "./data-folder.ts";
+import { startEngine } from "./engine.ts";
+
+function port(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    console.error(`mapgate: ${name} must be a port number (0 picks a free one), got ${JSON.stringify(raw)}`);
+    process.exit(2);
+  }
+  return n;
+}
+
+const host = process.env.MAPGATE_HOST || "localhost";
+const dataDir = resolve(process.env.MAPGATE_DATA_DIR || ".mapgate");
+const allSSL = process.env.MAPGATE_ALL_SSL;
+
+let engine: Awaited<ReturnType<typeof startEngine>>;
+try {
+  engine = await startEngine({
+    dataDir,
+    host,
+    httpsPort: port("MAPGATE_HTTPS_PORT", 8443),
+    httpPort: port("MAPGATE_HTTP_PORT", 8080),
+    ...(allSSL ? { allSSL: allSSL === "true" } : {}),
+    passwords: {
+      ...(process.env.MAPGATE_ADMIN_PASSWORD ? { admin: process.env.MAPGATE_ADMIN_PASSWORD } : {}),
+      ...(process.env.MAPGATE_PUBLISHER_PASSWORD ? { publisher: process.env.MAPGATE_PUBLISHER_PASSWORD } : {}),
+      ...(process.env.MAPGATE_USER_PASSWORD ? { user: process.env.MAPGATE_USER_PASSWORD } : {}),
+    },
+  });
+} catch (err) {
+  if (err instanceof FolderInUseError) {
+    console.error(`mapgate: ${err.message}`);
+    process.exit(3);
+  }
+  console.error("mapgate: could not start:", err instanceof Error ? err.message : err);
+  process.exit(1);
+}
+
+const out = (line: string) => process.stdout.write(`${line}\n`);
+out(`mapgate: data folder ${dataDir}`);
+out(`mapgate: portal      ${engine.httpsUrl}/portal/sharing/rest`);
+out(`mapgate: server      ${engine.httpsUrl}/arcgis/rest/info`);
+out(`mapgate: plain HTTP  ${engine.httpUrl}/portal/sharing/rest`);
+out(`mapgate: certificate ${engine.certFile}  (curl --cacert, or NODE_EXTRA_CA_CERTS for Node clients)`);
+if (engine.demo) {
+  out("mapgate: created the demo organization; passwords generated now are shown only this once:");
+  for (const u of engine.demo.users) {
+    out(
+      `mapgate:   ${u.username.padEnd(10)} ${u.role.padEnd(14)} ${u.generatedPassword ?? "(password from the environment)"}`,
+    );
+  }
+} else out("mapgate: demo users: admin, publisher, user (passwords as set on the first start)");
+// One line a script can wait for; everything after `ready ` is JSON.
+out(
+  `mapgate: ready ${JSON.stringify({ https: engine.httpsUrl, http: engine.httpUrl, cert: engine.certFile, pid: process.pid })}`,
+);
+
+let stopping = false;
+const shutdown = (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  out(`mapgate: ${signal}: finishing requests in flight, then stopping`);
+  engine.stop().then(
+    () => {
+      out("mapgate: stopped");
+      process.exit(0);
+    },
+    (err) => {
+      console.error("mapgate: stop failed:", err);
+      process.exit(1);
+    },
+  );
+};
+process.on("SIGINT", () => shutdown("SIGINT"));
+process.on("SIGTERM", () => shutdown("SIGTERM"));

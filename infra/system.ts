@@ -1,0 +1,87 @@
+// The one description of mapgate: every route, table and secret is declared here once.
+// The CDK stack (infra/aws) and the local engine (infra/local) both iterate these lists, so a
+// route or table that exists on one engine exists on the other.
+
+export type Access = "read" | "write";
+
+export interface TableSpec {
+  /** Logical name; also the key of the environment variable `TABLE_<NAME>` that carries the real name. */
+  readonly name: string;
+  readonly partitionKey: string;
+  readonly sortKey?: string;
+  readonly indexes?: readonly { readonly name: string; readonly partitionKey: string; readonly sortKey?: string }[];
+  /** Attribute holding an epoch-seconds expiry. DynamoDB's TTL only reclaims space: readers check expiry themselves. */
+  readonly ttlAttribute?: string;
+}
+
+export interface RouteSpec {
+  /** Kebab-case id; also the handler's file name under functions/. */
+  readonly id: string;
+  /** `$default` catches every request no other route matches. */
+  readonly methods: readonly ("GET" | "POST")[] | "$default";
+  /** API Gateway path template: `{name}` matches one segment, `{name+}` the rest of the path. */
+  readonly path: string;
+  readonly tables: Readonly<Record<string, Access>>;
+  readonly secrets: readonly SecretName[];
+}
+
+export type SecretName = "tokenKey";
+
+export const SECRETS: Readonly<Record<SecretName, { readonly description: string; readonly env: string }>> = {
+  tokenKey: {
+    description: "Key that signs and encrypts mapgate tokens (JSON: {kid, k})",
+    env: "TOKEN_KEY_SECRET_ID",
+  },
+};
+
+export const TABLES = [
+  { name: "portals", partitionKey: "portalId" },
+  {
+    name: "users",
+    partitionKey: "username",
+    indexes: [
+      { name: "byPortal", partitionKey: "portalId", sortKey: "username" },
+      { name: "byRole", partitionKey: "portalRole", sortKey: "username" },
+    ],
+  },
+  {
+    name: "servers",
+    partitionKey: "serverId",
+    indexes: [{ name: "byPortal", partitionKey: "portalId", sortKey: "serverId" }],
+  },
+  {
+    name: "datastores",
+    partitionKey: "datastoreId",
+    sortKey: "entry",
+    indexes: [{ name: "byPortal", partitionKey: "portalId", sortKey: "datastoreId" }],
+  },
+  { name: "tokens", partitionKey: "pk", sortKey: "sk", ttlAttribute: "expiresAt" },
+] as const satisfies readonly TableSpec[];
+
+export type TableName = (typeof TABLES)[number]["name"];
+
+export const PORTAL_ROOT = "/portal/sharing/rest";
+
+/** What the shared pipeline itself reads on every request: the caller's portal, user and token revocations. */
+const PIPELINE_TABLES = { portals: "read", users: "read", tokens: "read" } as const;
+
+function route(spec: Omit<RouteSpec, "secrets" | "tables"> & { tables?: Record<string, Access> }): RouteSpec {
+  return { ...spec, tables: { ...PIPELINE_TABLES, ...spec.tables }, secrets: ["tokenKey"] };
+}
+
+export const ROUTES: readonly RouteSpec[] = [
+  route({ id: "sharing-info", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
+  route({ id: "portal-self", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
+  route({ id: "server-info", methods: ["GET", "POST"], path: "/{server}/rest/info", tables: { servers: "read" } }),
+  route({ id: "not-found", methods: "$default", path: "$default" }),
+];
+
+export function tableEnvName(table: string): string {
+  return `TABLE_${table.toUpperCase()}`;
+}
+
+export function tableSpec(name: string): TableSpec {
+  const spec = TABLES.find((t) => t.name === name);
+  if (!spec) throw new Error(`unknown table ${name}`);
+  return spec;
+}

@@ -1,0 +1,50 @@
+// Configuration is read from the environment once, at cold start, and validated there: a function
+// that is missing a variable its construct should have set fails loudly at start, not mid-request.
+import { type TableName, tableEnvName } from "#infra/system.ts";
+
+export interface Config {
+  readonly tables: Readonly<Partial<Record<TableName, string>>>;
+  /** Either a Secrets Manager id (AWS) or a file path (local engine) holding the token key. */
+  readonly tokenKey: { readonly secretId: string } | { readonly file: string } | undefined;
+  readonly maxBodyBytes: number;
+}
+
+const TABLE_NAMES: readonly TableName[] = ["portals", "users", "servers", "datastores", "tokens"];
+
+function positiveInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n <= 0)
+    throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function read(): Config {
+  const tables: Partial<Record<TableName, string>> = {};
+  for (const t of TABLE_NAMES) {
+    const v = process.env[tableEnvName(t)];
+    if (v) tables[t] = v;
+  }
+  const secretId = process.env.TOKEN_KEY_SECRET_ID;
+  const file = process.env.TOKEN_KEY_FILE;
+  return {
+    tables,
+    tokenKey: secretId ? { secretId } : file ? { file } : undefined,
+    maxBodyBytes: positiveInt("MAX_BODY_BYTES", 1024 * 1024),
+  };
+}
+
+let cached: Config | undefined;
+
+export function config(): Config {
+  cached ??= read();
+  return cached;
+}
+
+/** The real name of a table this function was granted; a missing grant is a deployment fault. */
+export function tableName(name: TableName): string {
+  const real = config().tables[name];
+  if (!real) throw new Error(`${tableEnvName(name)} is not set: this function was not granted the ${name} table`);
+  return real;
+}

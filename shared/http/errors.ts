@@ -1,0 +1,76 @@
+// Typed errors: handlers and middleware throw these; one mapper per protocol turns them into a response.
+// Anything that is not an ApiError is an internal fault and reaches the client without detail.
+
+export class ApiError extends Error {
+  readonly code: number;
+  readonly details: readonly string[];
+  readonly messageCode: string | undefined;
+
+  constructor(code: number, message: string, details: readonly string[] = [], messageCode?: string) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.details = details;
+    this.messageCode = messageCode;
+  }
+}
+
+export const badRequest = (message: string, details: readonly string[] = [], messageCode?: string) =>
+  new ApiError(400, message, details, messageCode);
+
+export const notFound = (details: readonly string[] = []) =>
+  new ApiError(400, "Item does not exist or is inaccessible.", details, "CONT_0001");
+
+export const noSuchResource = (details: readonly string[] = []) =>
+  new ApiError(404, "Resource does not exist or is inaccessible.", details);
+
+export const forbidden = (details: readonly string[] = []) =>
+  new ApiError(
+    403,
+    "You do not have permissions to access this resource or perform this operation.",
+    details,
+    "GWM_0003",
+  );
+
+export const sslRequired = () => new ApiError(403, "SSL Required", ["This organization accepts HTTPS requests only."]);
+
+export const invalidToken = () => new ApiError(498, "Invalid token.", ["Invalid token."], "GWM_0003");
+
+export const tokenRequired = () => new ApiError(499, "Token Required", ["Token Required"], "GWM_0003");
+
+export const methodNotAllowed = () => new ApiError(405, "Method not supported.", ["This operation requires POST."]);
+
+export const tooLarge = (limit: number) =>
+  new ApiError(413, "Request body too large.", [`The request body may hold at most ${limit} bytes.`]);
+
+/** A stored record that breaks an invariant: a fault of ours, never the caller's, so it is answered as a 500. */
+export class CorruptRecordError extends Error {
+  constructor(what: string, problem: string) {
+    super(`corrupt ${what}: ${problem}`);
+    this.name = "CorruptRecordError";
+  }
+}
+
+export interface ErrorBody {
+  readonly error: {
+    readonly code: number;
+    readonly messageCode?: string;
+    readonly message: string;
+    readonly details: readonly string[];
+  };
+}
+
+export const INTERNAL_ERROR: ErrorBody = {
+  error: { code: 500, message: "An internal error occurred. It has been logged.", details: [] },
+};
+
+export function errorBody(err: ApiError): ErrorBody {
+  return {
+    error: {
+      code: err.code,
+      ...(err.messageCode ? { messageCode: err.messageCode } : {}),
+      message: err.message,
+      details: err.details,
+    },
+  };
+}

@@ -1,0 +1,89 @@
+// HTML pages for `f=html`: escaped, UTF-8, no scripts, one hashed stylesheet so the
+// Content-Security-Policy can forbid everything else.
+import { createHash } from "node:crypto";
+
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+const STYLE = `body{font-family:system-ui,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
+header{background:#20364f;color:#fff;padding:.6rem 1.2rem}header a{color:#fff}
+main{padding:1rem 1.2rem;max-width:70rem}table{border-collapse:collapse;margin:.2rem 0}
+th,td{border:1px solid #d0d5da;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#eef1f4;font-weight:600}ul{margin:.2rem 0;padding-left:1.2rem}
+.error{border-left:4px solid #b3261e;background:#fdecea;padding:.5rem 1rem}
+form{display:grid;grid-template-columns:max-content minmax(16rem,40rem);gap:.4rem .8rem;align-items:center}
+label{font-weight:600}button{grid-column:2;justify-self:start;padding:.3rem 1.2rem}
+textarea{min-height:6rem}.muted{color:#5a6470}`;
+
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`,
+  "img-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+export function page(title: string, body: string): string {
+  return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${escapeHtml(title)} · mapgate</title><style>${STYLE}</style></head>
+<body><header><strong>mapgate</strong> · ${escapeHtml(title)}</header><main>
+${body}
+</main></body></html>
+`;
+}
+
+/** Any JSON value as nested tables and lists, readable by a person. */
+export function renderValue(value: unknown): string {
+  if (value === null || value === undefined) return '<span class="muted">null</span>';
+  if (typeof value === "string") {
+    return /^https?:\/\/[^\s"'<>]+$/.test(value)
+      ? `<a href="${escapeHtml(value)}">${escapeHtml(value)}</a>`
+      : escapeHtml(value);
+  }
+  if (typeof value === "number" || typeof value === "boolean") return escapeHtml(String(value));
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '<span class="muted">(none)</span>';
+    return `<ul>${value.map((v) => `<li>${renderValue(v)}</li>`).join("")}</ul>`;
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) return '<span class="muted">(empty)</span>';
+  return `<table>${entries.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${renderValue(v)}</td></tr>`).join("")}</table>`;
+}
+
+export interface FormField {
+  readonly name: string;
+  readonly label?: string;
+  readonly type?: "text" | "password" | "textarea" | "number" | "checkbox";
+  readonly required?: boolean;
+  readonly options?: readonly string[];
+}
+
+/** A form that performs the operation: POSTs to the same URL, asking for an HTML answer by default. */
+export function renderForm(fields: readonly FormField[], values: ReadonlyMap<string, string>): string {
+  const rows = fields.map((f) => {
+    const id = `field-${escapeHtml(f.name)}`;
+    const label = `<label for="${id}">${escapeHtml(f.label ?? f.name)}</label>`;
+    const value = values.get(f.name) ?? "";
+    const required = f.required ? " required" : "";
+    if (f.options) {
+      const opts = f.options.map((o) => `<option${o === value ? " selected" : ""}>${escapeHtml(o)}</option>`).join("");
+      return `${label}<select id="${id}" name="${escapeHtml(f.name)}">${opts}</select>`;
+    }
+    if (f.type === "textarea") {
+      return `${label}<textarea id="${id}" name="${escapeHtml(f.name)}"${required}>${escapeHtml(value)}</textarea>`;
+    }
+    if (f.type === "checkbox") {
+      return `${label}<input id="${id}" type="checkbox" name="${escapeHtml(f.name)}" value="true"${value === "true" ? " checked" : ""}>`;
+    }
+    const type = f.type ?? "text";
+    const shown = type === "password" ? "" : value;
+    return `${label}<input id="${id}" type="${type}" name="${escapeHtml(f.name)}" value="${escapeHtml(shown)}"${required}>`;
+  });
+  rows.push(
+    '<label for="field-f">Format</label><select id="field-f" name="f"><option selected>html</option><option>json</option><option>pjson</option></select>',
+  );
+  return `<form method="post">${rows.join("\n")}<button type="submit">Submit</button></form>`;
+}

@@ -1,0 +1,240 @@
+// The one middy stack every REST handler uses: normalize (parameters, format, caller) → validate
+// (method and transport rules) → compute (the handler) → respond (render once, errors as envelopes).
+// Each middleware is a small factory; the handler returns data or throws a typed error.
+import middy, { type MiddlewareObj, type Request } from "@middy/core";
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
+import { type Credential, findCredential, type Identity, resolveIdentity } from "#shared/auth/identity.ts";
+import { config } from "#shared/config.ts";
+import { ApiError, badRequest, errorBody, INTERNAL_ERROR, methodNotAllowed, sslRequired } from "#shared/http/errors.ts";
+import { escapeHtml, type FormField, page, renderForm, renderValue } from "#shared/http/html.ts";
+import { type Params, parseParams } from "#shared/http/params.ts";
+import { CALLBACK, FORMATS, type Format, type Rendering, renderHtml, renderJson } from "#shared/http/render.ts";
+import { logger } from "#shared/log.ts";
+import { getDefaultPortalId, getPortal, type Portal } from "#shared/stores/portals.ts";
+
+export interface Operation {
+  /** Shown as the page title and logged with each request. */
+  readonly name: string;
+  /** Operations that change state refuse GET (a browser's GET with f=html gets the form instead). */
+  readonly postOnly?: boolean;
+  readonly defaultFormat?: Format;
+  /** Fields of the HTML form that performs the operation. */
+  readonly form?: readonly FormField[];
+  /** A custom page for the result; the default renders the JSON answer as tables. */
+  readonly html?: (data: object, req: RestRequest) => string;
+}
+
+export interface RestRequest {
+  readonly event: APIGatewayProxyEventV2;
+  readonly method: string;
+  readonly params: Params;
+  readonly format: Format;
+  readonly https: boolean;
+  /** The origin this request arrived at, e.g. `https://maps.example.com`. */
+  readonly origin: string;
+  /** The HTTPS origin of the deployment, for links that must be secure whatever the request used. */
+  readonly httpsOrigin: string;
+  readonly sourceIp: string;
+  readonly identity: Identity;
+  /** The caller's organization, or the default one for anonymous callers. */
+  readonly portal: Portal;
+  readonly pathParameters: Readonly<Record<string, string | undefined>>;
+}
+
+interface Normalized {
+  params: Params;
+  rendering: Rendering;
+  origin: string;
+  httpsOrigin: string;
+  sourceIp: string;
+  started: number;
+  errorCode: number;
+}
+
+/** Pipeline state rides on the Lambda context object, which middy hands to every middleware. */
+export type RestContext = Context & { mapgate?: Partial<Normalized> & { request?: RestRequest } };
+type RestMiddyRequest = Request<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>;
+type RestMiddleware = MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>;
+
+function state(request: RestMiddyRequest): Partial<Normalized> & { request?: RestRequest } {
+  request.context.mapgate ??= {};
+  return request.context.mapgate;
+}
+
+function origins(event: APIGatewayProxyEventV2): { origin: string; httpsOrigin: string; https: boolean } {
+  // API Gateway terminates TLS and says so in X-Forwarded-Proto; the local gateway sets it the same way
+  // (and overwrites whatever a client sent).
+  const https = (event.headers?.["x-forwarded-proto"] ?? "https") === "https";
+  const origin = `${https ? "https" : "http"}://${event.requestContext.domainName}`;
+  const configured = process.env.PUBLIC_HTTPS_ORIGIN;
+  return { origin, https, httpsOrigin: configured || `https://${event.requestContext.domainName}` };
+}
+
+/** Logs one line per request (never parameters, tokens or bodies) once the response is known. */
+export const accessLog = (operation: string): RestMiddleware => {
+  const done = (request: RestMiddyRequest) => {
+    const s = state(request);
+    const caller = s.request?.identity;
+    logger.info("request", {
+      requestId: request.event.requestContext.requestId,
+      operation,
+      method: request.event.requestContext.http.method,
+      path: request.event.rawPath,
+      https: s.rendering?.https,
+      format: s.rendering?.format,
+      user: caller?.kind === "user" ? caller.user.username : undefined,
+      errorCode: s.errorCode,
+      ms: s.started === undefined ? undefined : Math.round(performance.now() - s.started),
+    });
+  };
+  return {
+    before: (request) => {
+      state(request).started = performance.now();
+    },
+    after: done,
+    onError: done,
+  };
+};
+
+/** Maps every error to the `{error:{…}}` envelope (HTTP 200, as ArcGIS clients expect) in the requested format. */
+export const errorEnvelope = (operation: string): RestMiddleware => ({
+  onError: (request) => {
+    const err = request.error;
+    let body: ReturnType<typeof errorBody>;
+    if (err instanceof ApiError) body = errorBody(err);
+    else {
+      logger.error("internal error", {
+        requestId: request.event.requestContext.requestId,
+        operation,
+        error: err instanceof Error ? err : new Error(String(err)),
+      });
+      body = INTERNAL_ERROR;
+    }
+    const s = state(request);
+    s.errorCode = body.error.code;
+    const rendering: Rendering = s.rendering ?? { format: "json", https: origins(request.event).https };
+    request.response =
+      rendering.format === "html"
+        ? renderHtml(
+            page(
+              `Error ${body.error.code}`,
+              `<div class="error"><h1>${escapeHtml(body.error.message)}</h1>${renderValue(body.error.details)}</div>`,
+            ),
+            rendering.https,
+          )
+        : renderJson(body, rendering);
+  },
+});
+
+/** Parameters, output format and JSONP callback, validated before anything else runs. */
+export const normalize = (op: Operation): RestMiddleware => ({
+  before: (request) => {
+    const event = request.event;
+    const s = state(request);
+    const o = origins(event);
+    Object.assign(s, { origin: o.origin, httpsOrigin: o.httpsOrigin, sourceIp: event.requestContext.http.sourceIp });
+    const params = parseParams(event, config().maxBodyBytes);
+    s.params = params;
+    const f = (params.get("f") ?? op.defaultFormat ?? "html").toLowerCase();
+    if (!(FORMATS as readonly string[]).includes(f)) {
+      s.rendering = { format: "json", https: o.https };
+      throw badRequest("Invalid format.", [`'f' must be one of ${FORMATS.join(", ")}; got '${f.slice(0, 32)}'.`]);
+    }
+    const callback = params.get("callback");
+    s.rendering = { format: f as Format, https: o.https };
+    if (callback !== undefined && f === "json") {
+      if (callback.length > 128 || !CALLBACK.test(callback)) {
+        throw badRequest("Invalid callback.", ["'callback' must be a JavaScript identifier (dots allowed)."]);
+      }
+      s.rendering = { ...s.rendering, callback };
+    }
+  },
+});
+
+async function portalFor(identity: Identity): Promise<Portal> {
+  const portalId = identity.kind === "user" ? identity.user.portalId : await getDefaultPortalId();
+  const portal = portalId ? await getPortal(portalId) : undefined;
+  if (!portal) {
+    throw new ApiError(404, "No organization has been set up on this deployment.", [
+      "An operator creates one with: npm run admin -- bootstrap",
+    ]);
+  }
+  return portal;
+}
+
+/** The caller (one credential, resolved once) and the organization's transport rules. */
+export const caller = (op: Operation): RestMiddleware => ({
+  before: async (request) => {
+    const s = state(request);
+    const event = request.event;
+    const params = s.params as Params;
+    const rendering = s.rendering as Rendering;
+    // A JSONP response can be read by any site, so it never acts on the browser's ambient cookie.
+    const credential: Credential | undefined = findCredential(event, params, rendering.callback === undefined);
+    const identity = await resolveIdentity(credential, {
+      sourceIp: s.sourceIp as string,
+      referer: event.headers?.referer,
+    });
+    const portal = await portalFor(identity);
+    if (portal.allSSL && !rendering.https) throw sslRequired();
+    const method = event.requestContext.http.method.toUpperCase();
+    s.request = {
+      event,
+      method,
+      params,
+      format: rendering.format,
+      https: rendering.https,
+      origin: s.origin as string,
+      httpsOrigin: s.httpsOrigin as string,
+      sourceIp: s.sourceIp as string,
+      identity,
+      portal,
+      pathParameters: event.pathParameters ?? {},
+    };
+    if (op.postOnly && method !== "POST") {
+      if (rendering.format === "html") return formPage(op, s.request);
+      throw methodNotAllowed();
+    }
+    return undefined;
+  },
+});
+
+function formPage(op: Operation, req: RestRequest): APIGatewayProxyStructuredResultV2 {
+  const signedIn =
+    req.identity.kind === "user" ? `<p class="muted">Signed in as ${escapeHtml(req.identity.user.username)}</p>` : "";
+  return renderHtml(
+    page(op.name, `<h1>${escapeHtml(op.name)}</h1>${signedIn}${renderForm(op.form ?? [], req.params.asMap())}`),
+    req.https,
+  );
+}
+
+/** Renders the handler's data in the requested format. */
+export const respond = (op: Operation): RestMiddleware => ({
+  after: (request) => {
+    const s = state(request);
+    const req = s.request as RestRequest;
+    const data = request.response as unknown as object;
+    if (req.format === "html") {
+      const body = op.html ? op.html(data, req) : `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`;
+      request.response = renderHtml(op.html ? body : page(op.name, body), req.https);
+    } else request.response = renderJson(data, s.rendering as Rendering);
+  },
+});
+
+export type Compute = (req: RestRequest) => Promise<object>;
+
+/** A REST handler: the operation's rules plus its compute step, wrapped in the shared stack. */
+export function restHandler(op: Operation, compute: Compute) {
+  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>()
+    .use(accessLog(op.name))
+    .use(errorEnvelope(op.name))
+    .use(normalize(op))
+    .use(caller(op))
+    .use(respond(op))
+    .handler(async (_event, context) => {
+      const req = context.mapgate?.request;
+      if (!req) throw new Error("pipeline state missing: caller() did not run");
+      // The handler's data travels to respond() as the response; respond() replaces it with the rendering.
+      return (await compute(req)) as unknown as APIGatewayProxyStructuredResultV2;
+    });
+}

@@ -1,0 +1,112 @@
+import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { tableName } from "#shared/config.ts";
+import { ddb, isConditionFailure } from "#shared/stores/dynamo.ts";
+import { RecordReader } from "#shared/stores/records.ts";
+
+export interface Portal {
+  readonly portalId: string;
+  readonly name: string;
+  /** HTTPS for everything: plain HTTP requests are refused with 403 `SSL Required`. */
+  readonly allSSL: boolean;
+  /** The longest token this organization issues, in minutes (at most 15 days). */
+  readonly maxTokenExpirationMinutes: number;
+  /** Whether the SOAP catalog and server resources demand a token. */
+  readonly requireTokens: boolean;
+  readonly created: number;
+  readonly modified: number;
+}
+
+export const MAX_TOKEN_MINUTES = 15 * 24 * 60;
+
+/** The marker item naming the portal anonymous callers see as `self`. */
+const DEFAULT_KEY = "@default";
+
+function toPortal(item: Record<string, unknown>): Portal {
+  const r = new RecordReader("portal", item);
+  return {
+    portalId: r.string("portalId"),
+    name: r.string("name"),
+    allSSL: r.boolean("allSSL"),
+    maxTokenExpirationMinutes: r.number("maxTokenExpirationMinutes"),
+    requireTokens: r.boolean("requireTokens"),
+    created: r.number("created"),
+    modified: r.number("modified"),
+  };
+}
+
+export async function getPortal(portalId: string): Promise<Portal | undefined> {
+  if (portalId === DEFAULT_KEY) return undefined;
+  const { Item } = await ddb.send(new GetCommand({ TableName: tableName("portals"), Key: { portalId } }));
+  return Item ? toPortal(Item) : undefined;
+}
+
+export async function getDefaultPortalId(): Promise<string | undefined> {
+  const { Item } = await ddb.send(new GetCommand({ TableName: tableName("portals"), Key: { portalId: DEFAULT_KEY } }));
+  return typeof Item?.target === "string" ? Item.target : undefined;
+}
+
+export async function createPortal(portal: Portal): Promise<void> {
+  await ddb.send(
+    new PutCommand({
+      TableName: tableName("portals"),
+      Item: { ...portal },
+      ConditionExpression: "attribute_not_exists(portalId)",
+    }),
+  );
+}
+
+/** Makes `portalId` the default portal unless one is set already; answers the default in force. */
+export async function claimDefaultPortal(portalId: string): Promise<string> {
+  try {
+    await ddb.send(
+      new PutCommand({
+        TableName: tableName("portals"),
+        Item: { portalId: DEFAULT_KEY, target: portalId },
+        ConditionExpression: "attribute_not_exists(portalId)",
+      }),
+    );
+    return portalId;
+  } catch (err) {
+    if (isConditionFailure(err)) return (await getDefaultPortalId()) ?? portalId;
+    throw err;
+  }
+}
+
+/** Operator listing only (the portals table is small: one item per organization). */
+export async function listPortals(): Promise<Portal[]> {
+  const out: Portal[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ddb.send(new ScanCommand({ TableName: tableName("portals"), ExclusiveStartKey: start }));
+    for (const item of page.Items ?? []) if (item.portalId !== DEFAULT_KEY) out.push(toPortal(item));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+export type PortalSettings = Partial<Pick<Portal, "allSSL" | "maxTokenExpirationMinutes" | "requireTokens" | "name">>;
+
+/** Changes an organization's settings; `modified` advances. Answers the portal as stored afterwards. */
+export async function updatePortal(portalId: string, settings: PortalSettings): Promise<Portal> {
+  const entries = Object.entries(settings).filter(([, v]) => v !== undefined);
+  const names: Record<string, string> = { "#m": "modified" };
+  const values: Record<string, unknown> = { ":m": Date.now() };
+  const sets = ["#m = :m"];
+  entries.forEach(([k, v], i) => {
+    names[`#a${i}`] = k;
+    values[`:a${i}`] = v;
+    sets.push(`#a${i} = :a${i}`);
+  });
+  const { Attributes } = await ddb.send(
+    new UpdateCommand({
+      TableName: tableName("portals"),
+      Key: { portalId },
+      UpdateExpression: `SET ${sets.join(", ")}`,
+      ConditionExpression: "attribute_exists(portalId)",
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValues: "ALL_NEW",
+    }),
+  );
+  return toPortal(Attributes ?? {});
+}

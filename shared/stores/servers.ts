@@ -1,0 +1,96 @@
+import { GetCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { tableName } from "#shared/config.ts";
+import { ddb } from "#shared/stores/dynamo.ts";
+import { RecordReader } from "#shared/stores/records.ts";
+
+/**
+ * A federated server. A hosted server is served by this deployment under `/<name>` (its URL follows the
+ * deployment's public address); an external one is only registered, with the URL it was given.
+ */
+export interface Server {
+  readonly serverId: string;
+  readonly portalId: string;
+  readonly name: string;
+  readonly hosted: boolean;
+  readonly externalUrl?: string;
+  readonly serverRole: "HOSTING_SERVER" | "FEDERATED_SERVER";
+  readonly created: number;
+}
+
+/** Path segments a hosted server may not take: they would shadow the portal or look like a file. */
+export const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+export const RESERVED_SERVER_NAMES = new Set(["portal"]);
+
+function toServer(item: Record<string, unknown>): Server {
+  const r = new RecordReader("server", item);
+  const externalUrl = r.optionalString("externalUrl");
+  return {
+    serverId: r.string("serverId"),
+    portalId: r.string("portalId"),
+    name: r.string("name"),
+    hosted: r.boolean("hosted"),
+    ...(externalUrl ? { externalUrl } : {}),
+    serverRole: r.oneOf("serverRole", ["HOSTING_SERVER", "FEDERATED_SERVER"] as const),
+    created: r.number("created"),
+  };
+}
+
+export function serverUrl(server: Server, baseUrl: string): string {
+  return server.hosted ? `${baseUrl}/${server.name}` : (server.externalUrl ?? "");
+}
+
+export async function getServer(serverId: string): Promise<Server | undefined> {
+  const { Item } = await ddb.send(new GetCommand({ TableName: tableName("servers"), Key: { serverId } }));
+  return Item ? toServer(Item) : undefined;
+}
+
+const nameKey = (name: string) => `@name:${name.toLowerCase()}`;
+
+/** The hosted server answering under `/<name>` (names are reserved case-insensitively at registration). */
+export async function getHostedServerByName(name: string): Promise<Server | undefined> {
+  const { Item } = await ddb.send(
+    new GetCommand({ TableName: tableName("servers"), Key: { serverId: nameKey(name) } }),
+  );
+  if (typeof Item?.target !== "string") return undefined;
+  const server = await getServer(Item.target);
+  return server?.hosted && server.name === name ? server : undefined;
+}
+
+export async function listPortalServers(portalId: string): Promise<Server[]> {
+  const out: Server[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ddb.send(
+      new QueryCommand({
+        TableName: tableName("servers"),
+        IndexName: "byPortal",
+        KeyConditionExpression: "portalId = :p",
+        ExpressionAttributeValues: { ":p": portalId },
+        ExclusiveStartKey: start,
+      }),
+    );
+    for (const item of page.Items ?? []) out.push(toServer(item));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+/** Registers a server; a hosted server first reserves its path name, so two servers never share one. */
+export async function createServer(server: Server): Promise<void> {
+  if (server.hosted) {
+    await ddb.send(
+      new PutCommand({
+        TableName: tableName("servers"),
+        Item: { serverId: nameKey(server.name), target: server.serverId },
+        ConditionExpression: "attribute_not_exists(serverId)",
+      }),
+    );
+  }
+  await ddb.send(
+    new PutCommand({
+      TableName: tableName("servers"),
+      Item: { ...server },
+      ConditionExpression: "attribute_not_exists(serverId)",
+    }),
+  );
+}

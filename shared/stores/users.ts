@@ -1,0 +1,69 @@
+import { GetCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { tableName } from "#shared/config.ts";
+import { ddb } from "#shared/stores/dynamo.ts";
+import { RecordReader } from "#shared/stores/records.ts";
+
+/** The built-in roles; a custom role is stored as its role id. */
+export const BUILT_IN_ROLES = ["org_admin", "org_publisher", "org_user"] as const;
+export type BuiltInRole = (typeof BUILT_IN_ROLES)[number];
+
+export interface User {
+  readonly username: string;
+  readonly portalId: string;
+  readonly role: string;
+  readonly fullName: string;
+  readonly email: string;
+  readonly passwordHash: string;
+  readonly created: number;
+  readonly modified: number;
+}
+
+function toUser(item: Record<string, unknown>): User {
+  const r = new RecordReader("user", item);
+  return {
+    username: r.string("username"),
+    portalId: r.string("portalId"),
+    role: r.string("role"),
+    fullName: r.string("fullName"),
+    email: r.string("email"),
+    passwordHash: r.string("passwordHash"),
+    created: r.number("created"),
+    modified: r.number("modified"),
+  };
+}
+
+/** Usernames are case-sensitive and unique across the deployment, as on the original. */
+export async function getUser(username: string): Promise<User | undefined> {
+  const { Item } = await ddb.send(new GetCommand({ TableName: tableName("users"), Key: { username } }));
+  return Item ? toUser(Item) : undefined;
+}
+
+export async function createUser(user: User): Promise<void> {
+  await ddb.send(
+    new PutCommand({
+      TableName: tableName("users"),
+      Item: { ...user, portalRole: `${user.portalId}#${user.role}` },
+      ConditionExpression: "attribute_not_exists(username)",
+    }),
+  );
+}
+
+export async function listPortalUsers(portalId: string): Promise<User[]> {
+  const out: User[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ddb.send(
+      new QueryCommand({
+        TableName: tableName("users"),
+        IndexName: "byPortal",
+        KeyConditionExpression: "portalId = :p",
+        ExpressionAttributeValues: { ":p": portalId },
+        ExclusiveStartKey: start,
+      }),
+    );
+    // The index projects everything, but a GSI read may trail the table: re-read is not needed for listing.
+    for (const item of page.Items ?? []) out.push(toUser(item));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
