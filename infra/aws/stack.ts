@@ -1,0 +1,134 @@
+// The AWS engine: iterates the system description, so every declared route and table exists here
+// exactly as the local engine serves it.
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
+import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
+import {
+  HttpApi,
+  HttpMethod,
+  HttpRoute,
+  HttpRouteKey,
+  HttpStage,
+  LogGroupLogDestination,
+} from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
+import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { Construct } from "constructs";
+import { ROUTES, type SecretName, TABLES, type TableName } from "#infra/system.ts";
+import { MapgateSecret, MapgateTable } from "./constructs.ts";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+export interface MapgateStackProps extends StackProps {
+  /** RETAIN (default) keeps tables and logs when the stack is deleted; DESTROY is for throwaway stacks. */
+  readonly removalPolicy?: RemovalPolicy;
+  /** The public HTTPS origin when a custom domain fronts the API (absolute URLs are built from it). */
+  readonly publicOrigin?: string;
+}
+
+const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
+
+export class MapgateStack extends Stack {
+  readonly api: HttpApi;
+
+  constructor(scope: Construct, id: string, props: MapgateStackProps = {}) {
+    super(scope, id, props);
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+
+    const tables = new Map<string, MapgateTable>();
+    for (const spec of TABLES) {
+      const table = new MapgateTable(this, `${pascal(spec.name)}Table`, spec, removalPolicy);
+      tables.set(spec.name, table);
+      new CfnOutput(this, `Table${pascal(spec.name)}`, { value: table.table.tableName });
+    }
+    const secrets = new Map<SecretName, MapgateSecret>([["tokenKey", new MapgateSecret(this, "TokenKey", "tokenKey")]]);
+    Validations.of(secrets.get("tokenKey")?.secret ?? this).acknowledge({
+      id: "AwsSolutions-SMG4",
+      reason:
+        "The token key is rotated by an operator adding a new key id; an automatic rotation would invalidate every issued token at once.",
+    });
+    new CfnOutput(this, "TokenKeySecretArn", { value: secrets.get("tokenKey")?.secret.secretArn ?? "" });
+
+    const accessLogs = new LogGroup(this, "ApiAccessLogs", { retention: RetentionDays.ONE_MONTH, removalPolicy });
+    this.api = new HttpApi(this, "Api", { apiName: `${id}-api`, createDefaultStage: false });
+    new HttpStage(this, "DefaultStage", {
+      httpApi: this.api,
+      stageName: "$default",
+      autoDeploy: true,
+      throttle: { rateLimit: 500, burstLimit: 1000 },
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        format: AccessLogFormat.jsonWithStandardFields({
+          caller: false,
+          httpMethod: true,
+          ip: true,
+          protocol: true,
+          requestTime: true,
+          resourcePath: true,
+          responseLength: true,
+          status: true,
+          user: false,
+        }),
+      },
+    });
+
+    for (const route of ROUTES) {
+      const name = pascal(route.id);
+      const logGroup = new LogGroup(this, `${name}Logs`, { retention: RetentionDays.ONE_MONTH, removalPolicy });
+      // An explicit role with only this function's log group, instead of the managed basic-execution policy.
+      const role = new Role(this, `${name}Role`, { assumedBy: new ServicePrincipal("lambda.amazonaws.com") });
+      logGroup.grantWrite(role);
+      const fn = new NodejsFunction(this, `${name}Function`, {
+        entry: join(ROOT, "functions", `${route.id}.ts`),
+        handler: "handler",
+        runtime: Runtime.NODEJS_24_X,
+        architecture: Architecture.ARM_64,
+        memorySize: 1024,
+        timeout: Duration.seconds(29),
+        role,
+        logGroup,
+        projectRoot: ROOT,
+        depsLockFilePath: join(ROOT, "package-lock.json"),
+        environment: {
+          NODE_OPTIONS: "--enable-source-maps",
+          POWERTOOLS_SERVICE_NAME: "mapgate",
+          POWERTOOLS_LOG_LEVEL: "INFO",
+          ...(props.publicOrigin ? { PUBLIC_HTTPS_ORIGIN: props.publicOrigin } : {}),
+        },
+        bundling: {
+          format: OutputFormat.ESM,
+          target: "node24",
+          platform: "node",
+          sourceMap: true,
+          minify: true,
+          mainFields: ["module", "main"],
+          // Some dependencies are CommonJS and call require(); ESM bundles need it defined.
+          banner: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+        },
+      });
+      for (const [table, access] of Object.entries(route.tables)) {
+        const t = tables.get(table as TableName);
+        if (!t) throw new Error(`route ${route.id} names unknown table ${table}`);
+        t.grantTo(fn, access);
+      }
+      for (const secret of route.secrets) secrets.get(secret)?.grantTo(fn);
+      const integration = new HttpLambdaIntegration(`${name}Integration`, fn);
+      const apiRoutes =
+        route.methods === "$default"
+          ? [new HttpRoute(this, `${name}Route`, { httpApi: this.api, routeKey: HttpRouteKey.DEFAULT, integration })]
+          : this.api.addRoutes({ path: route.path, methods: route.methods.map((m) => HttpMethod[m]), integration });
+      for (const r of apiRoutes) {
+        Validations.of(r).acknowledge({
+          id: "AwsSolutions-APIG4",
+          reason:
+            "ArcGIS clients send tokens as form fields, query parameters, headers or a cookie; each function verifies them in the shared pipeline, which an API Gateway authorizer cannot do for form bodies.",
+        });
+      }
+    }
+    new CfnOutput(this, "ApiUrl", { value: this.api.apiEndpoint });
+  }
+}
