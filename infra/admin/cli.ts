@@ -1,0 +1,211 @@
+// `npm run admin -- <command>`: operate an organization on either engine.
+//   local (default): the data folder of a local engine (running or not)
+//   AWS:             --stack <name>, with the operator's own AWS credentials and the stack's outputs
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
+import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { TABLES, tableEnvName } from "#infra/system.ts";
+import type { CachedLayer, DataStore, Dataset } from "#shared/stores/datastores.ts";
+import { updatePortal } from "#shared/stores/portals.ts";
+import { openDataFolder } from "../local/data-folder.ts";
+import { createTables, localTableName, startDynamo } from "../local/dynamo.ts";
+import {
+  AdminInputError,
+  addUser,
+  bootstrapOrganization,
+  type CreatedUser,
+  describeOrganizations,
+  registerDataStore,
+  registerServer,
+} from "./operations.ts";
+
+const USAGE = `usage: npm run admin -- <command> [options]
+
+commands:
+  bootstrap          --name <organization> --admin <username> [--all-ssl] [--require-tokens]
+                     [--max-token-minutes <n>]            (password: MAPGATE_ADMIN_PASSWORD or generated)
+  add-user           --portal <id> --username <name> --role org_admin|org_publisher|org_user
+                                                          (password: MAPGATE_USER_PASSWORD or generated)
+  register-server    --portal <id> --name <path name> [--url https://…]   (no --url: hosted here at /<name>)
+  register-datastore --portal <id> --file <store.json>
+  update-portal      --portal <id> [--all-ssl true|false] [--require-tokens true|false] [--max-token-minutes <n>]
+  list
+
+target (one of):
+  --data-dir <folder>   a local engine's data folder (default: MAPGATE_DATA_DIR or .mapgate)
+  --stack <name>        a deployed stack (AWS credentials and region from the usual AWS variables)`;
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    "data-dir": { type: "string" },
+    stack: { type: "string" },
+    name: { type: "string" },
+    admin: { type: "string" },
+    "all-ssl": { type: "string" },
+    "require-tokens": { type: "string" },
+    "max-token-minutes": { type: "string" },
+    portal: { type: "string" },
+    username: { type: "string" },
+    role: { type: "string" },
+    url: { type: "string" },
+    file: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  },
+});
+
+function need(name: keyof typeof values): string {
+  const v = values[name];
+  if (typeof v !== "string" || v === "") throw new AdminInputError(`--${name} is required`);
+  return v;
+}
+
+function flag(name: "all-ssl" | "require-tokens"): boolean | undefined {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  if (v === "true" || v === "") return true;
+  if (v === "false") return false;
+  throw new AdminInputError(`--${name} takes true or false`);
+}
+
+function minutes(): number | undefined {
+  const v = values["max-token-minutes"];
+  return v === undefined ? undefined : Number(v);
+}
+
+/** Points the shared stores at the target's tables; answers how to keep a generated password. */
+async function connect(): Promise<{ keep: (u: CreatedUser) => Promise<string>; close: () => Promise<void> }> {
+  if (values.stack) {
+    const cfn = new CloudFormationClient({});
+    const { Stacks } = await cfn.send(new DescribeStacksCommand({ StackName: values.stack }));
+    const outputs = new Map((Stacks?.[0]?.Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue]));
+    for (const t of TABLES) {
+      const key = `Table${t.name[0]?.toUpperCase()}${t.name.slice(1)}`;
+      const real = outputs.get(key);
+      if (!real) throw new Error(`stack ${values.stack} has no output ${key}: is it a mapgate stack?`);
+      process.env[tableEnvName(t.name)] = real;
+    }
+    const sm = new SecretsManagerClient({});
+    return {
+      // On AWS a generated password is never printed: it is kept in Secrets Manager for the operator.
+      keep: async (u) => {
+        const name = `${values.stack}/users/${u.username}/initial-password`;
+        const out = await sm.send(new CreateSecretCommand({ Name: name, SecretString: u.generatedPassword ?? "" }));
+        return `kept in Secrets Manager as ${out.ARN}`;
+      },
+      close: async () => undefined,
+    };
+  }
+  const dataDir = resolve(values["data-dir"] ?? process.env.MAPGATE_DATA_DIR ?? ".mapgate");
+  for (const t of TABLES) process.env[tableEnvName(t.name)] = localTableName(t.name);
+  Object.assign(process.env, { AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local" });
+  const keep = async (u: CreatedUser) => `password ${u.generatedPassword} (shown only now)`;
+  const stateFile = resolve(dataDir, "engine.json");
+  if (existsSync(stateFile)) {
+    // A running engine owns the folder: talk to its dynalite.
+    const state = JSON.parse(readFileSync(stateFile, "utf8")) as { dynamoEndpoint: string };
+    process.env.AWS_ENDPOINT_URL_DYNAMODB = state.dynamoEndpoint;
+    return { keep, close: async () => undefined };
+  }
+  const folder = await openDataFolder(dataDir, "localhost");
+  const dynamo = await startDynamo(folder.dynamoPath);
+  await createTables(dynamo.endpoint);
+  process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamo.endpoint;
+  return {
+    keep,
+    close: async () => {
+      await dynamo.close();
+      await folder.release();
+    },
+  };
+}
+
+async function run(command: string): Promise<unknown> {
+  const target = await connect();
+  try {
+    switch (command) {
+      case "bootstrap": {
+        const allSSL = flag("all-ssl");
+        const requireTokens = flag("require-tokens");
+        const max = minutes();
+        const { portal, admin } = await bootstrapOrganization({
+          name: need("name"),
+          ...(allSSL !== undefined ? { allSSL } : {}),
+          ...(requireTokens !== undefined ? { requireTokens } : {}),
+          ...(max !== undefined ? { maxTokenExpirationMinutes: max } : {}),
+          admin: { username: need("admin"), password: process.env.MAPGATE_ADMIN_PASSWORD || undefined },
+        });
+        return {
+          portal,
+          admin: admin.username,
+          password: admin.generatedPassword ? await target.keep(admin) : "from MAPGATE_ADMIN_PASSWORD",
+        };
+      }
+      case "add-user": {
+        const user = await addUser(need("portal"), {
+          username: need("username"),
+          role: need("role"),
+          password: process.env.MAPGATE_USER_PASSWORD || undefined,
+        });
+        return {
+          ...user,
+          generatedPassword: undefined,
+          password: user.generatedPassword ? await target.keep(user) : "from MAPGATE_USER_PASSWORD",
+        };
+      }
+      case "register-server":
+        return await registerServer(need("portal"), { name: need("name"), url: values.url });
+      case "register-datastore": {
+        const spec = JSON.parse(readFileSync(need("file"), "utf8")) as {
+          title: string;
+          owner: string;
+          kind: DataStore["kind"];
+          serverIds: string[];
+          datasets?: Dataset[];
+          cachedLayers?: CachedLayer[];
+        };
+        return await registerDataStore(need("portal"), {
+          ...spec,
+          datasets: spec.datasets ?? [],
+          cachedLayers: spec.cachedLayers ?? [],
+        });
+      }
+      case "update-portal": {
+        const allSSL = flag("all-ssl");
+        const requireTokens = flag("require-tokens");
+        const max = minutes();
+        if (max !== undefined && (!Number.isSafeInteger(max) || max < 1 || max > 21600)) {
+          throw new AdminInputError("--max-token-minutes is 1–21600");
+        }
+        return await updatePortal(need("portal"), {
+          ...(allSSL !== undefined ? { allSSL } : {}),
+          ...(requireTokens !== undefined ? { requireTokens } : {}),
+          ...(max !== undefined ? { maxTokenExpirationMinutes: max } : {}),
+        });
+      }
+      case "list":
+        return await describeOrganizations();
+      default:
+        throw new AdminInputError(`unknown command ${JSON.stringify(command)}\n${USAGE}`);
+    }
+  } finally {
+    await target.close();
+  }
+}
+
+const command = positionals[0];
+if (values.help || !command) {
+  console.log(USAGE);
+  process.exit(command ? 0 : 2);
+}
+try {
+  console.log(JSON.stringify(await run(command), null, 2));
+} catch (err) {
+  if (err instanceof AdminInputError) console.error(`mapgate admin: ${err.message}`);
+  else if (err instanceof Error && err.name === "ConditionalCheckFailedException")
+    console.error("mapgate admin: no such portal");
+  else console.error("mapgate admin:", err instanceof Error ? err.message : err);
+  process.exit(2);
+}
