@@ -1,0 +1,105 @@
+// Starts the real local engine (`node infra/local/main.ts`, what `npm start` runs) in a child process
+// on a fresh data folder and free ports, and waits for its ready line.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+export const PASSWORDS = { admin: "admin-Pass-1234", publisher: "publisher-Pass-1234", user: "user-Pass-1234" };
+
+export interface Ready {
+  https: string;
+  http: string;
+  cert: string;
+  pid: number;
+}
+
+export interface RunningEngine {
+  readonly dataDir: string;
+  readonly ready: Ready;
+  readonly ca: Buffer;
+  readonly child: ChildProcess;
+  /** Every line the engine has written to stdout or stderr so far (its logs included). */
+  readonly lines: string[];
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function newDataDir(): string {
+  return mkdtempSync(join(tmpdir(), "mapgate-test-"));
+}
+
+export interface StartOptions {
+  dataDir?: string;
+  env?: Record<string, string>;
+}
+
+export function spawnEngine(options: StartOptions = {}) {
+  const dataDir = options.dataDir ?? newDataDir();
+  const child = spawn(process.execPath, [join(ROOT, "infra/local/main.ts")], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      MAPGATE_DATA_DIR: dataDir,
+      MAPGATE_HTTPS_PORT: "0",
+      MAPGATE_HTTP_PORT: "0",
+      MAPGATE_ADMIN_PASSWORD: PASSWORDS.admin,
+      MAPGATE_PUBLISHER_PASSWORD: PASSWORDS.publisher,
+      MAPGATE_USER_PASSWORD: PASSWORDS.user,
+      ...options.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  const errLines: string[] = [];
+  const collect = (into: string[]) => {
+    let partial = "";
+    return (chunk: Buffer) => {
+      const parts = (partial + chunk.toString("utf8")).split("\n");
+      partial = parts.pop() ?? "";
+      into.push(...parts);
+    };
+  };
+  child.stdout?.on("data", collect(lines));
+  child.stderr?.on("data", collect(errLines));
+  child.stderr?.on("data", collect(lines));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { dataDir, child, lines, errLines, exited };
+}
+
+export async function startEngine(options: StartOptions = {}): Promise<RunningEngine> {
+  const { dataDir, child, lines, errLines, exited } = spawnEngine(options);
+  const ready = await new Promise<Ready>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`engine not ready in 30 s:\n${lines.join("\n")}\n${errLines.join("\n")}`)),
+      30_000,
+    );
+    const poll = setInterval(() => {
+      const line = lines.find((l) => l.startsWith("mapgate: ready "));
+      if (line) {
+        clearInterval(poll);
+        clearTimeout(timer);
+        resolve(JSON.parse(line.slice("mapgate: ready ".length)) as Ready);
+      }
+    }, 20);
+    exited.then((code) => {
+      clearInterval(poll);
+      clearTimeout(timer);
+      reject(new Error(`engine exited (${code}) before ready:\n${lines.join("\n")}\n${errLines.join("\n")}`));
+    });
+  });
+  return {
+    dataDir,
+    ready,
+    ca: readFileSync(ready.cert),
+    child,
+    lines,
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,48 @@
+// A small HTTP(S) client over node:http(s) that trusts the engine's self-signed certificate.
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json<T = Record<string, unknown>>(): T;
+}
+
+export interface CallOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  ca?: Buffer;
+}
+
+export function call(url: string, options: CallOptions = {}): Promise<Answer> {
+  const u = new URL(url);
+  const send = u.protocol === "https:" ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(
+      u,
+      {
+        method: options.method ?? (options.body === undefined ? "GET" : "POST"),
+        headers: {
+          ...(options.body !== undefined ? { "content-type": "application/x-www-form-urlencoded" } : {}),
+          ...options.headers,
+        },
+        ...(options.ca ? { ca: options.ca } : {}),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(options.body);
+  });
+}
+
+export const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
