@@ -11,8 +11,9 @@ export interface LocalDynamo {
 
 export const localTableName = (name: string) => `mapgate-${name}`;
 
-export async function startDynamo(path: string, port = 0): Promise<LocalDynamo> {
-  const server = dynalite({ path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+export async function startDynamo(path: string | undefined, port = 0): Promise<LocalDynamo> {
+  // No path: in memory (tests).
+  const server = dynalite({ ...(path ? { path } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => resolve());

@@ -1,0 +1,125 @@
+// The local engine's life: first start, a refused second start, restart with the same data, and a
+// SIGTERM that loses nothing acknowledged. Each start is the real `node infra/local/main.ts`.
+import { execFileSync } from "node:child_process";
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { newDataDir, PASSWORDS, ROOT, spawnEngine, startEngine } from "./helpers/engine.ts";
+import { call } from "./helpers/http.ts";
+
+function admin(dataDir: string, ...args: string[]): string {
+  return execFileSync(process.execPath, [join(ROOT, "infra/admin/cli.ts"), ...args, "--data-dir", dataDir], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, MAPGATE_USER_PASSWORD: "" },
+  });
+}
+
+describe("local engine", () => {
+  it("bootstraps on first start, refuses a second engine on the folder, and keeps its data across restarts", async () => {
+    const dataDir = newDataDir();
+    const first = await startEngine({ dataDir, env: { MAPGATE_USER_PASSWORD: "" } });
+    let secondPortal: string;
+    try {
+      const out = first.lines.join("\n");
+      expect(out).toContain("mapgate: created the demo organization");
+      expect(out).toMatch(/admin +org_admin +\(password from the environment\)/);
+      // No password in the environment for the plain user: one is generated and shown once.
+      const generated = out.match(/user +org_user +([A-Za-z0-9]{20})/)?.[1];
+      expect(generated).toBeDefined();
+      expect(out).not.toContain(PASSWORDS.admin);
+      expect(statSync(join(dataDir, "token-key.json")).mode & 0o777).toBe(0o600);
+      expect(statSync(join(dataDir, "tls-key.pem")).mode & 0o777).toBe(0o600);
+
+      const portal = (
+        await call(`${first.ready.https}/portal/sharing/rest/portals/self?f=json`, { ca: first.ca })
+      ).json();
+      secondPortal = String(portal.id);
+
+      const second = spawnEngine({ dataDir });
+      expect(await second.exited).toBe(3);
+      expect(second.errLines.join("\n")).toMatch(/data folder .* is in use by another mapgate engine \(process \d+\)/);
+      // The refused engine did not disturb the running one.
+      expect((await call(`${first.ready.https}/portal/sharing/rest/info?f=json`, { ca: first.ca })).status).toBe(200);
+    } finally {
+      expect(await first.stop()).toBe(0);
+    }
+
+    const again = await startEngine({ dataDir });
+    try {
+      expect(again.lines.join("\n")).not.toContain("created the demo organization");
+      const portal = (
+        await call(`${again.ready.https}/portal/sharing/rest/portals/self?f=json`, { ca: again.ca })
+      ).json();
+      expect(portal.id).toBe(secondPortal);
+    } finally {
+      await again.stop();
+    }
+  });
+
+  it("takes over a lock left by a process that died", async () => {
+    const dataDir = newDataDir();
+    const crashed = await startEngine({ dataDir });
+    await crashed.stop("SIGKILL");
+    const next = await startEngine({ dataDir });
+    try {
+      expect((await call(`${next.ready.https}/portal/sharing/rest/info?f=json`, { ca: next.ca })).status).toBe(200);
+    } finally {
+      await next.stop();
+    }
+  });
+
+  it("on SIGTERM finishes requests in flight and keeps every acknowledged write", async () => {
+    const dataDir = newDataDir();
+    const engine = await startEngine({ dataDir });
+    const portalId = String(
+      (await call(`${engine.ready.https}/portal/sharing/rest/portals/self?f=json`, { ca: engine.ca })).json().id,
+    );
+    // A write acknowledged by the running engine's store (through the operator command).
+    const server = JSON.parse(admin(dataDir, "register-server", "--portal", portalId, "--name", "tiles")) as {
+      serverId: string;
+    };
+    // Plain HTTP, so a request is in flight as soon as its connection is accepted (no TLS handshake).
+    const settled = Promise.allSettled(
+      Array.from({ length: 20 }, () => call(`${engine.ready.http}/portal/sharing/rest/portals/self?f=json`)),
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await engine.stop("SIGTERM")).toBe(0);
+    const answers = await settled;
+    // Every request the engine accepted was answered in full; the rest were never accepted.
+    let answered = 0;
+    for (const a of answers) {
+      if (a.status === "fulfilled") {
+        expect(a.value.json()).toMatchObject({ id: portalId });
+        answered++;
+      } else expect(String(a.reason)).toMatch(/ECONNREFUSED|ECONNRESET/);
+    }
+    expect(answered).toBeGreaterThan(0);
+    expect(engine.lines.join("\n")).toContain("mapgate: stopped");
+
+    const restarted = await startEngine({ dataDir });
+    try {
+      const info = await call(`${restarted.ready.https}/tiles/rest/info?f=json`, { ca: restarted.ca });
+      expect(info.json()).toMatchObject({ owningTenant: portalId });
+      const listing = JSON.parse(admin(dataDir, "list")) as { servers: { serverId: string }[] }[];
+      expect(listing[0]?.servers.map((s) => s.serverId)).toContain(server.serverId);
+    } finally {
+      await restarted.stop();
+    }
+  });
+
+  it("serves the README's curl command with the printed certificate", async () => {
+    const engine = await startEngine();
+    try {
+      const port = new URL(engine.ready.https).port;
+      const out = execFileSync(
+        "curl",
+        ["-sS", "--cacert", engine.ready.cert, `https://localhost:${port}/portal/sharing/rest/portals/self?f=json`],
+        { encoding: "utf8" },
+      );
+      expect(JSON.parse(out)).toMatchObject({ name: "mapgate Demo", isPortal: true });
+    } finally {
+      await engine.stop();
+    }
+  });
+});

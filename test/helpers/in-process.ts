@@ -1,0 +1,77 @@
+// For tests that run handlers in this process through the real middy chain: an in-memory dynalite with
+// the declared tables, and the environment the engines give functions. Call before importing handlers.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { createTables, startDynamo } from "#infra/local/dynamo.ts";
+import { localEnvironment } from "#infra/local/engine.ts";
+
+export async function inProcessStore() {
+  const dynamo = await startDynamo(undefined);
+  await createTables(dynamo.endpoint);
+  const dir = mkdtempSync(join(tmpdir(), "mapgate-unit-"));
+  const keyFile = join(dir, "token-key.json");
+  writeFileSync(keyFile, JSON.stringify({ kid: "t1", k: "a".repeat(43) }), { mode: 0o600 });
+  Object.assign(process.env, localEnvironment(dynamo.endpoint, keyFile, "https://maps.example.test"));
+  process.env.POWERTOOLS_LOG_LEVEL ??= "WARN";
+  return dynamo;
+}
+
+export interface EventOptions {
+  method?: "GET" | "POST" | "PUT";
+  query?: string;
+  body?: string;
+  base64?: boolean;
+  headers?: Record<string, string>;
+  cookies?: string[];
+  proto?: "https" | "http";
+}
+
+/** A payload-2.0 event shaped as API Gateway sends it. */
+export function apiEvent(path: string, o: EventOptions = {}): APIGatewayProxyEventV2 {
+  const method = o.method ?? (o.body === undefined ? "GET" : "POST");
+  return {
+    version: "2.0",
+    routeKey: `${method} ${path}`,
+    rawPath: path,
+    rawQueryString: o.query ?? "",
+    ...(o.cookies ? { cookies: o.cookies } : {}),
+    headers: {
+      "x-forwarded-proto": o.proto ?? "https",
+      ...(o.body !== undefined ? { "content-type": "application/x-www-form-urlencoded" } : {}),
+      ...o.headers,
+    },
+    requestContext: {
+      accountId: "123456789012",
+      apiId: "api",
+      domainName: "maps.example.test",
+      domainPrefix: "maps",
+      http: { method, path, protocol: "HTTP/1.1", sourceIp: "192.0.2.10", userAgent: "test" },
+      requestId: "req-1",
+      routeKey: `${method} ${path}`,
+      stage: "$default",
+      time: new Date().toISOString(),
+      timeEpoch: Date.now(),
+    },
+    ...(o.body !== undefined
+      ? { body: o.base64 ? Buffer.from(o.body).toString("base64") : o.body, isBase64Encoded: Boolean(o.base64) }
+      : { isBase64Encoded: false }),
+  };
+}
+
+export const lambdaContext = () =>
+  ({
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: "test",
+    functionVersion: "$LATEST",
+    invokedFunctionArn: "arn:aws:lambda:us-east-1:123456789012:function:test",
+    memoryLimitInMB: "1024",
+    awsRequestId: "req-1",
+    logGroupName: "test",
+    logStreamName: "test",
+    getRemainingTimeInMillis: () => 29_000,
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  }) as const;

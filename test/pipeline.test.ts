@@ -1,0 +1,87 @@
+// The shared pipeline run in-process through its real middy chain against real (in-memory) dynalite
+// tables: the event shapes the local gateway never produces (plain form bodies, API Gateway's own
+// domain) and an operation that only accepts POST.
+import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiEvent, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
+
+let dynamo: Awaited<ReturnType<typeof inProcessStore>>;
+let pipeline: typeof import("#shared/http/pipeline.ts");
+let portalSelf: typeof import("#functions/portal-self.ts");
+
+beforeAll(async () => {
+  dynamo = await inProcessStore();
+  const { bootstrapOrganization } = await import("#infra/admin/operations.ts");
+  await bootstrapOrganization({
+    name: "Unit <Org> & Co",
+    admin: { username: "unit-admin", password: "unit-password-1" },
+  });
+  pipeline = await import("#shared/http/pipeline.ts");
+  portalSelf = await import("#functions/portal-self.ts");
+});
+afterAll(async () => {
+  await dynamo?.close();
+});
+
+const body = (r: APIGatewayProxyStructuredResultV2) => JSON.parse(r.body ?? "null");
+
+describe("pipeline in-process", () => {
+  it("reads a plain (not base64) form body exactly as a base64 one", async () => {
+    const path = "/portal/sharing/rest/portals/self";
+    const a = await portalSelf.handler(apiEvent(path, { body: "f=json" }), lambdaContext());
+    const b = await portalSelf.handler(apiEvent(path, { body: "f=json", base64: true }), lambdaContext());
+    expect(body(a)).toMatchObject({ name: "Unit <Org> & Co", url: "https://maps.example.test/portal" });
+    expect(body(b)).toEqual(body(a));
+  });
+
+  it("escapes stored text in HTML pages", async () => {
+    const r = await portalSelf.handler(
+      apiEvent("/portal/sharing/rest/portals/self", { query: "f=html" }),
+      lambdaContext(),
+    );
+    expect(r.body).toContain("Unit &#60;Org&#62; &#38; Co");
+    expect(r.body).not.toContain("<Org>");
+  });
+
+  describe("a POST-only operation", () => {
+    let calls = 0;
+    const op = () =>
+      pipeline.restHandler(
+        { name: "Do Thing", postOnly: true, form: [{ name: "thing", label: "Thing", required: true }] },
+        async (req) => {
+          calls++;
+          return { done: req.params.required("thing", "Unable to do thing.") };
+        },
+      );
+
+    it("refuses GET for JSON without running the operation", async () => {
+      const before = calls;
+      const r = await op()(apiEvent("/x", { query: "f=json&thing=a" }), lambdaContext());
+      expect(body(r)).toEqual({
+        error: { code: 405, message: "Method not supported.", details: ["This operation requires POST."] },
+      });
+      expect(calls).toBe(before);
+    });
+
+    it("answers a browser's GET with a form that performs it", async () => {
+      const r = await op()(apiEvent("/x", { query: "thing=%3Cb%3E" }), lambdaContext());
+      expect(r.headers?.["content-type"]).toBe("text/html; charset=utf-8");
+      expect(r.body).toContain('<form method="post">');
+      expect(r.body).toContain('<input id="field-thing" type="text" name="thing" value="&#60;b&#62;" required>');
+      expect(r.body).toContain("<option selected>html</option>");
+    });
+
+    it("runs on POST and reports a missing parameter as a 400 with details", async () => {
+      expect(body(await op()(apiEvent("/x", { body: "f=json&thing=a" }), lambdaContext()))).toEqual({ done: "a" });
+      expect(body(await op()(apiEvent("/x", { body: "f=json" }), lambdaContext()))).toEqual({
+        error: { code: 400, message: "Unable to do thing.", details: ["'thing' must be specified."] },
+      });
+    });
+
+    it("renders an error as an HTML page for f=html", async () => {
+      const r = await op()(apiEvent("/x", { body: "f=html" }), lambdaContext());
+      expect(r.body).toContain("<h1>Unable to do thing.</h1>");
+      expect(r.headers?.["content-security-policy"]).toContain("default-src 'none'");
+    });
+  });
+});
