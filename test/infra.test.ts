@@ -1,0 +1,126 @@
+// The synthesized CloudFormation template holds exactly what the system description declares.
+import { App, Validations } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
+import { AwsSolutionsChecks } from "cdk-nag";
+import { beforeAll, describe, expect, it } from "vitest";
+import { MapgateStack } from "#infra/aws/stack.ts";
+import { ROUTES, SECRETS, TABLES, tableEnvName } from "#infra/system.ts";
+
+type Resource = { Type: string; Properties: Record<string, unknown> };
+let template: Template;
+let resources: [string, Resource][];
+let synthError: unknown;
+
+beforeAll(() => {
+  // Bundling is skipped here (the synth command bundles for real); everything else is synthesized.
+  const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+  const stack = new MapgateStack(app, "mapgate-test");
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  try {
+    app.synth();
+  } catch (err) {
+    synthError = err;
+  }
+  template = Template.fromStack(stack);
+  resources = Object.entries(template.toJSON().Resources as Record<string, Resource>);
+});
+
+const ofType = (type: string) => resources.filter(([, r]) => r.Type === type);
+const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
+
+function functionFor(routeId: string): Resource {
+  const found = ofType("AWS::Lambda::Function").find(([id]) => id.startsWith(`${pascal(routeId)}Function`));
+  if (!found) throw new Error(`no function for ${routeId}`);
+  return found[1];
+}
+
+describe("infrastructure", () => {
+  it("passes cdk-nag's AwsSolutions checks", () => {
+    expect(synthError).toBeUndefined();
+  });
+
+  it("declares every table with its keys, indexes, TTL, point-in-time recovery and encryption", () => {
+    const tables = ofType("AWS::DynamoDB::GlobalTable").map(([, r]) => r.Properties);
+    expect(tables).toHaveLength(TABLES.length);
+    for (const spec of TABLES) {
+      const t = tables.find(
+        (p) =>
+          (p.KeySchema as { AttributeName: string; KeyType: string }[]).some(
+            (k) => k.KeyType === "HASH" && k.AttributeName === spec.partitionKey,
+          ) &&
+          ((p.GlobalSecondaryIndexes as { IndexName: string }[] | undefined) ?? []).map((i) => i.IndexName).join() ===
+            ("indexes" in spec ? spec.indexes.map((i) => i.name).join() : ""),
+      );
+      expect(t, spec.name).toBeDefined();
+      expect(t?.BillingMode).toBe("PAY_PER_REQUEST");
+      expect(t?.SSESpecification).toEqual({ SSEEnabled: true, SSEType: "KMS" });
+      const replica = (t?.Replicas as Record<string, unknown>[])[0];
+      expect(replica?.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+      expect(replica?.DeletionProtectionEnabled).toBe(true);
+      if ("ttlAttribute" in spec) {
+        expect(t?.TimeToLiveSpecification).toEqual({ AttributeName: spec.ttlAttribute, Enabled: true });
+      }
+    }
+  });
+
+  it("routes every declared path and method (and $default) to its own function", () => {
+    const keys = ofType("AWS::ApiGatewayV2::Route").map(([, r]) => r.Properties.RouteKey);
+    const expected = ROUTES.flatMap((r) =>
+      r.methods === "$default" ? ["$default"] : r.methods.map((m) => `${m} ${r.path}`),
+    );
+    expect([...keys].sort()).toEqual([...expected].sort());
+    expect(ofType("AWS::Lambda::Function").filter(([id]) => !id.startsWith("LogRetention"))).toHaveLength(
+      ROUTES.length,
+    );
+    const integrations = ofType("AWS::ApiGatewayV2::Integration").map(([, r]) => r.Properties);
+    for (const i of integrations) expect(i.PayloadFormatVersion).toBe("2.0");
+  });
+
+  it("runs each function on nodejs24.x arm64 with its tables' names and the token key's id, and nothing more", () => {
+    for (const route of ROUTES) {
+      const fn = functionFor(route.id).Properties;
+      expect(fn.Runtime).toBe("nodejs24.x");
+      expect(fn.Architectures).toEqual(["arm64"]);
+      const env = (fn.Environment as { Variables: Record<string, unknown> }).Variables;
+      const expectedEnv = [
+        ...Object.keys(route.tables).map(tableEnvName),
+        ...route.secrets.map((s) => SECRETS[s].env),
+        "NODE_OPTIONS",
+        "POWERTOOLS_SERVICE_NAME",
+        "POWERTOOLS_LOG_LEVEL",
+      ];
+      expect(Object.keys(env).sort()).toEqual(expectedEnv.sort());
+      expect(env.NODE_OPTIONS).toBe("--enable-source-maps");
+      expect(fn.LoggingConfig).toBeDefined();
+    }
+  });
+
+  it("grants each function only the table access its route declares", () => {
+    const policies = ofType("AWS::IAM::Policy");
+    for (const route of ROUTES) {
+      const policy = policies.find(([id]) => id.startsWith(`${pascal(route.id)}RoleDefaultPolicy`));
+      const statements = (policy?.[1].Properties.PolicyDocument as { Statement: { Action: string | string[] }[] })
+        .Statement;
+      const actions = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+      const writes = actions.filter((a) => /^dynamodb:(PutItem|UpdateItem|DeleteItem|BatchWriteItem)$/.test(a));
+      const writesDeclared = Object.values(route.tables).includes("write");
+      expect(writes.length > 0, route.id).toBe(writesDeclared);
+      expect(actions.some((a) => a === "*" || a === "dynamodb:*")).toBe(false);
+    }
+    // No function uses the broad managed execution policy.
+    for (const [, role] of ofType("AWS::IAM::Role")) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+  });
+
+  it("keeps function logs and access logs with a retention, and logs API access", () => {
+    for (const [, lg] of ofType("AWS::Logs::LogGroup")) expect(lg.Properties.RetentionInDays).toBe(30);
+    const stage = ofType("AWS::ApiGatewayV2::Stage")[0]?.[1].Properties;
+    expect(stage?.StageName).toBe("$default");
+    expect((stage?.AccessLogSettings as { Format: string }).Format).toContain("$context.requestId");
+  });
+
+  it("keeps the token key in Secrets Manager", () => {
+    const secrets = ofType("AWS::SecretsManager::Secret");
+    expect(secrets).toHaveLength(1);
+    expect(secrets[0]?.[1].Properties.GenerateSecretString).toMatchObject({ GenerateStringKey: "k" });
+  });
+});
