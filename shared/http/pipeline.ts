@@ -225,6 +225,8 @@ export type Compute = (req: RestRequest) => Promise<object>;
 
 /** A REST handler: the operation's rules plus its compute step, wrapped in the shared stack. */
 export function restHandler(op: Operation, compute: Compute) {
+  // Read and validated at cold start (module load), so a misconfigured function fails before serving.
+  config();
   return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>()
     .use(accessLog(op.name))
     .use(errorEnvelope(op.name))

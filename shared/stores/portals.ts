@@ -40,9 +40,14 @@ export async function getPortal(portalId: string): Promise<Portal | undefined> {
   return Item ? toPortal(Item) : undefined;
 }
 
+// The default portal is claimed once and never changes, so one read per warm function suffices.
+let defaultPortalId: string | undefined;
+
 export async function getDefaultPortalId(): Promise<string | undefined> {
+  if (defaultPortalId) return defaultPortalId;
   const { Item } = await ddb.send(new GetCommand({ TableName: tableName("portals"), Key: { portalId: DEFAULT_KEY } }));
-  return typeof Item?.target === "string" ? Item.target : undefined;
+  if (typeof Item?.target === "string") defaultPortalId = Item.target;
+  return defaultPortalId;
 }
 
 export async function createPortal(portal: Portal): Promise<void> {

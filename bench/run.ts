@@ -1,0 +1,126 @@
+// `npm run bench`: figures side by side with a baseline measured in the same run, never bare times.
+//   1. the shared pipeline on the local engine vs a bare node:http server answering the same bytes
+//   2. each function bundle's size and import time in a fresh Node process vs an empty ES module
+import { execFileSync } from "node:child_process";
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import { build } from "esbuild";
+import { ROUTES } from "#infra/system.ts";
+import { ROOT, startEngine } from "../test/helpers/engine.ts";
+import { call } from "../test/helpers/http.ts";
+
+const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = 10;
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function load(url: string): Promise<Load> {
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+const fmt = (n: number, d = 1) => n.toFixed(d).padStart(9);
+
+async function pipeline(): Promise<void> {
+  const engine = await startEngine({ env: { POWERTOOLS_LOG_LEVEL: "WARN" } });
+  try {
+    const url = `${engine.ready.http}/portal/sharing/rest/info?f=json`.replace("localhost", "127.0.0.1");
+    const sample = await call(url);
+    const headers = Object.fromEntries(
+      Object.entries(sample.headers).filter(([k]) => !["date", "connection", "keep-alive"].includes(k)),
+    ) as Record<string, string>;
+    const bare = createServer((_req, res) => {
+      res.writeHead(200, headers);
+      res.end(sample.text);
+    });
+    await new Promise<void>((r) => bare.listen(0, "127.0.0.1", r));
+    const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
+    await load(url); // warm both before measuring
+    const mine = await load(url);
+    const base = await load(bareUrl);
+    bare.close();
+    console.log(
+      `\nPipeline: GET …/sharing/rest/info?f=json over loopback HTTP, autocannon ${CONNECTIONS} connections × ${DURATION_S} s`,
+    );
+    console.log(
+      `${"".padEnd(28)}${"req/s".padStart(9)}${"p50 ms".padStart(9)}${"p99 ms".padStart(9)}${"errors".padStart(9)}`,
+    );
+    console.log(
+      `${"mapgate local engine".padEnd(28)}${fmt(mine.rps, 0)}${fmt(mine.p50)}${fmt(mine.p99)}${fmt(mine.errors, 0)}`,
+    );
+    console.log(
+      `${"bare node:http, same bytes".padEnd(28)}${fmt(base.rps, 0)}${fmt(base.p50)}${fmt(base.p99)}${fmt(base.errors, 0)}`,
+    );
+    console.log(
+      `ratio (mapgate / bare): throughput ${(mine.rps / base.rps).toFixed(3)} (each mapgate request makes one DynamoDB read: in the local engine that is dynalite, in the same process)`,
+    );
+  } finally {
+    await engine.stop();
+  }
+}
+
+function importMs(file: string, runs = 5): number {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const out = execFileSync(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `const t=performance.now(); await import(${JSON.stringify(file)}); console.log(performance.now()-t)`,
+      ],
+      {
+        cwd: ROOT,
+        encoding: "utf8",
+        env: { ...process.env, AWS_REGION: "us-east-1", TABLE_PORTALS: "p", TABLE_USERS: "u", TABLE_TOKENS: "t" },
+      },
+    );
+    times.push(Number(out.trim()));
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)] ?? Number.NaN;
+}
+
+async function coldStart(): Promise<void> {
+  // Bundled as the CDK bundles them; the AWS SDK stays external as on Lambda (the runtime provides it),
+  // so the bundles sit where node_modules resolves it.
+  const out = join(ROOT, "node_modules", ".cache", "mapgate-bench");
+  mkdirSync(out, { recursive: true });
+  const empty = join(out, "empty.mjs");
+  writeFileSync(empty, "export {};\n");
+  const baseline = importMs(empty);
+  console.log("\nCold start: bundle size and median import time in a fresh Node process (5 runs)");
+  console.log(`${"".padEnd(16)}${"KiB".padStart(9)}${"import ms".padStart(11)}${"× empty".padStart(9)}`);
+  console.log(`${"empty module".padEnd(16)}${fmt(0)}${fmt(baseline, 2).padStart(11)}${fmt(1, 1)}`);
+  for (const route of ROUTES) {
+    const file = join(out, `${route.id}.mjs`);
+    await build({
+      entryPoints: [join(ROOT, "functions", `${route.id}.ts`)],
+      outfile: file,
+      bundle: true,
+      format: "esm",
+      platform: "node",
+      target: "node24",
+      minify: true,
+      mainFields: ["module", "main"],
+      external: ["@aws-sdk/*"],
+      banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+      logLevel: "silent",
+    });
+    const ms = importMs(file);
+    console.log(
+      `${route.id.padEnd(16)}${fmt(statSync(file).size / 1024)}${fmt(ms, 2).padStart(11)}${fmt(ms / baseline, 1)}`,
+    );
+  }
+}
+
+await pipeline();
+await coldStart();
