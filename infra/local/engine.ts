@@ -97,7 +97,8 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
       );
       return actual;
     };
-    let gateway: Gateway | undefined;
+    // Requests that arrive before the handlers are loaded get a 503, as a gateway with no backend would.
+    const loading: { gateway?: Gateway } = {};
     const pending = (_req: unknown, res: import("node:http").ServerResponse) => {
       res.writeHead(503, { "content-type": "application/json", "retry-after": "1" });
       res.end('{"message":"Service Unavailable"}');
@@ -105,7 +106,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     const route =
       (proto: "https" | "http", domain: () => string) =>
       (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) =>
-        gateway ? gateway.listener(domain(), proto)(req, res) : pending(req, res);
+        loading.gateway ? loading.gateway.serve(req, res, domain(), proto) : pending(req, res);
     let httpsPort = 0;
     let httpPort = 0;
     httpsPort = await bind(
@@ -127,8 +128,8 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
       ...(options.allSSL !== undefined ? { allSSL: options.allSSL } : {}),
       passwords: options.passwords,
     });
-    gateway = await Gateway.load(join(ROOT, "functions"));
-    const loaded = gateway;
+    const loaded = await Gateway.load(join(ROOT, "functions"));
+    loading.gateway = loaded;
     await writeFile(
       folder.stateFile,
       JSON.stringify({ pid: process.pid, dynamoEndpoint: dynamo.endpoint, httpsOrigin, httpPort, httpsPort }),

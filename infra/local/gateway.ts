@@ -103,18 +103,16 @@ export class Gateway {
     });
   }
 
-  listener(domainName: string, proto: "https" | "http") {
-    return (req: IncomingMessage, res: ServerResponse) => {
-      this.#inFlight++;
-      res.once("close", () => {
-        this.#inFlight--;
-        if (this.#inFlight === 0) this.#idle?.();
-      });
-      this.#serve(req, res, domainName, proto).catch(() => {
-        if (!res.headersSent) send(res, 500, { message: "Internal Server Error" });
-        else res.destroy();
-      });
-    };
+  serve(req: IncomingMessage, res: ServerResponse, domainName: string, proto: "https" | "http"): void {
+    this.#inFlight++;
+    res.once("close", () => {
+      this.#inFlight--;
+      if (this.#inFlight === 0) this.#idle?.();
+    });
+    this.#serve(req, res, domainName, proto).catch(() => {
+      if (!res.headersSent) send(res, 500, { message: "Internal Server Error" });
+      else res.destroy();
+    });
   }
 
   async #serve(req: IncomingMessage, res: ServerResponse, domainName: string, proto: "https" | "http"): Promise<void> {

@@ -15,8 +15,7 @@ export interface Credential {
 }
 
 export type Identity =
-  | { readonly kind: "anonymous" }
-  | { readonly kind: "user"; readonly user: User; readonly credential: Credential };
+  { readonly kind: "anonymous" } | { readonly kind: "user"; readonly user: User; readonly credential: Credential };
 
 export const ANONYMOUS: Identity = { kind: "anonymous" };
 
