@@ -73,6 +73,19 @@ export const ROUTES: readonly RouteSpec[] = [
   route({ id: "sharing-info", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
   route({ id: "portal-self", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
   route({ id: "server-info", methods: ["GET", "POST"], path: "/{server}/rest/info", tables: { servers: "read" } }),
+  route({
+    id: "generate-token",
+    methods: ["GET", "POST"],
+    path: `${PORTAL_ROOT}/generateToken`,
+    tables: { tokens: "write", servers: "read" },
+  }),
+  route({ id: "community-self", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/community/self` }),
+  route({
+    id: "portal-servers",
+    methods: ["GET", "POST"],
+    path: `${PORTAL_ROOT}/portals/{portalId}/servers`,
+    tables: { servers: "read" },
+  }),
   route({ id: "not-found", methods: "$default", path: "$default" }),
 ];
 

@@ -7,6 +7,8 @@ export interface Config {
   /** Either a Secrets Manager id (AWS) or a file path (local engine) holding the token key. */
   readonly tokenKey: { readonly secretId: string } | { readonly file: string } | undefined;
   readonly maxBodyBytes: number;
+  /** Sign-in lockout: this many failures within the window lock the account for lockoutMs. */
+  readonly signin: { readonly maxFailures: number; readonly failureWindowMs: number; readonly lockoutMs: number };
 }
 
 const TABLE_NAMES: readonly TableName[] = ["portals", "users", "servers", "datastores", "tokens"];
@@ -32,6 +34,11 @@ function read(): Config {
     tables,
     tokenKey: secretId ? { secretId } : file ? { file } : undefined,
     maxBodyBytes: positiveInt("MAX_BODY_BYTES", 1024 * 1024),
+    signin: {
+      maxFailures: positiveInt("SIGNIN_MAX_FAILURES", 5),
+      failureWindowMs: positiveInt("SIGNIN_FAILURE_WINDOW_SECONDS", 15 * 60) * 1000,
+      lockoutMs: positiveInt("SIGNIN_LOCKOUT_SECONDS", 15 * 60) * 1000,
+    },
   };
 }
 

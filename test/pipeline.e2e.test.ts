@@ -168,7 +168,7 @@ describe("routes and callers", () => {
 
   it("refuses a token it cannot verify in every place a token may travel (498)", async () => {
     const invalid = {
-      error: { code: 498, messageCode: "GWM_0003", message: "Invalid token.", details: ["Invalid token."] },
+      error: { code: 498, message: "Invalid token.", details: ["Invalid token."] },
     };
     expect((await get(`${rest()}/portals/self?f=json&token=abc.def`)).json()).toEqual(invalid);
     expect((await get(`${rest()}/portals/self?f=json`, { "x-esri-authorization": "Bearer abc" })).json()).toEqual(

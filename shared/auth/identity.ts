@@ -1,9 +1,15 @@
 // Who is calling. The pipeline finds at most one credential on a request and resolves it here;
 // every endpoint sees the same answer.
+import { BatchGetCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { type Presented, type TokenClaims, verifyToken } from "#shared/auth/tokens.ts";
+import { tableName } from "#shared/config.ts";
 import { badRequest, invalidToken } from "#shared/http/errors.ts";
 import type { Params } from "#shared/http/params.ts";
-import type { User } from "#shared/stores/users.ts";
+import { ddb } from "#shared/stores/dynamo.ts";
+import { type Portal, toPortal } from "#shared/stores/portals.ts";
+import { revocationKey } from "#shared/stores/signin.ts";
+import { toUser, type User } from "#shared/stores/users.ts";
 
 export const AUTH_COOKIE = "vendor_authcookie";
 
@@ -15,7 +21,14 @@ export interface Credential {
 }
 
 export type Identity =
-  { readonly kind: "anonymous" } | { readonly kind: "user"; readonly user: User; readonly credential: Credential };
+  | { readonly kind: "anonymous" }
+  | {
+      readonly kind: "user";
+      readonly user: User;
+      readonly portal: Portal;
+      readonly claims: TokenClaims;
+      readonly credential: Credential;
+    };
 
 export const ANONYMOUS: Identity = { kind: "anonymous" };
 
@@ -65,13 +78,35 @@ export function findCredential(
   return cookie === undefined ? undefined : { token: cookie, source: "cookie" };
 }
 
-export interface CallContext {
-  readonly sourceIp: string;
-  readonly referer: string | undefined;
-}
-
-/** Turns a credential into the caller. Until token issuance exists no token can be valid. */
-export async function resolveIdentity(credential: Credential | undefined, _call: CallContext): Promise<Identity> {
+/**
+ * Turns a credential into the caller: the token is opened and checked, then the user, the user's
+ * organization and the token's revocation record are read in one BatchGetItem. The user is read on every
+ * request so a role or privilege change applies to the very next one.
+ */
+export async function resolveIdentity(credential: Credential | undefined, presented: Presented): Promise<Identity> {
   if (!credential) return ANONYMOUS;
-  throw invalidToken();
+  const claims = await verifyToken(credential.token, presented);
+  const users = tableName("users");
+  const portals = tableName("portals");
+  const tokens = tableName("tokens");
+  let keys: Record<string, { Keys: Record<string, string>[] }> | undefined = {
+    [users]: { Keys: [{ username: claims.username }] },
+    [portals]: { Keys: [{ portalId: claims.portalId }] },
+    [tokens]: { Keys: [revocationKey(claims.id)] },
+  };
+  const found: Record<string, Record<string, unknown>[]> = {};
+  for (let attempt = 0; keys && Object.keys(keys).length > 0; attempt++) {
+    if (attempt > 0) await new Promise((r) => setTimeout(r, 10 * 2 ** attempt));
+    if (attempt > 5) throw new Error("identity lookup throttled");
+    const out = await ddb.send(new BatchGetCommand({ RequestItems: keys }));
+    for (const [table, items] of Object.entries(out.Responses ?? {})) (found[table] ??= []).push(...items);
+    keys = out.UnprocessedKeys as typeof keys;
+  }
+  const userItem = found[users]?.[0];
+  const portalItem = found[portals]?.[0];
+  if (!userItem || !portalItem || (found[tokens]?.length ?? 0) > 0) throw invalidToken();
+  const user = toUser(userItem);
+  // A token names the organization it was issued in: a user moved or recreated elsewhere cannot reuse it.
+  if (user.portalId !== claims.portalId) throw invalidToken();
+  return { kind: "user", user, portal: toPortal(portalItem), claims, credential };
 }

@@ -34,7 +34,7 @@ export const forbidden = (details: readonly string[] = []) =>
 
 export const sslRequired = () => new ApiError(403, "SSL Required", ["This organization accepts HTTPS requests only."]);
 
-export const invalidToken = () => new ApiError(498, "Invalid token.", ["Invalid token."], "GWM_0003");
+export const invalidToken = () => new ApiError(498, "Invalid token.", ["Invalid token."]);
 
 export const tokenRequired = () => new ApiError(499, "Token Required", ["Token Required"], "GWM_0003");
 

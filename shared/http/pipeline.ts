@@ -5,12 +5,22 @@ import middy, { type MiddlewareObj, type Request } from "@middy/core";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { type Credential, findCredential, type Identity, resolveIdentity } from "#shared/auth/identity.ts";
 import { config } from "#shared/config.ts";
-import { ApiError, badRequest, errorBody, INTERNAL_ERROR, methodNotAllowed, sslRequired } from "#shared/http/errors.ts";
+import {
+  ApiError,
+  badRequest,
+  errorBody,
+  INTERNAL_ERROR,
+  methodNotAllowed,
+  noSuchResource,
+  sslRequired,
+  tokenRequired,
+} from "#shared/http/errors.ts";
 import { escapeHtml, type FormField, page, renderForm, renderValue } from "#shared/http/html.ts";
 import { type Params, parseParams } from "#shared/http/params.ts";
 import { CALLBACK, FORMATS, type Format, type Rendering, renderHtml, renderJson } from "#shared/http/render.ts";
 import { logger } from "#shared/log.ts";
 import { getDefaultPortalId, getPortal, type Portal } from "#shared/stores/portals.ts";
+import { getHostedServerByName, SERVER_NAME, type Server } from "#shared/stores/servers.ts";
 
 export interface Operation {
   /** Shown as the page title and logged with each request. */
@@ -22,6 +32,12 @@ export interface Operation {
   readonly form?: readonly FormField[];
   /** A custom page for the result; the default renders the JSON answer as tables. */
   readonly html?: (data: object, req: RestRequest) => string;
+  /** Where the route lives: the portal (default), or a hosted server named by the `server` path parameter. */
+  readonly at?: "portal" | "server";
+  /** Refuses plain HTTP whatever the organization's allSSL says (credentials travel in the request). */
+  readonly httpsOnly?: boolean;
+  /** Ignores the sign-in cookie: a sign-in operation must work even when a stale cookie is present. */
+  readonly ignoreCookie?: boolean;
 }
 
 export interface RestRequest {
@@ -36,8 +52,10 @@ export interface RestRequest {
   readonly httpsOrigin: string;
   readonly sourceIp: string;
   readonly identity: Identity;
-  /** The caller's organization, or the default one for anonymous callers. */
+  /** The caller's organization; for anonymous callers the server's organization or the default one. */
   readonly portal: Portal;
+  /** The hosted server a server route addresses. */
+  readonly server: Server | undefined;
   readonly pathParameters: Readonly<Record<string, string | undefined>>;
 }
 
@@ -151,15 +169,30 @@ export const normalize = (op: Operation): RestMiddleware => ({
   },
 });
 
-async function portalFor(identity: Identity): Promise<Portal> {
-  const portalId = identity.kind === "user" ? identity.user.portalId : await getDefaultPortalId();
+const NO_ORGANIZATION = () =>
+  new ApiError(404, "No organization has been set up on this deployment.", [
+    "An operator creates one with: npm run admin -- bootstrap",
+  ]);
+
+/** The hosted server a server route addresses; an unknown name is a 404 before any credential is read. */
+async function addressedServer(op: Operation, event: APIGatewayProxyEventV2): Promise<Server | undefined> {
+  if (op.at !== "server") return undefined;
+  const name = event.pathParameters?.server ?? "";
+  const server = SERVER_NAME.test(name) ? await getHostedServerByName(name) : undefined;
+  if (!server) throw noSuchResource([`No server is hosted at /${name.slice(0, 64)}.`]);
+  return server;
+}
+
+async function anonymousPortal(server: Server | undefined): Promise<Portal> {
+  const portalId = server?.portalId ?? (await getDefaultPortalId());
   const portal = portalId ? await getPortal(portalId) : undefined;
-  if (!portal) {
-    throw new ApiError(404, "No organization has been set up on this deployment.", [
-      "An operator creates one with: npm run admin -- bootstrap",
-    ]);
-  }
+  if (!portal) throw NO_ORGANIZATION();
   return portal;
+}
+
+export function requireUser(req: RestRequest): Extract<Identity, { kind: "user" }> {
+  if (req.identity.kind !== "user") throw tokenRequired();
+  return req.identity;
 }
 
 /** The caller (one credential, resolved once) and the organization's transport rules. */
@@ -169,13 +202,17 @@ export const caller = (op: Operation): RestMiddleware => ({
     const event = request.event;
     const params = s.params as Params;
     const rendering = s.rendering as Rendering;
+    if (op.httpsOnly && !rendering.https) throw sslRequired();
+    const server = await addressedServer(op, event);
     // A JSONP response can be read by any site, so it never acts on the browser's ambient cookie.
-    const credential: Credential | undefined = findCredential(event, params, rendering.callback === undefined);
+    const useCookie = rendering.callback === undefined && !op.ignoreCookie;
+    const credential: Credential | undefined = findCredential(event, params, useCookie);
     const identity = await resolveIdentity(credential, {
       sourceIp: s.sourceIp as string,
       referer: event.headers?.referer,
+      at: server ? { kind: "server", serverId: server.serverId, portalId: server.portalId } : { kind: "portal" },
     });
-    const portal = await portalFor(identity);
+    const portal = identity.kind === "user" ? identity.portal : await anonymousPortal(server);
     if (portal.allSSL && !rendering.https) throw sslRequired();
     const method = event.requestContext.http.method.toUpperCase();
     s.request = {
@@ -189,6 +226,7 @@ export const caller = (op: Operation): RestMiddleware => ({
       sourceIp: s.sourceIp as string,
       identity,
       portal,
+      server,
       pathParameters: event.pathParameters ?? {},
     };
     if (op.postOnly && method !== "POST") {

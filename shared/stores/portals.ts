@@ -21,7 +21,7 @@ export const MAX_TOKEN_MINUTES = 15 * 24 * 60;
 /** The marker item naming the portal anonymous callers see as `self`. */
 const DEFAULT_KEY = "@default";
 
-function toPortal(item: Record<string, unknown>): Portal {
+export function toPortal(item: Record<string, unknown>): Portal {
   const r = new RecordReader("portal", item);
   return {
     portalId: r.string("portalId"),

@@ -18,7 +18,7 @@ export interface User {
   readonly modified: number;
 }
 
-function toUser(item: Record<string, unknown>): User {
+export function toUser(item: Record<string, unknown>): User {
   const r = new RecordReader("user", item);
   return {
     username: r.string("username"),

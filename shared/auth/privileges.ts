@@ -1,0 +1,52 @@
+// What each built-in role may do, in the original's privilege strings.
+const USER = [
+  "portal:user:createGroup",
+  "portal:user:createItem",
+  "portal:user:joinGroup",
+  "portal:user:shareToGroup",
+  "portal:user:shareToOrg",
+  "portal:user:viewOrgGroups",
+  "portal:user:viewOrgItems",
+  "portal:user:viewOrgUsers",
+];
+
+const PUBLISHER = [
+  ...USER,
+  "portal:publisher:publishFeatures",
+  "portal:publisher:publishTiles",
+  "portal:publisher:publishScenes",
+  "portal:publisher:publishDynamicImagery",
+  "portal:publisher:publishTiledImagery",
+  "portal:publisher:publishServerServices",
+  "portal:publisher:bulkPublishFromDataStores",
+  "portal:publisher:registerDataStores",
+];
+
+const ADMIN = [
+  ...PUBLISHER,
+  "portal:admin:viewUsers",
+  "portal:admin:updateUsers",
+  "portal:admin:deleteUsers",
+  "portal:admin:viewItems",
+  "portal:admin:updateItems",
+  "portal:admin:deleteItems",
+  "portal:admin:viewGroups",
+  "portal:admin:manageRoles",
+  "portal:admin:manageSecurity",
+  "portal:admin:manageServers",
+  "portal:admin:manageLicenses",
+  "portal:admin:updateOrg",
+];
+
+export const BUILT_IN_PRIVILEGES: Readonly<Record<string, readonly string[]>> = {
+  org_admin: ADMIN,
+  org_publisher: PUBLISHER,
+  org_user: USER,
+};
+
+/** Every privilege string mapgate knows (a custom role may hold any of them). */
+export const KNOWN_PRIVILEGES: ReadonlySet<string> = new Set(ADMIN);
+
+export function builtInPrivileges(role: string): readonly string[] {
+  return BUILT_IN_PRIVILEGES[role] ?? [];
+}

@@ -1,0 +1,116 @@
+// Tokens are encrypted JWTs (JWE `dir` + `A256GCM`, jose): a token says nothing to whoever holds it,
+// and any change to it fails decryption. Verification order: structure and algorithms → decryption →
+// expiry → client binding → audience. Revocation and the user's current state are checked by the caller.
+import { randomBytes } from "node:crypto";
+import { decodeProtectedHeader, EncryptJWT, jwtDecrypt } from "jose";
+import { tokenKeys } from "#shared/auth/keys.ts";
+import { invalidToken } from "#shared/http/errors.ts";
+
+export const CLIENTS = ["referer", "ip", "requestip"] as const;
+export type ClientKind = (typeof CLIENTS)[number];
+
+/** A portal token is good at the portal and its hosted servers; a server-token only at its server. */
+export type Audience = { readonly kind: "portal" } | { readonly kind: "server"; readonly serverId: string };
+
+export interface TokenClaims {
+  readonly username: string;
+  readonly portalId: string;
+  readonly audience: Audience;
+  /** What the token is bound to: a referer (prefix), or an IP address. */
+  readonly client: ClientKind;
+  readonly bound: string;
+  readonly expires: number;
+  readonly issued: number;
+  readonly id: string;
+}
+
+const MAX_TOKEN_LENGTH = 4096;
+const COMPACT_JWE = /^[A-Za-z0-9_-]+\.\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+const audienceClaim = (a: Audience) => (a.kind === "portal" ? "portal" : `server:${a.serverId}`);
+
+/** Issues a token; `expires` comes back rounded up to the whole second the token carries. */
+export async function issueToken(
+  claims: Omit<TokenClaims, "id" | "issued">,
+): Promise<{ token: string; id: string; expires: number }> {
+  const { current } = await tokenKeys();
+  const id = randomBytes(12).toString("base64url");
+  const exp = Math.ceil(claims.expires / 1000);
+  const token = await new EncryptJWT({ org: claims.portalId, cli: claims.client, bnd: claims.bound })
+    .setProtectedHeader({ alg: "dir", enc: "A256GCM", kid: current.kid })
+    .setIssuer("mapgate")
+    .setSubject(claims.username)
+    .setAudience(audienceClaim(claims.audience))
+    .setJti(id)
+    .setIssuedAt()
+    .setExpirationTime(exp)
+    .encrypt(current.key);
+  return { token, id, expires: exp * 1000 };
+}
+
+/** How a bound referer matches the request's Referer: the same value, or a URL under it. */
+export function refererMatches(bound: string, referer: string | undefined): boolean {
+  if (!referer) return false;
+  if (referer === bound) return true;
+  if (!referer.startsWith(bound)) return false;
+  const next = referer.charAt(bound.length);
+  return bound.endsWith("/") || next === "/" || next === "?" || next === "#";
+}
+
+export interface Presented {
+  readonly sourceIp: string;
+  readonly referer: string | undefined;
+  /** Where the token is used: the portal, or a hosted server (with the portal that owns it). */
+  readonly at:
+    { readonly kind: "portal" } | { readonly kind: "server"; readonly serverId: string; readonly portalId: string };
+}
+
+/** Opens and checks a token; every failure is the same 498, so nothing is learned from which check failed. */
+export async function verifyToken(token: string, presented: Presented, now = Date.now()): Promise<TokenClaims> {
+  if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWE.test(token)) throw invalidToken();
+  const keys = await tokenKeys();
+  let payload: Record<string, unknown>;
+  try {
+    const header = decodeProtectedHeader(token);
+    const key = typeof header.kid === "string" ? keys.byKid.get(header.kid) : undefined;
+    if (!key || header.alg !== "dir" || header.enc !== "A256GCM" || header.zip !== undefined) throw invalidToken();
+    ({ payload } = await jwtDecrypt(token, key, {
+      keyManagementAlgorithms: ["dir"],
+      contentEncryptionAlgorithms: ["A256GCM"],
+      issuer: "mapgate",
+      currentDate: new Date(now),
+    }));
+  } catch {
+    throw invalidToken();
+  }
+  const { sub, org, cli, bnd, aud, exp, iat, jti } = payload;
+  if (
+    typeof sub !== "string" ||
+    typeof org !== "string" ||
+    typeof bnd !== "string" ||
+    typeof aud !== "string" ||
+    typeof exp !== "number" ||
+    typeof iat !== "number" ||
+    typeof jti !== "string" ||
+    !(CLIENTS as readonly unknown[]).includes(cli)
+  ) {
+    throw invalidToken();
+  }
+  // Expiry is checked here whatever jose or a TTL did: never trust deletion to have happened.
+  const expires = exp * 1000;
+  if (expires <= now) throw invalidToken();
+  const client = cli as ClientKind;
+  if (client === "referer" ? !refererMatches(bnd, presented.referer) : bnd !== presented.sourceIp) throw invalidToken();
+  const audience: Audience =
+    aud === "portal" ? { kind: "portal" } : { kind: "server", serverId: aud.slice("server:".length) };
+  if (audience.kind === "server" && !aud.startsWith("server:")) throw invalidToken();
+  const at = presented.at;
+  const fits =
+    at.kind === "portal"
+      ? audience.kind === "portal"
+      : audience.kind === "portal"
+        ? org === at.portalId
+        : audience.serverId === at.serverId;
+  if (!fits) throw invalidToken();
+  return { username: sub, portalId: org, audience, client, bound: bnd, expires, issued: iat * 1000, id: jti };
+}
