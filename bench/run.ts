@@ -11,6 +11,7 @@ import { build } from "esbuild";
 import { ROUTES } from "#infra/system.ts";
 import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
+import { tokenBench } from "./tokens.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = 10;
@@ -124,3 +125,4 @@ async function coldStart(): Promise<void> {
 
 await pipeline();
 await coldStart();
+await tokenBench();

@@ -134,7 +134,8 @@ export const handler = restHandler(
     }
 
     const user = await signIn(input.username, input.password);
-    const portal = await getPortal(user.portalId);
+    // Anonymous callers arrive with the default organization loaded already: most users belong to it.
+    const portal = user.portalId === req.portal.portalId ? req.portal : await getPortal(user.portalId);
     if (!portal) throw new Error(`user ${user.username} belongs to missing portal ${user.portalId}`);
     const minutes = checkExpiration(input.minutes, portal);
     const server = input.serverURL ? await findServer(portal.portalId, input.serverURL, req) : undefined;
