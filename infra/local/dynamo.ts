@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { CreateTableCommand, DynamoDBClient, ResourceInUseException } from "@aws-sdk/client-dynamodb";
 import dynalite from "dynalite";
 import { TABLES, type TableSpec } from "#infra/system.ts";
+import { startTransactionProxy } from "./transactions.ts";
 
 export interface LocalDynamo {
   readonly endpoint: string;
@@ -11,7 +12,25 @@ export interface LocalDynamo {
 
 export const localTableName = (name: string) => `mapgate-${name}`;
 
-export async function startDynamo(path: string | undefined, port = 0): Promise<LocalDynamo> {
+/** dynalite behind the transaction proxy: what the handlers of the local engine talk to. */
+export async function startDynamo(path: string | undefined): Promise<LocalDynamo> {
+  const store = await startDynalite(path);
+  try {
+    const proxy = await startTransactionProxy(store.endpoint);
+    return {
+      endpoint: proxy.endpoint,
+      close: async () => {
+        await proxy.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+async function startDynalite(path: string | undefined, port = 0): Promise<LocalDynamo> {
   // No path: in memory (tests).
   const server = dynalite({ ...(path ? { path } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {

@@ -1,0 +1,122 @@
+// The local engine's TransactWriteItems (dynalite has none), through the AWS SDK as handlers use it.
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBDocumentClient, GetCommand, PutCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createTables, startDynamo } from "#infra/local/dynamo.ts";
+
+let store: Awaited<ReturnType<typeof startDynamo>>;
+let ddb: DynamoDBDocumentClient;
+const TableName = "mapgate-portals";
+
+beforeAll(async () => {
+  store = await startDynamo(undefined);
+  await createTables(store.endpoint);
+  ddb = DynamoDBDocumentClient.from(
+    new DynamoDBClient({
+      endpoint: store.endpoint,
+      region: "us-east-1",
+      credentials: { accessKeyId: "x", secretAccessKey: "x" },
+    }),
+  );
+});
+afterAll(async () => {
+  ddb?.destroy();
+  await store?.close();
+});
+
+const get = async (portalId: string) => (await ddb.send(new GetCommand({ TableName, Key: { portalId } }))).Item;
+
+it("applies every write when every condition holds", async () => {
+  await ddb.send(new PutCommand({ TableName, Item: { portalId: "t-old", n: 1 } }));
+  await ddb.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        {
+          Put: { TableName, Item: { portalId: "t-new", n: 2 }, ConditionExpression: "attribute_not_exists(portalId)" },
+        },
+        {
+          Update: {
+            TableName,
+            Key: { portalId: "t-old" },
+            UpdateExpression: "SET n = :n",
+            ConditionExpression: "n = :one",
+            ExpressionAttributeValues: { ":n": 5, ":one": 1 },
+          },
+        },
+        {
+          ConditionCheck: {
+            TableName,
+            Key: { portalId: "t-absent" },
+            ConditionExpression: "attribute_not_exists(portalId)",
+          },
+        },
+      ],
+    }),
+  );
+  expect(await get("t-new")).toEqual({ portalId: "t-new", n: 2 });
+  expect(await get("t-old")).toEqual({ portalId: "t-old", n: 5 });
+  // The condition check left nothing behind.
+  expect(await get("t-absent")).toBeUndefined();
+});
+
+it("applies nothing when any condition fails, and says which", async () => {
+  await ddb.send(new PutCommand({ TableName, Item: { portalId: "u-1", n: 1 } }));
+  await ddb.send(new PutCommand({ TableName, Item: { portalId: "u-taken", n: 9 } }));
+  const err = await ddb
+    .send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Update: {
+              TableName,
+              Key: { portalId: "u-1" },
+              UpdateExpression: "SET n = :n",
+              ExpressionAttributeValues: { ":n": 2 },
+            },
+          },
+          { Delete: { TableName, Key: { portalId: "u-gone" } } },
+          {
+            Put: {
+              TableName,
+              Item: { portalId: "u-taken", n: 0 },
+              ConditionExpression: "attribute_not_exists(portalId)",
+            },
+          },
+        ],
+      }),
+    )
+    .catch((e: unknown) => e as { name: string; CancellationReasons?: { Code: string }[] });
+  expect(err).toMatchObject({ name: "TransactionCanceledException" });
+  expect((err as { CancellationReasons: { Code: string }[] }).CancellationReasons.map((r) => r.Code)).toEqual([
+    "None",
+    "None",
+    "ConditionalCheckFailed",
+  ]);
+  expect(await get("u-1")).toEqual({ portalId: "u-1", n: 1 });
+  expect(await get("u-taken")).toEqual({ portalId: "u-taken", n: 9 });
+});
+
+it("lets exactly one of many concurrent transactions claim a key", async () => {
+  const attempts = await Promise.allSettled(
+    Array.from({ length: 20 }, (_, i) =>
+      ddb.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName,
+                Item: { portalId: "claim", by: i },
+                ConditionExpression: "attribute_not_exists(portalId)",
+              },
+            },
+            { Put: { TableName, Item: { portalId: `claimer-${i}` } } },
+          ],
+        }),
+      ),
+    ),
+  );
+  expect(attempts.filter((a) => a.status === "fulfilled")).toHaveLength(1);
+  const winner = (await get("claim"))?.by as number;
+  const claimers = await Promise.all(Array.from({ length: 20 }, (_, i) => get(`claimer-${i}`)));
+  expect(claimers.map((c, i) => (c ? i : -1)).filter((i) => i >= 0)).toEqual([winner]);
+});
