@@ -56,6 +56,8 @@ export const TABLES = [
     indexes: [{ name: "byPortal", partitionKey: "portalId", sortKey: "datastoreId" }],
   },
   { name: "tokens", partitionKey: "pk", sortKey: "sk", ttlAttribute: "expiresAt" },
+  /** Custom roles (`role#<id>`) and their name reservations (`name#<lower-case name>`), per portal. */
+  { name: "roles", partitionKey: "portalId", sortKey: "entry" },
 ] as const satisfies readonly TableSpec[];
 
 export type TableName = (typeof TABLES)[number]["name"];
@@ -63,7 +65,7 @@ export type TableName = (typeof TABLES)[number]["name"];
 export const PORTAL_ROOT = "/portal/sharing/rest";
 
 /** What the shared pipeline itself reads on every request: the caller's portal, user and token revocations. */
-const PIPELINE_TABLES = { portals: "read", users: "read", tokens: "read" } as const;
+const PIPELINE_TABLES = { portals: "read", users: "read", tokens: "read", roles: "read" } as const;
 
 function route(spec: Omit<RouteSpec, "secrets" | "tables"> & { tables?: Record<string, Access> }): RouteSpec {
   return { ...spec, tables: { ...PIPELINE_TABLES, ...spec.tables }, secrets: ["tokenKey"] };
@@ -86,8 +88,30 @@ export const ROUTES: readonly RouteSpec[] = [
     path: `${PORTAL_ROOT}/portals/{portalId}/servers`,
     tables: { servers: "read" },
   }),
+  ...roleRoutes(),
   route({ id: "not-found", methods: "$default", path: "$default" }),
 ];
+
+function roleRoutes(): RouteSpec[] {
+  const portal = `${PORTAL_ROOT}/portals/{portalId}`;
+  const role = `${portal}/roles/{roleId}`;
+  const GP = ["GET", "POST"] as const;
+  return [
+    route({ id: "role-create", methods: GP, path: `${portal}/createRole`, tables: { roles: "write" } }),
+    route({ id: "role-list", methods: GP, path: `${portal}/roles` }),
+    route({ id: "role-get", methods: GP, path: role }),
+    route({ id: "role-update", methods: GP, path: `${role}/update`, tables: { roles: "write" } }),
+    route({ id: "role-delete", methods: GP, path: `${role}/delete`, tables: { roles: "write" } }),
+    route({ id: "role-set-privileges", methods: GP, path: `${role}/setPrivileges`, tables: { roles: "write" } }),
+    route({ id: "role-privileges", methods: GP, path: `${role}/privileges` }),
+    route({
+      id: "user-update-role",
+      methods: GP,
+      path: `${portal}/updateuserrole`,
+      tables: { users: "write", roles: "write" },
+    }),
+  ];
+}
 
 export function tableEnvName(table: string): string {
   return `TABLE_${table.toUpperCase()}`;

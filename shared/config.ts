@@ -1,6 +1,6 @@
 // Configuration is read from the environment once, at cold start, and validated there: a function
 // that is missing a variable its construct should have set fails loudly at start, not mid-request.
-import { type TableName, tableEnvName } from "#infra/system.ts";
+import { TABLES, type TableName, tableEnvName } from "#infra/system.ts";
 
 export interface Config {
   readonly tables: Readonly<Partial<Record<TableName, string>>>;
@@ -10,8 +10,6 @@ export interface Config {
   /** Sign-in lockout: this many failures within the window lock the account for lockoutMs. */
   readonly signin: { readonly maxFailures: number; readonly failureWindowMs: number; readonly lockoutMs: number };
 }
-
-const TABLE_NAMES: readonly TableName[] = ["portals", "users", "servers", "datastores", "tokens"];
 
 function positiveInt(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -24,9 +22,9 @@ function positiveInt(name: string, fallback: number): number {
 
 function read(): Config {
   const tables: Partial<Record<TableName, string>> = {};
-  for (const t of TABLE_NAMES) {
-    const v = process.env[tableEnvName(t)];
-    if (v) tables[t] = v;
+  for (const { name } of TABLES) {
+    const v = process.env[tableEnvName(name)];
+    if (v) tables[name] = v;
   }
   const secretId = process.env.TOKEN_KEY_SECRET_ID;
   const file = process.env.TOKEN_KEY_FILE;

@@ -2,12 +2,14 @@
 // every endpoint sees the same answer.
 import { BatchGetCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { BUILT_IN_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { type Presented, type TokenClaims, verifyToken } from "#shared/auth/tokens.ts";
 import { tableName } from "#shared/config.ts";
 import { badRequest, invalidToken } from "#shared/http/errors.ts";
 import type { Params } from "#shared/http/params.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
 import { type Portal, toPortal } from "#shared/stores/portals.ts";
+import { getRole } from "#shared/stores/roles.ts";
 import { revocationKey } from "#shared/stores/signin.ts";
 import { toUser, type User } from "#shared/stores/users.ts";
 
@@ -28,6 +30,8 @@ export type Identity =
       readonly portal: Portal;
       readonly claims: TokenClaims;
       readonly credential: Credential;
+      /** The privileges the user's role grants now (a custom role is read on every request). */
+      readonly privileges: readonly string[];
     };
 
 export const ANONYMOUS: Identity = { kind: "anonymous" };
@@ -108,5 +112,6 @@ export async function resolveIdentity(credential: Credential | undefined, presen
   const user = toUser(userItem);
   // A token names the organization it was issued in: a user moved or recreated elsewhere cannot reuse it.
   if (user.portalId !== claims.portalId) throw invalidToken();
-  return { kind: "user", user, portal: toPortal(portalItem), claims, credential };
+  const privileges = BUILT_IN_PRIVILEGES[user.role] ?? (await getRole(user.portalId, user.role))?.privileges ?? [];
+  return { kind: "user", user, portal: toPortal(portalItem), claims, credential, privileges };
 }

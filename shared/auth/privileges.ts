@@ -47,6 +47,9 @@ export const BUILT_IN_PRIVILEGES: Readonly<Record<string, readonly string[]>> = 
 /** Every privilege string mapgate knows (a custom role may hold any of them). */
 export const KNOWN_PRIVILEGES: ReadonlySet<string> = new Set(ADMIN);
 
-export function builtInPrivileges(role: string): readonly string[] {
-  return BUILT_IN_PRIVILEGES[role] ?? [];
+/** The built-in role a set of privileges amounts to, as the original reports custom roles. */
+export function baseRole(privileges: readonly string[]): string {
+  if (privileges.some((p) => p.startsWith("portal:admin:"))) return "org_admin";
+  if (privileges.some((p) => p.startsWith("portal:publisher:"))) return "org_publisher";
+  return "org_user";
 }

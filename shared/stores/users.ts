@@ -1,7 +1,8 @@
-import { GetCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
+import { holderChanges } from "#shared/stores/roles.ts";
 
 /** The built-in roles; a custom role is stored as its role id. */
 export const BUILT_IN_ROLES = ["org_admin", "org_publisher", "org_user"] as const;
@@ -66,4 +67,34 @@ export async function listPortalUsers(portalId: string): Promise<User[]> {
     start = page.LastEvaluatedKey;
   } while (start);
   return out;
+}
+
+/**
+ * Gives a user another role. The user and the roles' holder counts change in one transaction, so a
+ * custom role can never be deleted while someone holds it. Throws the cancelled transaction's error.
+ */
+export async function setUserRole(user: User, role: string, customFrom: boolean, customTo: boolean): Promise<void> {
+  await ddb.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        {
+          Update: {
+            TableName: tableName("users"),
+            Key: { username: user.username },
+            UpdateExpression: "SET #r = :r, portalRole = :pr, modified = :m",
+            ConditionExpression: "portalId = :p AND #r = :old",
+            ExpressionAttributeNames: { "#r": "role" },
+            ExpressionAttributeValues: {
+              ":r": role,
+              ":pr": `${user.portalId}#${role}`,
+              ":m": Date.now(),
+              ":p": user.portalId,
+              ":old": user.role,
+            },
+          },
+        },
+        ...holderChanges(user.portalId, customFrom ? user.role : undefined, customTo ? role : undefined),
+      ],
+    }),
+  );
 }

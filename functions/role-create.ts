@@ -1,0 +1,45 @@
+// POST …/portals/<self | id>/createRole: a custom role (default administrators only).
+import { badRequest } from "#shared/http/errors.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
+import { shortId } from "#shared/ids.ts";
+import { readDescription, readName, requireRoleAdmin } from "#shared/roles.ts";
+import { createRole, NameTakenError } from "#shared/stores/roles.ts";
+
+const FAILED = "Unable to create role.";
+
+export const handler = restHandler(
+  {
+    name: "Create Role",
+    postOnly: true,
+    form: [
+      { name: "name", label: "Name", required: true },
+      { name: "description", label: "Description", type: "textarea" },
+    ],
+  },
+  async (req) => {
+    const { portal } = requireRoleAdmin(req);
+    const problems: string[] = [];
+    const name = readName(req.params.get("name") ?? "", problems);
+    const description = readDescription(req.params.get("description") ?? "", problems);
+    if (problems.length > 0 || name === undefined) throw badRequest(FAILED, problems);
+    const now = Date.now();
+    const roleId = shortId();
+    try {
+      await createRole({
+        roleId,
+        portalId: portal.portalId,
+        name,
+        description: description ?? "",
+        privileges: [],
+        created: now,
+        modified: now,
+        version: 1,
+        holders: 0,
+      });
+    } catch (err) {
+      if (err instanceof NameTakenError) throw badRequest(FAILED, [err.message]);
+      throw err;
+    }
+    return { success: true, id: roleId };
+  },
+);

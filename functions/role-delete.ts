@@ -1,0 +1,22 @@
+// POST …/portals/<self | id>/roles/<roleId>/delete: refused while any user holds the role.
+import { ApiError } from "#shared/http/errors.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
+import { changeRole, requireRoleAdmin } from "#shared/roles.ts";
+import { deleteRole } from "#shared/stores/roles.ts";
+
+const FAILED = "Unable to delete role.";
+
+export const handler = restHandler({ name: "Delete Role", postOnly: true }, async (req) => {
+  const { portal } = requireRoleAdmin(req);
+  let roleId = "";
+  await changeRole(req, portal.portalId, FAILED, async (current) => {
+    if (current.holders > 0) {
+      throw new ApiError(400, FAILED, [
+        `${current.holders} user(s) hold this role. Give them another role first (updateuserrole).`,
+      ]);
+    }
+    roleId = current.roleId;
+    await deleteRole(current);
+  });
+  return { success: true, roleId };
+});

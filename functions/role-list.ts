@@ -1,0 +1,44 @@
+// GET|POST …/portals/<self | id>/roles: the portal's custom roles, paged (start is 1-based, num ≤ 100).
+import { badRequest } from "#shared/http/errors.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
+import { requireMember, roleView } from "#shared/roles.ts";
+import { listRoles } from "#shared/stores/roles.ts";
+
+function intParam(
+  raw: string | undefined,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+  problems: string[],
+) {
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    problems.push(`'${name}' must be a whole number from ${min} to ${max}.`);
+    return fallback;
+  }
+  return n;
+}
+
+export const handler = restHandler({ name: "Roles" }, async (req) => {
+  const { portal } = requireMember(req);
+  const problems: string[] = [];
+  const start = intParam(req.params.get("start"), "start", 1, 1, Number.MAX_SAFE_INTEGER, problems);
+  const num = intParam(req.params.get("num"), "num", 10, 1, 100, problems);
+  const withPrivileges = (req.params.get("returnPrivileges") ?? "false").toLowerCase() === "true";
+  if (problems.length > 0) throw badRequest("Unable to list roles.", problems);
+  // Sorted by name (case-insensitively) then id, so pages are stable.
+  const roles = (await listRoles(portal.portalId)).sort(
+    (a, b) => a.name.localeCompare(b.name, "en", { sensitivity: "base" }) || a.roleId.localeCompare(b.roleId),
+  );
+  const page = roles.slice(start - 1, start - 1 + num);
+  const next = start - 1 + num;
+  return {
+    total: roles.length,
+    start,
+    num,
+    nextStart: next < roles.length ? next + 1 : -1,
+    roles: page.map((r) => roleView(r, withPrivileges)),
+  };
+});

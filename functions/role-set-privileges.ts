@@ -1,0 +1,20 @@
+// POST …/portals/<self | id>/roles/<roleId>/setPrivileges: privileges={"privileges":[…]}.
+import { restHandler } from "#shared/http/pipeline.ts";
+import { changeRole, nextModified, readPrivileges, requireRoleAdmin } from "#shared/roles.ts";
+import { replaceRole } from "#shared/stores/roles.ts";
+
+export const handler = restHandler(
+  {
+    name: "Set Role Privileges",
+    postOnly: true,
+    form: [{ name: "privileges", label: 'Privileges ({"privileges":[…]})', type: "textarea", required: true }],
+  },
+  async (req) => {
+    const { portal } = requireRoleAdmin(req);
+    const privileges = readPrivileges(req.params.get("privileges"));
+    await changeRole(req, portal.portalId, "Unable to set privileges.", (current) =>
+      replaceRole(current, { ...current, privileges, modified: nextModified(current) }),
+    );
+    return { success: true };
+  },
+);

@@ -1,0 +1,42 @@
+// POST …/portals/<self | id>/roles/<roleId>/update: rename and/or redescribe a custom role.
+// A given field replaces the old value, an omitted one keeps it, an empty description clears it.
+import { badRequest } from "#shared/http/errors.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
+import { changeRole, nextModified, readDescription, readName, requireRoleAdmin } from "#shared/roles.ts";
+import { replaceRole } from "#shared/stores/roles.ts";
+
+const FAILED = "Unable to update role.";
+
+export const handler = restHandler(
+  {
+    name: "Update Role",
+    postOnly: true,
+    form: [
+      { name: "name", label: "Name" },
+      { name: "description", label: "Description", type: "textarea" },
+    ],
+  },
+  async (req) => {
+    const { portal } = requireRoleAdmin(req);
+    const rawName = req.params.get("name");
+    const rawDescription = req.params.get("description");
+    // A browser form always sends both fields: an empty name there means "leave it".
+    const nameGiven = rawName !== undefined && !(req.format === "html" && rawName === "");
+    if (!nameGiven && rawDescription === undefined) {
+      throw badRequest(FAILED, ["Specify 'name', 'description' or both."]);
+    }
+    const problems: string[] = [];
+    const name = nameGiven ? readName(rawName, problems) : undefined;
+    const description = readDescription(rawDescription, problems);
+    if (problems.length > 0) throw badRequest(FAILED, problems);
+    await changeRole(req, portal.portalId, FAILED, (current) =>
+      replaceRole(current, {
+        ...current,
+        name: name ?? current.name,
+        description: description ?? current.description,
+        modified: nextModified(current),
+      }),
+    );
+    return { success: true };
+  },
+);

@@ -1,0 +1,49 @@
+// POST …/portals/<self | id>/updateuserrole: user=<username>&role=<org_admin|org_publisher|org_user|roleId>.
+import { BUILT_IN_PRIVILEGES } from "#shared/auth/privileges.ts";
+import { ApiError, badRequest, notFound } from "#shared/http/errors.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
+import { requireRoleAdmin } from "#shared/roles.ts";
+import { failedConditions, getRole } from "#shared/stores/roles.ts";
+import { getUser, setUserRole } from "#shared/stores/users.ts";
+
+const FAILED = "Unable to update user role.";
+
+export const handler = restHandler(
+  {
+    name: "Update User Role",
+    postOnly: true,
+    form: [
+      { name: "user", label: "Username", required: true },
+      { name: "role", label: "Role (org_admin, org_publisher, org_user or a custom role id)", required: true },
+    ],
+  },
+  async (req) => {
+    const admin = requireRoleAdmin(req);
+    const username = req.params.required("user", FAILED);
+    const role = req.params.required("role", FAILED);
+    if (username === admin.user.username) {
+      throw badRequest(FAILED, ["Administrators cannot change their own role."]);
+    }
+    const user = await getUser(username);
+    if (!user || user.portalId !== admin.portal.portalId) {
+      throw notFound([`User '${username.slice(0, 128)}' does not exist or is inaccessible.`]);
+    }
+    const customTo = !(role in BUILT_IN_PRIVILEGES);
+    if (customTo && !(await getRole(admin.portal.portalId, role))) {
+      throw notFound([`Role '${role.slice(0, 64)}' does not exist or is inaccessible.`]);
+    }
+    if (user.role !== role) {
+      try {
+        await setUserRole(user, role, !(user.role in BUILT_IN_PRIVILEGES), customTo);
+      } catch (err) {
+        const failed = failedConditions(err);
+        if (failed?.includes(0))
+          throw new ApiError(409, FAILED, ["The user was changed by another request; try again."]);
+        if (failed && failed.length > 0)
+          throw notFound([`Role '${role.slice(0, 64)}' does not exist or is inaccessible.`]);
+        throw err;
+      }
+    }
+    return { success: true, username: user.username };
+  },
+);

@@ -1,0 +1,117 @@
+// The rules of custom-role administration, shared by the role handlers.
+import { KNOWN_PRIVILEGES } from "#shared/auth/privileges.ts";
+import { ApiError, badRequest, forbidden, notFound } from "#shared/http/errors.ts";
+import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
+import { getRole, NameTakenError, type Role, StaleRoleError } from "#shared/stores/roles.ts";
+
+export const NAME_MAX = 128;
+export const DESCRIPTION_MAX = 250;
+const ROLE_ID = /^[A-Za-z0-9]{1,32}$/;
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * Only default administrators (`org_admin`) change roles: a custom role carrying admin privileges does not
+ * qualify. The path's portal must be the caller's own (`self` or its id).
+ */
+export function requireRoleAdmin(req: RestRequest) {
+  const identity = requireUser(req);
+  const requested = req.pathParameters.portalId;
+  if (identity.user.role !== "org_admin" || (requested !== "self" && requested !== identity.portal.portalId)) {
+    throw forbidden();
+  }
+  return identity;
+}
+
+/** Anyone in the portal may read its roles; other portals' roles are never visible. */
+export function requireMember(req: RestRequest) {
+  const identity = requireUser(req);
+  const requested = req.pathParameters.portalId;
+  if (requested !== "self" && requested !== identity.portal.portalId) throw forbidden();
+  return identity;
+}
+
+export function readName(raw: string | undefined, problems: string[]): string | undefined {
+  if (raw === undefined) return undefined;
+  const name = raw.trim();
+  if (name === "") problems.push("'name' must not be empty.");
+  else if ([...name].length > NAME_MAX) problems.push(`'name' may have at most ${NAME_MAX} characters.`);
+  else if (CONTROL.test(name)) problems.push("'name' may not contain control characters.");
+  else return name;
+  return undefined;
+}
+
+export function readDescription(raw: string | undefined, problems: string[]): string | undefined {
+  if (raw === undefined) return undefined;
+  if ([...raw].length > DESCRIPTION_MAX) problems.push(`'description' may have at most ${DESCRIPTION_MAX} characters.`);
+  else return raw;
+  return undefined;
+}
+
+/** `privileges={"privileges":[…]}`: every entry a known privilege string; duplicates collapse. */
+export function readPrivileges(raw: string | undefined): string[] {
+  const what = "Unable to set privileges.";
+  if (raw === undefined || raw.trim() === "") throw badRequest(what, ["'privileges' must be specified."]);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw badRequest(what, ['\'privileges\' must be JSON: {"privileges":["portal:user:createItem", …]}.']);
+  }
+  const list = (parsed as { privileges?: unknown } | null)?.privileges;
+  if (!Array.isArray(list)) throw badRequest(what, ["'privileges' must be an object with a 'privileges' array."]);
+  if (list.length > KNOWN_PRIVILEGES.size) throw badRequest(what, ["Too many privileges."]);
+  const unknown = list.filter((p) => typeof p !== "string" || !KNOWN_PRIVILEGES.has(p));
+  if (unknown.length > 0) {
+    throw badRequest(
+      what,
+      unknown.slice(0, 20).map((p) => `Unknown privilege ${JSON.stringify(p).slice(0, 100)}.`),
+    );
+  }
+  return [...new Set(list as string[])];
+}
+
+export async function loadRole(req: RestRequest, portalId: string): Promise<Role> {
+  const roleId = req.pathParameters.roleId ?? "";
+  const role = ROLE_ID.test(roleId) ? await getRole(portalId, roleId) : undefined;
+  if (!role) throw notFound([`Role '${roleId.slice(0, 64)}' does not exist or is inaccessible.`]);
+  return role;
+}
+
+export function roleView(role: Role, withPrivileges = false) {
+  return {
+    id: role.roleId,
+    name: role.name,
+    description: role.description,
+    created: role.created,
+    modified: role.modified,
+    ...(withPrivileges ? { privileges: role.privileges } : {}),
+  };
+}
+
+/** `modified` only moves forward, even when two changes land in the same millisecond. */
+export const nextModified = (role: Role) => Math.max(Date.now(), role.modified + 1);
+
+/**
+ * Applies a change to the freshest copy of a role, retrying when another request changed it meanwhile
+ * (last writer wins, as on the original). A name conflict is the caller's error; persistent contention is 409.
+ */
+export async function changeRole(
+  req: RestRequest,
+  portalId: string,
+  what: string,
+  write: (current: Role) => Promise<void>,
+): Promise<void> {
+  for (let attempt = 0; attempt < 12; attempt++) {
+    const current = await loadRole(req, portalId);
+    try {
+      await write(current);
+      return;
+    } catch (err) {
+      if (err instanceof NameTakenError) throw badRequest(what, [err.message]);
+      if (!(err instanceof StaleRoleError)) throw err;
+      await new Promise((r) => setTimeout(r, Math.random() * 10 * (attempt + 1)));
+    }
+  }
+  throw new ApiError(409, what, ["The role is being changed by other requests; try again."]);
+}
