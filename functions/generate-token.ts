@@ -1,13 +1,14 @@
 // POST …/sharing/rest/generateToken: a token for a user (username + password), or a server-token for a
 // federated server of the caller's organization (serverURL with a portal token or credentials).
 import { verifyPassword } from "#shared/auth/passwords.ts";
-import { CLIENTS, type ClientKind, issueToken } from "#shared/auth/tokens.ts";
+import { isIP } from "node:net";
+import { CLIENTS, type ClientKind, canonicalIp, issueToken } from "#shared/auth/tokens.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import type { Params } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { type Portal, getPortal } from "#shared/stores/portals.ts";
 import { listPortalServers, type Server, serverUrl } from "#shared/stores/servers.ts";
-import { clearFailures, lockedUntil, recordFailure } from "#shared/stores/signin.ts";
+import { attemptFailed, attemptSucceeded, beginAttempt } from "#shared/stores/signin.ts";
 import { getUser, type User } from "#shared/stores/users.ts";
 
 const FAILED = "Unable to generate token.";
@@ -40,9 +41,9 @@ function readRequest(params: Params, req: RestRequest, withToken: boolean) {
   } else if (client === "ip") {
     const ip = params.get("ip") ?? "";
     if (!ip) problems.push("'ip' must be specified when client is ip.");
-    else if (!/^[0-9A-Fa-f:.]{2,45}$/.test(ip)) problems.push("'ip' must be an IP address.");
-    else binding = { client, bound: ip };
-  } else binding = { client: "requestip", bound: req.sourceIp };
+    else if (!isIP(ip)) problems.push("'ip' must be an IP address.");
+    else binding = { client, bound: canonicalIp(ip) };
+  } else binding = { client: "requestip", bound: canonicalIp(req.sourceIp) };
   let minutes: number | undefined;
   const expiration = params.get("expiration");
   if (expiration !== undefined && expiration !== "") {
@@ -79,17 +80,17 @@ async function findServer(portalId: string, url: string, req: RestRequest): Prom
 }
 
 async function signIn(username: string, password: string): Promise<User> {
-  if (await lockedUntil(username)) {
-    throw badRequest(FAILED, ["Too many invalid sign-in attempts. Try again later."]);
-  }
+  // Counted before the password is checked, so concurrent guesses cannot outrun the lockout.
+  const attempt = await beginAttempt(username);
+  if (!attempt.allowed) throw badRequest(FAILED, ["Too many invalid sign-in attempts. Try again later."]);
   const user = await getUser(username);
   // verifyPassword pays for one scrypt whether or not the user exists.
   const ok = await verifyPassword(password, user?.passwordHash);
   if (!ok || !user) {
-    await recordFailure(username);
+    await attemptFailed(username, attempt);
     throw badRequest(FAILED, ["Invalid username or password."]);
   }
-  await clearFailures(username);
+  await attemptSucceeded(username);
   return user;
 }
 

@@ -61,12 +61,36 @@ describe("local engine", () => {
     const dataDir = newDataDir();
     const crashed = await startEngine({ dataDir });
     await crashed.stop("SIGKILL");
+    // The operator command works on the folder the dead engine left behind (its state file included).
+    const listing = JSON.parse(admin(dataDir, "list")) as { name: string }[];
+    expect(listing.map((p) => p.name)).toEqual(["mapgate Demo"]);
     const next = await startEngine({ dataDir });
     try {
       expect((await call(`${next.ready.https}/portal/sharing/rest/info?f=json`, { ca: next.ca })).status).toBe(200);
     } finally {
       await next.stop();
     }
+  });
+
+  it("the operator command explains bad arguments without a stack trace and leaves no half-made organization", () => {
+    const dataDir = newDataDir();
+    const run = (...args: string[]) => {
+      try {
+        admin(dataDir, ...args);
+        return { code: 0, stderr: "" };
+      } catch (err) {
+        const e = err as { status: number; stderr: string };
+        return { code: e.status, stderr: String(e.stderr) };
+      }
+    };
+    const bare = run("bootstrap", "--name", "X", "--admin", "x", "--all-ssl");
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain("usage: npm run admin");
+    expect(bare.stderr).not.toMatch(/\n\s+at /);
+    const badName = run("bootstrap", "--name", "Y", "--admin", "not a name");
+    expect(badName).toMatchObject({ code: 2 });
+    expect(badName.stderr).toContain("must be 1–128 letters");
+    expect(JSON.parse(admin(dataDir, "list"))).toEqual([]);
   });
 
   it("on SIGTERM finishes requests in flight and keeps every acknowledged write", async () => {

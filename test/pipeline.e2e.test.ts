@@ -245,6 +245,13 @@ describe("internal faults", () => {
     expect((await get(`${rest()}/info?f=json`)).json()).toHaveProperty("authInfo");
   });
 
+  it("logs a browser's form page like any other request", async () => {
+    await get(`${rest()}/generateToken`);
+    await new Promise((r) => setTimeout(r, 100));
+    const requests = engine.lines.filter((l) => l.includes('"message":"request"')).map((l) => JSON.parse(l));
+    expect(requests.at(-1)).toMatchObject({ operation: "Generate Token", method: "GET", format: "html" });
+  });
+
   it("logs one JSON line per request without parameters or credentials", async () => {
     await get(`${rest()}/portals/self?f=json&token=secret-token-value&password=hunter2-secret`);
     await new Promise((r) => setTimeout(r, 100));

@@ -78,6 +78,11 @@ describe("generateToken", () => {
     // requestip (also the default) binds to the caller of generateToken: 127.0.0.1 here.
     const req = await tokenFor({ username: "user", password: PASSWORDS.user });
     expect((await self({}, `&token=${req.token}`)).json()).toMatchObject({ username: "user" });
+    // An address written another way is the same address.
+    const long = await tokenFor({ username: "user", password: PASSWORDS.user, client: "ip", ip: "0:0:0:0:0:0:0:1" });
+    const v6Long = `https://[::1]:${new URL(engine.ready.https).port}/portal/sharing/rest/community/self?f=json&token=${long.token}`;
+    const fromV6Long = await call(v6Long, { ca: engine.ca }).catch(() => undefined);
+    if (fromV6Long) expect(fromV6Long.json()).toMatchObject({ username: "user" });
     const v6 = `https://[::1]:${new URL(engine.ready.https).port}/portal/sharing/rest/community/self?f=json&token=${req.token}`;
     const fromV6 = await call(v6, { ca: engine.ca }).catch(() => undefined);
     // Only where this machine has IPv6 loopback: the same token from ::1 is another address.
@@ -184,6 +189,27 @@ describe("generateToken", () => {
     }
     await new Promise((r) => setTimeout(r, 2200));
     expect((await tokenFor({ username: "publisher", password: PASSWORDS.publisher })).token).toBeTruthy();
+  });
+
+  it("checks at most 5 passwords however many guesses arrive at once", async () => {
+    const username = "admin";
+    const guesses = Array.from({ length: 19 }, (_, i) => `guess-${i}`);
+    guesses.push(PASSWORDS.admin);
+    const answers = await Promise.all(
+      guesses.map((password) => generate({ username, password }).then((r) => r.json())),
+    );
+    const wrong = answers.filter((a) => JSON.stringify(a).includes("Invalid username or password."));
+    const locked = answers.filter((a) => JSON.stringify(a).includes("Too many invalid sign-in attempts."));
+    const issued = answers.filter((a) => typeof a.token === "string");
+    expect(wrong.length + issued.length).toBeLessThanOrEqual(5);
+    expect(wrong.length + locked.length + issued.length).toBe(20);
+    if (issued.length === 0) {
+      // The right password was not among the ones checked: the account is locked now.
+      expect((await generate({ username, password: PASSWORDS.admin })).json()).toMatchObject({
+        error: { details: ["Too many invalid sign-in attempts. Try again later."] },
+      });
+    }
+    await new Promise((r) => setTimeout(r, 2200));
   });
 
   it("counts concurrent failures without losing any", async () => {

@@ -7,15 +7,15 @@ import { parseArgs } from "node:util";
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { TABLES, tableEnvName } from "#infra/system.ts";
+import { generatePassword } from "#shared/auth/passwords.ts";
 import type { CachedLayer, DataStore, Dataset } from "#shared/stores/datastores.ts";
 import { updatePortal } from "#shared/stores/portals.ts";
-import { openDataFolder } from "../local/data-folder.ts";
+import { alive, openDataFolder } from "../local/data-folder.ts";
 import { createTables, localTableName, startDynamo } from "../local/dynamo.ts";
 import {
   AdminInputError,
   addUser,
   bootstrapOrganization,
-  type CreatedUser,
   describeOrganizations,
   registerDataStore,
   registerServer,
@@ -24,7 +24,7 @@ import {
 const USAGE = `usage: npm run admin -- <command> [options]
 
 commands:
-  bootstrap          --name <organization> --admin <username> [--all-ssl] [--require-tokens]
+  bootstrap          --name <organization> --admin <username> [--all-ssl true] [--require-tokens true]
                      [--max-token-minutes <n>]            (password: MAPGATE_ADMIN_PASSWORD or generated)
   add-user           --portal <id> --username <name> --role org_admin|org_publisher|org_user
                                                           (password: MAPGATE_USER_PASSWORD or generated)
@@ -37,24 +37,33 @@ target (one of):
   --data-dir <folder>   a local engine's data folder (default: MAPGATE_DATA_DIR or .mapgate)
   --stack <name>        a deployed stack (AWS credentials and region from the usual AWS variables)`;
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    "data-dir": { type: "string" },
-    stack: { type: "string" },
-    name: { type: "string" },
-    admin: { type: "string" },
-    "all-ssl": { type: "string" },
-    "require-tokens": { type: "string" },
-    "max-token-minutes": { type: "string" },
-    portal: { type: "string" },
-    username: { type: "string" },
-    role: { type: "string" },
-    url: { type: "string" },
-    file: { type: "string" },
-    help: { type: "boolean", short: "h" },
-  },
-});
+function parse() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: {
+        "data-dir": { type: "string" },
+        stack: { type: "string" },
+        name: { type: "string" },
+        admin: { type: "string" },
+        "all-ssl": { type: "string" },
+        "require-tokens": { type: "string" },
+        "max-token-minutes": { type: "string" },
+        portal: { type: "string" },
+        username: { type: "string" },
+        role: { type: "string" },
+        url: { type: "string" },
+        file: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    console.error(`mapgate admin: ${(err as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+const { values, positionals } = parse();
 
 function need(name: keyof typeof values): string {
   const v = values[name];
@@ -75,8 +84,20 @@ function minutes(): number | undefined {
   return v === undefined ? undefined : Number(v);
 }
 
-/** Points the shared stores at the target's tables; answers how to keep a generated password. */
-async function connect(): Promise<{ keep: (u: CreatedUser) => Promise<string>; close: () => Promise<void> }> {
+interface NewPassword {
+  readonly password: string;
+  /** What to print about it: never the password itself on AWS. */
+  readonly note: string;
+}
+
+interface Target {
+  /** The password for a new user: from `envName`, or generated and kept (AWS) or shown once (local). */
+  password(username: string, envName: string): Promise<NewPassword>;
+  close(): Promise<void>;
+}
+
+/** Points the shared stores at the target's tables. */
+async function connect(): Promise<Target> {
   if (values.stack) {
     const cfn = new CloudFormationClient({});
     const { Stacks } = await cfn.send(new DescribeStacksCommand({ StackName: values.stack }));
@@ -89,11 +110,15 @@ async function connect(): Promise<{ keep: (u: CreatedUser) => Promise<string>; c
     }
     const sm = new SecretsManagerClient({});
     return {
-      // On AWS a generated password is never printed: it is kept in Secrets Manager for the operator.
-      keep: async (u) => {
-        const name = `${values.stack}/users/${u.username}/initial-password`;
-        const out = await sm.send(new CreateSecretCommand({ Name: name, SecretString: u.generatedPassword ?? "" }));
-        return `kept in Secrets Manager as ${out.ARN}`;
+      // On AWS a generated password is never printed: it is stored in Secrets Manager *before* the user
+      // is created, so a failure to store it can never leave a user whose password nobody knows.
+      password: async (username, envName) => {
+        const given = process.env[envName];
+        if (given) return { password: given, note: `from ${envName}` };
+        const password = generatePassword();
+        const name = `${values.stack}/users/${username}/initial-password`;
+        const out = await sm.send(new CreateSecretCommand({ Name: name, SecretString: password }));
+        return { password, note: `kept in Secrets Manager as ${out.ARN}` };
       },
       close: async () => undefined,
     };
@@ -101,20 +126,28 @@ async function connect(): Promise<{ keep: (u: CreatedUser) => Promise<string>; c
   const dataDir = resolve(values["data-dir"] ?? process.env.MAPGATE_DATA_DIR ?? ".mapgate");
   for (const t of TABLES) process.env[tableEnvName(t.name)] = localTableName(t.name);
   Object.assign(process.env, { AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local" });
-  const keep = async (u: CreatedUser) => `password ${u.generatedPassword} (shown only now)`;
+  const password = async (_username: string, envName: string): Promise<NewPassword> => {
+    const given = process.env[envName];
+    if (given) return { password: given, note: `from ${envName}` };
+    const generated = generatePassword();
+    return { password: generated, note: `${generated} (shown only now)` };
+  };
   const stateFile = resolve(dataDir, "engine.json");
-  if (existsSync(stateFile)) {
-    // A running engine owns the folder: talk to its dynalite.
-    const state = JSON.parse(readFileSync(stateFile, "utf8")) as { dynamoEndpoint: string };
+  const state = existsSync(stateFile)
+    ? (JSON.parse(readFileSync(stateFile, "utf8")) as { dynamoEndpoint: string; pid: number })
+    : undefined;
+  if (state && alive(state.pid)) {
+    // A running engine owns the folder: talk to its store.
     process.env.AWS_ENDPOINT_URL_DYNAMODB = state.dynamoEndpoint;
-    return { keep, close: async () => undefined };
+    return { password, close: async () => undefined };
   }
+  // No engine (or one that died and left its state behind): open the folder ourselves.
   const folder = await openDataFolder(dataDir, "localhost");
   const dynamo = await startDynamo(folder.dynamoPath);
   await createTables(dynamo.endpoint);
   process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamo.endpoint;
   return {
-    keep,
+    password,
     close: async () => {
       await dynamo.close();
       await folder.release();
@@ -130,30 +163,25 @@ async function run(command: string): Promise<unknown> {
         const allSSL = flag("all-ssl");
         const requireTokens = flag("require-tokens");
         const max = minutes();
+        const username = need("admin");
+        const name = need("name");
+        const secret = await target.password(username, "MAPGATE_ADMIN_PASSWORD");
         const { portal, admin } = await bootstrapOrganization({
-          name: need("name"),
+          name,
           ...(allSSL !== undefined ? { allSSL } : {}),
           ...(requireTokens !== undefined ? { requireTokens } : {}),
           ...(max !== undefined ? { maxTokenExpirationMinutes: max } : {}),
-          admin: { username: need("admin"), password: process.env.MAPGATE_ADMIN_PASSWORD || undefined },
+          admin: { username, password: secret.password },
         });
-        return {
-          portal,
-          admin: admin.username,
-          password: admin.generatedPassword ? await target.keep(admin) : "from MAPGATE_ADMIN_PASSWORD",
-        };
+        return { portal, admin: admin.username, password: secret.note };
       }
       case "add-user": {
-        const user = await addUser(need("portal"), {
-          username: need("username"),
-          role: need("role"),
-          password: process.env.MAPGATE_USER_PASSWORD || undefined,
-        });
-        return {
-          ...user,
-          generatedPassword: undefined,
-          password: user.generatedPassword ? await target.keep(user) : "from MAPGATE_USER_PASSWORD",
-        };
+        const portalId = need("portal");
+        const username = need("username");
+        const role = need("role");
+        const secret = await target.password(username, "MAPGATE_USER_PASSWORD");
+        const user = await addUser(portalId, { username, role, password: secret.password });
+        return { username: user.username, role: user.role, password: secret.note };
       }
       case "register-server":
         return await registerServer(need("portal"), { name: need("name"), url: values.url });

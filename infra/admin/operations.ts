@@ -60,10 +60,14 @@ function checkPassword(password: string): void {
   }
 }
 
-export async function addUser(portalId: string, spec: NewUser): Promise<CreatedUser> {
-  if (!USERNAME.test(spec.username)) {
-    throw new AdminInputError(`username ${JSON.stringify(spec.username)} must be 1–128 letters, digits or _.@-`);
+function checkUsername(username: string): void {
+  if (!USERNAME.test(username)) {
+    throw new AdminInputError(`username ${JSON.stringify(username)} must be 1–128 letters, digits or _.@-`);
   }
+}
+
+export async function addUser(portalId: string, spec: NewUser): Promise<CreatedUser> {
+  checkUsername(spec.username);
   if (!(BUILT_IN_ROLES as readonly string[]).includes(spec.role)) {
     throw new AdminInputError(`role must be one of ${BUILT_IN_ROLES.join(", ")}`);
   }
@@ -104,6 +108,9 @@ export async function bootstrapOrganization(spec: NewOrganization): Promise<{ po
   if (!Number.isSafeInteger(maxMinutes) || maxMinutes < 1 || maxMinutes > MAX_TOKEN_MINUTES) {
     throw new AdminInputError(`the token expiration limit is 1–${MAX_TOKEN_MINUTES} minutes`);
   }
+  // Everything about the first administrator is checked before the organization exists: a bootstrap
+  // that fails must not leave an organization nobody can administer.
+  checkUsername(spec.admin.username);
   if (spec.admin.password !== undefined) checkPassword(spec.admin.password);
   if (await getUser(spec.admin.username)) throw new AdminInputError(`the username ${spec.admin.username} is taken`);
   const now = Date.now();

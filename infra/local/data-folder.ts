@@ -2,7 +2,7 @@
 // and a lock naming the one process that owns it (dynalite cannot share a folder between processes).
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, open, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, link, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { generate } from "selfsigned";
 
@@ -25,7 +25,7 @@ export interface DataFolder {
   release(): Promise<void>;
 }
 
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -35,22 +35,38 @@ function alive(pid: number): boolean {
   }
 }
 
+/**
+ * Takes the folder's lock: a file holding the owner's pid, created complete in one step (written
+ * elsewhere, then hard-linked into place), so no one ever reads a half-written lock and takes it as stale.
+ */
 async function lock(file: string): Promise<void> {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const handle = await open(file, "wx", 0o600);
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const pid = Number((await readFile(file, "utf8").catch(() => "")).trim());
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) throw new FolderInUseError(file, pid);
-      // The owner died without cleaning up: the lock is stale.
-      await rm(file, { force: true });
+  const staging = `${file}.${process.pid}.${Date.now()}`;
+  await writeFile(staging, String(process.pid), { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        await link(staging, file);
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+        const holder = await readFile(file, "utf8").catch(() => "");
+        const pid = Number(holder.trim());
+        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid))
+          throw new FolderInUseError(file, pid);
+        // The owner died without cleaning up: remove its lock, but only if it is still that same lock.
+        if ((await readFile(file, "utf8").catch(() => "")) === holder) await rm(file, { force: true });
+      }
     }
+    throw new Error(`could not take the lock ${file}`);
+  } finally {
+    await rm(staging, { force: true });
   }
-  throw new Error(`could not take the lock ${file}`);
+}
+
+/** Removes the lock only while it is ours: a process that lost the race never deletes the winner's. */
+async function unlock(file: string): Promise<void> {
+  const holder = await readFile(file, "utf8").catch(() => "");
+  if (holder.trim() === String(process.pid)) await rm(file, { force: true });
 }
 
 async function writePrivate(file: string, content: string): Promise<void> {
@@ -104,7 +120,7 @@ export async function openDataFolder(root: string, hostName: string): Promise<Da
     stateFile: join(root, "engine.json"),
     release: async () => {
       await rm(folder.stateFile, { force: true });
-      await rm(lockFile, { force: true });
+      await unlock(lockFile);
     },
   };
   try {

@@ -147,7 +147,8 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
         // close dynalite so LevelDB is closed cleanly, then give up the folder.
         stopping ??= (async () => {
           const closing = Promise.all(servers.map(close));
-          await Promise.race([loaded.drained(), new Promise((r) => setTimeout(r, 10_000))]);
+          // Longer than the 29 s a handler may run: nothing acknowledged is cut off by closing the store.
+          await Promise.race([loaded.drained(), new Promise((r) => setTimeout(r, 35_000))]);
           for (const s of servers) s.closeAllConnections();
           await closing;
           cleanups.pop(); // the servers are closed already

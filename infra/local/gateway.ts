@@ -95,7 +95,11 @@ export class Gateway {
     return { route: this.#fallback, routeKey: "$default" };
   }
 
-  /** Resolves once no request is being served (used at shutdown, after the listeners stop accepting). */
+  /**
+   * Resolves once no request is being served and no handler is running (a handler that outlived its
+   * 29 s integration timeout still counts: it may be writing). Used at shutdown, after the listeners
+   * stop accepting.
+   */
   drained(): Promise<void> {
     if (this.#inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => {
@@ -103,12 +107,20 @@ export class Gateway {
     });
   }
 
-  serve(req: IncomingMessage, res: ServerResponse, domainName: string, proto: "https" | "http"): void {
+  #enter(): () => void {
     this.#inFlight++;
-    res.once("close", () => {
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
       this.#inFlight--;
       if (this.#inFlight === 0) this.#idle?.();
-    });
+    };
+  }
+
+  serve(req: IncomingMessage, res: ServerResponse, domainName: string, proto: "https" | "http"): void {
+    const leave = this.#enter();
+    res.once("close", leave);
     this.#serve(req, res, domainName, proto).catch(() => {
       if (!res.headersSent) send(res, 500, { message: "Internal Server Error" });
       else res.destroy();
@@ -207,7 +219,10 @@ export class Gateway {
     const timeout = new Promise<"timeout">((resolve) => {
       timer = setTimeout(() => resolve("timeout"), INTEGRATION_TIMEOUT_MS);
     });
-    const result = await Promise.race([route.handler(event, context), timeout]).finally(() => clearTimeout(timer));
+    const running = route.handler(event, context);
+    const leave = this.#enter();
+    running.then(leave, leave);
+    const result = await Promise.race([running, timeout]).finally(() => clearTimeout(timer));
     if (result === "timeout") {
       send(res, 503, { message: "Service Unavailable" });
       return;

@@ -22,7 +22,13 @@ function derive(k: string): Uint8Array {
 }
 
 function parse(text: string): TokenKeys {
-  const raw = JSON.parse(text) as Partial<RawKey> & { previous?: Partial<RawKey>[] };
+  let raw: Partial<RawKey> & { previous?: Partial<RawKey>[] };
+  try {
+    raw = JSON.parse(text) as typeof raw;
+  } catch {
+    // JSON.parse quotes the text it failed on: never let that reach a log.
+    throw new Error("the token key is not JSON");
+  }
   const valid = (r: Partial<RawKey> | undefined): r is RawKey & { previous?: Partial<RawKey>[] } =>
     typeof r?.kid === "string" && r.kid !== "" && typeof r.k === "string" && r.k.length >= 32;
   if (!valid(raw)) throw new Error("the token key must be JSON {kid, k} with k of at least 32 characters");
@@ -35,9 +41,24 @@ function parse(text: string): TokenKeys {
 }
 
 let loading: Promise<TokenKeys> | undefined;
+let loadedAt = 0;
+const RELOAD_AFTER_MS = 5_000;
+
+/**
+ * The key set, plus a reload when a token names a key id this function has never seen: after a rotation,
+ * warm functions learn the new key from the first token that uses it (reloading at most every 5 s).
+ */
+export async function keyFor(kid: string): Promise<Uint8Array | undefined> {
+  const keys = await tokenKeys();
+  const key = keys.byKid.get(kid);
+  if (key || Date.now() - loadedAt < RELOAD_AFTER_MS) return key;
+  loading = undefined;
+  return (await tokenKeys()).byKid.get(kid);
+}
 
 export function tokenKeys(): Promise<TokenKeys> {
   loading ??= (async () => {
+    loadedAt = Date.now();
     const source = config().tokenKey;
     if (!source) throw new Error("no token key configured (TOKEN_KEY_SECRET_ID or TOKEN_KEY_FILE)");
     if ("file" in source) return parse(await readFile(source.file, "utf8"));

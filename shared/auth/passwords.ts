@@ -21,12 +21,14 @@ export async function hashPassword(password: string): Promise<string> {
   return ["scrypt", N, R, P, salt.toString("base64url"), key.toString("base64url")].join("$");
 }
 
-/** A hash of a random password: checked against when the user does not exist, so that costs the same. */
-let decoy: Promise<string> | undefined;
+/**
+ * A hash of a random password, checked against when the user does not exist so that costs the same.
+ * Made when the module loads: made on first use, the first unknown user would pay for two hashes.
+ */
+const decoy: Promise<string> = hashPassword(randomBytes(18).toString("base64url"));
 
 /** Constant-time check; `hash` undefined (unknown user) still pays for one scrypt and answers false. */
 export async function verifyPassword(password: string, hash: string | undefined): Promise<boolean> {
-  decoy ??= hashPassword(randomBytes(18).toString("base64url"));
   const stored = hash ?? (await decoy);
   const parts = stored.split("$");
   const [scheme, n, r, p, salt, key] = parts;

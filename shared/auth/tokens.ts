@@ -2,8 +2,9 @@
 // and any change to it fails decryption. Verification order: structure and algorithms → decryption →
 // expiry → client binding → audience. Revocation and the user's current state are checked by the caller.
 import { randomBytes } from "node:crypto";
+import { isIP } from "node:net";
 import { decodeProtectedHeader, EncryptJWT, jwtDecrypt } from "jose";
-import { tokenKeys } from "#shared/auth/keys.ts";
+import { keyFor, tokenKeys } from "#shared/auth/keys.ts";
 import { invalidToken } from "#shared/http/errors.ts";
 
 export const CLIENTS = ["referer", "ip", "requestip"] as const;
@@ -48,6 +49,13 @@ export async function issueToken(
   return { token, id, expires: exp * 1000 };
 }
 
+/** One spelling per address (`0:0:0:0:0:0:0:1` is `::1`), so bindings compare addresses, not text. */
+export function canonicalIp(ip: string): string {
+  const version = isIP(ip);
+  if (version === 6) return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  return ip;
+}
+
 /** How a bound referer matches the request's Referer: the same value, or a URL under it. */
 export function refererMatches(bound: string, referer: string | undefined): boolean {
   if (!referer) return false;
@@ -68,11 +76,16 @@ export interface Presented {
 /** Opens and checks a token; every failure is the same 498, so nothing is learned from which check failed. */
 export async function verifyToken(token: string, presented: Presented, now = Date.now()): Promise<TokenClaims> {
   if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWE.test(token)) throw invalidToken();
-  const keys = await tokenKeys();
   let payload: Record<string, unknown>;
+  let header: ReturnType<typeof decodeProtectedHeader>;
   try {
-    const header = decodeProtectedHeader(token);
-    const key = typeof header.kid === "string" ? keys.byKid.get(header.kid) : undefined;
+    header = decodeProtectedHeader(token);
+  } catch {
+    throw invalidToken();
+  }
+  // Outside the try: a key that cannot be loaded is our fault (500), not the caller's token.
+  const key = typeof header.kid === "string" && header.kid.length <= 64 ? await keyFor(header.kid) : undefined;
+  try {
     if (!key || header.alg !== "dir" || header.enc !== "A256GCM" || header.zip !== undefined) throw invalidToken();
     ({ payload } = await jwtDecrypt(token, key, {
       keyManagementAlgorithms: ["dir"],
@@ -100,7 +113,9 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
   const expires = exp * 1000;
   if (expires <= now) throw invalidToken();
   const client = cli as ClientKind;
-  if (client === "referer" ? !refererMatches(bnd, presented.referer) : bnd !== presented.sourceIp) throw invalidToken();
+  if (client === "referer" ? !refererMatches(bnd, presented.referer) : bnd !== canonicalIp(presented.sourceIp)) {
+    throw invalidToken();
+  }
   const audience: Audience =
     aud === "portal" ? { kind: "portal" } : { kind: "server", serverId: aud.slice("server:".length) };
   if (audience.kind === "server" && !aud.startsWith("server:")) throw invalidToken();

@@ -67,6 +67,8 @@ interface Normalized {
   sourceIp: string;
   started: number;
   errorCode: number;
+  /** A browser's GET of a POST-only operation: answered with its form instead of running it. */
+  showForm: boolean;
 }
 
 /** Pipeline state rides on the Lambda context object, which middy hands to every middleware. */
@@ -230,10 +232,9 @@ export const caller = (op: Operation): RestMiddleware => ({
       pathParameters: event.pathParameters ?? {},
     };
     if (op.postOnly && method !== "POST") {
-      if (rendering.format === "html") return formPage(op, s.request);
-      throw methodNotAllowed();
+      if (rendering.format !== "html") throw methodNotAllowed();
+      s.showForm = true;
     }
-    return undefined;
   },
 });
 
@@ -252,7 +253,8 @@ export const respond = (op: Operation): RestMiddleware => ({
     const s = state(request);
     const req = s.request as RestRequest;
     const data = request.response as unknown as object;
-    if (req.format === "html") {
+    if (s.showForm) request.response = formPage(op, req);
+    else if (req.format === "html") {
       const body = op.html ? op.html(data, req) : `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`;
       request.response = renderHtml(op.html ? body : page(op.name, body), req.https);
     } else request.response = renderJson(data, s.rendering as Rendering);
@@ -274,6 +276,7 @@ export function restHandler(op: Operation, compute: Compute) {
     .handler(async (_event, context) => {
       const req = context.mapgate?.request;
       if (!req) throw new Error("pipeline state missing: caller() did not run");
+      if (context.mapgate?.showForm) return {} as APIGatewayProxyStructuredResultV2;
       // The handler's data travels to respond() as the response; respond() replaces it with the rendering.
       return (await compute(req)) as unknown as APIGatewayProxyStructuredResultV2;
     });

@@ -1,85 +1,110 @@
-// Failed sign-ins per username, kept in the tokens table whether or not the user exists, so a lockout
-// says nothing about which usernames are real. All changes are conditional writes: concurrent failures
-// are all counted, and a lock is never lost to a race.
+// Sign-in attempts per username, kept in the tokens table whether or not the user exists, so a lockout
+// says nothing about which usernames are real. An attempt is counted *before* its password is checked,
+// with one conditional write: however many requests arrive at once, at most `maxFailures` passwords are
+// checked per window, and once they have failed the account is locked.
+// The window is fixed: it starts at the first failure and lasts `failureWindowMs`.
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { config, tableName } from "#shared/config.ts";
 import { ddb, isConditionFailure } from "#shared/stores/dynamo.ts";
 
 const key = (username: string) => ({ pk: `signin#${username}`, sk: "-" });
+const NAMES = { "#f": "failures", "#w": "windowStart", "#l": "lockedUntil", "#x": "expiresAt" };
 
-export async function lockedUntil(username: string, now = Date.now()): Promise<number | undefined> {
-  const { Item } = await ddb.send(
-    new GetCommand({ TableName: tableName("tokens"), Key: key(username), ConsistentRead: true }),
-  );
-  const until = Item?.lockedUntil;
-  return typeof until === "number" && until > now ? until : undefined;
+export type Attempt = { readonly allowed: true; readonly count: number } | { readonly allowed: false };
+
+function ttlFor(now: number): number {
+  const { failureWindowMs, lockoutMs } = config().signin;
+  return Math.ceil((now + failureWindowMs + lockoutMs) / 1000) + 3600;
 }
 
-/** Counts one failure; answers true when this failure locked the account. */
-export async function recordFailure(username: string, now = Date.now()): Promise<boolean> {
-  const { maxFailures, failureWindowMs, lockoutMs } = config().signin;
-  const ttl = Math.ceil((now + Math.max(failureWindowMs, lockoutMs)) / 1000) + 3600;
-  for (let attempt = 0; attempt < 5; attempt++) {
+async function lock(username: string, now: number): Promise<void> {
+  const { maxFailures, lockoutMs } = config().signin;
+  try {
+    await ddb.send(
+      new UpdateCommand({
+        TableName: tableName("tokens"),
+        Key: key(username),
+        // Counting starts afresh when the lock ends.
+        UpdateExpression: "SET #l = :until, #f = :zero, #w = :now, #x = :ttl",
+        ConditionExpression: "#f >= :max",
+        ExpressionAttributeNames: NAMES,
+        ExpressionAttributeValues: {
+          ":until": now + lockoutMs,
+          ":zero": 0,
+          ":now": now,
+          ":max": maxFailures,
+          ":ttl": ttlFor(now),
+        },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err; // another request locked it first
+  }
+}
+
+/** Counts an attempt before its password is checked; refused while locked or once the window is used up. */
+export async function beginAttempt(username: string, now = Date.now()): Promise<Attempt> {
+  const { maxFailures, failureWindowMs } = config().signin;
+  const values = { ":one": 1, ":floor": now - failureWindowMs, ":max": maxFailures, ":now": now, ":ttl": ttlFor(now) };
+  for (let round = 0; round < 5; round++) {
     try {
-      // Within the current window: count it.
       const { Attributes } = await ddb.send(
         new UpdateCommand({
           TableName: tableName("tokens"),
           Key: key(username),
-          UpdateExpression: "SET failures = failures + :one, expiresAt = :ttl",
-          ConditionExpression: "windowStart > :floor",
-          ExpressionAttributeValues: { ":one": 1, ":floor": now - failureWindowMs, ":ttl": ttl },
+          UpdateExpression: "SET #f = #f + :one, #x = :ttl",
+          ConditionExpression: "#w > :floor AND #f < :max AND (attribute_not_exists(#l) OR #l <= :now)",
+          ExpressionAttributeNames: NAMES,
+          ExpressionAttributeValues: values,
           ReturnValues: "ALL_NEW",
         }),
       );
-      if (typeof Attributes?.failures === "number" && Attributes.failures >= maxFailures) {
-        // Lock and start counting afresh once the lock ends; only the failure that reached the limit locks.
-        await ddb
-          .send(
-            new UpdateCommand({
-              TableName: tableName("tokens"),
-              Key: key(username),
-              UpdateExpression: "SET lockedUntil = :until, failures = :zero, windowStart = :now",
-              ConditionExpression: "failures >= :max",
-              ExpressionAttributeValues: { ":until": now + lockoutMs, ":zero": 0, ":now": now, ":max": maxFailures },
-            }),
-          )
-          .catch((err: unknown) => {
-            if (!isConditionFailure(err)) throw err;
-          });
-        return true;
-      }
-      return false;
+      return { allowed: true, count: Number(Attributes?.failures) };
     } catch (err) {
       if (!isConditionFailure(err)) throw err;
     }
+    const { Item } = await ddb.send(
+      new GetCommand({ TableName: tableName("tokens"), Key: key(username), ConsistentRead: true }),
+    );
+    if (typeof Item?.lockedUntil === "number" && Item.lockedUntil > now) return { allowed: false };
+    if (Item && Number(Item.windowStart) > now - failureWindowMs && Number(Item.failures) >= maxFailures) {
+      await lock(username, now);
+      return { allowed: false };
+    }
     try {
-      // No record, or its window is over: start a new window (keeping a lock that is still running).
+      // No record, or its window is over and no lock runs: this attempt opens a new window.
       await ddb.send(
         new PutCommand({
           TableName: tableName("tokens"),
-          Item: { ...key(username), failures: 1, windowStart: now, expiresAt: ttl },
+          Item: { ...key(username), failures: 1, windowStart: now, expiresAt: ttlFor(now) },
           ConditionExpression:
-            "attribute_not_exists(pk) OR (windowStart <= :floor AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now))",
+            "attribute_not_exists(pk) OR (#w <= :floor AND (attribute_not_exists(#l) OR #l <= :now))",
+          ExpressionAttributeNames: { "#w": "windowStart", "#l": "lockedUntil" },
           ExpressionAttributeValues: { ":floor": now - failureWindowMs, ":now": now },
         }),
       );
-      return maxFailures <= 1;
+      return { allowed: true, count: 1 };
     } catch (err) {
       if (!isConditionFailure(err)) throw err;
     }
   }
-  throw new Error("sign-in failures could not be recorded (contention)");
+  throw new Error("sign-in attempts could not be counted (contention)");
 }
 
-/** A successful sign-in forgets earlier failures (never a lock that is still running). */
-export async function clearFailures(username: string, now = Date.now()): Promise<void> {
+/** The counted attempt failed: the one that used up the window locks the account. */
+export async function attemptFailed(username: string, attempt: Attempt, now = Date.now()): Promise<void> {
+  if (attempt.allowed && attempt.count >= config().signin.maxFailures) await lock(username, now);
+}
+
+/** The counted attempt succeeded: earlier failures are forgotten (never a lock that is running). */
+export async function attemptSucceeded(username: string, now = Date.now()): Promise<void> {
   try {
     await ddb.send(
       new DeleteCommand({
         TableName: tableName("tokens"),
         Key: key(username),
-        ConditionExpression: "attribute_exists(pk) AND (attribute_not_exists(lockedUntil) OR lockedUntil <= :now)",
+        ConditionExpression: "attribute_exists(pk) AND (attribute_not_exists(#l) OR #l <= :now)",
+        ExpressionAttributeNames: { "#l": "lockedUntil" },
         ExpressionAttributeValues: { ":now": now },
       }),
     );
