@@ -11,6 +11,8 @@ import { build } from "esbuild";
 import { ROUTES } from "#infra/system.ts";
 import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
+import { inProcessStore } from "../test/helpers/in-process.ts";
+import { roleLatency, roleRequests } from "./roles.ts";
 import { tokenBench } from "./tokens.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
@@ -63,6 +65,7 @@ async function pipeline(): Promise<void> {
     console.log(
       `ratio (mapgate / bare): throughput ${(mine.rps / base.rps).toFixed(3)} (each mapgate request makes one DynamoDB read: in the local engine that is dynalite, in the same process)`,
     );
+    await roleLatency(engine);
   } finally {
     await engine.stop();
   }
@@ -125,4 +128,11 @@ async function coldStart(): Promise<void> {
 
 await pipeline();
 await coldStart();
-await tokenBench();
+// The in-process figures share one in-memory store (the SDK client binds its endpoint once per process).
+const store = await inProcessStore();
+try {
+  await tokenBench();
+  await roleRequests();
+} finally {
+  await store.close();
+}

@@ -3,13 +3,12 @@
 // and the rest, unknown-user vs wrong-password latency, and DynamoDB requests per request.
 import { createHmac, randomBytes } from "node:crypto";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { apiEvent, inProcessStore, lambdaContext } from "../test/helpers/in-process.ts";
+import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 export async function tokenBench(): Promise<void> {
-  const dynamo = await inProcessStore();
-  try {
+  {
     const { bootstrapOrganization } = await import("#infra/admin/operations.ts");
     const { verifyPassword, hashPassword } = await import("#shared/auth/passwords.ts");
     const { issueToken, verifyToken } = await import("#shared/auth/tokens.ts");
@@ -117,7 +116,5 @@ export async function tokenBench(): Promise<void> {
     console.log(`  authenticated (community/self)  ${perAuth}  (one BatchGetItem: user, organization, revocation)`);
     console.log(`  anonymous (portals/self)        ${perAnon}`);
     console.log(`  generateToken                   ${perSignIn}  (organization, lock check, user, clear failures)`);
-  } finally {
-    await dynamo.close();
   }
 }

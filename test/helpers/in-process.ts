@@ -26,6 +26,7 @@ export interface EventOptions {
   headers?: Record<string, string>;
   cookies?: string[];
   proto?: "https" | "http";
+  pathParameters?: Record<string, string>;
 }
 
 /** A payload-2.0 event shaped as API Gateway sends it. */
@@ -37,6 +38,7 @@ export function apiEvent(path: string, o: EventOptions = {}): APIGatewayProxyEve
     rawPath: path,
     rawQueryString: o.query ?? "",
     ...(o.cookies ? { cookies: o.cookies } : {}),
+    ...(o.pathParameters ? { pathParameters: o.pathParameters } : {}),
     headers: {
       "x-forwarded-proto": o.proto ?? "https",
       ...(o.body !== undefined ? { "content-type": "application/x-www-form-urlencoded" } : {}),
