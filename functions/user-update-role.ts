@@ -3,7 +3,8 @@ import { BUILT_IN_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { ApiError, badRequest, notFound } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { requireRoleAdmin } from "#shared/roles.ts";
-import { failedConditions, getRole } from "#shared/stores/roles.ts";
+import { failedConditions } from "#shared/stores/dynamo.ts";
+import { getRole } from "#shared/stores/roles.ts";
 import { getUser, setUserRole } from "#shared/stores/users.ts";
 
 const FAILED = "Unable to update user role.";

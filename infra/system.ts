@@ -56,6 +56,11 @@ export const TABLES = [
     indexes: [{ name: "byPortal", partitionKey: "portalId", sortKey: "datastoreId" }],
   },
   { name: "tokens", partitionKey: "pk", sortKey: "sk", ttlAttribute: "expiresAt" },
+  /**
+   * Services and folders of each federated server (`svc#<folder>#<name>`, `folder#<name>`, lower-case), and
+   * `#catalog`, whose version every change advances so readers can cache the catalog safely.
+   */
+  { name: "services", partitionKey: "serverId", sortKey: "entry" },
   /** Custom roles (`role#<id>`) and their name reservations (`name#<lower-case name>`), per portal. */
   { name: "roles", partitionKey: "portalId", sortKey: "entry" },
 ] as const satisfies readonly TableSpec[];
@@ -89,6 +94,12 @@ export const ROUTES: readonly RouteSpec[] = [
     tables: { servers: "read" },
   }),
   ...roleRoutes(),
+  route({
+    id: "soap-catalog",
+    methods: ["GET", "POST"],
+    path: "/{server}/services",
+    tables: { servers: "read", services: "read" },
+  }),
   route({ id: "not-found", methods: "$default", path: "$default" }),
 ];
 

@@ -9,7 +9,15 @@ export interface Config {
   readonly maxBodyBytes: number;
   /** Sign-in lockout: this many failures within the window lock the account for lockoutMs. */
   readonly signin: { readonly maxFailures: number; readonly failureWindowMs: number; readonly lockoutMs: number };
+  /** The SOAP catalog's target namespace and the message format it reports. */
+  readonly soap: { readonly namespace: string; readonly messageFormat: string };
 }
+
+const SOAP_FORMATS = [
+  "vendorServiceCatalogMessageFormatBin",
+  "vendorServiceCatalogMessageFormatSoap",
+  "vendorServiceCatalogMessageFormatSoapOrBin",
+];
 
 function positiveInt(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -18,6 +26,18 @@ function positiveInt(name: string, fallback: number): number {
   if (!Number.isSafeInteger(n) || n <= 0)
     throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
   return n;
+}
+
+function soapNamespace(): string {
+  const ns = process.env.SOAP_NAMESPACE || "http://www.esri.com/schemas/ArcGIS/10.8";
+  if (!/^(https?|urn):[^\s<>"&]+$/.test(ns)) throw new Error(`SOAP_NAMESPACE must be a URI, got ${JSON.stringify(ns)}`);
+  return ns;
+}
+
+function soapFormat(): string {
+  const f = process.env.SOAP_MESSAGE_FORMAT || "vendorServiceCatalogMessageFormatSoap";
+  if (!SOAP_FORMATS.includes(f)) throw new Error(`SOAP_MESSAGE_FORMAT must be one of ${SOAP_FORMATS.join(", ")}`);
+  return f;
 }
 
 function read(): Config {
@@ -37,6 +57,7 @@ function read(): Config {
       failureWindowMs: positiveInt("SIGNIN_FAILURE_WINDOW_SECONDS", 15 * 60) * 1000,
       lockoutMs: positiveInt("SIGNIN_LOCKOUT_SECONDS", 15 * 60) * 1000,
     },
+    soap: { namespace: soapNamespace(), messageFormat: soapFormat() },
   };
 }
 

@@ -2,7 +2,16 @@
 // actions `npm run admin` uses.
 import type { CachedLayer, Dataset } from "#shared/stores/datastores.ts";
 import { getDefaultPortalId } from "#shared/stores/portals.ts";
-import { addUser, bootstrapOrganization, type CreatedUser, registerDataStore, registerServer } from "./operations.ts";
+import { ensureFolder } from "#shared/stores/services.ts";
+import {
+  addUser,
+  bootstrapOrganization,
+  type CreatedUser,
+  type NewService,
+  registerDataStore,
+  registerServer,
+  registerService,
+} from "./operations.ts";
 
 export interface DemoOptions {
   readonly allSSL?: boolean;
@@ -29,6 +38,52 @@ export const DEMO_DATASETS: readonly Dataset[] = [
     path: "/demo.gdb/ParcelOwners",
   },
 ];
+
+/** A few services in the root and in two folders (one with a FeatureServer extension), plus an empty folder. */
+export const DEMO_SERVICES: readonly NewService[] = [
+  {
+    name: "World_Basemap",
+    type: "MapServer",
+    capabilities: "Map,Query,Data",
+    description: "Demo basemap",
+    owner: "admin",
+  },
+  {
+    name: "Parcels",
+    type: "MapServer",
+    capabilities: "Map,Query,Data",
+    description: "Parcels & owners",
+    owner: "publisher",
+    access: "org",
+    extensions: [{ type: "FeatureServer", capabilities: "Query,Editing" }],
+  },
+  {
+    folder: "Utilities",
+    name: "Water_Network",
+    type: "MapServer",
+    capabilities: "Map,Query",
+    description: "",
+    owner: "publisher",
+  },
+  {
+    folder: "Utilities",
+    name: "Hydrant_Inspections",
+    type: "FeatureServer",
+    capabilities: "Query,Create,Update",
+    description: "Field edits",
+    owner: "publisher",
+    access: "private",
+  },
+  {
+    folder: "Imagery",
+    name: "Ortho_2024",
+    type: "ImageServer",
+    capabilities: "Image,Metadata",
+    description: "2024 orthophotos",
+    owner: "admin",
+  },
+];
+export const DEMO_EMPTY_FOLDER = "Staging";
 
 export const DEMO_CACHES: readonly CachedLayer[] = [
   { name: "Buildings3D", type: "sceneLayerCache", path: "/caches/scene/Buildings3D" },
@@ -65,6 +120,8 @@ export async function bootstrapDemo(options: DemoOptions): Promise<DemoResult | 
     datasets: DEMO_DATASETS,
     cachedLayers: DEMO_CACHES,
   });
+  for (const service of DEMO_SERVICES) await registerService(server.serverId, service);
+  await ensureFolder(server.serverId, DEMO_EMPTY_FOLDER);
   return {
     portalId: portal.portalId,
     users: [admin, publisher, user],

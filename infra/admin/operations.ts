@@ -28,6 +28,13 @@ import {
   SERVER_NAME,
   type Server,
 } from "#shared/stores/servers.ts";
+import {
+  type Access,
+  createService,
+  type Service,
+  type ServiceExtension,
+  type ServiceType,
+} from "#shared/stores/services.ts";
 import { BUILT_IN_ROLES, createUser, getUser, listPortalUsers } from "#shared/stores/users.ts";
 
 export class AdminInputError extends Error {
@@ -229,4 +236,45 @@ export async function describeOrganizations() {
       datastores: await listPortalDataStores(portal.portalId),
     })),
   );
+}
+
+export interface NewService {
+  readonly folder?: string;
+  readonly name: string;
+  readonly type: ServiceType;
+  readonly capabilities?: string;
+  readonly description?: string;
+  readonly owner: string;
+  readonly access?: Access;
+  readonly extensions?: readonly ServiceExtension[];
+}
+
+const SERVICE_NAME = /^[A-Za-z0-9_]{1,120}$/;
+
+/** Lists an existing service in a hosted server's catalog (publishing does the same for new ones). */
+export async function registerService(serverId: string, spec: NewService): Promise<Service> {
+  const server = await getServer(serverId);
+  if (!server) throw new AdminInputError(`no server ${serverId}`);
+  const folder = spec.folder ?? "";
+  if (folder && !SERVICE_NAME.test(folder))
+    throw new AdminInputError(`folder ${JSON.stringify(folder)} must be letters, digits or _`);
+  if (!SERVICE_NAME.test(spec.name))
+    throw new AdminInputError(`service name ${JSON.stringify(spec.name)} must be letters, digits or _`);
+  const service: Service = {
+    serverId,
+    portalId: server.portalId,
+    folder,
+    name: spec.name,
+    type: spec.type,
+    capabilities: spec.capabilities ?? "",
+    description: spec.description ?? "",
+    tags: [],
+    itemId: itemId(),
+    owner: spec.owner,
+    access: spec.access ?? "public",
+    extensions: spec.extensions ?? [],
+    created: Date.now(),
+  };
+  await createService(service);
+  return service;
 }

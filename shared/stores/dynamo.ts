@@ -11,3 +11,10 @@ export const ddb = DynamoDBDocumentClient.from(new DynamoDBClient({ maxAttempts:
 export function isConditionFailure(err: unknown): boolean {
   return err instanceof Error && err.name === "ConditionalCheckFailedException";
 }
+
+/** Which item of a cancelled transaction failed its condition (by position), if that is why it failed. */
+export function failedConditions(err: unknown): number[] | undefined {
+  if (!(err instanceof Error) || err.name !== "TransactionCanceledException") return undefined;
+  const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
+  return reasons.flatMap((r, i) => (r.Code === "ConditionalCheckFailed" ? [i] : []));
+}

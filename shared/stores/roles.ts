@@ -3,7 +3,7 @@
 // so two requests can never both win a name and no reservation outlives its role.
 import { GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb } from "#shared/stores/dynamo.ts";
+import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 export interface Role {
@@ -70,13 +70,6 @@ export async function listRoles(portalId: string): Promise<Role[]> {
     start = page.LastEvaluatedKey;
   } while (start);
   return out;
-}
-
-/** Which item of a cancelled transaction failed its condition (by position), if that is why it failed. */
-export function failedConditions(err: unknown): number[] | undefined {
-  if (!(err instanceof Error) || err.name !== "TransactionCanceledException") return undefined;
-  const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
-  return reasons.flatMap((r, i) => (r.Code === "ConditionalCheckFailed" ? [i] : []));
 }
 
 export class NameTakenError extends Error {

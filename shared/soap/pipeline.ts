@@ -1,0 +1,129 @@
+// The middy stack of SOAP endpoints: normalize (server, caller, body) → validate (transport, tokens,
+// operation) → compute → respond. Errors leave as SOAP 1.1 Faults with HTTP 500: soap:Client for the
+// caller's mistakes, soap:Server (with no internal detail) for ours.
+import middy, { type MiddlewareObj } from "@middy/core";
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
+import { findCredential, type Identity, resolveIdentity } from "#shared/auth/identity.ts";
+import { config } from "#shared/config.ts";
+import { ApiError } from "#shared/http/errors.ts";
+import { bodyBytes, Params } from "#shared/http/params.ts";
+import { logger } from "#shared/log.ts";
+import { fault } from "#shared/soap/catalog-xml.ts";
+import { ClientFault, type Operation, readOperation } from "#shared/soap/envelope.ts";
+import { getPortal, type Portal } from "#shared/stores/portals.ts";
+import { getHostedServerByName, SERVER_NAME, type Server } from "#shared/stores/servers.ts";
+
+export interface SoapRequest {
+  readonly event: APIGatewayProxyEventV2;
+  readonly server: Server;
+  readonly portal: Portal;
+  readonly identity: Identity;
+  readonly https: boolean;
+  /** The origin the request arrived at: WSDL addresses and service URLs point back to it. */
+  readonly origin: string;
+  readonly httpsOrigin: string;
+  /** The token from the query string, if any (kept so the served WSDL's address carries it). */
+  readonly token: string | undefined;
+}
+
+export type SoapResult =
+  { readonly kind: "wsdl"; readonly xml: string } | { readonly kind: "response"; readonly xml: string };
+
+export interface SoapService {
+  readonly name: string;
+  wsdl(req: SoapRequest): string;
+  call(req: SoapRequest, op: Operation): Promise<string>;
+}
+
+const XML = "text/xml; charset=utf-8";
+const answer = (statusCode: number, body: string, contentType = XML): APIGatewayProxyStructuredResultV2 => ({
+  statusCode,
+  headers: { "content-type": contentType, "cache-control": "no-store", "x-content-type-options": "nosniff" },
+  body,
+});
+
+// Servers are registered rarely and never renamed: a warm function keeps each one for a minute.
+const servers = new Map<string, { server: Server | undefined; at: number }>();
+async function hostedServer(name: string): Promise<Server | undefined> {
+  const cached = servers.get(name);
+  if (cached && Date.now() - cached.at < 60_000) return cached.server;
+  const server = SERVER_NAME.test(name) ? await getHostedServerByName(name) : undefined;
+  if (servers.size > 1000) servers.clear();
+  servers.set(name, { server, at: Date.now() });
+  return server;
+}
+
+const faults = (
+  service: string,
+): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context> => ({
+  onError: (request) => {
+    const err = request.error;
+    const log = { requestId: request.event.requestContext.requestId, operation: service };
+    if (err instanceof ClientFault) {
+      logger.info("soap fault", { ...log, fault: "Client", reason: err.message });
+      request.response = answer(500, fault("soap:Client", err.message));
+    } else if (err instanceof ApiError && err.code < 500) {
+      logger.info("soap fault", { ...log, fault: "Client", reason: err.message });
+      request.response = answer(500, fault("soap:Client", err.message));
+    } else {
+      logger.error("internal error", { ...log, error: err instanceof Error ? err : new Error(String(err)) });
+      request.response = answer(
+        500,
+        fault("soap:Server", "The server could not answer the request. The fault has been logged."),
+      );
+    }
+  },
+});
+
+export function soapHandler(service: SoapService) {
+  config();
+  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>()
+    .use(faults(service.name))
+    .handler(async (event) => {
+      const started = performance.now();
+      const https = (event.headers?.["x-forwarded-proto"] ?? "https") === "https";
+      const origin = `${https ? "https" : "http"}://${event.requestContext.domainName}`;
+      const httpsOrigin = process.env.PUBLIC_HTTPS_ORIGIN || `https://${event.requestContext.domainName}`;
+      const query = new Params(new Map(new URLSearchParams(event.rawQueryString ?? "")));
+      const method = event.requestContext.http.method.toUpperCase();
+      const server = await hostedServer(event.pathParameters?.server ?? "");
+      if (!server) return answer(404, fault("soap:Client", "No server is hosted here."));
+      const portal = await getPortal(server.portalId);
+      if (!portal) throw new Error(`server ${server.serverId} belongs to missing portal ${server.portalId}`);
+      if (portal.allSSL && !https) throw new ClientFault("SSL Required");
+      const token = query.get("token") || undefined;
+      const wantsWsdl = [...new URLSearchParams(event.rawQueryString ?? "").keys()].some(
+        (k) => k.toLowerCase() === "wsdl",
+      );
+      const base = { event, server, portal, https, origin, httpsOrigin, token };
+      let result: APIGatewayProxyStructuredResultV2;
+      if (method === "GET" && wantsWsdl) {
+        // The contract is public; the token only travels into the address clients will post to.
+        result = answer(200, service.wsdl({ ...base, identity: { kind: "anonymous" } }));
+      } else if (method !== "POST") {
+        result = answer(
+          405,
+          "Fetch the service description with ?wsdl and send SOAP 1.1 requests with POST.\n",
+          "text/plain; charset=utf-8",
+        );
+      } else {
+        const op = readOperation(bodyBytes(event));
+        // Only the endpoint's query string carries a token (no cookies: a SOAP call is never a browser's).
+        const credential = findCredential({ ...event, headers: {} }, query, false);
+        const identity = await resolveIdentity(credential, {
+          sourceIp: event.requestContext.http.sourceIp,
+          referer: event.headers?.referer,
+          at: { kind: "server", serverId: server.serverId, portalId: server.portalId },
+        });
+        if (portal.requireTokens && identity.kind === "anonymous") throw new ClientFault("Token Required");
+        result = answer(200, await service.call({ ...base, identity }, op));
+        logger.info("request", {
+          requestId: event.requestContext.requestId,
+          operation: `${service.name}.${op.name}`,
+          user: identity.kind === "user" ? identity.user.username : undefined,
+          ms: Math.round(performance.now() - started),
+        });
+      }
+      return result;
+    });
+}

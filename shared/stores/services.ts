@@ -1,0 +1,182 @@
+// Services and folders of a federated server, as the SOAP catalog lists them and publishing writes them.
+// Every change also advances the server's catalog version in the same transaction, so a reader may keep
+// the catalog in memory and re-read it only when the version moved (one small read per request).
+import { GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { tableName } from "#shared/config.ts";
+import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
+import { RecordReader } from "#shared/stores/records.ts";
+
+export const SERVICE_TYPES = [
+  "MapServer",
+  "FeatureServer",
+  "ImageServer",
+  "SceneServer",
+  "VectorTileServer",
+  "GPServer",
+  "GeocodeServer",
+] as const;
+export type ServiceType = (typeof SERVICE_TYPES)[number];
+
+/** Who may see a service: anyone the catalog admits, members of the organization, or its owner (and admins). */
+export const ACCESS = ["public", "org", "private"] as const;
+export type Access = (typeof ACCESS)[number];
+
+export interface ServiceExtension {
+  readonly type: ServiceType;
+  readonly capabilities: string;
+}
+
+export interface Service {
+  readonly serverId: string;
+  readonly portalId: string;
+  /** "" for the root folder. */
+  readonly folder: string;
+  readonly name: string;
+  readonly type: ServiceType;
+  readonly capabilities: string;
+  readonly description: string;
+  readonly tags: readonly string[];
+  readonly itemId: string;
+  readonly owner: string;
+  readonly access: Access;
+  /** Capabilities exposed as services of their own (e.g. a FeatureServer on a MapServer): ParentType set. */
+  readonly extensions: readonly ServiceExtension[];
+  readonly created: number;
+}
+
+export interface Catalog {
+  readonly version: number;
+  readonly folders: readonly string[];
+  readonly services: readonly Service[];
+}
+
+const CATALOG = "#catalog";
+const folderEntry = (folder: string) => `folder#${folder.toLowerCase()}`;
+const serviceEntry = (folder: string, name: string) => `svc#${folder.toLowerCase()}#${name.toLowerCase()}`;
+
+function toService(item: Record<string, unknown>): Service {
+  const r = new RecordReader("service", item);
+  const extensions = Array.isArray(item.extensions) ? (item.extensions as Record<string, unknown>[]) : [];
+  return {
+    serverId: r.string("serverId"),
+    portalId: r.string("portalId"),
+    folder: r.string("folder"),
+    name: r.string("name"),
+    type: r.oneOf("type", SERVICE_TYPES),
+    capabilities: r.string("capabilities"),
+    description: r.string("description"),
+    tags: r.strings("tags"),
+    itemId: r.string("itemId"),
+    owner: r.string("owner"),
+    access: r.oneOf("access", ACCESS),
+    extensions: extensions.map((e) => {
+      const x = new RecordReader("service extension", e);
+      return { type: x.oneOf("type", SERVICE_TYPES), capabilities: x.string("capabilities") };
+    }),
+    created: r.number("created"),
+  };
+}
+
+export async function catalogVersion(serverId: string): Promise<number> {
+  const { Item } = await ddb.send(
+    new GetCommand({ TableName: tableName("services"), Key: { serverId, entry: CATALOG } }),
+  );
+  return typeof Item?.version === "number" ? Item.version : 0;
+}
+
+export async function readCatalog(serverId: string): Promise<Catalog> {
+  let version = 0;
+  const folders: string[] = [];
+  const services: Service[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ddb.send(
+      new QueryCommand({
+        TableName: tableName("services"),
+        KeyConditionExpression: "serverId = :s",
+        ExpressionAttributeValues: { ":s": serverId },
+        ExclusiveStartKey: start,
+        ConsistentRead: true,
+      }),
+    );
+    for (const item of page.Items ?? []) {
+      const entry = String(item.entry);
+      if (entry === CATALOG) version = Number(item.version);
+      else if (entry.startsWith("folder#")) folders.push(new RecordReader("folder", item).string("folder"));
+      else if (entry.startsWith("svc#")) services.push(toService(item));
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return { version, folders, services };
+}
+
+const bump = (serverId: string) => ({
+  Update: {
+    TableName: tableName("services"),
+    Key: { serverId, entry: CATALOG },
+    UpdateExpression: "ADD #v :one",
+    ExpressionAttributeNames: { "#v": "version" },
+    ExpressionAttributeValues: { ":one": 1 },
+  },
+});
+
+export class ServiceExistsError extends Error {
+  constructor(folder: string, name: string) {
+    super(`A service named '${folder ? `${folder}/` : ""}${name}' exists already.`);
+    this.name = "ServiceExistsError";
+  }
+}
+
+/** Creates a folder if it does not exist (an existing one is fine). */
+export async function ensureFolder(serverId: string, folder: string): Promise<void> {
+  if (!folder) return;
+  try {
+    await ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: {
+              TableName: tableName("services"),
+              Item: { serverId, entry: folderEntry(folder), folder },
+              ConditionExpression: "attribute_not_exists(#e)",
+              ExpressionAttributeNames: { "#e": "entry" },
+            },
+          },
+          bump(serverId),
+        ],
+      }),
+    );
+  } catch (err) {
+    if (!failedConditions(err)?.includes(0)) throw err;
+  }
+}
+
+/** Creates a service; one service per folder and name (case-insensitively), whatever its type. */
+export async function createService(service: Service): Promise<void> {
+  await ensureFolder(service.serverId, service.folder);
+  try {
+    await ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: {
+              TableName: tableName("services"),
+              Item: {
+                ...service,
+                tags: [...service.tags],
+                extensions: service.extensions.map((e) => ({ ...e })),
+                entry: serviceEntry(service.folder, service.name),
+              },
+              ConditionExpression: "attribute_not_exists(#e)",
+              ExpressionAttributeNames: { "#e": "entry" },
+            },
+          },
+          bump(service.serverId),
+        ],
+      }),
+    );
+  } catch (err) {
+    if (failedConditions(err)?.includes(0)) throw new ServiceExistsError(service.folder, service.name);
+    throw err;
+  }
+}
