@@ -13,6 +13,7 @@ import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";
 import { roleLatency, roleRequests } from "./roles.ts";
+import { soapBench } from "./soap.ts";
 import { tokenBench } from "./tokens.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
@@ -66,6 +67,7 @@ async function pipeline(): Promise<void> {
       `ratio (mapgate / bare): throughput ${(mine.rps / base.rps).toFixed(3)} (each mapgate request makes one DynamoDB read: in the local engine that is dynalite, in the same process)`,
     );
     await roleLatency(engine);
+    await soapBench(engine, DURATION_S);
   } finally {
     await engine.stop();
   }

@@ -71,6 +71,50 @@ function describe(req: SoapRequest, services: readonly Service[]): Description[]
   return out;
 }
 
+/** Whose view of the catalog an answer is: anonymous, an administrator of the portal, or one member. */
+function viewer(req: SoapRequest): string {
+  if (req.identity.kind !== "user") return "anonymous";
+  return req.identity.user.role === "org_admin"
+    ? `admin:${req.identity.user.portalId}`
+    : `user:${req.identity.user.username}`;
+}
+
+// Finished answers, per catalog version, viewer, origin and question: a repeated question costs one version
+// read. Bounded; entries of an older version are simply never asked for again and age out.
+const answers = new Map<string, string>();
+function remember(key: string, xml: string): string {
+  if (answers.size >= 256) answers.delete(answers.keys().next().value as string);
+  answers.set(key, xml);
+  return xml;
+}
+
+async function listing(req: SoapRequest, name: OperationName, folder: string | undefined): Promise<string> {
+  const { namespace } = config().soap;
+  const catalog = await catalogOf(req.server.serverId);
+  const key = [req.server.serverId, catalog.version, viewer(req), req.origin, name, folder ?? ""].join("\u0000");
+  const known = answers.get(key);
+  if (known) return known;
+  if (name === "GetFolders") return remember(key, response(namespace, name, strings("FolderNames", catalog.folders)));
+  if (folder === undefined)
+    return remember(key, response(namespace, name, descriptions(describe(req, catalog.services))));
+  const wanted = folder.trim().replace(/^\/+|\/+$/g, "");
+  const match = wanted === "" ? "" : catalog.folders.find((f) => f.toLowerCase() === wanted.toLowerCase());
+  if (match === undefined) throw new ClientFault(`Folder '${folder.slice(0, 128)}' does not exist.`);
+  return remember(
+    key,
+    response(
+      namespace,
+      name,
+      descriptions(
+        describe(
+          req,
+          catalog.services.filter((s) => s.folder === match),
+        ),
+      ),
+    ),
+  );
+}
+
 async function call(req: SoapRequest, name: OperationName, fields: ReadonlyMap<string, string>): Promise<string> {
   const { namespace, messageFormat } = config().soap;
   switch (name) {
@@ -83,27 +127,14 @@ async function call(req: SoapRequest, name: OperationName, fields: ReadonlyMap<s
     case "RequiresTokens":
       return response(namespace, name, `<Result>${req.portal.requireTokens ? "true" : "false"}</Result>`);
     case "GetFolders":
-      return response(namespace, name, strings("FolderNames", (await catalogOf(req.server.serverId)).folders));
     case "GetServiceDescriptions":
-      return response(namespace, name, descriptions(describe(req, (await catalogOf(req.server.serverId)).services)));
+      return listing(req, name, undefined);
     case "GetServiceDescriptionsEx": {
       const folder = fields.get("FolderName");
-      if (folder === undefined)
+      if (folder === undefined) {
         throw new ClientFault("GetServiceDescriptionsEx requires FolderName (empty for the root folder).");
-      const catalog = await catalogOf(req.server.serverId);
-      const wanted = folder.trim().replace(/^\/+|\/+$/g, "");
-      const match = wanted === "" ? "" : catalog.folders.find((f) => f.toLowerCase() === wanted.toLowerCase());
-      if (match === undefined) throw new ClientFault(`Folder '${folder.slice(0, 128)}' does not exist.`);
-      return response(
-        namespace,
-        name,
-        descriptions(
-          describe(
-            req,
-            catalog.services.filter((s) => s.folder === match),
-          ),
-        ),
-      );
+      }
+      return listing(req, name, folder);
     }
   }
 }
