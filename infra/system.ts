@@ -15,8 +15,12 @@ export interface TableSpec {
 }
 
 export interface RouteSpec {
-  /** Kebab-case id; also the handler's file name under functions/. */
+  /** Kebab-case id: names the function (and, unless `handler` says otherwise, its file under functions/). */
   readonly id: string;
+  /** The handler module under functions/ when two routes run the same code (each still its own function). */
+  readonly handler?: string;
+  /** Whether the function may start workflow executions (and is told the state machine's ARN). */
+  readonly startsWorkflow?: boolean;
   /** `$default` catches every request no other route matches. */
   readonly methods: readonly ("GET" | "POST")[] | "$default";
   /** API Gateway path template: `{name}` matches one segment, `{name+}` the rest of the path. */
@@ -61,6 +65,10 @@ export const TABLES = [
    * `#catalog`, whose version every change advances so readers can cache the catalog safely.
    */
   { name: "services", partitionKey: "serverId", sortKey: "entry" },
+  /** Asynchronous jobs (describe, publish, publishLayers); `expiresAt` is when a job is no longer readable. */
+  { name: "jobs", partitionKey: "jobId", ttlAttribute: "expiresAt" },
+  /** Layer–dataset pairs of bulk publishing, per data store (`pair#<dataset path>`). */
+  { name: "layers", partitionKey: "datastoreId", sortKey: "entry" },
   /** Custom roles (`role#<id>`) and their name reservations (`name#<lower-case name>`), per portal. */
   { name: "roles", partitionKey: "portalId", sortKey: "entry" },
 ] as const satisfies readonly TableSpec[];
@@ -94,6 +102,7 @@ export const ROUTES: readonly RouteSpec[] = [
     tables: { servers: "read" },
   }),
   ...roleRoutes(),
+  ...dataStoreRoutes(),
   route({
     id: "soap-catalog",
     methods: ["GET", "POST"],
@@ -102,6 +111,66 @@ export const ROUTES: readonly RouteSpec[] = [
   }),
   route({ id: "not-found", methods: "$default", path: "$default" }),
 ];
+
+function dataStoreRoutes(): RouteSpec[] {
+  const portal = `${PORTAL_ROOT}/portals/{portalId}`;
+  const stores = `${portal}/datastores`;
+  const GP = ["GET", "POST"] as const;
+  const jobWriter = { jobs: "write", datastores: "read", servers: "read", services: "write" } as const;
+  return [
+    route({ id: "job-get", methods: GP, path: `${portal}/jobs/{jobId}`, tables: { jobs: "read" } }),
+    route({
+      id: "datastore-describe",
+      methods: GP,
+      path: `${stores}/describe`,
+      tables: jobWriter,
+      startsWorkflow: true,
+    }),
+    route({ id: "datastore-publish", methods: GP, path: `${stores}/publish`, tables: jobWriter, startsWorkflow: true }),
+    route({
+      id: "datastore-publish-layers",
+      methods: GP,
+      path: `${stores}/allDatasets/publishLayers`,
+      tables: jobWriter,
+      startsWorkflow: true,
+    }),
+    route({
+      id: "datastore-get-layers",
+      methods: GP,
+      path: `${stores}/getLayers`,
+      tables: { datastores: "read", layers: "read" },
+    }),
+    route({
+      id: "datastore-all-get-layers",
+      handler: "datastore-get-layers",
+      methods: GP,
+      path: `${stores}/allDatasets/getLayers`,
+      tables: { datastores: "read", layers: "read" },
+    }),
+  ];
+}
+
+/** A workflow task: a function the state machine calls (functions/<id>.ts), with the tables it may touch. */
+export interface TaskSpec {
+  readonly id: string;
+  readonly tables: Readonly<Record<string, Access>>;
+}
+
+/** The jobs workflow: one Amazon States Language file (JSONPath); each Task's Resource is `${<Pascal id>}`. */
+export const WORKFLOW = {
+  file: "infra/workflows/jobs.asl.json",
+  tasks: [
+    { id: "task-describe", tables: { jobs: "read", datastores: "read", servers: "read" } },
+    { id: "task-publish-service", tables: { jobs: "read", datastores: "read", servers: "read", services: "write" } },
+    { id: "task-plan-layers", tables: { jobs: "read", datastores: "read", layers: "read" } },
+    { id: "task-publish-layer", tables: { datastores: "read", servers: "read", services: "write", layers: "write" } },
+    { id: "task-complete-job", tables: { jobs: "write", services: "write" } },
+    { id: "task-fail-job", tables: { jobs: "write", services: "write" } },
+  ] satisfies readonly TaskSpec[] as readonly TaskSpec[],
+} as const;
+
+/** `task-publish-layer` → `TaskPublishLayer`: the substitution variable a Task's Resource names. */
+export const taskVariable = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
 
 function roleRoutes(): RouteSpec[] {
   const portal = `${PORTAL_ROOT}/portals/{portalId}`;

@@ -11,6 +11,8 @@ export interface Config {
   readonly signin: { readonly maxFailures: number; readonly failureWindowMs: number; readonly lockoutMs: number };
   /** The SOAP catalog's target namespace and the message format it reports. */
   readonly soap: { readonly namespace: string; readonly messageFormat: string };
+  /** The jobs state machine, for functions that start executions. */
+  readonly stateMachineArn: string | undefined;
 }
 
 const SOAP_FORMATS = [
@@ -58,6 +60,7 @@ function read(): Config {
       lockoutMs: positiveInt("SIGNIN_LOCKOUT_SECONDS", 15 * 60) * 1000,
     },
     soap: { namespace: soapNamespace(), messageFormat: soapFormat() },
+    stateMachineArn: process.env.STATE_MACHINE_ARN || undefined,
   };
 }
 

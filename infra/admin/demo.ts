@@ -89,6 +89,7 @@ export const DEMO_CACHES: readonly CachedLayer[] = [
   { name: "Buildings3D", type: "sceneLayerCache", path: "/caches/scene/Buildings3D" },
   { name: "Basemap", type: "tileCache", path: "/caches/tiles/Basemap" },
   { name: "Streets", type: "vectorTileCache", path: "/caches/vectortiles/Streets" },
+  { name: "Ortho2024", type: "imageCache", path: "/caches/imagery/Ortho2024" },
 ];
 
 /** Creates the demo organization unless a default organization exists already (answers undefined then). */

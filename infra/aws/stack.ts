@@ -83,7 +83,7 @@ export class MapgateStack extends Stack {
       const role = new Role(this, `${name}Role`, { assumedBy: new ServicePrincipal("lambda.amazonaws.com") });
       logGroup.grantWrite(role);
       const fn = new NodejsFunction(this, `${name}Function`, {
-        entry: join(ROOT, "functions", `${route.id}.ts`),
+        entry: join(ROOT, "functions", `${route.handler ?? route.id}.ts`),
         handler: "handler",
         runtime: Runtime.NODEJS_24_X,
         architecture: Architecture.ARM_64,

@@ -11,6 +11,8 @@ import { TABLES, tableEnvName } from "#infra/system.ts";
 import { openDataFolder } from "./data-folder.ts";
 import { createTables, localTableName, startDynamo } from "./dynamo.ts";
 import { Gateway } from "./gateway.ts";
+import { LOCAL_STATE_MACHINE_ARN, startWorkflows } from "./workflows.ts";
+import { processingJobs } from "#shared/stores/jobs.ts";
 
 export interface EngineOptions {
   readonly dataDir: string;
@@ -39,8 +41,10 @@ export function localEnvironment(
   dynamoEndpoint: string,
   tokenKeyFile: string,
   httpsOrigin: string,
+  sfnEndpoint?: string,
 ): Record<string, string> {
   const env: Record<string, string> = {
+    ...(sfnEndpoint ? { AWS_ENDPOINT_URL_SFN: sfnEndpoint, STATE_MACHINE_ARN: LOCAL_STATE_MACHINE_ARN } : {}),
     AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
     AWS_REGION: "us-east-1",
     AWS_ACCESS_KEY_ID: "local",
@@ -123,13 +127,20 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     });
 
     const httpsOrigin = `https://${options.host}:${httpsPort}`;
-    Object.assign(process.env, localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin));
+    const workflows = await startWorkflows(ROOT);
+    cleanups.push(() => workflows.close());
+    // Set before any handler or task module loads: they read their configuration once, at cold start.
+    Object.assign(process.env, localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, workflows.endpoint));
+    await workflows.load();
     const demo = await bootstrapDemo({
       ...(options.allSSL !== undefined ? { allSSL: options.allSSL } : {}),
       passwords: options.passwords,
     });
     const loaded = await Gateway.load(join(ROOT, "functions"));
     loading.gateway = loaded;
+    // Executions die with the process that ran them: run every unfinished job again (its tasks are
+    // idempotent), so no job is left processing forever.
+    for (const job of await processingJobs()) workflows.start(job.jobId, job.input);
     await writeFile(
       folder.stateFile,
       JSON.stringify({ pid: process.pid, dynamoEndpoint: dynamo.endpoint, httpsOrigin, httpPort, httpsPort }),
@@ -148,10 +159,13 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
         stopping ??= (async () => {
           const closing = Promise.all(servers.map(close));
           // Longer than the 29 s a handler may run: nothing acknowledged is cut off by closing the store.
-          await Promise.race([loaded.drained(), new Promise((r) => setTimeout(r, 35_000))]);
+          // Running jobs get the same grace; one still running after it is resumed at the next start.
+          await Promise.race([
+            Promise.all([loaded.drained(), workflows.drained()]),
+            new Promise((r) => setTimeout(r, 35_000)),
+          ]);
           for (const s of servers) s.closeAllConnections();
           await closing;
-          cleanups.pop(); // the servers are closed already
           await undo();
         })();
         return stopping;

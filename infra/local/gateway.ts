@@ -65,8 +65,9 @@ export class Gateway {
     const routes: CompiledRoute[] = [];
     let fallback: CompiledRoute | undefined;
     for (const spec of ROUTES) {
-      const mod = (await import(pathToFileURL(`${functionsDir}/${spec.id}.ts`).href)) as { handler?: Handler };
-      if (typeof mod.handler !== "function") throw new Error(`functions/${spec.id}.ts exports no handler`);
+      const file = spec.handler ?? spec.id;
+      const mod = (await import(pathToFileURL(`${functionsDir}/${file}.ts`).href)) as { handler?: Handler };
+      if (typeof mod.handler !== "function") throw new Error(`functions/${file}.ts exports no handler`);
       const compiled = compile(spec, mod.handler);
       if (spec.methods === "$default") fallback = compiled;
       else routes.push(compiled);

@@ -1,9 +1,9 @@
 // Services and folders of a federated server, as the SOAP catalog lists them and publishing writes them.
 // Every change also advances the server's catalog version in the same transaction, so a reader may keep
 // the catalog in memory and re-read it only when the version moved (one small read per request).
-import { GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
+import { ddb, failedConditions, isConditionFailure } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 export const SERVICE_TYPES = [
@@ -178,5 +178,111 @@ export async function createService(service: Service): Promise<void> {
   } catch (err) {
     if (failedConditions(err)?.includes(0)) throw new ServiceExistsError(service.folder, service.name);
     throw err;
+  }
+}
+
+const pendingEntry = (folder: string, name: string) => `pending#${folder.toLowerCase()}#${name.toLowerCase()}`;
+
+/**
+ * Reserves a folder/name for a publishing job: fails if a service or another job holds it. The check and
+ * the reservation are one transaction, so of two concurrent publishes of one name exactly one gets it.
+ */
+export async function reserveServiceName(serverId: string, folder: string, name: string, jobId: string): Promise<void> {
+  try {
+    await ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            ConditionCheck: {
+              TableName: tableName("services"),
+              Key: { serverId, entry: serviceEntry(folder, name) },
+              ConditionExpression: "attribute_not_exists(#e)",
+              ExpressionAttributeNames: { "#e": "entry" },
+            },
+          },
+          {
+            Put: {
+              TableName: tableName("services"),
+              Item: { serverId, entry: pendingEntry(folder, name), jobId },
+              ConditionExpression: "attribute_not_exists(#e)",
+              ExpressionAttributeNames: { "#e": "entry" },
+            },
+          },
+        ],
+      }),
+    );
+  } catch (err) {
+    if (failedConditions(err)?.length) throw new ServiceExistsError(folder, name);
+    throw err;
+  }
+}
+
+/** Gives a reservation up (the job failed); only the job that made it can. */
+export async function releaseServiceName(serverId: string, folder: string, name: string, jobId: string): Promise<void> {
+  try {
+    await ddb.send(
+      new DeleteCommand({
+        TableName: tableName("services"),
+        Key: { serverId, entry: pendingEntry(folder, name) },
+        ConditionExpression: "jobId = :j",
+        ExpressionAttributeValues: { ":j": jobId },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
+}
+
+export async function getService(serverId: string, folder: string, name: string): Promise<Service | undefined> {
+  const { Item } = await ddb.send(
+    new GetCommand({
+      TableName: tableName("services"),
+      Key: { serverId, entry: serviceEntry(folder, name) },
+      ConsistentRead: true,
+    }),
+  );
+  return Item ? toService(Item) : undefined;
+}
+
+/**
+ * Creates the service a job reserved, releasing the reservation in the same transaction. Idempotent: when
+ * the service exists already with this item id (a retried task), that is success.
+ */
+export async function createReservedService(service: Service, jobId: string): Promise<void> {
+  await ensureFolder(service.serverId, service.folder);
+  try {
+    await ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: {
+              TableName: tableName("services"),
+              Item: {
+                ...service,
+                tags: [...service.tags],
+                extensions: service.extensions.map((e) => ({ ...e })),
+                entry: serviceEntry(service.folder, service.name),
+              },
+              ConditionExpression: "attribute_not_exists(#e)",
+              ExpressionAttributeNames: { "#e": "entry" },
+            },
+          },
+          {
+            Delete: {
+              TableName: tableName("services"),
+              Key: { serverId: service.serverId, entry: pendingEntry(service.folder, service.name) },
+              ConditionExpression: "jobId = :j",
+              ExpressionAttributeValues: { ":j": jobId },
+            },
+          },
+          bump(service.serverId),
+        ],
+      }),
+    );
+  } catch (err) {
+    if (!failedConditions(err)?.length) throw err;
+    const existing = await getService(service.serverId, service.folder, service.name);
+    if (existing?.itemId === service.itemId) return;
+    throw new ServiceExistsError(service.folder, service.name);
   }
 }

@@ -1,0 +1,43 @@
+// POST …/portals/<self | id>/datastores/describe: an asynchronous listing of a data store (or a folder in
+// it): its datasets, folders and cached layers with their paths — how a user finds `pathInCachedStore`.
+import { badRequest } from "#shared/http/errors.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
+import { startJob } from "#shared/jobs.ts";
+import { childrenOf, DESCRIBE_PRIVILEGE, dataStoreOf, registeredServer, requirePrivilege } from "#shared/publishing.ts";
+
+const FAILED = "Unable to describe the data store.";
+
+export const handler = restHandler(
+  {
+    name: "Describe Data Store",
+    postOnly: true,
+    form: [
+      { name: "datastoreId", label: "Data store id", required: true },
+      { name: "serverId", label: "Server id", required: true },
+      { name: "path", label: "Path (/ for the root)" },
+      { name: "type", label: "Type (datastore for the root)" },
+    ],
+  },
+  async (req) => {
+    const { user, portal } = requirePrivilege(req, DESCRIBE_PRIVILEGE);
+    const contents = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
+    const problems: string[] = [];
+    const server = await registeredServer(contents, req.params.get("serverId"));
+    if (typeof server === "string") problems.push(server);
+    const path = req.params.get("path") || "/";
+    const type = req.params.get("type") || (path === "/" ? "datastore" : "");
+    if (path === "/" ? type !== "datastore" : type === "datastore") {
+      problems.push("'type' is 'datastore' exactly when 'path' is '/'.");
+    } else if (
+      !childrenOf(contents, path) &&
+      !contents.datasets.some((d) => d.path === path) &&
+      !contents.cachedLayers.some((c) => c.path === path)
+    ) {
+      problems.push(`Path '${path.slice(0, 256)}' is not in data store '${contents.store.datastoreId}'.`);
+    }
+    if (problems.length > 0) throw badRequest(FAILED, problems);
+    const params = { datastoreId: contents.store.datastoreId, serverId: req.params.get("serverId") ?? "", path, type };
+    const { jobId, key } = await startJob(req, user.username, "describe", params);
+    return { jobId, key, success: true };
+  },
+);

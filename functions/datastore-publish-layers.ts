@@ -1,0 +1,51 @@
+// POST …/portals/<self | id>/datastores/allDatasets/publishLayers: one layer per dataset of a data store, as
+// a job; calling it again publishes only datasets that have no layer yet (nothing is duplicated).
+import { badRequest } from "#shared/http/errors.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
+import { startJob } from "#shared/jobs.ts";
+import { BULK_PRIVILEGE, dataStoreOf, folderProblem, registeredServer, requirePrivilege } from "#shared/publishing.ts";
+
+const FAILED = "Unable to publish layers.";
+
+export const handler = restHandler(
+  {
+    name: "Publish Layers",
+    postOnly: true,
+    form: [
+      { name: "datastoreId", label: "Data store id", required: true },
+      { name: "serverId", label: "Server id", required: true },
+      { name: "serverFolder", label: "Server folder" },
+      { name: "portalFolderId", label: "Portal folder id" },
+      { name: "templateSvcConfig", label: "templateSvcConfig (JSON)", type: "textarea" },
+    ],
+  },
+  async (req) => {
+    const { user, portal } = requirePrivilege(req, BULK_PRIVILEGE);
+    const contents = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
+    const problems: string[] = [];
+    const server = await registeredServer(contents, req.params.get("serverId"));
+    if (typeof server === "string") problems.push(server);
+    const folder = (req.params.get("serverFolder") ?? "").trim();
+    const badFolder = folderProblem(folder);
+    if (badFolder) problems.push(badFolder);
+    const template = req.params.get("templateSvcConfig");
+    if (template) {
+      try {
+        const parsed: unknown = JSON.parse(template);
+        if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
+      } catch {
+        problems.push("'templateSvcConfig' must be a JSON object.");
+      }
+    }
+    if (problems.length > 0 || typeof server === "string") throw badRequest(FAILED, problems);
+    const params = {
+      datastoreId: contents.store.datastoreId,
+      serverId: server.serverId,
+      serverFolder: folder,
+      portalFolderId: req.params.get("portalFolderId") ?? "",
+      templateSvcConfig: template ?? "",
+    };
+    const { jobId, key } = await startJob(req, user.username, "publishLayers", params);
+    return { jobId, key, success: true };
+  },
+);

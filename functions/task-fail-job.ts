@@ -1,0 +1,37 @@
+// Workflow task: every failure ends here. The job is marked failed with a message its owner can act on
+// (a JobError's own words; anything else a generic message, the detail being in the logs), and a publish
+// job gives its service name back.
+import type { JobInput } from "#shared/jobs.ts";
+import { readServiceConfiguration } from "#shared/publishing.ts";
+import { finishJob } from "#shared/stores/jobs.ts";
+import { releaseServiceName } from "#shared/stores/services.ts";
+import { taskHandler } from "#shared/tasks.ts";
+
+interface Failed extends JobInput {
+  readonly error?: { readonly Error?: string; readonly Cause?: string };
+}
+
+/** On AWS a task's Cause is JSON ({errorType, errorMessage, …}); the local interpreter passes the message. */
+function messageOf(error: Failed["error"]): string {
+  const generic = "The job failed because of an internal error. Try again; if it keeps failing, tell an administrator.";
+  if (error?.Error !== "JobError") return generic;
+  const cause = error.Cause ?? "";
+  try {
+    const parsed = JSON.parse(cause) as { errorMessage?: unknown };
+    if (typeof parsed.errorMessage === "string") return parsed.errorMessage;
+  } catch {
+    // not JSON: the plain message
+  }
+  return cause || generic;
+}
+
+export const handler = taskHandler("fail-job", async (input: Failed) => {
+  if (input.operation === "publish") {
+    const config = readServiceConfiguration(input.params.serviceConfiguration, []);
+    if (input.params.serverId && config) {
+      await releaseServiceName(input.params.serverId, input.params.serverFolder ?? "", config.serviceName, input.jobId);
+    }
+  }
+  await finishJob(input.jobId, "failed", null, messageOf(input.error));
+  return { jobId: input.jobId, status: "failed" };
+});

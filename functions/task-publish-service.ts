@@ -1,0 +1,64 @@
+// Workflow task: checks the publish request against the data store and server as they are now, then creates
+// the service (consuming the name reservation). Idempotent: a retry finds the service it made and reports it.
+import type { JobInput } from "#shared/jobs.ts";
+import {
+  cachedLayerProblem,
+  PUBLISH_TYPES,
+  registeredServer,
+  readServiceConfiguration,
+  restServiceUrl,
+  stableItemId,
+  tagsOf,
+} from "#shared/publishing.ts";
+import { getDataStoreContents } from "#shared/stores/datastores.ts";
+import { serverUrl } from "#shared/stores/servers.ts";
+import { createReservedService, ServiceExistsError } from "#shared/stores/services.ts";
+import { JobError, taskHandler } from "#shared/tasks.ts";
+
+export const handler = taskHandler("publish-service", async (input: JobInput) => {
+  const problems: string[] = [];
+  const config = readServiceConfiguration(input.params.serviceConfiguration, problems);
+  if (!config) throw new JobError(problems.join(" "));
+  const contents = await getDataStoreContents(config.cacheStoreId);
+  if (!contents || contents.store.portalId !== input.portalId) {
+    throw new JobError(`Data store '${config.cacheStoreId}' no longer exists; the service was not published.`);
+  }
+  const server = await registeredServer(contents, input.params.serverId);
+  if (typeof server === "string") throw new JobError(`${server} The service was not published.`);
+  const problem = cachedLayerProblem(contents, config);
+  if (problem) throw new JobError(`${problem} The service was not published.`);
+  const folder = input.params.serverFolder ?? "";
+  const serviceItemId = stableItemId("service", input.jobId);
+  try {
+    await createReservedService(
+      {
+        serverId: server.serverId,
+        portalId: input.portalId,
+        folder,
+        name: config.serviceName,
+        type: config.type,
+        capabilities: config.type === "SceneServer" ? "View,Query" : "Map",
+        description: input.params.description ?? "",
+        tags: tagsOf(input.params.tags),
+        itemId: serviceItemId,
+        owner: input.owner,
+        access: "org",
+        extensions: [],
+        created: Date.now(),
+      },
+      input.jobId,
+    );
+  } catch (err) {
+    if (err instanceof ServiceExistsError) throw new JobError(`${err.message} The service was not published.`);
+    throw err;
+  }
+  return {
+    services: [
+      {
+        serviceItemId,
+        type: PUBLISH_TYPES[config.type]?.label ?? config.type,
+        serviceUrl: restServiceUrl(serverUrl(server, input.origin), folder, config.serviceName, config.type),
+      },
+    ],
+  };
+});

@@ -1,0 +1,206 @@
+// The local engine's Step Functions: a small endpoint speaking the SDK's own JSON protocol
+// (StartExecution, DescribeExecution) that runs the workflow definition file with aws-local-stepfunctions,
+// every Task state bound to the same task handler module the CDK deploys as a Lambda function.
+import { readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { StateMachine } from "aws-local-stepfunctions";
+import { type TaskSpec, taskVariable, WORKFLOW } from "#infra/system.ts";
+
+export const LOCAL_STATE_MACHINE_ARN = "arn:aws:states:us-east-1:000000000000:stateMachine:mapgate-jobs";
+const fakeArn = (id: string) => `arn:aws:lambda:us-east-1:000000000000:function:mapgate-${id}`;
+
+type Json = Record<string, unknown>;
+type TaskFn = (input: never) => Promise<unknown>;
+
+interface Execution {
+  readonly arn: string;
+  readonly name: string;
+  readonly input: string;
+  readonly startDate: number;
+  status: "RUNNING" | "SUCCEEDED" | "FAILED";
+  stopDate?: number;
+  output?: string;
+  done: Promise<void>;
+}
+
+/** Every Task state of a definition (Map iterators included), with the substitution variable it names. */
+export function taskStates(definition: Json): { state: string; variable: string }[] {
+  const out: { state: string; variable: string }[] = [];
+  const walk = (states: Record<string, Json>) => {
+    for (const [name, state] of Object.entries(states)) {
+      if (state.Type === "Task") {
+        const m = String(state.Resource).match(/^\$\{(\w+)\}$/);
+        out.push({ state: name, variable: m?.[1] ?? String(state.Resource) });
+      }
+      const nested = (state.Iterator ?? state.ItemProcessor) as { States?: Record<string, Json> } | undefined;
+      if (nested?.States) walk(nested.States);
+      for (const branch of (state.Branches ?? []) as { States: Record<string, Json> }[]) walk(branch.States);
+    }
+  };
+  walk(definition.States as Record<string, Json>);
+  return out;
+}
+
+export function readDefinition(root: string): { text: string; json: Json } {
+  const text = readFileSync(join(root, WORKFLOW.file), "utf8");
+  return { text, json: JSON.parse(text) as Json };
+}
+
+/**
+ * Binds every Task state to its task module; refuses to start if a Task names no declared task or a declared
+ * task is never used (a Task without a binding would try to call real AWS Lambda).
+ */
+export async function bindTasks(
+  root: string,
+  definition: Json,
+  tasks: readonly TaskSpec[],
+): Promise<Record<string, TaskFn>> {
+  const byVariable = new Map(tasks.map((t) => [taskVariable(t.id), t]));
+  const bindings: Record<string, TaskFn> = {};
+  const used = new Set<string>();
+  for (const { state, variable } of taskStates(definition)) {
+    const task = byVariable.get(variable);
+    if (!task) throw new Error(`Task state ${state} names \${${variable}}, which no declared task provides`);
+    const mod = (await import(pathToFileURL(join(root, "functions", `${task.id}.ts`)).href)) as { handler?: TaskFn };
+    if (typeof mod.handler !== "function") throw new Error(`functions/${task.id}.ts exports no handler`);
+    bindings[state] = mod.handler;
+    used.add(task.id);
+  }
+  const unused = tasks.filter((t) => !used.has(t.id));
+  if (unused.length > 0) throw new Error(`declared tasks no Task state uses: ${unused.map((t) => t.id).join(", ")}`);
+  return bindings;
+}
+
+export interface LocalWorkflows {
+  readonly endpoint: string;
+  /** Imports and binds the task modules: called once the environment they read at cold start is set. */
+  load(): Promise<void>;
+  /** Runs an execution directly (the engine resumes unfinished jobs with it). */
+  start(name: string, input: string): Execution;
+  /** Resolves when no execution is running. */
+  drained(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startWorkflows(root: string): Promise<LocalWorkflows> {
+  const { text, json } = readDefinition(root);
+  let bindings: Record<string, TaskFn> | undefined;
+  let substituted = text;
+  for (const task of WORKFLOW.tasks)
+    substituted = substituted.replaceAll(`\${${taskVariable(task.id)}}`, fakeArn(task.id));
+  const machine = new StateMachine(JSON.parse(substituted));
+  // Retries wait milliseconds here, not seconds: the local engine has no throttling to back off from.
+  const retryIntervalOverrides = Object.fromEntries(taskStates(json).map(({ state }) => [state, 50]));
+  const executions = new Map<string, Execution>();
+
+  const start = (name: string, input: string): Execution => {
+    if (!bindings) throw new Error("workflow tasks are not loaded yet");
+    const arn = `${LOCAL_STATE_MACHINE_ARN.replace(":stateMachine:", ":execution:")}:${name}`;
+    const run = machine.run(JSON.parse(input), {
+      overrides: { taskResourceLocalHandlers: bindings as never, retryIntervalOverrides },
+      context: {
+        Execution: { Id: arn, Name: name, Input: JSON.parse(input), StartTime: new Date().toISOString() },
+      } as never,
+    });
+    const execution: Execution = {
+      arn,
+      name,
+      input,
+      startDate: Date.now(),
+      status: "RUNNING",
+      done: Promise.resolve(),
+    };
+    // Always awaited: a failed execution nobody awaits would take the whole engine down.
+    execution.done = run.result.then(
+      (output) => {
+        execution.status = "SUCCEEDED";
+        execution.output = JSON.stringify(output);
+        execution.stopDate = Date.now();
+      },
+      () => {
+        execution.status = "FAILED";
+        execution.stopDate = Date.now();
+      },
+    );
+    // Finished executions are forgotten after an hour (a name can then be used again, as jobs never reuse one).
+    void execution.done.then(() => setTimeout(() => executions.delete(name), 3600_000).unref());
+    executions.set(name, execution);
+    return execution;
+  };
+
+  const answer = (res: ServerResponse, status: number, body: Json) => {
+    const text_ = JSON.stringify(body);
+    res.writeHead(status, { "content-type": "application/x-amz-json-1.0", "content-length": Buffer.byteLength(text_) });
+    res.end(text_);
+  };
+  const describe = (e: Execution) => ({
+    executionArn: e.arn,
+    stateMachineArn: LOCAL_STATE_MACHINE_ARN,
+    name: e.name,
+    status: e.status,
+    startDate: e.startDate / 1000,
+    ...(e.stopDate ? { stopDate: e.stopDate / 1000 } : {}),
+    input: e.input,
+    ...(e.output ? { output: e.output } : {}),
+  });
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req as AsyncIterable<Buffer>) chunks.push(c);
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as Json;
+    const target = String(req.headers["x-amz-target"] ?? "");
+    if (target === "AWSStepFunctions.StartExecution") {
+      const name = String(body.name ?? "");
+      const input = String(body.input ?? "{}");
+      if (body.stateMachineArn !== LOCAL_STATE_MACHINE_ARN)
+        return answer(res, 400, { __type: "StateMachineDoesNotExist", message: "State Machine Does Not Exist" });
+      if (!/^[\w-]{1,80}$/.test(name)) return answer(res, 400, { __type: "InvalidName", message: "Invalid Name" });
+      const existing = executions.get(name);
+      if (existing) {
+        // As on AWS: the same name and input is the same execution; anything else is refused.
+        if (existing.input === input && existing.status === "RUNNING")
+          return answer(res, 200, { executionArn: existing.arn, startDate: existing.startDate / 1000 });
+        return answer(res, 400, {
+          __type: "ExecutionAlreadyExists",
+          message: `Execution Already Exists: '${existing.arn}'`,
+        });
+      }
+      const e = start(name, input);
+      return answer(res, 200, { executionArn: e.arn, startDate: e.startDate / 1000 });
+    }
+    if (target === "AWSStepFunctions.DescribeExecution") {
+      const name =
+        String(body.executionArn ?? "")
+          .split(":")
+          .pop() ?? "";
+      const e = executions.get(name);
+      return e
+        ? answer(res, 200, describe(e))
+        : answer(res, 400, { __type: "ExecutionDoesNotExist", message: "Execution Does Not Exist" });
+    }
+    return answer(res, 400, { __type: "UnknownOperationException", message: `${target} is not available locally` });
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => answer(res, 500, { __type: "InternalFailure", message: String(err) }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    load: async () => {
+      bindings = await bindTasks(root, json, WORKFLOW.tasks);
+    },
+    start,
+    drained: async () => {
+      await Promise.all([...executions.values()].map((e) => e.done));
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,78 @@
+// Starting jobs and showing them. A job is written first (processing), then its execution is started,
+// named by the job id: a repeated start of the same job is the same execution, never a second run.
+import { randomBytes } from "node:crypto";
+import { SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+import { config } from "#shared/config.ts";
+import type { RestRequest } from "#shared/http/pipeline.ts";
+import { itemId } from "#shared/ids.ts";
+import {
+  createJob,
+  finishJob,
+  hashKey,
+  type Job,
+  JOB_RETENTION_SECONDS,
+  type JobOperation,
+} from "#shared/stores/jobs.ts";
+
+const sfn = new SFNClient({ maxAttempts: 4 });
+
+/** What every task of a job receives (and the job keeps, to run it again after a crash). */
+export interface JobInput {
+  readonly jobId: string;
+  readonly portalId: string;
+  readonly owner: string;
+  readonly operation: JobOperation;
+  readonly params: Readonly<Record<string, string>>;
+  /** The public HTTPS origin, for the URLs a job writes (tasks see no request). */
+  readonly origin: string;
+}
+
+export async function startJob(
+  req: RestRequest,
+  owner: string,
+  operation: JobOperation,
+  params: Record<string, string>,
+  jobId = itemId(),
+): Promise<{ jobId: string; key: string }> {
+  const arn = config().stateMachineArn;
+  if (!arn) throw new Error("STATE_MACHINE_ARN is not set: this function was not allowed to start jobs");
+  const key = randomBytes(24).toString("base64url");
+  const now = Date.now();
+  const input: JobInput = { jobId, portalId: req.portal.portalId, owner, operation, params, origin: req.httpsOrigin };
+  const job: Job = {
+    jobId,
+    portalId: req.portal.portalId,
+    owner,
+    keyHash: hashKey(key),
+    operation,
+    params,
+    input: JSON.stringify(input),
+    status: "processing",
+    message: "",
+    result: null,
+    created: now,
+    modified: now,
+    expiresAt: Math.floor(now / 1000) + JOB_RETENTION_SECONDS,
+  };
+  await createJob(job);
+  try {
+    await sfn.send(new StartExecutionCommand({ stateMachineArn: arn, name: jobId, input: job.input }));
+  } catch (err) {
+    await finishJob(jobId, "failed", null, "The job could not be started. Try again.");
+    throw err;
+  }
+  return { jobId, key };
+}
+
+export function jobView(job: Job) {
+  return {
+    id: job.jobId,
+    definition: { operation: job.operation, ...job.params },
+    status: job.status,
+    created: job.created,
+    modified: job.modified,
+    messages: job.message ? [{ type: job.status === "failed" ? "error" : "info", message: job.message }] : [],
+    ...(job.status === "failed" ? { statusMessage: job.message } : {}),
+    ...(job.status === "completed" ? { result: job.result } : {}),
+  };
+}
