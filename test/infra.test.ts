@@ -4,7 +4,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MapgateStack } from "#infra/aws/stack.ts";
-import { ROUTES, SECRETS, TABLES, tableEnvName } from "#infra/system.ts";
+import { ROUTES, SECRETS, TABLES, tableEnvName, WORKFLOW } from "#infra/system.ts";
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
 let template: Template;
@@ -85,6 +85,7 @@ describe("infrastructure", () => {
       const expectedEnv = [
         ...Object.keys(route.tables).map(tableEnvName),
         ...route.secrets.map((s) => SECRETS[s].env),
+        ...(route.startsWorkflow ? ["STATE_MACHINE_ARN"] : []),
         "NODE_OPTIONS",
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",

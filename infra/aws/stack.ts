@@ -1,8 +1,9 @@
 // The AWS engine: iterates the system description, so every declared route and table exists here
 // exactly as the local engine serves it.
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
+import { type CfnElement, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
 import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
 import {
   HttpApi,
@@ -17,8 +18,9 @@ import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from "aws-cdk-lib/aws-stepfunctions";
 import type { Construct } from "constructs";
-import { ROUTES, type SecretName, TABLES, type TableName } from "#infra/system.ts";
+import { type Access, ROUTES, type SecretName, TABLES, type TableName, taskVariable, WORKFLOW } from "#infra/system.ts";
 import { MapgateSecret, MapgateTable } from "./constructs.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -34,6 +36,7 @@ const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c
 
 export class MapgateStack extends Stack {
   readonly api: HttpApi;
+  readonly stateMachine: StateMachine;
 
   constructor(scope: Construct, id: string, props: MapgateStackProps = {}) {
     super(scope, id, props);
@@ -76,19 +79,19 @@ export class MapgateStack extends Stack {
       },
     });
 
-    for (const route of ROUTES) {
-      const name = pascal(route.id);
+    const makeFunction = (id: string, entry: string, timeout: Duration, access: Readonly<Record<string, Access>>) => {
+      const name = pascal(id);
       const logGroup = new LogGroup(this, `${name}Logs`, { retention: RetentionDays.ONE_MONTH, removalPolicy });
       // An explicit role with only this function's log group, instead of the managed basic-execution policy.
       const role = new Role(this, `${name}Role`, { assumedBy: new ServicePrincipal("lambda.amazonaws.com") });
       logGroup.grantWrite(role);
       const fn = new NodejsFunction(this, `${name}Function`, {
-        entry: join(ROOT, "functions", `${route.handler ?? route.id}.ts`),
+        entry: join(ROOT, "functions", `${entry}.ts`),
         handler: "handler",
         runtime: Runtime.NODEJS_24_X,
         architecture: Architecture.ARM_64,
         memorySize: 1024,
-        timeout: Duration.seconds(29),
+        timeout,
         role,
         logGroup,
         projectRoot: ROOT,
@@ -110,12 +113,53 @@ export class MapgateStack extends Stack {
           banner: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
         },
       });
-      for (const [table, access] of Object.entries(route.tables)) {
+      for (const [table, level] of Object.entries(access)) {
         const t = tables.get(table as TableName);
-        if (!t) throw new Error(`route ${route.id} names unknown table ${table}`);
-        t.grantTo(fn, access);
+        if (!t) throw new Error(`${id} names unknown table ${table}`);
+        t.grantTo(fn, level);
       }
+      return fn;
+    };
+
+    // The workflow: its task functions, then the state machine running the definition file.
+    const taskFunctions = WORKFLOW.tasks.map((task) => ({
+      task,
+      fn: makeFunction(task.id, task.id, Duration.minutes(5), task.tables),
+    }));
+    const workflowLogs = new LogGroup(this, "WorkflowLogs", { retention: RetentionDays.ONE_MONTH, removalPolicy });
+    this.stateMachine = new StateMachine(this, "Jobs", {
+      stateMachineType: StateMachineType.STANDARD,
+      definitionBody: DefinitionBody.fromString(readFileSync(join(ROOT, WORKFLOW.file), "utf8")),
+      definitionSubstitutions: Object.fromEntries(
+        taskFunctions.map(({ task, fn }) => [taskVariable(task.id), fn.functionArn]),
+      ),
+      logs: { destination: workflowLogs, level: LogLevel.ALL, includeExecutionData: true },
+      tracingEnabled: true,
+      timeout: Duration.hours(1),
+    });
+    for (const { fn } of taskFunctions) fn.grantInvoke(this.stateMachine);
+    // The state machine's role: invoking each task function (and its versions, `<arn>:*`), and X-Ray and
+    // CloudWatch Logs delivery, which take no narrower resource than `*`.
+    Validations.of(this.stateMachine.role).acknowledge({
+      id: "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+      reason: "X-Ray tracing and CloudWatch Logs delivery for the state machine accept no narrower resource.",
+    });
+    for (const { task, fn } of taskFunctions) {
+      const logicalId = Stack.of(this).getLogicalId(fn.node.defaultChild as CfnElement);
+      Validations.of(this.stateMachine.role).acknowledge({
+        id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${logicalId}.Arn>:*]`,
+        reason: `Invoking the ${task.id} task function's versions; no other function.`,
+      });
+    }
+
+    for (const route of ROUTES) {
+      const name = pascal(route.id);
+      const fn = makeFunction(route.id, route.handler ?? route.id, Duration.seconds(29), route.tables);
       for (const secret of route.secrets) secrets.get(secret)?.grantTo(fn);
+      if (route.startsWorkflow) {
+        this.stateMachine.grantStartExecution(fn);
+        fn.addEnvironment("STATE_MACHINE_ARN", this.stateMachine.stateMachineArn);
+      }
       const integration = new HttpLambdaIntegration(`${name}Integration`, fn);
       const apiRoutes =
         route.methods === "$default"
