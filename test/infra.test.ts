@@ -69,9 +69,7 @@ describe("infrastructure", () => {
       r.methods === "$default" ? ["$default"] : r.methods.map((m) => `${m} ${r.path}`),
     );
     expect([...keys].sort()).toEqual([...expected].sort());
-    expect(ofType("AWS::Lambda::Function").filter(([id]) => !id.startsWith("LogRetention"))).toHaveLength(
-      ROUTES.length,
-    );
+    expect(ofType("AWS::Lambda::Function")).toHaveLength(ROUTES.length + WORKFLOW.tasks.length); // routes and workflow tasks
     const integrations = ofType("AWS::ApiGatewayV2::Integration").map(([, r]) => r.Properties);
     for (const i of integrations) expect(i.PayloadFormatVersion).toBe("2.0");
   });
