@@ -531,9 +531,9 @@ describe("getLayers", () => {
     const big = JSON.parse(admin("register-datastore", "--portal", portalId, "--file", spec)) as {
       datastoreId: string;
     };
-    const { dynamoEndpoint } = JSON.parse(
-      (await import("node:fs")).readFileSync(join(engine.dataDir, "engine.json"), "utf8"),
-    ) as { dynamoEndpoint: string };
+    const { dynamoEndpoint } = JSON.parse(readFileSync(join(engine.dataDir, "engine.json"), "utf8")) as {
+      dynamoEndpoint: string;
+    };
     const ddb = DynamoDBDocumentClient.from(
       new DynamoDBClient({
         endpoint: dynamoEndpoint,
