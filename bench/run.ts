@@ -130,6 +130,9 @@ async function coldStart(): Promise<void> {
 
 await pipeline();
 await coldStart();
+// Jobs run with the engine inside their own process, so requests and transitions are counted exactly.
+execFileSync(process.execPath, [join(ROOT, "bench/jobs.ts")], { stdio: "inherit", env: process.env });
+
 // The in-process figures share one in-memory store (the SDK client binds its endpoint once per process).
 const store = await inProcessStore();
 try {

@@ -31,6 +31,8 @@ export interface Engine {
   readonly dynamoEndpoint: string;
   /** Set on the start that created the demo organization. */
   readonly demo: DemoResult | undefined;
+  /** Workflow executions and state transitions so far. */
+  workflowStats(): { executions: number; transitions: number };
   stop(): Promise<void>;
 }
 
@@ -153,6 +155,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
       certFile: folder.certFile,
       dynamoEndpoint: dynamo.endpoint,
       demo,
+      workflowStats: () => workflows.stats(),
       stop: () => {
         // Stop accepting, let requests in flight finish (they were acknowledged to no one yet), then
         // close dynalite so LevelDB is closed cleanly, then give up the folder.

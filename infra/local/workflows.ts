@@ -80,6 +80,8 @@ export interface LocalWorkflows {
   load(): Promise<void>;
   /** Runs an execution directly (the engine resumes unfinished jobs with it). */
   start(name: string, input: string): Execution;
+  /** Executions started and states entered since start (for the benchmarks). */
+  stats(): { executions: number; transitions: number };
   /** Resolves when no execution is running. */
   drained(): Promise<void>;
   close(): Promise<void>;
@@ -95,6 +97,7 @@ export async function startWorkflows(root: string): Promise<LocalWorkflows> {
   // Retries wait milliseconds here, not seconds: the local engine has no throttling to back off from.
   const retryIntervalOverrides = Object.fromEntries(taskStates(json).map(({ state }) => [state, 50]));
   const executions = new Map<string, Execution>();
+  const counts = { executions: 0, transitions: 0 };
 
   const start = (name: string, input: string): Execution => {
     if (!bindings) throw new Error("workflow tasks are not loaded yet");
@@ -128,6 +131,10 @@ export async function startWorkflows(root: string): Promise<LocalWorkflows> {
     // Finished executions are forgotten after an hour (a name can then be used again, as jobs never reuse one).
     void execution.done.then(() => setTimeout(() => executions.delete(name), 3600_000).unref());
     executions.set(name, execution);
+    counts.executions++;
+    void (async () => {
+      for await (const event of run.eventLogs) if (event.type === "StateEntered") counts.transitions++;
+    })().catch(() => undefined);
     return execution;
   };
 
@@ -194,6 +201,7 @@ export async function startWorkflows(root: string): Promise<LocalWorkflows> {
       bindings = await bindTasks(root, json, WORKFLOW.tasks);
     },
     start,
+    stats: () => ({ ...counts }),
     drained: async () => {
       await Promise.all([...executions.values()].map((e) => e.done));
     },

@@ -1,0 +1,156 @@
+// Publishing and getLayers figures, with the local engine in this process so DynamoDB requests (counted at
+// the SDK client every handler and task shares) and workflow transitions can be counted exactly.
+// Run by bench/run.ts in its own process; prints its own lines.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BatchWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { startEngine } from "#infra/local/engine.ts";
+import { ddb } from "#shared/stores/dynamo.ts";
+import { call, form } from "../test/helpers/http.ts";
+import { readFileSync } from "node:fs";
+
+const JOBS = Number(process.env.BENCH_JOBS ?? 100);
+let requests = 0;
+ddb.middlewareStack.add(
+  (next) => async (args) => {
+    requests++;
+    return next(args);
+  },
+  { step: "initialize", name: "countBenchRequests" },
+);
+
+process.env.POWERTOOLS_LOG_LEVEL = "WARN";
+const dataDir = mkdtempSync(join(tmpdir(), "mapgate-bench-"));
+const engine = await startEngine({
+  dataDir,
+  host: "localhost",
+  httpsPort: 0,
+  httpPort: 0,
+  passwords: { admin: "bench-admin-1", publisher: "bench-publisher-1", user: "bench-user-1" },
+});
+const ca = readFileSync(engine.certFile);
+const demo = engine.demo;
+if (!demo) throw new Error("no demo organization");
+const rest = `${engine.httpsUrl}/portal/sharing/rest`;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? NaN;
+
+try {
+  const token = (
+    await call(`${rest}/generateToken`, {
+      ca,
+      body: form({ f: "json", username: "publisher", password: "bench-publisher-1" }),
+    })
+  ).json<{ token: string }>().token;
+  const latencies: number[] = [];
+  const before = { requests, ...engine.workflowStats() };
+  let jobRequests = 0;
+  for (let i = 0; i < JOBS; i++) {
+    const t = performance.now();
+    const r0 = requests;
+    const started = (
+      await call(`${rest}/portals/self/datastores/publish`, {
+        ca,
+        body: form({
+          f: "json",
+          token,
+          serverId: demo.serverId,
+          serverFolder: "Bench",
+          serviceConfiguration: JSON.stringify({
+            type: "SceneServer",
+            serviceName: `Bench_${i}`,
+            properties: { cacheStoreId: demo.datastoreId, pathInCachedStore: "/caches/scene/Buildings3D" },
+          }),
+        }),
+      })
+    ).json<{ jobId: string; key: string }>();
+    let status = "processing";
+    let polls = 0;
+    while (status === "processing") {
+      polls++;
+      const job = (
+        await call(`${rest}/portals/self/jobs/${started.jobId}?f=json&token=${token}&key=${started.key}`, { ca })
+      ).json<{ status: string }>();
+      status = job.status;
+      if (status === "processing") await new Promise((r) => setTimeout(r, 2));
+    }
+    if (status !== "completed") throw new Error(`job ended ${status}`);
+    latencies.push(performance.now() - t);
+    // Requests of the job itself: everything but the polls (each poll is one identity read and one job read).
+    jobRequests += requests - r0 - polls * 2;
+  }
+  const after = engine.workflowStats();
+  console.log(
+    `\nPublish on the local engine: POST publish → job completed, ${JOBS} jobs one after another (HTTPS, polling every 2 ms)`,
+  );
+  console.log(`  latency p50 ${pct(latencies, 0.5).toFixed(1)} ms   p95 ${pct(latencies, 0.95).toFixed(1)} ms`);
+  console.log(`  workflow state transitions per job ${((after.transitions - before.transitions) / JOBS).toFixed(1)}`);
+  console.log(
+    `  DynamoDB requests per job ${(jobRequests / JOBS).toFixed(1)} (publish request and tasks, polls excluded; all ${((requests - before.requests) / JOBS).toFixed(1)} with polls)`,
+  );
+
+  // getLayers: pairs written straight into the table, then timed reads.
+  console.log("\ngetLayers on the local engine (HTTPS, 10 reads each)");
+  for (const count of [1_000, 10_000]) {
+    const { registerDataStore } = await import("#infra/admin/operations.ts");
+    const store = await registerDataStore(demo.portalId, {
+      title: `Bench ${count}`,
+      owner: "publisher",
+      kind: "database",
+      serverIds: [demo.serverId],
+      datasets: [],
+      cachedLayers: [],
+    });
+    const items = Array.from({ length: count }, (_, i) => ({
+      datastoreId: store.datastoreId,
+      entry: `pair#/b.gdb/T${String(i).padStart(5, "0")}`,
+      layer: {
+        id: `l${i}`,
+        title: `Layer ${i}`,
+        created: i,
+        modified: i,
+        url: `https://example/${i}/FeatureServer`,
+        type: "Feature Service",
+      },
+      dataset: {
+        name: `b.T${i}`,
+        displayName: `T ${i}`,
+        type: "featureClass",
+        datastoreId: store.datastoreId,
+        path: `/b.gdb/T${String(i).padStart(5, "0")}`,
+      },
+    }));
+    for (let i = 0; i < items.length; i += 25) {
+      let pending: Record<string, unknown>[] = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+      while (pending.length)
+        pending = ((await ddb.send(new BatchWriteCommand({ RequestItems: { "mapgate-layers": pending } })))
+          .UnprocessedItems?.["mapgate-layers"] ?? []) as Record<string, unknown>[];
+    }
+    const times: number[] = [];
+    let perCall = 0;
+    let peak = 0;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 5);
+    const baseline = process.memoryUsage().rss;
+    for (let i = 0; i < 10; i++) {
+      const r0 = requests;
+      const t = performance.now();
+      const res = await call(
+        `${rest}/portals/self/datastores/getLayers?f=json&token=${token}&datastoreId=${store.datastoreId}`,
+        { ca },
+      );
+      times.push(performance.now() - t);
+      perCall = requests - r0;
+      if (!res.text.startsWith('{"layerAndDatasets":[')) throw new Error(res.text.slice(0, 200));
+    }
+    clearInterval(sampler);
+    console.log(
+      `  ${count.toLocaleString("en").padStart(6)} pairs  p50 ${pct(times, 0.5).toFixed(1)} ms  p95 ${pct(times, 0.95).toFixed(1)} ms  ` +
+        `DynamoDB requests per call ${perCall}  peak RSS +${((peak - baseline) / 1048576).toFixed(0)} MiB over ${(baseline / 1048576).toFixed(0)} MiB (engine and client in one process)`,
+    );
+  }
+} finally {
+  await engine.stop();
+}
