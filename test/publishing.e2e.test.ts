@@ -581,3 +581,37 @@ describe("getLayers", () => {
     expect((last.layerAndDatasets as { dataset: { path: string } }[])[499]?.dataset.path).toBe(path(9_999));
   });
 });
+
+describe("custom roles and publishing", () => {
+  it("lets a custom role with the publish privilege publish, and refuses the next request once it is removed", async () => {
+    const role = await post("/createRole", "admin", { name: "Scene Publishers" });
+    const id = String(role.id);
+    await post(`/roles/${id}/setPrivileges`, "admin", {
+      privileges: JSON.stringify({ privileges: ["portal:user:createItem", "portal:publisher:publishScenes"] }),
+    });
+    expect(await post("/updateuserrole", "admin", { user: "user", role: id })).toEqual({
+      success: true,
+      username: "user",
+    });
+    const ok = await post("/datastores/publish", "user", {
+      serverId,
+      serverFolder: "Custom",
+      serviceConfiguration: sceneConfig("By_Custom_Role"),
+    });
+    expect(ok.success).toBe(true);
+    expect((await waitFor(String(ok.jobId), String(ok.key), "user")).status).toBe("completed");
+    await post(`/roles/${id}/setPrivileges`, "admin", {
+      privileges: JSON.stringify({ privileges: ["portal:user:createItem"] }),
+    });
+    expect(
+      await post("/datastores/publish", "user", {
+        serverId,
+        serverFolder: "Custom",
+        serviceConfiguration: sceneConfig("Not_Anymore"),
+      }),
+    ).toMatchObject({
+      error: { code: 403, messageCode: "GWM_0003" },
+    });
+    await post("/updateuserrole", "admin", { user: "user", role: "org_user" });
+  });
+});
