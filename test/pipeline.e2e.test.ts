@@ -1,11 +1,10 @@
 // The shared pipeline through the real local engine, over real HTTPS and HTTP.
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { runningStore } from "./helpers/store.ts";
 import { call, form } from "./helpers/http.ts";
 
 let engine: RunningEngine;
@@ -210,16 +209,7 @@ describe("HTTPS rules", () => {
 
 describe("internal faults", () => {
   it("answers a fault with no internal detail and logs the detail", async () => {
-    const { dynamoEndpoint } = JSON.parse(readFileSync(join(engine.dataDir, "engine.json"), "utf8")) as {
-      dynamoEndpoint: string;
-    };
-    const ddb = DynamoDBDocumentClient.from(
-      new DynamoDBClient({
-        endpoint: dynamoEndpoint,
-        region: "us-east-1",
-        credentials: { accessKeyId: "x", secretAccessKey: "x" },
-      }),
-    );
+    const ddb = runningStore(engine.dataDir);
     const Key = { portalId };
     const { Item } = await ddb.send(new GetCommand({ TableName: "mapgate-portals", Key }));
     // A stored record that breaks its invariant: the kind of fault only the server can cause.

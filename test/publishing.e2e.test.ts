@@ -1,9 +1,8 @@
 // Data stores, publishing jobs and getLayers through the real local engine over HTTPS: the ArcGIS client
 // for the whole path, then key rules, validation, concurrency, failures and crashes, and large layer lists.
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   BatchWriteCommand,
   DeleteCommand,
@@ -12,8 +11,8 @@ import {
   QueryCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDynamo } from "#infra/local/dynamo.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { runningStore, withStoppedStore } from "./helpers/store.ts";
 import { call, form } from "./helpers/http.ts";
 import { runJson } from "./helpers/run.ts";
 
@@ -321,21 +320,8 @@ describe("publish validation", () => {
 describe("failures and crashes", () => {
   /** Writes straight into the stopped engine's store: the state a crash leaves behind. */
   async function withStore(fn: (ddb: DynamoDBDocumentClient) => Promise<void>): Promise<void> {
-    await engine.stop();
-    const store = await startDynamo(join(engine.dataDir, "dynamodb"));
-    const ddb = DynamoDBDocumentClient.from(
-      new DynamoDBClient({
-        endpoint: store.endpoint,
-        region: "us-east-1",
-        credentials: { accessKeyId: "x", secretAccessKey: "x" },
-      }),
-    );
-    try {
-      await fn(ddb);
-    } finally {
-      ddb.destroy();
-      await store.close();
-    }
+    await engine.stop(); // a no-op when the engine was killed already
+    await withStoppedStore(engine.dataDir, fn);
     await start();
   }
 
@@ -438,7 +424,7 @@ describe("failures and crashes", () => {
       serviceConfiguration: sceneConfig("Lost_Store"),
     });
     await engine.stop("SIGKILL");
-    await withStoreAfterKill(async (ddb) => {
+    await withStore(async (ddb) => {
       // The job's execution died with the engine; meanwhile the data store is unregistered.
       const entries = await ddb.send(
         new QueryCommand({
@@ -472,24 +458,6 @@ let saved: Record<string, unknown>[] = [];
 async function jobItem(ddb: DynamoDBDocumentClient, jobId: string): Promise<Record<string, unknown>> {
   const { GetCommand } = await import("@aws-sdk/lib-dynamodb");
   return (await ddb.send(new GetCommand({ TableName: "mapgate-jobs", Key: { jobId } }))).Item ?? {};
-}
-
-async function withStoreAfterKill(fn: (ddb: DynamoDBDocumentClient) => Promise<void>): Promise<void> {
-  const store = await startDynamo(join(engine.dataDir, "dynamodb"));
-  const ddb = DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      endpoint: store.endpoint,
-      region: "us-east-1",
-      credentials: { accessKeyId: "x", secretAccessKey: "x" },
-    }),
-  );
-  try {
-    await fn(ddb);
-  } finally {
-    ddb.destroy();
-    await store.close();
-  }
-  await start();
 }
 
 describe("getLayers", () => {
@@ -531,16 +499,7 @@ describe("getLayers", () => {
     const big = JSON.parse(admin("register-datastore", "--portal", portalId, "--file", spec)) as {
       datastoreId: string;
     };
-    const { dynamoEndpoint } = JSON.parse(readFileSync(join(engine.dataDir, "engine.json"), "utf8")) as {
-      dynamoEndpoint: string;
-    };
-    const ddb = DynamoDBDocumentClient.from(
-      new DynamoDBClient({
-        endpoint: dynamoEndpoint,
-        region: "us-east-1",
-        credentials: { accessKeyId: "x", secretAccessKey: "x" },
-      }),
-    );
+    const ddb = runningStore(engine.dataDir);
     const path = (i: number) => `/big.gdb/T${String(i).padStart(5, "0")}`;
     const items = Array.from({ length: 10_000 }, (_, i) => ({
       datastoreId: big.datastoreId,

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
 import { runJson } from "./helpers/run.ts";
+import { runningStore } from "./helpers/store.ts";
 import { forge } from "./helpers/tokens.ts";
 
 let engine: RunningEngine;
@@ -300,18 +301,8 @@ describe("faults", () => {
 
   it("answers a fault of its own as soap:Server without detail", async () => {
     // A service record that breaks its invariant (only the server can cause this).
-    const { dynamoEndpoint } = JSON.parse(readFileSync(join(engine.dataDir, "engine.json"), "utf8")) as {
-      dynamoEndpoint: string;
-    };
-    const { DynamoDBClient } = await import("@aws-sdk/client-dynamodb");
-    const { DynamoDBDocumentClient, PutCommand, UpdateCommand, DeleteCommand } = await import("@aws-sdk/lib-dynamodb");
-    const ddb = DynamoDBDocumentClient.from(
-      new DynamoDBClient({
-        endpoint: dynamoEndpoint,
-        region: "us-east-1",
-        credentials: { accessKeyId: "x", secretAccessKey: "x" },
-      }),
-    );
+    const { PutCommand, UpdateCommand, DeleteCommand } = await import("@aws-sdk/lib-dynamodb");
+    const ddb = runningStore(engine.dataDir);
     const servers = JSON.parse(admin("list")) as { servers: { serverId: string; name: string }[] }[];
     const serverId = servers[0]?.servers.find((s) => s.name === "arcgis")?.serverId as string;
     const bump = () =>

@@ -1,6 +1,6 @@
-import { BatchWriteCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchWriteCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb } from "#shared/stores/dynamo.ts";
+import { ddb, queryAll } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 export const DATASET_TYPES = ["table", "featureClass", "relationshipClass"] as const;
@@ -63,53 +63,37 @@ export async function getDataStoreContents(datastoreId: string): Promise<DataSto
   let store: DataStore | undefined;
   const datasets: Dataset[] = [];
   const cachedLayers: CachedLayer[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb.send(
-      new QueryCommand({
-        TableName: tableName("datastores"),
-        KeyConditionExpression: "datastoreId = :d",
-        ExpressionAttributeValues: { ":d": datastoreId },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) {
-      const r = new RecordReader("data store entry", item);
-      const entry = r.string("entry");
-      if (entry === STORE_ENTRY) store = toStore(item);
-      else if (entry.startsWith("dataset#")) {
-        datasets.push({
-          name: r.string("name"),
-          displayName: r.string("displayName"),
-          type: r.oneOf("type", DATASET_TYPES),
-          path: r.string("path"),
-        });
-      } else if (entry.startsWith("cached#")) {
-        cachedLayers.push({ name: r.string("name"), type: r.oneOf("type", CACHE_TYPES), path: r.string("path") });
-      }
+  const items = await queryAll({
+    TableName: tableName("datastores"),
+    KeyConditionExpression: "datastoreId = :d",
+    ExpressionAttributeValues: { ":d": datastoreId },
+  });
+  for (const item of items) {
+    const r = new RecordReader("data store entry", item);
+    const entry = r.string("entry");
+    if (entry === STORE_ENTRY) store = toStore(item);
+    else if (entry.startsWith("dataset#")) {
+      datasets.push({
+        name: r.string("name"),
+        displayName: r.string("displayName"),
+        type: r.oneOf("type", DATASET_TYPES),
+        path: r.string("path"),
+      });
+    } else if (entry.startsWith("cached#")) {
+      cachedLayers.push({ name: r.string("name"), type: r.oneOf("type", CACHE_TYPES), path: r.string("path") });
     }
-    start = page.LastEvaluatedKey;
-  } while (start);
+  }
   return store ? { store, datasets, cachedLayers } : undefined;
 }
 
 export async function listPortalDataStores(portalId: string): Promise<DataStore[]> {
-  const out: DataStore[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb.send(
-      new QueryCommand({
-        TableName: tableName("datastores"),
-        IndexName: "byPortal",
-        KeyConditionExpression: "portalId = :p",
-        ExpressionAttributeValues: { ":p": portalId },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) out.push(toStore(item));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await queryAll({
+    TableName: tableName("datastores"),
+    IndexName: "byPortal",
+    KeyConditionExpression: "portalId = :p",
+    ExpressionAttributeValues: { ":p": portalId },
+  });
+  return items.map(toStore);
 }
 
 /** Registers a data store with its contents. The store entry is written last, so a half-written

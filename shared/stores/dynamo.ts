@@ -1,7 +1,7 @@
 // The one DynamoDB client handlers use. Its endpoint comes from the SDK's own configuration
 // (AWS_ENDPOINT_URL_DYNAMODB on the local engine), so no code here knows which engine it runs on.
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { DynamoDBDocumentClient, QueryCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 
 export const ddb = DynamoDBDocumentClient.from(new DynamoDBClient({ maxAttempts: 4 }), {
   marshallOptions: { removeUndefinedValues: true },
@@ -17,4 +17,31 @@ export function failedConditions(err: unknown): number[] | undefined {
   if (!(err instanceof Error) || err.name !== "TransactionCanceledException") return undefined;
   const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
   return reasons.flatMap((r, i) => (r.Code === "ConditionalCheckFailed" ? [i] : []));
+}
+
+type QueryInput = ConstructorParameters<typeof QueryCommand>[0];
+type ScanInput = ConstructorParameters<typeof ScanCommand>[0];
+
+/** Every item a Query matches, page after page (DynamoDB answers at most 1 MB per page). */
+export async function queryAll(input: QueryInput): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ddb.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+    out.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+/** Every item a Scan finds: only for small operator-side tables, never on a request's path. */
+export async function scanAll(input: ScanInput): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const page = await ddb.send(new ScanCommand({ ...input, ExclusiveStartKey: start }));
+    out.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
 }

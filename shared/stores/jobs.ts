@@ -1,9 +1,9 @@
 // Asynchronous jobs. A job's state only moves forward (processing → completed | failed), by conditional
 // writes; its key is stored as a SHA-256 hash and compared in constant time; its expiry is checked on read.
 import { createHash, timingSafeEqual } from "node:crypto";
-import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, isConditionFailure } from "#shared/stores/dynamo.ts";
+import { ddb, isConditionFailure, scanAll } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 export const OPERATIONS = ["describe", "publish", "publishLayers"] as const;
@@ -111,20 +111,11 @@ export async function finishJob(
 
 /** Jobs still processing (the local engine resumes them at start; the jobs table is small there). */
 export async function processingJobs(): Promise<Job[]> {
-  const out: Job[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb.send(
-      new ScanCommand({
-        TableName: tableName("jobs"),
-        FilterExpression: "#s = :p",
-        ExpressionAttributeNames: { "#s": "status" },
-        ExpressionAttributeValues: { ":p": "processing" },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) out.push(toJob(item));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await scanAll({
+    TableName: tableName("jobs"),
+    FilterExpression: "#s = :p",
+    ExpressionAttributeNames: { "#s": "status" },
+    ExpressionAttributeValues: { ":p": "processing" },
+  });
+  return items.map(toJob);
 }

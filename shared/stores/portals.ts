@@ -1,6 +1,6 @@
-import { GetCommand, PutCommand, ScanCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, isConditionFailure } from "#shared/stores/dynamo.ts";
+import { ddb, isConditionFailure, scanAll } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 export interface Portal {
@@ -79,14 +79,8 @@ export async function claimDefaultPortal(portalId: string): Promise<string> {
 
 /** Operator listing only (the portals table is small: one item per organization). */
 export async function listPortals(): Promise<Portal[]> {
-  const out: Portal[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb.send(new ScanCommand({ TableName: tableName("portals"), ExclusiveStartKey: start }));
-    for (const item of page.Items ?? []) if (item.portalId !== DEFAULT_KEY) out.push(toPortal(item));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await scanAll({ TableName: tableName("portals") });
+  return items.filter((item) => item.portalId !== DEFAULT_KEY).map(toPortal);
 }
 
 export type PortalSettings = Partial<Pick<Portal, "allSSL" | "maxTokenExpirationMinutes" | "requireTokens" | "name">>;

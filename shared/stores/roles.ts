@@ -1,9 +1,9 @@
 // Custom roles. A role's name is unique in its portal whatever the letter case: each role holds a name
 // reservation item, and every create, rename and delete moves role and reservation in one transaction,
 // so two requests can never both win a name and no reservation outlives its role.
-import { GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
+import { ddb, failedConditions, queryAll } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 export interface Role {
@@ -55,21 +55,12 @@ export async function getRole(portalId: string, roleId: string): Promise<Role | 
 }
 
 export async function listRoles(portalId: string): Promise<Role[]> {
-  const out: Role[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb.send(
-      new QueryCommand({
-        TableName: tableName("roles"),
-        KeyConditionExpression: "portalId = :p AND begins_with(entry, :r)",
-        ExpressionAttributeValues: { ":p": portalId, ":r": "role#" },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) out.push(toRole(item));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await queryAll({
+    TableName: tableName("roles"),
+    KeyConditionExpression: "portalId = :p AND begins_with(entry, :r)",
+    ExpressionAttributeValues: { ":p": portalId, ":r": "role#" },
+  });
+  return items.map(toRole);
 }
 
 export class NameTakenError extends Error {

@@ -1,6 +1,6 @@
-import { GetCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb } from "#shared/stores/dynamo.ts";
+import { ddb, queryAll } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 /**
@@ -57,22 +57,13 @@ export async function getHostedServerByName(name: string): Promise<Server | unde
 }
 
 export async function listPortalServers(portalId: string): Promise<Server[]> {
-  const out: Server[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb.send(
-      new QueryCommand({
-        TableName: tableName("servers"),
-        IndexName: "byPortal",
-        KeyConditionExpression: "portalId = :p",
-        ExpressionAttributeValues: { ":p": portalId },
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) out.push(toServer(item));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await queryAll({
+    TableName: tableName("servers"),
+    IndexName: "byPortal",
+    KeyConditionExpression: "portalId = :p",
+    ExpressionAttributeValues: { ":p": portalId },
+  });
+  return items.map(toServer);
 }
 
 /** Registers a server; a hosted server first reserves its path name, so two servers never share one. */

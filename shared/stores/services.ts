@@ -1,9 +1,9 @@
 // Services and folders of a federated server, as the SOAP catalog lists them and publishing writes them.
 // Every change also advances the server's catalog version in the same transaction, so a reader may keep
 // the catalog in memory and re-read it only when the version moved (one small read per request).
-import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, failedConditions, isConditionFailure } from "#shared/stores/dynamo.ts";
+import { ddb, failedConditions, isConditionFailure, queryAll } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 export const SERVICE_TYPES = [
@@ -88,27 +88,28 @@ export async function readCatalog(serverId: string): Promise<Catalog> {
   let version = 0;
   const folders: string[] = [];
   const services: Service[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb.send(
-      new QueryCommand({
-        TableName: tableName("services"),
-        KeyConditionExpression: "serverId = :s",
-        ExpressionAttributeValues: { ":s": serverId },
-        ExclusiveStartKey: start,
-        ConsistentRead: true,
-      }),
-    );
-    for (const item of page.Items ?? []) {
-      const entry = String(item.entry);
-      if (entry === CATALOG) version = Number(item.version);
-      else if (entry.startsWith("folder#")) folders.push(new RecordReader("folder", item).string("folder"));
-      else if (entry.startsWith("svc#")) services.push(toService(item));
-    }
-    start = page.LastEvaluatedKey;
-  } while (start);
+  const items = await queryAll({
+    TableName: tableName("services"),
+    KeyConditionExpression: "serverId = :s",
+    ExpressionAttributeValues: { ":s": serverId },
+    ConsistentRead: true,
+  });
+  for (const item of items) {
+    const entry = String(item.entry);
+    if (entry === CATALOG) version = Number(item.version);
+    else if (entry.startsWith("folder#")) folders.push(new RecordReader("folder", item).string("folder"));
+    else if (entry.startsWith("svc#")) services.push(toService(item));
+  }
   return { version, folders, services };
 }
+
+/** The stored form of a service (lists copied: the SDK marshals plain arrays). */
+const serviceItem = (service: Service) => ({
+  ...service,
+  tags: [...service.tags],
+  extensions: service.extensions.map((e) => ({ ...e })),
+  entry: serviceEntry(service.folder, service.name),
+});
 
 const bump = (serverId: string) => ({
   Update: {
@@ -161,12 +162,7 @@ export async function createService(service: Service): Promise<void> {
           {
             Put: {
               TableName: tableName("services"),
-              Item: {
-                ...service,
-                tags: [...service.tags],
-                extensions: service.extensions.map((e) => ({ ...e })),
-                entry: serviceEntry(service.folder, service.name),
-              },
+              Item: serviceItem(service),
               ConditionExpression: "attribute_not_exists(#e)",
               ExpressionAttributeNames: { "#e": "entry" },
             },
@@ -257,12 +253,7 @@ export async function createReservedService(service: Service, jobId: string): Pr
           {
             Put: {
               TableName: tableName("services"),
-              Item: {
-                ...service,
-                tags: [...service.tags],
-                extensions: service.extensions.map((e) => ({ ...e })),
-                entry: serviceEntry(service.folder, service.name),
-              },
+              Item: serviceItem(service),
               ConditionExpression: "attribute_not_exists(#e)",
               ExpressionAttributeNames: { "#e": "entry" },
             },

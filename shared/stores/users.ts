@@ -1,6 +1,6 @@
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb } from "#shared/stores/dynamo.ts";
+import { ddb, queryAll } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import { holderChanges } from "#shared/stores/roles.ts";
 
@@ -50,23 +50,13 @@ export async function createUser(user: User): Promise<void> {
 }
 
 export async function listPortalUsers(portalId: string): Promise<User[]> {
-  const out: User[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await ddb.send(
-      new QueryCommand({
-        TableName: tableName("users"),
-        IndexName: "byPortal",
-        KeyConditionExpression: "portalId = :p",
-        ExpressionAttributeValues: { ":p": portalId },
-        ExclusiveStartKey: start,
-      }),
-    );
-    // The index projects everything, but a GSI read may trail the table: re-read is not needed for listing.
-    for (const item of page.Items ?? []) out.push(toUser(item));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await queryAll({
+    TableName: tableName("users"),
+    IndexName: "byPortal",
+    KeyConditionExpression: "portalId = :p",
+    ExpressionAttributeValues: { ":p": portalId },
+  });
+  return items.map(toUser);
 }
 
 /**
