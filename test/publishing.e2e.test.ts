@@ -9,6 +9,7 @@ import {
   DynamoDBDocumentClient,
   PutCommand,
   QueryCommand,
+  UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
@@ -221,6 +222,31 @@ describe("job keys", () => {
     expect(
       (await call(`${rest()}/portals/self/jobs/${a.jobId}?f=json&key=${a.key}`, { ca: engine.ca })).json(),
     ).toMatchObject({ error: { code: 499 } });
+  });
+});
+
+describe("job expiry", () => {
+  it("treats an expired job as gone, whatever DynamoDB's TTL has or has not deleted", async () => {
+    const started = await post("/datastores/describe", "publisher", { datastoreId, serverId });
+    await waitFor(String(started.jobId), String(started.key));
+    const ddb = runningStore(engine.dataDir);
+    try {
+      await ddb.send(
+        new UpdateCommand({
+          TableName: "mapgate-jobs",
+          Key: { jobId: started.jobId },
+          UpdateExpression: "SET expiresAt = :past",
+          ExpressionAttributeValues: { ":past": Math.floor(Date.now() / 1000) - 1 },
+        }),
+      );
+    } finally {
+      ddb.destroy();
+    }
+    const gone = {
+      error: { code: 400, messageCode: "CONT_0001", message: "Item does not exist or is inaccessible.", details: [] },
+    };
+    expect(await get(`/jobs/${started.jobId}`, "publisher", `&key=${started.key}`)).toEqual(gone);
+    expect(await get(`/jobs/${started.jobId}`, "admin")).toEqual(gone);
   });
 });
 
