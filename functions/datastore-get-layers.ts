@@ -41,7 +41,7 @@ export const handler = restHandler({ name: "Get Layers" }, async (req) => {
         more = true;
         return false;
       }
-      bytes += JSON.stringify(pair).length;
+      bytes += Buffer.byteLength(JSON.stringify(pair));
       if (bytes > MAX_ANSWER_BYTES) {
         throw new ApiError(400, FAILED, [
           "The answer would exceed the 5 MB a response may hold: page it with 'start' and 'num'.",

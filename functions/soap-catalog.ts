@@ -108,7 +108,7 @@ async function listing(req: SoapRequest, name: OperationName, folder: string | u
       descriptions(
         describe(
           req,
-          catalog.services.filter((s) => s.folder === match),
+          catalog.services.filter((s) => s.folder.toLowerCase() === match.toLowerCase()),
         ),
       ),
     ),

@@ -283,6 +283,8 @@ describe("faults", () => {
     const deepSmall = envelope(`${"<a>".repeat(5_000)}${"</a>".repeat(5_000)}`);
     const tricky = envelope(`${'<a x="/>">'.repeat(5_000)}${"</a>".repeat(5_000)}`);
     const big = Buffer.alloc(10 * 1024 * 1024 - 1024, " ");
+    // Close tags hidden in a processing instruction must not lower the depth count.
+    const hidden = `<?x ${"</z>".repeat(50)} ?>${envelope(`${"<a>".repeat(40)}${"</a>".repeat(40)}`)}`;
     const times = [
       await clientFault(xxe, /Document type declarations are not accepted/),
       await clientFault(laughs, /Document type declarations are not accepted/),
@@ -291,6 +293,8 @@ describe("faults", () => {
       await clientFault(deepSmall, /nests elements deeper than 32/),
       await clientFault(tricky, /nests elements deeper than 32/),
       await clientFault(big, /larger than 262144 bytes/),
+      await clientFault(hidden, /nests elements deeper than 32/),
+      await clientFault(`<?x '?>${envelope(`<t:GetFolders xmlns:t="${NS}"/>`)}`, /not well-formed|not a SOAP envelope/),
     ];
     for (const ms of times) expect(ms).toBeLessThan(2000);
     expect(rss() - before).toBeLessThan(256 * 1024 * 1024);

@@ -56,14 +56,20 @@ function scan(xml: string): void {
       i = xml.indexOf("<", end + 3);
       continue;
     }
+    if (next === "?") {
+      // A processing instruction (or the declaration) ends at "?>", whatever it holds: no depth change.
+      const end = xml.indexOf("?>", i + 2);
+      if (end < 0) throw new ClientFault("The request is not well-formed XML.");
+      i = xml.indexOf("<", end + 2);
+      continue;
+    }
     const close = tagEnd(xml, i + 1);
     if (close < 0) throw new ClientFault("The request is not well-formed XML.");
-    if (next === "?") {
-      // processing instruction or declaration: no depth change
-    } else if (next === "!") {
+    if (next === "!") {
       throw new ClientFault("Document type declarations are not accepted.");
     } else if (next === "/") {
       depth--;
+      if (depth < 0) throw new ClientFault("The request is not well-formed XML.");
     } else if (xml[close - 1] !== "/") {
       depth++;
       elements++;
@@ -86,6 +92,8 @@ const parser = new XMLParser({
   trimValues: false,
   ignoreDeclaration: true,
   ignorePiTags: true,
+  // A second bound behind the scan's own (the scan is what answers; this only guards the parser).
+  maxNestedTags: LIMITS.maxDepth + 4,
 });
 
 type Node = Record<string, unknown>;
@@ -151,7 +159,14 @@ export function readOperation(body: Buffer): Operation {
   if (/<!DOCTYPE|<!ENTITY/i.test(xml)) throw new ClientFault("Document type declarations are not accepted.");
   scan(xml);
   if (XMLValidator.validate(xml) !== true) throw new ClientFault("The request is not well-formed XML.");
-  const roots = (parser.parse(xml) as Node[]).map((n) => resolve(n, new Map())).filter((e): e is Element => !!e);
+  let parsed: Node[];
+  try {
+    parsed = parser.parse(xml) as Node[];
+  } catch {
+    // Whatever the parser refuses that the validator let through is still the request's fault.
+    throw new ClientFault("The request is not well-formed XML.");
+  }
+  const roots = parsed.map((n) => resolve(n, new Map())).filter((e): e is Element => !!e);
   const envelope = roots[0];
   if (roots.length !== 1 || !envelope || envelope.local !== "Envelope") {
     throw new ClientFault("The request is not a SOAP envelope.");
