@@ -13,8 +13,9 @@ import {
   readServiceConfiguration,
   registeredServer,
   requirePrivilege,
+  reserveName,
 } from "#shared/publishing.ts";
-import { releaseServiceName, reserveServiceName, ServiceExistsError } from "#shared/stores/services.ts";
+import { releaseServiceName, ServiceExistsError } from "#shared/stores/services.ts";
 
 const FAILED = "Unable to publish the service.";
 
@@ -50,7 +51,7 @@ export const handler = restHandler(
 
     const jobId = itemId();
     try {
-      await reserveServiceName(server.serverId, folder, config.serviceName, jobId);
+      await reserveName(server.serverId, folder, config.serviceName, jobId);
     } catch (err) {
       if (err instanceof ServiceExistsError) throw badRequest(FAILED, [err.message]);
       throw err;

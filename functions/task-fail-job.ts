@@ -2,7 +2,7 @@
 // (a JobError's own words; anything else a generic message, the detail being in the logs), and a publish
 // job gives its service name back.
 import type { JobInput } from "#shared/jobs.ts";
-import { readServiceConfiguration } from "#shared/publishing.ts";
+import { reservationOf } from "#shared/publishing.ts";
 import { finishJob } from "#shared/stores/jobs.ts";
 import { releaseServiceName } from "#shared/stores/services.ts";
 import { taskHandler } from "#shared/tasks.ts";
@@ -26,12 +26,8 @@ function messageOf(error: Failed["error"]): string {
 }
 
 export const handler = taskHandler("fail-job", async (input: Failed) => {
-  if (input.operation === "publish") {
-    const config = readServiceConfiguration(input.params.serviceConfiguration, []);
-    if (input.params.serverId && config) {
-      await releaseServiceName(input.params.serverId, input.params.serverFolder ?? "", config.serviceName, input.jobId);
-    }
-  }
+  const reserved = input.operation === "publish" ? reservationOf(input.params) : undefined;
+  if (reserved) await releaseServiceName(reserved.serverId, reserved.folder, reserved.name, input.jobId);
   await finishJob(input.jobId, "failed", null, messageOf(input.error));
   return { jobId: input.jobId, status: "failed" };
 });

@@ -1,21 +1,40 @@
-// Workflow task (one Map item): a feature layer for one dataset, and its layer–dataset pair. Idempotent:
-// the layer's ids derive from the data store and dataset path, so a retry or a second publishLayers call
-// finds what was made before instead of making it twice.
-import type { LayerItem } from "#functions/task-plan-layers.ts";
+// Workflow task (one Map item): a feature layer, and its layer–dataset pair, for each dataset of one batch
+// that has none yet. Idempotent: a layer's ids derive from the data store and dataset path, so a retry or a
+// second publishLayers call finds what was made before instead of making it twice.
+import { BATCH, type LayerBatch } from "#functions/task-plan-layers.ts";
 import { restServiceUrl, stableItemId } from "#shared/publishing.ts";
-import type { DatasetType } from "#shared/stores/datastores.ts";
-import { recordPair } from "#shared/stores/layers.ts";
-import { getServer, serverUrl } from "#shared/stores/servers.ts";
+import { type Dataset, getDataStoreContents } from "#shared/stores/datastores.ts";
+import { pairedPaths, recordPair } from "#shared/stores/layers.ts";
+import { getServer, type Server, serverUrl } from "#shared/stores/servers.ts";
 import { createService, getService, ServiceExistsError } from "#shared/stores/services.ts";
 import { JobError, taskHandler } from "#shared/tasks.ts";
 
-/** A service name from a dataset name (`demo.Parcels` → `demo_Parcels`), unique per dataset path. */
-const serviceName = (item: LayerItem) =>
+type Item = Omit<LayerBatch, "batch"> & { readonly dataset: Dataset };
+
+/** A service name from a dataset name (`demo.Parcels` → `demo_Parcels_…`), unique per dataset path. */
+const serviceName = (item: Item) =>
   `${item.dataset.name.replace(/[^A-Za-z0-9_]/g, "_").slice(0, 100)}_${stableItemId(item.datastoreId, item.dataset.path).slice(0, 6)}`;
 
-export const handler = taskHandler("publish-layer", async (item: LayerItem) => {
-  const server = await getServer(item.serverId);
-  if (!server || server.portalId !== item.portalId) throw new JobError(`Server '${item.serverId}' no longer exists.`);
+export const handler = taskHandler("publish-layer", async (batch: LayerBatch) => {
+  const server = await getServer(batch.serverId);
+  if (!server || server.portalId !== batch.portalId) throw new JobError(`Server '${batch.serverId}' no longer exists.`);
+  const contents = await getDataStoreContents(batch.datastoreId);
+  if (!contents || contents.store.portalId !== batch.portalId)
+    throw new JobError(`Data store '${batch.datastoreId}' no longer exists.`);
+  const done = await pairedPaths(batch.datastoreId);
+  const slice = [...contents.datasets]
+    .sort((a, b) => (a.path < b.path ? -1 : 1))
+    .slice(batch.batch * BATCH, (batch.batch + 1) * BATCH);
+  let published = 0;
+  for (const dataset of slice) {
+    if (done.has(dataset.path)) continue;
+    await publishOne(server, { ...batch, dataset });
+    published++;
+  }
+  return { batch: batch.batch, published };
+});
+
+async function publishOne(server: Server, item: Item): Promise<void> {
   const name = serviceName(item);
   const id = stableItemId("layer", item.datastoreId, item.dataset.path);
   const now = Date.now();
@@ -45,7 +64,7 @@ export const handler = taskHandler("publish-layer", async (item: LayerItem) => {
   } else if (existing.itemId !== id) {
     throw new JobError(`A service named '${name}' exists already and is not this dataset's layer.`);
   }
-  const recorded = await recordPair(item.datastoreId, {
+  await recordPair(item.datastoreId, {
     layer: {
       id,
       title: item.dataset.displayName,
@@ -54,7 +73,6 @@ export const handler = taskHandler("publish-layer", async (item: LayerItem) => {
       url: restServiceUrl(serverUrl(server, item.origin), item.serverFolder, name, "FeatureServer"),
       type: "Feature Service",
     },
-    dataset: { ...item.dataset, type: item.dataset.type as DatasetType, datastoreId: item.datastoreId },
+    dataset: { ...item.dataset, datastoreId: item.datastoreId },
   });
-  return { path: item.dataset.path, layerId: id, recorded };
-});
+}

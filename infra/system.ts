@@ -118,7 +118,7 @@ function dataStoreRoutes(): RouteSpec[] {
   const GP = ["GET", "POST"] as const;
   const jobWriter = { jobs: "write", datastores: "read", servers: "read", services: "write" } as const;
   return [
-    route({ id: "job-get", methods: GP, path: `${portal}/jobs/{jobId}`, tables: { jobs: "read" } }),
+    route({ id: "job-get", methods: GP, path: `${portal}/jobs/{jobId}`, tables: { jobs: "write", services: "write" } }),
     route({
       id: "datastore-describe",
       methods: GP,
@@ -164,7 +164,7 @@ export const WORKFLOW = {
     { id: "task-publish-service", tables: { jobs: "read", datastores: "read", servers: "read", services: "write" } },
     { id: "task-plan-layers", tables: { jobs: "read", datastores: "read", layers: "read" } },
     { id: "task-publish-layer", tables: { datastores: "read", servers: "read", services: "write", layers: "write" } },
-    { id: "task-complete-job", tables: { jobs: "write", services: "write" } },
+    { id: "task-complete-job", tables: { jobs: "write", layers: "read" } },
     { id: "task-fail-job", tables: { jobs: "write", services: "write" } },
   ] satisfies readonly TaskSpec[] as readonly TaskSpec[],
 } as const;

@@ -58,6 +58,8 @@ export async function startJob(
   try {
     await sfn.send(new StartExecutionCommand({ stateMachineArn: arn, name: jobId, input: job.input }));
   } catch (err) {
+    // A retried call whose first attempt did start the execution: the job is running.
+    if (err instanceof Error && err.name === "ExecutionAlreadyExists") return { jobId, key };
     await finishJob(jobId, "failed", null, "The job could not be started. Try again.");
     throw err;
   }

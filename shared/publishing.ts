@@ -4,8 +4,14 @@ import { createHash } from "node:crypto";
 import { badRequest, forbidden } from "#shared/http/errors.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import { type CacheType, type DataStoreContents, getDataStoreContents } from "#shared/stores/datastores.ts";
+import { getJob } from "#shared/stores/jobs.ts";
 import { getServer, type Server } from "#shared/stores/servers.ts";
-import type { ServiceType } from "#shared/stores/services.ts";
+import {
+  releaseServiceName,
+  reserveServiceName,
+  ServiceExistsError,
+  type ServiceType,
+} from "#shared/stores/services.ts";
 
 /** What `publish` can make from a cached layer, the cache it needs, its item type and the privilege it takes. */
 export const PUBLISH_TYPES: Readonly<Record<string, { cache: CacheType; label: string; privilege: string }>> = {
@@ -202,4 +208,37 @@ export function childrenOf(contents: DataStoreContents, path: string): Child[] |
     }
   }
   return [...children.values()].sort((a, b) => a.path.localeCompare(b.path));
+}
+
+/** A reservation whose job was never written is abandoned once it is older than any request can live. */
+const ABANDONED_AFTER_MS = 5 * 60_000;
+
+/**
+ * Reserves a folder/name for a publishing job. A reservation left behind (its job ended without giving the
+ * name back, or its request died before writing the job) is taken over rather than blocking the name forever.
+ */
+export async function reserveName(serverId: string, folder: string, name: string, jobId: string): Promise<void> {
+  try {
+    await reserveServiceName(serverId, folder, name, jobId);
+  } catch (err) {
+    if (!(err instanceof ServiceExistsError) || !err.pending) throw err;
+    const holder = await getJob(err.pending.jobId);
+    const abandoned = holder ? holder.status !== "processing" : Date.now() - err.pending.since > ABANDONED_AFTER_MS;
+    if (!abandoned) throw err;
+    await releaseServiceName(serverId, folder, name, err.pending.jobId);
+    await reserveServiceName(serverId, folder, name, jobId);
+  }
+}
+
+/** How long a job may take before it is declared failed on read (the state machine's own limit is one hour). */
+export const JOB_DEADLINE_MS = 75 * 60_000;
+
+/** What a publish job reserved, so whoever ends the job can give the name back. */
+export function reservationOf(
+  params: Readonly<Record<string, string>>,
+): { serverId: string; folder: string; name: string } | undefined {
+  const config = readServiceConfiguration(params.serviceConfiguration, []);
+  return config && params.serverId
+    ? { serverId: params.serverId, folder: params.serverFolder ?? "", name: config.serviceName }
+    : undefined;
 }

@@ -250,6 +250,68 @@ describe("job expiry", () => {
   });
 });
 
+describe("jobs whose execution ended elsewhere", () => {
+  it("ends a job past its deadline as failed on read and gives its name back; takes over a dead job's reservation", async () => {
+    const ddb = runningStore(engine.dataDir);
+    const jobId = "d".repeat(32);
+    const created = Date.now() - 2 * 3600_000;
+    const params = {
+      serviceConfiguration: sceneConfig("Timed_Out"),
+      serverId,
+      serverFolder: "Late",
+      tags: "",
+      description: "",
+    };
+    try {
+      await ddb.send(
+        new PutCommand({ TableName: "mapgate-services", Item: { serverId, entry: "pending#late#timed_out", jobId } }),
+      );
+      await ddb.send(
+        new PutCommand({
+          TableName: "mapgate-services",
+          Item: { serverId, entry: "pending#late#orphaned", jobId: "e".repeat(32) },
+        }),
+      );
+      await ddb.send(
+        new PutCommand({
+          TableName: "mapgate-jobs",
+          Item: {
+            jobId,
+            portalId,
+            owner: "publisher",
+            keyHash: "0".repeat(64),
+            operation: "publish",
+            params,
+            input: "{}",
+            status: "processing",
+            message: "",
+            result: null,
+            created,
+            modified: created,
+            expiresAt: Math.floor(Date.now() / 1000) + 3600,
+          },
+        }),
+      );
+    } finally {
+      ddb.destroy();
+    }
+    expect(await get(`/jobs/${jobId}`, "admin")).toMatchObject({
+      status: "failed",
+      statusMessage: "The job did not finish in time and was stopped. Try again.",
+    });
+    // Its name is free again, and so is one reserved by a job that no longer exists.
+    for (const name of ["Timed_Out", "Orphaned"]) {
+      const again = await post("/datastores/publish", "publisher", {
+        serverId,
+        serverFolder: "Late",
+        serviceConfiguration: sceneConfig(name),
+      });
+      expect(again.success, name).toBe(true);
+      expect((await waitFor(String(again.jobId), String(again.key))).status).toBe("completed");
+    }
+  });
+});
+
 describe("publish validation", () => {
   it("answers every problem it can see now with a 400 and details", async () => {
     const other = JSON.parse(admin("register-server", "--portal", portalId, "--name", "unlinked")) as {

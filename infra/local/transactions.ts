@@ -129,7 +129,9 @@ export async function startTransactionProxy(upstream: string): Promise<Transacti
         key = Object.fromEntries(names.map((n) => [n, (body.Item as Json)[n]]));
       }
       const { out } = await call("GetItem", headers, { TableName: table, Key: key, ConsistentRead: true });
-      const op = kind === "Put" ? "PutItem" : kind === "Delete" ? "DeleteItem" : "UpdateItem";
+      // A ConditionCheck runs as a conditional DeleteItem: where the item is absent nothing is written at all
+      // (an update would create a key-only item readers could see); where it exists it is put back at once.
+      const op = kind === "Put" ? "PutItem" : kind === "Update" ? "UpdateItem" : "DeleteItem";
       const request_: Json = { ...body };
       delete request_.ReturnValuesOnConditionCheckFailure;
       steps.push({

@@ -122,9 +122,13 @@ const bump = (serverId: string) => ({
 });
 
 export class ServiceExistsError extends Error {
-  constructor(folder: string, name: string) {
+  /** When the name is held by a publishing job rather than a service: that job, and since when. */
+  readonly pending: { readonly jobId: string; readonly since: number } | undefined;
+
+  constructor(folder: string, name: string, pending?: { jobId: string; since: number }) {
     super(`A service named '${folder ? `${folder}/` : ""}${name}' exists already.`);
     this.name = "ServiceExistsError";
+    this.pending = pending;
   }
 }
 
@@ -199,7 +203,7 @@ export async function reserveServiceName(serverId: string, folder: string, name:
           {
             Put: {
               TableName: tableName("services"),
-              Item: { serverId, entry: pendingEntry(folder, name), jobId },
+              Item: { serverId, entry: pendingEntry(folder, name), jobId, reservedAt: Date.now() },
               ConditionExpression: "attribute_not_exists(#e)",
               ExpressionAttributeNames: { "#e": "entry" },
             },
@@ -208,8 +212,21 @@ export async function reserveServiceName(serverId: string, folder: string, name:
       }),
     );
   } catch (err) {
-    if (failedConditions(err)?.length) throw new ServiceExistsError(folder, name);
-    throw err;
+    const failed = failedConditions(err);
+    if (!failed?.length) throw err;
+    if (failed.includes(0)) throw new ServiceExistsError(folder, name);
+    const { Item } = await ddb.send(
+      new GetCommand({
+        TableName: tableName("services"),
+        Key: { serverId, entry: pendingEntry(folder, name) },
+        ConsistentRead: true,
+      }),
+    );
+    throw new ServiceExistsError(
+      folder,
+      name,
+      typeof Item?.jobId === "string" ? { jobId: Item.jobId, since: Number(Item.reservedAt ?? 0) } : undefined,
+    );
   }
 }
 
