@@ -156,25 +156,31 @@ export async function ensureFolder(serverId: string, folder: string): Promise<vo
   }
 }
 
+/** Writes a new service (and whatever else must change with it) and advances the catalog version, at once. */
+async function putService(service: Service, alsoWith: object[]): Promise<void> {
+  await ensureFolder(service.serverId, service.folder);
+  await ddb.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        {
+          Put: {
+            TableName: tableName("services"),
+            Item: serviceItem(service),
+            ConditionExpression: "attribute_not_exists(#e)",
+            ExpressionAttributeNames: { "#e": "entry" },
+          },
+        },
+        ...alsoWith,
+        bump(service.serverId),
+      ],
+    }),
+  );
+}
+
 /** Creates a service; one service per folder and name (case-insensitively), whatever its type. */
 export async function createService(service: Service): Promise<void> {
-  await ensureFolder(service.serverId, service.folder);
   try {
-    await ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: tableName("services"),
-              Item: serviceItem(service),
-              ConditionExpression: "attribute_not_exists(#e)",
-              ExpressionAttributeNames: { "#e": "entry" },
-            },
-          },
-          bump(service.serverId),
-        ],
-      }),
-    );
+    await putService(service, []);
   } catch (err) {
     if (failedConditions(err)?.includes(0)) throw new ServiceExistsError(service.folder, service.name);
     throw err;
@@ -262,31 +268,17 @@ export async function getService(serverId: string, folder: string, name: string)
  * the service exists already with this item id (a retried task), that is success.
  */
 export async function createReservedService(service: Service, jobId: string): Promise<void> {
-  await ensureFolder(service.serverId, service.folder);
   try {
-    await ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: tableName("services"),
-              Item: serviceItem(service),
-              ConditionExpression: "attribute_not_exists(#e)",
-              ExpressionAttributeNames: { "#e": "entry" },
-            },
-          },
-          {
-            Delete: {
-              TableName: tableName("services"),
-              Key: { serverId: service.serverId, entry: pendingEntry(service.folder, service.name) },
-              ConditionExpression: "jobId = :j",
-              ExpressionAttributeValues: { ":j": jobId },
-            },
-          },
-          bump(service.serverId),
-        ],
-      }),
-    );
+    await putService(service, [
+      {
+        Delete: {
+          TableName: tableName("services"),
+          Key: { serverId: service.serverId, entry: pendingEntry(service.folder, service.name) },
+          ConditionExpression: "jobId = :j",
+          ExpressionAttributeValues: { ":j": jobId },
+        },
+      },
+    ]);
   } catch (err) {
     if (!failedConditions(err)?.length) throw err;
     const existing = await getService(service.serverId, service.folder, service.name);
