@@ -181,6 +181,21 @@ describe("who may change roles", () => {
     await post("/updateuserrole", "admin", { user: "roleuser", role: "org_user" });
   });
 
+  it("does not let the sign-in cookie alone change anything (a cross-site form could send it)", async () => {
+    const id = await newRole("Cookie Proof");
+    const cookie = `vendor_authcookie=${encodeURIComponent(JSON.stringify({ token: tokens.admin }))}`;
+    const res = await call(`${roles()}/roles/${id}/update`, {
+      ca: engine.ca,
+      body: form({ f: "json", name: "Hijacked" }),
+      headers: { cookie },
+    });
+    expect(res.json()).toMatchObject({ error: { code: 499 } });
+    expect((await post(`/roles/${id}`, "admin")).name).toBe("Cookie Proof");
+    // Reads still accept it.
+    const read = await call(`${roles()}/roles/${id}?f=json`, { ca: engine.ca, headers: { cookie } });
+    expect(read.json()).toMatchObject({ name: "Cookie Proof" });
+  });
+
   it("answers anonymous callers 499 and expired tokens 498", async () => {
     const id = await newRole("Quiet");
     expect(await post(`/roles/${id}/update`, undefined, { name: "Loud" })).toMatchObject({ error: { code: 499 } });

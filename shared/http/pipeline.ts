@@ -206,8 +206,9 @@ export const caller = (op: Operation): RestMiddleware => ({
     const rendering = s.rendering as Rendering;
     if (op.httpsOnly && !rendering.https) throw sslRequired();
     const server = await addressedServer(op, event);
-    // A JSONP response can be read by any site, so it never acts on the browser's ambient cookie.
-    const useCookie = rendering.callback === undefined && !op.ignoreCookie;
+    // The browser's ambient cookie never authorizes a JSONP answer (any site can read one) nor an operation that
+    // changes state (a cross-site form could submit it): those need an explicit token.
+    const useCookie = rendering.callback === undefined && !op.ignoreCookie && !op.postOnly;
     const credential: Credential | undefined = findCredential(event, params, useCookie);
     const identity = await resolveIdentity(credential, {
       sourceIp: s.sourceIp as string,
