@@ -9,16 +9,9 @@ import { startEngine } from "#infra/local/engine.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
 import { call, form } from "../test/helpers/http.ts";
 import { readFileSync } from "node:fs";
+import { dynamoRequests } from "./requests.ts";
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 100);
-let requests = 0;
-ddb.middlewareStack.add(
-  (next) => async (args) => {
-    requests++;
-    return next(args);
-  },
-  { step: "initialize", name: "countBenchRequests" },
-);
 
 process.env.POWERTOOLS_LOG_LEVEL = "WARN";
 const dataDir = mkdtempSync(join(tmpdir(), "mapgate-bench-"));
@@ -44,11 +37,11 @@ try {
     })
   ).json<{ token: string }>().token;
   const latencies: number[] = [];
-  const before = { requests, ...engine.workflowStats() };
+  const before = { requests: dynamoRequests(), ...engine.workflowStats() };
   let jobRequests = 0;
   for (let i = 0; i < JOBS; i++) {
     const t = performance.now();
-    const r0 = requests;
+    const r0 = dynamoRequests();
     const started = (
       await call(`${rest}/portals/self/datastores/publish`, {
         ca,
@@ -78,7 +71,7 @@ try {
     if (status !== "completed") throw new Error(`job ended ${status}`);
     latencies.push(performance.now() - t);
     // Requests of the job itself: everything but the polls (each poll is one identity read and one job read).
-    jobRequests += requests - r0 - polls * 2;
+    jobRequests += dynamoRequests() - r0 - polls * 2;
   }
   const after = engine.workflowStats();
   console.log(
@@ -87,7 +80,7 @@ try {
   console.log(`  latency p50 ${pct(latencies, 0.5).toFixed(1)} ms   p95 ${pct(latencies, 0.95).toFixed(1)} ms`);
   console.log(`  workflow state transitions per job ${((after.transitions - before.transitions) / JOBS).toFixed(1)}`);
   console.log(
-    `  DynamoDB requests per job ${(jobRequests / JOBS).toFixed(1)} (publish request and tasks, polls excluded; all ${((requests - before.requests) / JOBS).toFixed(1)} with polls)`,
+    `  DynamoDB requests per job ${(jobRequests / JOBS).toFixed(1)} (publish request and tasks, polls excluded; all ${((dynamoRequests() - before.requests) / JOBS).toFixed(1)} with polls)`,
   );
 
   // getLayers: pairs written straight into the table, then timed reads.
@@ -135,14 +128,14 @@ try {
     }, 5);
     const baseline = process.memoryUsage().rss;
     for (let i = 0; i < 10; i++) {
-      const r0 = requests;
+      const r0 = dynamoRequests();
       const t = performance.now();
       const res = await call(
         `${rest}/portals/self/datastores/getLayers?f=json&token=${token}&datastoreId=${store.datastoreId}`,
         { ca },
       );
       times.push(performance.now() - t);
-      perCall = requests - r0;
+      perCall = dynamoRequests() - r0;
       if (!res.text.startsWith('{"layerAndDatasets":[')) throw new Error(res.text.slice(0, 200));
     }
     clearInterval(sampler);

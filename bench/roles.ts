@@ -4,6 +4,7 @@ import type { RunningEngine } from "../test/helpers/engine.ts";
 import { PASSWORDS } from "../test/helpers/engine.ts";
 import { call, form } from "../test/helpers/http.ts";
 import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
+import { dynamoRequests } from "./requests.ts";
 
 const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? NaN;
@@ -54,7 +55,6 @@ export async function roleRequests(): Promise<void> {
   {
     const { bootstrapOrganization } = await import("#infra/admin/operations.ts");
     const { issueToken } = await import("#shared/auth/tokens.ts");
-    const { ddb } = await import("#shared/stores/dynamo.ts");
     const create = (await import("#functions/role-create.ts")).handler;
     const update = (await import("#functions/role-update.ts")).handler;
     const self = (await import("#functions/community-self.ts")).handler;
@@ -70,14 +70,6 @@ export async function roleRequests(): Promise<void> {
       bound: "192.0.2.10",
       expires: Date.now() + 3600_000,
     });
-    let requests = 0;
-    ddb.middlewareStack.add(
-      (next) => async (args) => {
-        requests++;
-        return next(args);
-      },
-      { step: "initialize", name: "countRoleRequests" },
-    );
     const headers = { authorization: `Bearer ${token}` };
     const path = "/portal/sharing/rest/portals/self";
     const created = await create(
@@ -93,10 +85,10 @@ export async function roleRequests(): Promise<void> {
     const event = (body: string) =>
       apiEvent(`${path}/roles/${id}/update`, { body, headers, pathParameters: { portalId: "self", roleId: id } });
     const count = async (fn: () => Promise<{ body?: string }>) => {
-      const before = requests;
+      const before = dynamoRequests();
       const res = await fn();
       if (res.body?.includes('"error"')) throw new Error(`request failed: ${res.body}`);
-      return requests - before;
+      return dynamoRequests() - before;
     };
     const describe = await count(() => update(event("f=json&description=only"), lambdaContext()));
     const rename = await count(() => update(event("f=json&name=Counted%20Again"), lambdaContext()));

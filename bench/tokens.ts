@@ -4,6 +4,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
+import { dynamoRequests } from "./requests.ts";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
@@ -12,21 +13,11 @@ export async function tokenBench(): Promise<void> {
     const { bootstrapOrganization } = await import("#infra/admin/operations.ts");
     const { verifyPassword, hashPassword } = await import("#shared/auth/passwords.ts");
     const { issueToken, verifyToken } = await import("#shared/auth/tokens.ts");
-    const { ddb } = await import("#shared/stores/dynamo.ts");
     const generate = (await import("#functions/generate-token.ts")).handler;
     const self = (await import("#functions/community-self.ts")).handler;
     const portalSelf = (await import("#functions/portal-self.ts")).handler;
     const password = "bench-password-1";
     const { portal } = await bootstrapOrganization({ name: "Bench", admin: { username: "bench", password } });
-
-    let requests = 0;
-    ddb.middlewareStack.add(
-      (next) => async (args) => {
-        requests++;
-        return next(args);
-      },
-      { step: "initialize", name: "countRequests" },
-    );
 
     // 1. verification vs HMAC
     const { token } = await issueToken({
@@ -97,9 +88,9 @@ export async function tokenBench(): Promise<void> {
 
     // 4. DynamoDB requests per request
     const count = async (fn: () => Promise<unknown>) => {
-      const before = requests;
+      const before = dynamoRequests();
       await fn();
-      return requests - before;
+      return dynamoRequests() - before;
     };
     const auth = { headers: { authorization: `Bearer ${token}` } };
     await self(apiEvent("/portal/sharing/rest/community/self", { query: "f=json", ...auth }), lambdaContext());
