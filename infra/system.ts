@@ -196,9 +196,3 @@ function roleRoutes(): RouteSpec[] {
 export function tableEnvName(table: string): string {
   return `TABLE_${table.toUpperCase()}`;
 }
-
-export function tableSpec(name: string): TableSpec {
-  const spec = TABLES.find((t) => t.name === name);
-  if (!spec) throw new Error(`unknown table ${name}`);
-  return spec;
-}
