@@ -2,7 +2,7 @@
 // from a data store with its source dataset. The data store's owner or an administrator only. Read with paged
 // Queries; `start`/`num` page the answer (adding `nextStart`) without changing its default shape.
 import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
-import { requireUser, restHandler } from "#shared/http/pipeline.ts";
+import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { dataStoreOf } from "#shared/publishing.ts";
 import { forEachPairPage, type LayerPair } from "#shared/stores/layers.ts";
 
@@ -18,9 +18,7 @@ function count(raw: string | undefined, name: string, min: number, problems: str
 }
 
 export const handler = restHandler({ name: "Get Layers" }, async (req) => {
-  const { user, portal } = requireUser(req);
-  const requested = req.pathParameters.portalId;
-  if (requested !== "self" && requested !== portal.portalId) throw forbidden();
+  const { user, portal } = requireMember(req);
   const contents = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
   if (contents.store.owner !== user.username && user.role !== "org_admin") throw forbidden();
   const problems: string[] = [];

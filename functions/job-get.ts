@@ -2,16 +2,14 @@
 // Administrators of the job's portal need no key; anyone else passes key=<key>. A wrong or missing key and a
 // job that does not exist (or has expired) get the same answer. A job past its deadline is ended here.
 import { jobView } from "#shared/jobs.ts";
-import { forbidden, notFound } from "#shared/http/errors.ts";
-import { requireUser, restHandler } from "#shared/http/pipeline.ts";
+import { notFound } from "#shared/http/errors.ts";
+import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { JOB_DEADLINE_MS, reservationOf } from "#shared/publishing.ts";
 import { finishJob, getJob, keyMatches } from "#shared/stores/jobs.ts";
 import { releaseServiceName } from "#shared/stores/services.ts";
 
 export const handler = restHandler({ name: "Job" }, async (req) => {
-  const { user, portal } = requireUser(req);
-  const requested = req.pathParameters.portalId;
-  if (requested !== "self" && requested !== portal.portalId) throw forbidden();
+  const { user, portal } = requireMember(req);
   const jobId = req.pathParameters.jobId ?? "";
   const key = req.params.get("key") ?? "";
   const job = /^[0-9a-f]{32}$/.test(jobId) ? await getJob(jobId) : undefined;

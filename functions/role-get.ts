@@ -1,6 +1,6 @@
 // GET|POST …/portals/<self | id>/roles/<roleId>: one custom role.
-import { restHandler } from "#shared/http/pipeline.ts";
-import { loadRole, requireMember, roleView } from "#shared/roles.ts";
+import { requireMember, restHandler } from "#shared/http/pipeline.ts";
+import { loadRole, roleView } from "#shared/roles.ts";
 
 export const handler = restHandler({ name: "Role" }, async (req) => {
   const { portal } = requireMember(req);

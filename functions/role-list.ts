@@ -1,7 +1,7 @@
 // GET|POST …/portals/<self | id>/roles: the portal's custom roles, paged (start is 1-based, num ≤ 100).
 import { badRequest } from "#shared/http/errors.ts";
-import { restHandler } from "#shared/http/pipeline.ts";
-import { requireMember, roleView } from "#shared/roles.ts";
+import { requireMember, restHandler } from "#shared/http/pipeline.ts";
+import { roleView } from "#shared/roles.ts";
 import { listRoles } from "#shared/stores/roles.ts";
 
 function intParam(

@@ -2,7 +2,7 @@
 // workflow tasks (which check them again when they run: the world may have changed in between).
 import { createHash } from "node:crypto";
 import { badRequest, forbidden } from "#shared/http/errors.ts";
-import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
+import { type RestRequest, requireMember } from "#shared/http/pipeline.ts";
 import { type CacheType, type DataStoreContents, getDataStoreContents } from "#shared/stores/datastores.ts";
 import { getJob } from "#shared/stores/jobs.ts";
 import { getServer, type Server } from "#shared/stores/servers.ts";
@@ -32,9 +32,7 @@ export const BULK_PRIVILEGE = "portal:publisher:bulkPublishFromDataStores";
 export const NAME = /^[A-Za-z0-9_]{1,120}$/;
 
 export function requirePrivilege(req: RestRequest, privilege: string) {
-  const identity = requireUser(req);
-  const requested = req.pathParameters.portalId;
-  if (requested !== "self" && requested !== identity.portal.portalId) throw forbidden();
+  const identity = requireMember(req);
   if (identity.user.role !== "org_admin" && !identity.privileges.includes(privilege)) throw forbidden();
   return identity;
 }

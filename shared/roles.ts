@@ -1,7 +1,7 @@
 // The rules of custom-role administration, shared by the role handlers.
 import { KNOWN_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { ApiError, badRequest, forbidden, notFound } from "#shared/http/errors.ts";
-import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
+import { type RestRequest, requireMember } from "#shared/http/pipeline.ts";
 import { getRole, NameTakenError, type Role, StaleRoleError } from "#shared/stores/roles.ts";
 
 export const NAME_MAX = 128;
@@ -15,19 +15,8 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
  * qualify. The path's portal must be the caller's own (`self` or its id).
  */
 export function requireRoleAdmin(req: RestRequest) {
-  const identity = requireUser(req);
-  const requested = req.pathParameters.portalId;
-  if (identity.user.role !== "org_admin" || (requested !== "self" && requested !== identity.portal.portalId)) {
-    throw forbidden();
-  }
-  return identity;
-}
-
-/** Anyone in the portal may read its roles; other portals' roles are never visible. */
-export function requireMember(req: RestRequest) {
-  const identity = requireUser(req);
-  const requested = req.pathParameters.portalId;
-  if (requested !== "self" && requested !== identity.portal.portalId) throw forbidden();
+  const identity = requireMember(req);
+  if (identity.user.role !== "org_admin") throw forbidden();
   return identity;
 }
 

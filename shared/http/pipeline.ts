@@ -10,6 +10,7 @@ import {
   badRequest,
   errorBody,
   INTERNAL_ERROR,
+  forbidden,
   methodNotAllowed,
   noSuchResource,
   sslRequired,
@@ -195,6 +196,14 @@ async function anonymousPortal(server: Server | undefined): Promise<Portal> {
 export function requireUser(req: RestRequest): Extract<Identity, { kind: "user" }> {
   if (req.identity.kind !== "user") throw tokenRequired();
   return req.identity;
+}
+
+/** A signed-in member of the portal the path names (`self` or the caller's own id); other portals are 403. */
+export function requireMember(req: RestRequest): Extract<Identity, { kind: "user" }> {
+  const identity = requireUser(req);
+  const requested = req.pathParameters.portalId;
+  if (requested !== "self" && requested !== identity.portal.portalId) throw forbidden();
+  return identity;
 }
 
 /** The caller (one credential, resolved once) and the organization's transport rules. */

@@ -84,22 +84,39 @@ export function soapHandler(service: SoapService) {
       const https = (event.headers?.["x-forwarded-proto"] ?? "https") === "https";
       const origin = `${https ? "https" : "http"}://${event.requestContext.domainName}`;
       const httpsOrigin = process.env.PUBLIC_HTTPS_ORIGIN || `https://${event.requestContext.domainName}`;
-      const query = new Params(new Map(new URLSearchParams(event.rawQueryString ?? "")));
+      const search = new URLSearchParams(event.rawQueryString ?? "");
+      const query = new Params(new Map(search));
       const method = event.requestContext.http.method.toUpperCase();
       const server = await hostedServer(event.pathParameters?.server ?? "");
       if (!server) return answer(404, fault("soap:Client", "No server is hosted here."));
-      const portal = await getPortal(server.portalId);
+      const wantsWsdl = method === "GET" && [...search.keys()].some((k) => k.toLowerCase() === "wsdl");
+      // A SOAP call's caller, from the token in the endpoint's query string only (no cookies: a SOAP call is
+      // never a browser's). The WSDL is public: its token only travels into the address clients post to.
+      const identity: Identity =
+        method === "POST"
+          ? await resolveIdentity(findCredential({ ...event, headers: {} }, query, false), {
+              sourceIp: event.requestContext.http.sourceIp,
+              referer: event.headers?.referer,
+              at: { kind: "server", serverId: server.serverId, portalId: server.portalId },
+            })
+          : { kind: "anonymous" };
+      // A verified token's organization is the server's (the audience check saw to it), read with the user.
+      const portal = identity.kind === "user" ? identity.portal : await getPortal(server.portalId);
       if (!portal) throw new Error(`server ${server.serverId} belongs to missing portal ${server.portalId}`);
       if (portal.allSSL && !https) throw new ClientFault("SSL Required");
-      const token = query.get("token") || undefined;
-      const wantsWsdl = [...new URLSearchParams(event.rawQueryString ?? "").keys()].some(
-        (k) => k.toLowerCase() === "wsdl",
-      );
-      const base = { event, server, portal, https, origin, httpsOrigin, token };
+      const req: SoapRequest = {
+        event,
+        server,
+        portal,
+        https,
+        origin,
+        httpsOrigin,
+        token: query.get("token") || undefined,
+        identity,
+      };
       let result: APIGatewayProxyStructuredResultV2;
-      if (method === "GET" && wantsWsdl) {
-        // The contract is public; the token only travels into the address clients will post to.
-        result = answer(200, service.wsdl({ ...base, identity: { kind: "anonymous" } }));
+      if (wantsWsdl) {
+        result = answer(200, service.wsdl(req));
       } else if (method !== "POST") {
         result = answer(
           405,
@@ -108,15 +125,8 @@ export function soapHandler(service: SoapService) {
         );
       } else {
         const op = readOperation(bodyBytes(event));
-        // Only the endpoint's query string carries a token (no cookies: a SOAP call is never a browser's).
-        const credential = findCredential({ ...event, headers: {} }, query, false);
-        const identity = await resolveIdentity(credential, {
-          sourceIp: event.requestContext.http.sourceIp,
-          referer: event.headers?.referer,
-          at: { kind: "server", serverId: server.serverId, portalId: server.portalId },
-        });
         if (portal.requireTokens && identity.kind === "anonymous") throw new ClientFault("Token Required");
-        result = answer(200, await service.call({ ...base, identity }, op));
+        result = answer(200, await service.call(req, op));
         logger.info("request", {
           requestId: event.requestContext.requestId,
           operation: `${service.name}.${op.name}`,
