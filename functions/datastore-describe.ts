@@ -1,9 +1,9 @@
 // POST …/portals/<self | id>/datastores/describe: an asynchronous listing of a data store (or a folder in
 // it): its datasets, folders and cached layers with their paths — how a user finds `pathInCachedStore`.
 import { badRequest } from "#shared/http/errors.ts";
-import { restHandler } from "#shared/http/pipeline.ts";
+import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
 import { startJob } from "#shared/jobs.ts";
-import { childrenOf, DESCRIBE_PRIVILEGE, dataStoreOf, registeredServer, requirePrivilege } from "#shared/publishing.ts";
+import { childrenOf, DESCRIBE_PRIVILEGE, dataStoreOf, registeredServer } from "#shared/publishing.ts";
 
 const FAILED = "Unable to describe the data store.";
 

@@ -1,9 +1,9 @@
 // POST …/portals/<self | id>/datastores/allDatasets/publishLayers: one layer per dataset of a data store, as
 // a job; calling it again publishes only datasets that have no layer yet (nothing is duplicated).
 import { badRequest } from "#shared/http/errors.ts";
-import { restHandler } from "#shared/http/pipeline.ts";
+import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
 import { startJob } from "#shared/jobs.ts";
-import { BULK_PRIVILEGE, dataStoreOf, folderProblem, registeredServer, requirePrivilege } from "#shared/publishing.ts";
+import { BULK_PRIVILEGE, dataStoreOf, folderProblem, registeredServer } from "#shared/publishing.ts";
 
 const FAILED = "Unable to publish layers.";
 

@@ -2,7 +2,7 @@
 // layer by reference to a cached layer of a data store, as a job. Everything that can be checked now is
 // checked now (400 with every problem listed); the service name is reserved before the job starts.
 import { badRequest } from "#shared/http/errors.ts";
-import { requireUser, restHandler } from "#shared/http/pipeline.ts";
+import { requirePrivilege, requireUser, restHandler } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
 import { startJob } from "#shared/jobs.ts";
 import {
@@ -12,7 +12,6 @@ import {
   PUBLISH_TYPES,
   readServiceConfiguration,
   registeredServer,
-  requirePrivilege,
   reserveName,
 } from "#shared/publishing.ts";
 import { releaseServiceName, ServiceExistsError } from "#shared/stores/services.ts";

@@ -1,6 +1,6 @@
 // POST …/sharing/rest/generateToken: a token for a user (username + password), or a server-token for a
 // federated server of the caller's organization (serverURL with a portal token or credentials).
-import { verifyPassword } from "#shared/auth/passwords.ts";
+import { checkCredentials, SignInRefused } from "#shared/auth/credentials.ts";
 import { isIP } from "node:net";
 import { CLIENTS, type ClientKind, canonicalIp, issueToken } from "#shared/auth/tokens.ts";
 import { badRequest } from "#shared/http/errors.ts";
@@ -8,8 +8,7 @@ import type { Params } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { type Portal, getPortal } from "#shared/stores/portals.ts";
 import { listPortalServers, type Server, serverUrl } from "#shared/stores/servers.ts";
-import { attemptFailed, attemptSucceeded, beginAttempt } from "#shared/stores/signin.ts";
-import { getUser, type User } from "#shared/stores/users.ts";
+import type { User } from "#shared/stores/users.ts";
 
 const FAILED = "Unable to generate token.";
 const DEFAULT_MINUTES = 60;
@@ -80,18 +79,12 @@ async function findServer(portalId: string, url: string, req: RestRequest): Prom
 }
 
 async function signIn(username: string, password: string): Promise<User> {
-  // Counted before the password is checked, so concurrent guesses cannot outrun the lockout.
-  const attempt = await beginAttempt(username);
-  if (!attempt.allowed) throw badRequest(FAILED, ["Too many invalid sign-in attempts. Try again later."]);
-  const user = await getUser(username);
-  // verifyPassword pays for one scrypt whether or not the user exists.
-  const ok = await verifyPassword(password, user?.passwordHash);
-  if (!ok || !user) {
-    await attemptFailed(username, attempt);
-    throw badRequest(FAILED, ["Invalid username or password."]);
+  try {
+    return await checkCredentials(username, password);
+  } catch (err) {
+    if (err instanceof SignInRefused) throw badRequest(FAILED, [err.message]);
+    throw err;
   }
-  await attemptSucceeded(username);
-  return user;
 }
 
 export const handler = restHandler(

@@ -71,20 +71,30 @@ export const TABLES = [
   { name: "layers", partitionKey: "datastoreId", sortKey: "entry" },
   /** Custom roles (`role#<id>`) and their name reservations (`name#<lower-case name>`), per portal. */
   { name: "roles", partitionKey: "portalId", sortKey: "entry" },
+  /** Registered OAuth 2.0 applications (client ids, redirect URIs, hashed secrets). */
+  {
+    name: "apps",
+    partitionKey: "clientId",
+    indexes: [{ name: "byPortal", partitionKey: "portalId", sortKey: "clientId" }],
+  },
 ] as const satisfies readonly TableSpec[];
 
 export type TableName = (typeof TABLES)[number]["name"];
 
 export const PORTAL_ROOT = "/portal/sharing/rest";
 
-/** What the shared pipeline itself reads on every request: the caller's portal, user and token revocations. */
-const PIPELINE_TABLES = { portals: "read", users: "read", tokens: "read", roles: "read" } as const;
+/**
+ * What the shared pipeline itself reads on every request: the caller's portal, user (or application), custom
+ * role and token revocations.
+ */
+const PIPELINE_TABLES = { portals: "read", users: "read", tokens: "read", roles: "read", apps: "read" } as const;
 
 function route(spec: Omit<RouteSpec, "secrets" | "tables"> & { tables?: Record<string, Access> }): RouteSpec {
   return { ...spec, tables: { ...PIPELINE_TABLES, ...spec.tables }, secrets: ["tokenKey"] };
 }
 
 export const ROUTES: readonly RouteSpec[] = [
+  route({ id: "sharing-root", methods: ["GET", "POST"], path: PORTAL_ROOT, tables: { datastores: "read" } }),
   route({ id: "sharing-info", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
   route({ id: "portal-self", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
   route({ id: "server-info", methods: ["GET", "POST"], path: "/{server}/rest/info", tables: { servers: "read" } }),
@@ -103,6 +113,7 @@ export const ROUTES: readonly RouteSpec[] = [
   }),
   ...roleRoutes(),
   ...dataStoreRoutes(),
+  ...signInRoutes(),
   route({
     id: "soap-catalog",
     methods: ["GET", "POST"],
@@ -111,6 +122,23 @@ export const ROUTES: readonly RouteSpec[] = [
   }),
   route({ id: "not-found", methods: "$default", path: "$default" }),
 ];
+
+/** OAuth 2.0, the sign-in page and the registration of applications. */
+function signInRoutes(): RouteSpec[] {
+  const oauth = `${PORTAL_ROOT}/oauth2`;
+  const apps = `${PORTAL_ROOT}/portals/{portalId}/apps`;
+  const GP = ["GET", "POST"] as const;
+  return [
+    route({ id: "oauth-authorize", methods: GP, path: `${oauth}/authorize`, tables: { tokens: "write" } }),
+    route({ id: "oauth-token", methods: GP, path: `${oauth}/token`, tables: { tokens: "write" } }),
+    route({ id: "oauth-revoke", methods: GP, path: `${oauth}/revokeToken`, tables: { tokens: "write" } }),
+    route({ id: "oauth-signin", methods: GP, path: `${oauth}/signin`, tables: { tokens: "write" } }),
+    route({ id: "oauth-signout", methods: GP, path: `${oauth}/signout`, tables: { tokens: "write" } }),
+    route({ id: "app-list", methods: GP, path: apps }),
+    route({ id: "app-register", methods: GP, path: `${apps}/register`, tables: { apps: "write" } }),
+    route({ id: "app-unregister", methods: GP, path: `${apps}/{clientId}/unregister`, tables: { apps: "write" } }),
+  ];
+}
 
 function dataStoreRoutes(): RouteSpec[] {
   const portal = `${PORTAL_ROOT}/portals/{portalId}`;

@@ -11,6 +11,12 @@ export interface Config {
   readonly signin: { readonly maxFailures: number; readonly failureWindowMs: number; readonly lockoutMs: number };
   /** The SOAP catalog's target namespace and the message format it reports. */
   readonly soap: { readonly namespace: string; readonly messageFormat: string };
+  /** OAuth 2.0 lifetimes: access tokens (also the sign-in cookie's token), refresh tokens, authorization codes. */
+  readonly oauth: {
+    readonly accessTokenMinutes: number;
+    readonly refreshTokenMinutes: number;
+    readonly codeSeconds: number;
+  };
   /** The jobs state machine, for functions that start executions. */
   readonly stateMachineArn: string | undefined;
 }
@@ -27,6 +33,12 @@ function positiveInt(name: string, fallback: number): number {
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n <= 0)
     throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function bounded(name: string, fallback: number, max: number): number {
+  const n = positiveInt(name, fallback);
+  if (n > max) throw new Error(`${name} may be at most ${max}, got ${n}`);
   return n;
 }
 
@@ -60,6 +72,13 @@ function read(): Config {
       lockoutMs: positiveInt("SIGNIN_LOCKOUT_SECONDS", 15 * 60) * 1000,
     },
     soap: { namespace: soapNamespace(), messageFormat: soapFormat() },
+    oauth: {
+      // Two weeks, as the original; at most the 15 days any token may last.
+      accessTokenMinutes: bounded("OAUTH_ACCESS_TOKEN_MINUTES", 14 * 24 * 60, 15 * 24 * 60),
+      refreshTokenMinutes: bounded("OAUTH_REFRESH_TOKEN_MINUTES", 14 * 24 * 60, 90 * 24 * 60),
+      // RFC 6749 §4.1.2: codes live at most ten minutes.
+      codeSeconds: bounded("OAUTH_CODE_SECONDS", 120, 600),
+    },
     stateMachineArn: process.env.STATE_MACHINE_ARN || undefined,
   };
 }

@@ -1,8 +1,8 @@
 // The rules of data stores and publishing, shared by the request handlers (synchronous validation) and the
 // workflow tasks (which check them again when they run: the world may have changed in between).
 import { createHash } from "node:crypto";
-import { badRequest, forbidden } from "#shared/http/errors.ts";
-import { type RestRequest, requireMember } from "#shared/http/pipeline.ts";
+import { badRequest } from "#shared/http/errors.ts";
+import type { RestRequest } from "#shared/http/pipeline.ts";
 import { type CacheType, type DataStoreContents, getDataStoreContents } from "#shared/stores/datastores.ts";
 import { getJob } from "#shared/stores/jobs.ts";
 import { getServer, type Server } from "#shared/stores/servers.ts";
@@ -30,12 +30,6 @@ export const BULK_PRIVILEGE = "portal:publisher:bulkPublishFromDataStores";
 
 /** Service and folder names as the original accepts them. */
 export const NAME = /^[A-Za-z0-9_]{1,120}$/;
-
-export function requirePrivilege(req: RestRequest, privilege: string) {
-  const identity = requireMember(req);
-  if (identity.user.role !== "org_admin" && !identity.privileges.includes(privilege)) throw forbidden();
-  return identity;
-}
 
 export const isAdmin = (req: RestRequest) => req.identity.kind === "user" && req.identity.user.role === "org_admin";
 

@@ -21,6 +21,10 @@ import {
   registerServer,
 } from "./operations.ts";
 
+import { appRegistrationAnswer, readAppRegistration } from "#shared/oauth/apps.ts";
+import { listPortalApps, registerApp } from "#shared/stores/apps.ts";
+import { getUser } from "#shared/stores/users.ts";
+
 const USAGE = `usage: npm run admin -- <command> [options]
 
 commands:
@@ -31,6 +35,11 @@ commands:
   register-server    --portal <id> --name <path name> [--url https://…]   (no --url: hosted here at /<name>)
   register-datastore --portal <id> --file <store.json>
   update-portal      --portal <id> [--all-ssl true|false] [--require-tokens true|false] [--max-token-minutes <n>]
+                     [--password-grant true|false]        (allow the OAuth password grant)
+  register-app       --portal <id> --name <app name> --type browser|native|server --owner <username>
+                     --redirect-uri <uri> [--redirect-uri <uri> …]     (prints the client id; a server app's
+                                                          client secret is printed once, only its hash is kept)
+  list-apps          --portal <id>
   list
 
 target (one of):
@@ -54,6 +63,10 @@ function parse() {
         role: { type: "string" },
         url: { type: "string" },
         file: { type: "string" },
+        "password-grant": { type: "string" },
+        type: { type: "string" },
+        owner: { type: "string" },
+        "redirect-uri": { type: "string", multiple: true },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -71,7 +84,7 @@ function need(name: keyof typeof values): string {
   return v;
 }
 
-function flag(name: "all-ssl" | "require-tokens"): boolean | undefined {
+function flag(name: "all-ssl" | "require-tokens" | "password-grant"): boolean | undefined {
   const v = values[name];
   if (v === undefined) return undefined;
   if (v === "true" || v === "") return true;
@@ -203,6 +216,7 @@ async function run(command: string): Promise<unknown> {
       case "update-portal": {
         const allSSL = flag("all-ssl");
         const requireTokens = flag("require-tokens");
+        const allowPasswordGrant = flag("password-grant");
         const max = minutes();
         if (max !== undefined && (!Number.isSafeInteger(max) || max < 1 || max > 21600)) {
           throw new AdminInputError("--max-token-minutes is 1–21600");
@@ -210,9 +224,25 @@ async function run(command: string): Promise<unknown> {
         return await updatePortal(need("portal"), {
           ...(allSSL !== undefined ? { allSSL } : {}),
           ...(requireTokens !== undefined ? { requireTokens } : {}),
+          ...(allowPasswordGrant !== undefined ? { allowPasswordGrant } : {}),
           ...(max !== undefined ? { maxTokenExpirationMinutes: max } : {}),
         });
       }
+      case "register-app": {
+        const portalId = need("portal");
+        const owner = await getUser(need("owner"));
+        if (!owner || owner.portalId !== portalId) throw new AdminInputError("--owner must be a member of --portal");
+        const input = readAppRegistration({
+          name: values.name,
+          appType: values.type,
+          redirectUris: values["redirect-uri"] ?? [],
+        });
+        if (!input.ok) throw new AdminInputError(input.problems.join("\n"));
+        const { app, clientSecret } = await registerApp({ ...input.value, portalId, owner: owner.username });
+        return appRegistrationAnswer(app, clientSecret);
+      }
+      case "list-apps":
+        return (await listPortalApps(need("portal"))).map((app) => appRegistrationAnswer(app, undefined));
       case "list":
         return await describeOrganizations();
       default:

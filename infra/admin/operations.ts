@@ -127,6 +127,7 @@ export async function bootstrapOrganization(spec: NewOrganization): Promise<{ po
     allSSL: spec.allSSL ?? false,
     maxTokenExpirationMinutes: maxMinutes,
     requireTokens: spec.requireTokens ?? false,
+    allowPasswordGrant: false,
     created: now,
     modified: now,
   };

@@ -40,7 +40,9 @@ function compile(spec: RouteSpec, handler: Handler): CompiledRoute {
       return segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     })
     .join("/");
-  return { spec, pattern: new RegExp(`^${source}$`), names, literalSegments, handler };
+  // API Gateway routes `/a/b/` to the `/a/b` route too (clients such as the ArcGIS REST JS app-credential
+  // manager call `…/oauth2/token/`).
+  return { spec, pattern: new RegExp(`^${source}/?$`), names, literalSegments, handler };
 }
 
 /** Text bodies arrive as text; everything else (forms included, as on HTTP APIs) arrives base64-encoded. */

@@ -11,9 +11,11 @@ import { ddb } from "#shared/stores/dynamo.ts";
 import { type Portal, toPortal } from "#shared/stores/portals.ts";
 import { getRole } from "#shared/stores/roles.ts";
 import { revocationKey } from "#shared/stores/signin.ts";
+import { type App, toApp } from "#shared/stores/apps.ts";
 import { toUser, type User } from "#shared/stores/users.ts";
 
 export const AUTH_COOKIE = "vendor_authcookie";
+export const CLEARED_AUTH_COOKIE = `${AUTH_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0`;
 
 export type CredentialSource = "param" | "x-esri-authorization" | "authorization" | "cookie";
 
@@ -32,6 +34,14 @@ export type Identity =
       readonly credential: Credential;
       /** The privileges the user's role grants now (a custom role is read on every request). */
       readonly privileges: readonly string[];
+    }
+  | {
+      /** An application acting for itself (OAuth client credentials): no user, no privileges. */
+      readonly kind: "app";
+      readonly app: App;
+      readonly portal: Portal;
+      readonly claims: TokenClaims;
+      readonly credential: Credential;
     };
 
 export const ANONYMOUS: Identity = { kind: "anonymous" };
@@ -55,6 +65,10 @@ function cookieToken(event: APIGatewayProxyEventV2): string | undefined {
     }
   }
   return undefined;
+}
+
+export function hasAuthCookie(event: APIGatewayProxyEventV2): boolean {
+  return cookieToken(event) !== undefined;
 }
 
 /**
@@ -83,20 +97,25 @@ export function findCredential(
 }
 
 /**
- * Turns a credential into the caller: the token is opened and checked, then the user, the user's
- * organization and the token's revocation record are read in one BatchGetItem. The user is read on every
- * request so a role or privilege change applies to the very next one.
+ * Turns a credential into the caller: the token is opened and checked, then the user (or application), the
+ * organization and the token's revocation records (its own and its refresh family's) are read in one
+ * BatchGetItem. The user is read on every request so a role or privilege change applies to the very next one.
  */
 export async function resolveIdentity(credential: Credential | undefined, presented: Presented): Promise<Identity> {
   if (!credential) return ANONYMOUS;
   const claims = await verifyToken(credential.token, presented);
   const users = tableName("users");
+  const apps = tableName("apps");
   const portals = tableName("portals");
   const tokens = tableName("tokens");
+  const revocations = [revocationKey(claims.id), ...(claims.family ? [revocationKey(claims.family)] : [])];
+  // A token issued to an application works only while the application is registered.
+  const appId = claims.kind === "app" ? claims.username : claims.clientId;
   let keys: Record<string, { Keys: Record<string, string>[] }> | undefined = {
-    [users]: { Keys: [{ username: claims.username }] },
+    ...(claims.kind === "user" ? { [users]: { Keys: [{ username: claims.username }] } } : {}),
+    ...(appId ? { [apps]: { Keys: [{ clientId: appId }] } } : {}),
     [portals]: { Keys: [{ portalId: claims.portalId }] },
-    [tokens]: { Keys: [revocationKey(claims.id)] },
+    [tokens]: { Keys: revocations },
   };
   const found: Record<string, Record<string, unknown>[]> = {};
   for (let attempt = 0; keys && Object.keys(keys).length > 0; attempt++) {
@@ -106,12 +125,18 @@ export async function resolveIdentity(credential: Credential | undefined, presen
     for (const [table, items] of Object.entries(out.Responses ?? {})) (found[table] ??= []).push(...items);
     keys = out.UnprocessedKeys as typeof keys;
   }
-  const userItem = found[users]?.[0];
+  const appItem = found[apps]?.[0];
   const portalItem = found[portals]?.[0];
-  if (!userItem || !portalItem || (found[tokens]?.length ?? 0) > 0) throw invalidToken();
+  if (!portalItem || (found[tokens]?.length ?? 0) > 0 || (appId && appItem?.portalId !== claims.portalId)) {
+    throw invalidToken();
+  }
+  const portal = toPortal(portalItem);
+  if (claims.kind === "app") return { kind: "app", app: toApp(appItem ?? {}), portal, claims, credential };
+  const userItem = found[users]?.[0];
+  if (!userItem) throw invalidToken();
   const user = toUser(userItem);
   // A token names the organization it was issued in: a user moved or recreated elsewhere cannot reuse it.
   if (user.portalId !== claims.portalId) throw invalidToken();
   const privileges = BUILT_IN_PRIVILEGES[user.role] ?? (await getRole(user.portalId, user.role))?.privileges ?? [];
-  return { kind: "user", user, portal: toPortal(portalItem), claims, credential, privileges };
+  return { kind: "user", user, portal, claims, credential, privileges };
 }

@@ -7,13 +7,22 @@ import { decodeProtectedHeader, EncryptJWT, jwtDecrypt } from "jose";
 import { keyFor, tokenKeys } from "#shared/auth/keys.ts";
 import { invalidToken } from "#shared/http/errors.ts";
 
+/** Bindings a generateToken caller may ask for. */
 export const CLIENTS = ["referer", "ip", "requestip"] as const;
-export type ClientKind = (typeof CLIENTS)[number];
+/**
+ * `none` is an unbound bearer token: issued only by OAuth 2.0 and the sign-in page, whose tokens travel in
+ * places (an app's server, a cookie) where the requester's address or referer says nothing useful.
+ */
+export type ClientKind = (typeof CLIENTS)[number] | "none";
+const BINDINGS: readonly string[] = [...CLIENTS, "none"];
 
 /** A portal token is good at the portal and its hosted servers; a server-token only at its server. */
 export type Audience = { readonly kind: "portal" } | { readonly kind: "server"; readonly serverId: string };
 
 export interface TokenClaims {
+  /** A user's token, or an application's own token (OAuth client credentials: no user behind it). */
+  readonly kind: "user" | "app";
+  /** The user's name; for an app token, the application's client id. */
   readonly username: string;
   readonly portalId: string;
   readonly audience: Audience;
@@ -23,7 +32,13 @@ export interface TokenClaims {
   readonly expires: number;
   readonly issued: number;
   readonly id: string;
+  /** The OAuth application the token was issued to. */
+  readonly clientId?: string | undefined;
+  /** The refresh-token family it came from: revoking the family revokes the token. */
+  readonly family?: string | undefined;
 }
+
+export type NewToken = Omit<TokenClaims, "id" | "issued" | "kind"> & { readonly kind?: TokenClaims["kind"] };
 
 const MAX_TOKEN_LENGTH = 4096;
 const COMPACT_JWE = /^[A-Za-z0-9_-]+\.\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -31,13 +46,16 @@ const COMPACT_JWE = /^[A-Za-z0-9_-]+\.\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0
 const audienceClaim = (a: Audience) => (a.kind === "portal" ? "portal" : `server:${a.serverId}`);
 
 /** Issues a token; `expires` comes back rounded up to the whole second the token carries. */
-export async function issueToken(
-  claims: Omit<TokenClaims, "id" | "issued">,
-): Promise<{ token: string; id: string; expires: number }> {
+export async function issueToken(claims: NewToken): Promise<{ token: string; id: string; expires: number }> {
   const { current } = await tokenKeys();
   const id = randomBytes(12).toString("base64url");
   const exp = Math.ceil(claims.expires / 1000);
-  const token = await new EncryptJWT({ org: claims.portalId, cli: claims.client, bnd: claims.bound })
+  const extra = {
+    ...(claims.kind === "app" ? { knd: "app" } : {}),
+    ...(claims.clientId ? { app: claims.clientId } : {}),
+    ...(claims.family ? { fam: claims.family } : {}),
+  };
+  const token = await new EncryptJWT({ org: claims.portalId, cli: claims.client, bnd: claims.bound, ...extra })
     .setProtectedHeader({ alg: "dir", enc: "A256GCM", kid: current.kid })
     .setIssuer("mapgate")
     .setSubject(claims.username)
@@ -96,7 +114,7 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
   } catch {
     throw invalidToken();
   }
-  const { sub, org, cli, bnd, aud, exp, iat, jti } = payload;
+  const { sub, org, cli, bnd, aud, exp, iat, jti, knd, app, fam } = payload;
   if (
     typeof sub !== "string" ||
     typeof org !== "string" ||
@@ -105,7 +123,10 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
     typeof exp !== "number" ||
     typeof iat !== "number" ||
     typeof jti !== "string" ||
-    !(CLIENTS as readonly unknown[]).includes(cli)
+    !BINDINGS.includes(cli as string) ||
+    (knd !== undefined && knd !== "app") ||
+    (app !== undefined && typeof app !== "string") ||
+    (fam !== undefined && typeof fam !== "string")
   ) {
     throw invalidToken();
   }
@@ -113,9 +134,10 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
   const expires = exp * 1000;
   if (expires <= now) throw invalidToken();
   const client = cli as ClientKind;
-  if (client === "referer" ? !refererMatches(bnd, presented.referer) : bnd !== canonicalIp(presented.sourceIp)) {
-    throw invalidToken();
-  }
+  const bindingHolds =
+    client === "none" ||
+    (client === "referer" ? refererMatches(bnd, presented.referer) : bnd === canonicalIp(presented.sourceIp));
+  if (!bindingHolds) throw invalidToken();
   const audience: Audience =
     aud === "portal" ? { kind: "portal" } : { kind: "server", serverId: aud.slice("server:".length) };
   if (audience.kind === "server" && !aud.startsWith("server:")) throw invalidToken();
@@ -127,5 +149,17 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
         ? org === at.portalId
         : audience.serverId === at.serverId;
   if (!fits) throw invalidToken();
-  return { username: sub, portalId: org, audience, client, bound: bnd, expires, issued: iat * 1000, id: jti };
+  return {
+    kind: knd === "app" ? "app" : "user",
+    username: sub,
+    portalId: org,
+    audience,
+    client,
+    bound: bnd,
+    expires,
+    issued: iat * 1000,
+    id: jti,
+    clientId: app as string | undefined,
+    family: fam as string | undefined,
+  };
 }

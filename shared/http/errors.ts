@@ -74,3 +74,28 @@ export function errorBody(err: ApiError): ErrorBody {
     },
   };
 }
+
+/** RFC 6749 §5.2 error codes, answered by the OAuth endpoints with a real HTTP status (not an envelope). */
+export type OAuthErrorCode =
+  | "invalid_request"
+  | "invalid_client"
+  | "invalid_grant"
+  | "unauthorized_client"
+  | "unsupported_grant_type"
+  | "invalid_scope"
+  | "access_denied"
+  | "unsupported_response_type"
+  | "server_error";
+
+export class OAuthError extends Error {
+  readonly error: OAuthErrorCode;
+  readonly status: number;
+
+  constructor(error: OAuthErrorCode, description: string) {
+    super(description);
+    this.name = "OAuthError";
+    this.error = error;
+    // A client that failed to authenticate is told so with 401 (RFC 6749 §5.2); everything else is a 400.
+    this.status = error === "invalid_client" ? 401 : 400;
+  }
+}

@@ -56,13 +56,18 @@ export function renderValue(value: unknown): string {
 export interface FormField {
   readonly name: string;
   readonly label?: string;
-  readonly type?: "text" | "password" | "textarea" | "number" | "checkbox";
+  readonly type?: "text" | "password" | "textarea" | "number" | "checkbox" | "hidden";
   readonly required?: boolean;
   readonly options?: readonly string[];
 }
 
 /** A form that performs the operation: POSTs to the same URL, asking for an HTML answer by default. */
-export function renderForm(fields: readonly FormField[], values: ReadonlyMap<string, string>): string {
+export function renderForm(
+  fields: readonly FormField[],
+  values: ReadonlyMap<string, string>,
+  csrf: string | undefined,
+  options: { action?: string; submit?: string; formats?: boolean } = {},
+): string {
   const rows = fields.map((f) => {
     const id = `field-${escapeHtml(f.name)}`;
     const label = `<label for="${id}">${escapeHtml(f.label ?? f.name)}</label>`;
@@ -78,12 +83,18 @@ export function renderForm(fields: readonly FormField[], values: ReadonlyMap<str
     if (f.type === "checkbox") {
       return `${label}<input id="${id}" type="checkbox" name="${escapeHtml(f.name)}" value="true"${value === "true" ? " checked" : ""}>`;
     }
+    if (f.type === "hidden") return `<input type="hidden" name="${escapeHtml(f.name)}" value="${escapeHtml(value)}">`;
     const type = f.type ?? "text";
     const shown = type === "password" ? "" : value;
     return `${label}<input id="${id}" type="${type}" name="${escapeHtml(f.name)}" value="${escapeHtml(shown)}"${required}>`;
   });
-  rows.push(
-    '<label for="field-f">Format</label><select id="field-f" name="f"><option selected>html</option><option>json</option><option>pjson</option></select>',
-  );
-  return `<form method="post">${rows.join("\n")}<button type="submit">Submit</button></form>`;
+  if (options.formats !== false) {
+    rows.push(
+      '<label for="field-f">Format</label><select id="field-f" name="f"><option selected>html</option><option>json</option><option>pjson</option></select>',
+    );
+  }
+  const hidden = csrf ? `<input type="hidden" name="csrf" value="${escapeHtml(csrf)}">` : "";
+  const action = options.action ? ` action="${escapeHtml(options.action)}"` : "";
+  const submit = escapeHtml(options.submit ?? "Submit");
+  return `<form method="post"${action}>${hidden}${rows.join("\n")}<button type="submit">${submit}</button></form>`;
 }

@@ -3,7 +3,16 @@
 // Each middleware is a small factory; the handler returns data or throws a typed error.
 import middy, { type MiddlewareObj, type Request } from "@middy/core";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import { type Credential, findCredential, type Identity, resolveIdentity } from "#shared/auth/identity.ts";
+import { CSRF_FIELD, csrfCookie, csrfField, csrfValid } from "#shared/auth/csrf.ts";
+import {
+  ANONYMOUS,
+  CLEARED_AUTH_COOKIE,
+  type Credential,
+  findCredential,
+  hasAuthCookie,
+  type Identity,
+  resolveIdentity,
+} from "#shared/auth/identity.ts";
 import { config } from "#shared/config.ts";
 import {
   ApiError,
@@ -13,12 +22,23 @@ import {
   forbidden,
   methodNotAllowed,
   noSuchResource,
+  OAuthError,
   sslRequired,
   tokenRequired,
 } from "#shared/http/errors.ts";
 import { escapeHtml, type FormField, page, renderForm, renderValue } from "#shared/http/html.ts";
 import { type Params, parseParams } from "#shared/http/params.ts";
-import { CALLBACK, FORMATS, type Format, type Rendering, renderHtml, renderJson } from "#shared/http/render.ts";
+import {
+  CALLBACK,
+  FORMATS,
+  type Format,
+  Redirect,
+  type Rendering,
+  renderHtml,
+  renderJson,
+  renderOAuthError,
+  renderRedirect,
+} from "#shared/http/render.ts";
 import { logger } from "#shared/log.ts";
 import { getDefaultPortalId, getPortal, type Portal } from "#shared/stores/portals.ts";
 import { getHostedServerByName, SERVER_NAME, type Server } from "#shared/stores/servers.ts";
@@ -39,6 +59,8 @@ export interface Operation {
   readonly httpsOnly?: boolean;
   /** Ignores the sign-in cookie: a sign-in operation must work even when a stale cookie is present. */
   readonly ignoreCookie?: boolean;
+  /** An OAuth 2.0 endpoint: JSON only (no JSONP), errors as RFC 6749 bodies with real HTTP statuses. */
+  readonly protocol?: "oauth";
 }
 
 export interface RestRequest {
@@ -58,6 +80,10 @@ export interface RestRequest {
   /** The hosted server a server route addresses. */
   readonly server: Server | undefined;
   readonly pathParameters: Readonly<Record<string, string | undefined>>;
+  /** The CSRF field for forms on this HTML page (HTTPS only: the cookie it pairs with is Secure). */
+  readonly csrf: string | undefined;
+  /** Whether this POST carries a CSRF field matching the browser's cookie, sent from one of our pages. */
+  readonly csrfValid: boolean;
 }
 
 interface Normalized {
@@ -70,6 +96,8 @@ interface Normalized {
   errorCode: number;
   /** A browser's GET of a POST-only operation: answered with its form instead of running it. */
   showForm: boolean;
+  /** Set-Cookie values the response carries (the CSRF cookie of a first form). */
+  cookies: string[];
 }
 
 /** Pipeline state rides on the Lambda context object, which middy hands to every middleware. */
@@ -117,23 +145,38 @@ export const accessLog = (operation: string): RestMiddleware => {
   };
 };
 
-/** Maps every error to the `{error:{…}}` envelope (HTTP 200, as ArcGIS clients expect) in the requested format. */
-export const errorEnvelope = (operation: string): RestMiddleware => ({
+/**
+ * Maps every error to the `{error:{…}}` envelope (HTTP 200, as ArcGIS clients expect) in the requested format;
+ * on OAuth endpoints, to an RFC 6749 error body with its HTTP status.
+ */
+export const errorEnvelope = (op: Operation): RestMiddleware => ({
   onError: (request) => {
     const err = request.error;
-    let body: ReturnType<typeof errorBody>;
+    const s = state(request);
+    const https = s.rendering?.https ?? origins(request.event).https;
+    let body: ReturnType<typeof errorBody> = INTERNAL_ERROR;
     if (err instanceof ApiError) body = errorBody(err);
-    else {
+    else if (!(err instanceof OAuthError) || op.protocol !== "oauth") {
       logger.error("internal error", {
         requestId: request.event.requestContext.requestId,
-        operation,
+        operation: op.name,
         error: err instanceof Error ? err : new Error(String(err)),
       });
-      body = INTERNAL_ERROR;
     }
-    const s = state(request);
+    if (op.protocol === "oauth") {
+      // Transport and parameter faults found by the shared steps (SSL, body size, method) are the client's.
+      const oauth =
+        err instanceof OAuthError
+          ? err
+          : err instanceof ApiError
+            ? new OAuthError("invalid_request", [err.message, ...err.details].join(" "))
+            : undefined;
+      s.errorCode = oauth?.status ?? 500;
+      request.response = renderOAuthError(oauth, https);
+      return;
+    }
     s.errorCode = body.error.code;
-    const rendering: Rendering = s.rendering ?? { format: "json", https: origins(request.event).https };
+    const rendering: Rendering = s.rendering ?? { format: "json", https };
     request.response =
       rendering.format === "html"
         ? renderHtml(
@@ -156,6 +199,11 @@ export const normalize = (op: Operation): RestMiddleware => ({
     Object.assign(s, { origin: o.origin, httpsOrigin: o.httpsOrigin, sourceIp: event.requestContext.http.sourceIp });
     const params = parseParams(event, config().maxBodyBytes);
     s.params = params;
+    if (op.protocol === "oauth") {
+      // Token answers are never HTML pages nor JSONP (a script any site could include would leak them).
+      s.rendering = { format: "json", https: o.https };
+      return;
+    }
     const f = (params.get("f") ?? op.defaultFormat ?? "html").toLowerCase();
     if (!(FORMATS as readonly string[]).includes(f)) {
       s.rendering = { format: "json", https: o.https };
@@ -194,6 +242,7 @@ async function anonymousPortal(server: Server | undefined): Promise<Portal> {
 }
 
 export function requireUser(req: RestRequest): Extract<Identity, { kind: "user" }> {
+  if (req.identity.kind === "app") throw forbidden(["An application token does not act for a user."]);
   if (req.identity.kind !== "user") throw tokenRequired();
   return req.identity;
 }
@@ -206,6 +255,13 @@ export function requireMember(req: RestRequest): Extract<Identity, { kind: "user
   return identity;
 }
 
+/** A member of the path's portal whose role grants `privilege` (administrators hold every privilege). */
+export function requirePrivilege(req: RestRequest, privilege: string): Extract<Identity, { kind: "user" }> {
+  const identity = requireMember(req);
+  if (identity.user.role !== "org_admin" && !identity.privileges.includes(privilege)) throw forbidden();
+  return identity;
+}
+
 /** The caller (one credential, resolved once) and the organization's transport rules. */
 export const caller = (op: Operation): RestMiddleware => ({
   before: async (request) => {
@@ -215,18 +271,44 @@ export const caller = (op: Operation): RestMiddleware => ({
     const rendering = s.rendering as Rendering;
     if (op.httpsOnly && !rendering.https) throw sslRequired();
     const server = await addressedServer(op, event);
-    // The browser's ambient cookie never authorizes a JSONP answer (any site can read one) nor an operation that
-    // changes state (a cross-site form could submit it): those need an explicit token.
-    const useCookie = rendering.callback === undefined && !op.ignoreCookie && !op.postOnly;
+    const method = event.requestContext.http.method.toUpperCase();
+    const originsHere = [s.origin as string, s.httpsOrigin as string];
+    const csrfChecked =
+      method === "POST" && rendering.https ? await csrfValid(event, params.get(CSRF_FIELD), originsHere) : false;
+    // The browser's ambient cookie never authorizes a JSONP answer (any site can read one), nor an operation that
+    // changes state unless the request is one of our own forms (its CSRF field matches): a cross-site form
+    // could submit it otherwise.
+    const statechanging = op.postOnly === true && method === "POST";
+    const useCookie = rendering.callback === undefined && !op.ignoreCookie && (!statechanging || csrfChecked);
     const credential: Credential | undefined = findCredential(event, params, useCookie);
-    const identity = await resolveIdentity(credential, {
+    if (!credential && statechanging && !op.ignoreCookie && hasAuthCookie(event) && !csrfChecked) {
+      throw forbidden(["The form could not be verified (CSRF check failed): reload the page and submit it again."]);
+    }
+    const presented = {
       sourceIp: s.sourceIp as string,
       referer: event.headers?.referer,
-      at: server ? { kind: "server", serverId: server.serverId, portalId: server.portalId } : { kind: "portal" },
-    });
-    const portal = identity.kind === "user" ? identity.portal : await anonymousPortal(server);
+      at: server
+        ? { kind: "server" as const, serverId: server.serverId, portalId: server.portalId }
+        : { kind: "portal" as const },
+    };
+    let identity: Identity;
+    try {
+      identity = await resolveIdentity(credential, presented);
+    } catch (err) {
+      // A cookie whose token expired or was revoked means "not signed in" (a browser sends it unasked): the
+      // request goes on anonymously and the stale cookie is cleared. An explicit bad token stays a 498.
+      if (credential?.source !== "cookie" || !(err instanceof ApiError) || err.code !== 498) throw err;
+      identity = ANONYMOUS;
+      (s.cookies ??= []).push(CLEARED_AUTH_COOKIE);
+    }
+    const portal = identity.kind === "anonymous" ? await anonymousPortal(server) : identity.portal;
     if (portal.allSSL && !rendering.https) throw sslRequired();
-    const method = event.requestContext.http.method.toUpperCase();
+    let csrf: string | undefined;
+    if (rendering.format === "html" && rendering.https) {
+      const cookie = csrfCookie(event);
+      if (cookie.setCookie) (s.cookies ??= []).push(cookie.setCookie);
+      csrf = await csrfField(cookie.value);
+    }
     s.request = {
       event,
       method,
@@ -240,6 +322,8 @@ export const caller = (op: Operation): RestMiddleware => ({
       portal,
       server,
       pathParameters: event.pathParameters ?? {},
+      csrf,
+      csrfValid: csrfChecked,
     };
     if (op.postOnly && method !== "POST") {
       if (rendering.format !== "html") throw methodNotAllowed();
@@ -252,7 +336,10 @@ function formPage(op: Operation, req: RestRequest): APIGatewayProxyStructuredRes
   const signedIn =
     req.identity.kind === "user" ? `<p class="muted">Signed in as ${escapeHtml(req.identity.user.username)}</p>` : "";
   return renderHtml(
-    page(op.name, `<h1>${escapeHtml(op.name)}</h1>${signedIn}${renderForm(op.form ?? [], req.params.asMap())}`),
+    page(
+      op.name,
+      `<h1>${escapeHtml(op.name)}</h1>${signedIn}${renderForm(op.form ?? [], req.params.asMap(), req.csrf)}`,
+    ),
     req.https,
   );
 }
@@ -264,10 +351,12 @@ export const respond = (op: Operation): RestMiddleware => ({
     const req = s.request as RestRequest;
     const data = request.response as unknown as object;
     if (s.showForm) request.response = formPage(op, req);
+    else if (data instanceof Redirect) request.response = renderRedirect(data, req.https);
     else if (req.format === "html") {
       const body = op.html ? op.html(data, req) : `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`;
       request.response = renderHtml(op.html ? body : page(op.name, body), req.https);
     } else request.response = renderJson(data, s.rendering as Rendering);
+    if (s.cookies?.length) request.response.cookies = [...(request.response.cookies ?? []), ...s.cookies];
   },
 });
 
@@ -279,7 +368,7 @@ export function restHandler(op: Operation, compute: Compute) {
   config();
   return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>()
     .use(accessLog(op.name))
-    .use(errorEnvelope(op.name))
+    .use(errorEnvelope(op))
     .use(normalize(op))
     .use(caller(op))
     .use(respond(op))

@@ -1,5 +1,6 @@
 // Output formats are handled once, here: every REST answer and every error leaves through render().
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import type { OAuthError } from "#shared/http/errors.ts";
 import { CONTENT_SECURITY_POLICY } from "#shared/http/html.ts";
 
 export const FORMATS = ["html", "json", "pjson"] as const;
@@ -53,5 +54,41 @@ export function renderHtml(html: string, https: boolean): APIGatewayProxyStructu
     statusCode: 200,
     headers: { ...headers("text/html; charset=utf-8", https), "content-security-policy": CONTENT_SECURITY_POLICY },
     body: html,
+  };
+}
+
+/** A handler's answer that sends the browser elsewhere (303: the next request is a GET), with cookies to set. */
+export class Redirect {
+  readonly location: string;
+  readonly cookies: readonly string[];
+
+  constructor(location: string, cookies: readonly string[] = []) {
+    this.location = location;
+    this.cookies = cookies;
+  }
+}
+
+export function renderRedirect(r: Redirect, https: boolean): APIGatewayProxyStructuredResultV2 {
+  return {
+    statusCode: 303,
+    headers: { ...headers("text/plain; charset=utf-8", https), location: r.location },
+    ...(r.cookies.length > 0 ? { cookies: [...r.cookies] } : {}),
+    body: "",
+  };
+}
+
+/** RFC 6749 §5.2: `{error, error_description}` with the error's status; no details of our faults. */
+export function renderOAuthError(err: OAuthError | undefined, https: boolean): APIGatewayProxyStructuredResultV2 {
+  const body = err
+    ? { error: err.error, error_description: err.message }
+    : { error: "server_error", error_description: "An internal error occurred. It has been logged." };
+  return {
+    statusCode: err?.status ?? 500,
+    headers: {
+      ...headers("application/json; charset=utf-8", https),
+      pragma: "no-cache",
+      ...(err?.status === 401 ? { "www-authenticate": 'Basic realm="mapgate"' } : {}),
+    },
+    body: JSON.stringify(body),
   };
 }

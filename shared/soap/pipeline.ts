@@ -101,7 +101,7 @@ export function soapHandler(service: SoapService) {
             })
           : { kind: "anonymous" };
       // A verified token's organization is the server's (the audience check saw to it), read with the user.
-      const portal = identity.kind === "user" ? identity.portal : await getPortal(server.portalId);
+      const portal = identity.kind === "anonymous" ? await getPortal(server.portalId) : identity.portal;
       if (!portal) throw new Error(`server ${server.serverId} belongs to missing portal ${server.portalId}`);
       if (portal.allSSL && !https) throw new ClientFault("SSL Required");
       const req: SoapRequest = {

@@ -12,6 +12,8 @@ export interface Portal {
   readonly maxTokenExpirationMinutes: number;
   /** Whether the SOAP catalog and server resources demand a token. */
   readonly requireTokens: boolean;
+  /** Whether the OAuth `password` grant is allowed (off by default: it hands passwords to applications). */
+  readonly allowPasswordGrant: boolean;
   readonly created: number;
   readonly modified: number;
 }
@@ -29,6 +31,7 @@ export function toPortal(item: Record<string, unknown>): Portal {
     allSSL: r.boolean("allSSL"),
     maxTokenExpirationMinutes: r.number("maxTokenExpirationMinutes"),
     requireTokens: r.boolean("requireTokens"),
+    allowPasswordGrant: item.allowPasswordGrant === true,
     created: r.number("created"),
     modified: r.number("modified"),
   };
@@ -83,7 +86,9 @@ export async function listPortals(): Promise<Portal[]> {
   return items.filter((item) => item.portalId !== DEFAULT_KEY).map(toPortal);
 }
 
-export type PortalSettings = Partial<Pick<Portal, "allSSL" | "maxTokenExpirationMinutes" | "requireTokens" | "name">>;
+export type PortalSettings = Partial<
+  Pick<Portal, "allSSL" | "maxTokenExpirationMinutes" | "requireTokens" | "allowPasswordGrant" | "name">
+>;
 
 /** Changes an organization's settings; `modified` advances. Answers the portal as stored afterwards. */
 export async function updatePortal(portalId: string, settings: PortalSettings): Promise<Portal> {

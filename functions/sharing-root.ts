@@ -1,0 +1,94 @@
+// GET …/sharing/rest: the directory. In a browser it shows the signed-in user what this service offers, with
+// links to each operation's form (every operation renders its result as a readable page); as JSON it
+// answers the version, as the original does. `?jobId=…` is the directory's job lookup (a GET form cannot
+// put the id in the path): it sends the browser to that job's page.
+import { badRequest } from "#shared/http/errors.ts";
+import { escapeHtml, page, renderForm } from "#shared/http/html.ts";
+import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
+import { Redirect } from "#shared/http/render.ts";
+import { APP_ADMIN_PRIVILEGE } from "#shared/oauth/apps.ts";
+import { DIRECTORY_PATH } from "#shared/oauth/session.ts";
+import { BULK_PRIVILEGE, DESCRIBE_PRIVILEGE } from "#shared/publishing.ts";
+import { type DataStore, listPortalDataStores } from "#shared/stores/datastores.ts";
+import { PORTAL_REST_VERSION } from "#shared/urls.ts";
+
+interface Directory {
+  readonly currentVersion: string;
+  readonly user?: { readonly username: string; readonly role: string; readonly privileges: readonly string[] };
+  readonly dataStores?: readonly Pick<DataStore, "datastoreId" | "title" | "kind">[];
+}
+
+const a = (href: string, text: string) => `<a href="${escapeHtml(href)}">${escapeHtml(text)}</a>`;
+const list = (items: readonly string[]) => `<ul>${items.map((i) => `<li>${i}</li>`).join("")}</ul>`;
+const JOB_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+function render(data: object, req: RestRequest): string {
+  const d = data as Directory;
+  const root = DIRECTORY_PATH;
+  const portal = `${root}/portals/self`;
+  const common = [
+    a(`${root}/info?f=html`, "Info"),
+    a(`${root}/generateToken?f=html`, "Generate Token"),
+    a(`${portal}?f=html`, "Organization"),
+  ];
+  if (!d.user) {
+    const signIn = a(`${root}/oauth2/signin?redirect=${encodeURIComponent(root)}`, "Sign in");
+    return page(
+      "Directory",
+      `<h1>${escapeHtml(req.portal.name)}</h1><p>You are not signed in. ${signIn} to see what you can do.</p>${list(common)}`,
+    );
+  }
+  const may = (p: string) => d.user?.role === "org_admin" || (d.user?.privileges.includes(p) ?? false);
+  const account = [
+    ...common,
+    a(`${root}/community/self?f=html`, "My account"),
+    a(`${portal}/servers?f=html`, "Servers"),
+  ];
+  const roles = [a(`${portal}/roles?f=html`, "Roles"), a(`${portal}/createRole?f=html`, "Create a role")];
+  const stores = (d.dataStores ?? []).map((s) => {
+    const q = `datastoreId=${encodeURIComponent(s.datastoreId)}&f=html`;
+    const ops = [
+      ...(may(DESCRIBE_PRIVILEGE) ? [a(`${portal}/datastores/describe?${q}&path=%2F&type=datastore`, "Describe")] : []),
+      a(`${portal}/datastores/publish?${q}`, "Publish a service"),
+      ...(may(BULK_PRIVILEGE) ? [a(`${portal}/datastores/allDatasets/publishLayers?${q}`, "Publish all layers")] : []),
+      a(`${portal}/datastores/getLayers?${q}`, "Layers and datasets"),
+    ];
+    return `${escapeHtml(s.title)} <span class="muted">(${escapeHtml(s.kind)})</span> · ${ops.join(" · ")}`;
+  });
+  const jobForm = renderForm([{ name: "jobId", label: "Job id", required: true }], new Map(), undefined, {
+    formats: false,
+    submit: "Show job",
+  }).replace('<form method="post">', `<form method="get" action="${escapeHtml(root)}">`);
+  const signOut = renderForm([{ name: "redirect", type: "hidden" }], new Map([["redirect", root]]), req.csrf, {
+    action: `${root}/oauth2/signout`,
+    formats: false,
+    submit: "Sign out",
+  });
+  const sections = [
+    `<h2>Account and tokens</h2>${list(account)}`,
+    d.user.role === "org_admin" ? `<h2>Roles</h2>${list(roles)}` : "",
+    `<h2>Data stores and publishing</h2>${stores.length ? list(stores) : '<p class="muted">No data stores.</p>'}`,
+    `<h2>Jobs</h2>${jobForm}`,
+    may(APP_ADMIN_PRIVILEGE)
+      ? `<h2>Applications</h2>${list([a(`${portal}/apps?f=html`, "Applications"), a(`${portal}/apps/register?f=html`, "Register an application")])}`
+      : "",
+  ];
+  const who = `<p>Signed in as <strong>${escapeHtml(d.user.username)}</strong> (${escapeHtml(d.user.role)}).</p>`;
+  return page("Directory", `<h1>${escapeHtml(req.portal.name)}</h1>${who}${signOut}${sections.join("")}`);
+}
+
+export const handler = restHandler({ name: "Directory", html: render }, async (req): Promise<object> => {
+  const jobId = req.params.get("jobId");
+  if (jobId !== undefined) {
+    if (!JOB_ID.test(jobId)) throw badRequest("Invalid job id.", ["A job id has 1–64 letters, digits, '-' or '_'."]);
+    return new Redirect(`${DIRECTORY_PATH}/portals/self/jobs/${jobId}?f=html`);
+  }
+  if (req.identity.kind !== "user") return { currentVersion: PORTAL_REST_VERSION } satisfies Directory;
+  const { user, privileges, portal } = req.identity;
+  const stores = req.format === "html" ? await listPortalDataStores(portal.portalId) : [];
+  return {
+    currentVersion: PORTAL_REST_VERSION,
+    user: { username: user.username, role: user.role, privileges },
+    dataStores: stores.map((s) => ({ datastoreId: s.datastoreId, title: s.title, kind: s.kind })),
+  } satisfies Directory;
+});

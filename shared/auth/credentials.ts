@@ -1,0 +1,33 @@
+// Username and password, checked the same way for every way in (generateToken, the sign-in page, OAuth's
+// authorize page and password grant), so they share one lockout.
+import { verifyPassword } from "#shared/auth/passwords.ts";
+import { attemptFailed, attemptSucceeded, beginAttempt } from "#shared/stores/signin.ts";
+import { getUser, type User } from "#shared/stores/users.ts";
+
+export class SignInRefused extends Error {
+  readonly reason: "locked" | "invalid";
+
+  constructor(reason: "locked" | "invalid") {
+    super(
+      reason === "locked" ? "Too many invalid sign-in attempts. Try again later." : "Invalid username or password.",
+    );
+    this.name = "SignInRefused";
+    this.reason = reason;
+  }
+}
+
+/** The user these credentials name, or SignInRefused (one answer for a wrong password and an unknown user). */
+export async function checkCredentials(username: string, password: string): Promise<User> {
+  // Counted before the password is checked, so concurrent guesses cannot outrun the lockout.
+  const attempt = await beginAttempt(username);
+  if (!attempt.allowed) throw new SignInRefused("locked");
+  const user = await getUser(username);
+  // verifyPassword pays for one scrypt whether or not the user exists.
+  const ok = await verifyPassword(password, user?.passwordHash);
+  if (!ok || !user) {
+    await attemptFailed(username, attempt);
+    throw new SignInRefused("invalid");
+  }
+  await attemptSucceeded(username);
+  return user;
+}

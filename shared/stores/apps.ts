@@ -1,0 +1,113 @@
+// Registered OAuth 2.0 applications. The client secret is random (256 bits), so a SHA-256 of it is stored,
+// never the secret: a leaked table yields no usable credential, and checking costs microseconds, not a scrypt.
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { DeleteCommand, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { tableName } from "#shared/config.ts";
+import { ddb, isConditionFailure, queryAll } from "#shared/stores/dynamo.ts";
+import { RecordReader } from "#shared/stores/records.ts";
+
+/** `browser` and `native` apps cannot keep a secret (public clients); `server` apps get one. */
+export const APP_TYPES = ["browser", "native", "server"] as const;
+export type AppType = (typeof APP_TYPES)[number];
+
+export interface App {
+  readonly clientId: string;
+  readonly portalId: string;
+  readonly name: string;
+  readonly appType: AppType;
+  /** Compared exactly (no prefixes, no wildcards) with the `redirect_uri` of every request. */
+  readonly redirectUris: readonly string[];
+  /** SHA-256 (hex) of the client secret, for `server` apps. */
+  readonly secretHash: string | undefined;
+  readonly owner: string;
+  readonly created: number;
+}
+
+export function toApp(item: Record<string, unknown>): App {
+  const r = new RecordReader("app", item);
+  const appType = r.string("appType");
+  if (!(APP_TYPES as readonly string[]).includes(appType)) throw new Error(`app ${String(item.clientId)}: bad type`);
+  return {
+    clientId: r.string("clientId"),
+    portalId: r.string("portalId"),
+    name: r.string("name"),
+    appType: appType as AppType,
+    redirectUris: r.strings("redirectUris"),
+    secretHash: r.optionalString("secretHash"),
+    owner: r.string("owner"),
+    created: r.number("created"),
+  };
+}
+
+const hash = (secret: string) => createHash("sha256").update(secret, "utf8").digest("hex");
+
+/** Whether `secret` is the app's client secret (constant time); an app without a secret has none to match. */
+export function secretMatches(app: App, secret: string): boolean {
+  if (!app.secretHash) return false;
+  return timingSafeEqual(Buffer.from(hash(secret), "hex"), Buffer.from(app.secretHash, "hex"));
+}
+
+export async function getApp(clientId: string): Promise<App | undefined> {
+  const { Item } = await ddb.send(new GetCommand({ TableName: tableName("apps"), Key: { clientId } }));
+  return Item ? toApp(Item) : undefined;
+}
+
+export async function listPortalApps(portalId: string): Promise<App[]> {
+  const items = await queryAll({
+    TableName: tableName("apps"),
+    IndexName: "byPortal",
+    KeyConditionExpression: "portalId = :p",
+    ExpressionAttributeValues: { ":p": portalId },
+  });
+  return items.map(toApp);
+}
+
+/** Registers an app; answers it with its client secret (shown once: only its hash is kept). */
+export async function registerApp(input: {
+  portalId: string;
+  name: string;
+  appType: AppType;
+  redirectUris: readonly string[];
+  owner: string;
+}): Promise<{ app: App; clientSecret: string | undefined }> {
+  // 16 characters like the original's client ids, from a URL-safe alphabet.
+  const clientId = randomBytes(12).toString("base64url");
+  const clientSecret = input.appType === "server" ? randomBytes(32).toString("base64url") : undefined;
+  const app: App = {
+    clientId,
+    portalId: input.portalId,
+    name: input.name,
+    appType: input.appType,
+    redirectUris: [...input.redirectUris],
+    secretHash: clientSecret ? hash(clientSecret) : undefined,
+    owner: input.owner,
+    created: Date.now(),
+  };
+  await ddb.send(
+    new PutCommand({
+      TableName: tableName("apps"),
+      Item: Object.fromEntries(Object.entries(app).filter(([, v]) => v !== undefined)),
+      ConditionExpression: "attribute_not_exists(clientId)",
+    }),
+  );
+  return { app, clientSecret };
+}
+
+/** Removes an app of the portal; answers whether there was one. Tokens issued to it stop working at once. */
+export async function unregisterApp(portalId: string, clientId: string): Promise<boolean> {
+  const { Attributes } = await ddb
+    .send(
+      new DeleteCommand({
+        TableName: tableName("apps"),
+        Key: { clientId },
+        ConditionExpression: "portalId = :p",
+        ExpressionAttributeValues: { ":p": portalId },
+        ReturnValues: "ALL_OLD",
+      }),
+    )
+    .catch((err: unknown) => {
+      if (isConditionFailure(err)) return { Attributes: undefined };
+      throw err;
+    });
+  return Attributes !== undefined;
+}
