@@ -280,7 +280,10 @@ export const caller = (op: Operation): RestMiddleware => ({
     // could submit it otherwise.
     const statechanging = op.postOnly === true && method === "POST";
     const useCookie = rendering.callback === undefined && !op.ignoreCookie && (!statechanging || csrfChecked);
-    const credential: Credential | undefined = findCredential(event, params, useCookie);
+    // OAuth endpoints authenticate clients their own way, and their `token` parameter is the token at hand
+    // (RFC 7009), not the caller's credential.
+    const credential: Credential | undefined =
+      op.protocol === "oauth" ? undefined : findCredential(event, params, useCookie);
     if (!credential && statechanging && !op.ignoreCookie && hasAuthCookie(event) && !csrfChecked) {
       throw forbidden(["The form could not be verified (CSRF check failed): reload the page and submit it again."]);
     }

@@ -1,0 +1,628 @@
+// OAuth 2.0, the sign-in page and its cookie, through the local engine over HTTPS: the protocol as RFC 6749,
+// RFC 7636 and RFC 7009 describe it, and the attacks it must refuse. (The real ArcGIS client's OAuth flows are
+// in oauth-client.e2e.test.ts; the real browser is in browser.e2e.test.ts.)
+import { createHash, randomBytes } from "node:crypto";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { type Answer, call, form } from "./helpers/http.ts";
+
+let engine: RunningEngine;
+let portalId: string;
+let adminToken: string;
+const rest = () => `${engine.ready.https}/portal/sharing/rest`;
+const SERVER_REDIRECT = "https://app.example.test/callback";
+const NATIVE_REDIRECT = "http://127.0.0.1:7777/cb";
+
+interface Registered {
+  client_id: string;
+  client_secret?: string;
+}
+let serverApp: Registered;
+let browserApp: Registered;
+
+function admin(...args: string[]): string {
+  return execFileSync(process.execPath, [join(ROOT, "infra/admin/cli.ts"), ...args, "--data-dir", engine.dataDir], {
+    cwd: ROOT,
+    encoding: "utf8",
+  });
+}
+
+async function generateToken(username: string, password: string): Promise<string> {
+  const res = await call(`${rest()}/generateToken`, { ca: engine.ca, body: form({ f: "json", username, password }) });
+  const token = res.json<{ token?: string }>().token;
+  if (!token) throw new Error(res.text);
+  return token;
+}
+
+const post = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+  call(`${rest()}/${path}`, { ca: engine.ca, body: form(fields), headers });
+
+const cookiesOf = (res: Answer): string[] => {
+  const raw = res.headers["set-cookie"];
+  return raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+};
+
+/** A browser's visit to a page with a form: its CSRF cookie and field. */
+async function formOf(url: string, cookie?: string): Promise<{ page: Answer; cookie: string; csrf: string }> {
+  const page = await call(url, { ca: engine.ca, ...(cookie ? { headers: { cookie } } : {}) });
+  const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)?.[1];
+  const set = cookiesOf(page).find((c) => c.startsWith("__Host-mapgate_csrf="));
+  const jar = set ? set.split(";")[0] : cookie?.split("; ").find((c) => c.startsWith("__Host-mapgate_csrf="));
+  if (!csrf || !jar) throw new Error(`no form on ${url}: ${page.status} ${page.text.slice(0, 400)}`);
+  return { page, cookie: jar, csrf };
+}
+
+const pkce = () => {
+  const verifier = randomBytes(32).toString("base64url");
+  return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
+};
+
+/** Signs in on the authorization page and answers where the browser is sent (the redirect with the code). */
+async function authorize(params: Record<string, string>, who = { username: "admin", password: PASSWORDS.admin }) {
+  const query = new URLSearchParams({ response_type: "code", ...params }).toString();
+  const url = `${rest()}/oauth2/authorize?${query}`;
+  const { cookie, csrf } = await formOf(url);
+  const res = await call(url, {
+    ca: engine.ca,
+    body: form({ ...params, response_type: "code", csrf, ...who }),
+    headers: { cookie },
+  });
+  return res;
+}
+
+async function codeFor(app: Registered, redirectUri: string, challenge?: string): Promise<string> {
+  const res = await authorize({
+    client_id: app.client_id,
+    redirect_uri: redirectUri,
+    state: "xyz",
+    ...(challenge ? { code_challenge: challenge, code_challenge_method: "S256" } : {}),
+  });
+  expect(res.status).toBe(303);
+  const location = new URL(String(res.headers.location));
+  expect(`${location.origin}${location.pathname}`).toBe(redirectUri);
+  expect(location.searchParams.get("state")).toBe("xyz");
+  const code = location.searchParams.get("code");
+  if (!code) throw new Error(`no code: ${location}`);
+  return code;
+}
+
+interface Tokens {
+  access_token: string;
+  token_type: string;
+  expires_in: number;
+  username: string;
+  ssl: boolean;
+  refresh_token: string;
+  refresh_token_expires_in: number;
+}
+
+const tokenRequest = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+  post("oauth2/token", fields, headers);
+
+async function whoAmI(token: string): Promise<Record<string, unknown>> {
+  return (await call(`${rest()}/community/self?f=json&token=${token}`, { ca: engine.ca })).json();
+}
+
+beforeAll(async () => {
+  engine = await startEngine();
+  adminToken = await generateToken("admin", PASSWORDS.admin);
+  const self = await call(`${rest()}/portals/self?f=json&token=${adminToken}`, { ca: engine.ca });
+  portalId = self.json<{ id: string }>().id;
+  const register = async (name: string, appType: string, uris: string[]) =>
+    (
+      await post("portals/self/apps/register", {
+        f: "json",
+        token: adminToken,
+        name,
+        appType,
+        redirect_uris: JSON.stringify(uris),
+      })
+    ).json<Registered>();
+  serverApp = await register("Server App", "server", [SERVER_REDIRECT]);
+  browserApp = await register("Native App", "native", [NATIVE_REDIRECT, "com.example.mapgate:/cb"]);
+}, 60_000);
+
+afterAll(async () => {
+  await engine?.stop();
+});
+
+describe("applications", () => {
+  it("registers apps for administrators only, with the secret shown once and validated redirect URIs", async () => {
+    expect(serverApp.client_id).toMatch(/^[A-Za-z0-9_-]{16}$/);
+    expect(serverApp.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(browserApp.client_secret).toBeUndefined();
+    const listed = await call(`${rest()}/portals/self/apps?f=json&token=${adminToken}`, { ca: engine.ca });
+    const apps = listed.json<{ apps: Record<string, unknown>[] }>().apps;
+    expect(apps.map((a) => a.client_id)).toEqual(expect.arrayContaining([serverApp.client_id, browserApp.client_id]));
+    expect(listed.text).not.toContain(serverApp.client_secret);
+
+    const userToken = await generateToken("user", PASSWORDS.user);
+    const refused = await post("portals/self/apps/register", {
+      f: "json",
+      token: userToken,
+      name: "Mine",
+      appType: "browser",
+      redirect_uris: '["https://x.example/cb"]',
+    });
+    expect(refused.json()).toMatchObject({ error: { code: 403 } });
+
+    const bad = await post("portals/self/apps/register", {
+      f: "json",
+      token: adminToken,
+      name: "",
+      appType: "desktop",
+      redirect_uris: JSON.stringify(["http://evil.example/cb", "https://ok.example/cb#frag", "javascript:alert(1)"]),
+    });
+    expect(bad.json()).toEqual({
+      error: {
+        code: 400,
+        message: "Unable to register the application.",
+        details: [
+          "'name' must be specified.",
+          "'appType' must be one of browser, native, server.",
+          "'redirect_uris': plain-HTTP redirect URIs must point at the loopback address.",
+          "'redirect_uris': a redirect URI may not have a fragment.",
+          "'redirect_uris': the scheme javascript: is not allowed (HTTPS; loopback HTTP; reverse-DNS schemes for native apps).",
+        ],
+      },
+    });
+  });
+
+  it("registers an app from the operator command too", () => {
+    const out = JSON.parse(
+      admin(
+        "register-app",
+        "--portal",
+        portalId,
+        "--name",
+        "CLI App",
+        "--type",
+        "server",
+        "--owner",
+        "admin",
+        "--redirect-uri",
+        "https://cli.example/cb",
+      ),
+    ) as Registered & { redirect_uris: string[] };
+    expect(out.client_id).toMatch(/^[A-Za-z0-9_-]{16}$/);
+    expect(out.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(out.redirect_uris).toEqual(["https://cli.example/cb"]);
+    const listed = JSON.parse(admin("list-apps", "--portal", portalId)) as Registered[];
+    expect(listed.find((a) => a.client_id === out.client_id)).toMatchObject({ name: "CLI App" });
+    expect(JSON.stringify(listed)).not.toContain(out.client_secret);
+  });
+});
+
+describe("authorization code with PKCE", () => {
+  it("issues two-week bearer tokens and a refresh token for a code, once", async () => {
+    const { verifier, challenge } = pkce();
+    const code = await codeFor(browserApp, NATIVE_REDIRECT, challenge);
+    const exchange = {
+      grant_type: "authorization_code",
+      client_id: browserApp.client_id,
+      code,
+      redirect_uri: NATIVE_REDIRECT,
+      code_verifier: verifier,
+    };
+    const res = await tokenRequest(exchange);
+    expect(res.status).toBe(200);
+    expect(res.headers["cache-control"]).toBe("no-store");
+    const tokens = res.json<Tokens>();
+    expect(tokens).toMatchObject({ token_type: "Bearer", username: "admin", ssl: false });
+    expect(tokens.expires_in).toBeGreaterThan(14 * 24 * 3600 - 30);
+    expect(tokens.expires_in).toBeLessThanOrEqual(14 * 24 * 3600);
+    expect(tokens.refresh_token_expires_in).toBeGreaterThan(14 * 24 * 3600 - 30);
+    expect(await whoAmI(tokens.access_token)).toMatchObject({ username: "admin" });
+
+    // Code reuse: refused, and what the first use produced is revoked (RFC 6749 §4.1.2).
+    const again = await tokenRequest(exchange);
+    expect(again.status).toBe(400);
+    expect(again.json()).toEqual({
+      error: "invalid_grant",
+      error_description: "The authorization code is invalid, expired or already used.",
+    });
+    expect(await whoAmI(tokens.access_token)).toMatchObject({ error: { code: 498 } });
+    const refreshed = await tokenRequest({
+      grant_type: "refresh_token",
+      client_id: browserApp.client_id,
+      refresh_token: tokens.refresh_token,
+    });
+    expect(refreshed.json()).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("refuses a PKCE mismatch, a missing verifier and a different redirect URI (and burns the code)", async () => {
+    const { challenge } = pkce();
+    for (const [extra, description] of [
+      [{ code_verifier: pkce().verifier }, "The code_verifier does not match the code_challenge."],
+      [{}, "The code_verifier does not match the code_challenge."],
+      [{ redirect_uri: "com.example.mapgate:/cb" }, "redirect_uri differs from the authorization request's."],
+    ] as const) {
+      const code = await codeFor(browserApp, NATIVE_REDIRECT, challenge);
+      const res = await tokenRequest({
+        grant_type: "authorization_code",
+        client_id: browserApp.client_id,
+        code,
+        redirect_uri: NATIVE_REDIRECT,
+        ...extra,
+      });
+      expect(res.status).toBe(400);
+      expect(res.json()).toEqual({ error: "invalid_grant", error_description: description });
+    }
+  });
+
+  it("refuses a code issued to another client", async () => {
+    const code = await codeFor(serverApp, SERVER_REDIRECT);
+    const res = await tokenRequest({
+      grant_type: "authorization_code",
+      client_id: browserApp.client_id,
+      code,
+      redirect_uri: SERVER_REDIRECT,
+    });
+    expect(res.json()).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("never sends an error to an unregistered redirect URI, and sends protocol errors to a registered one", async () => {
+    const unknownClient = await call(`${rest()}/oauth2/authorize?client_id=nope&response_type=code`, { ca: engine.ca });
+    expect(unknownClient.status).toBe(200);
+    expect(unknownClient.headers.location).toBeUndefined();
+    expect(unknownClient.text).toContain("Invalid client_id.");
+    for (const uri of ["https://evil.example/cb", `${NATIVE_REDIRECT}/more`, "http://127.0.0.1:7777/cb?x=1"]) {
+      const q = new URLSearchParams({ client_id: browserApp.client_id, response_type: "code", redirect_uri: uri });
+      const res = await call(`${rest()}/oauth2/authorize?${q}`, { ca: engine.ca });
+      expect(res.status).toBe(200);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.text).toContain("Invalid redirect_uri");
+    }
+    const redirected = async (params: Record<string, string>) => {
+      const q = new URLSearchParams({
+        client_id: browserApp.client_id,
+        redirect_uri: NATIVE_REDIRECT,
+        state: "s",
+        ...params,
+      });
+      const res = await call(`${rest()}/oauth2/authorize?${q}`, { ca: engine.ca });
+      expect(res.status).toBe(303);
+      return Object.fromEntries(new URL(String(res.headers.location)).searchParams);
+    };
+    expect(await redirected({ response_type: "token" })).toMatchObject({
+      error: "unsupported_response_type",
+      state: "s",
+    });
+    expect(await redirected({ response_type: "code" })).toEqual({
+      error: "invalid_request",
+      error_description: "PKCE (code_challenge with S256) is required for browser and native apps.",
+      state: "s",
+    });
+    expect(
+      await redirected({ response_type: "code", code_challenge: pkce().challenge, code_challenge_method: "plain" }),
+    ).toMatchObject({ error: "invalid_request", error_description: "code_challenge_method must be S256." });
+  });
+
+  it("refuses the authorization form without its CSRF field", async () => {
+    const params = { client_id: serverApp.client_id, redirect_uri: SERVER_REDIRECT, response_type: "code" };
+    const url = `${rest()}/oauth2/authorize?${new URLSearchParams(params)}`;
+    const { cookie } = await formOf(url);
+    const forged = await call(url, {
+      ca: engine.ca,
+      body: form({ ...params, username: "admin", password: PASSWORDS.admin }),
+      headers: { cookie },
+    });
+    expect(forged.status).toBe(200);
+    expect(forged.headers.location).toBeUndefined();
+    expect(forged.text).toContain("CSRF check failed");
+  });
+});
+
+describe("refresh tokens", () => {
+  async function freshTokens(): Promise<Tokens> {
+    const code = await codeFor(serverApp, SERVER_REDIRECT);
+    const res = await tokenRequest({
+      grant_type: "authorization_code",
+      client_id: serverApp.client_id,
+      code,
+      redirect_uri: SERVER_REDIRECT,
+    });
+    return res.json<Tokens>();
+  }
+
+  it("rotates on every use; a spent refresh token revokes its whole family", async () => {
+    const first = await freshTokens();
+    const refresh = (token: string, grant = "refresh_token") =>
+      tokenRequest({ grant_type: grant, client_id: serverApp.client_id, refresh_token: token });
+    const second = (await refresh(first.refresh_token)).json<Tokens>();
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+    expect(second.refresh_token_expires_in).toBeLessThanOrEqual(first.refresh_token_expires_in);
+    const third = (await refresh(second.refresh_token, "exchange_refresh_token")).json<Tokens>();
+    expect(await whoAmI(third.access_token)).toMatchObject({ username: "admin" });
+
+    // The first refresh token again: someone holds a copy. Everything of the family stops working.
+    const replay = await refresh(first.refresh_token);
+    expect(replay.status).toBe(400);
+    expect(replay.json()).toEqual({
+      error: "invalid_grant",
+      error_description: "The refresh token was already used: its whole family is revoked. Sign in again.",
+    });
+    for (const t of [first, second, third])
+      expect(await whoAmI(t.access_token)).toMatchObject({ error: { code: 498 } });
+    expect((await refresh(third.refresh_token)).json()).toMatchObject({ error: "invalid_grant" });
+
+    // Another sign-in is another family, untouched.
+    const other = await freshTokens();
+    expect(await whoAmI(other.access_token)).toMatchObject({ username: "admin" });
+  });
+
+  it("revokes refresh and access tokens at revokeToken (RFC 7009), only for the app they were issued to", async () => {
+    const tokens = await freshTokens();
+    const foreign = await post("oauth2/revokeToken", {
+      client_id: browserApp.client_id,
+      auth_token: tokens.access_token,
+    });
+    expect(foreign.json()).toEqual({ success: true });
+    expect(await whoAmI(tokens.access_token)).toMatchObject({ username: "admin" });
+    const revoked = await post("oauth2/revokeToken", {
+      client_id: serverApp.client_id,
+      auth_token: tokens.access_token,
+    });
+    expect(revoked.json()).toEqual({ success: true });
+    expect(await whoAmI(tokens.access_token)).toMatchObject({ error: { code: 498 } });
+    const byRfcName = await post("oauth2/revokeToken", { client_id: serverApp.client_id, token: tokens.refresh_token });
+    expect(byRfcName.json()).toEqual({ success: true });
+    const res = await tokenRequest({
+      grant_type: "refresh_token",
+      client_id: serverApp.client_id,
+      refresh_token: tokens.refresh_token,
+    });
+    expect(res.json()).toMatchObject({ error: "invalid_grant" });
+  });
+});
+
+describe("client credentials and the password grant", () => {
+  it("gives a server app its own token (secret by form or Basic), which is no user", async () => {
+    const secret = serverApp.client_secret as string;
+    const basic = Buffer.from(`${serverApp.client_id}:${secret}`).toString("base64");
+    for (const [fields, headers] of [
+      [{ client_id: serverApp.client_id, client_secret: secret }, {}],
+      [{}, { authorization: `Basic ${basic}` }],
+    ] as const) {
+      const res = await post(
+        "oauth2/token/",
+        { grant_type: "client_credentials", expiration: "120", ...fields },
+        headers,
+      );
+      const t = res.json<{ access_token: string; expires_in: number; token_type: string }>();
+      expect(t.token_type).toBe("Bearer");
+      expect(t.expires_in).toBeGreaterThan(7190);
+      expect(t.expires_in).toBeLessThanOrEqual(7200);
+      const portal = await call(`${rest()}/portals/self?f=json&token=${t.access_token}`, { ca: engine.ca });
+      expect(portal.json()).toMatchObject({ id: portalId });
+      expect(await whoAmI(t.access_token)).toMatchObject({
+        error: { code: 403, details: ["An application token does not act for a user."] },
+      });
+    }
+    const wrong = await tokenRequest({
+      grant_type: "client_credentials",
+      client_id: serverApp.client_id,
+      client_secret: "x".repeat(43),
+    });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers["www-authenticate"]).toBe('Basic realm="mapgate"');
+    expect(wrong.json()).toEqual({ error: "invalid_client", error_description: "Invalid client credentials." });
+    const publicApp = await tokenRequest({ grant_type: "client_credentials", client_id: browserApp.client_id });
+    expect(publicApp.json()).toMatchObject({ error: "unauthorized_client" });
+  });
+
+  it("stops every token of an app the moment it is unregistered", async () => {
+    const out = JSON.parse(
+      admin(
+        "register-app",
+        "--portal",
+        portalId,
+        "--name",
+        "Brief",
+        "--type",
+        "server",
+        "--owner",
+        "admin",
+        "--redirect-uri",
+        "https://brief.example/cb",
+      ),
+    ) as Registered;
+    const t = (
+      await tokenRequest({
+        grant_type: "client_credentials",
+        client_id: out.client_id,
+        client_secret: out.client_secret as string,
+      })
+    ).json<{ access_token: string }>().access_token;
+    const portal = () => call(`${rest()}/portals/self?f=json&token=${t}`, { ca: engine.ca });
+    expect((await portal()).json()).toMatchObject({ id: portalId });
+    const gone = await post(`portals/self/apps/${out.client_id}/unregister`, { f: "json", token: adminToken });
+    expect(gone.json()).toEqual({ success: true, client_id: out.client_id });
+    expect((await portal()).json()).toMatchObject({ error: { code: 498 } });
+  });
+
+  it("allows the password grant only where the organization enables it", async () => {
+    const grant = {
+      grant_type: "password",
+      client_id: serverApp.client_id,
+      username: "publisher",
+      password: PASSWORDS.publisher,
+    };
+    expect((await tokenRequest(grant)).json()).toEqual({
+      error: "unauthorized_client",
+      error_description: "This organization does not allow the password grant.",
+    });
+    admin("update-portal", "--portal", portalId, "--password-grant", "true");
+    try {
+      const t = (await tokenRequest(grant)).json<Tokens>();
+      expect(t).toMatchObject({ username: "publisher", token_type: "Bearer" });
+      expect(await whoAmI(t.access_token)).toMatchObject({ username: "publisher" });
+      expect((await tokenRequest({ ...grant, password: "wrong" })).json()).toEqual({
+        error: "invalid_grant",
+        error_description: "Invalid username or password.",
+      });
+    } finally {
+      admin("update-portal", "--portal", portalId, "--password-grant", "false");
+    }
+  });
+
+  it("answers RFC 6749 errors for malformed token requests, and never over GET or plain HTTP", async () => {
+    expect((await tokenRequest({ client_id: serverApp.client_id })).json()).toEqual({
+      error: "invalid_request",
+      error_description: "'grant_type' must be specified.",
+    });
+    expect((await tokenRequest({ grant_type: "implicit", client_id: serverApp.client_id })).json()).toMatchObject({
+      error: "unsupported_grant_type",
+    });
+    const unknown = await tokenRequest({ grant_type: "refresh_token", client_id: "nobody", refresh_token: "x" });
+    expect(unknown.status).toBe(401);
+    expect(unknown.json()).toMatchObject({ error: "invalid_client" });
+    const get = await call(`${rest()}/oauth2/token?grant_type=client_credentials&client_id=x`, { ca: engine.ca });
+    expect(get.status).toBe(400);
+    expect(get.json()).toMatchObject({ error: "invalid_request" });
+    const plain = await call(`${engine.ready.http}/portal/sharing/rest/oauth2/token`, {
+      body: form({ grant_type: "client_credentials", client_id: serverApp.client_id }),
+    });
+    expect(plain.status).toBe(400);
+    expect(plain.json()).toMatchObject({
+      error: "invalid_request",
+      error_description: expect.stringMatching(/SSL Required/),
+    });
+    // JSONP and HTML are not offered: a token answer is always JSON.
+    const jsonp = await post("oauth2/token?callback=cb&f=html", {
+      grant_type: "client_credentials",
+      client_id: serverApp.client_id,
+      client_secret: serverApp.client_secret as string,
+    });
+    expect(jsonp.headers["content-type"]).toBe("application/json; charset=utf-8");
+    expect(jsonp.json()).toHaveProperty("access_token");
+  });
+});
+
+describe("the sign-in page and its cookie", () => {
+  const signInUrl = (redirect?: string) =>
+    `${rest()}/oauth2/signin${redirect === undefined ? "" : `?redirect=${encodeURIComponent(redirect)}`}`;
+
+  async function signIn(fields: Record<string, string>, redirect?: string) {
+    const { cookie, csrf } = await formOf(signInUrl(redirect));
+    return call(signInUrl(), {
+      ca: engine.ca,
+      body: form({ username: "admin", password: PASSWORDS.admin, csrf, ...fields }),
+      headers: { cookie },
+    });
+  }
+
+  const authCookie = (res: Answer) => cookiesOf(res).find((c) => c.startsWith("vendor_authcookie="));
+
+  it("sets vendor_authcookie exactly as specified: a session cookie, or two weeks when asked", async () => {
+    const session = await signIn({ redirect: "/portal/sharing/rest/portals/self?f=html" });
+    expect(session.status).toBe(303);
+    expect(session.headers.location).toBe("/portal/sharing/rest/portals/self?f=html");
+    const cookie = authCookie(session) as string;
+    expect(cookie).toMatch(/^vendor_authcookie=[^;]+; Path=\/; Secure; HttpOnly; SameSite=Lax$/);
+    const value = JSON.parse(decodeURIComponent(cookie.slice("vendor_authcookie=".length).split(";")[0] as string));
+    expect(value).toMatchObject({ allSSL: false, persistent: false, username: "admin", role: "org_admin" });
+    expect(value.expires).toBeGreaterThan(Date.now() + 14 * 24 * 3600_000 - 60_000);
+    expect(await whoAmI(value.token)).toMatchObject({ username: "admin" });
+
+    const persistent = await signIn({ persistent: "true" });
+    expect(authCookie(persistent)).toMatch(
+      /^vendor_authcookie=[^;]+; Path=\/; Secure; HttpOnly; SameSite=Lax; Max-Age=1209600$/,
+    );
+  });
+
+  it("never redirects off the site", async () => {
+    for (const target of [
+      "https://evil.example/",
+      "//evil.example/x",
+      "/\\evil.example",
+      "javascript:alert(1)",
+      "http://evil.example@localhost/",
+      "\t//evil.example",
+    ]) {
+      const res = await signIn({ redirect: target });
+      expect(res.status).toBe(303);
+      expect(res.headers.location).toBe("/portal/sharing/rest");
+    }
+    const own = await signIn({ redirect: `${engine.ready.https}/portal/sharing/rest/community/self?f=html` });
+    expect(own.headers.location).toBe("/portal/sharing/rest/community/self?f=html");
+  });
+
+  it("refuses a sign-in form without its CSRF pair, from another site, or over plain HTTP (no cookie ever set)", async () => {
+    const { cookie, csrf } = await formOf(signInUrl());
+    const other = await formOf(signInUrl());
+    const body = (extra: Record<string, string>) => form({ username: "admin", password: PASSWORDS.admin, ...extra });
+    for (const [b, headers] of [
+      [body({}), { cookie }],
+      [body({ csrf }), {}],
+      [body({ csrf: other.csrf }), { cookie }],
+      [body({ csrf }), { cookie, origin: "https://evil.example" }],
+      [body({ csrf }), { cookie, "sec-fetch-site": "cross-site" }],
+    ] as const) {
+      const res = await call(signInUrl(), { ca: engine.ca, body: b, headers });
+      expect(res.status).toBe(200);
+      expect(res.text).toContain("CSRF check failed");
+      expect(authCookie(res)).toBeUndefined();
+    }
+    for (const res of [
+      await call(`${engine.ready.http}/portal/sharing/rest/oauth2/signin`),
+      await call(`${engine.ready.http}/portal/sharing/rest/oauth2/signin`, {
+        body: body({ csrf }),
+        headers: { cookie },
+      }),
+    ]) {
+      expect(res.text).toContain("SSL Required");
+      expect(cookiesOf(res)).toEqual([]);
+    }
+  });
+
+  it("lets the cookie change state only through our own forms, and signs out for good", async () => {
+    const signedIn = authCookie(await signIn({})) as string;
+    const auth = signedIn.split(";")[0] as string;
+    const value = JSON.parse(decodeURIComponent(auth.slice("vendor_authcookie=".length))) as { token: string };
+    const createUrl = `${rest()}/portals/self/createRole`;
+    const { cookie: csrfCookie, csrf } = await formOf(`${createUrl}?f=html`, auth);
+    const both = `${auth}; ${csrfCookie}`;
+    const noCsrf = await call(createUrl, {
+      ca: engine.ca,
+      body: form({ f: "json", name: "Cookie Only" }),
+      headers: { cookie: auth },
+    });
+    expect(noCsrf.json()).toMatchObject({ error: { code: 403 } });
+    const created = await call(createUrl, {
+      ca: engine.ca,
+      body: form({ f: "json", name: "Via Form", csrf }),
+      headers: { cookie: both },
+    });
+    expect(created.json()).toMatchObject({ success: true, id: expect.any(String) });
+
+    const out = await formOf(`${rest()}/oauth2/signout`, both);
+    const signOut = await call(`${rest()}/oauth2/signout`, {
+      ca: engine.ca,
+      body: form({ csrf: out.csrf, redirect: "https://evil.example/" }),
+      headers: { cookie: both },
+    });
+    expect(signOut.status).toBe(303);
+    expect(signOut.headers.location).toBe("/portal/sharing/rest");
+    expect(cookiesOf(signOut)).toEqual(["vendor_authcookie=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0"]);
+    expect(await whoAmI(value.token)).toMatchObject({ error: { code: 498 } });
+  });
+
+  it("shares the generateToken lockout", async () => {
+    const name = `ghost${Date.now()}`;
+    for (let i = 0; i < 5; i++) {
+      const res = await signIn({ username: name, password: "wrong-password" });
+      expect(res.text).toContain("Invalid username or password.");
+    }
+    const locked = await call(`${rest()}/generateToken`, {
+      ca: engine.ca,
+      body: form({ f: "json", username: name, password: "wrong-password" }),
+    });
+    expect(locked.json()).toMatchObject({
+      error: { details: ["Too many invalid sign-in attempts. Try again later."] },
+    });
+    expect((await signIn({ username: name, password: "x" })).text).toContain("Too many invalid sign-in attempts.");
+  });
+});
