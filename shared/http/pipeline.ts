@@ -132,6 +132,7 @@ export const accessLog = (operation: string): RestMiddleware => {
       https: s.rendering?.https,
       format: s.rendering?.format,
       user: caller?.kind === "user" ? caller.user.username : undefined,
+      app: caller?.kind === "app" ? caller.app.clientId : undefined,
       errorCode: s.errorCode,
       ms: s.started === undefined ? undefined : Math.round(performance.now() - s.started),
     });
