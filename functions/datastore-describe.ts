@@ -2,7 +2,7 @@
 // it): its datasets, folders and cached layers with their paths — how a user finds `pathInCachedStore`.
 import { badRequest } from "#shared/http/errors.ts";
 import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
-import { startJob } from "#shared/jobs.ts";
+import { startJob, jobStartedPage } from "#shared/jobs.ts";
 import { childrenOf, DESCRIBE_PRIVILEGE, dataStoreOf, registeredServer } from "#shared/publishing.ts";
 
 const FAILED = "Unable to describe the data store.";
@@ -11,6 +11,7 @@ export const handler = restHandler(
   {
     name: "Describe Data Store",
     postOnly: true,
+    html: jobStartedPage("Describe Data Store"),
     form: [
       { name: "datastoreId", label: "Data store id", required: true },
       { name: "serverId", label: "Server id", required: true },

@@ -2,7 +2,7 @@
 // a job; calling it again publishes only datasets that have no layer yet (nothing is duplicated).
 import { badRequest } from "#shared/http/errors.ts";
 import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
-import { startJob } from "#shared/jobs.ts";
+import { startJob, jobStartedPage } from "#shared/jobs.ts";
 import { BULK_PRIVILEGE, dataStoreOf, folderProblem, registeredServer } from "#shared/publishing.ts";
 
 const FAILED = "Unable to publish layers.";
@@ -11,6 +11,7 @@ export const handler = restHandler(
   {
     name: "Publish Layers",
     postOnly: true,
+    html: jobStartedPage("Publish Layers"),
     form: [
       { name: "datastoreId", label: "Data store id", required: true },
       { name: "serverId", label: "Server id", required: true },

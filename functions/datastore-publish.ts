@@ -4,7 +4,7 @@
 import { badRequest } from "#shared/http/errors.ts";
 import { requirePrivilege, requireUser, restHandler } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
-import { startJob } from "#shared/jobs.ts";
+import { startJob, jobStartedPage } from "#shared/jobs.ts";
 import {
   cachedLayerProblem,
   dataStoreOf,
@@ -22,6 +22,7 @@ export const handler = restHandler(
   {
     name: "Publish From Data Store",
     postOnly: true,
+    html: jobStartedPage("Publish From Data Store"),
     form: [
       { name: "serviceConfiguration", label: "serviceConfiguration (JSON)", type: "textarea", required: true },
       { name: "serverId", label: "Server id", required: true },

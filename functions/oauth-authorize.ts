@@ -59,9 +59,6 @@ async function readAuthorization(req: RestRequest): Promise<Authorization | Redi
     // Browser and native apps cannot keep a secret: PKCE is what binds the code to the app that asked for it.
     return fail("invalid_request", "PKCE (code_challenge with S256) is required for browser and native apps.");
   }
-  if (app.portalId !== req.portal.portalId && req.identity.kind === "user") {
-    return fail("access_denied", "The application belongs to another organization.");
-  }
   return { app, redirectUri, state, challenge };
 }
 

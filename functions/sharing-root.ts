@@ -55,10 +55,16 @@ function render(data: object, req: RestRequest): string {
     ];
     return `${escapeHtml(s.title)} <span class="muted">(${escapeHtml(s.kind)})</span> · ${ops.join(" · ")}`;
   });
-  const jobForm = renderForm([{ name: "jobId", label: "Job id", required: true }], new Map(), undefined, {
+  const jobFields = [
+    { name: "jobId", label: "Job id", required: true },
+    { name: "key", label: "Job key (unless you are an administrator)" },
+  ];
+  const jobForm = renderForm(jobFields, new Map(), undefined, {
+    action: root,
+    method: "get",
     formats: false,
     submit: "Show job",
-  }).replace('<form method="post">', `<form method="get" action="${escapeHtml(root)}">`);
+  });
   const signOut = renderForm([{ name: "redirect", type: "hidden" }], new Map([["redirect", root]]), req.csrf, {
     action: `${root}/oauth2/signout`,
     formats: false,
@@ -81,7 +87,9 @@ export const handler = restHandler({ name: "Directory", html: render }, async (r
   const jobId = req.params.get("jobId");
   if (jobId !== undefined) {
     if (!JOB_ID.test(jobId)) throw badRequest("Invalid job id.", ["A job id has 1–64 letters, digits, '-' or '_'."]);
-    return new Redirect(`${DIRECTORY_PATH}/portals/self/jobs/${jobId}?f=html`);
+    const key = req.params.get("key");
+    const q = new URLSearchParams({ ...(key ? { key } : {}), f: "html" });
+    return new Redirect(`${DIRECTORY_PATH}/portals/self/jobs/${jobId}?${q}`);
   }
   if (req.identity.kind !== "user") return { currentVersion: PORTAL_REST_VERSION } satisfies Directory;
   const { user, privileges, portal } = req.identity;

@@ -2,7 +2,9 @@
 // named by the job id: a repeated start of the same job is the same execution, never a second run.
 import { randomBytes } from "node:crypto";
 import { SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+import { PORTAL_ROOT } from "#infra/system.ts";
 import { config } from "#shared/config.ts";
+import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
 import {
@@ -76,5 +78,18 @@ export function jobView(job: Job) {
     messages: job.message ? [{ type: job.status === "failed" ? "error" : "info", message: job.message }] : [],
     ...(job.status === "failed" ? { statusMessage: job.message } : {}),
     ...(job.status === "completed" ? { result: job.result } : {}),
+  };
+}
+
+/** The HTML answer to an operation that started a job: the answer, and a link that follows the job. */
+export function jobStartedPage(title: string) {
+  return (data: object, req: RestRequest): string => {
+    const { jobId, key } = data as { jobId?: string; key?: string };
+    const portal = req.pathParameters.portalId ?? "self";
+    const href = `${PORTAL_ROOT}/portals/${encodeURIComponent(portal)}/jobs/${encodeURIComponent(jobId ?? "")}?key=${encodeURIComponent(key ?? "")}&f=html`;
+    const follow = jobId
+      ? `<p><a href="${escapeHtml(href)}">Follow the job</a> (reload its page to see it progress).</p>`
+      : "";
+    return page(title, `<h1>${escapeHtml(title)}</h1>${renderValue(data)}${follow}`);
   };
 }

@@ -66,7 +66,7 @@ export function renderForm(
   fields: readonly FormField[],
   values: ReadonlyMap<string, string>,
   csrf: string | undefined,
-  options: { action?: string; submit?: string; formats?: boolean } = {},
+  options: { action?: string; method?: "get" | "post"; submit?: string; formats?: boolean } = {},
 ): string {
   const rows = fields.map((f) => {
     const id = `field-${escapeHtml(f.name)}`;
@@ -96,5 +96,8 @@ export function renderForm(
   const hidden = csrf ? `<input type="hidden" name="csrf" value="${escapeHtml(csrf)}">` : "";
   const action = options.action ? ` action="${escapeHtml(options.action)}"` : "";
   const submit = escapeHtml(options.submit ?? "Submit");
-  return `<form method="post"${action}>${hidden}${rows.join("\n")}<button type="submit">${submit}</button></form>`;
+  // A GET form never carries the CSRF field: it would land in URLs, logs and Referer headers.
+  const method = options.method ?? "post";
+  const guard = method === "post" ? hidden : "";
+  return `<form method="${method}"${action}>${guard}${rows.join("\n")}<button type="submit">${submit}</button></form>`;
 }
