@@ -51,7 +51,8 @@ async function authenticateClient(req: RestRequest): Promise<Client> {
   if (secret !== undefined && !secretMatches(app, secret)) {
     throw new OAuthError("invalid_client", "Invalid client credentials.");
   }
-  const portal = await getPortal(app.portalId);
+  // Most apps belong to the organization the request already loaded.
+  const portal = app.portalId === req.portal.portalId ? req.portal : await getPortal(app.portalId);
   if (!portal) throw new OAuthError("invalid_client", "Invalid client_id.");
   return { app, portal, authenticated: secret !== undefined };
 }
