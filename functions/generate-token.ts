@@ -96,7 +96,7 @@ export const handler = restHandler(
     form: [
       { name: "username", label: "Username" },
       { name: "password", label: "Password", type: "password" },
-      { name: "client", label: "Client", options: ["referer", "requestip", "ip"] },
+      { name: "client", label: "Client", options: ["requestip", "referer", "ip"] },
       { name: "referer", label: "Webapp URL (referer)" },
       { name: "ip", label: "IP address" },
       { name: "expiration", label: "Expiration (minutes)", type: "number" },

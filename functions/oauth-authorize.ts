@@ -82,6 +82,7 @@ function render(data: object, req: RestRequest): string {
       new Map([...values, ["allow", "true"]]),
       req.csrf,
       {
+        action: req.path,
         formats: false,
         submit: `Allow as ${d.signedIn}`,
       },
@@ -91,6 +92,7 @@ function render(data: object, req: RestRequest): string {
       new Map([...values, ["allow", "false"]]),
       req.csrf,
       {
+        action: req.path,
         formats: false,
         submit: "Deny",
       },
@@ -105,7 +107,7 @@ function render(data: object, req: RestRequest): string {
     ],
     new Map([...values, ["username", req.params.get("username") ?? ""]]),
     req.csrf,
-    { formats: false, submit: "Sign in and allow" },
+    { action: req.path, formats: false, submit: "Sign in and allow" },
   );
   return page("Authorize", `${intro}${message}${signIn}`);
 }

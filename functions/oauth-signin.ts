@@ -32,7 +32,7 @@ function render(data: object, req: RestRequest): string {
       ["redirect", d.redirect],
     ]),
     req.csrf,
-    { formats: false, submit: "Sign in" },
+    { action: req.path, formats: false, submit: "Sign in" },
   );
   return page("Sign In", `<h1>Sign in to ${escapeHtml(req.portal.name)}</h1>${already}${message}${form}`);
 }

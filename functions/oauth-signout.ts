@@ -12,6 +12,7 @@ function render(data: object, req: RestRequest): string {
   const d = data as { signedIn: string | undefined; redirect: string };
   const who = d.signedIn ? `You are signed in as ${escapeHtml(d.signedIn)}.` : "You are not signed in.";
   const form = renderForm([{ name: "redirect", type: "hidden" }], new Map([["redirect", d.redirect]]), req.csrf, {
+    action: req.path,
     formats: false,
     submit: "Sign out",
   });

@@ -2,7 +2,7 @@
 // A given field replaces the old value, an omitted one keeps it, an empty description clears it.
 import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
-import { changeRole, nextModified, readDescription, readName, requireRoleAdmin } from "#shared/roles.ts";
+import { changeRole, loadRole, nextModified, readDescription, readName, requireRoleAdmin } from "#shared/roles.ts";
 import { replaceRole } from "#shared/stores/roles.ts";
 
 const FAILED = "Unable to update role.";
@@ -15,6 +15,11 @@ export const handler = restHandler(
       { name: "name", label: "Name" },
       { name: "description", label: "Description", type: "textarea" },
     ],
+    // The form edits the role as it is: a field the user leaves alone is sent back unchanged.
+    formValues: async (req) => {
+      const role = await loadRole(req, requireRoleAdmin(req).portal.portalId);
+      return { name: role.name, description: role.description };
+    },
   },
   async (req) => {
     const { portal } = requireRoleAdmin(req);

@@ -51,6 +51,8 @@ export interface Operation {
   readonly defaultFormat?: Format;
   /** Fields of the HTML form that performs the operation. */
   readonly form?: readonly FormField[];
+  /** The form's starting values (e.g. the record an update form edits); the query string's values win. */
+  readonly formValues?: (req: RestRequest) => Promise<Record<string, string>>;
   /** A custom page for the result; the default renders the JSON answer as tables. */
   readonly html?: (data: object, req: RestRequest) => string;
   /** Where the route lives: the portal (default), or a hosted server named by the `server` path parameter. */
@@ -80,6 +82,9 @@ export interface RestRequest {
   /** The hosted server a server route addresses. */
   readonly server: Server | undefined;
   readonly pathParameters: Readonly<Record<string, string | undefined>>;
+  /** The request's path (no query): where this page's forms post, so a field the user edits never conflicts
+   * with the same parameter left in the query string. */
+  readonly path: string;
   /** The CSRF field for forms on this HTML page (HTTPS only: the cookie it pairs with is Secure). */
   readonly csrf: string | undefined;
   /** Whether this POST carries a CSRF field matching the browser's cookie, sent from one of our pages. */
@@ -326,6 +331,7 @@ export const caller = (op: Operation): RestMiddleware => ({
       portal,
       server,
       pathParameters: event.pathParameters ?? {},
+      path: event.rawPath,
       csrf,
       csrfValid: csrfChecked,
     };
@@ -336,16 +342,12 @@ export const caller = (op: Operation): RestMiddleware => ({
   },
 });
 
-function formPage(op: Operation, req: RestRequest): APIGatewayProxyStructuredResultV2 {
+function formPage(op: Operation, req: RestRequest, initial: object): APIGatewayProxyStructuredResultV2 {
   const signedIn =
     req.identity.kind === "user" ? `<p class="muted">Signed in as ${escapeHtml(req.identity.user.username)}</p>` : "";
-  return renderHtml(
-    page(
-      op.name,
-      `<h1>${escapeHtml(op.name)}</h1>${signedIn}${renderForm(op.form ?? [], req.params.asMap(), req.csrf)}`,
-    ),
-    req.https,
-  );
+  const values = new Map([...Object.entries(initial as Record<string, string>), ...req.params.asMap()]);
+  const form = renderForm(op.form ?? [], values, req.csrf, { action: req.path });
+  return renderHtml(page(op.name, `<h1>${escapeHtml(op.name)}</h1>${signedIn}${form}`), req.https);
 }
 
 /** Renders the handler's data in the requested format. */
@@ -354,7 +356,7 @@ export const respond = (op: Operation): RestMiddleware => ({
     const s = state(request);
     const req = s.request as RestRequest;
     const data = request.response as unknown as object;
-    if (s.showForm) request.response = formPage(op, req);
+    if (s.showForm) request.response = formPage(op, req, data);
     else if (data instanceof Redirect) request.response = renderRedirect(data, req.https);
     else if (req.format === "html") {
       const body = op.html ? op.html(data, req) : `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`;
@@ -379,7 +381,16 @@ export function restHandler(op: Operation, compute: Compute) {
     .handler(async (_event, context) => {
       const req = context.mapgate?.request;
       if (!req) throw new Error("pipeline state missing: caller() did not run");
-      if (context.mapgate?.showForm) return {} as APIGatewayProxyStructuredResultV2;
+      if (context.mapgate?.showForm) {
+        // A form is shown to anyone (it runs nothing); whoever may not read the starting values gets it empty.
+        const initial = op.formValues
+          ? await op.formValues(req).catch((err: unknown) => {
+              if (err instanceof ApiError) return {};
+              throw err;
+            })
+          : {};
+        return initial as unknown as APIGatewayProxyStructuredResultV2;
+      }
       // The handler's data travels to respond() as the response; respond() replaces it with the rendering.
       return (await compute(req)) as unknown as APIGatewayProxyStructuredResultV2;
     });

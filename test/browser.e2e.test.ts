@@ -1,0 +1,436 @@
+// The sign-in page, the HTML directory and its forms in a real headless Chromium over HTTPS (and plain HTTP),
+// against the local engine: what a person sees, the sign-in cookie's exact attributes, CSRF on forms, sign-out
+// and the Content-Security-Policy. JavaScript is disabled in every page: the forms must work without any script.
+import { mkdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { type Browser, type BrowserContext, chromium, type Cookie, type Page, type Response } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+
+const DIRECTORY = "/portal/sharing/rest";
+const AUTH_COOKIE = "vendor_authcookie";
+const TWO_WEEKS = 14 * 24 * 3600;
+const ARTIFACTS = join(ROOT, "test-artifacts");
+
+let engine: RunningEngine;
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+/** Every console message and page error seen in any page, for the CSP check at the end. */
+const consoleMessages: { type: string; text: string; url: string }[] = [];
+/** Every HTML page the browser received (headers, and the body read as it arrived), for the CSP checks. */
+const htmlPages: { url: string; headers: Record<string, string>; body: Promise<string> }[] = [];
+
+const https = (path = "") => `${engine.ready.https}${DIRECTORY}${path}`;
+
+async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ ignoreHTTPSErrors: true, javaScriptEnabled: false });
+  contexts.push(context);
+  const page = await context.newPage();
+  page.on("console", (m) => consoleMessages.push({ type: m.type(), text: m.text(), url: page.url() }));
+  page.on("pageerror", (e) => consoleMessages.push({ type: "pageerror", text: e.message, url: page.url() }));
+  page.on("response", (r) => {
+    if (!(r.headers()["content-type"] ?? "").startsWith("text/html")) return;
+    htmlPages.push({ url: r.url(), headers: r.headers(), body: r.text().catch((e: Error) => `unread: ${e.message}`) });
+  });
+  return { context, page };
+}
+
+async function authCookies(context: BrowserContext): Promise<Cookie[]> {
+  return (await context.cookies()).filter((c) => c.name === AUTH_COOKIE);
+}
+
+/** The sign-in page's form, filled and submitted; answers the POST's own response (the 303 or the page). */
+async function signIn(
+  page: Page,
+  username: string,
+  password: string,
+  persistent = false,
+  redirect = DIRECTORY,
+): Promise<{ post: Response; shown: Response | null }> {
+  const shown = await page.goto(https(`/oauth2/signin?redirect=${encodeURIComponent(redirect)}`));
+  expect(shown?.status()).toBe(200);
+  await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toMatch(/^Sign in to /);
+  // The form: the two fields, the checkbox and the hidden CSRF and redirect fields (the page already reduces an
+  // absolute URL of this site to its path and replaces an off-site one by the directory).
+  expect(await page.locator("form input[type=hidden][name=csrf]").count()).toBe(1);
+  const here = `${engine.ready.https}/`;
+  const kept = redirect.startsWith("/")
+    ? redirect
+    : redirect.startsWith(here)
+      ? redirect.slice(here.length - 1)
+      : DIRECTORY;
+  expect(await page.locator("form input[type=hidden][name=redirect]").getAttribute("value")).toBe(kept);
+  expect(await page.getByLabel("Keep me signed in").getAttribute("name")).toBe("persistent");
+  expect(await page.getByLabel("Keep me signed in").isChecked()).toBe(false);
+  await page.getByLabel("Username").fill(username);
+  await page.getByLabel("Password").fill(password);
+  if (persistent) await page.getByLabel("Keep me signed in").check();
+  return { post: await submit(page, "Sign in"), shown };
+}
+
+/** Clicks a form's button; answers the form's POST response (a 303 or a page) once the next page has loaded. */
+async function submit(page: Page, button: string): Promise<Response> {
+  const posted = page.waitForResponse((r) => r.request().method() === "POST" && r.request().isNavigationRequest());
+  const loaded = page.waitForEvent("load");
+  await page.getByRole("button", { name: button, exact: true }).click();
+  const [post] = await Promise.all([posted, loaded]);
+  return post;
+}
+
+/** Follows a link on the page and waits for the next page to load. */
+async function follow(page: Page, link: string): Promise<void> {
+  const loaded = page.waitForEvent("load");
+  await page.getByRole("link", { name: link, exact: true }).click();
+  await loaded;
+}
+
+function authSetCookie(setCookies: readonly string[]): string {
+  const ours = setCookies.filter((c) => c.startsWith(`${AUTH_COOKIE}=`));
+  expect(ours).toHaveLength(1);
+  return ours[0] as string;
+}
+
+interface CookieValue {
+  token: string;
+  expires: number;
+  allSSL: boolean;
+  persistent: boolean;
+  username: string;
+  role: string;
+}
+
+function decodeCookieValue(value: string): CookieValue {
+  return JSON.parse(decodeURIComponent(value)) as CookieValue;
+}
+
+/** `community/self` as JSON for an explicit token, fetched by the browser in a fresh, cookie-less context. */
+async function communitySelf(token: string): Promise<unknown> {
+  const { page } = await newPage();
+  const res = await page.goto(https(`/community/self?f=json&token=${encodeURIComponent(token)}`));
+  expect(res?.headers()["content-type"]).toMatch(/^application\/json/);
+  return res?.json();
+}
+
+/** The text of the result table's cell for `key` (results render as `<tr><th>key</th><td>value</td></tr>`). */
+function cell(page: Page, key: string) {
+  return page
+    .locator("tr")
+    .filter({ has: page.locator("th", { hasText: new RegExp(`^${key}$`) }) })
+    .locator("td");
+}
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  // Each is kept as soon as it is up, so afterAll stops it even if the other failed to start.
+  await Promise.all([
+    startEngine().then((e) => (engine = e)),
+    chromium
+      .launch({
+        executablePath: "/usr/bin/chromium",
+        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+      })
+      .then((b) => (browser = b)),
+  ]);
+});
+
+afterAll(async () => {
+  for (const context of contexts) await context.close().catch(() => undefined);
+  await browser?.close();
+  await engine?.stop();
+});
+
+describe("signed in through the sign-in page", () => {
+  let context: BrowserContext;
+  let page: Page;
+
+  beforeAll(async () => {
+    ({ context, page } = await newPage());
+  });
+
+  it("lands on the directory as that user, with a Secure HttpOnly SameSite=Lax session cookie", async () => {
+    const { post } = await signIn(page, "admin", PASSWORDS.admin);
+    expect(post.status()).toBe(303);
+    expect(await post.headerValue("location")).toBe(DIRECTORY);
+    const raw = authSetCookie(await post.headerValues("set-cookie"));
+    const match = raw.match(/^vendor_authcookie=([^;]+); Path=\/; Secure; HttpOnly; SameSite=Lax$/);
+    expect(match, raw).not.toBeNull();
+    const value = decodeCookieValue(match?.[1] as string);
+    expect(value).toEqual({
+      token: expect.any(String),
+      expires: expect.any(Number),
+      allSSL: expect.any(Boolean),
+      persistent: false,
+      username: "admin",
+      role: "org_admin",
+    });
+
+    expect(page.url()).toBe(https());
+    await expect(page.locator("p", { hasText: "Signed in as" }).innerHTML()).resolves.toBe(
+      "Signed in as <strong>admin</strong> (org_admin).",
+    );
+    for (const link of ["Generate Token", "Roles", "Create a role", "Applications", "My account"]) {
+      expect(await page.getByRole("link", { name: link, exact: true }).count(), link).toBe(1);
+    }
+    expect(await page.getByRole("button", { name: "Sign out" }).count()).toBe(1);
+    expect(await page.locator(`form[action="${DIRECTORY}/oauth2/signout"] input[name=csrf]`).count()).toBe(1);
+    expect(await page.locator(`form[method=get][action="${DIRECTORY}"] input[name=jobId]`).count()).toBe(1);
+    await page.screenshot({ path: join(ARTIFACTS, "directory.png"), fullPage: true });
+    expect(statSync(join(ARTIFACTS, "directory.png")).size).toBeGreaterThan(1000);
+
+    const [cookie, ...more] = await authCookies(context);
+    expect(more).toHaveLength(0);
+    expect(cookie).toMatchObject({
+      domain: "localhost",
+      path: "/",
+      expires: -1,
+      httpOnly: true,
+      secure: true,
+      sameSite: "Lax",
+    });
+    expect(decodeCookieValue(cookie?.value as string)).toEqual(value);
+  });
+
+  it("generates a token from the generateToken form", async () => {
+    await page.goto(https());
+    await follow(page, "Generate Token");
+    expect(page.url()).toBe(https("/generateToken?f=html"));
+    expect(await page.getByLabel("Format").inputValue()).toBe("html");
+    await page.getByLabel("Username").fill("admin");
+    await page.getByLabel("Password").fill(PASSWORDS.admin);
+    await page.getByLabel("Client").selectOption("requestip");
+    await page.getByLabel("Expiration (minutes)").fill("30");
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    const token = (await cell(page, "token").textContent()) ?? "";
+    expect(token.length).toBeGreaterThan(20);
+    const expires = Number(await cell(page, "expires").textContent());
+    expect(Math.abs(expires - (Date.now() + 30 * 60_000))).toBeLessThan(60_000);
+    expect(["true", "false"]).toContain(await cell(page, "ssl").textContent());
+    // The token works for that user. It is bound to the browser's address: asked from the same browser (another
+    // context, no cookies), not from Node, which may reach `localhost` over the other address family.
+    const self = await communitySelf(token);
+    expect(self).toMatchObject({ username: "admin" });
+  });
+
+  it("creates a role, renames it through the update form, and refuses that form without its CSRF field", async () => {
+    await page.goto(https());
+    await follow(page, "Create a role");
+    expect(page.url()).toBe(https("/portals/self/createRole?f=html"));
+    await page.getByLabel("Name").fill("Browser Crew");
+    await page.getByLabel("Description").fill("Made in a browser");
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    await expect(cell(page, "success").textContent()).resolves.toBe("true");
+    const id = (await cell(page, "id").textContent()) ?? "";
+    expect(id).toMatch(/^[A-Za-z0-9]{16}$/);
+    const roleJson = async () =>
+      (await (await page.request.get(https(`/portals/self/roles/${id}?f=json`))).json()) as Record<string, unknown>;
+    expect(await roleJson()).toMatchObject({ id, name: "Browser Crew", description: "Made in a browser" });
+
+    const updateUrl = https(`/portals/self/roles/${id}/update?f=html`);
+    const form = await page.goto(updateUrl);
+    expect(form?.status()).toBe(200);
+    expect(await page.locator("form input[type=hidden][name=csrf]").count()).toBe(1);
+    await page.getByLabel("Name").fill("Browser Crew Renamed");
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    // Forms post to their path: the query's values never compete with what the user typed.
+    expect(page.url()).toBe(https(`/portals/self/roles/${id}/update`));
+    await expect(cell(page, "success").textContent()).resolves.toBe("true");
+
+    await page.goto(https("/portals/self/roles?f=html"));
+    const roles = (await page.locator("main").textContent()) ?? "";
+    expect(roles).toContain("Browser Crew Renamed");
+    expect(roles).toContain(id);
+
+    // The same POST from the browser's session (its cookies, auth and CSRF ones, go along) without the field.
+    const forged = await page.request.post(https(`/portals/self/roles/${id}/update`), {
+      form: { f: "json", name: "Forged Name" },
+    });
+    expect(await forged.json()).toEqual({
+      error: {
+        code: 403,
+        messageCode: "GWM_0003",
+        message: "You do not have permissions to access this resource or perform this operation.",
+        details: ["The form could not be verified (CSRF check failed): reload the page and submit it again."],
+      },
+    });
+    const forgedHtml = await page.request.post(updateUrl, { form: { name: "Forged Name" } });
+    expect(forgedHtml.headers()["content-type"]).toMatch(/^text\/html/);
+    expect(await forgedHtml.text()).toContain("CSRF check failed");
+    expect(await roleJson()).toMatchObject({ id, name: "Browser Crew Renamed" });
+    // …and the very same request with the form's hidden field is accepted: the field is what the check needs.
+    await page.goto(updateUrl);
+    const csrf = (await page.locator("form input[type=hidden][name=csrf]").getAttribute("value")) ?? "";
+    const withField = await page.request.post(https(`/portals/self/roles/${id}/update`), {
+      form: { f: "json", name: "Browser Crew Final", csrf },
+    });
+    expect(await withField.json()).toEqual({ success: true });
+    expect(await roleJson()).toMatchObject({ id, name: "Browser Crew Final" });
+  });
+
+  // The update form starts from the role's current values, so a field the user leaves alone is kept.
+  it("keeps a role's description when only its name is changed through the update form", async () => {
+    await page.goto(https("/portals/self/createRole?f=html"));
+    await page.getByLabel("Name").fill("Keeps Description");
+    await page.getByLabel("Description").fill("Must survive a rename");
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    const id = (await cell(page, "id").textContent()) ?? "";
+    await page.goto(https(`/portals/self/roles/${id}/update?f=html`));
+    await page.getByLabel("Name").fill("Kept Description");
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    await expect(cell(page, "success").textContent()).resolves.toBe("true");
+    const role = await (await page.request.get(https(`/portals/self/roles/${id}?f=json`))).json();
+    expect(role).toMatchObject({ name: "Kept Description", description: "Must survive a rename" });
+  });
+
+  // The Client list's first option is requestip, the operation's own default when no client is given.
+  it("runs the generateToken form with only a username and password", async () => {
+    await page.goto(https("/generateToken?f=html"));
+    await page.getByLabel("Username").fill("admin");
+    await page.getByLabel("Password").fill(PASSWORDS.admin);
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    expect(await page.locator("main").textContent()).not.toContain("'referer' must be specified");
+    expect(((await cell(page, "token").textContent({ timeout: 2000 })) ?? "").length).toBeGreaterThan(20);
+  });
+
+  it("signs out from the directory's button: cookie cleared, token revoked", async () => {
+    const [before] = await authCookies(context);
+    const token = decodeCookieValue(before?.value as string).token;
+    // The token is good before signing out.
+    const good = await communitySelf(token);
+    expect(good).toMatchObject({ username: "admin" });
+
+    await page.goto(https());
+    const post = await submit(page, "Sign out");
+    expect(post.url()).toBe(https("/oauth2/signout"));
+    expect(post.status()).toBe(303);
+    expect(await post.headerValue("location")).toBe(DIRECTORY);
+    expect(authSetCookie(await post.headerValues("set-cookie"))).toBe(
+      "vendor_authcookie=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0",
+    );
+    expect(page.url()).toBe(https());
+    await expect(page.locator("main").textContent()).resolves.toContain("You are not signed in.");
+    expect(await page.getByRole("button", { name: "Sign out" }).count()).toBe(0);
+    expect(await authCookies(context)).toEqual([]);
+
+    const refused = await communitySelf(token);
+    expect(refused).toMatchObject({ error: { code: 498 } });
+  });
+});
+
+describe("keep me signed in", () => {
+  it("sets a two-week persistent cookie (Max-Age=1209600)", async () => {
+    const { context, page } = await newPage();
+    // A same-site redirect other than the directory is followed.
+    const account = `${DIRECTORY}/community/self?f=html`;
+    const { post } = await signIn(page, "publisher", PASSWORDS.publisher, true, account);
+    const now = Date.now();
+    expect(post.status()).toBe(303);
+    expect(await post.headerValue("location")).toBe(account);
+    const raw = authSetCookie(await post.headerValues("set-cookie"));
+    const match = raw.match(/^vendor_authcookie=([^;]+); Path=\/; Secure; HttpOnly; SameSite=Lax; Max-Age=(\d+)$/);
+    expect(match, raw).not.toBeNull();
+    expect(Number(match?.[2])).toBe(TWO_WEEKS);
+    expect(decodeCookieValue(match?.[1] as string)).toMatchObject({ persistent: true, username: "publisher" });
+    expect(page.url()).toBe(`${engine.ready.https}${account}`);
+    await expect(cell(page, "username").textContent()).resolves.toBe("publisher");
+    const [cookie] = await authCookies(context);
+    expect(cookie).toMatchObject({ path: "/", httpOnly: true, secure: true, sameSite: "Lax" });
+    expect(Math.abs((cookie?.expires as number) - (now / 1000 + TWO_WEEKS))).toBeLessThan(60);
+  });
+});
+
+describe("refusals", () => {
+  it("shows a wrong password on the page and sets no sign-in cookie", async () => {
+    const { context, page } = await newPage();
+    const { post } = await signIn(page, "user", "not-the-password");
+    expect(post.status()).toBe(200);
+    expect(post.url()).toBe(https("/oauth2/signin"));
+    expect((await post.headerValues("set-cookie")).filter((c) => c.startsWith(`${AUTH_COOKIE}=`))).toEqual([]);
+    await expect(page.getByRole("alert").textContent()).resolves.toBe("Invalid username or password.");
+    expect(await page.getByLabel("Username").inputValue()).toBe("user");
+    expect(await page.getByLabel("Password").inputValue()).toBe("");
+    expect(await authCookies(context)).toEqual([]);
+    // The re-rendered form keeps where to go, and the right password now signs in from it.
+    expect(await page.locator("form input[type=hidden][name=redirect]").getAttribute("value")).toBe(DIRECTORY);
+    await page.getByLabel("Password").fill(PASSWORDS.user);
+    const retry = await submit(page, "Sign in");
+    expect(retry.status()).toBe(303);
+    expect(await retry.headerValue("location")).toBe(DIRECTORY);
+    expect(page.url()).toBe(https());
+    await expect(page.locator("p", { hasText: "Signed in as" }).innerHTML()).resolves.toBe(
+      "Signed in as <strong>user</strong> (org_user).",
+    );
+    expect(await authCookies(context)).toHaveLength(1);
+  });
+
+  // The sign-in form posts to its path, with the (validated) redirect as a field: a redirect the page rewrote
+  // never competes with the one left in the link's query string.
+  it("signs in from a link with an off-site redirect, landing on the directory", async () => {
+    const { page } = await newPage();
+    const { post } = await signIn(page, "user", PASSWORDS.user, false, "https://evil.example/phish");
+    expect(await post.text().catch(() => "")).not.toContain("Conflicting parameters.");
+    expect(post.status()).toBe(303);
+    expect(await post.headerValue("location")).toBe(DIRECTORY);
+  });
+
+  it("signs in from a link whose redirect is an absolute URL of this site", async () => {
+    const { page } = await newPage();
+    const target = `${engine.ready.https}${DIRECTORY}/community/self?f=html`;
+    const { post } = await signIn(page, "user", PASSWORDS.user, false, target);
+    expect(await post.text().catch(() => "")).not.toContain("Conflicting parameters.");
+    expect(post.status()).toBe(303);
+    expect(await post.headerValue("location")).toBe(`${DIRECTORY}/community/self?f=html`);
+  });
+
+  it("refuses the sign-in page over plain HTTP and never sets the cookie there", async () => {
+    const { context, page } = await newPage();
+    const url = `${engine.ready.http}${DIRECTORY}/oauth2/signin?redirect=${encodeURIComponent(DIRECTORY)}`;
+    const shown = await page.goto(url);
+    expect(shown?.headers()["content-type"]).toMatch(/^text\/html/);
+    expect(await shown?.headerValues("set-cookie")).toEqual([]);
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("SSL Required");
+    expect(await page.getByLabel("Password").count()).toBe(0);
+    // Posting credentials there anyway (as a script or a stale form would) is refused too.
+    const posted = await page.request.post(url, {
+      form: { username: "admin", password: PASSWORDS.admin, persistent: "true", redirect: DIRECTORY },
+    });
+    expect(await posted.text()).toContain("SSL Required");
+    expect(posted.headersArray().filter((h) => h.name.toLowerCase() === "set-cookie")).toEqual([]);
+    // No cookie at all: neither the sign-in cookie nor a CSRF one (forms are only offered over HTTPS).
+    expect(await context.cookies()).toEqual([]);
+  });
+});
+
+describe("Content-Security-Policy", () => {
+  it("every HTML page carried the policy, had no script, and nothing on it broke the policy", async () => {
+    // Sign-in, directory, generateToken, createRole, role update, roles, sign-out, error and SSL pages at least.
+    expect(htmlPages.length).toBeGreaterThan(15);
+    for (const p of htmlPages) {
+      const csp = p.headers["content-security-policy"] ?? "";
+      expect(csp, p.url).toContain("default-src 'none'");
+      expect(csp, p.url).toContain("form-action 'self'");
+      const body = await p.body;
+      expect(body, p.url).toMatch(/^<!DOCTYPE html>/);
+      expect(body, p.url).not.toMatch(/<script|\son[a-z]+=/i);
+    }
+    expect(consoleMessages.filter((m) => m.type === "error" || /Content.Security.Policy/i.test(m.text))).toEqual([]);
+  });
+
+  it("(control) a violation of that policy does show up as a console error", async () => {
+    // Proves the console listener above would have seen one: the engine's own policy, served by the browser's
+    // router with a stylesheet it does not allow.
+    const csp = htmlPages[0]?.headers["content-security-policy"] ?? "";
+    const { page } = await newPage();
+    const seen: string[] = [];
+    page.on("console", (m) => seen.push(`${m.type()}: ${m.text()}`));
+    await page.route(https("/control"), (route) =>
+      route.fulfill({
+        contentType: "text/html; charset=utf-8",
+        headers: { "content-security-policy": csp },
+        body: "<!DOCTYPE html><style>body{color:red}</style><p>control</p>",
+      }),
+    );
+    await page.goto(https("/control"));
+    await expect.poll(() => seen.some((t) => /^error: .*Content Security Policy/.test(t))).toBe(true);
+    consoleMessages.length = 0;
+  });
+});
