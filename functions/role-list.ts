@@ -1,7 +1,7 @@
 // GET|POST …/portals/<self | id>/roles: the portal's custom roles, paged (start is 1-based, num ≤ 100).
 import { badRequest } from "#shared/http/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
-import { roleView } from "#shared/roles.ts";
+import { rolesPage, roleView } from "#shared/roles.ts";
 import { listRoles } from "#shared/stores/roles.ts";
 
 function intParam(
@@ -21,7 +21,7 @@ function intParam(
   return n;
 }
 
-export const handler = restHandler({ name: "Roles" }, async (req) => {
+export const handler = restHandler({ name: "Roles", html: rolesPage }, async (req) => {
   const { portal } = requireMember(req);
   const problems: string[] = [];
   const start = intParam(req.params.get("start"), "start", 1, 1, Number.MAX_SAFE_INTEGER, problems);

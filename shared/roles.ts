@@ -1,6 +1,7 @@
 // The rules of custom-role administration, shared by the role handlers.
 import { KNOWN_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { ApiError, badRequest, forbidden, notFound } from "#shared/http/errors.ts";
+import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { type RestRequest, requireMember } from "#shared/http/pipeline.ts";
 import { getRole, NameTakenError, type Role, StaleRoleError } from "#shared/stores/roles.ts";
 
@@ -103,4 +104,37 @@ export async function changeRole(
     }
   }
   throw new ApiError(409, what, ["The role is being changed by other requests; try again."]);
+}
+
+const roleLink = (req: RestRequest, roleId: string, op = "") =>
+  `${req.path.replace(/\/roles(\/.*)?$/, "")}/roles/${encodeURIComponent(roleId)}${op}?f=html`;
+
+/** The roles page: each role links to its own page, which links to what can be done with it. */
+export function rolesPage(data: object, req: RestRequest): string {
+  const { roles, total, nextStart } = data as {
+    roles: ReturnType<typeof roleView>[];
+    total: number;
+    nextStart: number;
+  };
+  const rows = roles.map(
+    (r) =>
+      `<tr><td><a href="${escapeHtml(roleLink(req, r.id))}">${escapeHtml(r.name)}</a></td><td><code>${escapeHtml(r.id)}</code></td><td>${escapeHtml(r.description)}</td></tr>`,
+  );
+  const table = rows.length
+    ? `<table><tr><th>Name</th><th>Id</th><th>Description</th></tr>${rows.join("")}</table>`
+    : '<p class="muted">No custom roles.</p>';
+  const more = nextStart > 0 ? `<p><a href="?start=${nextStart}&#38;f=html">Next page</a></p>` : "";
+  return page("Roles", `<h1>Roles</h1><p class="muted">${total} in all</p>${table}${more}`);
+}
+
+/** One role's page, with links to its operations. */
+export function rolePage(data: object, req: RestRequest): string {
+  const r = data as ReturnType<typeof roleView>;
+  const ops = [
+    ["/update", "Update"],
+    ["/privileges", "Privileges"],
+    ["/setPrivileges", "Set privileges"],
+    ["/delete", "Delete"],
+  ].map(([op, label]) => `<a href="${escapeHtml(roleLink(req, r.id, op))}">${label}</a>`);
+  return page(r.name, `<h1>${escapeHtml(r.name)}</h1>${renderValue(data)}<p>${ops.join(" · ")}</p>`);
 }

@@ -225,9 +225,14 @@ describe("signed in through the sign-in page", () => {
       (await (await page.request.get(https(`/portals/self/roles/${id}?f=json`))).json()) as Record<string, unknown>;
     expect(await roleJson()).toMatchObject({ id, name: "Browser Crew", description: "Made in a browser" });
 
+    // From the roles page to the role's page to its update form, by following links as a person would.
     const updateUrl = https(`/portals/self/roles/${id}/update?f=html`);
-    const form = await page.goto(updateUrl);
-    expect(form?.status()).toBe(200);
+    await page.goto(https("/portals/self/roles?f=html"));
+    await page.getByRole("link", { name: "Browser Crew", exact: true }).click();
+    expect(page.url()).toBe(https(`/portals/self/roles/${id}?f=html`));
+    await page.getByRole("link", { name: "Update", exact: true }).click();
+    expect(page.url()).toBe(updateUrl);
+    await expect(page.getByLabel("Description").inputValue()).resolves.toBe("Made in a browser");
     expect(await page.locator("form input[type=hidden][name=csrf]").count()).toBe(1);
     await page.getByLabel("Name").fill("Browser Crew Renamed");
     expect((await submit(page, "Submit")).status()).toBe(200);
