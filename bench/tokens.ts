@@ -152,6 +152,7 @@ async function oauthBench(base: {
     name: "Bench server app",
     appType: "server",
     redirectUris: ["https://bench.example.test/cb"],
+    exchangeWithoutSecret: false,
     owner: "bench",
   });
   if (!clientSecret) throw new Error("a server app has a secret");
@@ -176,7 +177,12 @@ async function oauthBench(base: {
   });
   let oauthToken = "";
   const refresh = async () => {
-    const answer = await grant({ grant_type: "refresh_token", client_id: app.clientId, refresh_token: refreshToken });
+    const answer = await grant({
+      grant_type: "refresh_token",
+      client_id: app.clientId,
+      client_secret: clientSecret,
+      refresh_token: refreshToken,
+    });
     if (!answer.refresh_token) throw new Error("no refresh_token");
     refreshToken = answer.refresh_token;
     oauthToken = answer.access_token ?? "";

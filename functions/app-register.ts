@@ -29,6 +29,7 @@ export const handler = restHandler(
       { name: "name", label: "Name", required: true },
       { name: "appType", label: "Type", options: ["browser", "native", "server"] },
       { name: "redirect_uris", label: "Redirect URIs (one per line)", type: "textarea", required: true },
+      { name: "exchangeWithoutSecret", label: "Server app: exchange codes without its secret", type: "checkbox" },
     ],
   },
   async (req) => {
@@ -37,6 +38,7 @@ export const handler = restHandler(
       name: req.params.get("name"),
       appType: req.params.get("appType"),
       redirectUris: redirectUris(req.params.get("redirect_uris")),
+      exchangeWithoutSecret: req.params.get("exchangeWithoutSecret"),
     });
     if (!input.ok) throw badRequest("Unable to register the application.", input.problems);
     const { app, clientSecret } = await registerApp({

@@ -123,6 +123,11 @@ export const handler = restHandler(
         client: signedIn.claims.client,
         bound: signedIn.claims.bound,
         expires,
+        // Whatever revokes the portal token (sign-out, revokeToken, a replayed refresh token, an unregistered
+        // app) revokes this server-token with it.
+        clientId: signedIn.claims.clientId,
+        family: signedIn.claims.family,
+        parent: signedIn.claims.parent ?? signedIn.claims.id,
       });
       return { token: issued.token, expires: issued.expires, ssl: signedIn.portal.allSSL };
     }

@@ -5,9 +5,10 @@
 import { checkCredentials, SignInRefused } from "#shared/auth/credentials.ts";
 import { config } from "#shared/config.ts";
 import { badRequest, forbidden } from "#shared/http/errors.ts";
-import { escapeHtml, type FormField, page, renderForm } from "#shared/http/html.ts";
+import { escapeHtml, type FormField, type HtmlPage, page, renderForm } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { Redirect } from "#shared/http/render.ts";
+import { formActionFor } from "#shared/oauth/apps.ts";
 import { type App, getApp } from "#shared/stores/apps.ts";
 import { createCode } from "#shared/stores/oauth.ts";
 import type { User } from "#shared/stores/users.ts";
@@ -64,12 +65,15 @@ async function readAuthorization(req: RestRequest): Promise<Authorization | Redi
 
 interface Consent {
   readonly app: string;
+  readonly redirectUri: string;
   readonly signedIn: string | undefined;
   readonly message: string | undefined;
 }
 
-function render(data: object, req: RestRequest): string {
+function render(data: object, req: RestRequest): HtmlPage {
   const d = data as Consent;
+  // The form's answer redirects to the app: the page's policy must let it go there (Chromium checks).
+  const formActions = [formActionFor(d.redirectUri)];
   const carried: FormField[] = CARRIED.map((name) => ({ name, type: "hidden" }));
   const values = new Map(
     CARRIED.flatMap((n) => (req.params.get(n) === undefined ? [] : [[n, req.params.get(n) ?? ""]])),
@@ -97,7 +101,7 @@ function render(data: object, req: RestRequest): string {
         submit: "Deny",
       },
     );
-    return page("Authorize", `${intro}${message}${allow}${deny}`);
+    return { body: page("Authorize", `${intro}${message}${allow}${deny}`), formActions };
   }
   const signIn = renderForm(
     [
@@ -109,15 +113,22 @@ function render(data: object, req: RestRequest): string {
     req.csrf,
     { action: req.path, formats: false, submit: "Sign in and allow" },
   );
-  return page("Authorize", `${intro}${message}${signIn}`);
+  return { body: page("Authorize", `${intro}${message}${signIn}`), formActions };
 }
 
-export const handler = restHandler({ name: "Authorize", httpsOnly: true, html: render }, async (req) => {
+const op = { name: "Authorize", httpsOnly: true, html: render, bodyOnly: ["password"] };
+
+export const handler = restHandler(op, async (req) => {
   const read = await readAuthorization(req);
   if (read instanceof Redirect) return read;
   const { app, redirectUri, state, challenge } = read;
   const signedIn = req.identity.kind === "user" ? req.identity.user : undefined;
-  const consent = (message?: string): Consent => ({ app: app.name, signedIn: signedIn?.username, message });
+  const consent = (message?: string): Consent => ({
+    app: app.name,
+    redirectUri,
+    signedIn: signedIn?.username,
+    message,
+  });
   if (req.method !== "POST") return consent();
   if (!req.csrfValid) {
     throw forbidden(["The authorization form could not be verified (CSRF check failed): reload the page."]);

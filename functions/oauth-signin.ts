@@ -37,7 +37,9 @@ function render(data: object, req: RestRequest): string {
   return page("Sign In", `<h1>Sign in to ${escapeHtml(req.portal.name)}</h1>${already}${message}${form}`);
 }
 
-export const handler = restHandler({ name: "Sign In", httpsOnly: true, html: render }, async (req) => {
+const op = { name: "Sign In", httpsOnly: true, html: render, bodyOnly: ["password"] };
+
+export const handler = restHandler(op, async (req) => {
   const redirect = localRedirect(req.params.get("redirect"), req);
   const signedIn = req.identity.kind === "user" ? req.identity.user.username : undefined;
   if (req.method !== "POST") return { redirect, signedIn, message: undefined } satisfies SignInPage;

@@ -8,6 +8,7 @@ import { config } from "#shared/config.ts";
 import { OAuthError } from "#shared/http/errors.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { accessTokenMinutes, issueUserToken } from "#shared/oauth/session.ts";
+import { allowAppOrigin } from "#shared/oauth/apps.ts";
 import { type App, getApp, secretMatches } from "#shared/stores/apps.ts";
 import { consumeCode, createFamily, revokeFamily, rotateRefreshToken } from "#shared/stores/oauth.ts";
 import { getPortal, type Portal } from "#shared/stores/portals.ts";
@@ -39,11 +40,19 @@ async function authenticateClient(req: RestRequest): Promise<Client> {
     const decoded = Buffer.from(basic, "base64").toString("utf8");
     const colon = decoded.indexOf(":");
     if (colon < 0) throw new OAuthError("invalid_client", "Malformed Basic credentials.");
-    const id = decodeURIComponent(decoded.slice(0, colon));
+    // RFC 6749 §2.3.1: both halves are form-urlencoded.
+    const formDecode = (v: string) => {
+      try {
+        return decodeURIComponent(v.replace(/\+/g, " "));
+      } catch {
+        throw new OAuthError("invalid_client", "Malformed Basic credentials.");
+      }
+    };
+    const id = formDecode(decoded.slice(0, colon));
     if (clientId !== undefined && clientId !== id) throw new OAuthError("invalid_request", "Two different client ids.");
     if (secret !== undefined) throw new OAuthError("invalid_request", "Use one client authentication method.");
     clientId = id;
-    secret = decodeURIComponent(decoded.slice(colon + 1));
+    secret = formDecode(decoded.slice(colon + 1));
   }
   if (!clientId) throw new OAuthError("invalid_request", "'client_id' must be specified.");
   const app = clientId.length <= 64 ? await getApp(clientId) : undefined;
@@ -52,8 +61,14 @@ async function authenticateClient(req: RestRequest): Promise<Client> {
     throw new OAuthError("invalid_client", "Invalid client credentials.");
   }
   // Most apps belong to the organization the request already loaded.
+  allowAppOrigin(req, app);
   const portal = app.portalId === req.portal.portalId ? req.portal : await getPortal(app.portalId);
   if (!portal) throw new OAuthError("invalid_client", "Invalid client_id.");
+  // A confidential client authenticates on every grant (RFC 6749 §3.2.1), unless its administrator registered
+  // it for ArcGIS REST JS's server-side flow, which never sends the secret.
+  if (app.secretHash && secret === undefined && !app.exchangeWithoutSecret) {
+    throw new OAuthError("invalid_client", "This application must authenticate with its client_secret.");
+  }
   return { app, portal, authenticated: secret !== undefined };
 }
 
@@ -202,7 +217,13 @@ async function password(req: RestRequest, client: Client) {
 }
 
 export const handler = restHandler(
-  { name: "OAuth 2.0 Token", protocol: "oauth", httpsOnly: true, ignoreCookie: true },
+  {
+    name: "OAuth 2.0 Token",
+    protocol: "oauth",
+    httpsOnly: true,
+    ignoreCookie: true,
+    bodyOnly: ["client_secret", "code", "code_verifier", "refresh_token", "password"],
+  },
   async (req) => {
     // Credentials never travel in a URL (they would land in logs and histories).
     if (req.method !== "POST") throw new OAuthError("invalid_request", "The token endpoint accepts POST only.");

@@ -1,7 +1,9 @@
 // The sign-in page, the HTML directory and its forms in a real headless Chromium over HTTPS (and plain HTTP),
 // against the local engine: what a person sees, the sign-in cookie's exact attributes, CSRF on forms, sign-out
 // and the Content-Security-Policy. JavaScript is disabled in every page: the forms must work without any script.
+import { createHash } from "node:crypto";
 import { mkdirSync, statSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:http";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Cookie, type Page, type Response } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -402,6 +404,60 @@ describe("refusals", () => {
     expect(posted.headersArray().filter((h) => h.name.toLowerCase() === "set-cookie")).toEqual([]);
     // No cookie at all: neither the sign-in cookie nor a CSRF one (forms are only offered over HTTPS).
     expect(await context.cookies()).toEqual([]);
+  });
+});
+
+describe("OAuth authorization in the browser", () => {
+  it("signs in on the authorization page and delivers the code to a native app's loopback redirect URI", async () => {
+    // The app: a listener on loopback that records what reaches its redirect URI.
+    const arrived: string[] = [];
+    const app = createServer((req, res) => {
+      arrived.push(req.url ?? "");
+      res.writeHead(200, { "content-type": "text/plain" }).end("signed in");
+    });
+    await new Promise<void>((resolve) => app.listen(0, "127.0.0.1", resolve));
+    const redirectUri = `http://127.0.0.1:${(app.address() as AddressInfo).port}/cb`;
+    try {
+      const { page } = await newPage();
+      const tokenRes = await page.request.post(https("/generateToken"), {
+        form: { f: "json", username: "admin", password: PASSWORDS.admin, client: "referer", referer: "mapgate-test" },
+      });
+      const adminToken = ((await tokenRes.json()) as { token: string }).token;
+      const registered = await page.request.post(https("/portals/self/apps/register"), {
+        form: {
+          f: "json",
+          name: "Field App",
+          appType: "native",
+          redirect_uris: JSON.stringify([redirectUri]),
+        },
+        headers: { referer: "mapgate-test", "x-esri-authorization": `Bearer ${adminToken}` },
+      });
+      const clientId = ((await registered.json()) as { client_id: string }).client_id;
+      const challenge = createHash("sha256").update("v".repeat(43)).digest("base64url");
+      const q = new URLSearchParams({
+        client_id: clientId,
+        response_type: "code",
+        redirect_uri: redirectUri,
+        state: "st",
+        code_challenge: challenge,
+        code_challenge_method: "S256",
+      });
+      await page.goto(https(`/oauth2/authorize?${q}`));
+      await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Sign in to Field App");
+      await page.getByLabel("Username").fill("admin");
+      await page.getByLabel("Password").fill(PASSWORDS.admin);
+      const loaded = page.waitForURL(`${redirectUri}?**`);
+      await page.getByRole("button", { name: "Sign in and allow", exact: true }).click();
+      await loaded;
+      // The browser really went there (a form-action policy without the app's origin would have stopped it).
+      expect(arrived).toHaveLength(1);
+      const sent = new URL(arrived[0] as string, redirectUri).searchParams;
+      expect(sent.get("state")).toBe("st");
+      expect(sent.get("code")).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      await expect(page.locator("body").textContent()).resolves.toBe("signed in");
+    } finally {
+      await new Promise((resolve) => app.close(resolve));
+    }
   });
 });
 

@@ -65,6 +65,8 @@ beforeAll(async () => {
       name: "ArcGIS REST JS server app",
       appType: "server",
       redirect_uris: JSON.stringify([REDIRECT]),
+      // The library's server-side flow never sends the client secret: the administrator allows that explicitly.
+      exchangeWithoutSecret: "true",
     }),
   });
   const app = registered.json<{ client_id?: string; client_secret?: string }>();

@@ -98,6 +98,8 @@ interface Tokens {
   refresh_token_expires_in: number;
 }
 
+const serverClient = () => ({ client_id: serverApp.client_id, client_secret: serverApp.client_secret as string });
+
 const tokenRequest = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
   post("oauth2/token", fields, headers);
 
@@ -321,6 +323,7 @@ describe("refresh tokens", () => {
     const res = await tokenRequest({
       grant_type: "authorization_code",
       client_id: serverApp.client_id,
+      client_secret: serverApp.client_secret as string,
       code,
       redirect_uri: SERVER_REDIRECT,
     });
@@ -330,7 +333,7 @@ describe("refresh tokens", () => {
   it("rotates on every use; a spent refresh token revokes its whole family", async () => {
     const first = await freshTokens();
     const refresh = (token: string, grant = "refresh_token") =>
-      tokenRequest({ grant_type: grant, client_id: serverApp.client_id, refresh_token: token });
+      tokenRequest({ grant_type: grant, ...serverClient(), refresh_token: token });
     const second = (await refresh(first.refresh_token)).json<Tokens>();
     expect(second.refresh_token).not.toBe(first.refresh_token);
     expect(second.refresh_token_expires_in).toBeLessThanOrEqual(first.refresh_token_expires_in);
@@ -371,10 +374,48 @@ describe("refresh tokens", () => {
     expect(byRfcName.json()).toEqual({ success: true });
     const res = await tokenRequest({
       grant_type: "refresh_token",
-      client_id: serverApp.client_id,
+      ...serverClient(),
       refresh_token: tokens.refresh_token,
     });
     expect(res.json()).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("makes a confidential app authenticate on every grant", async () => {
+    const code = await codeFor(serverApp, SERVER_REDIRECT);
+    const exchange = { grant_type: "authorization_code", code, redirect_uri: SERVER_REDIRECT };
+    const anonymous = await tokenRequest({ ...exchange, client_id: serverApp.client_id });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.json()).toEqual({
+      error: "invalid_client",
+      error_description: "This application must authenticate with its client_secret.",
+    });
+    const tokens = (await tokenRequest({ ...exchange, ...serverClient() })).json<Tokens>();
+    const refresh = await tokenRequest({
+      grant_type: "refresh_token",
+      client_id: serverApp.client_id,
+      refresh_token: tokens.refresh_token,
+    });
+    expect(refresh.json()).toMatchObject({ error: "invalid_client" });
+    // A malformed Basic header is the client's fault (401), never ours.
+    const basic = Buffer.from(`${serverApp.client_id}:%zz`).toString("base64");
+    const bad = await tokenRequest({ grant_type: "client_credentials" }, { authorization: `Basic ${basic}` });
+    expect(bad.status).toBe(401);
+    expect(bad.json()).toEqual({ error: "invalid_client", error_description: "Malformed Basic credentials." });
+  });
+
+  it("revokes a server-token exchanged from an OAuth token along with its family", async () => {
+    const tokens = await freshTokens();
+    const swap = await post("generateToken", {
+      f: "json",
+      token: tokens.access_token,
+      serverURL: `${engine.ready.https}/arcgis`,
+    });
+    const serverToken = swap.json<{ token: string }>().token;
+    const atServer = () =>
+      call(`${engine.ready.https}/arcgis/rest/info?f=json&token=${serverToken}`, { ca: engine.ca });
+    expect((await atServer()).json()).toMatchObject({ currentVersion: expect.any(Number) });
+    await post("oauth2/revokeToken", { ...serverClient(), auth_token: tokens.access_token });
+    expect((await atServer()).json()).toMatchObject({ error: { code: 498 } });
   });
 });
 
@@ -446,7 +487,7 @@ describe("client credentials and the password grant", () => {
   it("allows the password grant only where the organization enables it", async () => {
     const grant = {
       grant_type: "password",
-      client_id: serverApp.client_id,
+      ...serverClient(),
       username: "publisher",
       password: PASSWORDS.publisher,
     };
@@ -541,6 +582,9 @@ describe("the sign-in page and its cookie", () => {
       "javascript:alert(1)",
       "http://evil.example@localhost/",
       "\t//evil.example",
+      "/.//evil.example/x",
+      "/%2e//evil.example/x",
+      "/portal/..//evil.example/x",
     ]) {
       const res = await signIn({ redirect: target });
       expect(res.status).toBe(303);
@@ -624,5 +668,74 @@ describe("the sign-in page and its cookie", () => {
       error: { details: ["Too many invalid sign-in attempts. Try again later."] },
     });
     expect((await signIn({ username: name, password: "x" })).text).toContain("Too many invalid sign-in attempts.");
+  });
+});
+
+describe("hardening", () => {
+  it("refuses secrets in the URL", async () => {
+    const res = await call(
+      `${rest()}/oauth2/token?client_secret=${serverApp.client_secret as string}&grant_type=client_credentials`,
+      { ca: engine.ca, body: form({ client_id: serverApp.client_id }) },
+    );
+    expect(res.status).toBe(400);
+    expect(res.json()).toEqual({
+      error: "invalid_request",
+      error_description: "Credentials in the URL. 'client_secret' must be sent in the request body, never in the URL.",
+    });
+    const signIn = await call(`${rest()}/oauth2/signin?f=json&password=x`, { ca: engine.ca, body: form({}) });
+    expect(signIn.json()).toMatchObject({ error: { code: 400, message: "Credentials in the URL." } });
+  });
+
+  it("lets a browser app's own origin read its token answers (CORS), and no other origin", async () => {
+    const app = (
+      await post("portals/self/apps/register", {
+        f: "json",
+        token: adminToken,
+        name: "Browser App",
+        appType: "browser",
+        redirect_uris: JSON.stringify(["https://web.example.test/app/cb"]),
+      })
+    ).json<Registered>();
+    const { verifier, challenge } = pkce();
+    const code = await codeFor(app, "https://web.example.test/app/cb", challenge);
+    const fields = {
+      grant_type: "authorization_code",
+      client_id: app.client_id,
+      code,
+      redirect_uri: "https://web.example.test/app/cb",
+      code_verifier: verifier,
+    };
+    const ok = await tokenRequest(fields, { origin: "https://web.example.test" });
+    expect(ok.json()).toHaveProperty("access_token");
+    expect(ok.headers["access-control-allow-origin"]).toBe("https://web.example.test");
+    expect(ok.headers["access-control-allow-credentials"]).toBeUndefined();
+    const replay = await tokenRequest(fields, { origin: "https://web.example.test" });
+    expect(replay.status).toBe(400);
+    expect(replay.headers["access-control-allow-origin"]).toBe("https://web.example.test");
+    const other = await tokenRequest(fields, { origin: "https://evil.example" });
+    expect(other.headers["access-control-allow-origin"]).toBeUndefined();
+  });
+
+  it("lets the consent page's form reach the app's redirect URI, and nothing else (CSP form-action)", async () => {
+    const q = new URLSearchParams({
+      client_id: browserApp.client_id,
+      response_type: "code",
+      redirect_uri: NATIVE_REDIRECT,
+      code_challenge: pkce().challenge,
+      code_challenge_method: "S256",
+    });
+    const page = await call(`${rest()}/oauth2/authorize?${q}`, { ca: engine.ca });
+    expect(page.headers["content-security-policy"]).toContain("form-action 'self' http://127.0.0.1:7777;");
+    const directory = await call(`${rest()}?f=html`, { ca: engine.ca });
+    expect(directory.headers["content-security-policy"]).toContain("form-action 'self';");
+  });
+
+  it("signs nobody in when two sign-in cookies arrive (one was planted by a sibling site)", async () => {
+    const cookie = (t: string) => `vendor_authcookie=${encodeURIComponent(JSON.stringify({ token: t }))}`;
+    const res = await call(`${rest()}/community/self?f=json`, {
+      ca: engine.ca,
+      headers: { cookie: `${cookie(adminToken)}; ${cookie(adminToken)}` },
+    });
+    expect(res.json()).toMatchObject({ error: { code: 499 } });
   });
 });

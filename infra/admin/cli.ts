@@ -37,8 +37,9 @@ commands:
   update-portal      --portal <id> [--all-ssl true|false] [--require-tokens true|false] [--max-token-minutes <n>]
                      [--password-grant true|false]        (allow the OAuth password grant)
   register-app       --portal <id> --name <app name> --type browser|native|server --owner <username>
-                     --redirect-uri <uri> [--redirect-uri <uri> …]     (prints the client id; a server app's
-                                                          client secret is printed once, only its hash is kept)
+                     --redirect-uri <uri> [--redirect-uri <uri> …] [--exchange-without-secret]
+                                                          (prints the client id; a server app's client secret
+                                                          is printed once, only its hash is kept)
   list-apps          --portal <id>
   list
 
@@ -67,6 +68,7 @@ function parse() {
         type: { type: "string" },
         owner: { type: "string" },
         "redirect-uri": { type: "string", multiple: true },
+        "exchange-without-secret": { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -236,6 +238,7 @@ async function run(command: string): Promise<unknown> {
           name: values.name,
           appType: values.type,
           redirectUris: values["redirect-uri"] ?? [],
+          exchangeWithoutSecret: values["exchange-without-secret"] === true,
         });
         if (!input.ok) throw new AdminInputError(input.problems.join("\n"));
         const { app, clientSecret } = await registerApp({ ...input.value, portalId, owner: owner.username });

@@ -18,6 +18,8 @@ export class SignInRefused extends Error {
 
 /** The user these credentials name, or SignInRefused (one answer for a wrong password and an unknown user). */
 export async function checkCredentials(username: string, password: string): Promise<User> {
+  // No username is longer (and a longer one would not fit a DynamoDB key); nothing is counted or read for it.
+  if (username.length > 128 || password.length > 1024) throw new SignInRefused("invalid");
   // Counted before the password is checked, so concurrent guesses cannot outrun the lockout.
   const attempt = await beginAttempt(username);
   if (!attempt.allowed) throw new SignInRefused("locked");

@@ -53,18 +53,19 @@ function bearer(value: string | undefined): string | undefined {
 
 /** The sign-in cookie is URL-encoded JSON with at least `token` (as on the original). */
 function cookieToken(event: APIGatewayProxyEventV2): string | undefined {
-  for (const cookie of event.cookies ?? []) {
-    const eq = cookie.indexOf("=");
-    if (eq < 0 || cookie.slice(0, eq).trim() !== AUTH_COOKIE) continue;
-    try {
-      const parsed: unknown = JSON.parse(decodeURIComponent(cookie.slice(eq + 1).trim()));
-      const token = (parsed as { token?: unknown } | null)?.token;
-      return typeof token === "string" && token !== "" ? token : "\0malformed";
-    } catch {
-      return "\0malformed";
-    }
+  const found = (event.cookies ?? []).filter((c) => c.slice(0, Math.max(0, c.indexOf("="))).trim() === AUTH_COOKIE);
+  const cookie = found[0];
+  if (cookie === undefined) return undefined;
+  // Two sign-in cookies mean one was planted (a sibling site can set a cookie for a longer path, which the
+  // browser sends first): neither signs anyone in.
+  if (found.length > 1) return "\0malformed";
+  try {
+    const parsed: unknown = JSON.parse(decodeURIComponent(cookie.slice(cookie.indexOf("=") + 1).trim()));
+    const token = (parsed as { token?: unknown } | null)?.token;
+    return typeof token === "string" && token !== "" ? token : "\0malformed";
+  } catch {
+    return "\0malformed";
   }
-  return undefined;
 }
 
 export function hasAuthCookie(event: APIGatewayProxyEventV2): boolean {
@@ -108,7 +109,7 @@ export async function resolveIdentity(credential: Credential | undefined, presen
   const apps = tableName("apps");
   const portals = tableName("portals");
   const tokens = tableName("tokens");
-  const revocations = [revocationKey(claims.id), ...(claims.family ? [revocationKey(claims.family)] : [])];
+  const revocations = [claims.id, claims.family, claims.parent].flatMap((id) => (id ? [revocationKey(id)] : []));
   // A token issued to an application works only while the application is registered.
   const appId = claims.kind === "app" ? claims.username : claims.clientId;
   let keys: Record<string, { Keys: Record<string, string>[] }> | undefined = {

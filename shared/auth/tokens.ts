@@ -36,6 +36,8 @@ export interface TokenClaims {
   readonly clientId?: string | undefined;
   /** The refresh-token family it came from: revoking the family revokes the token. */
   readonly family?: string | undefined;
+  /** The token this one was exchanged for (a server-token): revoking that one revokes this one too. */
+  readonly parent?: string | undefined;
 }
 
 export type NewToken = Omit<TokenClaims, "id" | "issued" | "kind"> & { readonly kind?: TokenClaims["kind"] };
@@ -54,6 +56,7 @@ export async function issueToken(claims: NewToken): Promise<{ token: string; id:
     ...(claims.kind === "app" ? { knd: "app" } : {}),
     ...(claims.clientId ? { app: claims.clientId } : {}),
     ...(claims.family ? { fam: claims.family } : {}),
+    ...(claims.parent ? { par: claims.parent } : {}),
   };
   const token = await new EncryptJWT({ org: claims.portalId, cli: claims.client, bnd: claims.bound, ...extra })
     .setProtectedHeader({ alg: "dir", enc: "A256GCM", kid: current.kid })
@@ -114,7 +117,7 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
   } catch {
     throw invalidToken();
   }
-  const { sub, org, cli, bnd, aud, exp, iat, jti, knd, app, fam } = payload;
+  const { sub, org, cli, bnd, aud, exp, iat, jti, knd, app, fam, par } = payload;
   if (
     typeof sub !== "string" ||
     typeof org !== "string" ||
@@ -126,7 +129,8 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
     !BINDINGS.includes(cli as string) ||
     (knd !== undefined && knd !== "app") ||
     (app !== undefined && typeof app !== "string") ||
-    (fam !== undefined && typeof fam !== "string")
+    (fam !== undefined && typeof fam !== "string") ||
+    (par !== undefined && typeof par !== "string")
   ) {
     throw invalidToken();
   }
@@ -161,5 +165,6 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
     id: jti,
     clientId: app as string | undefined,
     family: fam as string | undefined,
+    parent: par as string | undefined,
   };
 }

@@ -16,14 +16,29 @@ form{display:grid;grid-template-columns:max-content minmax(16rem,40rem);gap:.4re
 label{font-weight:600}button{grid-column:2;justify-self:start;padding:.3rem 1.2rem}
 textarea{min-height:6rem}.muted{color:#5a6470}`;
 
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  `style-src 'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`,
-  "img-src 'self'",
-  "form-action 'self'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
+const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`;
+
+/**
+ * The policy of every page: nothing but the one hashed stylesheet; forms post only here, plus (for the OAuth
+ * consent page) the one checked redirect URI a form's answer sends the browser to, since Chromium and Safari
+ * apply form-action to the redirect after a form POST too.
+ */
+export function contentSecurityPolicy(formActions: readonly string[] = []): string {
+  return [
+    "default-src 'none'",
+    `style-src ${STYLE_HASH}`,
+    "img-src 'self'",
+    `form-action ${["'self'", ...formActions].join(" ")}`,
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
+
+/** A page plus what its forms' answers may redirect to (see contentSecurityPolicy). */
+export interface HtmlPage {
+  readonly body: string;
+  readonly formActions: readonly string[];
+}
 
 export function page(title: string, body: string): string {
   return `<!DOCTYPE html>

@@ -6,6 +6,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { CSRF_FIELD, csrfCookie, csrfField, csrfValid } from "#shared/auth/csrf.ts";
 import {
   ANONYMOUS,
+  AUTH_COOKIE,
   CLEARED_AUTH_COOKIE,
   type Credential,
   findCredential,
@@ -26,7 +27,7 @@ import {
   sslRequired,
   tokenRequired,
 } from "#shared/http/errors.ts";
-import { escapeHtml, type FormField, page, renderForm, renderValue } from "#shared/http/html.ts";
+import { escapeHtml, type FormField, type HtmlPage, page, renderForm, renderValue } from "#shared/http/html.ts";
 import { type Params, parseParams } from "#shared/http/params.ts";
 import {
   CALLBACK,
@@ -54,7 +55,9 @@ export interface Operation {
   /** The form's starting values (e.g. the record an update form edits); the query string's values win. */
   readonly formValues?: (req: RestRequest) => Promise<Record<string, string>>;
   /** A custom page for the result; the default renders the JSON answer as tables. */
-  readonly html?: (data: object, req: RestRequest) => string;
+  readonly html?: (data: object, req: RestRequest) => string | HtmlPage;
+  /** Parameters that carry secrets: refused in the query string (URLs land in logs and browser histories). */
+  readonly bodyOnly?: readonly string[];
   /** Where the route lives: the portal (default), or a hosted server named by the `server` path parameter. */
   readonly at?: "portal" | "server";
   /** Refuses plain HTTP whatever the organization's allSSL says (credentials travel in the request). */
@@ -89,6 +92,8 @@ export interface RestRequest {
   readonly csrf: string | undefined;
   /** Whether this POST carries a CSRF field matching the browser's cookie, sent from one of our pages. */
   readonly csrfValid: boolean;
+  /** Headers the handler adds to its answer, error or not (CORS for a registered app's own origin). */
+  readonly responseHeaders: Record<string, string>;
 }
 
 interface Normalized {
@@ -179,6 +184,7 @@ export const errorEnvelope = (op: Operation): RestMiddleware => ({
             : undefined;
       s.errorCode = oauth?.status ?? 500;
       request.response = renderOAuthError(oauth, https);
+      finish(request.response, s);
       return;
     }
     s.errorCode = body.error.code;
@@ -193,6 +199,7 @@ export const errorEnvelope = (op: Operation): RestMiddleware => ({
             rendering.https,
           )
         : renderJson(body, rendering);
+    finish(request.response, s);
   },
 });
 
@@ -208,8 +215,18 @@ export const normalize = (op: Operation): RestMiddleware => ({
     if (op.protocol === "oauth") {
       // Token answers are never HTML pages nor JSONP (a script any site could include would leak them).
       s.rendering = { format: "json", https: o.https };
-      return;
     }
+    if (op.bodyOnly && event.rawQueryString) {
+      const query = new URLSearchParams(event.rawQueryString);
+      const exposed = op.bodyOnly.filter((name) => query.has(name));
+      if (exposed.length > 0) {
+        s.rendering ??= { format: "json", https: o.https };
+        throw badRequest("Credentials in the URL.", [
+          `${exposed.map((n) => `'${n}'`).join(", ")} must be sent in the request body, never in the URL.`,
+        ]);
+      }
+    }
+    if (op.protocol === "oauth") return;
     const f = (params.get("f") ?? op.defaultFormat ?? "html").toLowerCase();
     if (!(FORMATS as readonly string[]).includes(f)) {
       s.rendering = { format: "json", https: o.https };
@@ -334,6 +351,7 @@ export const caller = (op: Operation): RestMiddleware => ({
       path: event.rawPath,
       csrf,
       csrfValid: csrfChecked,
+      responseHeaders: {},
     };
     if (op.postOnly && method !== "POST") {
       if (rendering.format !== "html") throw methodNotAllowed();
@@ -350,6 +368,19 @@ function formPage(op: Operation, req: RestRequest, initial: object): APIGatewayP
   return renderHtml(page(op.name, `<h1>${escapeHtml(op.name)}</h1>${signedIn}${form}`), req.https);
 }
 
+/**
+ * What every answer carries besides its body: the handler's extra headers and the pipeline's cookies, set
+ * before the handler's own, so a handler's new sign-in cookie is never followed by the stale one's clearing.
+ */
+function finish(response: APIGatewayProxyStructuredResultV2, s: Partial<Normalized> & { request?: RestRequest }) {
+  const extra = s.request?.responseHeaders ?? {};
+  if (Object.keys(extra).length > 0) response.headers = { ...response.headers, ...extra };
+  const own = response.cookies ?? [];
+  const signsIn = own.some((c) => c.startsWith(`${AUTH_COOKIE}=`));
+  const pipeline = (s.cookies ?? []).filter((c) => !(signsIn && c === CLEARED_AUTH_COOKIE));
+  if (pipeline.length > 0 || own.length > 0) response.cookies = [...pipeline, ...own];
+}
+
 /** Renders the handler's data in the requested format. */
 export const respond = (op: Operation): RestMiddleware => ({
   after: (request) => {
@@ -359,10 +390,12 @@ export const respond = (op: Operation): RestMiddleware => ({
     if (s.showForm) request.response = formPage(op, req, data);
     else if (data instanceof Redirect) request.response = renderRedirect(data, req.https);
     else if (req.format === "html") {
-      const body = op.html ? op.html(data, req) : `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`;
-      request.response = renderHtml(op.html ? body : page(op.name, body), req.https);
+      const custom = op.html?.(data, req);
+      const html = custom ?? page(op.name, `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`);
+      request.response =
+        typeof html === "string" ? renderHtml(html, req.https) : renderHtml(html.body, req.https, html.formActions);
     } else request.response = renderJson(data, s.rendering as Rendering);
-    if (s.cookies?.length) request.response.cookies = [...(request.response.cookies ?? []), ...s.cookies];
+    finish(request.response, s);
   },
 });
 

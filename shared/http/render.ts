@@ -1,7 +1,7 @@
 // Output formats are handled once, here: every REST answer and every error leaves through render().
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import type { OAuthError } from "#shared/http/errors.ts";
-import { CONTENT_SECURITY_POLICY } from "#shared/http/html.ts";
+import { contentSecurityPolicy } from "#shared/http/html.ts";
 
 export const FORMATS = ["html", "json", "pjson"] as const;
 export type Format = (typeof FORMATS)[number];
@@ -49,10 +49,17 @@ export function renderJson(data: unknown, how: Rendering): APIGatewayProxyStruct
   return { statusCode: 200, headers: headers("application/json; charset=utf-8", how.https), body: json };
 }
 
-export function renderHtml(html: string, https: boolean): APIGatewayProxyStructuredResultV2 {
+export function renderHtml(
+  html: string,
+  https: boolean,
+  formActions: readonly string[] = [],
+): APIGatewayProxyStructuredResultV2 {
   return {
     statusCode: 200,
-    headers: { ...headers("text/html; charset=utf-8", https), "content-security-policy": CONTENT_SECURITY_POLICY },
+    headers: {
+      ...headers("text/html; charset=utf-8", https),
+      "content-security-policy": contentSecurityPolicy(formActions),
+    },
     body: html,
   };
 }

@@ -1,5 +1,6 @@
 // What an application registration may say, checked the same way for the admin endpoint and the operator
 // command, and how a registration is answered.
+import type { RestRequest } from "#shared/http/pipeline.ts";
 import { APP_TYPES, type App, type AppType } from "#shared/stores/apps.ts";
 
 export const MAX_REDIRECT_URIS = 20;
@@ -34,12 +35,14 @@ export interface AppRegistration {
   readonly name: string;
   readonly appType: AppType;
   readonly redirectUris: readonly string[];
+  readonly exchangeWithoutSecret: boolean;
 }
 
 export function readAppRegistration(raw: {
   name: string | undefined;
   appType: string | undefined;
   redirectUris: readonly string[];
+  exchangeWithoutSecret?: string | boolean | undefined;
 }): { ok: true; value: AppRegistration } | { ok: false; problems: string[] } {
   const problems: string[] = [];
   const name = (raw.name ?? "").trim();
@@ -56,8 +59,15 @@ export function readAppRegistration(raw: {
     const problem = redirectUriProblem(uri, appType as AppType);
     if (problem) problems.push(`'redirect_uris': ${problem}.`);
   }
+  const flag = raw.exchangeWithoutSecret;
+  const exchangeWithoutSecret = flag === true || flag === "true";
+  if (flag !== undefined && flag !== "" && typeof flag === "string" && !["true", "false"].includes(flag)) {
+    problems.push("'exchangeWithoutSecret' must be true or false.");
+  } else if (exchangeWithoutSecret && appType !== "server") {
+    problems.push("'exchangeWithoutSecret' applies to server apps only.");
+  }
   if (problems.length > 0) return { ok: false, problems };
-  return { ok: true, value: { name, appType: appType as AppType, redirectUris: uris } };
+  return { ok: true, value: { name, appType: appType as AppType, redirectUris: uris, exchangeWithoutSecret } };
 }
 
 /** The registration as the original's registerApp answers it; the secret appears only at registration. */
@@ -68,7 +78,27 @@ export function appRegistrationAnswer(app: App, clientSecret: string | undefined
     name: app.name,
     appType: app.appType,
     redirect_uris: app.redirectUris,
+    ...(app.exchangeWithoutSecret ? { exchangeWithoutSecret: true } : {}),
     owner: app.owner,
     registered: app.created,
   };
+}
+
+/**
+ * A browser app redeems its code with `fetch` from its own pages: the token and revocation answers may be read
+ * by the origins of its registered redirect URIs (never with credentials: the request carries none).
+ */
+export function allowAppOrigin(req: RestRequest, app: App): void {
+  const origin = req.event.headers?.origin;
+  if (!origin || app.appType !== "browser") return;
+  const allowed = app.redirectUris.some((u) => URL.canParse(u) && new URL(u).origin === origin);
+  if (!allowed) return;
+  req.responseHeaders["access-control-allow-origin"] = origin;
+  req.responseHeaders.vary = "Origin";
+}
+
+/** What a form whose answer redirects to `redirectUri` must be allowed to reach (CSP form-action). */
+export function formActionFor(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  return url.protocol === "http:" || url.protocol === "https:" ? url.origin : url.protocol;
 }

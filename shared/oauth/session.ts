@@ -74,6 +74,7 @@ export function localRedirect(raw: string | undefined, req: RestRequest): string
     return DIRECTORY_PATH;
   }
   const ours = new Set([new URL(req.origin).origin, new URL(req.httpsOrigin).origin]);
-  if (!ours.has(url.origin)) return DIRECTORY_PATH;
+  // `/.//evil.example` normalises to the path `//evil.example`, which a browser reads as another host.
+  if (!ours.has(url.origin) || url.pathname.startsWith("//")) return DIRECTORY_PATH;
   return `${url.pathname}${url.search}`;
 }

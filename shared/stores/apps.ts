@@ -19,6 +19,11 @@ export interface App {
   readonly redirectUris: readonly string[];
   /** SHA-256 (hex) of the client secret, for `server` apps. */
   readonly secretHash: string | undefined;
+  /**
+   * A `server` app that exchanges codes and refresh tokens without its secret (and codes without PKCE), as
+   * ArcGIS REST JS's server-side flow does. Off unless the administrator turns it on at registration.
+   */
+  readonly exchangeWithoutSecret: boolean;
   readonly owner: string;
   readonly created: number;
 }
@@ -34,6 +39,7 @@ export function toApp(item: Record<string, unknown>): App {
     appType: appType as AppType,
     redirectUris: r.strings("redirectUris"),
     secretHash: r.optionalString("secretHash"),
+    exchangeWithoutSecret: item.exchangeWithoutSecret === true,
     owner: r.string("owner"),
     created: r.number("created"),
   };
@@ -68,6 +74,7 @@ export async function registerApp(input: {
   name: string;
   appType: AppType;
   redirectUris: readonly string[];
+  exchangeWithoutSecret: boolean;
   owner: string;
 }): Promise<{ app: App; clientSecret: string | undefined }> {
   // 16 characters like the original's client ids, from a URL-safe alphabet.
@@ -80,6 +87,7 @@ export async function registerApp(input: {
     appType: input.appType,
     redirectUris: [...input.redirectUris],
     secretHash: clientSecret ? hash(clientSecret) : undefined,
+    exchangeWithoutSecret: input.exchangeWithoutSecret,
     owner: input.owner,
     created: Date.now(),
   };

@@ -131,7 +131,8 @@ export async function createFamily(family: Family): Promise<string> {
   return `${family.id}.${secret}`;
 }
 
-function toFamily(id: string, item: Record<string, unknown>): Family & { current: string } {
+function toFamily(id: string, item: Record<string, unknown>): (Family & { current: string }) | "revoked" {
+  if (item.revoked !== undefined) return "revoked";
   const r = new RecordReader("refresh family", item);
   return {
     id,
@@ -160,6 +161,7 @@ export async function rotateRefreshToken(token: string, clientId: string): Promi
   );
   if (!Item) return { ok: false, reason: "unknown" };
   const family = toFamily(parts.family, Item);
+  if (family === "revoked") return { ok: false, reason: "reused" };
   if (family.clientId !== clientId) return { ok: false, reason: "unknown" };
   if (family.expires <= Date.now()) return { ok: false, reason: "expired" };
   const presented = sha256(parts.secret);
@@ -174,7 +176,7 @@ export async function rotateRefreshToken(token: string, clientId: string): Promi
         TableName: tableName("tokens"),
         Key: familyKey(family.id),
         UpdateExpression: "SET #c = :next",
-        ConditionExpression: "#c = :presented",
+        ConditionExpression: "#c = :presented AND attribute_not_exists(revoked)",
         ExpressionAttributeNames: { "#c": "current" },
         ExpressionAttributeValues: { ":next": sha256(secret), ":presented": presented },
       }),
@@ -188,29 +190,18 @@ export async function rotateRefreshToken(token: string, clientId: string): Promi
   return { ok: true, family, refreshToken: `${family.id}.${secret}` };
 }
 
-/** Revokes a family: its refresh token stops working and so does every access token it issued. */
+/**
+ * Revokes a family: its refresh token stops working and so does every access token it issued. The family
+ * record becomes a tombstone, written whether or not the family exists yet: a family revoked by a replayed
+ * code before its first use finished can then never be started (createFamily requires no record).
+ */
 export async function revokeFamily(id: string, familyExpires: number): Promise<void> {
+  const expiresAt = familyRevocationTtl(familyExpires);
+  const revoked = Date.now();
   await ddb.send(
-    new PutCommand({
-      TableName: tableName("tokens"),
-      Item: { ...revocationKey(id), revoked: Date.now(), expiresAt: familyRevocationTtl(familyExpires) },
-    }),
+    new PutCommand({ TableName: tableName("tokens"), Item: { ...revocationKey(id), revoked, expiresAt } }),
   );
-  // The family record goes too; the revocation record is what access tokens are checked against.
-  await ddb
-    .send(
-      new UpdateCommand({
-        TableName: tableName("tokens"),
-        Key: familyKey(id),
-        UpdateExpression: "SET #c = :none",
-        ConditionExpression: "attribute_exists(pk)",
-        ExpressionAttributeNames: { "#c": "current" },
-        ExpressionAttributeValues: { ":none": "0".repeat(64) },
-      }),
-    )
-    .catch((err: unknown) => {
-      if (!isConditionFailure(err)) throw err;
-    });
+  await ddb.send(new PutCommand({ TableName: tableName("tokens"), Item: { ...familyKey(id), revoked, expiresAt } }));
 }
 
 /** Revokes the family a refresh token belongs to, if the token is its current one (RFC 7009: unknown is fine). */
@@ -222,6 +213,7 @@ export async function revokeRefreshToken(token: string, clientId: string | undef
   );
   if (!Item) return;
   const family = toFamily(parts.family, Item);
+  if (family === "revoked") return;
   if (clientId !== undefined && family.clientId !== clientId) return;
   if (!timingSafeEqual(Buffer.from(sha256(parts.secret), "hex"), Buffer.from(family.current, "hex"))) return;
   await revokeFamily(family.id, family.expires);
