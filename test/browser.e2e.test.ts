@@ -3,7 +3,8 @@
 // and the Content-Security-Policy. JavaScript is disabled in every page: the forms must work without any script.
 import { createHash } from "node:crypto";
 import { mkdirSync, statSync } from "node:fs";
-import { type AddressInfo, createServer } from "node:http";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Cookie, type Page, type Response } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
