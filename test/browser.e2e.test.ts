@@ -413,7 +413,8 @@ describe("OAuth authorization in the browser", () => {
     // The app: a listener on loopback that records what reaches its redirect URI.
     const arrived: string[] = [];
     const app = createServer((req, res) => {
-      arrived.push(req.url ?? "");
+      // The browser may ask for /favicon.ico too: only the redirect URI's path counts.
+      if ((req.url ?? "").startsWith("/cb")) arrived.push(req.url ?? "");
       res.writeHead(200, { "content-type": "text/plain" }).end("signed in");
     });
     await new Promise<void>((resolve) => app.listen(0, "127.0.0.1", resolve));
