@@ -263,8 +263,8 @@ async function oauthBench(base: {
   const perRt = await count(refresh);
   console.log("\nDynamoDB requests per OAuth token request (warm function)");
   // The pipeline reads the organization the request is addressed to, and the grant reads the app's (the same).
-  console.log(`  client_credentials  ${perCc}  (organization, app, app's organization)`);
+  console.log(`  client_credentials  ${perCc}  (organization, app)`);
   console.log(
-    `  refresh_token       ${perRt}  (organization, app, app's organization, family read, conditional rotation write, user)`,
+    `  refresh_token       ${perRt}  (organization, app, family read, conditional rotation write, user)`,
   );
 }
