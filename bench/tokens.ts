@@ -262,9 +262,7 @@ async function oauthBench(base: {
   const perCc = await count(clientCredentials);
   const perRt = await count(refresh);
   console.log("\nDynamoDB requests per OAuth token request (warm function)");
-  // The pipeline reads the organization the request is addressed to, and the grant reads the app's (the same).
+  // The pipeline reads the organization the request is addressed to; the app's is that one (no second read).
   console.log(`  client_credentials  ${perCc}  (organization, app)`);
-  console.log(
-    `  refresh_token       ${perRt}  (organization, app, family read, conditional rotation write, user)`,
-  );
+  console.log(`  refresh_token       ${perRt}  (organization, app, family read, conditional rotation write, user)`);
 }
