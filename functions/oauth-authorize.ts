@@ -80,38 +80,26 @@ function render(data: object, req: RestRequest): HtmlPage {
   );
   const message = d.message ? `<div class="error" role="alert"><p>${escapeHtml(d.message)}</p></div>` : "";
   const intro = `<h1>Sign in to ${escapeHtml(d.app)}</h1><p>${escapeHtml(d.app)} asks to use ${escapeHtml(req.portal.name)} on your behalf.</p>`;
+  // Every form re-sends the authorization request's own parameters, plus its own fields.
+  const form = (fields: readonly FormField[], own: [string, string][], submit: string) =>
+    renderForm([...carried, ...fields], new Map([...values, ...own]), req.csrf, {
+      action: req.path,
+      formats: false,
+      submit,
+    });
   if (d.signedIn) {
-    const allow = renderForm(
-      [...carried, { name: "allow", type: "hidden" }],
-      new Map([...values, ["allow", "true"]]),
-      req.csrf,
-      {
-        action: req.path,
-        formats: false,
-        submit: `Allow as ${d.signedIn}`,
-      },
-    );
-    const deny = renderForm(
-      [...carried, { name: "allow", type: "hidden" }],
-      new Map([...values, ["allow", "false"]]),
-      req.csrf,
-      {
-        action: req.path,
-        formats: false,
-        submit: "Deny",
-      },
-    );
+    const decision = { name: "allow", type: "hidden" } as const;
+    const allow = form([decision], [["allow", "true"]], `Allow as ${d.signedIn}`);
+    const deny = form([decision], [["allow", "false"]], "Deny");
     return { body: page("Authorize", `${intro}${message}${allow}${deny}`), formActions };
   }
-  const signIn = renderForm(
+  const signIn = form(
     [
-      ...carried,
       { name: "username", label: "Username", required: true },
       { name: "password", label: "Password", type: "password", required: true },
     ],
-    new Map([...values, ["username", req.params.get("username") ?? ""]]),
-    req.csrf,
-    { action: req.path, formats: false, submit: "Sign in and allow" },
+    [["username", req.params.get("username") ?? ""]],
+    "Sign in and allow",
   );
   return { body: page("Authorize", `${intro}${message}${signIn}`), formActions };
 }

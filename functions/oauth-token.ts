@@ -1,20 +1,19 @@
 // POST …/sharing/rest/oauth2/token: the OAuth 2.0 token endpoint (RFC 6749 §3.2). Grants: authorization_code
 // (PKCE S256), refresh_token and the original's exchange_refresh_token (both rotate the refresh token),
 // client_credentials (an app's own token) and password (only where the organization allows it).
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { checkCredentials, SignInRefused } from "#shared/auth/credentials.ts";
 import { issueToken } from "#shared/auth/tokens.ts";
 import { config } from "#shared/config.ts";
 import { OAuthError } from "#shared/http/errors.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
-import { accessTokenMinutes, issueUserToken } from "#shared/oauth/session.ts";
 import { allowAppOrigin } from "#shared/oauth/apps.ts";
+import { accessTokenMinutes, issueUserToken } from "#shared/oauth/session.ts";
 import { type App, getApp, secretMatches } from "#shared/stores/apps.ts";
+import { isConditionFailure } from "#shared/stores/dynamo.ts";
 import { consumeCode, createFamily, revokeFamily, rotateRefreshToken } from "#shared/stores/oauth.ts";
 import { getPortal, type Portal } from "#shared/stores/portals.ts";
 import { getUser, type User } from "#shared/stores/users.ts";
-import { randomBytes } from "node:crypto";
-import { isConditionFailure } from "#shared/stores/dynamo.ts";
 
 const GRANTS = ["authorization_code", "refresh_token", "exchange_refresh_token", "client_credentials", "password"];
 

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { type Answer, call, form } from "./helpers/http.ts";
+import { call, form, formOf } from "./helpers/http.ts";
 import { runJson } from "./helpers/run.ts";
 
 const REDIRECT = "https://app.example.test/callback";
@@ -19,21 +19,11 @@ let portalId: string;
 let result: Record<string, unknown>;
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 
-const cookiesOf = (res: Answer): string[] => {
-  const raw = res.headers["set-cookie"];
-  return raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
-};
-
 /** A browser signing "admin" in on the authorization page (no PKCE: a server app); answers the code. */
 async function authorizationCode(clientId: string): Promise<string> {
   const params = { client_id: clientId, response_type: "code", redirect_uri: REDIRECT, state: "s1" };
   const url = `${rest()}/oauth2/authorize?${new URLSearchParams(params).toString()}`;
-  const page = await call(url, { ca: engine.ca });
-  const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)?.[1];
-  const cookie = cookiesOf(page)
-    .find((c) => c.startsWith("__Host-mapgate_csrf="))
-    ?.split(";")[0];
-  if (!csrf || !cookie) throw new Error(`no sign-in form: ${page.status} ${page.text.slice(0, 400)}`);
+  const { cookie, csrf } = await formOf(url, engine.ca);
   const res = await call(url, {
     ca: engine.ca,
     body: form({ ...params, csrf, username: "admin", password: PASSWORDS.admin }),

@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { type Answer, call, form } from "./helpers/http.ts";
+import { type Answer, call, form, formOf, setCookies } from "./helpers/http.ts";
 
 let engine: RunningEngine;
 let portalId: string;
@@ -29,6 +29,14 @@ function admin(...args: string[]): string {
   });
 }
 
+/** A server app registered with the operator command, owned by admin. */
+function registerServerAppByCommand(name: string, redirectUri: string): Registered & { redirect_uris: string[] } {
+  const args = ["--portal", portalId, "--name", name, "--type", "server", "--owner", "admin"];
+  return JSON.parse(admin("register-app", ...args, "--redirect-uri", redirectUri)) as Registered & {
+    redirect_uris: string[];
+  };
+}
+
 async function generateToken(username: string, password: string): Promise<string> {
   const res = await call(`${rest()}/generateToken`, { ca: engine.ca, body: form({ f: "json", username, password }) });
   const token = res.json<{ token?: string }>().token;
@@ -39,21 +47,6 @@ async function generateToken(username: string, password: string): Promise<string
 const post = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
   call(`${rest()}/${path}`, { ca: engine.ca, body: form(fields), headers });
 
-const cookiesOf = (res: Answer): string[] => {
-  const raw = res.headers["set-cookie"];
-  return raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
-};
-
-/** A browser's visit to a page with a form: its CSRF cookie and field. */
-async function formOf(url: string, cookie?: string): Promise<{ page: Answer; cookie: string; csrf: string }> {
-  const page = await call(url, { ca: engine.ca, ...(cookie ? { headers: { cookie } } : {}) });
-  const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)?.[1];
-  const set = cookiesOf(page).find((c) => c.startsWith("__Host-mapgate_csrf="));
-  const jar = set ? set.split(";")[0] : cookie?.split("; ").find((c) => c.startsWith("__Host-mapgate_csrf="));
-  if (!csrf || !jar) throw new Error(`no form on ${url}: ${page.status} ${page.text.slice(0, 400)}`);
-  return { page, cookie: jar, csrf };
-}
-
 const pkce = () => {
   const verifier = randomBytes(32).toString("base64url");
   return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
@@ -63,7 +56,7 @@ const pkce = () => {
 async function authorize(params: Record<string, string>, who = { username: "admin", password: PASSWORDS.admin }) {
   const query = new URLSearchParams({ response_type: "code", ...params }).toString();
   const url = `${rest()}/oauth2/authorize?${query}`;
-  const { cookie, csrf } = await formOf(url);
+  const { cookie, csrf } = await formOf(url, engine.ca);
   const res = await call(url, {
     ca: engine.ca,
     body: form({ ...params, response_type: "code", csrf, ...who }),
@@ -173,21 +166,7 @@ describe("applications", () => {
   });
 
   it("registers an app from the operator command too", () => {
-    const out = JSON.parse(
-      admin(
-        "register-app",
-        "--portal",
-        portalId,
-        "--name",
-        "CLI App",
-        "--type",
-        "server",
-        "--owner",
-        "admin",
-        "--redirect-uri",
-        "https://cli.example/cb",
-      ),
-    ) as Registered & { redirect_uris: string[] };
+    const out = registerServerAppByCommand("CLI App", "https://cli.example/cb");
     expect(out.client_id).toMatch(/^[A-Za-z0-9_-]{16}$/);
     expect(out.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(out.redirect_uris).toEqual(["https://cli.example/cb"]);
@@ -305,7 +284,7 @@ describe("authorization code with PKCE", () => {
   it("refuses the authorization form without its CSRF field", async () => {
     const params = { client_id: serverApp.client_id, redirect_uri: SERVER_REDIRECT, response_type: "code" };
     const url = `${rest()}/oauth2/authorize?${new URLSearchParams(params)}`;
-    const { cookie } = await formOf(url);
+    const { cookie } = await formOf(url, engine.ca);
     const forged = await call(url, {
       ca: engine.ca,
       body: form({ ...params, username: "admin", password: PASSWORDS.admin }),
@@ -455,21 +434,7 @@ describe("client credentials and the password grant", () => {
   });
 
   it("stops every token of an app the moment it is unregistered", async () => {
-    const out = JSON.parse(
-      admin(
-        "register-app",
-        "--portal",
-        portalId,
-        "--name",
-        "Brief",
-        "--type",
-        "server",
-        "--owner",
-        "admin",
-        "--redirect-uri",
-        "https://brief.example/cb",
-      ),
-    ) as Registered;
+    const out = registerServerAppByCommand("Brief", "https://brief.example/cb");
     const t = (
       await tokenRequest({
         grant_type: "client_credentials",
@@ -547,7 +512,7 @@ describe("the sign-in page and its cookie", () => {
     `${rest()}/oauth2/signin${redirect === undefined ? "" : `?redirect=${encodeURIComponent(redirect)}`}`;
 
   async function signIn(fields: Record<string, string>, redirect?: string) {
-    const { cookie, csrf } = await formOf(signInUrl(redirect));
+    const { cookie, csrf } = await formOf(signInUrl(redirect), engine.ca);
     return call(signInUrl(), {
       ca: engine.ca,
       body: form({ username: "admin", password: PASSWORDS.admin, csrf, ...fields }),
@@ -555,7 +520,7 @@ describe("the sign-in page and its cookie", () => {
     });
   }
 
-  const authCookie = (res: Answer) => cookiesOf(res).find((c) => c.startsWith("vendor_authcookie="));
+  const authCookie = (res: Answer) => setCookies(res).find((c) => c.startsWith("vendor_authcookie="));
 
   it("sets vendor_authcookie exactly as specified: a session cookie, or two weeks when asked", async () => {
     const session = await signIn({ redirect: "/portal/sharing/rest/portals/self?f=html" });
@@ -595,8 +560,8 @@ describe("the sign-in page and its cookie", () => {
   });
 
   it("refuses a sign-in form without its CSRF pair, from another site, or over plain HTTP (no cookie ever set)", async () => {
-    const { cookie, csrf } = await formOf(signInUrl());
-    const other = await formOf(signInUrl());
+    const { cookie, csrf } = await formOf(signInUrl(), engine.ca);
+    const other = await formOf(signInUrl(), engine.ca);
     const body = (extra: Record<string, string>) => form({ username: "admin", password: PASSWORDS.admin, ...extra });
     for (const [b, headers] of [
       [body({}), { cookie }],
@@ -618,7 +583,7 @@ describe("the sign-in page and its cookie", () => {
       }),
     ]) {
       expect(res.text).toContain("SSL Required");
-      expect(cookiesOf(res)).toEqual([]);
+      expect(setCookies(res)).toEqual([]);
     }
   });
 
@@ -627,7 +592,7 @@ describe("the sign-in page and its cookie", () => {
     const auth = signedIn.split(";")[0] as string;
     const value = JSON.parse(decodeURIComponent(auth.slice("vendor_authcookie=".length))) as { token: string };
     const createUrl = `${rest()}/portals/self/createRole`;
-    const { cookie: csrfCookie, csrf } = await formOf(`${createUrl}?f=html`, auth);
+    const { cookie: csrfCookie, csrf } = await formOf(`${createUrl}?f=html`, engine.ca, auth);
     const both = `${auth}; ${csrfCookie}`;
     const noCsrf = await call(createUrl, {
       ca: engine.ca,
@@ -642,7 +607,7 @@ describe("the sign-in page and its cookie", () => {
     });
     expect(created.json()).toMatchObject({ success: true, id: expect.any(String) });
 
-    const out = await formOf(`${rest()}/oauth2/signout`, both);
+    const out = await formOf(`${rest()}/oauth2/signout`, engine.ca, both);
     const signOut = await call(`${rest()}/oauth2/signout`, {
       ca: engine.ca,
       body: form({ csrf: out.csrf, redirect: "https://evil.example/" }),
@@ -650,7 +615,7 @@ describe("the sign-in page and its cookie", () => {
     });
     expect(signOut.status).toBe(303);
     expect(signOut.headers.location).toBe("/portal/sharing/rest");
-    expect(cookiesOf(signOut)).toEqual(["vendor_authcookie=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0"]);
+    expect(setCookies(signOut)).toEqual(["vendor_authcookie=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0"]);
     expect(await whoAmI(value.token)).toMatchObject({ error: { code: 498 } });
   });
 

@@ -6,6 +6,7 @@
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { keyFor, tokenKeys } from "#shared/auth/keys.ts";
+import { cookieValues } from "#shared/http/cookies.ts";
 
 export const CSRF_COOKIE = "__Host-mapgate_csrf";
 export const CSRF_FIELD = "csrf";
@@ -20,19 +21,11 @@ function macKey(kid: string, key: Uint8Array): Buffer {
   return k;
 }
 
-export function readCookie(event: APIGatewayProxyEventV2, name: string): string | undefined {
-  for (const cookie of event.cookies ?? []) {
-    const eq = cookie.indexOf("=");
-    if (eq > 0 && cookie.slice(0, eq).trim() === name) return cookie.slice(eq + 1).trim();
-  }
-  return undefined;
-}
-
 const VALUE = /^[A-Za-z0-9_-]{32,64}$/;
 
 /** The browser's CSRF value, or a new one with the Set-Cookie header that gives it to the browser. */
 export function csrfCookie(event: APIGatewayProxyEventV2): { value: string; setCookie?: string } {
-  const existing = readCookie(event, CSRF_COOKIE);
+  const existing = cookieValues(event, CSRF_COOKIE)[0];
   if (existing && VALUE.test(existing)) return { value: existing };
   const value = randomBytes(24).toString("base64url");
   return { value, setCookie: `${CSRF_COOKIE}=${value}; Path=/; Secure; HttpOnly; SameSite=Strict` };
@@ -50,7 +43,7 @@ export async function csrfField(cookieValue: string): Promise<string> {
  * form came from) was sent from one of our own pages.
  */
 export async function csrfValid(event: APIGatewayProxyEventV2, field: string | undefined, origins: readonly string[]) {
-  const cookie = readCookie(event, CSRF_COOKIE);
+  const cookie = cookieValues(event, CSRF_COOKIE)[0];
   if (!field || !cookie || !VALUE.test(cookie) || field.length > 200) return false;
   const origin = event.headers?.origin;
   if (origin !== undefined && origin !== "null" && !origins.includes(origin)) return false;

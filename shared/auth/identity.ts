@@ -5,6 +5,7 @@ import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { BUILT_IN_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { type Presented, type TokenClaims, verifyToken } from "#shared/auth/tokens.ts";
 import { tableName } from "#shared/config.ts";
+import { cookieValues } from "#shared/http/cookies.ts";
 import { badRequest, invalidToken } from "#shared/http/errors.ts";
 import type { Params } from "#shared/http/params.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
@@ -15,7 +16,12 @@ import { type App, toApp } from "#shared/stores/apps.ts";
 import { toUser, type User } from "#shared/stores/users.ts";
 
 export const AUTH_COOKIE = "vendor_authcookie";
-export const CLEARED_AUTH_COOKIE = `${AUTH_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0`;
+/**
+ * Secure (never sent in clear), HttpOnly (no script reads the token), SameSite=Lax (no cross-site POST
+ * carries it), for the whole host (the portal and its servers).
+ */
+export const AUTH_COOKIE_ATTRIBUTES = "Path=/; Secure; HttpOnly; SameSite=Lax";
+export const CLEARED_AUTH_COOKIE = `${AUTH_COOKIE}=; ${AUTH_COOKIE_ATTRIBUTES}; Max-Age=0`;
 
 export type CredentialSource = "param" | "x-esri-authorization" | "authorization" | "cookie";
 
@@ -53,14 +59,14 @@ function bearer(value: string | undefined): string | undefined {
 
 /** The sign-in cookie is URL-encoded JSON with at least `token` (as on the original). */
 function cookieToken(event: APIGatewayProxyEventV2): string | undefined {
-  const found = (event.cookies ?? []).filter((c) => c.slice(0, Math.max(0, c.indexOf("="))).trim() === AUTH_COOKIE);
+  const found = cookieValues(event, AUTH_COOKIE);
   const cookie = found[0];
   if (cookie === undefined) return undefined;
   // Two sign-in cookies mean one was planted (a sibling site can set a cookie for a longer path, which the
   // browser sends first): neither signs anyone in.
   if (found.length > 1) return "\0malformed";
   try {
-    const parsed: unknown = JSON.parse(decodeURIComponent(cookie.slice(cookie.indexOf("=") + 1).trim()));
+    const parsed: unknown = JSON.parse(decodeURIComponent(cookie));
     const token = (parsed as { token?: unknown } | null)?.token;
     return typeof token === "string" && token !== "" ? token : "\0malformed";
   } catch {

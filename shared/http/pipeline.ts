@@ -212,21 +212,20 @@ export const normalize = (op: Operation): RestMiddleware => ({
     Object.assign(s, { origin: o.origin, httpsOrigin: o.httpsOrigin, sourceIp: event.requestContext.http.sourceIp });
     const params = parseParams(event, config().maxBodyBytes);
     s.params = params;
-    if (op.protocol === "oauth") {
-      // Token answers are never HTML pages nor JSONP (a script any site could include would leak them).
-      s.rendering = { format: "json", https: o.https };
-    }
     if (op.bodyOnly && event.rawQueryString) {
       const query = new URLSearchParams(event.rawQueryString);
       const exposed = op.bodyOnly.filter((name) => query.has(name));
       if (exposed.length > 0) {
-        s.rendering ??= { format: "json", https: o.https };
         throw badRequest("Credentials in the URL.", [
           `${exposed.map((n) => `'${n}'`).join(", ")} must be sent in the request body, never in the URL.`,
         ]);
       }
     }
-    if (op.protocol === "oauth") return;
+    if (op.protocol === "oauth") {
+      // Token answers are never HTML pages nor JSONP (a script any site could include would leak them).
+      s.rendering = { format: "json", https: o.https };
+      return;
+    }
     const f = (params.get("f") ?? op.defaultFormat ?? "html").toLowerCase();
     if (!(FORMATS as readonly string[]).includes(f)) {
       s.rendering = { format: "json", https: o.https };

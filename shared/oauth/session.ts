@@ -1,7 +1,7 @@
 // The browser session: the `vendor_authcookie` cookie that carries a token (URL-encoded JSON, as on the
 // original), the lifetime of the tokens people and apps get, and where a browser may be sent back to.
 import { PORTAL_ROOT } from "#infra/system.ts";
-import { AUTH_COOKIE } from "#shared/auth/identity.ts";
+import { AUTH_COOKIE, AUTH_COOKIE_ATTRIBUTES } from "#shared/auth/identity.ts";
 import { issueToken, type NewToken } from "#shared/auth/tokens.ts";
 import { config } from "#shared/config.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
@@ -55,7 +55,7 @@ export function authCookie(
     }),
   );
   const maxAge = Math.min(PERSISTENT_SECONDS, Math.floor((issued.expires - Date.now()) / 1000));
-  return `${AUTH_COOKIE}=${value}; Path=/; Secure; HttpOnly; SameSite=Lax${persistent ? `; Max-Age=${maxAge}` : ""}`;
+  return `${AUTH_COOKIE}=${value}; ${AUTH_COOKIE_ATTRIBUTES}${persistent ? `; Max-Age=${maxAge}` : ""}`;
 }
 
 export const DIRECTORY_PATH = PORTAL_ROOT;

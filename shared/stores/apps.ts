@@ -1,7 +1,7 @@
-// Registered OAuth 2.0 applications. The client secret is random (256 bits), so a SHA-256 of it is stored,
-// never the secret: a leaked table yields no usable credential, and checking costs microseconds, not a scrypt.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+// Registered OAuth 2.0 applications. Only a digest of a client secret is stored (see shared/auth/digests.ts).
+import { randomBytes } from "node:crypto";
 import { DeleteCommand, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { matchesDigest, sha256Hex } from "#shared/auth/digests.ts";
 import { tableName } from "#shared/config.ts";
 import { ddb, isConditionFailure, queryAll } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
@@ -45,12 +45,10 @@ export function toApp(item: Record<string, unknown>): App {
   };
 }
 
-const hash = (secret: string) => createHash("sha256").update(secret, "utf8").digest("hex");
-
 /** Whether `secret` is the app's client secret (constant time); an app without a secret has none to match. */
 export function secretMatches(app: App, secret: string): boolean {
   if (!app.secretHash) return false;
-  return timingSafeEqual(Buffer.from(hash(secret), "hex"), Buffer.from(app.secretHash, "hex"));
+  return matchesDigest(secret, app.secretHash);
 }
 
 export async function getApp(clientId: string): Promise<App | undefined> {
@@ -86,7 +84,7 @@ export async function registerApp(input: {
     name: input.name,
     appType: input.appType,
     redirectUris: [...input.redirectUris],
-    secretHash: clientSecret ? hash(clientSecret) : undefined,
+    secretHash: clientSecret ? sha256Hex(clientSecret) : undefined,
     exchangeWithoutSecret: input.exchangeWithoutSecret,
     owner: input.owner,
     created: Date.now(),

@@ -1,16 +1,15 @@
 // OAuth 2.0 state in the tokens table: authorization codes (single use, short-lived), refresh-token
 // families (one current refresh token each, rotated on use) and revocations. Codes and refresh tokens are
-// stored as SHA-256 hashes only: they are random, so the hash is as good as the value for lookups and a
-// leaked table yields nothing a client could present.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+// stored as digests only (see shared/auth/digests.ts); a code's digest is its key.
+import { randomBytes } from "node:crypto";
 import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { matchesDigest, sha256Hex as sha256 } from "#shared/auth/digests.ts";
 import { tableName } from "#shared/config.ts";
 import { ddb, isConditionFailure } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import { revocationKey } from "#shared/stores/signin.ts";
 import { MAX_TOKEN_MINUTES } from "#shared/stores/portals.ts";
 
-const sha256 = (value: string) => createHash("sha256").update(value, "utf8").digest("hex");
 const seconds = (ms: number) => Math.ceil(ms / 1000);
 const random = () => randomBytes(32).toString("base64url");
 
@@ -144,6 +143,16 @@ function toFamily(id: string, item: Record<string, unknown>): (Family & { curren
   };
 }
 
+/** The family a refresh token names (read consistently) and the token's secret; undefined if there is none. */
+async function familyOf(token: string): Promise<{ family: ReturnType<typeof toFamily>; secret: string } | undefined> {
+  const parts = splitRefreshToken(token);
+  if (!parts) return undefined;
+  const { Item } = await ddb.send(
+    new GetCommand({ TableName: tableName("tokens"), Key: familyKey(parts.family), ConsistentRead: true }),
+  );
+  return Item ? { family: toFamily(parts.family, Item), secret: parts.secret } : undefined;
+}
+
 export type Rotation =
   | { readonly ok: true; readonly family: Family; readonly refreshToken: string }
   | { readonly ok: false; readonly reason: "unknown" | "expired" | "reused" };
@@ -154,18 +163,13 @@ export type Rotation =
  * the access tokens it issued, so neither the thief nor the victim keeps a working token.
  */
 export async function rotateRefreshToken(token: string, clientId: string): Promise<Rotation> {
-  const parts = splitRefreshToken(token);
-  if (!parts) return { ok: false, reason: "unknown" };
-  const { Item } = await ddb.send(
-    new GetCommand({ TableName: tableName("tokens"), Key: familyKey(parts.family), ConsistentRead: true }),
-  );
-  if (!Item) return { ok: false, reason: "unknown" };
-  const family = toFamily(parts.family, Item);
+  const found = await familyOf(token);
+  if (!found) return { ok: false, reason: "unknown" };
+  const { family, secret: presentedSecret } = found;
   if (family === "revoked") return { ok: false, reason: "reused" };
   if (family.clientId !== clientId) return { ok: false, reason: "unknown" };
   if (family.expires <= Date.now()) return { ok: false, reason: "expired" };
-  const presented = sha256(parts.secret);
-  if (!timingSafeEqual(Buffer.from(presented, "hex"), Buffer.from(family.current, "hex"))) {
+  if (!matchesDigest(presentedSecret, family.current)) {
     await revokeFamily(family.id, family.expires);
     return { ok: false, reason: "reused" };
   }
@@ -178,7 +182,7 @@ export async function rotateRefreshToken(token: string, clientId: string): Promi
         UpdateExpression: "SET #c = :next",
         ConditionExpression: "#c = :presented AND attribute_not_exists(revoked)",
         ExpressionAttributeNames: { "#c": "current" },
-        ExpressionAttributeValues: { ":next": sha256(secret), ":presented": presented },
+        ExpressionAttributeValues: { ":next": sha256(secret), ":presented": family.current },
       }),
     );
   } catch (err) {
@@ -206,17 +210,11 @@ export async function revokeFamily(id: string, familyExpires: number): Promise<v
 
 /** Revokes the family a refresh token belongs to, if the token is its current one (RFC 7009: unknown is fine). */
 export async function revokeRefreshToken(token: string, clientId: string | undefined): Promise<void> {
-  const parts = splitRefreshToken(token);
-  if (!parts) return;
-  const { Item } = await ddb.send(
-    new GetCommand({ TableName: tableName("tokens"), Key: familyKey(parts.family), ConsistentRead: true }),
-  );
-  if (!Item) return;
-  const family = toFamily(parts.family, Item);
-  if (family === "revoked") return;
+  const found = await familyOf(token);
+  if (!found || found.family === "revoked") return;
+  const { family, secret } = found;
   if (clientId !== undefined && family.clientId !== clientId) return;
-  if (!timingSafeEqual(Buffer.from(sha256(parts.secret), "hex"), Buffer.from(family.current, "hex"))) return;
-  await revokeFamily(family.id, family.expires);
+  if (matchesDigest(secret, family.current)) await revokeFamily(family.id, family.expires);
 }
 
 /** Revokes one access token until it would have expired anyway. */

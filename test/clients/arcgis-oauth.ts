@@ -40,6 +40,16 @@ const describe = (err: unknown) => ({
   message: (err as Error).message,
 });
 
+/** "resolved", or the error the step threw: what a client sees, as data. */
+async function outcome(step: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await step();
+    return "resolved";
+  } catch (err) {
+    return describe(err);
+  }
+}
+
 /** Who a bare token is (no manager, so no automatic refresh): the username, or the error it gets. */
 async function whoIs(token: string): Promise<unknown> {
   try {
@@ -156,25 +166,14 @@ const firstRefresh = {
   who: await whoIs(lastGood),
   calls: takeCalls(),
 };
-let secondRefresh: unknown;
-try {
-  await keeper.refreshCredentials();
-  secondRefresh = "resolved";
-} catch (err) {
-  secondRefresh = describe(err);
-}
+const secondRefresh = await outcome(() => keeper.refreshCredentials());
 const secondCalls = takeCalls();
 const afterReuse: { who: unknown; calls: string[]; viaManager?: unknown; viaManagerCalls?: string[] } = {
   who: await whoIs(lastGood),
   calls: takeCalls(),
 };
 // The manager's own request: a 498, then its one automatic refresh attempt, which fails too.
-try {
-  await request(`${portal}/community/self`, { authentication: keeper });
-  afterReuse.viaManager = "resolved";
-} catch (err) {
-  afterReuse.viaManager = describe(err);
-}
+afterReuse.viaManager = await outcome(() => request(`${portal}/community/self`, { authentication: keeper }));
 afterReuse.viaManagerCalls = takeCalls();
 out.reuse = {
   firstRefresh,
@@ -185,15 +184,14 @@ out.reuse = {
   // Every access token the family issued, oldest first.
   familyTokens: await Promise.all(tokens.map(whoIs)),
   // The current refresh token (the server's answer to the first refreshCredentials) is dead too.
-  currentRefreshToken: await (async () => {
-    const probe = new ArcGISIdentityManager({ clientId, portal, redirectUri, refreshToken: answeredRefreshToken });
-    try {
-      await probe.exchangeRefreshToken();
-      return "resolved";
-    } catch (err) {
-      return describe(err);
-    }
-  })(),
+  currentRefreshToken: await outcome(() =>
+    new ArcGISIdentityManager({
+      clientId,
+      portal,
+      redirectUri,
+      refreshToken: answeredRefreshToken,
+    }).exchangeRefreshToken(),
+  ),
 };
 takeCalls();
 
@@ -227,12 +225,7 @@ before = Date.now();
 await longApp.getToken(`${portal}/portals/self`);
 out.appClamped = { before, after: Date.now(), expires: time(longApp.expires) };
 const wrong = ApplicationCredentialsManager.fromCredentials({ clientId, clientSecret: `${clientSecret}x`, portal });
-try {
-  await wrong.getToken(`${portal}/portals/self`);
-  out.appWrongSecret = "resolved";
-} catch (err) {
-  out.appWrongSecret = describe(err);
-}
+out.appWrongSecret = await outcome(() => wrong.getToken(`${portal}/portals/self`));
 takeCalls();
 
 // d. revocation, on a second sign-in: the access token alone, then (signOut) the refresh token and its family.
@@ -247,13 +240,7 @@ await second.exchangeRefreshToken();
 const renewed = second.token;
 const renewedWho = await whoIs(renewed);
 const signOut = await second.signOut();
-let afterSignOut: unknown;
-try {
-  await second.exchangeRefreshToken();
-  afterSignOut = "resolved";
-} catch (err) {
-  afterSignOut = describe(err);
-}
+const afterSignOut = await outcome(() => second.exchangeRefreshToken());
 out.revoke = {
   whoBefore,
   revoked,

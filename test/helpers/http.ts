@@ -46,3 +46,28 @@ export function call(url: string, options: CallOptions = {}): Promise<Answer> {
 }
 
 export const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+
+/** The Set-Cookie values of an answer (node gives one string or a list). */
+export function setCookies(res: Answer): string[] {
+  const raw = res.headers["set-cookie"];
+  return raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+}
+
+const CSRF_COOKIE = "__Host-mapgate_csrf=";
+
+/**
+ * A browser's visit to a page with a form: the page, the CSRF cookie the browser holds afterwards (the one it
+ * was given, or the one it sent) and the form's CSRF field.
+ */
+export async function formOf(
+  url: string,
+  ca: Buffer,
+  cookie?: string,
+): Promise<{ page: Answer; cookie: string; csrf: string }> {
+  const page = await call(url, { ca, ...(cookie ? { headers: { cookie } } : {}) });
+  const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)?.[1];
+  const given = setCookies(page).find((c) => c.startsWith(CSRF_COOKIE));
+  const jar = given ? given.split(";")[0] : cookie?.split("; ").find((c) => c.startsWith(CSRF_COOKIE));
+  if (!csrf || !jar) throw new Error(`no form on ${url}: ${page.status} ${page.text.slice(0, 400)}`);
+  return { page, cookie: jar, csrf };
+}
