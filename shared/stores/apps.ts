@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { DeleteCommand, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { matchesDigest, sha256Hex } from "#shared/auth/digests.ts";
 import { tableName } from "#shared/config.ts";
-import { ddb, isConditionFailure, queryAll } from "#shared/stores/dynamo.ts";
+import { ddb, isConditionFailure, queryByPortal } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 /** `browser` and `native` apps cannot keep a secret (public clients); `server` apps get one. */
@@ -57,12 +57,7 @@ export async function getApp(clientId: string): Promise<App | undefined> {
 }
 
 export async function listPortalApps(portalId: string): Promise<App[]> {
-  const items = await queryAll({
-    TableName: tableName("apps"),
-    IndexName: "byPortal",
-    KeyConditionExpression: "portalId = :p",
-    ExpressionAttributeValues: { ":p": portalId },
-  });
+  const items = await queryByPortal("apps", portalId);
   return items.map(toApp);
 }
 

@@ -1,6 +1,6 @@
 import { BatchWriteCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, queryAll } from "#shared/stores/dynamo.ts";
+import { ddb, queryAll, queryByPortal } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 export const DATASET_TYPES = ["table", "featureClass", "relationshipClass"] as const;
@@ -87,12 +87,7 @@ export async function getDataStoreContents(datastoreId: string): Promise<DataSto
 }
 
 export async function listPortalDataStores(portalId: string): Promise<DataStore[]> {
-  const items = await queryAll({
-    TableName: tableName("datastores"),
-    IndexName: "byPortal",
-    KeyConditionExpression: "portalId = :p",
-    ExpressionAttributeValues: { ":p": portalId },
-  });
+  const items = await queryByPortal("datastores", portalId);
   return items.map(toStore);
 }
 

@@ -2,6 +2,8 @@
 // (AWS_ENDPOINT_URL_DYNAMODB on the local engine), so no code here knows which engine it runs on.
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, QueryCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
+import type { TABLES } from "#infra/system.ts";
+import { tableName } from "#shared/config.ts";
 
 export const ddb = DynamoDBDocumentClient.from(new DynamoDBClient({ maxAttempts: 4 }), {
   marshallOptions: { removeUndefinedValues: true },
@@ -32,6 +34,24 @@ export async function queryAll(input: QueryInput): Promise<Record<string, unknow
     start = page.LastEvaluatedKey;
   } while (start);
   return out;
+}
+
+/** The tables infra/system.ts gives a `byPortal` index. */
+type WithPortalIndex<T> = T extends { name: infer Name; indexes: readonly (infer Index)[] }
+  ? Index extends { name: "byPortal" }
+    ? Name
+    : never
+  : never;
+type PortalIndexed = WithPortalIndex<(typeof TABLES)[number]>;
+
+/** Every item of one organization, through the table's `byPortal` index. */
+export function queryByPortal(table: PortalIndexed, portalId: string) {
+  return queryAll({
+    TableName: tableName(table),
+    IndexName: "byPortal",
+    KeyConditionExpression: "portalId = :p",
+    ExpressionAttributeValues: { ":p": portalId },
+  });
 }
 
 /** Every item a Scan finds: only for small operator-side tables, never on a request's path. */

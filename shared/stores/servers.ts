@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, queryAll } from "#shared/stores/dynamo.ts";
+import { ddb, queryByPortal } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 /**
@@ -57,12 +57,7 @@ export async function getHostedServerByName(name: string): Promise<Server | unde
 }
 
 export async function listPortalServers(portalId: string): Promise<Server[]> {
-  const items = await queryAll({
-    TableName: tableName("servers"),
-    IndexName: "byPortal",
-    KeyConditionExpression: "portalId = :p",
-    ExpressionAttributeValues: { ":p": portalId },
-  });
+  const items = await queryByPortal("servers", portalId);
   return items.map(toServer);
 }
 

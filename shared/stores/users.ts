@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, queryAll } from "#shared/stores/dynamo.ts";
+import { ddb, queryByPortal } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import { holderChanges } from "#shared/stores/roles.ts";
 
@@ -50,12 +50,7 @@ export async function createUser(user: User): Promise<void> {
 }
 
 export async function listPortalUsers(portalId: string): Promise<User[]> {
-  const items = await queryAll({
-    TableName: tableName("users"),
-    IndexName: "byPortal",
-    KeyConditionExpression: "portalId = :p",
-    ExpressionAttributeValues: { ":p": portalId },
-  });
+  const items = await queryByPortal("users", portalId);
   return items.map(toUser);
 }
 
