@@ -93,7 +93,6 @@ try {
       kind: "database",
       serverIds: [demo.serverId],
       datasets: [],
-      cachedLayers: [],
     });
     const items = Array.from({ length: count }, (_, i) => ({
       datastoreId: store.datastoreId,

@@ -14,6 +14,7 @@ import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";
 import { roleLatency, roleRequests } from "./roles.ts";
 import { soapBench } from "./soap.ts";
+import { tileFunction, tileLoad } from "./tiles.ts";
 import { tokenBench } from "./tokens.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
@@ -68,6 +69,7 @@ async function pipeline(): Promise<void> {
     );
     await roleLatency(engine);
     await soapBench(engine, DURATION_S);
+    await tileLoad(engine, DURATION_S);
   } finally {
     await engine.stop();
   }
@@ -138,6 +140,7 @@ const store = await inProcessStore();
 try {
   await tokenBench();
   await roleRequests();
+  await tileFunction();
 } finally {
   await store.close();
 }

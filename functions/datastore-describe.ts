@@ -3,7 +3,8 @@
 import { badRequest } from "#shared/http/errors.ts";
 import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
 import { startJob, jobStartedPage } from "#shared/jobs.ts";
-import { childrenOf, DESCRIBE_PRIVILEGE, dataStoreOf, registeredServer } from "#shared/publishing.ts";
+import { DESCRIBE_PRIVILEGE, dataStoreOf, describePath, registeredServer } from "#shared/publishing.ts";
+import { StorageError } from "#shared/storage/storage.ts";
 
 const FAILED = "Unable to describe the data store.";
 
@@ -29,12 +30,15 @@ export const handler = restHandler(
     const type = req.params.get("type") || (path === "/" ? "datastore" : "");
     if (path === "/" ? type !== "datastore" : type === "datastore") {
       problems.push("'type' is 'datastore' exactly when 'path' is '/'.");
-    } else if (
-      !childrenOf(contents, path) &&
-      !contents.datasets.some((d) => d.path === path) &&
-      !contents.cachedLayers.some((c) => c.path === path)
-    ) {
-      problems.push(`Path '${path.slice(0, 256)}' is not in data store '${contents.store.datastoreId}'.`);
+    } else {
+      // Checked now so a typo is a 400, not a failed job; the job reads the path again when it runs.
+      const found = await describePath(contents, path).catch((err: unknown) => {
+        if (err instanceof StorageError) return err;
+        throw err;
+      });
+      if (found instanceof StorageError) problems.push(`Path '${path.slice(0, 256)}' cannot be read: ${found.message}`);
+      else if (!found)
+        problems.push(`Path '${path.slice(0, 256)}' is not in data store '${contents.store.datastoreId}'.`);
     }
     if (problems.length > 0) throw badRequest(FAILED, problems);
     const params = { datastoreId: contents.store.datastoreId, serverId: req.params.get("serverId") ?? "", path, type };

@@ -6,7 +6,7 @@ import { requirePrivilege, requireUser, restHandler } from "#shared/http/pipelin
 import { itemId } from "#shared/ids.ts";
 import { startJob, jobStartedPage } from "#shared/jobs.ts";
 import {
-  cachedLayerProblem,
+  cacheFor,
   dataStoreOf,
   folderProblem,
   PUBLISH_TYPES,
@@ -40,8 +40,8 @@ export const handler = restHandler(
     const contents = await dataStoreOf(portal.portalId, config.cacheStoreId, FAILED);
     const server = await registeredServer(contents, req.params.get("serverId"));
     if (typeof server === "string") problems.push(server);
-    const layerProblem = cachedLayerProblem(contents, config);
-    if (layerProblem) problems.push(layerProblem);
+    const cache = await cacheFor(contents, config);
+    if ("problem" in cache) problems.push(cache.problem);
     const folder = (req.params.get("serverFolder") ?? "").trim();
     const badFolder = folderProblem(folder);
     if (badFolder) problems.push(badFolder);

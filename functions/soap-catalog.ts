@@ -1,4 +1,5 @@
 // GET /<server>/services?wsdl and POST /<server>/services: the SOAP service Catalog of a hosted server.
+import { catalogOf, findFolder, viewerKey, visibleTo } from "#shared/catalog.ts";
 import { config } from "#shared/config.ts";
 import {
   type Description,
@@ -13,41 +14,16 @@ import {
 import { ClientFault } from "#shared/soap/envelope.ts";
 import { type SoapRequest, soapHandler } from "#shared/soap/pipeline.ts";
 import { serverUrl } from "#shared/stores/servers.ts";
-import { type Catalog, catalogVersion, readCatalog, type Service } from "#shared/stores/services.ts";
+import type { Service } from "#shared/stores/services.ts";
 import { generateTokenUrl } from "#shared/urls.ts";
 
 const MESSAGE_VERSION: (typeof GIS_VERSIONS)[number] = "vendorGisVersion108";
-
-// The catalog of each server, kept while its version stands (one small read per request checks it).
-const catalogs = new Map<string, Catalog>();
-async function catalogOf(serverId: string): Promise<Catalog> {
-  const version = await catalogVersion(serverId);
-  const cached = catalogs.get(serverId);
-  if (cached && cached.version === version) return cached;
-  const fresh = await readCatalog(serverId);
-  const sorted: Catalog = {
-    version: fresh.version,
-    folders: [...fresh.folders].sort((a, b) => a.localeCompare(b)),
-    services: [...fresh.services].sort(
-      (a, b) => a.folder.localeCompare(b.folder) || a.name.localeCompare(b.name) || a.type.localeCompare(b.type),
-    ),
-  };
-  catalogs.set(serverId, sorted);
-  return sorted;
-}
-
-/** Public services for anyone the catalog admits; org services for members; private ones for owner and admins. */
-function visible(req: SoapRequest, s: Service): boolean {
-  if (s.access === "public") return true;
-  if (req.identity.kind !== "user" || req.identity.user.portalId !== s.portalId) return false;
-  return s.access === "org" || s.owner === req.identity.user.username || req.identity.user.role === "org_admin";
-}
 
 function describe(req: SoapRequest, services: readonly Service[]): Description[] {
   const base = `${serverUrl(req.server, req.origin)}/services`;
   const out: Description[] = [];
   for (const s of services) {
-    if (!visible(req, s)) continue;
+    if (!visibleTo(req.identity, s)) continue;
     const name = s.folder ? `${s.folder}/${s.name}` : s.name;
     out.push({
       name,
@@ -71,14 +47,6 @@ function describe(req: SoapRequest, services: readonly Service[]): Description[]
   return out;
 }
 
-/** Whose view of the catalog an answer is: anonymous, an administrator of the portal, or one member. */
-function viewer(req: SoapRequest): string {
-  if (req.identity.kind !== "user") return "anonymous";
-  return req.identity.user.role === "org_admin"
-    ? `admin:${req.identity.user.portalId}`
-    : `user:${req.identity.user.username}`;
-}
-
 // Finished answers, per catalog version, viewer, origin and question: a repeated question costs one version
 // read. Bounded; entries of an older version are simply never asked for again and age out.
 const answers = new Map<string, string>();
@@ -91,14 +59,16 @@ function remember(key: string, xml: string): string {
 async function listing(req: SoapRequest, name: OperationName, folder: string | undefined): Promise<string> {
   const { namespace } = config().soap;
   const catalog = await catalogOf(req.server.serverId);
-  const key = [req.server.serverId, catalog.version, viewer(req), req.origin, name, folder ?? ""].join("\u0000");
+  const key = [req.server.serverId, catalog.version, viewerKey(req.identity), req.origin, name, folder ?? ""].join(
+    "\u0000",
+  );
   const known = answers.get(key);
   if (known) return known;
   if (name === "GetFolders") return remember(key, response(namespace, name, strings("FolderNames", catalog.folders)));
   if (folder === undefined)
     return remember(key, response(namespace, name, descriptions(describe(req, catalog.services))));
   const wanted = folder.trim().replace(/^\/+|\/+$/g, "");
-  const match = wanted === "" ? "" : catalog.folders.find((f) => f.toLowerCase() === wanted.toLowerCase());
+  const match = wanted === "" ? "" : findFolder(catalog, wanted);
   if (match === undefined) throw new ClientFault(`Folder '${folder.slice(0, 128)}' does not exist.`);
   return remember(
     key,

@@ -1,6 +1,8 @@
-// Workflow task: the describe job's result, read from the data store as it is now.
+// Workflow task: the describe job's result, read from the data store as it is now (its registered datasets
+// and what its storage really holds, one level at a time).
 import type { JobInput } from "#shared/jobs.ts";
-import { childrenOf, registeredServer } from "#shared/publishing.ts";
+import { describePath, registeredServer } from "#shared/publishing.ts";
+import { StorageError } from "#shared/storage/storage.ts";
 import { getDataStoreContents } from "#shared/stores/datastores.ts";
 import { JobError, taskHandler } from "#shared/tasks.ts";
 
@@ -12,20 +14,25 @@ export const handler = taskHandler("describe", async (input: JobInput) => {
   }
   const server = await registeredServer(contents, serverId);
   if (typeof server === "string") throw new JobError(server);
-  const leaf = [...contents.datasets, ...contents.cachedLayers].find((e) => e.path === path);
-  const children = leaf ? [] : childrenOf(contents, path);
-  if (!children) throw new JobError(`Path '${path}' is no longer in data store '${datastoreId}'.`);
+  let described: Awaited<ReturnType<typeof describePath>>;
+  try {
+    described = await describePath(contents, path);
+  } catch (err) {
+    if (err instanceof StorageError) throw new JobError(`Path '${path.slice(0, 256)}' cannot be read: ${err.message}`);
+    throw err;
+  }
+  if (!described) throw new JobError(`Path '${path.slice(0, 256)}' is no longer in data store '${datastoreId}'.`);
   const store = contents.store;
   return {
     datastore:
       path === "/"
         ? { name: store.title, type: "datastore", path: "/", datastoreId: store.datastoreId }
         : {
-            name: path.split("/").pop() ?? path,
-            type: leaf && "type" in leaf ? leaf.type : "folder",
+            name: path.split("/").filter(Boolean).pop() ?? path,
+            type: described.type,
             path,
             datastoreId: store.datastoreId,
           },
-    children,
+    children: described.children,
   };
 });

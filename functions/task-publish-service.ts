@@ -2,7 +2,7 @@
 // the service (consuming the name reservation). Idempotent: a retry finds the service it made and reports it.
 import type { JobInput } from "#shared/jobs.ts";
 import {
-  cachedLayerProblem,
+  cacheFor,
   PUBLISH_TYPES,
   registeredServer,
   readServiceConfiguration,
@@ -15,6 +15,14 @@ import { serverUrl } from "#shared/stores/servers.ts";
 import { createReservedService, ServiceExistsError } from "#shared/stores/services.ts";
 import { JobError, taskHandler } from "#shared/tasks.ts";
 
+/** What each kind of cached service offers, as ArcGIS reports it. */
+const CAPABILITIES: Readonly<Record<string, string>> = {
+  SceneServer: "View,Query",
+  MapServer: "Map,TilesOnly",
+  ImageServer: "Image,TilesOnly",
+  VectorTileServer: "TilesOnly",
+};
+
 export const handler = taskHandler("publish-service", async (input: JobInput) => {
   const problems: string[] = [];
   const config = readServiceConfiguration(input.params.serviceConfiguration, problems);
@@ -25,8 +33,10 @@ export const handler = taskHandler("publish-service", async (input: JobInput) =>
   }
   const server = await registeredServer(contents, input.params.serverId);
   if (typeof server === "string") throw new JobError(`${server} The service was not published.`);
-  const problem = cachedLayerProblem(contents, config);
-  if (problem) throw new JobError(`${problem} The service was not published.`);
+  const cache = await cacheFor(contents, config);
+  if ("problem" in cache) throw new JobError(`${cache.problem} The service was not published.`);
+  const location = contents.store.location;
+  if (!location) throw new JobError("The data store has no storage. The service was not published.");
   const folder = input.params.serverFolder ?? "";
   const serviceItemId = stableItemId("service", input.jobId);
   try {
@@ -37,16 +47,18 @@ export const handler = taskHandler("publish-service", async (input: JobInput) =>
         folder,
         name: config.serviceName,
         type: config.type,
-        capabilities: config.type === "SceneServer" ? "View,Query" : "Map",
+        capabilities: CAPABILITIES[config.type] ?? "Map",
         description: input.params.description ?? "",
         tags: tagsOf(input.params.tags),
         itemId: serviceItemId,
         owner: input.owner,
         access: "org",
         extensions: [],
+        source: { datastoreId: contents.store.datastoreId, location, path: cache.info.path },
         created: Date.now(),
       },
       input.jobId,
+      cache.info,
     );
   } catch (err) {
     if (err instanceof ServiceExistsError) throw new JobError(`${err.message} The service was not published.`);

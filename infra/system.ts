@@ -27,6 +27,8 @@ export interface RouteSpec {
   readonly path: string;
   readonly tables: Readonly<Record<string, Access>>;
   readonly secrets: readonly SecretName[];
+  /** Reads data stores' content: on AWS it is granted the registered cloud-store buckets (read only). */
+  readonly readsStorage?: boolean;
 }
 
 export type SecretName = "tokenKey";
@@ -89,7 +91,7 @@ export const PORTAL_ROOT = "/portal/sharing/rest";
  */
 const PIPELINE_TABLES = { portals: "read", users: "read", tokens: "read", roles: "read", apps: "read" } as const;
 
-function route(spec: Omit<RouteSpec, "secrets" | "tables"> & { tables?: Record<string, Access> }): RouteSpec {
+function route(spec: Omit<RouteSpec, "secrets" | "tables"> & { tables?: Readonly<Record<string, Access>> }): RouteSpec {
   return { ...spec, tables: { ...PIPELINE_TABLES, ...spec.tables }, secrets: ["tokenKey"] };
 }
 
@@ -98,6 +100,7 @@ export const ROUTES: readonly RouteSpec[] = [
   route({ id: "sharing-info", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
   route({ id: "portal-self", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
   route({ id: "server-info", methods: ["GET", "POST"], path: "/{server}/rest/info", tables: { servers: "read" } }),
+  ...servingRoutes(),
   route({
     id: "generate-token",
     methods: ["GET", "POST"],
@@ -122,6 +125,26 @@ export const ROUTES: readonly RouteSpec[] = [
   }),
   route({ id: "not-found", methods: "$default", path: "$default" }),
 ];
+
+/**
+ * What is published, served: the REST services directory (root and folders) and every service at its URL
+ * with its content, read from the data store where its cache lies (`storage`).
+ */
+function servingRoutes(): RouteSpec[] {
+  const GP = ["GET", "POST"] as const;
+  const tables = { servers: "read", services: "read" } as const;
+  return [
+    route({ id: "services-directory", methods: GP, path: "/{server}/rest/services", tables }),
+    route({
+      id: "services-folder",
+      handler: "services-directory",
+      methods: GP,
+      path: "/{server}/rest/services/{folder}",
+      tables,
+    }),
+    route({ id: "service", methods: GP, path: "/{server}/rest/services/{path+}", tables, readsStorage: true }),
+  ];
+}
 
 /** OAuth 2.0, the sign-in page and the registration of applications. */
 function signInRoutes(): RouteSpec[] {
@@ -153,8 +176,16 @@ function dataStoreRoutes(): RouteSpec[] {
       path: `${stores}/describe`,
       tables: jobWriter,
       startsWorkflow: true,
+      readsStorage: true,
     }),
-    route({ id: "datastore-publish", methods: GP, path: `${stores}/publish`, tables: jobWriter, startsWorkflow: true }),
+    route({
+      id: "datastore-publish",
+      methods: GP,
+      path: `${stores}/publish`,
+      tables: jobWriter,
+      startsWorkflow: true,
+      readsStorage: true,
+    }),
     route({
       id: "datastore-publish-layers",
       methods: GP,
@@ -182,14 +213,19 @@ function dataStoreRoutes(): RouteSpec[] {
 export interface TaskSpec {
   readonly id: string;
   readonly tables: Readonly<Record<string, Access>>;
+  readonly readsStorage?: boolean;
 }
 
 /** The jobs workflow: one Amazon States Language file (JSONPath); each Task's Resource is `${<Pascal id>}`. */
 export const WORKFLOW = {
   file: "infra/workflows/jobs.asl.json",
   tasks: [
-    { id: "task-describe", tables: { jobs: "read", datastores: "read", servers: "read" } },
-    { id: "task-publish-service", tables: { jobs: "read", datastores: "read", servers: "read", services: "write" } },
+    { id: "task-describe", tables: { jobs: "read", datastores: "read", servers: "read" }, readsStorage: true },
+    {
+      id: "task-publish-service",
+      tables: { jobs: "read", datastores: "read", servers: "read", services: "write" },
+      readsStorage: true,
+    },
     { id: "task-plan-layers", tables: { jobs: "read", datastores: "read", layers: "read" } },
     { id: "task-publish-layer", tables: { datastores: "read", servers: "read", services: "write", layers: "write" } },
     { id: "task-complete-job", tables: { jobs: "write", layers: "read" } },

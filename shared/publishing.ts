@@ -3,6 +3,9 @@
 import { createHash } from "node:crypto";
 import { badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
+import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
+import { storageAt } from "#shared/storage/open.ts";
+import { type Entry, joinPath, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
 import { type CacheType, type DataStoreContents, getDataStoreContents } from "#shared/stores/datastores.ts";
 import { getJob } from "#shared/stores/jobs.ts";
 import { getServer, type Server } from "#shared/stores/servers.ts";
@@ -13,16 +16,25 @@ import {
   type ServiceType,
 } from "#shared/stores/services.ts";
 
-/** What `publish` can make from a cached layer, the cache it needs, its item type and the privilege it takes. */
-export const PUBLISH_TYPES: Readonly<Record<string, { cache: CacheType; label: string; privilege: string }>> = {
-  SceneServer: { cache: "sceneLayerCache", label: "Scene Service", privilege: "portal:publisher:publishScenes" },
-  MapServer: { cache: "tileCache", label: "Map Service", privilege: "portal:publisher:publishTiles" },
+/**
+ * What `publish` can make from a cached layer, the caches it serves (the first named in errors), its item
+ * type and the privilege it takes. Map and image services both serve tiled caches (Compact Cache V2).
+ */
+export const PUBLISH_TYPES: Readonly<
+  Record<string, { caches: readonly CacheType[]; label: string; privilege: string }>
+> = {
+  SceneServer: { caches: ["sceneLayerCache"], label: "Scene Service", privilege: "portal:publisher:publishScenes" },
+  MapServer: { caches: ["tileCache", "imageCache"], label: "Map Service", privilege: "portal:publisher:publishTiles" },
   VectorTileServer: {
-    cache: "vectorTileCache",
+    caches: ["vectorTileCache"],
     label: "Vector Tile Service",
     privilege: "portal:publisher:publishTiles",
   },
-  ImageServer: { cache: "imageCache", label: "Image Service", privilege: "portal:publisher:publishTiledImagery" },
+  ImageServer: {
+    caches: ["imageCache", "tileCache"],
+    label: "Image Service",
+    privilege: "portal:publisher:publishTiledImagery",
+  },
 };
 
 export const DESCRIBE_PRIVILEGE = "portal:publisher:registerDataStores";
@@ -121,15 +133,36 @@ export function readServiceConfiguration(
   };
 }
 
-/** The cached layer a configuration names, checked against its data store; the problem text otherwise. */
-export function cachedLayerProblem(contents: DataStoreContents, config: ServiceConfiguration): string | undefined {
-  const cache = contents.cachedLayers.find((c) => c.path === config.pathInCachedStore);
-  if (!cache) {
-    return `Path '${config.pathInCachedStore.slice(0, 256)}' is not a cached layer of data store '${contents.store.datastoreId}'.`;
+/**
+ * The cache a configuration names, read from its data store's storage: what serving it needs, or the
+ * problem (as text for a 400 or a JobError).
+ */
+export async function cacheFor(
+  contents: DataStoreContents,
+  config: ServiceConfiguration,
+): Promise<{ info: CacheInfo } | { problem: string }> {
+  const id = contents.store.datastoreId;
+  const location = contents.store.location;
+  const shown = config.pathInCachedStore.slice(0, 256);
+  if (!location) {
+    return {
+      problem: `Data store '${id}' has no storage (a ${contents.store.kind} store): caches are published from folder and cloud stores.`,
+    };
   }
-  const needed = PUBLISH_TYPES[config.type]?.cache;
-  if (cache.type !== needed) return `A ${config.type} cannot be published from a ${cache.type} (it needs a ${needed}).`;
-  return undefined;
+  try {
+    const storage = await storageAt(location);
+    const path = safeRelativePath(config.pathInCachedStore);
+    const type = path === "" ? undefined : await cacheTypeOf(storage, path);
+    if (!type) return { problem: `Path '${shown}' is not a cached layer of data store '${id}'.` };
+    const accepted = PUBLISH_TYPES[config.type]?.caches ?? [];
+    if (!accepted.includes(type)) {
+      return { problem: `A ${config.type} cannot be published from a ${type} (it needs a ${accepted[0]}).` };
+    }
+    return { info: await readCacheInfo(storage, path, type) };
+  } catch (err) {
+    if (err instanceof StorageError) return { problem: `The cache at '${shown}' cannot be served: ${err.message}` };
+    throw err;
+  }
 }
 
 export function folderProblem(folder: string): string | undefined {
@@ -166,26 +199,30 @@ export interface Child {
   readonly path: string;
 }
 
-/** One level of a data store below `path`: datasets and cached layers, and folders that hold more. */
-export function childrenOf(contents: DataStoreContents, path: string): Child[] | undefined {
-  const prefix = path === "/" ? "/" : `${path.replace(/\/+$/, "")}/`;
+/** What a path of a data store is: the root, a folder, a cached layer or a dataset; undefined if nothing. */
+export interface Described {
+  readonly type: string;
+  readonly children: readonly Child[];
+}
+
+/**
+ * One level of a data store below `path`: the registered datasets and the folders that hold more, and what
+ * its storage really holds there, each folder recognised as a cache by its own files (or a plain folder).
+ */
+export async function describePath(contents: DataStoreContents, rawPath: string): Promise<Described | undefined> {
+  const relative = safeRelativePath(rawPath);
+  const path = `/${relative}`;
+  const prefix = relative === "" ? "/" : `${path}/`;
   const id = contents.store.datastoreId;
-  const leaves = [
-    ...contents.datasets.map((d) => ({
-      name: d.name,
-      displayName: d.displayName,
-      type: d.type as string,
-      path: d.path,
-    })),
-    ...contents.cachedLayers.map((c) => ({ name: c.name, displayName: c.name, type: c.type as string, path: c.path })),
-  ];
-  if (path !== "/" && !leaves.some((l) => l.path.startsWith(prefix))) return undefined;
+  const dataset = contents.datasets.find((d) => d.path === path);
+  if (dataset) return { type: dataset.type, children: [] };
   const children = new Map<string, Child>();
-  for (const leaf of leaves) {
-    if (!leaf.path.startsWith(prefix)) continue;
-    const rest = leaf.path.slice(prefix.length);
+  for (const d of contents.datasets) {
+    if (!d.path.startsWith(prefix)) continue;
+    const rest = d.path.slice(prefix.length);
     const slash = rest.indexOf("/");
-    if (slash < 0) children.set(leaf.path, { ...leaf, datastoreId: id });
+    if (slash < 0)
+      children.set(d.path, { name: d.name, displayName: d.displayName, type: d.type, datastoreId: id, path: d.path });
     else {
       const folder = rest.slice(0, slash);
       const folderPath = `${prefix}${folder}`;
@@ -199,7 +236,43 @@ export function childrenOf(contents: DataStoreContents, path: string): Child[] |
         });
     }
   }
-  return [...children.values()].sort((a, b) => a.path.localeCompare(b.path));
+  let exists = relative === "" || children.size > 0;
+  if (contents.store.location) {
+    const storage = await storageAt(contents.store.location);
+    const entries: Entry[] = await storage.list(relative, LIST_LIMIT);
+    if (entries.length > 0) exists = true;
+    if (relative !== "") {
+      const own = await cacheTypeOf(storage, relative, entries);
+      if (own) return { type: own, children: [] };
+    }
+    const folders = entries.filter((e) => e.kind === "folder" && !children.has(`${prefix}${e.name}`));
+    // A few at a time: each recognition is a listing (and perhaps a read) of its own.
+    const types: (CacheType | undefined)[] = [];
+    for (let i = 0; i < folders.length; i += 16) {
+      const batch = folders.slice(i, i + 16).map((e) =>
+        cacheTypeOf(storage, joinPath(relative, e.name)).catch((err: unknown) => {
+          if (err instanceof StorageError) return undefined;
+          throw err;
+        }),
+      );
+      types.push(...(await Promise.all(batch)));
+    }
+    folders.forEach((e, i) => {
+      const childPath = `${prefix}${e.name}`;
+      children.set(childPath, {
+        name: e.name,
+        displayName: e.name,
+        type: types[i] ?? "folder",
+        datastoreId: id,
+        path: childPath,
+      });
+    });
+  }
+  if (!exists) return undefined;
+  return {
+    type: relative === "" ? "datastore" : "folder",
+    children: [...children.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+  };
 }
 
 /** A reservation whose job was never written is abandoned once it is older than any request can live. */

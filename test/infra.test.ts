@@ -6,6 +6,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { MapgateStack } from "#infra/aws/stack.ts";
 import { ROUTES, SECRETS, TABLES, tableEnvName, WORKFLOW } from "#infra/system.ts";
 
+const BUCKET = "mapgate-caches-test";
+
 type Resource = { Type: string; Properties: Record<string, unknown> };
 let template: Template;
 let resources: [string, Resource][];
@@ -14,7 +16,7 @@ let synthError: unknown;
 beforeAll(() => {
   // Bundling is skipped here (the synth command bundles for real); everything else is synthesized.
   const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
-  const stack = new MapgateStack(app, "mapgate-test");
+  const stack = new MapgateStack(app, "mapgate-test", { cloudStoreBuckets: [BUCKET] });
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   try {
     app.synth();
@@ -109,6 +111,36 @@ describe("infrastructure", () => {
     }
     // No function uses the broad managed execution policy.
     for (const [, role] of ofType("AWS::IAM::Role")) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+  });
+
+  it("grants read access to the cloud stores' buckets only to the functions that read data stores' content", () => {
+    const policies = ofType("AWS::IAM::Policy");
+    const readers = [...ROUTES, ...WORKFLOW.tasks].filter((r) => r.readsStorage).map((r) => r.id);
+    expect(readers).toEqual(
+      expect.arrayContaining([
+        "service",
+        "datastore-describe",
+        "datastore-publish",
+        "task-describe",
+        "task-publish-service",
+      ]),
+    );
+    for (const spec of [...ROUTES, ...WORKFLOW.tasks]) {
+      const policy = policies.find(([id]) => id.startsWith(`${pascal(spec.id)}RoleDefaultPolicy`));
+      if (!policy) throw new Error(`no policy for ${spec.id}`);
+      const statements = (
+        policy[1].Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }
+      ).Statement.filter((st) => JSON.stringify(st.Action).includes("s3:"));
+      if (!spec.readsStorage) {
+        expect(statements, spec.id).toEqual([]);
+        continue;
+      }
+      expect(statements, spec.id).toEqual([
+        expect.objectContaining({ Action: "s3:ListBucket", Resource: `arn:aws:s3:::${BUCKET}` }),
+        expect.objectContaining({ Action: "s3:GetObject", Resource: `arn:aws:s3:::${BUCKET}/*` }),
+      ]);
+    }
+    expect(template.toJSON().Outputs.CloudStoreBuckets.Value).toBe(BUCKET);
   });
 
   it("keeps function logs and access logs with a retention, and logs API access", () => {

@@ -83,12 +83,12 @@ beforeAll(async () => {
     JSON.parse(admin("list")) as {
       portalId: string;
       servers: { serverId: string }[];
-      datastores: { datastoreId: string }[];
+      datastores: { datastoreId: string; kind: string }[];
     }[]
   )[0];
   portalId = org?.portalId ?? "";
   serverId = org?.servers[0]?.serverId ?? "";
-  datastoreId = org?.datastores[0]?.datastoreId ?? "";
+  datastoreId = org?.datastores.find((d) => d.kind === "folder")?.datastoreId ?? "";
 });
 afterAll(async () => {
   await engine?.stop();
@@ -581,7 +581,6 @@ describe("getLayers", () => {
         kind: "database",
         serverIds: [serverId],
         datasets: [],
-        cachedLayers: [],
       }),
     );
     const big = JSON.parse(admin("register-datastore", "--portal", portalId, "--file", spec)) as {

@@ -8,7 +8,7 @@ import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-clo
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { TABLES, tableEnvName } from "#infra/system.ts";
 import { generatePassword } from "#shared/auth/passwords.ts";
-import type { CachedLayer, DataStore, Dataset } from "#shared/stores/datastores.ts";
+import type { DataStore, Dataset, StoreLocation } from "#shared/stores/datastores.ts";
 import { updatePortal } from "#shared/stores/portals.ts";
 import { alive, openDataFolder } from "../local/data-folder.ts";
 import { createTables, localTableName, startDynamo } from "../local/dynamo.ts";
@@ -33,7 +33,9 @@ commands:
   add-user           --portal <id> --username <name> --role org_admin|org_publisher|org_user
                                                           (password: MAPGATE_USER_PASSWORD or generated)
   register-server    --portal <id> --name <path name> [--url https://…]   (no --url: hosted here at /<name>)
-  register-datastore --portal <id> --file <store.json>
+  register-datastore --portal <id> [--file <store.json>] [--title <t> --owner <username> --server <serverId>]
+                     [--kind folder --path <absolute folder> | --kind cloudStore --bucket <name> [--prefix <p>]]
+                                                          (flags override the file; folder stores are local only)
   update-portal      --portal <id> [--all-ssl true|false] [--require-tokens true|false] [--max-token-minutes <n>]
                      [--password-grant true|false]        (allow the OAuth password grant)
   register-app       --portal <id> --name <app name> --type browser|native|server --owner <username>
@@ -64,6 +66,12 @@ function parse() {
         role: { type: "string" },
         url: { type: "string" },
         file: { type: "string" },
+        path: { type: "string" },
+        bucket: { type: "string" },
+        prefix: { type: "string" },
+        title: { type: "string" },
+        kind: { type: "string" },
+        server: { type: "string", multiple: true },
         "password-grant": { type: "string" },
         type: { type: "string" },
         owner: { type: "string" },
@@ -108,6 +116,8 @@ interface NewPassword {
 interface Target {
   /** The password for a new user: from `envName`, or generated and kept (AWS) or shown once (local). */
   password(username: string, envName: string): Promise<NewPassword>;
+  /** Refuses a data store location the target's functions cannot read. */
+  checkLocation(location: StoreLocation | undefined): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -135,6 +145,17 @@ async function connect(): Promise<Target> {
         const out = await sm.send(new CreateSecretCommand({ Name: name, SecretString: password }));
         return { password, note: `kept in Secrets Manager as ${out.ARN}` };
       },
+      checkLocation: async (location) => {
+        if (location && "folder" in location) {
+          throw new AdminInputError("the functions of a stack mount no folder of this machine: register a cloudStore");
+        }
+        const granted = (outputs.get("CloudStoreBuckets") ?? "").split(",").filter(Boolean);
+        if (location && "bucket" in location && !granted.includes(location.bucket)) {
+          throw new AdminInputError(
+            `the stack's functions may not read bucket ${location.bucket}: deploy with -c cloudStoreBuckets=${[...granted, location.bucket].join(",")} first`,
+          );
+        }
+      },
       close: async () => undefined,
     };
   }
@@ -149,12 +170,14 @@ async function connect(): Promise<Target> {
   };
   const stateFile = resolve(dataDir, "engine.json");
   const state = existsSync(stateFile)
-    ? (JSON.parse(readFileSync(stateFile, "utf8")) as { dynamoEndpoint: string; pid: number })
+    ? (JSON.parse(readFileSync(stateFile, "utf8")) as { dynamoEndpoint: string; s3Endpoint?: string; pid: number })
     : undefined;
   if (state && alive(state.pid)) {
-    // A running engine owns the folder: talk to its store.
+    // A running engine owns the folder: talk to its store (and its S3 server, for cloud stores).
     process.env.AWS_ENDPOINT_URL_DYNAMODB = state.dynamoEndpoint;
-    return { password, close: async () => undefined };
+    if (state.s3Endpoint)
+      Object.assign(process.env, { AWS_ENDPOINT_URL_S3: state.s3Endpoint, S3_FORCE_PATH_STYLE: "true" });
+    return { password, checkLocation: async () => undefined, close: async () => undefined };
   }
   // No engine (or one that died and left its state behind): open the folder ourselves.
   const folder = await openDataFolder(dataDir, "localhost");
@@ -163,6 +186,7 @@ async function connect(): Promise<Target> {
   process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamo.endpoint;
   return {
     password,
+    checkLocation: async () => undefined,
     close: async () => {
       await dynamo.close();
       await folder.release();
@@ -201,18 +225,39 @@ async function run(command: string): Promise<unknown> {
       case "register-server":
         return await registerServer(need("portal"), { name: need("name"), url: values.url });
       case "register-datastore": {
-        const spec = JSON.parse(readFileSync(need("file"), "utf8")) as {
-          title: string;
-          owner: string;
-          kind: DataStore["kind"];
-          serverIds: string[];
+        const spec = (values.file ? JSON.parse(readFileSync(values.file, "utf8")) : {}) as {
+          title?: string;
+          owner?: string;
+          kind?: DataStore["kind"];
+          serverIds?: string[];
           datasets?: Dataset[];
-          cachedLayers?: CachedLayer[];
+          cachedLayers?: unknown[];
+          location?: StoreLocation;
         };
+        if (spec.cachedLayers?.length) {
+          throw new AdminInputError(
+            "cachedLayers are not registered: caches are found in the store's folder or bucket (--path, --bucket)",
+          );
+        }
+        const location: StoreLocation | undefined = values.path
+          ? { folder: resolve(values.path) }
+          : values.bucket
+            ? { bucket: values.bucket, prefix: values.prefix ?? "" }
+            : spec.location;
+        const kind = (values.kind ??
+          spec.kind ??
+          (values.path ? "folder" : values.bucket ? "cloudStore" : undefined)) as DataStore["kind"] | undefined;
+        if (!kind || !["database", "folder", "cloudStore", "objectStore"].includes(kind)) {
+          throw new AdminInputError("--kind (or the file's kind) must be database, folder, cloudStore or objectStore");
+        }
+        await target.checkLocation(location);
         return await registerDataStore(need("portal"), {
-          ...spec,
+          title: values.title ?? spec.title ?? "",
+          owner: values.owner ?? spec.owner ?? "",
+          kind,
+          serverIds: values.server ?? spec.serverIds ?? [],
           datasets: spec.datasets ?? [],
-          cachedLayers: spec.cachedLayers ?? [],
+          ...(location ? { location } : {}),
         });
       }
       case "update-portal": {

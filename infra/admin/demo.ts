@@ -1,6 +1,6 @@
 // The demo organization the local engine creates on its first start, built with the same operator
 // actions `npm run admin` uses.
-import type { CachedLayer, Dataset } from "#shared/stores/datastores.ts";
+import type { Dataset } from "#shared/stores/datastores.ts";
 import { getDefaultPortalId } from "#shared/stores/portals.ts";
 import { ensureFolder } from "#shared/stores/services.ts";
 import {
@@ -15,6 +15,10 @@ import {
 
 export interface DemoOptions {
   readonly allSSL?: boolean;
+  /** The folder holding the demo caches (DEMO_CACHE_PATHS), registered as the demo's folder data store. */
+  readonly storeFolder: string;
+  /** A bucket holding the same caches, registered as a cloud data store too (when the engine serves S3). */
+  readonly cloud?: { readonly bucket: string; readonly prefix: string };
   readonly passwords: { readonly admin?: string; readonly publisher?: string; readonly user?: string };
 }
 
@@ -23,6 +27,7 @@ export interface DemoResult {
   readonly users: readonly CreatedUser[];
   readonly serverId: string;
   readonly datastoreId: string;
+  readonly cloudDatastoreId: string | undefined;
 }
 
 export const DEMO_DATASETS: readonly Dataset[] = [
@@ -85,12 +90,19 @@ export const DEMO_SERVICES: readonly NewService[] = [
 ];
 export const DEMO_EMPTY_FOLDER = "Staging";
 
-export const DEMO_CACHES: readonly CachedLayer[] = [
-  { name: "Buildings3D", type: "sceneLayerCache", path: "/caches/scene/Buildings3D" },
-  { name: "Basemap", type: "tileCache", path: "/caches/tiles/Basemap" },
-  { name: "Streets", type: "vectorTileCache", path: "/caches/vectortiles/Streets" },
-  { name: "Ortho2024", type: "imageCache", path: "/caches/imagery/Ortho2024" },
-];
+/** Where each demo cache lies in the demo store (store-relative); infra/local/demo writes them. */
+export const DEMO_CACHE_PATHS = {
+  scene: "/caches/scene/Buildings3D",
+  tiles: "/caches/tiles/Basemap",
+  vectorTiles: "/caches/vectortiles/Streets",
+  imagery: "/caches/imagery/Ortho2024",
+} as const;
+
+/** Listed services that serve a demo cache (the others are listed only). */
+const SERVED_FROM: Readonly<Record<string, string>> = {
+  World_Basemap: DEMO_CACHE_PATHS.tiles,
+  Ortho_2024: DEMO_CACHE_PATHS.imagery,
+};
 
 /** Creates the demo organization unless a default organization exists already (answers undefined then). */
 export async function bootstrapDemo(options: DemoOptions): Promise<DemoResult | undefined> {
@@ -116,17 +128,31 @@ export async function bootstrapDemo(options: DemoOptions): Promise<DemoResult | 
   const store = await registerDataStore(portal.portalId, {
     title: "Demo Data Store",
     owner: publisher.username,
-    kind: "database",
+    kind: "folder",
     serverIds: [server.serverId],
     datasets: DEMO_DATASETS,
-    cachedLayers: DEMO_CACHES,
+    location: { folder: options.storeFolder },
   });
-  for (const service of DEMO_SERVICES) await registerService(server.serverId, service);
+  const cloud = options.cloud
+    ? await registerDataStore(portal.portalId, {
+        title: "Demo Cloud Store",
+        owner: publisher.username,
+        kind: "cloudStore",
+        serverIds: [server.serverId],
+        datasets: [],
+        location: options.cloud,
+      })
+    : undefined;
+  for (const service of DEMO_SERVICES) {
+    const path = SERVED_FROM[service.name];
+    await registerService(server.serverId, { ...service, ...(path ? { cache: { store, path } } : {}) });
+  }
   await ensureFolder(server.serverId, DEMO_EMPTY_FOLDER);
   return {
     portalId: portal.portalId,
     users: [admin, publisher, user],
     serverId: server.serverId,
     datastoreId: store.datastoreId,
+    cloudDatastoreId: cloud?.datastoreId,
   };
 }

@@ -2,14 +2,18 @@
 // first-start bootstrap. They go through the same stores the handlers use.
 import { generatePassword, hashPassword } from "#shared/auth/passwords.ts";
 import { itemId, shortId } from "#shared/ids.ts";
+import { statSync } from "node:fs";
+import { cacheTypeOf, readCacheInfo } from "#shared/caches/probe.ts";
+import { storageAt } from "#shared/storage/open.ts";
+import { safeRelativePath } from "#shared/storage/storage.ts";
+import { isAbsolute } from "node:path";
 import {
-  CACHE_TYPES,
-  type CachedLayer,
   createDataStore,
   DATASET_TYPES,
   type DataStore,
   type Dataset,
   listPortalDataStores,
+  type StoreLocation,
 } from "#shared/stores/datastores.ts";
 import {
   claimDefaultPortal,
@@ -187,7 +191,39 @@ export interface NewDataStore {
   readonly kind: DataStore["kind"];
   readonly serverIds: readonly string[];
   readonly datasets: readonly Dataset[];
-  readonly cachedLayers: readonly CachedLayer[];
+  /** Required for folder and cloudStore kinds; a database store has none. */
+  readonly location?: StoreLocation;
+}
+
+/** S3 bucket names as AWS accepts them (general purpose buckets). */
+const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/** Checks a location for its kind: a folder must exist here (absolute); a bucket must be a valid name. */
+export function checkLocation(kind: DataStore["kind"], location: StoreLocation | undefined): StoreLocation | undefined {
+  if (kind === "folder") {
+    if (!location || !("folder" in location)) throw new AdminInputError("a folder data store needs --path <folder>");
+    if (!isAbsolute(location.folder)) throw new AdminInputError("--path must be an absolute path");
+    let isDir = false;
+    try {
+      isDir = statSync(location.folder).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    if (!isDir) throw new AdminInputError(`${location.folder} is not a folder on this machine`);
+    return { folder: location.folder };
+  }
+  if (kind === "cloudStore") {
+    if (!location || !("bucket" in location))
+      throw new AdminInputError("a cloudStore data store needs --bucket <name>");
+    if (!BUCKET.test(location.bucket) || location.bucket.includes(".."))
+      throw new AdminInputError(`${JSON.stringify(location.bucket)} is not a valid S3 bucket name`);
+    const prefix = location.prefix.replace(/^\/+|\/+$/g, "");
+    if (prefix.length > 512 || prefix.split("/").some((s) => (s === "" && prefix !== "") || s === "." || s === ".."))
+      throw new AdminInputError(`${JSON.stringify(location.prefix)} is not a valid prefix`);
+    return { bucket: location.bucket, prefix };
+  }
+  if (location) throw new AdminInputError(`a ${kind} data store has no --path or --bucket`);
+  return undefined;
 }
 
 export async function registerDataStore(portalId: string, spec: NewDataStore): Promise<DataStore> {
@@ -199,16 +235,14 @@ export async function registerDataStore(portalId: string, spec: NewDataStore): P
     if (!server || server.portalId !== portalId) throw new AdminInputError(`no server ${id} in portal ${portalId}`);
   }
   const paths = new Set<string>();
-  for (const entry of [...spec.datasets, ...spec.cachedLayers]) {
+  const location = checkLocation(spec.kind, spec.location);
+  for (const entry of spec.datasets) {
     if (!entry.path.startsWith("/") || entry.path.length > 1024) throw new AdminInputError(`bad path ${entry.path}`);
     if (paths.has(entry.path)) throw new AdminInputError(`path ${entry.path} is listed twice`);
     paths.add(entry.path);
   }
   for (const d of spec.datasets) {
     if (!(DATASET_TYPES as readonly string[]).includes(d.type)) throw new AdminInputError(`bad dataset type ${d.type}`);
-  }
-  for (const c of spec.cachedLayers) {
-    if (!(CACHE_TYPES as readonly string[]).includes(c.type)) throw new AdminInputError(`bad cache type ${c.type}`);
   }
   const now = Date.now();
   const store: DataStore = {
@@ -218,10 +252,11 @@ export async function registerDataStore(portalId: string, spec: NewDataStore): P
     owner: spec.owner,
     kind: spec.kind,
     serverIds: [...spec.serverIds],
+    ...(location ? { location } : {}),
     created: now,
     modified: now,
   };
-  await createDataStore({ store, datasets: spec.datasets, cachedLayers: spec.cachedLayers });
+  await createDataStore({ store, datasets: spec.datasets });
   return store;
 }
 
@@ -240,6 +275,8 @@ export async function describeOrganizations() {
 }
 
 export interface NewService {
+  /** A cache of a data store the service serves (as publishing would make it); none: listed only. */
+  readonly cache?: { readonly store: DataStore; readonly path: string };
   readonly folder?: string;
   readonly name: string;
   readonly type: ServiceType;
@@ -276,6 +313,20 @@ export async function registerService(serverId: string, spec: NewService): Promi
     extensions: spec.extensions ?? [],
     created: Date.now(),
   };
-  await createService(service);
-  return service;
+  if (!spec.cache) {
+    await createService(service);
+    return service;
+  }
+  const { store, path } = spec.cache;
+  if (!store.location) throw new AdminInputError(`data store ${store.datastoreId} has no storage`);
+  const storage = await storageAt(store.location);
+  const type = await cacheTypeOf(storage, safeRelativePath(path));
+  if (!type) throw new AdminInputError(`${path} is not a cache of data store ${store.datastoreId}`);
+  const info = await readCacheInfo(storage, path, type);
+  const served: Service = {
+    ...service,
+    source: { datastoreId: store.datastoreId, location: store.location, path: info.path },
+  };
+  await createService(served, info);
+  return served;
 }

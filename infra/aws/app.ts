@@ -5,8 +5,14 @@ import { MapgateStack } from "./stack.ts";
 
 const app = new App();
 const publicOrigin = app.node.tryGetContext("publicOrigin") as string | undefined;
+// `-c cloudStoreBuckets=a,b`: the buckets cloud data stores may live in (read-only grants).
+const buckets = String(app.node.tryGetContext("cloudStoreBuckets") ?? "")
+  .split(",")
+  .map((b) => b.trim())
+  .filter(Boolean);
 new MapgateStack(app, (app.node.tryGetContext("stackName") as string | undefined) ?? "mapgate", {
   ...(publicOrigin ? { publicOrigin } : {}),
+  cloudStoreBuckets: buckets,
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

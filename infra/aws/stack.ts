@@ -14,7 +14,7 @@ import {
   LogGroupLogDestination,
 } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
-import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
@@ -30,6 +30,11 @@ export interface MapgateStackProps extends StackProps {
   readonly removalPolicy?: RemovalPolicy;
   /** The public HTTPS origin when a custom domain fronts the API (absolute URLs are built from it). */
   readonly publicOrigin?: string;
+  /**
+   * The S3 buckets cloud data stores may live in. Functions that read data stores' content get read access to
+   * these buckets only; registering a cloud store in another bucket is refused by `npm run admin`.
+   */
+  readonly cloudStoreBuckets?: readonly string[];
 }
 
 const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
@@ -79,12 +84,42 @@ export class MapgateStack extends Stack {
       },
     });
 
-    const makeFunction = (id: string, entry: string, timeout: Duration, access: Readonly<Record<string, Access>>) => {
+    const buckets = [...(props.cloudStoreBuckets ?? [])];
+    for (const b of buckets) {
+      if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(b))
+        throw new Error(`cloudStoreBuckets: ${b} is not a bucket name`);
+    }
+    new CfnOutput(this, "CloudStoreBuckets", { value: buckets.join(",") });
+    /** Read-only access to the cloud stores' buckets, for the functions that read data stores' content. */
+    const grantStorage = (role: Role) => {
+      if (buckets.length === 0) return;
+      role.addToPolicy(
+        new PolicyStatement({ actions: ["s3:ListBucket"], resources: buckets.map((b) => `arn:aws:s3:::${b}`) }),
+      );
+      role.addToPolicy(
+        new PolicyStatement({ actions: ["s3:GetObject"], resources: buckets.map((b) => `arn:aws:s3:::${b}/*`) }),
+      );
+      for (const b of buckets) {
+        Validations.of(role).acknowledge({
+          id: `AwsSolutions::AwsSolutions-IAM5[Resource::arn:aws:s3:::${b}/*]`,
+          reason: `Reading any object of the cloud-store bucket ${b}: caches are published by reference to paths in it.`,
+        });
+      }
+    };
+
+    const makeFunction = (
+      id: string,
+      entry: string,
+      timeout: Duration,
+      access: Readonly<Record<string, Access>>,
+      readsStorage = false,
+    ) => {
       const name = pascal(id);
       const logGroup = new LogGroup(this, `${name}Logs`, { retention: RetentionDays.ONE_MONTH, removalPolicy });
       // An explicit role with only this function's log group, instead of the managed basic-execution policy.
       const role = new Role(this, `${name}Role`, { assumedBy: new ServicePrincipal("lambda.amazonaws.com") });
       logGroup.grantWrite(role);
+      if (readsStorage) grantStorage(role);
       const fn = new NodejsFunction(this, `${name}Function`, {
         entry: join(ROOT, "functions", `${entry}.ts`),
         handler: "handler",
@@ -124,7 +159,7 @@ export class MapgateStack extends Stack {
     // The workflow: its task functions, then the state machine running the definition file.
     const taskFunctions = WORKFLOW.tasks.map((task) => ({
       task,
-      fn: makeFunction(task.id, task.id, Duration.minutes(5), task.tables),
+      fn: makeFunction(task.id, task.id, Duration.minutes(5), task.tables, task.readsStorage),
     }));
     const workflowLogs = new LogGroup(this, "WorkflowLogs", { retention: RetentionDays.ONE_MONTH, removalPolicy });
     this.stateMachine = new StateMachine(this, "Jobs", {
@@ -154,7 +189,13 @@ export class MapgateStack extends Stack {
 
     for (const route of ROUTES) {
       const name = pascal(route.id);
-      const fn = makeFunction(route.id, route.handler ?? route.id, Duration.seconds(29), route.tables);
+      const fn = makeFunction(
+        route.id,
+        route.handler ?? route.id,
+        Duration.seconds(29),
+        route.tables,
+        route.readsStorage,
+      );
       for (const secret of route.secrets) secrets.get(secret)?.grantTo(fn);
       if (route.startsWorkflow) {
         this.stateMachine.grantStartExecution(fn);

@@ -13,6 +13,27 @@ import { createTables, localTableName, startDynamo } from "./dynamo.ts";
 import { Gateway } from "./gateway.ts";
 import { LOCAL_STATE_MACHINE_ARN, startWorkflows } from "./workflows.ts";
 import { processingJobs } from "#shared/stores/jobs.ts";
+import { getDefaultPortalId } from "#shared/stores/portals.ts";
+import { startS3 } from "./s3.ts";
+
+/** The local bucket the demo's cloud data store reads (a copy of the demo folder store's caches). */
+const DEMO_BUCKET = "mapgate-demo";
+
+/** Copies the demo store into the local S3 server, so the demo has a cloud store to publish from too. */
+async function uploadDemoStore(files: AsyncIterable<{ key: string; body: Buffer }>, bucket: string): Promise<void> {
+  const { S3Client, CreateBucketCommand, PutObjectCommand } = await import("@aws-sdk/client-s3");
+  const client = new S3Client({ forcePathStyle: true });
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket })).catch((err: Error) => {
+      if (err.name !== "BucketAlreadyOwnedByYou" && err.name !== "BucketAlreadyExists") throw err;
+    });
+    for await (const file of files) {
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: `demo-store/${file.key}`, Body: file.body }));
+    }
+  } finally {
+    client.destroy();
+  }
+}
 
 export interface EngineOptions {
   readonly dataDir: string;
@@ -44,8 +65,18 @@ export function localEnvironment(
   tokenKeyFile: string,
   httpsOrigin: string,
   sfnEndpoint?: string,
+  s3Endpoint?: string,
 ): Record<string, string> {
   const env: Record<string, string> = {
+    ...(s3Endpoint
+      ? {
+          AWS_ENDPOINT_URL_S3: s3Endpoint,
+          // The SDK reads no variable for path-style addressing; shared/storage/s3.ts reads this one.
+          S3_FORCE_PATH_STYLE: "true",
+          // The local S3 server cannot take aws-chunked uploads (streamed bodies with checksum trailers).
+          AWS_REQUEST_CHECKSUM_CALCULATION: "WHEN_REQUIRED",
+        }
+      : {}),
     ...(sfnEndpoint ? { AWS_ENDPOINT_URL_SFN: sfnEndpoint, STATE_MACHINE_ARN: LOCAL_STATE_MACHINE_ARN } : {}),
     AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
     AWS_REGION: "us-east-1",
@@ -128,16 +159,34 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
       await Promise.all(servers.map(close));
     });
 
+    // The S3-compatible server cloud stores are read from here, as from S3 on AWS.
+    const s3 = await startS3(join(options.dataDir, "s3"));
+    cleanups.push(() => s3.close());
+
     const httpsOrigin = `https://${options.host}:${httpsPort}`;
     const workflows = await startWorkflows(ROOT);
     cleanups.push(() => workflows.close());
     // Set before any handler or task module loads: they read their configuration once, at cold start.
-    Object.assign(process.env, localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, workflows.endpoint));
+    Object.assign(
+      process.env,
+      localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, workflows.endpoint, s3.endpoint),
+    );
     await workflows.load();
-    const demo = await bootstrapDemo({
-      ...(options.allSSL !== undefined ? { allSSL: options.allSSL } : {}),
-      passwords: options.passwords,
-    });
+    const storeFolder = join(options.dataDir, "demo-store");
+    const demo = (await getDefaultPortalId())
+      ? undefined
+      : await (async () => {
+          // The demo's writers (and their image and tile libraries) load only on a first start.
+          const { ensureDemoCaches, filesOf } = await import("./demo/write.ts");
+          await ensureDemoCaches(storeFolder);
+          await uploadDemoStore(filesOf(storeFolder), DEMO_BUCKET);
+          return bootstrapDemo({
+            ...(options.allSSL !== undefined ? { allSSL: options.allSSL } : {}),
+            passwords: options.passwords,
+            storeFolder,
+            cloud: { bucket: DEMO_BUCKET, prefix: "demo-store" },
+          });
+        })();
     const loaded = await Gateway.load(join(ROOT, "functions"));
     loading.gateway = loaded;
     // Executions die with the process that ran them: run every unfinished job again (its tasks are
@@ -145,7 +194,14 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     for (const job of await processingJobs()) workflows.start(job.jobId, job.input);
     await writeFile(
       folder.stateFile,
-      JSON.stringify({ pid: process.pid, dynamoEndpoint: dynamo.endpoint, httpsOrigin, httpPort, httpsPort }),
+      JSON.stringify({
+        pid: process.pid,
+        dynamoEndpoint: dynamo.endpoint,
+        s3Endpoint: s3.endpoint,
+        httpsOrigin,
+        httpPort,
+        httpsPort,
+      }),
       { mode: 0o600 },
     );
     let stopping: Promise<void> | undefined;

@@ -75,8 +75,10 @@ export class Gateway {
       else routes.push(compiled);
     }
     if (!fallback) throw new Error("no $default route is declared");
-    // API Gateway prefers the most specific route: more literal segments first.
-    routes.sort((a, b) => b.literalSegments - a.literalSegments);
+    // API Gateway prefers the most specific route: more literal segments first, then a route without a
+    // greedy `{name+}` variable over one with it.
+    const greedy = (r: CompiledRoute) => (r.spec.path.includes("+}") ? 1 : 0);
+    routes.sort((a, b) => b.literalSegments - a.literalSegments || greedy(a) - greedy(b));
     return new Gateway(routes, fallback);
   }
 

@@ -31,6 +31,7 @@ import { escapeHtml, type FormField, type HtmlPage, page, renderForm, renderValu
 import { type Params, parseParams } from "#shared/http/params.ts";
 import {
   CALLBACK,
+  Content,
   FORMATS,
   type Format,
   Redirect,
@@ -38,6 +39,7 @@ import {
   renderHtml,
   renderJson,
   renderOAuthError,
+  renderContent,
   renderRedirect,
 } from "#shared/http/render.ts";
 import { logger } from "#shared/log.ts";
@@ -49,7 +51,8 @@ export interface Operation {
   readonly name: string;
   /** Operations that change state refuse GET (a browser's GET with f=html gets the form instead). */
   readonly postOnly?: boolean;
-  readonly defaultFormat?: Format;
+  /** The format when `f` is absent; a function of the path where resources under one route differ. */
+  readonly defaultFormat?: Format | ((path: string) => Format);
   /** Fields of the HTML form that performs the operation. */
   readonly form?: readonly FormField[];
   /** The form's starting values (e.g. the record an update form edits); the query string's values win. */
@@ -64,6 +67,11 @@ export interface Operation {
   readonly httpsOnly?: boolean;
   /** Ignores the sign-in cookie: a sign-in operation must work even when a stale cookie is present. */
   readonly ignoreCookie?: boolean;
+  /**
+   * Any origin may read the answers, errors included (`Access-Control-Allow-Origin: *`): services and their
+   * content, which map clients on other origins read with a token in the URL or a header, never a cookie.
+   */
+  readonly openCors?: boolean;
   /** An OAuth 2.0 endpoint: JSON only (no JSONP), errors as RFC 6749 bodies with real HTTP statuses. */
   readonly protocol?: "oauth";
 }
@@ -184,7 +192,7 @@ export const errorEnvelope = (op: Operation): RestMiddleware => ({
             : undefined;
       s.errorCode = oauth?.status ?? 500;
       request.response = renderOAuthError(oauth, https);
-      finish(request.response, s);
+      finish(request.response, s, op);
       return;
     }
     s.errorCode = body.error.code;
@@ -199,7 +207,7 @@ export const errorEnvelope = (op: Operation): RestMiddleware => ({
             rendering.https,
           )
         : renderJson(body, rendering);
-    finish(request.response, s);
+    finish(request.response, s, op);
   },
 });
 
@@ -226,7 +234,8 @@ export const normalize = (op: Operation): RestMiddleware => ({
       s.rendering = { format: "json", https: o.https };
       return;
     }
-    const f = (params.get("f") ?? op.defaultFormat ?? "html").toLowerCase();
+    const fallback = typeof op.defaultFormat === "function" ? op.defaultFormat(event.rawPath) : op.defaultFormat;
+    const f = (params.get("f") ?? fallback ?? "html").toLowerCase();
     if (!(FORMATS as readonly string[]).includes(f)) {
       s.rendering = { format: "json", https: o.https };
       throw badRequest("Invalid format.", [`'f' must be one of ${FORMATS.join(", ")}; got '${f.slice(0, 32)}'.`]);
@@ -247,11 +256,25 @@ const NO_ORGANIZATION = () =>
     "An operator creates one with: npm run admin -- bootstrap",
   ]);
 
+// Hosted servers are registered rarely and never renamed: a warm function keeps each lookup for a minute
+// (tiles and directory pages are read far more often than that).
+// Unknown names are not remembered: a server registered a moment later answers at once.
+const hostedServers = new Map<string, { server: Server; at: number }>();
+async function hostedServer(name: string): Promise<Server | undefined> {
+  const cached = hostedServers.get(name);
+  if (cached && Date.now() - cached.at < 60_000) return cached.server;
+  const server = SERVER_NAME.test(name) ? await getHostedServerByName(name) : undefined;
+  if (!server) return undefined;
+  if (hostedServers.size >= 1000) hostedServers.clear();
+  hostedServers.set(name, { server, at: Date.now() });
+  return server;
+}
+
 /** The hosted server a server route addresses; an unknown name is a 404 before any credential is read. */
 async function addressedServer(op: Operation, event: APIGatewayProxyEventV2): Promise<Server | undefined> {
   if (op.at !== "server") return undefined;
   const name = event.pathParameters?.server ?? "";
-  const server = SERVER_NAME.test(name) ? await getHostedServerByName(name) : undefined;
+  const server = await hostedServer(name);
   if (!server) throw noSuchResource([`No server is hosted at /${name.slice(0, 64)}.`]);
   return server;
 }
@@ -371,8 +394,12 @@ function formPage(op: Operation, req: RestRequest, initial: object): APIGatewayP
  * What every answer carries besides its body: the handler's extra headers and the pipeline's cookies, set
  * before the handler's own, so a handler's new sign-in cookie is never followed by the stale one's clearing.
  */
-function finish(response: APIGatewayProxyStructuredResultV2, s: Partial<Normalized> & { request?: RestRequest }) {
-  const extra = s.request?.responseHeaders ?? {};
+function finish(
+  response: APIGatewayProxyStructuredResultV2,
+  s: Partial<Normalized> & { request?: RestRequest },
+  op: Operation,
+) {
+  const extra = { ...(op.openCors ? { "access-control-allow-origin": "*" } : {}), ...s.request?.responseHeaders };
   if (Object.keys(extra).length > 0) response.headers = { ...response.headers, ...extra };
   const own = response.cookies ?? [];
   const signsIn = own.some((c) => c.startsWith(`${AUTH_COOKIE}=`));
@@ -388,13 +415,15 @@ export const respond = (op: Operation): RestMiddleware => ({
     const data = request.response as unknown as object;
     if (s.showForm) request.response = formPage(op, req, data);
     else if (data instanceof Redirect) request.response = renderRedirect(data, req.https);
+    else if (data instanceof Content)
+      request.response = renderContent(data, req.https, req.event.headers?.["if-none-match"]);
     else if (req.format === "html") {
       const custom = op.html?.(data, req);
       const html = custom ?? page(op.name, `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`);
       request.response =
         typeof html === "string" ? renderHtml(html, req.https) : renderHtml(html.body, req.https, html.formActions);
     } else request.response = renderJson(data, s.rendering as Rendering);
-    finish(request.response, s);
+    finish(request.response, s, op);
   },
 });
 

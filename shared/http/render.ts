@@ -1,4 +1,5 @@
 // Output formats are handled once, here: every REST answer and every error leaves through render().
+import { createHash } from "node:crypto";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import type { OAuthError } from "#shared/http/errors.ts";
 import { contentSecurityPolicy } from "#shared/http/html.ts";
@@ -98,4 +99,78 @@ export function renderOAuthError(err: OAuthError | undefined, https: boolean): A
     },
     body: JSON.stringify(body),
   };
+}
+
+/**
+ * Content served as stored (tiles, scene layer resources, styles, service JSON of published services): bytes
+ * with their own type and caching headers. `status` 404 with no body is how a missing tile is answered.
+ */
+export class Content {
+  readonly body: Buffer;
+  readonly contentType: string;
+  readonly status: 200 | 204 | 404;
+  /** Content-Encoding of `body` as stored (gzip files passed through). */
+  readonly encoding: string | undefined;
+  /** `public` content may be kept by shared caches (a CDN); anything else only by the caller's browser. */
+  readonly shared: boolean;
+  /** Seconds a cache may keep it without asking again. */
+  readonly maxAge: number;
+
+  constructor(
+    body: Buffer,
+    contentType: string,
+    options: { status?: 200 | 204 | 404; encoding?: string; shared?: boolean; maxAge?: number } = {},
+  ) {
+    this.body = body;
+    this.contentType = contentType;
+    this.status = options.status ?? 200;
+    this.encoding = options.encoding;
+    this.shared = options.shared ?? false;
+    this.maxAge = options.maxAge ?? 0;
+  }
+}
+
+/** Lambda's 6 MB response limit applies to the base64 text: the bytes must stay under three quarters of it. */
+export const MAX_CONTENT_BYTES = Math.floor((6 * 1024 * 1024 * 3) / 4) - 64 * 1024;
+
+/** The ETag of some bytes: a digest, so an unchanged resource keeps its tag across warm functions and engines. */
+export function etagOf(body: Buffer, encoding: string | undefined): string {
+  return `"${createHash("sha256")
+    .update(body)
+    .update(encoding ?? "")
+    .digest("base64url")
+    .slice(0, 27)}"`;
+}
+
+function matches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  if (ifNoneMatch.trim() === "*") return true;
+  // Linear: one split; weak validators compare equal for GET (RFC 9110 §13.1.2).
+  return ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag);
+}
+
+export function renderContent(
+  c: Content,
+  https: boolean,
+  ifNoneMatch: string | undefined,
+): APIGatewayProxyStructuredResultV2 {
+  const base: Record<string, string> = {
+    "x-content-type-options": "nosniff",
+    // Tokens travel in the URL or a header, never a cookie, for content: any origin's map may read it.
+    "access-control-allow-origin": "*",
+    ...(https ? { "strict-transport-security": "max-age=31536000" } : {}),
+  };
+  if (c.status !== 200) {
+    return { statusCode: c.status, headers: { ...base, "cache-control": "no-cache" }, body: "" };
+  }
+  const etag = etagOf(c.body, c.encoding);
+  const headers: Record<string, string> = {
+    ...base,
+    "content-type": c.contentType,
+    etag,
+    "cache-control": `${c.shared ? "public" : "private"}, max-age=${c.maxAge}`,
+    ...(c.encoding ? { "content-encoding": c.encoding, vary: "Accept-Encoding" } : {}),
+  };
+  if (matches(ifNoneMatch, etag)) return { statusCode: 304, headers, body: "" };
+  return { statusCode: 200, headers, body: c.body.toString("base64"), isBase64Encoded: true };
 }

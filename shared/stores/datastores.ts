@@ -10,6 +10,9 @@ export type DatasetType = (typeof DATASET_TYPES)[number];
 export const CACHE_TYPES = ["sceneLayerCache", "tileCache", "vectorTileCache", "imageCache"] as const;
 export type CacheType = (typeof CACHE_TYPES)[number];
 
+/** Where a data store's content lies: a folder on the machine that serves it, or an S3 bucket and prefix. */
+export type StoreLocation = { readonly folder: string } | { readonly bucket: string; readonly prefix: string };
+
 export interface DataStore {
   readonly datastoreId: string;
   readonly portalId: string;
@@ -18,6 +21,8 @@ export interface DataStore {
   /** The item type on the original, e.g. `Data Store`; `kind` says what it connects to. */
   readonly kind: "database" | "folder" | "cloudStore" | "objectStore";
   readonly serverIds: readonly string[];
+  /** Folder and cloud stores have one; a database store lists registered datasets only. */
+  readonly location?: StoreLocation;
   readonly created: number;
   readonly modified: number;
 }
@@ -29,24 +34,24 @@ export interface Dataset {
   readonly path: string;
 }
 
-export interface CachedLayer {
-  readonly name: string;
-  readonly type: CacheType;
-  readonly path: string;
-}
-
 export interface DataStoreContents {
   readonly store: DataStore;
   readonly datasets: readonly Dataset[];
-  readonly cachedLayers: readonly CachedLayer[];
 }
 
 const STORE_ENTRY = "#";
 const datasetEntry = (path: string) => `dataset#${path}`;
-const cachedEntry = (path: string) => `cached#${path}`;
+
+function toLocation(value: unknown): StoreLocation | undefined {
+  if (value === undefined) return undefined;
+  const r = new RecordReader("data store location", (value ?? {}) as Record<string, unknown>);
+  const folder = r.optionalString("folder");
+  return folder !== undefined ? { folder } : { bucket: r.string("bucket"), prefix: r.string("prefix") };
+}
 
 function toStore(item: Record<string, unknown>): DataStore {
   const r = new RecordReader("data store", item);
+  const location = toLocation(item.location);
   return {
     datastoreId: r.string("datastoreId"),
     portalId: r.string("portalId"),
@@ -54,6 +59,7 @@ function toStore(item: Record<string, unknown>): DataStore {
     owner: r.string("owner"),
     kind: r.oneOf("kind", ["database", "folder", "cloudStore", "objectStore"] as const),
     serverIds: r.strings("serverIds"),
+    ...(location ? { location } : {}),
     created: r.number("created"),
     modified: r.number("modified"),
   };
@@ -62,7 +68,6 @@ function toStore(item: Record<string, unknown>): DataStore {
 export async function getDataStoreContents(datastoreId: string): Promise<DataStoreContents | undefined> {
   let store: DataStore | undefined;
   const datasets: Dataset[] = [];
-  const cachedLayers: CachedLayer[] = [];
   const items = await queryAll({
     TableName: tableName("datastores"),
     KeyConditionExpression: "datastoreId = :d",
@@ -79,11 +84,9 @@ export async function getDataStoreContents(datastoreId: string): Promise<DataSto
         type: r.oneOf("type", DATASET_TYPES),
         path: r.string("path"),
       });
-    } else if (entry.startsWith("cached#")) {
-      cachedLayers.push({ name: r.string("name"), type: r.oneOf("type", CACHE_TYPES), path: r.string("path") });
     }
   }
-  return store ? { store, datasets, cachedLayers } : undefined;
+  return store ? { store, datasets } : undefined;
 }
 
 export async function listPortalDataStores(portalId: string): Promise<DataStore[]> {
@@ -96,10 +99,7 @@ export async function listPortalDataStores(portalId: string): Promise<DataStore[
 export async function createDataStore(contents: DataStoreContents): Promise<void> {
   const table = tableName("datastores");
   const { store } = contents;
-  const entries = [
-    ...contents.datasets.map((d) => ({ datastoreId: store.datastoreId, entry: datasetEntry(d.path), ...d })),
-    ...contents.cachedLayers.map((c) => ({ datastoreId: store.datastoreId, entry: cachedEntry(c.path), ...c })),
-  ];
+  const entries = contents.datasets.map((d) => ({ datastoreId: store.datastoreId, entry: datasetEntry(d.path), ...d }));
   for (let i = 0; i < entries.length; i += 25) {
     let pending: Record<string, unknown>[] = entries.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
     for (let attempt = 0; pending.length > 0; attempt++) {
@@ -112,7 +112,7 @@ export async function createDataStore(contents: DataStoreContents): Promise<void
   await ddb.send(
     new PutCommand({
       TableName: table,
-      Item: { ...store, entry: STORE_ENTRY },
+      Item: { ...store, ...(store.location ? { location: { ...store.location } } : {}), entry: STORE_ENTRY },
       ConditionExpression: "attribute_not_exists(datastoreId)",
     }),
   );

@@ -53,6 +53,14 @@ export class RecordReader {
     return list;
   }
 
+  object(key: string): Record<string, unknown> | undefined {
+    const v = this.#item[key];
+    if (v === undefined) return undefined;
+    if (!v || typeof v !== "object" || Array.isArray(v))
+      throw new CorruptRecordError(this.#what, `${key} is not a map`);
+    return v as Record<string, unknown>;
+  }
+
   oneOf<T extends string>(key: string, allowed: readonly T[]): T {
     const v = this.string(key);
     if (!(allowed as readonly string[]).includes(v)) throw new CorruptRecordError(this.#what, `${key} is ${v}`);

@@ -4,6 +4,8 @@
 import { DeleteCommand, GetCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import { ddb, failedConditions, isConditionFailure, queryAll } from "#shared/stores/dynamo.ts";
+import type { CacheInfo } from "#shared/caches/probe.ts";
+import type { StoreLocation } from "#shared/stores/datastores.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 export const SERVICE_TYPES = [
@@ -26,6 +28,13 @@ export interface ServiceExtension {
   readonly capabilities: string;
 }
 
+/** Where a published service reads its content: the data store's location and the cache's path in it. */
+export interface ServiceSource {
+  readonly datastoreId: string;
+  readonly location: StoreLocation;
+  readonly path: string;
+}
+
 export interface Service {
   readonly serverId: string;
   readonly portalId: string;
@@ -41,6 +50,8 @@ export interface Service {
   readonly access: Access;
   /** Capabilities exposed as services of their own (e.g. a FeatureServer on a MapServer): ParentType set. */
   readonly extensions: readonly ServiceExtension[];
+  /** Services published by reference read their content here (listed-only services have none). */
+  readonly source?: ServiceSource;
   readonly created: number;
 }
 
@@ -53,10 +64,31 @@ export interface Catalog {
 const CATALOG = "#catalog";
 const folderEntry = (folder: string) => `folder#${folder.toLowerCase()}`;
 const serviceEntry = (folder: string, name: string) => `svc#${folder.toLowerCase()}#${name.toLowerCase()}`;
+/**
+ * What serving a published service needs from its cache, kept in a partition of its own beside the server's
+ * (a catalog read never loads it).
+ */
+const infoKey = (serverId: string, folder: string, name: string) => ({
+  serverId: `${serverId}#info`,
+  entry: `svc#${folder.toLowerCase()}#${name.toLowerCase()}`,
+});
+
+function toSource(value: unknown): ServiceSource | undefined {
+  if (value === undefined) return undefined;
+  const r = new RecordReader("service source", (value ?? {}) as Record<string, unknown>);
+  const l = new RecordReader("service source location", (r.object("location") ?? {}) as Record<string, unknown>);
+  const folder = l.optionalString("folder");
+  return {
+    datastoreId: r.string("datastoreId"),
+    location: folder !== undefined ? { folder } : { bucket: l.string("bucket"), prefix: l.string("prefix") },
+    path: r.string("path"),
+  };
+}
 
 function toService(item: Record<string, unknown>): Service {
   const r = new RecordReader("service", item);
   const extensions = Array.isArray(item.extensions) ? (item.extensions as Record<string, unknown>[]) : [];
+  const source = toSource(item.source);
   return {
     serverId: r.string("serverId"),
     portalId: r.string("portalId"),
@@ -73,6 +105,7 @@ function toService(item: Record<string, unknown>): Service {
       const x = new RecordReader("service extension", e);
       return { type: x.oneOf("type", SERVICE_TYPES), capabilities: x.string("capabilities") };
     }),
+    ...(source ? { source } : {}),
     created: r.number("created"),
   };
 }
@@ -108,6 +141,7 @@ const serviceItem = (service: Service) => ({
   ...service,
   tags: [...service.tags],
   extensions: service.extensions.map((e) => ({ ...e })),
+  ...(service.source ? { source: { ...service.source, location: { ...service.source.location } } } : {}),
   entry: serviceEntry(service.folder, service.name),
 });
 
@@ -177,10 +211,22 @@ async function putService(service: Service, alsoWith: object[]): Promise<void> {
   );
 }
 
+/** The item that keeps what serving a published service needs, written with the service. */
+const infoPut = (service: Service, info: CacheInfo) => ({
+  Put: {
+    TableName: tableName("services"),
+    Item: {
+      ...infoKey(service.serverId, service.folder, service.name),
+      itemId: service.itemId,
+      info: JSON.stringify(info),
+    },
+  },
+});
+
 /** Creates a service; one service per folder and name (case-insensitively), whatever its type. */
-export async function createService(service: Service): Promise<void> {
+export async function createService(service: Service, info?: CacheInfo): Promise<void> {
   try {
-    await putService(service, []);
+    await putService(service, info ? [infoPut(service, info)] : []);
   } catch (err) {
     if (failedConditions(err)?.includes(0)) throw new ServiceExistsError(service.folder, service.name);
     throw err;
@@ -267,9 +313,10 @@ export async function getService(serverId: string, folder: string, name: string)
  * Creates the service a job reserved, releasing the reservation in the same transaction. Idempotent: when
  * the service exists already with this item id (a retried task), that is success.
  */
-export async function createReservedService(service: Service, jobId: string): Promise<void> {
+export async function createReservedService(service: Service, jobId: string, info?: CacheInfo): Promise<void> {
   try {
     await putService(service, [
+      ...(info ? [infoPut(service, info)] : []),
       {
         Delete: {
           TableName: tableName("services"),
@@ -285,4 +332,17 @@ export async function createReservedService(service: Service, jobId: string): Pr
     if (existing?.itemId === service.itemId) return;
     throw new ServiceExistsError(service.folder, service.name);
   }
+}
+
+/** What serving a published service needs from its cache (undefined for a service listed without one). */
+export async function getServiceInfo(service: Service): Promise<CacheInfo | undefined> {
+  const { Item } = await ddb.send(
+    new GetCommand({
+      TableName: tableName("services"),
+      Key: infoKey(service.serverId, service.folder, service.name),
+      ConsistentRead: true,
+    }),
+  );
+  if (!Item || Item.itemId !== service.itemId) return undefined;
+  return JSON.parse(new RecordReader("service info", Item).string("info")) as CacheInfo;
 }

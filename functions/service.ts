@@ -1,0 +1,95 @@
+// GET|POST /<server>/rest/services/[<folder>/]<name>/<Type>[/…]: a published service at its URL — its JSON
+// and its content, read by reference from the data store where its cache lies. Who may read it follows the
+// service's access (shared/catalog.ts), the same rule as the directory and the SOAP catalog.
+import { catalogOf, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
+import { ApiError, tokenRequired } from "#shared/http/errors.ts";
+import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
+import { acceptsGzip, missing } from "#shared/serving/read.ts";
+import { sceneLayerJson, sceneResource, sceneServiceJson } from "#shared/serving/scene.ts";
+import { parseServicePath } from "#shared/serving/service-path.ts";
+import { tiledServiceJson, tiledTile } from "#shared/serving/tiled.ts";
+import { vectorJson, vectorResource, vectorTile } from "#shared/serving/vector.ts";
+import { serverUrl } from "#shared/stores/servers.ts";
+import type { Service } from "#shared/stores/services.ts";
+import { SERVER_REST_VERSION } from "#shared/urls.ts";
+
+const serviceNotFound = () =>
+  new ApiError(404, "Service not found.", ["The service does not exist or is inaccessible."]);
+
+/**
+ * Resources that answer JSON when `f` is absent: every scene service resource (I3S readers never send `f`) and
+ * content (tiles, style files), whose errors must not be pages. Other service roots default to HTML, as ArcGIS.
+ */
+const JSON_BY_DEFAULT = /\/SceneServer(\/|$)|\/(MapServer|ImageServer|VectorTileServer)\/(tile|resources)\//;
+
+/** A service listed without a cache (registered by an operator, or a feature layer of bulk publishing). */
+function describedOnly(service: Service): Record<string, unknown> {
+  return {
+    currentVersion: SERVER_REST_VERSION,
+    serviceDescription: service.description,
+    capabilities: service.capabilities,
+    layers: [],
+    tables: [],
+    serviceItemId: service.itemId,
+  };
+}
+
+async function serve(req: RestRequest): Promise<object> {
+  const server = req.server;
+  if (!server) throw new Error("server route without a server");
+  // The raw path, not the decoded parameter: an encoded slash must stay inside its segment.
+  const prefix = `/${server.name}/rest/services/`;
+  const raw = req.event.rawPath.startsWith(prefix) ? req.event.rawPath.slice(prefix.length) : "";
+  const parsed = parseServicePath(raw);
+  if (typeof parsed === "string") throw serviceNotFound();
+  const catalog = await catalogOf(server.serverId);
+  const service = findService(catalog, parsed.folder, parsed.name, parsed.type);
+  if (!service || !visibleTo(req.identity, service)) {
+    // An anonymous caller is asked to sign in whether or not the service exists: its existence is not told.
+    if (req.identity.kind === "anonymous") throw tokenRequired();
+    throw serviceNotFound();
+  }
+  const info = await serviceInfo(service);
+  const [first, ...rest] = parsed.resource;
+  if (!info) {
+    if (first === undefined) return describedOnly(service);
+    throw serviceNotFound();
+  }
+  const gzipOk = acceptsGzip(req.event.headers);
+  const base = `${serverUrl(server, req.origin)}/rest/services/${service.folder ? `${service.folder}/` : ""}${service.name}/${service.type}`;
+  switch (info.kind) {
+    case "tiled":
+      if (first === undefined) return tiledServiceJson(service, info);
+      if (first === "tile") return tiledTile(service, info, rest, gzipOk);
+      if (first === "layers" && rest.length === 0 && service.type === "MapServer") return { layers: [], tables: [] };
+      break;
+    case "vector":
+      if (first === undefined) return vectorJson(service, info);
+      if (first === "tile") return vectorTile(service, info, rest, gzipOk);
+      if (first === "resources") {
+        const token = req.identity.kind === "anonymous" ? undefined : req.params.get("token");
+        return vectorResource(service, info, rest, base, token, gzipOk);
+      }
+      break;
+    case "scene": {
+      if (first === undefined) return sceneServiceJson(service, info);
+      if (first === "layers" && rest.length === 0) return { layers: [sceneLayerJson(info)] };
+      if (first === "layers" && rest[0] === "0") {
+        if (rest.length === 1) return sceneLayerJson(info);
+        return sceneResource(service, info, rest.slice(1), gzipOk);
+      }
+      break;
+    }
+  }
+  return missing();
+}
+
+export const handler = restHandler(
+  {
+    name: "Service",
+    at: "server",
+    defaultFormat: (path) => (JSON_BY_DEFAULT.test(path) ? "json" : "html"),
+    openCors: true,
+  },
+  serve,
+);

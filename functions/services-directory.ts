@@ -1,0 +1,63 @@
+// GET|POST /<server>/rest/services[/<folder>]: the REST services directory of a hosted server — the same
+// catalog and the same visibility as the SOAP catalog (shared/catalog.ts), as ArcGIS answers it.
+import { catalogOf, findFolder, visibleTo } from "#shared/catalog.ts";
+import { ApiError } from "#shared/http/errors.ts";
+import { escapeHtml, page } from "#shared/http/html.ts";
+import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
+import { SERVER_REST_VERSION } from "#shared/urls.ts";
+
+interface Directory {
+  readonly currentVersion: number;
+  readonly folders: readonly string[];
+  readonly services: readonly { readonly name: string; readonly type: string }[];
+}
+
+const folderNotFound = (folder: string) =>
+  new ApiError(404, "Folder not found.", [`Folder '${folder.slice(0, 120)}' does not exist.`]);
+
+function render(data: object, req: RestRequest): string {
+  const d = data as Directory;
+  const here = req.path.replace(/\/+$/, "");
+  const folder = req.pathParameters.folder;
+  const root = folder === undefined ? here : here.slice(0, here.lastIndexOf("/"));
+  const link = (href: string, text: string) => `<li><a href="${escapeHtml(href)}">${escapeHtml(text)}</a></li>`;
+  const folders = d.folders.map((f) => link(`${root}/${encodeURIComponent(f)}?f=html`, f)).join("");
+  const services = d.services
+    .map((s) =>
+      link(`${root}/${s.name.split("/").map(encodeURIComponent).join("/")}/${s.type}?f=html`, `${s.name} (${s.type})`),
+    )
+    .join("");
+  const title = folder === undefined ? "Folder: /" : `Folder: ${folder}`;
+  return page(
+    title,
+    `<h1>${escapeHtml(title)}</h1><p class="muted">Current version: ${d.currentVersion}</p>` +
+      (folder === undefined ? "" : `<p><a href="${escapeHtml(root)}?f=html">Home</a></p>`) +
+      (folders ? `<h2>Folders</h2><ul>${folders}</ul>` : "") +
+      `<h2>Services</h2>${services ? `<ul>${services}</ul>` : "<p>None you can see.</p>"}`,
+  );
+}
+
+export const handler = restHandler(
+  { name: "Services Directory", at: "server", html: render, openCors: true },
+  async (req) => {
+    const server = req.server;
+    if (!server) throw new Error("server route without a server");
+    const catalog = await catalogOf(server.serverId);
+    const asked = req.pathParameters.folder;
+    const folder = asked === undefined ? "" : findFolder(catalog, asked);
+    if (folder === undefined) throw folderNotFound(asked ?? "");
+    const services: { name: string; type: string }[] = [];
+    for (const s of catalog.services) {
+      if (s.folder !== folder || !visibleTo(req.identity, s)) continue;
+      const name = folder ? `${folder}/${s.name}` : s.name;
+      services.push({ name, type: s.type });
+      for (const x of s.extensions) services.push({ name, type: x.type });
+    }
+    const answer: Directory = {
+      currentVersion: SERVER_REST_VERSION,
+      folders: folder === "" ? [...catalog.folders] : [],
+      services,
+    };
+    return answer;
+  },
+);

@@ -1,0 +1,68 @@
+// The catalog of a hosted server as every surface shows it (the SOAP catalog, the REST services directory,
+// each service's URL): one cache per warm function, re-read only when the server's catalog version moved, and
+// one rule for who sees what.
+import type { Identity } from "#shared/auth/identity.ts";
+import type { CacheInfo } from "#shared/caches/probe.ts";
+import { type Catalog, catalogVersion, getServiceInfo, readCatalog, type Service } from "#shared/stores/services.ts";
+
+const catalogs = new Map<string, Catalog>();
+
+/** The server's catalog, sorted (folders, then services by folder, name and type); one small read when warm. */
+export async function catalogOf(serverId: string): Promise<Catalog> {
+  const version = await catalogVersion(serverId);
+  const cached = catalogs.get(serverId);
+  if (cached && cached.version === version) return cached;
+  const fresh = await readCatalog(serverId);
+  const sorted: Catalog = {
+    version: fresh.version,
+    folders: [...fresh.folders].sort((a, b) => a.localeCompare(b)),
+    services: [...fresh.services].sort(
+      (a, b) => a.folder.localeCompare(b.folder) || a.name.localeCompare(b.name) || a.type.localeCompare(b.type),
+    ),
+  };
+  if (catalogs.size >= 64) catalogs.delete(catalogs.keys().next().value as string);
+  catalogs.set(serverId, sorted);
+  return sorted;
+}
+
+/**
+ * Public services for anyone the server admits; org services for members of the service's organization (and
+ * its applications); private ones for the owner and the organization's administrators.
+ */
+export function visibleTo(identity: Identity, s: Service): boolean {
+  if (s.access === "public") return true;
+  if (identity.kind === "anonymous" || identity.portal.portalId !== s.portalId) return false;
+  if (s.access === "org") return true;
+  return identity.kind === "user" && (s.owner === identity.user.username || identity.user.role === "org_admin");
+}
+
+/** Whose view of the catalog an answer is, for caches of finished answers. */
+export function viewerKey(identity: Identity): string {
+  if (identity.kind === "anonymous") return "anonymous";
+  if (identity.kind === "app") return `org:${identity.portal.portalId}`;
+  return identity.user.role === "org_admin"
+    ? `admin:${identity.portal.portalId}`
+    : `user:${identity.portal.portalId}:${identity.user.username}`;
+}
+
+/** A service of the catalog by folder, name and type (folder and name match case-insensitively, as ArcGIS). */
+export function findService(catalog: Catalog, folder: string, name: string, type: string): Service | undefined {
+  const f = folder.toLowerCase();
+  const n = name.toLowerCase();
+  return catalog.services.find((s) => s.folder.toLowerCase() === f && s.name.toLowerCase() === n && s.type === type);
+}
+
+export function findFolder(catalog: Catalog, folder: string): string | undefined {
+  const f = folder.toLowerCase();
+  return catalog.folders.find((x) => x.toLowerCase() === f);
+}
+
+// What serving a service needs never changes for one item id (republishing makes a new one): kept while warm.
+const infos = new Map<string, CacheInfo | undefined>();
+export async function serviceInfo(service: Service): Promise<CacheInfo | undefined> {
+  if (infos.has(service.itemId)) return infos.get(service.itemId);
+  const info = await getServiceInfo(service);
+  if (infos.size >= 256) infos.delete(infos.keys().next().value as string);
+  infos.set(service.itemId, info);
+  return info;
+}
