@@ -5,7 +5,7 @@ import { catalogOf, findService, serviceInfo, visibleTo } from "#shared/catalog.
 import { ApiError, tokenRequired } from "#shared/http/errors.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { acceptsGzip, missing } from "#shared/serving/read.ts";
-import { sceneLayerJson, sceneResource, sceneServiceJson } from "#shared/serving/scene.ts";
+import { sceneLayer, sceneResource, sceneService } from "#shared/serving/scene.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
 import { tiledServiceJson, tiledTile } from "#shared/serving/tiled.ts";
 import { vectorJson, vectorResource, vectorTile } from "#shared/serving/vector.ts";
@@ -72,10 +72,10 @@ async function serve(req: RestRequest): Promise<object> {
       }
       break;
     case "scene": {
-      if (first === undefined) return sceneServiceJson(service, info);
-      if (first === "layers" && rest.length === 0) return { layers: [sceneLayerJson(info)] };
+      if (first === undefined) return sceneService(service, info);
+      if (first === "layers" && rest.length === 0) return { layers: [sceneLayer(info)] };
       if (first === "layers" && rest[0] === "0") {
-        if (rest.length === 1) return sceneLayerJson(info);
+        if (rest.length === 1) return sceneLayer(info);
         return sceneResource(service, info, rest.slice(1), gzipOk);
       }
       break;

@@ -1,33 +1,19 @@
 // SceneServer over an extracted scene layer package (I3S): the service JSON and layer document from what
 // publishing read, and every I3S resource under layers/0 read from its file, gzip passed through.
 import type { CacheInfo } from "#shared/caches/probe.ts";
-import { sceneResourceFiles, textureTypeOf } from "#shared/caches/scene.ts";
+import { sceneLayerJson, sceneResourceFiles, sceneServiceJson, textureTypeOf } from "#shared/caches/scene.ts";
 import type { Content } from "#shared/http/render.ts";
 import { MAX_CONTENT_BYTES } from "#shared/http/render.ts";
 import { asContent, guarded, missing, storageOf } from "#shared/serving/read.ts";
 import { joinPath } from "#shared/storage/storage.ts";
 import type { Service } from "#shared/stores/services.ts";
-import { SERVER_REST_VERSION } from "#shared/urls.ts";
 
 type Scene = Extract<CacheInfo, { kind: "scene" }>;
 
-/** The layer document as served at layers/0: its own href points back at it, as I3S readers expect. */
-export function sceneLayerJson(info: Scene): Record<string, unknown> {
-  return { ...info.layer, id: 0, href: "./layers/0" };
-}
+export const sceneLayer = (info: Scene) => sceneLayerJson(info.layer);
 
-export function sceneServiceJson(service: Service, info: Scene): Record<string, unknown> {
-  const layer = sceneLayerJson(info);
-  return {
-    serviceName: service.name,
-    name: service.name,
-    currentVersion: SERVER_REST_VERSION,
-    serviceVersion: typeof info.layer.version === "string" ? info.layer.version : "1.7",
-    supportedBindings: ["REST"],
-    layers: [layer],
-    serviceItemId: service.itemId,
-  };
-}
+export const sceneService = (service: Service, info: Scene) =>
+  sceneServiceJson(info.layer, { name: service.name, serviceItemId: service.itemId });
 
 /** One I3S resource below layers/0 (node pages, nodes, geometries, textures, attributes, statistics…). */
 export async function sceneResource(

@@ -1,6 +1,8 @@
 // An independent I3S reader (loaders.gl) loading a SceneServer layer from its URL: the layer document, its
-// node pages, and one node's geometry and attributes, the way loaders.gl's own tile loader asks for them.
+// node pages, then the root's first child's geometry and attributes, asked for the way loaders.gl's own
+// tileset (Tile3D) asks for them.
 import { load } from "@loaders.gl/core";
+import type { I3STileContent, I3STileHeader, I3STilesetHeader } from "@loaders.gl/i3s";
 import { I3SLoader, loadFeatureAttributes } from "@loaders.gl/i3s";
 
 export interface LoadedSceneLayer {
@@ -8,56 +10,78 @@ export interface LoadedSceneLayer {
   /** Nodes of the first node page, the root included. */
   readonly nodeCount: number;
   readonly firstNodeVertexCount: number;
-  readonly featureIds: number[];
+  /** The mesh attributes loaders.gl made of the first node's geometry (positions, normals, colors…). */
   readonly attributeNames: string[];
+  /** The first node's feature ids, each once, as its geometry's feature ranges give them. */
+  readonly featureIds: number[];
   /** The first feature's attributes, read from the node's attribute buffers. */
   readonly firstFeature: Record<string, unknown> | null;
   /** Every URL loaders.gl fetched, in order (what the server must answer). */
   readonly requested: string[];
 }
 
-/** `layerUrl` is `…/SceneServer/layers/0`; a token goes in `token` (loaders.gl adds it to every URL it builds). */
+/**
+ * `layerUrl` is `…/SceneServer/layers/0`. loaders.gl appends `?token=` to the URLs it builds itself (node
+ * pages, attributes) when given one; the layer's and the geometry's URLs come from here and carry it too.
+ */
 export async function loadSceneLayer(layerUrl: string, token?: string): Promise<LoadedSceneLayer> {
   const requested: string[] = [];
   const fetchLogged = (input: string | URL | Request, init?: RequestInit) => {
-    requested.push(String(input instanceof Request ? input.url : input));
+    requested.push(input instanceof Request ? input.url : String(input));
     return fetch(input, init);
   };
+  const withToken = (url: string) => (token ? `${url}?token=${encodeURIComponent(token)}` : url);
+  // No workers: loaders.gl would fetch its worker scripts from a CDN.
+  const core = { fetch: fetchLogged, worker: false };
   const i3s = token ? { token } : {};
-  const url = token ? `${layerUrl}?token=${encodeURIComponent(token)}` : layerUrl;
-  const tileset = (await load(url, I3SLoader, { fetch: fetchLogged, i3s })) as unknown as {
-    layerType: string;
-    root: { children?: unknown[] };
-    nodePagesTile: {
-      nodePages: { nodes: unknown[] }[];
-      formTileFromNodePages(id: number): Promise<Record<string, unknown>>;
-    };
-  };
-  const firstChild = await tileset.nodePagesTile.formTileFromNodePages(1);
-  const contentUrl = token
-    ? `${String(firstChild.contentUrl)}?token=${encodeURIComponent(token)}`
-    : String(firstChild.contentUrl);
-  const content = (await load(contentUrl, I3SLoader, {
-    fetch: fetchLogged,
-    i3s: { ...i3s, isTileset: false, isTileHeader: false, _tileOptions: firstChild, _tilesetOptions: tileset },
-  })) as unknown as {
-    attributes?: { positions?: { value: ArrayLike<number> }; id?: { value: ArrayLike<number> } };
-    vertexCount?: number;
-    featureIds?: ArrayLike<number>;
-  } | null;
-  if (!content) throw new Error("loaders.gl parsed no content for node 1");
-  const positions = content.attributes?.positions?.value;
-  const featureIds = [...new Set(Array.from(content.featureIds ?? content.attributes?.id?.value ?? []))];
-  const firstFeature = (await loadFeatureAttributes({ tileset: { tileset }, header: firstChild }, featureIds[0], {
-    fetch: fetchLogged,
-    i3s: i3s,
-  })) as Record<string, unknown> | null;
+
+  const tileset = (await load(withToken(layerUrl), I3SLoader, { core, i3s })) as unknown as I3STilesetHeader;
+  const pages = tileset.nodePagesTile;
+  if (!pages) throw new Error("The layer has no node pages.");
+  const childId = tileset.root.children[0]?.id;
+  if (childId === undefined) throw new Error("The root node has no children.");
+  const node: I3STileHeader = await pages.formTileFromNodePages(Number(childId));
+  if (!node.contentUrl) throw new Error(`Node ${childId} has no geometry.`);
+
+  const content = (await load(withToken(node.contentUrl), I3SLoader, {
+    core,
+    i3s: {
+      ...i3s,
+      isTileset: false,
+      isTileHeader: false,
+      _tileOptions: {
+        attributeUrls: node.attributeUrls,
+        textureUrl: node.textureUrl,
+        textureFormat: node.textureFormat,
+        textureLoaderOptions: node.textureLoaderOptions,
+        materialDefinition: node.materialDefinition,
+        isDracoGeometry: node.isDracoGeometry,
+        mbs: node.mbs,
+      },
+      _tilesetOptions: {
+        store: tileset.store,
+        attributeStorageInfo: tileset.attributeStorageInfo,
+        fields: tileset.fields,
+      },
+    },
+  })) as unknown as I3STileContent | null;
+  if (!content) throw new Error(`loaders.gl parsed no content for node ${childId}.`);
+
+  const featureIds = [...new Set(Array.from(content.featureIds, Number))];
+  const first = featureIds[0];
+  const firstFeature =
+    first === undefined
+      ? null
+      : ((await loadFeatureAttributes({ tileset: { tileset }, header: node }, first, { core, i3s })) as Record<
+          string,
+          unknown
+        > | null);
   return {
-    layerType: tileset.layerType,
-    nodeCount: tileset.nodePagesTile.nodePages[0]?.nodes.length ?? 0,
-    firstNodeVertexCount: positions ? positions.length / 3 : 0,
+    layerType: String(tileset.layerType),
+    nodeCount: pages.nodePages[0]?.nodes.length ?? 0,
+    firstNodeVertexCount: (content.attributes.positions?.value.length ?? 0) / 3,
+    attributeNames: Object.keys(content.attributes),
     featureIds,
-    attributeNames: Object.keys(content.attributes ?? {}),
     firstFeature,
     requested,
   };
