@@ -1,7 +1,7 @@
 // Recognises caches by their own files and reads, once at publishing, what serving them needs.
-import { gunzipSync } from "node:zlib";
-import { MAX_CONF_BYTES, readTiledCache, type TiledCache } from "#shared/caches/tiling.ts";
-import { type Entry, joinPath, type Storage, StorageError } from "#shared/storage/storage.ts";
+import type { TiledCache } from "#shared/caches/tiling.ts";
+import { MAX_CONF_BYTES, readTiledCache } from "#shared/caches/tiling-conf.ts";
+import { type Entry, gunzipBounded, joinPath, type Storage, StorageError } from "#shared/storage/storage.ts";
 import type { CacheType } from "#shared/stores/datastores.ts";
 
 /** A folder listing is cut here: describe answers one level at a time, and no cache folder holds more. */
@@ -46,16 +46,6 @@ function json(bytes: Buffer, what: string): Record<string, unknown> {
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
     throw new StorageError(`${what} is not a JSON object.`);
   return parsed as Record<string, unknown>;
-}
-
-/** A gzip member, inflated with a bound on its output (a small file may expand enormously). */
-export function gunzipBounded(bytes: Buffer, maxBytes: number, what: string): Buffer {
-  try {
-    return gunzipSync(bytes, { maxOutputLength: maxBytes });
-  } catch (err) {
-    if ((err as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw new StorageError(`${what} is too large.`);
-    throw new StorageError(`${what} is not a valid gzip file.`);
-  }
 }
 
 /** Reads what serving a cache needs (checks it is what it claims to be); StorageError names what is wrong. */

@@ -2,11 +2,10 @@
 // read and passes gzip through to clients that take it. A broken cache (truncated bundle, corrupt file, a
 // symlink out of the store) answers like a missing tile, and is logged for the operator: a map shows a gap,
 // never an error page, and nothing outside the store is read.
-import { gunzipBounded } from "#shared/caches/probe.ts";
 import { Content, MAX_CONTENT_BYTES } from "#shared/http/render.ts";
 import { logger } from "#shared/log.ts";
 import { storageAt } from "#shared/storage/open.ts";
-import { type Storage, StorageError } from "#shared/storage/storage.ts";
+import { gunzipBounded, type Storage, StorageError } from "#shared/storage/storage.ts";
 import type { Service } from "#shared/stores/services.ts";
 
 /** Content of published caches changes only when someone re-caches in place: an hour is a fair default. */

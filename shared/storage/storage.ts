@@ -1,3 +1,5 @@
+import { gunzipSync } from "node:zlib";
+
 // Where a data store's content lies, read by reference: a folder on this machine or an S3 bucket and prefix.
 // Every path handed to a Storage is relative to the store's root and checked here first, so no caller can
 // reach outside the store whatever it asks for.
@@ -48,4 +50,14 @@ export function safeRelativePath(path: string): string {
 /** Joins store-relative paths, each checked. */
 export function joinPath(...parts: string[]): string {
   return safeRelativePath(parts.filter((p) => p !== "").join("/"));
+}
+
+/** A gzip member, inflated with a bound on its output (a small file may expand enormously). */
+export function gunzipBounded(bytes: Buffer, maxBytes: number, what: string): Buffer {
+  try {
+    return gunzipSync(bytes, { maxOutputLength: maxBytes });
+  } catch (err) {
+    if ((err as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw new StorageError(`${what} is too large.`);
+    throw new StorageError(`${what} is not a valid gzip file.`);
+  }
 }

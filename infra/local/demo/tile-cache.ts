@@ -5,7 +5,8 @@ import { join } from "node:path";
 import jpeg from "jpeg-js";
 import { PNG } from "pngjs";
 import { bundleFile, PACKET, writeBundle } from "#shared/caches/bundle.ts";
-import { type Extent, webMercatorTileInfo, writeTiledCacheConf } from "#shared/caches/tiling.ts";
+import { type Extent, webMercatorTileInfo } from "#shared/caches/tiling.ts";
+import { writeTiledCacheConf } from "#shared/caches/tiling-conf.ts";
 
 const HALF = 20037508.342787;
 type Rgb = readonly [number, number, number];
