@@ -1,6 +1,5 @@
 // Data stores, publishing jobs and getLayers through the real local engine over HTTPS: the ArcGIS client
 // for the whole path, then key rules, validation, concurrency, failures and crashes, and large layer lists.
-import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -12,6 +11,7 @@ import {
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminCommand, demoOrganization } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { runningStore, withStoppedStore } from "./helpers/store.ts";
 import { call, form } from "./helpers/http.ts";
@@ -25,13 +25,7 @@ const tokens: Record<string, string> = {};
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 const NS = "http://www.esri.com/schemas/ArcGIS/10.8";
 
-function admin(...args: string[]): string {
-  return execFileSync(process.execPath, [join(ROOT, "infra/admin/cli.ts"), ...args, "--data-dir", engine.dataDir], {
-    cwd: ROOT,
-    encoding: "utf8",
-    env: { ...process.env, MAPGATE_USER_PASSWORD: "other-user-pass-1" },
-  });
-}
+const admin = (...args: string[]) => adminCommand(engine.dataDir, args, { MAPGATE_USER_PASSWORD: "other-user-pass-1" });
 
 async function signIn(username: string, password: string) {
   const res = await call(`${rest()}/generateToken`, { ca: engine.ca, body: form({ f: "json", username, password }) });
@@ -79,16 +73,7 @@ async function start(): Promise<void> {
 
 beforeAll(async () => {
   await start();
-  const org = (
-    JSON.parse(admin("list")) as {
-      portalId: string;
-      servers: { serverId: string }[];
-      datastores: { datastoreId: string; kind: string }[];
-    }[]
-  )[0];
-  portalId = org?.portalId ?? "";
-  serverId = org?.servers[0]?.serverId ?? "";
-  datastoreId = org?.datastores.find((d) => d.kind === "folder")?.datastoreId ?? "";
+  ({ portalId, serverId, folderStore: datastoreId } = demoOrganization(engine.dataDir));
 });
 afterAll(async () => {
   await engine?.stop();

@@ -1,7 +1,6 @@
 // What is published, served: the REST services directory, each service at its serviceUrl, and its content read
 // by reference from folder and cloud data stores, through the real local engine — read by clients no one here
 // wrote (ArcGIS REST JS, loaders.gl's I3S reader, Mapbox's vector tile decoder, maplibre-gl in Chromium).
-import { execFileSync } from "node:child_process";
 import { appendFileSync, mkdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { request } from "@esri/arcgis-rest-request";
@@ -12,12 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeBundle } from "#shared/caches/bundle.ts";
 import { writeTileCache } from "#infra/local/demo/tile-cache.ts";
 import { loadSceneLayer } from "./clients/i3s-loaders.ts";
+import { type DemoOrganization, demoOrganization, registerFolderStore } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
 import { renderMaps } from "./helpers/map-render.ts";
 
 let engine: RunningEngine;
-let portalId: string;
+let org: DemoOrganization;
 let serverId: string;
 let folderStore: string;
 let cloudStore: string;
@@ -27,13 +27,6 @@ const ARTIFACTS = join(ROOT, "test-artifacts");
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 /** Plain HTTP (the demo organization allows it): what a map library on this machine would use. */
 const services = () => `${engine.ready.http}/arcgis/rest/services`;
-
-function admin(...args: string[]): string {
-  return execFileSync(process.execPath, [join(ROOT, "infra/admin/cli.ts"), ...args, "--data-dir", engine.dataDir], {
-    cwd: ROOT,
-    encoding: "utf8",
-  });
-}
 
 async function signIn(username: string, password: string): Promise<string> {
   const res = await call(`${rest()}/generateToken`, { ca: engine.ca, body: form({ f: "json", username, password }) });
@@ -46,15 +39,9 @@ async function getJson(url: string, token?: string): Promise<Record<string, unkn
   return (await res.json()) as Record<string, unknown>;
 }
 
-/** Publishes a cache as a service (through the REST operation and its job) and answers its serviceUrl. */
-async function publish(
-  type: string,
-  serviceName: string,
-  path: string,
-  store = folderStore,
-  folder = "Published",
-): Promise<{ serviceUrl: string; serviceItemId: string }> {
-  const started = await call(`${rest()}/portals/self/datastores/publish`, {
+/** The publish operation's own answer (the job it started, or the error). */
+const startPublish = (type: string, serviceName: string, path: string, store: string, folder: string) =>
+  call(`${rest()}/portals/self/datastores/publish`, {
     ca: engine.ca,
     body: form({
       f: "json",
@@ -67,7 +54,17 @@ async function publish(
         properties: { cacheStoreId: store, pathInCachedStore: path },
       }),
     }),
-  }).then((r) => r.json<{ jobId: string; key: string; error?: unknown }>());
+  }).then((r) => r.json<{ jobId: string; key: string; error?: { code: number; details: string[] } }>());
+
+/** Publishes a cache as a service (through the REST operation and its job) and answers its serviceUrl. */
+async function publish(
+  type: string,
+  serviceName: string,
+  path: string,
+  store = folderStore,
+  folder = "Published",
+): Promise<{ serviceUrl: string; serviceItemId: string }> {
+  const started = await startPublish(type, serviceName, path, store, folder);
   if (started.error) throw new Error(JSON.stringify(started.error));
   for (let i = 0; i < 400; i++) {
     const job = await call(
@@ -101,17 +98,8 @@ beforeAll(async () => {
   tokens.admin = await signIn("admin", PASSWORDS.admin);
   tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
   tokens.user = await signIn("user", PASSWORDS.user);
-  const org = (
-    JSON.parse(admin("list")) as {
-      portalId: string;
-      servers: { serverId: string }[];
-      datastores: { datastoreId: string; kind: string }[];
-    }[]
-  )[0];
-  portalId = org?.portalId ?? "";
-  serverId = org?.servers[0]?.serverId ?? "";
-  folderStore = org?.datastores.find((d) => d.kind === "folder")?.datastoreId ?? "";
-  cloudStore = org?.datastores.find((d) => d.kind === "cloudStore")?.datastoreId ?? "";
+  org = demoOrganization(engine.dataDir);
+  ({ serverId, folderStore, cloudStore } = org);
   published.scene = overHttp((await publish("SceneServer", "Buildings", "/caches/scene/Buildings3D")).serviceUrl);
   published.map = overHttp((await publish("MapServer", "Basemap", "/caches/tiles/Basemap")).serviceUrl);
   published.vector = overHttp((await publish("VectorTileServer", "Streets", "/caches/vectortiles/Streets")).serviceUrl);
@@ -394,35 +382,9 @@ describe("bad input never reads outside the data store and never answers 500", (
       paint: "basemap",
     });
     symlinkSync(join(outside, "Secret"), join(storeDir, "Linked"));
-    const store = JSON.parse(
-      admin(
-        "register-datastore",
-        "--portal",
-        portalId,
-        "--title",
-        "Evil",
-        "--owner",
-        "publisher",
-        "--server",
-        serverId,
-        "--path",
-        storeDir,
-      ),
-    ) as { datastoreId: string };
+    const store = registerFolderStore(engine.dataDir, org, "Evil", storeDir);
     for (const path of ["/Linked", "/../outside/Secret", "/Linked/../../outside/Secret"]) {
-      const res = await call(`${rest()}/portals/self/datastores/publish`, {
-        ca: engine.ca,
-        body: form({
-          f: "json",
-          token: tokens.publisher ?? "",
-          serverId,
-          serviceConfiguration: JSON.stringify({
-            type: "MapServer",
-            serviceName: `Evil_${path.length}`,
-            properties: { cacheStoreId: store.datastoreId, pathInCachedStore: path },
-          }),
-        }),
-      }).then((r) => r.json<{ error?: { code: number; details: string[] } }>());
+      const res = await startPublish("MapServer", `Evil_${path.length}`, path, store, "");
       expect(res.error?.code, path).toBe(400);
     }
   });
@@ -435,22 +397,8 @@ describe("bad input never reads outside the data store and never answers 500", (
       extent: { xmin: -2e7, ymin: -2e7, xmax: 2e7, ymax: 2e7 },
       paint: "basemap",
     });
-    const store = JSON.parse(
-      admin(
-        "register-datastore",
-        "--portal",
-        portalId,
-        "--title",
-        "Broken",
-        "--owner",
-        "publisher",
-        "--server",
-        serverId,
-        "--path",
-        storeDir,
-      ),
-    ) as { datastoreId: string };
-    const url = overHttp((await publish("MapServer", "Broken", "/Truncated", store.datastoreId, "Broken")).serviceUrl);
+    const store = registerFolderStore(engine.dataDir, org, "Broken", storeDir);
+    const url = overHttp((await publish("MapServer", "Broken", "/Truncated", store, "Broken")).serviceUrl);
     const bundle = join(storeDir, "Truncated/_alllayers/L01/R0000C0000.bundle");
     // Cut the file in the middle of its tiles: the last tile's record now points past the end.
     const size = readFileSync(bundle).length;
@@ -476,19 +424,7 @@ describe("bad input never reads outside the data store and never answers 500", (
       paint: "basemap",
     });
     appendFileSync(join(storeDir, "BadConf/conf.xml"), "<unclosed");
-    const refused = await call(`${rest()}/portals/self/datastores/publish`, {
-      ca: engine.ca,
-      body: form({
-        f: "json",
-        token: tokens.publisher ?? "",
-        serverId,
-        serviceConfiguration: JSON.stringify({
-          type: "MapServer",
-          serviceName: "BadConf",
-          properties: { cacheStoreId: store.datastoreId, pathInCachedStore: "/BadConf" },
-        }),
-      }),
-    }).then((r) => r.json<{ error?: { code: number; details: string[] } }>());
+    const refused = await startPublish("MapServer", "BadConf", "/BadConf", store, "");
     expect(refused.error?.details).toEqual([
       "The cache at '/BadConf' cannot be served: conf.xml is not well-formed XML.",
     ]);

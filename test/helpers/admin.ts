@@ -1,0 +1,47 @@
+// The operator command against a test engine's data folder, and what the demo organization holds.
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { ROOT } from "./engine.ts";
+
+/** Runs `npm run admin -- …` (the same program) against a data folder; answers what it prints. */
+export function adminCommand(dataDir: string, args: string[], env: Record<string, string> = {}): string {
+  return execFileSync(process.execPath, [join(ROOT, "infra/admin/cli.ts"), ...args, "--data-dir", dataDir], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, ...env },
+  });
+}
+
+export interface DemoOrganization {
+  readonly portalId: string;
+  readonly serverId: string;
+  /** The demo's folder store (registered datasets and the demo caches) and its cloud store (the same caches). */
+  readonly folderStore: string;
+  readonly cloudStore: string;
+}
+
+export function demoOrganization(dataDir: string): DemoOrganization {
+  const org = (
+    JSON.parse(adminCommand(dataDir, ["list"])) as {
+      portalId: string;
+      servers: { serverId: string }[];
+      datastores: { datastoreId: string; kind: string }[];
+    }[]
+  )[0];
+  return {
+    portalId: org?.portalId ?? "",
+    serverId: org?.servers[0]?.serverId ?? "",
+    folderStore: org?.datastores.find((d) => d.kind === "folder")?.datastoreId ?? "",
+    cloudStore: org?.datastores.find((d) => d.kind === "cloudStore")?.datastoreId ?? "",
+  };
+}
+
+/** Registers a folder of this machine as a data store of the demo organization, owned by `publisher`. */
+export function registerFolderStore(dataDir: string, org: DemoOrganization, title: string, folder: string): string {
+  const out = adminCommand(dataDir, [
+    "register-datastore",
+    ...["--portal", org.portalId, "--title", title, "--owner", "publisher"],
+    ...["--server", org.serverId, "--path", folder],
+  ]);
+  return (JSON.parse(out) as { datastoreId: string }).datastoreId;
+}
