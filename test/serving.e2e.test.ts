@@ -414,6 +414,18 @@ describe("bad input never reads outside the data store and never answers 500", (
     // A bundle that is all header: a short index.
     writeFileSync(l0, writeBundle([]).subarray(0, 80));
     expect((await fetch(`${url}/tile/0/0/0?token=${tokens.user}`)).status).toBe(404);
+    // An exploded cache (one file per tile) is served too.
+    await writeTileCache(join(storeDir, "Exploded"), {
+      format: "PNG",
+      maxLevel: 1,
+      extent: { xmin: -2e7, ymin: -2e7, xmax: 2e7, ymax: 2e7 },
+      paint: "basemap",
+      storage: "exploded",
+    });
+    const exploded = overHttp((await publish("MapServer", "Exploded", "/Exploded", store, "Broken")).serviceUrl);
+    const tile = await fetch(`${exploded}/tile/1/1/0?token=${tokens.user}`);
+    expect([tile.status, tile.headers.get("content-type")]).toEqual([200, "image/png"]);
+    expect((await fetch(`${exploded}/tile/1/2/0?token=${tokens.user}`)).status).toBe(404);
     // Still serving the tiles that are whole.
     expect((await fetch(`${url}/tile/1/0/0?token=${tokens.user}`)).status).toBe(200);
     // A cache whose conf.xml is not XML is refused at publishing, with the reason.

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import jpeg from "jpeg-js";
 import { PNG } from "pngjs";
 import { bundleFile, PACKET, writeBundle } from "#shared/caches/bundle.ts";
-import { type Extent, webMercatorTileInfo } from "#shared/caches/tiling.ts";
+import { type Extent, explodedTileFile, webMercatorTileInfo } from "#shared/caches/tiling.ts";
 import { writeTiledCacheConf } from "#shared/caches/tiling-conf.ts";
 
 const HALF = 20037508.342787;
@@ -61,6 +61,8 @@ export interface TileCacheOptions {
   /** The area the cache covers (Web Mercator metres); tiles outside it are not written. */
   readonly extent: { readonly xmin: number; readonly ymin: number; readonly xmax: number; readonly ymax: number };
   readonly paint: "basemap" | "imagery";
+  /** Compact Cache V2 bundles (the default, as ArcGIS writes caches today) or one file per tile. */
+  readonly storage?: "compactV2" | "exploded";
 }
 
 /** Writes a Compact Cache V2 tile cache into `dir` (conf.xml, conf.cdi, `_alllayers/Lnn/*.bundle`). */
@@ -68,7 +70,8 @@ export async function writeTileCache(dir: string, options: TileCacheOptions): Pr
   const paint = options.paint === "basemap" ? basemap : imagery;
   const tileInfo = webMercatorTileInfo(options.maxLevel, options.format);
   const fullExtent: Extent = { ...options.extent, spatialReference: tileInfo.spatialReference };
-  const { confXml, confCdi } = writeTiledCacheConf({ tileInfo, fullExtent, storage: "compactV2" });
+  const storage = options.storage ?? "compactV2";
+  const { confXml, confCdi } = writeTiledCacheConf({ tileInfo, fullExtent, storage });
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, "conf.xml"), confXml);
   await writeFile(join(dir, "conf.cdi"), confCdi);
@@ -82,13 +85,17 @@ export async function writeTileCache(dir: string, options: TileCacheOptions): Pr
     const bundles = new Map<string, { row: number; col: number; bytes: Uint8Array }[]>();
     for (let row = rowMin; row <= rowMax; row++) {
       for (let col = colMin; col <= colMax; col++) {
+        const bytes = encode(draw(level, row, col, paint), options.format);
+        if (storage === "exploded") {
+          const ext = options.format === "PNG" ? "png" : "jpg";
+          const file = join(dir, "_alllayers", explodedTileFile(level, row, col, ext));
+          await mkdir(join(file, ".."), { recursive: true });
+          await writeFile(file, bytes);
+          continue;
+        }
         const { path } = bundleFile(level, row, col);
         const list = bundles.get(path) ?? [];
-        list.push({
-          row: row % PACKET,
-          col: col % PACKET,
-          bytes: encode(draw(level, row, col, paint), options.format),
-        });
+        list.push({ row: row % PACKET, col: col % PACKET, bytes });
         bundles.set(path, list);
       }
     }
