@@ -3,6 +3,7 @@
 // service's access (shared/catalog.ts), the same rule as the directory and the SOAP catalog.
 import { catalogOf, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
 import { ApiError, tokenRequired } from "#shared/http/errors.ts";
+import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { acceptsGzip, missing } from "#shared/serving/read.ts";
 import { sceneLayer, sceneResource, sceneService } from "#shared/serving/scene.ts";
@@ -84,9 +85,25 @@ async function serve(req: RestRequest): Promise<object> {
   return missing();
 }
 
+/** The service's page: its name and type, a way back to its folder, and its JSON as tables. */
+function render(data: object, req: RestRequest): string {
+  const parsed = parseServicePath(req.event.rawPath.replace(/^\/[^/]+\/rest\/services\//, ""));
+  const title =
+    typeof parsed === "string"
+      ? "Service"
+      : `${parsed.folder ? `${parsed.folder}/` : ""}${parsed.name} (${parsed.type})`;
+  const folder = typeof parsed === "string" || !parsed.folder ? "" : `/${encodeURIComponent(parsed.folder)}`;
+  const home = `/${req.server?.name ?? ""}/rest/services${folder}?f=html`;
+  return page(
+    title,
+    `<h1>${escapeHtml(title)}</h1><p><a href="${escapeHtml(home)}">Folder: ${escapeHtml(folder ? decodeURIComponent(folder.slice(1)) : "/")}</a> · <a href="?f=pjson">JSON</a></p>${renderValue(data)}`,
+  );
+}
+
 export const handler = restHandler(
   {
     name: "Service",
+    html: render,
     at: "server",
     defaultFormat: (path) => (JSON_BY_DEFAULT.test(path) ? "json" : "html"),
     openCors: true,

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { request } from "@esri/arcgis-rest-request";
 import { VectorTile } from "@mapbox/vector-tile";
 import { PbfReader } from "pbf";
+import { chromium } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeBundle } from "#shared/caches/bundle.ts";
@@ -160,6 +161,33 @@ describe("the REST services directory", () => {
     expect(pjson).toContain('\n  "currentVersion": 10.81');
     const html = await fetch(`${services()}/Published?f=html&token=${tokens.user}`).then((r) => r.text());
     expect(html).toContain('href="/arcgis/rest/services/Published/Streets/VectorTileServer?f=html"');
+  });
+
+  it("is a page a person can browse in a real browser: folders, then a service, then its tiles", async () => {
+    const browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    });
+    try {
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+      await page.goto(`${services()}?f=html`);
+      expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Folder: /");
+      await page.getByRole("link", { name: "Imagery", exact: true }).click();
+      expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Folder: Imagery");
+      await page.getByRole("link", { name: "Imagery/Ortho_2024 (ImageServer)" }).click();
+      expect(page.url()).toBe(`${services()}/Imagery/Ortho_2024/ImageServer?f=html`);
+      expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Imagery/Ortho_2024 (ImageServer)");
+      expect(await page.locator("body").textContent()).toContain("esriImageServiceDataTypeRGB");
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, "services-directory.png") });
+      const tile = await page.goto(`${services()}/Imagery/Ortho_2024/ImageServer/tile/0/0/0`);
+      expect(tile?.headers()["content-type"]).toBe("image/jpeg");
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
   });
 
   it("agrees with the SOAP catalog (one source of truth)", async () => {
