@@ -104,6 +104,6 @@ export async function tileFunction(runs = 2000): Promise<void> {
   console.log(`  the whole function (pipeline, catalog, tile)        ${warm.toFixed(0).padStart(6)} µs`);
   console.log(`  ratio (reads / function)                            ${(reads / warm).toFixed(3)}`);
   console.log(
-    `  DynamoDB requests per tile: ${requests} (the anonymous caller's organization and the catalog version; the hosted server, the service record and its cache description are kept by the warm function)`,
+    `  DynamoDB requests per tile: ${requests} (one BatchGetItem: the anonymous caller's organization with the catalog version; the hosted server, the service record and its cache description are kept by the warm function)`,
   );
 }

@@ -1,7 +1,7 @@
 // GET|POST /<server>/rest/services/[<folder>/]<name>/<Type>[/…]: a published service at its URL — its JSON
 // and its content, read by reference from the data store where its cache lies. Who may read it follows the
 // service's access (shared/catalog.ts), the same rule as the directory and the SOAP catalog.
-import { catalogOf, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
+import { catalogPrefetch, requestCatalog, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
 import { ApiError, tokenRequired } from "#shared/http/errors.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
@@ -43,7 +43,7 @@ async function serve(req: RestRequest): Promise<object> {
   const raw = req.event.rawPath.startsWith(prefix) ? req.event.rawPath.slice(prefix.length) : "";
   const parsed = parseServicePath(raw);
   if (typeof parsed === "string") throw serviceNotFound();
-  const catalog = await catalogOf(server.serverId);
+  const catalog = await requestCatalog(req);
   const service = findService(catalog, parsed.folder, parsed.name, parsed.type);
   if (!service || !visibleTo(req.identity, service)) {
     // An anonymous caller is asked to sign in whether or not the service exists: its existence is not told.
@@ -107,6 +107,7 @@ export const handler = restHandler(
     at: "server",
     defaultFormat: (path) => (JSON_BY_DEFAULT.test(path) ? "json" : "html"),
     openCors: true,
+    prefetch: catalogPrefetch,
   },
   serve,
 );

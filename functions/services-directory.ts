@@ -1,6 +1,6 @@
 // GET|POST /<server>/rest/services[/<folder>]: the REST services directory of a hosted server — the same
 // catalog and the same visibility as the SOAP catalog (shared/catalog.ts), as ArcGIS answers it.
-import { catalogOf, findFolder, visibleTo } from "#shared/catalog.ts";
+import { catalogPrefetch, requestCatalog, findFolder, visibleTo } from "#shared/catalog.ts";
 import { ApiError } from "#shared/http/errors.ts";
 import { escapeHtml, page } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
@@ -38,11 +38,11 @@ function render(data: object, req: RestRequest): string {
 }
 
 export const handler = restHandler(
-  { name: "Services Directory", at: "server", html: render, openCors: true },
+  { name: "Services Directory", at: "server", html: render, openCors: true, prefetch: catalogPrefetch },
   async (req) => {
     const server = req.server;
     if (!server) throw new Error("server route without a server");
-    const catalog = await catalogOf(server.serverId);
+    const catalog = await requestCatalog(req);
     const asked = req.pathParameters.folder;
     const folder = asked === undefined ? "" : findFolder(catalog, asked);
     if (folder === undefined) throw folderNotFound(asked ?? "");

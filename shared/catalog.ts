@@ -1,15 +1,28 @@
 // The catalog of a hosted server as every surface shows it (the SOAP catalog, the REST services directory,
 // each service's URL): one cache per warm function, re-read only when the server's catalog version moved, and
 // one rule for who sees what.
-import type { Identity } from "#shared/auth/identity.ts";
+import type { ExtraRead, Identity } from "#shared/auth/identity.ts";
 import type { CacheInfo } from "#shared/caches/probe.ts";
-import { type Catalog, catalogVersion, getServiceInfo, readCatalog, type Service } from "#shared/stores/services.ts";
+import type { RestRequest } from "#shared/http/pipeline.ts";
+import type { Server } from "#shared/stores/servers.ts";
+import {
+  type Catalog,
+  catalogVersion,
+  catalogVersionKey,
+  getServiceInfo,
+  readCatalog,
+  type Service,
+  versionOf,
+} from "#shared/stores/services.ts";
 
 const catalogs = new Map<string, Catalog>();
 
-/** The server's catalog, sorted (folders, then services by folder, name and type); one small read when warm. */
-export async function catalogOf(serverId: string): Promise<Catalog> {
-  const version = await catalogVersion(serverId);
+/**
+ * The server's catalog, sorted (folders, then services by folder, name and type); one small read when warm,
+ * none when the caller read the version already (`known`, e.g. with the request's caller).
+ */
+export async function catalogOf(serverId: string, known?: number): Promise<Catalog> {
+  const version = known ?? (await catalogVersion(serverId));
   const cached = catalogs.get(serverId);
   if (cached && cached.version === version) return cached;
   const fresh = await readCatalog(serverId);
@@ -65,4 +78,16 @@ export async function serviceInfo(service: Service): Promise<CacheInfo | undefin
   if (infos.size >= 256) infos.delete(infos.keys().next().value as string);
   infos.set(service.itemId, info);
   return info;
+}
+
+/** What a REST route of a server prefetches with its caller: the catalog version, so a warm request reads once. */
+export const catalogPrefetch = (server: Server): ExtraRead => ({
+  table: "services",
+  key: catalogVersionKey(server.serverId),
+});
+
+/** The catalog as of the version the pipeline read with the caller. */
+export function requestCatalog(req: RestRequest): Promise<Catalog> {
+  if (!req.server) throw new Error("a catalog is read on server routes only");
+  return catalogOf(req.server.serverId, req.prefetched === undefined ? undefined : versionOf(req.prefetched));
 }

@@ -4,6 +4,7 @@ import { BatchGetCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { BUILT_IN_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { type Presented, type TokenClaims, verifyToken } from "#shared/auth/tokens.ts";
+import type { TableName } from "#infra/system.ts";
 import { tableName } from "#shared/config.ts";
 import { cookieValues } from "#shared/http/cookies.ts";
 import { badRequest, invalidToken } from "#shared/http/errors.ts";
@@ -109,7 +110,22 @@ export function findCredential(
  * BatchGetItem. The user is read on every request so a role or privilege change applies to the very next one.
  */
 export async function resolveIdentity(credential: Credential | undefined, presented: Presented): Promise<Identity> {
-  if (!credential) return ANONYMOUS;
+  return (await resolveIdentityWith(credential, presented, undefined)).identity;
+}
+
+/** One more item a request needs, read in the same BatchGetItem as the caller (e.g. a catalog version). */
+export interface ExtraRead {
+  readonly table: TableName;
+  readonly key: Readonly<Record<string, string>>;
+}
+
+/** resolveIdentity, reading `extra` in the same BatchGetItem (null: it does not exist; undefined: no caller). */
+export async function resolveIdentityWith(
+  credential: Credential | undefined,
+  presented: Presented,
+  extra: ExtraRead | undefined,
+): Promise<{ identity: Identity; extra?: Record<string, unknown> | null }> {
+  if (!credential) return { identity: ANONYMOUS };
   const claims = await verifyToken(credential.token, presented);
   const users = tableName("users");
   const apps = tableName("apps");
@@ -118,32 +134,46 @@ export async function resolveIdentity(credential: Credential | undefined, presen
   const revocations = [claims.id, claims.family, claims.parent].flatMap((id) => (id ? [revocationKey(id)] : []));
   // A token issued to an application works only while the application is registered.
   const appId = claims.kind === "app" ? claims.username : claims.clientId;
-  let keys: Record<string, { Keys: Record<string, string>[] }> | undefined = {
+  const extraTable = extra ? tableName(extra.table) : undefined;
+  const keys: BatchRequest = {
     ...(claims.kind === "user" ? { [users]: { Keys: [{ username: claims.username }] } } : {}),
     ...(appId ? { [apps]: { Keys: [{ clientId: appId }] } } : {}),
     [portals]: { Keys: [{ portalId: claims.portalId }] },
     [tokens]: { Keys: revocations },
+    // Strongly consistent: a catalog version must show the change just made (sharing, unpublishing).
+    ...(extra && extraTable ? { [extraTable]: { Keys: [{ ...extra.key }], ConsistentRead: true } } : {}),
   };
-  const found: Record<string, Record<string, unknown>[]> = {};
-  for (let attempt = 0; keys && Object.keys(keys).length > 0; attempt++) {
-    if (attempt > 0) await new Promise((r) => setTimeout(r, 10 * 2 ** attempt));
-    if (attempt > 5) throw new Error("identity lookup throttled");
-    const out = await ddb.send(new BatchGetCommand({ RequestItems: keys }));
-    for (const [table, items] of Object.entries(out.Responses ?? {})) (found[table] ??= []).push(...items);
-    keys = out.UnprocessedKeys as typeof keys;
-  }
+  const found = await batchGet(keys);
   const appItem = found[apps]?.[0];
   const portalItem = found[portals]?.[0];
   if (!portalItem || (found[tokens]?.length ?? 0) > 0 || (appId && appItem?.portalId !== claims.portalId)) {
     throw invalidToken();
   }
   const portal = toPortal(portalItem);
-  if (claims.kind === "app") return { kind: "app", app: toApp(appItem ?? {}), portal, claims, credential };
+  const extraItem = extraTable ? (found[extraTable]?.[0] ?? null) : undefined;
+  const withExtra = (identity: Identity) => ({ identity, ...(extraItem !== undefined ? { extra: extraItem } : {}) });
+  if (claims.kind === "app") return withExtra({ kind: "app", app: toApp(appItem ?? {}), portal, claims, credential });
   const userItem = found[users]?.[0];
   if (!userItem) throw invalidToken();
   const user = toUser(userItem);
   // A token names the organization it was issued in: a user moved or recreated elsewhere cannot reuse it.
   if (user.portalId !== claims.portalId) throw invalidToken();
   const privileges = BUILT_IN_PRIVILEGES[user.role] ?? (await getRole(user.portalId, user.role))?.privileges ?? [];
-  return { kind: "user", user, portal, claims, credential, privileges };
+  return withExtra({ kind: "user", user, portal, claims, credential, privileges });
+}
+
+/** A BatchGetItem carried to the end (unprocessed keys retried with backoff); items by real table name. */
+type BatchRequest = Record<string, { Keys: Record<string, string>[]; ConsistentRead?: boolean }>;
+
+export async function batchGet(request: BatchRequest): Promise<Record<string, Record<string, unknown>[]>> {
+  let keys: typeof request | undefined = request;
+  const found: Record<string, Record<string, unknown>[]> = {};
+  for (let attempt = 0; keys && Object.keys(keys).length > 0; attempt++) {
+    if (attempt > 0) await new Promise((r) => setTimeout(r, 10 * 2 ** attempt));
+    if (attempt > 5) throw new Error("store lookup throttled");
+    const out = await ddb.send(new BatchGetCommand({ RequestItems: keys }));
+    for (const [table, items] of Object.entries(out.Responses ?? {})) (found[table] ??= []).push(...items);
+    keys = out.UnprocessedKeys as typeof keys;
+  }
+  return found;
 }

@@ -12,9 +12,11 @@ import {
   findCredential,
   hasAuthCookie,
   type Identity,
-  resolveIdentity,
+  batchGet,
+  type ExtraRead,
+  resolveIdentityWith,
 } from "#shared/auth/identity.ts";
-import { config } from "#shared/config.ts";
+import { config, tableName } from "#shared/config.ts";
 import {
   ApiError,
   badRequest,
@@ -43,7 +45,7 @@ import {
   renderRedirect,
 } from "#shared/http/render.ts";
 import { logger } from "#shared/log.ts";
-import { getDefaultPortalId, getPortal, type Portal } from "#shared/stores/portals.ts";
+import { getDefaultPortalId, getPortal, type Portal, toPortal } from "#shared/stores/portals.ts";
 import { getHostedServerByName, SERVER_NAME, type Server } from "#shared/stores/servers.ts";
 
 export interface Operation {
@@ -61,6 +63,11 @@ export interface Operation {
   readonly html?: (data: object, req: RestRequest) => string | HtmlPage;
   /** Parameters that carry secrets: refused in the query string (URLs land in logs and browser histories). */
   readonly bodyOnly?: readonly string[];
+  /**
+   * One item the operation needs on every request, read in the same BatchGetItem as the caller and their
+   * organization (a server's catalog version): one store read per request instead of two.
+   */
+  readonly prefetch?: (server: Server) => ExtraRead;
   /** Where the route lives: the portal (default), or a hosted server named by the `server` path parameter. */
   readonly at?: "portal" | "server";
   /** Refuses plain HTTP whatever the organization's allSSL says (credentials travel in the request). */
@@ -102,6 +109,8 @@ export interface RestRequest {
   readonly csrfValid: boolean;
   /** Headers the handler adds to its answer, error or not (CORS for a registered app's own origin). */
   readonly responseHeaders: Record<string, string>;
+  /** The operation's `prefetch` item as read with the caller (null: it does not exist). */
+  readonly prefetched?: Record<string, unknown> | null;
 }
 
 interface Normalized {
@@ -279,11 +288,27 @@ async function addressedServer(op: Operation, event: APIGatewayProxyEventV2): Pr
   return server;
 }
 
-async function anonymousPortal(server: Server | undefined): Promise<Portal> {
+/** The organization an anonymous caller sees, and the operation's extra item, in one read when there is one. */
+async function anonymousPortal(
+  server: Server | undefined,
+  extra: ExtraRead | undefined,
+): Promise<{ portal: Portal; extra?: Record<string, unknown> | null }> {
   const portalId = server?.portalId ?? (await getDefaultPortalId());
-  const portal = portalId ? await getPortal(portalId) : undefined;
-  if (!portal) throw NO_ORGANIZATION();
-  return portal;
+  if (!portalId) throw NO_ORGANIZATION();
+  if (!extra) {
+    const portal = await getPortal(portalId);
+    if (!portal) throw NO_ORGANIZATION();
+    return { portal };
+  }
+  const portals = tableName("portals");
+  const extraTable = tableName(extra.table);
+  const found = await batchGet({
+    [portals]: { Keys: [{ portalId }] },
+    [extraTable]: { Keys: [{ ...extra.key }], ConsistentRead: true },
+  });
+  const portalItem = found[portals]?.[0];
+  if (!portalItem) throw NO_ORGANIZATION();
+  return { portal: toPortal(portalItem), extra: found[extraTable]?.[0] ?? null };
 }
 
 export function requireUser(req: RestRequest): Extract<Identity, { kind: "user" }> {
@@ -339,9 +364,11 @@ export const caller = (op: Operation): RestMiddleware => ({
         ? { kind: "server" as const, serverId: server.serverId, portalId: server.portalId }
         : { kind: "portal" as const },
     };
+    const extra = op.prefetch && server ? op.prefetch(server) : undefined;
     let identity: Identity;
+    let prefetched: Record<string, unknown> | null | undefined;
     try {
-      identity = await resolveIdentity(credential, presented);
+      ({ identity, extra: prefetched } = await resolveIdentityWith(credential, presented, extra));
     } catch (err) {
       // A cookie whose token expired or was revoked means "not signed in" (a browser sends it unasked): the
       // request goes on anonymously and the stale cookie is cleared. An explicit bad token stays a 498.
@@ -349,7 +376,9 @@ export const caller = (op: Operation): RestMiddleware => ({
       identity = ANONYMOUS;
       (s.cookies ??= []).push(CLEARED_AUTH_COOKIE);
     }
-    const portal = identity.kind === "anonymous" ? await anonymousPortal(server) : identity.portal;
+    let portal: Portal;
+    if (identity.kind === "anonymous") ({ portal, extra: prefetched } = await anonymousPortal(server, extra));
+    else portal = identity.portal;
     if (portal.allSSL && !rendering.https) throw sslRequired();
     let csrf: string | undefined;
     if (rendering.format === "html" && rendering.https) {
@@ -374,6 +403,7 @@ export const caller = (op: Operation): RestMiddleware => ({
       csrf,
       csrfValid: csrfChecked,
       responseHeaders: {},
+      ...(extra ? { prefetched: prefetched ?? null } : {}),
     };
     if (op.postOnly && method !== "POST") {
       if (rendering.format !== "html") throw methodNotAllowed();

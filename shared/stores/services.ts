@@ -110,11 +110,18 @@ function toService(item: Record<string, unknown>): Service {
   };
 }
 
+/** The key of a server's catalog version (for readers that fetch it along with other items). */
+export const catalogVersionKey = (serverId: string) => ({ serverId, entry: CATALOG });
+
+/** The version an item read at catalogVersionKey holds (0 before the first change). */
+export const versionOf = (item: Record<string, unknown> | null | undefined) =>
+  typeof item?.version === "number" ? item.version : 0;
+
 export async function catalogVersion(serverId: string): Promise<number> {
   const { Item } = await ddb.send(
-    new GetCommand({ TableName: tableName("services"), Key: { serverId, entry: CATALOG } }),
+    new GetCommand({ TableName: tableName("services"), Key: catalogVersionKey(serverId), ConsistentRead: true }),
   );
-  return typeof Item?.version === "number" ? Item.version : 0;
+  return versionOf(Item);
 }
 
 export async function readCatalog(serverId: string): Promise<Catalog> {

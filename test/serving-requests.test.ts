@@ -1,0 +1,127 @@
+// The store reads a warm tile function makes, counted at the SDK client through the real middleware chain
+// against a real (in-memory) dynalite: one read per tile (the caller or their organization, with the catalog
+// version, in one BatchGetItem), and a change to the catalog seen on the very next request.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiEvent, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
+
+const store = await inProcessStore();
+const { ddb } = await import("#shared/stores/dynamo.ts");
+const ops = await import("#infra/admin/operations.ts");
+const { writeTileCache } = await import("#infra/local/demo/tile-cache.ts");
+const { issueToken } = await import("#shared/auth/tokens.ts");
+const service = (await import("#functions/service.ts")).handler;
+const directory = (await import("#functions/services-directory.ts")).handler;
+
+const sent: string[] = [];
+ddb.middlewareStack.add(
+  (next, context) => async (args) => {
+    sent.push(String(context.commandName));
+    return next(args);
+  },
+  { step: "initialize", name: "countTestRequests" },
+);
+
+let token: string;
+let serverId: string;
+
+const tileEvent = (name: string, headers: Record<string, string> = {}) =>
+  apiEvent(`/tiles/rest/services/${name}/MapServer/tile/1/0/1`, {
+    pathParameters: { server: "tiles", path: `${name}/MapServer/tile/1/0/1` },
+    headers,
+  });
+
+async function counted(fn: () => Promise<APIGatewayProxyStructuredResultV2>) {
+  const before = sent.length;
+  const res = await fn();
+  return { res, requests: sent.slice(before) };
+}
+
+beforeAll(async () => {
+  const folder = mkdtempSync(join(tmpdir(), "mapgate-tiles-"));
+  await writeTileCache(join(folder, "Basemap"), {
+    format: "PNG",
+    maxLevel: 1,
+    extent: { xmin: -2e7, ymin: -2e7, xmax: 2e7, ymax: 2e7 },
+    paint: "basemap",
+  });
+  const { portal } = await ops.bootstrapOrganization({
+    name: "Tiles",
+    admin: { username: "tiles-admin", password: "tiles-admin-pass-1" },
+  });
+  const server = await ops.registerServer(portal.portalId, { name: "tiles", role: "HOSTING_SERVER" });
+  serverId = server.serverId;
+  const datastore = await ops.registerDataStore(portal.portalId, {
+    title: "Tiles",
+    owner: "tiles-admin",
+    kind: "folder",
+    serverIds: [server.serverId],
+    datasets: [],
+    location: { folder },
+  });
+  for (const [name, access] of [
+    ["Open", "public"],
+    ["Members", "org"],
+  ] as const) {
+    await ops.registerService(server.serverId, {
+      name,
+      type: "MapServer",
+      owner: "tiles-admin",
+      access,
+      cache: { store: datastore, path: "/Basemap" },
+    });
+  }
+  ({ token } = await issueToken({
+    username: "tiles-admin",
+    portalId: portal.portalId,
+    audience: { kind: "portal" },
+    client: "requestip",
+    bound: "192.0.2.10",
+    expires: Date.now() + 3600_000,
+  }));
+});
+
+afterAll(async () => {
+  await store.close();
+});
+
+describe("store reads per tile (warm function)", () => {
+  it("reads once for an anonymous tile: the organization and the catalog version together", async () => {
+    await service(tileEvent("Open"), lambdaContext()); // warm: server, catalog and cache description kept
+    const { res, requests } = await counted(() => service(tileEvent("Open"), lambdaContext()));
+    expect([res.statusCode, res.headers?.["content-type"]]).toEqual([200, "image/png"]);
+    expect(requests).toEqual(["BatchGetItemCommand"]);
+  });
+
+  it("reads once for a member's tile: the caller, the organization and the catalog version together", async () => {
+    const headers = { authorization: `Bearer ${token}` };
+    await service(tileEvent("Members", headers), lambdaContext());
+    const { res, requests } = await counted(() => service(tileEvent("Members", headers), lambdaContext()));
+    expect([res.statusCode, res.headers?.["content-type"]]).toEqual([200, "image/png"]);
+    expect(requests).toEqual(["BatchGetItemCommand"]);
+    // Without the token, the same tile asks for one (the organization's service is not anonymous content).
+    const anonymous = await service(tileEvent("Members"), lambdaContext());
+    expect(JSON.parse(anonymous.body ?? "{}")).toMatchObject({ error: { code: 499 } });
+  });
+
+  it("sees a change to the catalog on the very next request", async () => {
+    const list = () =>
+      directory(
+        apiEvent("/tiles/rest/services", { query: "f=json", pathParameters: { server: "tiles" } }),
+        lambdaContext(),
+      );
+    expect(JSON.parse((await list()).body ?? "{}").services).toEqual([{ name: "Open", type: "MapServer" }]);
+    const { requests: warm } = await counted(list);
+    expect(warm).toEqual(["BatchGetItemCommand"]);
+    await ops.registerService(serverId, { name: "Later", type: "MapServer", owner: "tiles-admin", access: "public" });
+    const { res, requests } = await counted(list);
+    expect(JSON.parse(res.body ?? "{}").services).toEqual([
+      { name: "Later", type: "MapServer" },
+      { name: "Open", type: "MapServer" },
+    ]);
+    expect(requests).toEqual(["BatchGetItemCommand", "QueryCommand"]);
+  });
+});
