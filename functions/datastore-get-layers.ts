@@ -1,6 +1,8 @@
 // GET|POST …/portals/<self | id>/datastores/getLayers (and …/allDatasets/getLayers): every layer published
-// from a data store with its source dataset. The data store's owner or an administrator only. Read with paged
+// from a data store with its source dataset. The data store's owner or an administrator only, and only the
+// layers whose items they may see. Read with paged
 // Queries; `start`/`num` page the answer (adding `nextStart`) without changing its default shape.
+import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { dataStoreOf } from "#shared/publishing.ts";
@@ -33,6 +35,8 @@ export const handler = restHandler({ name: "Get Layers" }, async (req) => {
   let more = false;
   await forEachPairPage(contents.store.datastoreId, (pairs) => {
     for (const pair of pairs) {
+      // A layer whose item the caller may not see is not listed (its item's access, copied onto the pair).
+      if (pair.access && !visibleTo(req.identity, pair.access)) continue;
       seen++;
       if (seen < start) continue;
       if (num !== undefined && layerAndDatasets.length >= num) {

@@ -3,12 +3,36 @@
 // job that does not exist (or has expired) get the same answer. A job past its deadline is ended here.
 import { jobView } from "#shared/jobs.ts";
 import { notFound } from "#shared/http/errors.ts";
+import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
+import { itemPageHref } from "#shared/item-pages.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { JOB_DEADLINE_MS, reservationOf } from "#shared/publishing.ts";
 import { finishJob, getJob, keyMatches } from "#shared/stores/jobs.ts";
 import { releaseServiceName } from "#shared/stores/services.ts";
 
-export const handler = restHandler({ name: "Job" }, async (req) => {
+/** The job as tables; a finished publish job links each service to its item's page and to the service. */
+function jobPage(data: object): string {
+  const services = ((data as { result?: { services?: unknown } }).result?.services ?? []) as {
+    serviceItemId?: unknown;
+    serviceUrl?: unknown;
+  }[];
+  const links = Array.isArray(services)
+    ? services
+        .filter((s) => typeof s.serviceItemId === "string")
+        .map(
+          (s) =>
+            `<li><a href="${escapeHtml(itemPageHref(String(s.serviceItemId)))}">Item ${escapeHtml(String(s.serviceItemId))}</a>` +
+            (typeof s.serviceUrl === "string"
+              ? ` · <a href="${escapeHtml(`${s.serviceUrl}?f=html`)}">Service</a>`
+              : "") +
+            "</li>",
+        )
+        .join("")
+    : "";
+  return page("Job", `<h1>Job</h1>${links ? `<h2>Published</h2><ul>${links}</ul>` : ""}${renderValue(data)}`);
+}
+
+export const handler = restHandler({ name: "Job", html: jobPage }, async (req) => {
   const { user, portal } = requireMember(req);
   const jobId = req.pathParameters.jobId ?? "";
   const key = req.params.get("key") ?? "";

@@ -2,24 +2,8 @@
 import { badRequest } from "#shared/http/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { rolesPage, roleView } from "#shared/roles.ts";
+import { intParam } from "#shared/http/params.ts";
 import { listRoles } from "#shared/stores/roles.ts";
-
-function intParam(
-  raw: string | undefined,
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-  problems: string[],
-) {
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min || n > max) {
-    problems.push(`'${name}' must be a whole number from ${min} to ${max}.`);
-    return fallback;
-  }
-  return n;
-}
 
 export const handler = restHandler({ name: "Roles", html: rolesPage }, async (req) => {
   const { portal } = requireMember(req);

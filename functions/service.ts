@@ -3,6 +3,7 @@
 // service's access (shared/catalog.ts), the same rule as the directory and the SOAP catalog.
 import { catalogPrefetch, requestCatalog, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
 import { ApiError, tokenRequired } from "#shared/http/errors.ts";
+import { itemPageHref } from "#shared/item-pages.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { acceptsGzip, missing } from "#shared/serving/read.ts";
@@ -94,9 +95,11 @@ function render(data: object, req: RestRequest): string {
       : `${parsed.folder ? `${parsed.folder}/` : ""}${parsed.name} (${parsed.type})`;
   const folder = typeof parsed === "string" || !parsed.folder ? "" : `/${encodeURIComponent(parsed.folder)}`;
   const home = `/${req.server?.name ?? ""}/rest/services${folder}?f=html`;
+  const itemId = (data as { serviceItemId?: unknown }).serviceItemId;
+  const item = typeof itemId === "string" ? ` · <a href="${escapeHtml(itemPageHref(itemId))}">Item</a>` : "";
   return page(
     title,
-    `<h1>${escapeHtml(title)}</h1><p><a href="${escapeHtml(home)}">Folder: ${escapeHtml(folder ? decodeURIComponent(folder.slice(1)) : "/")}</a> · <a href="?f=pjson">JSON</a></p>${renderValue(data)}`,
+    `<h1>${escapeHtml(title)}</h1><p><a href="${escapeHtml(home)}">Folder: ${escapeHtml(folder ? decodeURIComponent(folder.slice(1)) : "/")}</a> · <a href="?f=pjson">JSON</a>${item}</p>${renderValue(data)}`,
   );
 }
 

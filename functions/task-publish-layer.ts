@@ -4,9 +4,10 @@
 import { BATCH, type LayerBatch } from "#functions/task-plan-layers.ts";
 import { restServiceUrl, stableItemId } from "#shared/publishing.ts";
 import { type Dataset, getDataStoreContents } from "#shared/stores/datastores.ts";
-import { pairedPaths, recordPair } from "#shared/stores/layers.ts";
+import { serviceItem } from "#shared/items.ts";
+import { type LayerPair, pairedPaths, pairPut, recordPair } from "#shared/stores/layers.ts";
 import { getServer, type Server, serverUrl } from "#shared/stores/servers.ts";
-import { createService, getService, ServiceExistsError } from "#shared/stores/services.ts";
+import { createService, getService, type Service, ServiceExistsError } from "#shared/stores/services.ts";
 import { JobError, taskHandler } from "#shared/tasks.ts";
 
 type Item = Omit<LayerBatch, "batch"> & { readonly dataset: Dataset };
@@ -38,33 +39,22 @@ async function publishOne(server: Server, item: Item): Promise<void> {
   const name = serviceName(item);
   const id = stableItemId("layer", item.datastoreId, item.dataset.path);
   const now = Date.now();
-  const existing = await getService(server.serverId, item.serverFolder, name);
-  let created = existing?.created ?? now;
-  if (!existing) {
-    try {
-      await createService({
-        serverId: server.serverId,
-        portalId: item.portalId,
-        folder: item.serverFolder,
-        name,
-        type: "FeatureServer",
-        capabilities: "Query",
-        description: `Layer of ${item.dataset.displayName}`,
-        tags: [],
-        itemId: id,
-        owner: item.owner,
-        access: "org",
-        extensions: [],
-        created: now,
-      });
-    } catch (err) {
-      if (!(err instanceof ServiceExistsError)) throw err;
-      created = (await getService(server.serverId, item.serverFolder, name))?.created ?? now;
-    }
-  } else if (existing.itemId !== id) {
-    throw new JobError(`A service named '${name}' exists already and is not this dataset's layer.`);
-  }
-  await recordPair(item.datastoreId, {
+  const service: Service = {
+    serverId: server.serverId,
+    portalId: item.portalId,
+    folder: item.serverFolder,
+    name,
+    type: "FeatureServer",
+    capabilities: "Query",
+    description: `Layer of ${item.dataset.displayName}`,
+    tags: [],
+    itemId: id,
+    owner: item.owner,
+    access: "private",
+    extensions: [],
+    created: now,
+  };
+  const pair = (created: number): LayerPair => ({
     layer: {
       id,
       title: item.dataset.displayName,
@@ -74,5 +64,42 @@ async function publishOne(server: Server, item: Item): Promise<void> {
       type: "Feature Service",
     },
     dataset: { ...item.dataset, datastoreId: item.datastoreId },
+  });
+  const existing = await getService(server.serverId, item.serverFolder, name);
+  if (existing && existing.itemId !== id) {
+    throw new JobError(`A service named '${name}' exists already and is not this dataset's layer.`);
+  }
+  if (!existing) {
+    // The service, its item and its layer–dataset pair are one transaction: none exists without the others.
+    const path = { datastoreId: item.datastoreId, path: item.dataset.path };
+    const url = restServiceUrl(serverUrl(server, ""), item.serverFolder, name, "FeatureServer");
+    try {
+      await createService(
+        service,
+        serviceItem(service, url, { title: item.dataset.displayName, pair: path }),
+        undefined,
+        [
+          {
+            Put: pairPut(item.datastoreId, pair(now), {
+              access: service.access,
+              owner: service.owner,
+              portalId: service.portalId,
+            }),
+          },
+        ],
+      );
+      return;
+    } catch (err) {
+      if (!(err instanceof ServiceExistsError)) throw err;
+    }
+  }
+  // A retry (or a concurrent run) made the service: its pair is recorded unless it is already.
+  const made = existing ?? (await getService(server.serverId, item.serverFolder, name));
+  if (!made || made.itemId !== id)
+    throw new JobError(`A service named '${name}' exists already and is not this dataset's layer.`);
+  await recordPair(item.datastoreId, pair(made.created), {
+    access: made.access,
+    owner: made.owner,
+    portalId: made.portalId,
   });
 }

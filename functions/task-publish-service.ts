@@ -12,7 +12,8 @@ import {
 } from "#shared/publishing.ts";
 import { getDataStoreContents } from "#shared/stores/datastores.ts";
 import { serverUrl } from "#shared/stores/servers.ts";
-import { createReservedService, ServiceExistsError } from "#shared/stores/services.ts";
+import { createReservedService, type Service, ServiceExistsError } from "#shared/stores/services.ts";
+import { serviceItem } from "#shared/items.ts";
 import { JobError, taskHandler } from "#shared/tasks.ts";
 
 /** What each kind of cached service offers, as ArcGIS reports it. */
@@ -39,27 +40,26 @@ export const handler = taskHandler("publish-service", async (input: JobInput) =>
   if (!location) throw new JobError("The data store has no storage. The service was not published.");
   const folder = input.params.serverFolder ?? "";
   const serviceItemId = stableItemId("service", input.jobId);
+  const service: Service = {
+    serverId: server.serverId,
+    portalId: input.portalId,
+    folder,
+    name: config.serviceName,
+    type: config.type,
+    capabilities: CAPABILITIES[config.type] ?? "Map",
+    description: input.params.description ?? "",
+    tags: tagsOf(input.params.tags),
+    itemId: serviceItemId,
+    owner: input.owner,
+    // Private until its owner shares it, as ArcGIS makes new items.
+    access: "private",
+    extensions: [],
+    source: { datastoreId: contents.store.datastoreId, location, path: cache.info.path },
+    created: Date.now(),
+  };
+  const path = restServiceUrl(serverUrl(server, ""), folder, config.serviceName, config.type);
   try {
-    await createReservedService(
-      {
-        serverId: server.serverId,
-        portalId: input.portalId,
-        folder,
-        name: config.serviceName,
-        type: config.type,
-        capabilities: CAPABILITIES[config.type] ?? "Map",
-        description: input.params.description ?? "",
-        tags: tagsOf(input.params.tags),
-        itemId: serviceItemId,
-        owner: input.owner,
-        access: "org",
-        extensions: [],
-        source: { datastoreId: contents.store.datastoreId, location, path: cache.info.path },
-        created: Date.now(),
-      },
-      input.jobId,
-      cache.info,
-    );
+    await createReservedService(service, serviceItem(service, path, { info: cache.info }), input.jobId, cache.info);
   } catch (err) {
     if (err instanceof ServiceExistsError) throw new JobError(`${err.message} The service was not published.`);
     throw err;

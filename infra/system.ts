@@ -73,6 +73,19 @@ export const TABLES = [
   { name: "layers", partitionKey: "datastoreId", sortKey: "entry" },
   /** Custom roles (`role#<id>`) and their name reservations (`name#<lower-case name>`), per portal. */
   { name: "roles", partitionKey: "portalId", sortKey: "entry" },
+  /**
+   * Portal items (services, bulk-published layers, data stores). `listed` exists on public items only, so
+   * `byPublic` is a sparse index of what anyone may find; searches query one of the three indexes, never scan.
+   */
+  {
+    name: "items",
+    partitionKey: "itemId",
+    indexes: [
+      { name: "byPortal", partitionKey: "portalId", sortKey: "created" },
+      { name: "byOwner", partitionKey: "owner", sortKey: "created" },
+      { name: "byPublic", partitionKey: "listed", sortKey: "created" },
+    ],
+  },
   /** Registered OAuth 2.0 applications (client ids, redirect URIs, hashed secrets). */
   {
     name: "apps",
@@ -116,6 +129,7 @@ export const ROUTES: readonly RouteSpec[] = [
   }),
   ...roleRoutes(),
   ...dataStoreRoutes(),
+  ...contentRoutes(),
   ...signInRoutes(),
   route({
     id: "soap-catalog",
@@ -143,6 +157,53 @@ function servingRoutes(): RouteSpec[] {
       tables,
     }),
     route({ id: "service", methods: GP, path: "/{server}/rest/services/{path+}", tables, readsStorage: true }),
+  ];
+}
+
+/**
+ * Portal items and who sees them: reading, searching, updating, sharing and deleting (which unpublishes the
+ * service), and the users and names publishing needs to know about.
+ */
+function contentRoutes(): RouteSpec[] {
+  const content = `${PORTAL_ROOT}/content`;
+  const userItem = `${content}/users/{username}/items/{itemId}`;
+  const GP = ["GET", "POST"] as const;
+  const sharing = { items: "write", services: "write", layers: "write" } as const;
+  return [
+    route({ id: "item-get", methods: GP, path: `${content}/items/{itemId}`, tables: { items: "read" } }),
+    route({ id: "item-share", methods: GP, path: `${content}/items/{itemId}/share`, tables: sharing }),
+    route({
+      id: "item-unshare",
+      handler: "item-share",
+      methods: GP,
+      path: `${content}/items/{itemId}/unshare`,
+      tables: sharing,
+    }),
+    route({ id: "user-item-share", handler: "item-share", methods: GP, path: `${userItem}/share`, tables: sharing }),
+    route({
+      id: "user-item-unshare",
+      handler: "item-share",
+      methods: GP,
+      path: `${userItem}/unshare`,
+      tables: sharing,
+    }),
+    route({
+      id: "item-update",
+      methods: GP,
+      path: `${userItem}/update`,
+      tables: { items: "write", services: "write" },
+    }),
+    route({ id: "item-delete", methods: GP, path: `${userItem}/delete`, tables: sharing }),
+    route({ id: "user-content", methods: GP, path: `${content}/users/{username}`, tables: { items: "read" } }),
+    route({ id: "item-search", methods: GP, path: `${PORTAL_ROOT}/search`, tables: { items: "read" } }),
+    route({
+      id: "service-name-available",
+      methods: GP,
+      path: `${PORTAL_ROOT}/portals/{portalId}/isServiceNameAvailable`,
+      tables: { servers: "read", services: "read" },
+    }),
+    route({ id: "community-user", methods: GP, path: `${PORTAL_ROOT}/community/users/{username}` }),
+    route({ id: "portal-users", methods: GP, path: `${PORTAL_ROOT}/portals/{portalId}/users` }),
   ];
 }
 
@@ -223,11 +284,14 @@ export const WORKFLOW = {
     { id: "task-describe", tables: { jobs: "read", datastores: "read", servers: "read" }, readsStorage: true },
     {
       id: "task-publish-service",
-      tables: { jobs: "read", datastores: "read", servers: "read", services: "write" },
+      tables: { jobs: "read", datastores: "read", servers: "read", services: "write", items: "write" },
       readsStorage: true,
     },
     { id: "task-plan-layers", tables: { jobs: "read", datastores: "read", layers: "read" } },
-    { id: "task-publish-layer", tables: { datastores: "read", servers: "read", services: "write", layers: "write" } },
+    {
+      id: "task-publish-layer",
+      tables: { datastores: "read", servers: "read", services: "write", layers: "write", items: "write" },
+    },
     { id: "task-complete-job", tables: { jobs: "write", layers: "read" } },
     { id: "task-fail-job", tables: { jobs: "write", services: "write" } },
   ] satisfies readonly TaskSpec[] as readonly TaskSpec[],

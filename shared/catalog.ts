@@ -5,10 +5,10 @@ import type { ExtraRead, Identity } from "#shared/auth/identity.ts";
 import type { CacheInfo } from "#shared/caches/probe.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import type { Server } from "#shared/stores/servers.ts";
+import { type Access, catalogVersionKey } from "#shared/stores/service-keys.ts";
 import {
   type Catalog,
   catalogVersion,
-  catalogVersionKey,
   getServiceInfo,
   readCatalog,
   type Service,
@@ -42,7 +42,10 @@ export async function catalogOf(serverId: string, known?: number): Promise<Catal
  * Public services for anyone the server admits; org services for members of the service's organization (and
  * its applications); private ones for the owner and the organization's administrators.
  */
-export function visibleTo(identity: Identity, s: Service): boolean {
+export function visibleTo(
+  identity: Identity,
+  s: { readonly access: Access; readonly portalId: string; readonly owner: string },
+): boolean {
   if (s.access === "public") return true;
   if (identity.kind === "anonymous" || identity.portal.portalId !== s.portalId) return false;
   if (s.access === "org") return true;

@@ -9,12 +9,8 @@ import { type Entry, joinPath, StorageError, safeRelativePath } from "#shared/st
 import { type CacheType, type DataStoreContents, getDataStoreContents } from "#shared/stores/datastores.ts";
 import { getJob } from "#shared/stores/jobs.ts";
 import { getServer, type Server } from "#shared/stores/servers.ts";
-import {
-  releaseServiceName,
-  reserveServiceName,
-  ServiceExistsError,
-  type ServiceType,
-} from "#shared/stores/services.ts";
+import type { ServiceType } from "#shared/stores/service-keys.ts";
+import { releaseServiceName, reserveServiceName, ServiceExistsError } from "#shared/stores/services.ts";
 
 /**
  * What `publish` can make from a cached layer, the caches it serves (the first named in errors), its item

@@ -31,14 +31,12 @@ import {
   RESERVED_SERVER_NAMES,
   SERVER_NAME,
   type Server,
+  serverUrl,
 } from "#shared/stores/servers.ts";
-import {
-  type Access,
-  createService,
-  type Service,
-  type ServiceExtension,
-  type ServiceType,
-} from "#shared/stores/services.ts";
+import { dataStoreItem, serviceItem } from "#shared/items.ts";
+import { restServiceUrl } from "#shared/publishing.ts";
+import type { Access, ServiceType } from "#shared/stores/service-keys.ts";
+import { createService, type Service, type ServiceExtension } from "#shared/stores/services.ts";
 import { BUILT_IN_ROLES, createUser, getUser, listPortalUsers } from "#shared/stores/users.ts";
 
 export class AdminInputError extends Error {
@@ -256,7 +254,7 @@ export async function registerDataStore(portalId: string, spec: NewDataStore): P
     created: now,
     modified: now,
   };
-  await createDataStore({ store, datasets: spec.datasets });
+  await createDataStore({ store, datasets: spec.datasets }, dataStoreItem(store));
   return store;
 }
 
@@ -313,8 +311,9 @@ export async function registerService(serverId: string, spec: NewService): Promi
     extensions: spec.extensions ?? [],
     created: Date.now(),
   };
+  const url = restServiceUrl(serverUrl(server, ""), folder, spec.name, spec.type);
   if (!spec.cache) {
-    await createService(service);
+    await createService(service, serviceItem(service, url));
     return service;
   }
   const { store, path } = spec.cache;
@@ -327,6 +326,6 @@ export async function registerService(serverId: string, spec: NewService): Promi
     ...service,
     source: { datastoreId: store.datastoreId, location: store.location, path: info.path },
   };
-  await createService(served, info);
+  await createService(served, serviceItem(served, url, { info }), info);
   return served;
 }

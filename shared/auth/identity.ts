@@ -158,7 +158,7 @@ export async function resolveIdentityWith(
   const user = toUser(userItem);
   // A token names the organization it was issued in: a user moved or recreated elsewhere cannot reuse it.
   if (user.portalId !== claims.portalId) throw invalidToken();
-  const privileges = BUILT_IN_PRIVILEGES[user.role] ?? (await getRole(user.portalId, user.role))?.privileges ?? [];
+  const privileges = await privilegesOf(user);
   return withExtra({ kind: "user", user, portal, claims, credential, privileges });
 }
 
@@ -176,4 +176,9 @@ export async function batchGet(request: BatchRequest): Promise<Record<string, Re
     keys = out.UnprocessedKeys as typeof keys;
   }
   return found;
+}
+
+/** What a user's role grants now: a built-in role's privileges, or a custom role's as stored. */
+export async function privilegesOf(user: User): Promise<readonly string[]> {
+  return BUILT_IN_PRIVILEGES[user.role] ?? (await getRole(user.portalId, user.role))?.privileges ?? [];
 }

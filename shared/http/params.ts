@@ -81,3 +81,21 @@ export function parseParams(event: APIGatewayProxyEventV2, maxBodyBytes: number)
   }
   return new Params(values);
 }
+
+/** A whole-number parameter within bounds (the fallback when absent); a problem is listed otherwise. */
+export function intParam(
+  raw: string | undefined,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+  problems: string[],
+) {
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    problems.push(`'${name}' must be a whole number from ${min} to ${max}.`);
+    return fallback;
+  }
+  return n;
+}

@@ -1,6 +1,6 @@
 // The path below /<server>/rest/services/: [<folder>/]<name>/<Type>[/<resource>…], parsed strictly and in
 // time linear in its length (the gateway already decoded each segment once; nothing is decoded again here).
-import { SERVICE_TYPES, type ServiceType } from "#shared/stores/services.ts";
+import { SERVICE_TYPES, type ServiceType } from "#shared/stores/service-keys.ts";
 
 export interface ServicePath {
   readonly folder: string;

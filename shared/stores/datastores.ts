@@ -1,4 +1,5 @@
-import { BatchWriteCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchWriteCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { type Item, itemPut } from "#shared/stores/items.ts";
 import { tableName } from "#shared/config.ts";
 import { ddb, queryAll, queryByPortal } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
@@ -96,7 +97,7 @@ export async function listPortalDataStores(portalId: string): Promise<DataStore[
 
 /** Registers a data store with its contents. The store entry is written last, so a half-written
  * registration is invisible: readers only see a store once its entry exists. */
-export async function createDataStore(contents: DataStoreContents): Promise<void> {
+export async function createDataStore(contents: DataStoreContents, item: Item): Promise<void> {
   const table = tableName("datastores");
   const { store } = contents;
   const entries = contents.datasets.map((d) => ({ datastoreId: store.datastoreId, entry: datasetEntry(d.path), ...d }));
@@ -109,11 +110,19 @@ export async function createDataStore(contents: DataStoreContents): Promise<void
       if (pending.length > 0) await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
     }
   }
+  // The store entry and its portal item are one transaction: a data store is never without its item.
   await ddb.send(
-    new PutCommand({
-      TableName: table,
-      Item: { ...store, ...(store.location ? { location: { ...store.location } } : {}), entry: STORE_ENTRY },
-      ConditionExpression: "attribute_not_exists(datastoreId)",
+    new TransactWriteCommand({
+      TransactItems: [
+        {
+          Put: {
+            TableName: table,
+            Item: { ...store, ...(store.location ? { location: { ...store.location } } : {}), entry: STORE_ENTRY },
+            ConditionExpression: "attribute_not_exists(datastoreId)",
+          },
+        },
+        itemPut(item),
+      ],
     }),
   );
 }

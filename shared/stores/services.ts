@@ -6,22 +6,20 @@ import { tableName } from "#shared/config.ts";
 import { ddb, failedConditions, isConditionFailure, queryAll } from "#shared/stores/dynamo.ts";
 import type { CacheInfo } from "#shared/caches/probe.ts";
 import type { StoreLocation } from "#shared/stores/datastores.ts";
+import { type Item, itemPut } from "#shared/stores/items.ts";
+import {
+  ACCESS,
+  type Access,
+  CATALOG,
+  catalogBump,
+  catalogVersionKey,
+  folderEntry,
+  infoKey,
+  SERVICE_TYPES,
+  serviceEntry,
+  type ServiceType,
+} from "#shared/stores/service-keys.ts";
 import { RecordReader } from "#shared/stores/records.ts";
-
-export const SERVICE_TYPES = [
-  "MapServer",
-  "FeatureServer",
-  "ImageServer",
-  "SceneServer",
-  "VectorTileServer",
-  "GPServer",
-  "GeocodeServer",
-] as const;
-export type ServiceType = (typeof SERVICE_TYPES)[number];
-
-/** Who may see a service: anyone the catalog admits, members of the organization, or its owner (and admins). */
-export const ACCESS = ["public", "org", "private"] as const;
-export type Access = (typeof ACCESS)[number];
 
 export interface ServiceExtension {
   readonly type: ServiceType;
@@ -61,18 +59,6 @@ export interface Catalog {
   readonly services: readonly Service[];
 }
 
-const CATALOG = "#catalog";
-const folderEntry = (folder: string) => `folder#${folder.toLowerCase()}`;
-const serviceEntry = (folder: string, name: string) => `svc#${folder.toLowerCase()}#${name.toLowerCase()}`;
-/**
- * What serving a published service needs from its cache, kept in a partition of its own beside the server's
- * (a catalog read never loads it).
- */
-const infoKey = (serverId: string, folder: string, name: string) => ({
-  serverId: `${serverId}#info`,
-  entry: `svc#${folder.toLowerCase()}#${name.toLowerCase()}`,
-});
-
 function toSource(value: unknown): ServiceSource | undefined {
   if (value === undefined) return undefined;
   const r = new RecordReader("service source", (value ?? {}) as Record<string, unknown>);
@@ -109,9 +95,6 @@ function toService(item: Record<string, unknown>): Service {
     created: r.number("created"),
   };
 }
-
-/** The key of a server's catalog version (for readers that fetch it along with other items). */
-export const catalogVersionKey = (serverId: string) => ({ serverId, entry: CATALOG });
 
 /** The version an item read at catalogVersionKey holds (0 before the first change). */
 export const versionOf = (item: Record<string, unknown> | null | undefined) =>
@@ -152,16 +135,6 @@ const serviceItem = (service: Service) => ({
   entry: serviceEntry(service.folder, service.name),
 });
 
-const bump = (serverId: string) => ({
-  Update: {
-    TableName: tableName("services"),
-    Key: { serverId, entry: CATALOG },
-    UpdateExpression: "ADD #v :one",
-    ExpressionAttributeNames: { "#v": "version" },
-    ExpressionAttributeValues: { ":one": 1 },
-  },
-});
-
 export class ServiceExistsError extends Error {
   /** When the name is held by a publishing job rather than a service: that job, and since when. */
   readonly pending: { readonly jobId: string; readonly since: number } | undefined;
@@ -188,7 +161,7 @@ export async function ensureFolder(serverId: string, folder: string): Promise<vo
               ExpressionAttributeNames: { "#e": "entry" },
             },
           },
-          bump(serverId),
+          catalogBump(serverId),
         ],
       }),
     );
@@ -197,8 +170,11 @@ export async function ensureFolder(serverId: string, folder: string): Promise<vo
   }
 }
 
-/** Writes a new service (and whatever else must change with it) and advances the catalog version, at once. */
-async function putService(service: Service, alsoWith: object[]): Promise<void> {
+/**
+ * Writes a new service with its portal item (and whatever else must change with it) and advances the
+ * catalog version, at once: there is never a service without its item, nor an item without its service.
+ */
+async function putService(service: Service, item: Item, alsoWith: object[]): Promise<void> {
   await ensureFolder(service.serverId, service.folder);
   await ddb.send(
     new TransactWriteCommand({
@@ -211,8 +187,9 @@ async function putService(service: Service, alsoWith: object[]): Promise<void> {
             ExpressionAttributeNames: { "#e": "entry" },
           },
         },
+        itemPut(item),
         ...alsoWith,
-        bump(service.serverId),
+        catalogBump(service.serverId),
       ],
     }),
   );
@@ -231,9 +208,14 @@ const infoPut = (service: Service, info: CacheInfo) => ({
 });
 
 /** Creates a service; one service per folder and name (case-insensitively), whatever its type. */
-export async function createService(service: Service, info?: CacheInfo): Promise<void> {
+export async function createService(
+  service: Service,
+  item: Item,
+  info?: CacheInfo,
+  alsoWith: readonly object[] = [],
+): Promise<void> {
   try {
-    await putService(service, info ? [infoPut(service, info)] : []);
+    await putService(service, item, [...(info ? [infoPut(service, info)] : []), ...alsoWith]);
   } catch (err) {
     if (failedConditions(err)?.includes(0)) throw new ServiceExistsError(service.folder, service.name);
     throw err;
@@ -320,9 +302,14 @@ export async function getService(serverId: string, folder: string, name: string)
  * Creates the service a job reserved, releasing the reservation in the same transaction. Idempotent: when
  * the service exists already with this item id (a retried task), that is success.
  */
-export async function createReservedService(service: Service, jobId: string, info?: CacheInfo): Promise<void> {
+export async function createReservedService(
+  service: Service,
+  item: Item,
+  jobId: string,
+  info?: CacheInfo,
+): Promise<void> {
   try {
-    await putService(service, [
+    await putService(service, item, [
       ...(info ? [infoPut(service, info)] : []),
       {
         Delete: {
@@ -352,4 +339,15 @@ export async function getServiceInfo(service: Service): Promise<CacheInfo | unde
   );
   if (!Item || Item.itemId !== service.itemId) return undefined;
   return JSON.parse(new RecordReader("service info", Item).string("info")) as CacheInfo;
+}
+
+/** Whether a folder/name is taken on a server: by a service, or reserved by a publishing job in flight. */
+export async function serviceNameTaken(serverId: string, folder: string, name: string): Promise<boolean> {
+  const keys = [serviceEntry(folder, name), pendingEntry(folder, name)];
+  const found = await Promise.all(
+    keys.map((entry) =>
+      ddb.send(new GetCommand({ TableName: tableName("services"), Key: { serverId, entry }, ConsistentRead: true })),
+    ),
+  );
+  return found.some((f) => f.Item !== undefined);
 }

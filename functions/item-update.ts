@@ -1,0 +1,77 @@
+// POST …/content/users/<owner>/items/<id>/update: an item's title, tags, summary (snippet) and description;
+// a service's description and tags change with its item. Other item fields a client sends back (ArcGIS
+// clients send the whole item) are ignored: access changes through share, the rest is the server's.
+import { badRequest, notFound } from "#shared/http/errors.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
+import { managedItem } from "#shared/items.ts";
+import { tagsOf } from "#shared/publishing.ts";
+import { type ItemChanges, ItemGoneError, updateItem } from "#shared/stores/items.ts";
+
+const FAILED = "Unable to update item.";
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Tags as clients send them: comma-separated, or a JSON array of strings. */
+function readTags(raw: string, problems: string[]): string[] {
+  if (raw.trim().startsWith("[")) {
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (Array.isArray(parsed) && parsed.every((t) => typeof t === "string")) return tagsOf(parsed.join(","));
+    } catch {
+      // falls through to the problem below
+    }
+    problems.push("'tags' must be a comma-separated list or a JSON array of strings.");
+    return [];
+  }
+  return tagsOf(raw);
+}
+
+export const handler = restHandler(
+  {
+    name: "Update Item",
+    postOnly: true,
+    form: [
+      { name: "title", label: "Title", required: true },
+      { name: "tags", label: "Tags (comma-separated)" },
+      { name: "snippet", label: "Summary" },
+      { name: "description", label: "Description", type: "textarea" },
+    ],
+    // The form edits the item as it is: a field left alone is sent back unchanged.
+    formValues: async (req) => {
+      const item = await managedItem(req);
+      return { title: item.title, tags: item.tags.join(", "), snippet: item.snippet, description: item.description };
+    },
+  },
+  async (req) => {
+    const problems: string[] = [];
+    const changes: { -readonly [K in keyof ItemChanges]: ItemChanges[K] } = {};
+    const title = req.params.get("title");
+    if (title !== undefined) {
+      const t = title.trim();
+      if (t === "" || t.length > 250 || CONTROL.test(t)) {
+        problems.push("'title' must have 1–250 characters and no control characters.");
+      } else changes.title = t;
+    }
+    const tags = req.params.get("tags");
+    if (tags !== undefined) changes.tags = readTags(tags, problems);
+    const snippet = req.params.get("snippet");
+    if (snippet !== undefined) {
+      if (snippet.length > 2048) problems.push("'snippet' may have at most 2048 characters.");
+      else changes.snippet = snippet;
+    }
+    const description = req.params.get("description");
+    if (description !== undefined) {
+      if (description.length > 65536) problems.push("'description' may have at most 65536 characters.");
+      else changes.description = description;
+    }
+    if (problems.length > 0) throw badRequest(FAILED, problems);
+    const item = await managedItem(req);
+    try {
+      if (Object.keys(changes).length > 0) await updateItem(item, changes);
+    } catch (err) {
+      if (err instanceof ItemGoneError) throw notFound([`Item '${item.itemId}' does not exist or is inaccessible.`]);
+      throw err;
+    }
+    return { success: true, id: item.itemId };
+  },
+);

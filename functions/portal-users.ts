@@ -1,0 +1,27 @@
+// GET|POST …/portals/<self | id>/users: the organization's members with their roles, paged with start
+// (1-based) and num (≤ 100), sorted by username. Administrators only.
+import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { intParam } from "#shared/http/params.ts";
+import { requireMember, restHandler } from "#shared/http/pipeline.ts";
+import { privilegesOf } from "#shared/auth/identity.ts";
+import { listPortalUsers } from "#shared/stores/users.ts";
+import { fullProfile } from "#shared/user-views.ts";
+
+export const handler = restHandler({ name: "Users" }, async (req) => {
+  const { user, portal } = requireMember(req);
+  if (user.role !== "org_admin") throw forbidden();
+  const problems: string[] = [];
+  const start = intParam(req.params.get("start"), "start", 1, 1, 1_000_000, problems);
+  const num = intParam(req.params.get("num"), "num", 10, 1, 100, problems);
+  if (problems.length > 0) throw badRequest("Unable to list users.", problems);
+  const users = (await listPortalUsers(portal.portalId)).sort((a, b) => (a.username < b.username ? -1 : 1));
+  const shown = users.slice(start - 1, start - 1 + num);
+  const after = start - 1 + shown.length;
+  return {
+    total: users.length,
+    start,
+    num,
+    nextStart: after < users.length && shown.length > 0 ? after + 1 : -1,
+    users: await Promise.all(shown.map(async (u) => fullProfile(u, await privilegesOf(u)))),
+  };
+});

@@ -1,0 +1,88 @@
+// The HTML of items: an item's page (what it is, who sees it, and, for whoever may manage it, the forms that
+// share, update and delete it) and lists of items (a user's content, search results).
+import type { RestRequest } from "#shared/http/pipeline.ts";
+import { escapeHtml, page, renderForm } from "#shared/http/html.ts";
+import { PORTAL_ROOT } from "#infra/system.ts";
+
+type View = Record<string, unknown>;
+
+/** Where an item's page is. */
+export const itemPageHref = (itemId: string) => `${PORTAL_ROOT}/content/items/${encodeURIComponent(itemId)}?f=html`;
+
+const text = (v: unknown) => escapeHtml(typeof v === "string" ? v : v === null || v === undefined ? "" : String(v));
+
+export function itemPage(data: object, req: RestRequest): string {
+  const item = data as View;
+  const id = String(item.id);
+  const url = typeof item.url === "string" ? item.url : "";
+  const tags = Array.isArray(item.tags) ? (item.tags as string[]) : [];
+  const rows = [
+    ["Type", text(item.type)],
+    ["Owner", text(item.owner)],
+    ["Access", text(item.access)],
+    [
+      "URL",
+      url ? `<a href="${escapeHtml(`${url}?f=html`)}">${escapeHtml(url)}</a>` : '<span class="muted">(none)</span>',
+    ],
+    ["Tags", tags.length ? escapeHtml(tags.join(", ")) : '<span class="muted">(none)</span>'],
+    ["Summary", text(item.snippet)],
+    ["Description", text(item.description)],
+    ["Id", `<code>${escapeHtml(id)}</code>`],
+  ]
+    .map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`)
+    .join("");
+  let forms = "";
+  if (item.itemControl && req.csrf) {
+    const base = `${PORTAL_ROOT}/content/users/${encodeURIComponent(String(item.owner))}/items/${encodeURIComponent(id)}`;
+    const access = String(item.access);
+    const share = renderForm(
+      [
+        { name: "everyone", label: "Everyone (public)", type: "checkbox" },
+        { name: "org", label: "Organization", type: "checkbox" },
+      ],
+      new Map([
+        ["everyone", access === "public" ? "true" : ""],
+        ["org", access !== "private" ? "true" : ""],
+      ]),
+      req.csrf,
+      { action: `${base}/share`, submit: "Share", formats: false },
+    );
+    const unshare = renderForm(
+      [
+        { name: "everyone", type: "hidden" },
+        { name: "org", type: "hidden" },
+      ],
+      new Map([
+        ["everyone", "true"],
+        ["org", "true"],
+      ]),
+      req.csrf,
+      { action: `${base}/unshare`, submit: "Make private", formats: false },
+    );
+    const remove = renderForm([], new Map(), req.csrf, { action: `${base}/delete`, submit: "Delete", formats: false });
+    forms =
+      `<h2>Share</h2>${share}${unshare}` +
+      `<p><a href="${escapeHtml(`${base}/update?f=html`)}">Edit title, tags, summary and description</a></p>` +
+      `<h2>Delete</h2><p class="muted">Deleting a service's item unpublishes the service.</p>${remove}`;
+  }
+  return page(
+    String(item.title),
+    `<h1>${text(item.title)}</h1><table>${rows}</table>${forms}` +
+      `<p><a href="${escapeHtml(`${PORTAL_ROOT}?f=html`)}">Directory</a></p>`,
+  );
+}
+
+/** A list of items (a user's content, search results), each linking to its page. */
+export function itemsPage(title: string, items: readonly View[], nextHref: string | undefined): string {
+  const rows = items
+    .map(
+      (i) =>
+        `<tr><td><a href="${escapeHtml(itemPageHref(String(i.id)))}">${text(i.title)}</a></td><td>${text(i.type)}</td><td>${text(i.owner)}</td><td>${text(i.access)}</td></tr>`,
+    )
+    .join("");
+  const table = rows
+    ? `<table><tr><th>Title</th><th>Type</th><th>Owner</th><th>Access</th></tr>${rows}</table>`
+    : '<p class="muted">No items.</p>';
+  const more = nextHref ? `<p><a href="${escapeHtml(nextHref)}">Next page</a></p>` : "";
+  return page(title, `<h1>${escapeHtml(title)}</h1>${table}${more}`);
+}

@@ -1,0 +1,196 @@
+// The rules of portal items: what item each published thing has, how an item reads on the wire, and who may
+// read or change it. Who *sees* an item is the catalog's one rule (shared/catalog.ts: visibleTo), so an item
+// and its service are always visible to the same callers.
+import type { Identity } from "#shared/auth/identity.ts";
+import type { CacheInfo } from "#shared/caches/probe.ts";
+import { visibleTo } from "#shared/catalog.ts";
+import { forbidden, notFound, tokenRequired } from "#shared/http/errors.ts";
+import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
+import type { DataStore } from "#shared/stores/datastores.ts";
+import { DATA_STORE_TYPE, getItem, type Item, ITEM_TYPES } from "#shared/stores/items.ts";
+import type { Service } from "#shared/stores/services.ts";
+
+/** What clients look for in `typeKeywords` to know what they can do with a service. */
+const TYPE_KEYWORDS: Readonly<Record<string, readonly string[]>> = {
+  SceneServer: ["Scene Service", "Hosted Service", "3DObject"],
+  MapServer: ["Data", "Service", "Map Service", "ArcGIS Server", "Tiled"],
+  ImageServer: ["Data", "Service", "Image Service", "ArcGIS Server", "Tiled"],
+  VectorTileServer: ["Vector Tile Service", "Tiled"],
+  FeatureServer: ["ArcGIS Server", "Data", "Feature Access", "Service"],
+};
+
+interface ExtentLike {
+  readonly xmin?: unknown;
+  readonly ymin?: unknown;
+  readonly xmax?: unknown;
+  readonly ymax?: unknown;
+  readonly spatialReference?: { readonly wkid?: unknown; readonly latestWkid?: unknown };
+}
+
+const EARTH_RADIUS = 6378137;
+const toLon = (x: number) => (x / EARTH_RADIUS) * (180 / Math.PI);
+const toLat = (y: number) => (Math.atan(Math.exp(y / EARTH_RADIUS)) * 2 - Math.PI / 2) * (180 / Math.PI);
+
+/** An item's WGS84 extent from a cache's full extent, when it is in WGS84 or Web Mercator (else unknown). */
+export function wgs84Extent(raw: unknown): number[][] | undefined {
+  const e = (raw ?? {}) as ExtentLike;
+  const nums = [e.xmin, e.ymin, e.xmax, e.ymax];
+  if (!nums.every((n) => typeof n === "number" && Number.isFinite(n))) return undefined;
+  const [xmin, ymin, xmax, ymax] = nums as [number, number, number, number];
+  const wkid = Number(e.spatialReference?.latestWkid ?? e.spatialReference?.wkid);
+  const clamp = (v: number, limit: number) => Math.max(-limit, Math.min(limit, v));
+  if (wkid === 4326)
+    return [
+      [clamp(xmin, 180), clamp(ymin, 90)],
+      [clamp(xmax, 180), clamp(ymax, 90)],
+    ];
+  if (wkid === 3857 || wkid === 102100) {
+    return [
+      [clamp(toLon(xmin), 180), clamp(toLat(ymin), 90)],
+      [clamp(toLon(xmax), 180), clamp(toLat(ymax), 90)],
+    ];
+  }
+  return undefined;
+}
+
+function cacheExtent(info: CacheInfo | undefined): number[][] | undefined {
+  if (!info) return undefined;
+  if (info.kind === "tiled") return wgs84Extent(info.tiled.fullExtent);
+  if (info.kind === "vector") return wgs84Extent(info.root.fullExtent);
+  return wgs84Extent(info.layer.fullExtent);
+}
+
+/**
+ * The item of a service. `url` is the service's path on this deployment (`/<server>/rest/services/…`) for a
+ * hosted server, or the external server's URL.
+ */
+export function serviceItem(
+  service: Service,
+  url: string,
+  more: { info?: CacheInfo; title?: string; snippet?: string; pair?: Item["pair"] } = {},
+): Item {
+  const extent = cacheExtent(more.info);
+  return {
+    itemId: service.itemId,
+    portalId: service.portalId,
+    owner: service.owner,
+    title: more.title ?? service.name,
+    type: ITEM_TYPES[service.type],
+    typeKeywords: TYPE_KEYWORDS[service.type] ?? ["Service"],
+    url,
+    tags: service.tags,
+    description: service.description,
+    snippet: more.snippet ?? "",
+    access: service.access,
+    created: service.created,
+    modified: service.created,
+    ...(extent ? { extent } : {}),
+    service: { serverId: service.serverId, folder: service.folder, name: service.name, type: service.type },
+    ...(more.pair ? { pair: more.pair } : {}),
+  };
+}
+
+/** A registered data store's item: getLayers' `datastoreId` is the item id of a data store. */
+export function dataStoreItem(store: DataStore): Item {
+  return {
+    itemId: store.datastoreId,
+    portalId: store.portalId,
+    owner: store.owner,
+    title: store.title,
+    type: DATA_STORE_TYPE,
+    typeKeywords: ["Data Store", store.kind],
+    url: "",
+    tags: [],
+    description: "",
+    snippet: "",
+    access: "private",
+    created: store.created,
+    modified: store.modified,
+  };
+}
+
+/** Whether the caller may change the item: its owner, or a default administrator of its organization. */
+export function canManage(identity: Identity, item: Item): boolean {
+  return (
+    identity.kind === "user" &&
+    identity.user.portalId === item.portalId &&
+    (identity.user.username === item.owner || identity.user.role === "org_admin")
+  );
+}
+
+/**
+ * The item, if the caller may see it. An anonymous caller is asked to sign in for anything not public
+ * (whether it exists or not: its existence is not told); a signed-in one gets "does not exist or is
+ * inaccessible" for both.
+ */
+export async function visibleItem(identity: Identity, itemId: string | undefined): Promise<Item> {
+  const item = itemId ? await getItem(itemId) : undefined;
+  if (item && visibleTo(identity, item)) return item;
+  if (identity.kind === "anonymous") throw tokenRequired();
+  throw notFound([`Item '${(itemId ?? "").slice(0, 64)}' does not exist or is inaccessible.`]);
+}
+
+/**
+ * An item as the sharing API answers it. A hosted service's URL is stored as a path and answered under the
+ * deployment's HTTPS origin, so a new host name or port never leaves items pointing at the old one.
+ */
+export function itemView(item: Item, identity: Identity, origin: string): Record<string, unknown> {
+  return {
+    id: item.itemId,
+    owner: item.owner,
+    orgId: item.portalId,
+    created: item.created,
+    modified: item.modified,
+    guid: null,
+    name: item.service?.name ?? null,
+    title: item.title,
+    type: item.type,
+    typeKeywords: item.typeKeywords,
+    description: item.description,
+    tags: item.tags,
+    snippet: item.snippet,
+    thumbnail: null,
+    documentation: null,
+    extent: item.extent ?? [],
+    categories: [],
+    spatialReference: null,
+    accessInformation: null,
+    licenseInfo: null,
+    culture: "en-us",
+    properties: null,
+    url: item.url.startsWith("/") ? `${origin}${item.url}` : item.url || null,
+    proxyFilter: null,
+    access: item.access,
+    size: -1,
+    appCategories: [],
+    industries: [],
+    languages: [],
+    largeThumbnail: null,
+    banner: null,
+    screenshots: [],
+    listed: false,
+    ownerFolder: null,
+    protected: false,
+    numComments: 0,
+    numRatings: 0,
+    avgRating: 0,
+    numViews: 0,
+    ...(canManage(identity, item) ? { itemControl: "admin" } : {}),
+  };
+}
+
+/**
+ * The item a `content/users/<username>/items/<id>/…` operation changes, if the caller may change it: its
+ * owner or an administrator of its organization. The path's username must be the owner's (or, as clients
+ * send when an administrator acts, the caller's).
+ */
+export async function managedItem(req: RestRequest): Promise<Item> {
+  const { user } = requireUser(req);
+  const item = await visibleItem(req.identity, req.pathParameters.itemId);
+  const named = req.pathParameters.username;
+  if (named !== undefined && named !== item.owner && named !== user.username) {
+    throw notFound([`Item '${item.itemId}' does not exist or is inaccessible.`]);
+  }
+  if (!canManage(req.identity, item)) throw forbidden();
+  return item;
+}

@@ -1,0 +1,310 @@
+// Portal items: what a published service, a bulk-published layer or a registered data store is to the portal.
+// An item is the source of truth for who sees its service; the service record keeps a copy of `access` (and
+// of the description and tags the catalog shows), changed in the same transaction as the item, with the
+// server's catalog version, so every cached catalog sees the change on its next request.
+import { GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { tableName } from "#shared/config.ts";
+import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
+import { RecordReader } from "#shared/stores/records.ts";
+import {
+  ACCESS,
+  type Access,
+  catalogBump,
+  serviceKey,
+  serviceInfoKey,
+  type ServiceType,
+} from "#shared/stores/service-keys.ts";
+
+/** The item type of each service type, as the original labels them. */
+export const ITEM_TYPES: Readonly<Record<ServiceType, string>> = {
+  SceneServer: "Scene Service",
+  MapServer: "Map Service",
+  VectorTileServer: "Vector Tile Service",
+  ImageServer: "Image Service",
+  FeatureServer: "Feature Service",
+  GPServer: "Geoprocessing Service",
+  GeocodeServer: "Geocoding Service",
+};
+export const DATA_STORE_TYPE = "Data Store";
+
+/** Where a service item's service lives (the key of its record in the services table). */
+export interface ServiceRef {
+  readonly serverId: string;
+  readonly folder: string;
+  readonly name: string;
+  readonly type: ServiceType;
+}
+
+export interface Item {
+  readonly itemId: string;
+  readonly portalId: string;
+  readonly owner: string;
+  readonly title: string;
+  readonly type: string;
+  readonly typeKeywords: readonly string[];
+  readonly url: string;
+  readonly tags: readonly string[];
+  readonly description: string;
+  readonly snippet: string;
+  readonly access: Access;
+  readonly created: number;
+  readonly modified: number;
+  /** WGS84 `[[xmin, ymin], [xmax, ymax]]` where the content says where it is. */
+  readonly extent?: readonly (readonly number[])[];
+  readonly service?: ServiceRef;
+  /** A bulk-published layer's layer–dataset pair (removed with the item). */
+  readonly pair?: { readonly datastoreId: string; readonly path: string };
+}
+
+/** Item fields an owner may change (`update`). */
+export type ItemChanges = Partial<Pick<Item, "title" | "tags" | "description" | "snippet">>;
+
+const PUBLIC = "public";
+
+export function toItem(record: Record<string, unknown>): Item {
+  const r = new RecordReader("item", record);
+  const service = r.object("service");
+  const pair = r.object("pair");
+  const extent = record.extent;
+  return {
+    itemId: r.string("itemId"),
+    portalId: r.string("portalId"),
+    owner: r.string("owner"),
+    title: r.string("title"),
+    type: r.string("type"),
+    typeKeywords: r.strings("typeKeywords"),
+    url: r.string("url"),
+    tags: r.strings("tags"),
+    description: r.string("description"),
+    snippet: r.string("snippet"),
+    access: r.oneOf("access", ACCESS),
+    created: r.number("created"),
+    modified: r.number("modified"),
+    ...(Array.isArray(extent) ? { extent: extent as number[][] } : {}),
+    ...(service
+      ? {
+          service: {
+            serverId: String(service.serverId),
+            folder: String(service.folder),
+            name: String(service.name),
+            type: String(service.type) as ServiceType,
+          },
+        }
+      : {}),
+    ...(pair ? { pair: { datastoreId: String(pair.datastoreId), path: String(pair.path) } } : {}),
+  };
+}
+
+/**
+ * The stored form: lists copied (the SDK marshals plain arrays), and `listed` set only on public items, so
+ * the sparse `byPublic` index holds public items alone.
+ */
+function record(item: Item): Record<string, unknown> {
+  return {
+    ...item,
+    typeKeywords: [...item.typeKeywords],
+    tags: [...item.tags],
+    ...(item.extent ? { extent: item.extent.map((p) => [...p]) } : {}),
+    ...(item.service ? { service: { ...item.service } } : {}),
+    ...(item.pair ? { pair: { ...item.pair } } : {}),
+    ...(item.access === "public" ? { listed: PUBLIC } : {}),
+  };
+}
+
+/** The write that creates an item, for the transaction that creates what it describes. */
+export const itemPut = (item: Item) => ({
+  Put: {
+    TableName: tableName("items"),
+    Item: record(item),
+    ConditionExpression: "attribute_not_exists(itemId)",
+  },
+});
+
+export async function getItem(itemId: string): Promise<Item | undefined> {
+  if (!/^[0-9a-f]{32}$/.test(itemId)) return undefined;
+  const { Item } = await ddb.send(
+    new GetCommand({ TableName: tableName("items"), Key: { itemId }, ConsistentRead: true }),
+  );
+  return Item ? toItem(Item) : undefined;
+}
+
+/** A page of a query over one index partition, newest first, with where to go on. */
+export interface ItemPage {
+  readonly items: Item[];
+  readonly next: Record<string, unknown> | undefined;
+}
+
+export type ItemIndex = "byOwner" | "byPortal" | "byPublic";
+const INDEX_KEYS: Readonly<Record<ItemIndex, string>> = { byOwner: "owner", byPortal: "portalId", byPublic: "listed" };
+
+/** One page (≤ `limit` items) of one index partition: an owner's items, an organization's, or public ones. */
+export async function queryItems(
+  index: ItemIndex,
+  value: string,
+  limit: number,
+  start?: Record<string, unknown>,
+): Promise<ItemPage> {
+  const out = await ddb.send(
+    new QueryCommand({
+      TableName: tableName("items"),
+      IndexName: index,
+      KeyConditionExpression: "#k = :v",
+      ExpressionAttributeNames: { "#k": INDEX_KEYS[index] },
+      ExpressionAttributeValues: { ":v": value },
+      ScanIndexForward: false,
+      Limit: limit,
+      ExclusiveStartKey: start,
+    }),
+  );
+  return { items: (out.Items ?? []).map(toItem), next: out.LastEvaluatedKey };
+}
+
+export const publicPartition = PUBLIC;
+
+/** Why a change to an item could not be made. */
+export class ItemGoneError extends Error {
+  constructor() {
+    super("The item no longer exists.");
+    this.name = "ItemGoneError";
+  }
+}
+
+/** Transactions that contend for one item may be cancelled with TransactionConflict: they are retried. */
+async function transact(items: object[]): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ddb.send(new TransactWriteCommand({ TransactItems: items as never }));
+      return;
+    } catch (err) {
+      if (failedConditions(err)?.includes(0)) throw new ItemGoneError();
+      const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
+      const conflict =
+        (err as Error).name === "TransactionConflictException" || reasons.some((r) => r.Code === "TransactionConflict");
+      if (!conflict || attempt >= 5) throw err;
+      await new Promise((r) => setTimeout(r, Math.random() * 20 * 2 ** attempt));
+    }
+  }
+}
+
+const itemKey = (item: Item) => ({ TableName: tableName("items"), Key: { itemId: item.itemId } });
+const serviceOf = (item: Item) => ({
+  TableName: tableName("services"),
+  Key: serviceKey(item.service as ServiceRef),
+  ConditionExpression: "itemId = :id",
+});
+const pairOf = (item: Item) => ({
+  TableName: tableName("layers"),
+  Key: { datastoreId: item.pair?.datastoreId, entry: `pair#${item.pair?.path}` },
+});
+
+/**
+ * Shares an item (public, org or private) with its service and layer pair, in one transaction that also
+ * advances the catalog version. The item must still exist (a concurrent delete wins cleanly).
+ */
+export async function setItemAccess(item: Item, access: Access): Promise<number> {
+  const now = Math.max(Date.now(), item.modified + 1);
+  await transact([
+    {
+      Update: {
+        ...itemKey(item),
+        UpdateExpression:
+          access === "public" ? "SET #a = :a, modified = :m, listed = :l" : "SET #a = :a, modified = :m REMOVE listed",
+        ConditionExpression: "attribute_exists(itemId)",
+        ExpressionAttributeNames: { "#a": "access" },
+        ExpressionAttributeValues: { ":a": access, ":m": now, ...(access === "public" ? { ":l": PUBLIC } : {}) },
+      },
+    },
+    ...(item.service
+      ? [
+          {
+            Update: {
+              ...serviceOf(item),
+              UpdateExpression: "SET #a = :a",
+              ExpressionAttributeNames: { "#a": "access" },
+              ExpressionAttributeValues: { ":a": access, ":id": item.itemId },
+            },
+          },
+          catalogBump(item.service.serverId),
+        ]
+      : []),
+    ...(item.pair
+      ? [
+          {
+            Update: {
+              ...pairOf(item),
+              UpdateExpression: "SET #a = :a",
+              ConditionExpression: "attribute_exists(entry)",
+              ExpressionAttributeNames: { "#a": "access" },
+              ExpressionAttributeValues: { ":a": access },
+            },
+          },
+        ]
+      : []),
+  ]);
+  return now;
+}
+
+/** Changes an item's title, tags, description or snippet (the service's copies with it). */
+export async function updateItem(item: Item, changes: ItemChanges): Promise<void> {
+  const now = Math.max(Date.now(), item.modified + 1);
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ":m": now };
+  const sets = ["modified = :m"];
+  for (const [key, value] of Object.entries(changes)) {
+    if (value === undefined) continue;
+    names[`#${key}`] = key;
+    values[`:${key}`] = Array.isArray(value) ? [...value] : value;
+    sets.push(`#${key} = :${key}`);
+  }
+  const serviceSets = (["description", "tags"] as const).filter((k) => changes[k] !== undefined);
+  await transact([
+    {
+      Update: {
+        ...itemKey(item),
+        UpdateExpression: `SET ${sets.join(", ")}`,
+        ConditionExpression: "attribute_exists(itemId)",
+        ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
+        ExpressionAttributeValues: values,
+      },
+    },
+    ...(item.service && serviceSets.length > 0
+      ? [
+          {
+            Update: {
+              ...serviceOf(item),
+              UpdateExpression: `SET ${serviceSets.map((k) => `#${k} = :${k}`).join(", ")}`,
+              ExpressionAttributeNames: Object.fromEntries(serviceSets.map((k) => [`#${k}`, k])),
+              ExpressionAttributeValues: {
+                ":id": item.itemId,
+                ...Object.fromEntries(serviceSets.map((k) => [`:${k}`, values[`:${k}`]])),
+              },
+            },
+          },
+          catalogBump(item.service.serverId),
+        ]
+      : []),
+  ]);
+}
+
+/**
+ * Deletes an item and unpublishes what it describes, all at once: the service record, what serving it
+ * kept, its layer–dataset pair, and a new catalog version. The name is free again the moment this commits.
+ */
+export async function deleteItem(item: Item): Promise<void> {
+  await transact([
+    { Delete: { ...itemKey(item), ConditionExpression: "attribute_exists(itemId)" } },
+    ...(item.service
+      ? [
+          {
+            Delete: {
+              ...serviceOf(item),
+              ExpressionAttributeValues: { ":id": item.itemId },
+            },
+          },
+          { Delete: { TableName: tableName("services"), Key: serviceInfoKey(item.service) } },
+          catalogBump(item.service.serverId),
+        ]
+      : []),
+    ...(item.pair ? [{ Delete: pairOf(item) }] : []),
+  ]);
+}

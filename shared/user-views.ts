@@ -1,0 +1,39 @@
+// How a user reads on the wire: the public profile anyone in the organization may see, and the full record
+// (email, role, privileges) the user themselves and the organization's administrators see.
+import { BUILT_IN_PRIVILEGES, baseRole } from "#shared/auth/privileges.ts";
+import type { User } from "#shared/stores/users.ts";
+
+/** The profile members of the user's organization see. */
+export function publicProfile(user: User): Record<string, unknown> {
+  return {
+    username: user.username,
+    fullName: user.fullName,
+    description: null,
+    tags: [],
+    culture: "en",
+    region: null,
+    units: "metric",
+    thumbnail: null,
+    access: "org",
+    provider: "arcgis",
+    created: user.created,
+    modified: user.modified,
+  };
+}
+
+/** The whole record, for the user and their administrators. */
+export function fullProfile(user: User, privileges: readonly string[]): Record<string, unknown> {
+  const custom = !(user.role in BUILT_IN_PRIVILEGES);
+  return {
+    ...publicProfile(user),
+    email: user.email,
+    orgId: user.portalId,
+    // As on the original: a custom role is reported as the built-in role its privileges amount to, plus roleId.
+    role: custom ? baseRole(privileges) : user.role,
+    ...(custom ? { roleId: user.role } : {}),
+    privileges,
+    level: "2",
+    userLicenseTypeId: "creatorUT",
+    disabled: false,
+  };
+}
