@@ -76,14 +76,15 @@ export const TABLES = [
   /**
    * Portal items (services, bulk-published layers, data stores). `listed` exists on public items only, so
    * `byPublic` is a sparse index of what anyone may find; searches query one of the three indexes, never scan.
+   * Keys are strings: `createdKey` is `created` zero-padded, so the indexes sort newest first as numbers would.
    */
   {
     name: "items",
     partitionKey: "itemId",
     indexes: [
-      { name: "byPortal", partitionKey: "portalId", sortKey: "created" },
-      { name: "byOwner", partitionKey: "owner", sortKey: "created" },
-      { name: "byPublic", partitionKey: "listed", sortKey: "created" },
+      { name: "byPortal", partitionKey: "portalId", sortKey: "createdKey" },
+      { name: "byOwner", partitionKey: "owner", sortKey: "createdKey" },
+      { name: "byPublic", partitionKey: "listed", sortKey: "createdKey" },
     ],
   },
   /** Registered OAuth 2.0 applications (client ids, redirect URIs, hashed secrets). */

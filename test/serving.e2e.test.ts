@@ -15,6 +15,12 @@ import { loadSceneLayer } from "./clients/i3s-loaders.ts";
 import { type DemoOrganization, demoOrganization, registerFolderStore } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
+import {
+  type Published,
+  publish as publishService,
+  share,
+  startPublish as startPublishing,
+} from "./helpers/publish.ts";
 import { renderMaps } from "./helpers/map-render.ts";
 
 let engine: RunningEngine;
@@ -42,51 +48,26 @@ async function getJson(url: string, token?: string): Promise<Record<string, unkn
 
 /** The publish operation's own answer (the job it started, or the error). */
 const startPublish = (type: string, serviceName: string, path: string, store: string, folder: string) =>
-  call(`${rest()}/portals/self/datastores/publish`, {
-    ca: engine.ca,
-    body: form({
-      f: "json",
-      token: tokens.publisher ?? "",
-      serverId,
-      serverFolder: folder,
-      serviceConfiguration: JSON.stringify({
-        type,
-        serviceName,
-        properties: { cacheStoreId: store, pathInCachedStore: path },
-      }),
-    }),
-  }).then((r) => r.json<{ jobId: string; key: string; error?: { code: number; details: string[] } }>());
+  startPublishing(engine, { token: tokens.publisher ?? "", serverId, type, serviceName, path, store, folder });
 
-/** Publishes a cache as a service (through the REST operation and its job) and answers its serviceUrl. */
+/**
+ * Publishes a cache as a service (through the REST operation and its job) and shares it with the organization
+ * (a new item is private), as a publisher does before others use it; answers its serviceUrl.
+ */
 async function publish(
   type: string,
   serviceName: string,
   path: string,
   store = folderStore,
   folder = "Published",
-): Promise<{ serviceUrl: string; serviceItemId: string }> {
-  const started = await startPublish(type, serviceName, path, store, folder);
-  if (started.error) throw new Error(JSON.stringify(started.error));
-  for (let i = 0; i < 400; i++) {
-    const job = await call(
-      `${rest()}/portals/self/jobs/${started.jobId}?f=json&key=${encodeURIComponent(started.key)}&token=${tokens.publisher}`,
-      { ca: engine.ca },
-    ).then((r) =>
-      r.json<{
-        status: string;
-        messages: unknown;
-        result: { services: { serviceUrl: string; serviceItemId: string }[] };
-      }>(),
-    );
-    if (job.status === "completed") {
-      const service = job.result.services[0];
-      if (!service) throw new Error("no service in the job's result");
-      return service;
-    }
-    if (job.status !== "processing") throw new Error(`publish failed: ${JSON.stringify(job.messages)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error("publish job still processing");
+): Promise<Published> {
+  const token = tokens.publisher ?? "";
+  const service = await publishService(engine, { token, serverId, type, serviceName, path, store, folder });
+  expect(await share(engine, token, service.serviceItemId, { org: "true" })).toEqual({
+    notSharedWith: [],
+    itemId: service.serviceItemId,
+  });
+  return service;
 }
 
 /** The same service URL on plain HTTP (the job answers the HTTPS one). */

@@ -107,6 +107,7 @@ function record(item: Item): Record<string, unknown> {
     ...(item.extent ? { extent: item.extent.map((p) => [...p]) } : {}),
     ...(item.service ? { service: { ...item.service } } : {}),
     ...(item.pair ? { pair: { ...item.pair } } : {}),
+    createdKey: String(item.created).padStart(16, "0"),
     ...(item.access === "public" ? { listed: PUBLIC } : {}),
   };
 }

@@ -9,14 +9,18 @@ export interface Step {
   rawText?: boolean;
 }
 
-/** Runs steps through the real ArcGIS REST JS client in its own Node process (see test/clients/arcgis-steps.ts). */
-export function arcgisSteps(
+/**
+ * Runs a client script (test/clients/…) in its own Node process, which trusts the engine's certificate, signed
+ * in as `username`; the script reads `{portal, username, password, …input}` and prints a JSON array.
+ */
+function runClient(
+  script: string,
   engine: RunningEngine,
   username: string,
   password: string,
-  steps: Step[],
+  input: Record<string, unknown>,
 ): Promise<unknown[]> {
-  const child = spawn(process.execPath, [join(ROOT, "test/clients/arcgis-steps.ts")], {
+  const child = spawn(process.execPath, [join(ROOT, "test/clients", script)], {
     cwd: ROOT,
     env: { ...process.env, NODE_EXTRA_CA_CERTS: engine.ready.cert },
   });
@@ -24,11 +28,33 @@ export function arcgisSteps(
   const err: Buffer[] = [];
   child.stdout.on("data", (c: Buffer) => out.push(c));
   child.stderr.on("data", (c: Buffer) => err.push(c));
-  child.stdin.end(JSON.stringify({ portal: `${engine.ready.https}/portal/sharing/rest`, username, password, steps }));
+  child.stdin.end(
+    JSON.stringify({ portal: `${engine.ready.https}/portal/sharing/rest`, username, password, ...input }),
+  );
   return new Promise((resolve, reject) => {
     child.once("exit", (code) => {
       if (code !== 0) reject(new Error(`client exited ${code}: ${Buffer.concat(err).toString()}`));
       else resolve(JSON.parse(Buffer.concat(out).toString("utf8")) as unknown[]);
     });
   });
+}
+
+/** Runs steps through the real ArcGIS REST JS client (see test/clients/arcgis-steps.ts). */
+export function arcgisSteps(
+  engine: RunningEngine,
+  username: string,
+  password: string,
+  steps: Step[],
+): Promise<unknown[]> {
+  return runClient("arcgis-steps.ts", engine, username, password, { steps });
+}
+
+/** Calls @esri/arcgis-rest-portal's helpers (see test/clients/arcgis-portal.ts). */
+export function portalCalls(
+  engine: RunningEngine,
+  username: string,
+  password: string,
+  calls: { fn: string; options: Record<string, unknown> }[],
+): Promise<unknown[]> {
+  return runClient("arcgis-portal.ts", engine, username, password, { calls });
 }

@@ -1,0 +1,61 @@
+// Runs calls of the real @esri/arcgis-rest-portal client, signed in with ArcGISIdentityManager, and prints each
+// answer (or error) as JSON. Input on stdin: {portal, username, password, calls: [{fn, options}]}; each call's
+// options get the session as `authentication` (isServiceNameAvailable takes [name, type]). Needs
+// NODE_EXTRA_CA_CERTS for the local certificate.
+import {
+  getItem,
+  getUser,
+  getUserContent,
+  isServiceNameAvailable,
+  removeItem,
+  searchItems,
+  setItemAccess,
+  updateItem,
+} from "@esri/arcgis-rest-portal";
+import { ArcGISIdentityManager } from "@esri/arcgis-rest-request";
+
+interface Call {
+  fn: string;
+  options: Record<string, unknown>;
+}
+
+const chunks: Buffer[] = [];
+for await (const c of process.stdin) chunks.push(c as Buffer);
+const input = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+  portal: string;
+  username: string;
+  password: string;
+  calls: Call[];
+};
+const authentication = await ArcGISIdentityManager.signIn({
+  username: input.username,
+  password: input.password,
+  portal: input.portal,
+});
+
+/** Every helper the tests drive, called as its documentation shows. */
+const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = {
+  getItem: (o) => getItem(String(o.id), { authentication }),
+  getUserContent: (o) => getUserContent({ ...o, authentication }),
+  searchItems: (o) => searchItems({ ...(o as { q: string }), authentication }),
+  updateItem: (o) => updateItem({ item: o.item as { id: string }, authentication }),
+  setItemAccess: (o) =>
+    setItemAccess({ ...(o as { id: string; access: "private" | "org" | "public" }), authentication }),
+  removeItem: (o) => removeItem({ ...(o as { id: string }), authentication }),
+  isServiceNameAvailable: (o) => isServiceNameAvailable(String(o.name), String(o.type) as never, authentication),
+  getUser: (o) => getUser({ ...o, authentication }),
+};
+
+const results: unknown[] = [];
+for (const call of input.calls) {
+  const fn = CALLS[call.fn];
+  if (!fn) throw new Error(`unknown call ${call.fn}`);
+  try {
+    results.push(await fn(call.options));
+  } catch (err) {
+    results.push({
+      error: { name: (err as Error).name, code: (err as { code?: unknown }).code, message: (err as Error).message },
+    });
+  }
+}
+process.stdout.write(`${JSON.stringify(results)}\n`);
