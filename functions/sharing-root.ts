@@ -70,8 +70,18 @@ function render(data: object, req: RestRequest): string {
     formats: false,
     submit: "Sign out",
   });
+  const searchForm = renderForm([{ name: "q", label: "Search items" }], new Map(), undefined, {
+    action: `${root}/search`,
+    method: "get",
+    submit: "Search",
+  });
+  const content = [
+    a(`${root}/content/users/${encodeURIComponent(d.user.username)}?f=html`, "My content"),
+    ...(d.user.role === "org_admin" ? [a(`${portal}/users?f=html`, "Users")] : []),
+  ];
   const sections = [
     `<h2>Account and tokens</h2>${list(account)}`,
+    `<h2>Content</h2>${list(content)}${searchForm}`,
     d.user.role === "org_admin" ? `<h2>Roles</h2>${list(roles)}` : "",
     `<h2>Data stores and publishing</h2>${stores.length ? list(stores) : '<p class="muted">No data stores.</p>'}`,
     `<h2>Jobs</h2>${jobForm}`,

@@ -274,6 +274,56 @@ describe("signed in through the sign-in page", () => {
     expect(await roleJson()).toMatchObject({ id, name: "Browser Crew Final" });
   });
 
+  it("shares, makes private and deletes an item from its page, and refuses those forms without their CSRF field", async () => {
+    const itemJson = async (id: string) =>
+      (await (await page.request.get(https(`/content/items/${id}?f=json`))).json()) as Record<string, unknown>;
+    const anonymousSees = async () => {
+      const res = await fetch(`${engine.ready.http}/arcgis/rest/services?f=json`);
+      return ((await res.json()) as { services: { name: string }[] }).services.some((s) => s.name === "World_Basemap");
+    };
+    // From the directory to the administrator's content to the item's page, by following links.
+    await page.goto(https());
+    await follow(page, "My content");
+    await follow(page, "World_Basemap");
+    const itemUrl = page.url();
+    const id = itemUrl.match(/\/content\/items\/([0-9a-f]{32})\?f=html$/)?.[1] ?? "";
+    expect(id).not.toBe("");
+    await expect(cell(page, "Access").textContent()).resolves.toBe("public");
+    await expect(cell(page, "Type").textContent()).resolves.toBe("Map Service");
+    expect(await page.getByLabel("Everyone (public)").isChecked()).toBe(true);
+    expect(await page.getByLabel("Organization").isChecked()).toBe(true);
+    expect(await anonymousSees()).toBe(true);
+    await page.screenshot({ path: join(ARTIFACTS, "item.png"), fullPage: true });
+
+    // Share with the organization only: the box for everyone is unchecked (the browser sends nothing for it).
+    await page.getByLabel("Everyone (public)").uncheck();
+    expect((await submit(page, "Share")).status()).toBe(200);
+    await expect(cell(page, "itemId").textContent()).resolves.toBe(id);
+    expect(await itemJson(id)).toMatchObject({ access: "org" });
+    expect(await anonymousSees()).toBe(false);
+
+    await page.goto(itemUrl);
+    expect((await submit(page, "Make private")).status()).toBe(200);
+    expect(await itemJson(id)).toMatchObject({ access: "private" });
+
+    // The same POSTs from the browser's session without the form's field are refused.
+    for (const op of ["share", "delete"]) {
+      const forged = await page.request.post(https(`/content/users/admin/items/${id}/${op}`), {
+        form: { f: "json", everyone: "true" },
+      });
+      expect(await forged.json()).toMatchObject({ error: { code: 403 } });
+    }
+    expect(await itemJson(id)).toMatchObject({ access: "private" });
+
+    // Deleting the item unpublishes the service.
+    await page.goto(itemUrl);
+    expect((await submit(page, "Delete")).status()).toBe(200);
+    await expect(cell(page, "success").textContent()).resolves.toBe("true");
+    expect(await itemJson(id)).toMatchObject({ error: { messageCode: "CONT_0001" } });
+    const service = await page.request.get(`${engine.ready.https}/arcgis/rest/services/World_Basemap/MapServer?f=json`);
+    expect(await service.json()).toMatchObject({ error: { code: 404 } });
+  });
+
   // The update form starts from the role's current values, so a field the user leaves alone is kept.
   it("keeps a role's description when only its name is changed through the update form", async () => {
     await page.goto(https("/portals/self/createRole?f=html"));
