@@ -76,6 +76,17 @@ describe("infrastructure", () => {
     for (const i of integrations) expect(i.PayloadFormatVersion).toBe("2.0");
   });
 
+  it("gives each function one invoke permission, for this API only, so the stack stays under 500 resources", () => {
+    const permissions = ofType("AWS::Lambda::Permission").map(([, r]) => r.Properties);
+    expect(permissions).toHaveLength(ROUTES.length);
+    for (const p of permissions) {
+      expect(p.Principal).toBe("apigateway.amazonaws.com");
+      expect(JSON.stringify(p.SourceArn)).toContain("/*/*/*");
+    }
+    // CloudFormation refuses a stack of more than 500 resources: keep room for what comes next.
+    expect(Object.keys(template.toJSON().Resources as object).length).toBeLessThan(450);
+  });
+
   it("runs each function on nodejs24.x arm64 with its tables' names and the token key's id, and nothing more", () => {
     for (const route of ROUTES) {
       const fn = functionFor(route.id).Properties;

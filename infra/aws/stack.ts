@@ -201,7 +201,9 @@ export class MapgateStack extends Stack {
         this.stateMachine.grantStartExecution(fn);
         fn.addEnvironment("STATE_MACHINE_ARN", this.stateMachine.stateMachineArn);
       }
-      const integration = new HttpLambdaIntegration(`${name}Integration`, fn);
+      // One invoke permission per function (for this API), not one per route and method: a stack holds at most
+      // 500 resources, and GET+POST routes would otherwise spend two permissions on every function.
+      const integration = new HttpLambdaIntegration(`${name}Integration`, fn, { scopePermissionToRoute: false });
       const apiRoutes =
         route.methods === "$default"
           ? [new HttpRoute(this, `${name}Route`, { httpApi: this.api, routeKey: HttpRouteKey.DEFAULT, integration })]
