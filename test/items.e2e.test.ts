@@ -335,14 +335,22 @@ describe("bulk-published layers", () => {
     expect(after.map((l) => l.id)).not.toContain(first.id);
     expect(after).toHaveLength(all.length - 1);
     expect(await getJson(first.url, tokens.admin)).toMatchObject({ error: { code: 404 } });
-    // publishLayers again makes the missing layer anew (synchronizing), with the same item id.
-    const again = await postJson(
-      `${rest()}/portals/self/datastores/allDatasets/publishLayers`,
-      tokens.publisher ?? "",
-      { datastoreId: org.folderStore, serverId: org.serverId, serverFolder: "Layers", templateSvcConfig: "{}" },
-    );
-    await waitForJob(engine, tokens.publisher ?? "", String(again.jobId), String(again.key));
+    // publishLayers again makes the missing layer anew (synchronizing), with the same item id. An administrator
+    // runs it this time, so the new layer's item is the administrator's, private: the data store's owner does
+    // not see it in getLayers until it is shared with the organization.
+    const again = await postJson(`${rest()}/portals/self/datastores/allDatasets/publishLayers`, tokens.admin ?? "", {
+      datastoreId: org.folderStore,
+      serverId: org.serverId,
+      serverFolder: "Layers",
+      templateSvcConfig: "{}",
+    });
+    await waitForJob(engine, tokens.admin ?? "", String(again.jobId), String(again.key));
+    expect((await layers(tokens.admin)).map((l) => l.id)).toContain(first.id);
+    expect((await layers(tokens.publisher)).map((l) => l.id)).not.toContain(first.id);
+    expect(await getJson(`${rest()}/content/items/${first.id}`, tokens.admin)).toMatchObject({ owner: "admin" });
+    await share(engine, tokens.admin ?? "", first.id, { org: "true" });
     expect((await layers(tokens.publisher)).map((l) => l.id)).toContain(first.id);
+    expect(await layers(tokens.publisher)).toHaveLength(all.length);
   });
 });
 
