@@ -1,7 +1,8 @@
 // GET|POST …/sharing/rest/search?q=…: items the caller may see that match the query (shared/search-query.ts),
 // sorted and paged (start 1-based, num ≤ 100). Never a table scan: the query's owner:, id: or orgid: terms
 // pick index partitions (byOwner, the table's key, byPortal); otherwise the caller's organization and the
-// public items (the sparse byPublic index) are read. At most MAX_CANDIDATES items are read per search.
+// public items (the sparse byPublic index) are read. At most MAX_CANDIDATES items are read per search. Index
+// pages may lag a change by a moment: the page shown is read again from the table and checked once more.
 import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import { intParam } from "#shared/http/params.ts";
@@ -9,7 +10,8 @@ import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { itemsPage } from "#shared/item-pages.ts";
 import { itemView } from "#shared/items.ts";
 import { matches, parseQuery, type Query, QueryError, requiredValues } from "#shared/search-query.ts";
-import { getItem, type Item, type ItemIndex, publicPartition, queryItems } from "#shared/stores/items.ts";
+import { pageOf } from "#shared/paging.ts";
+import { getItems, type Item, type ItemIndex, PUBLIC_PARTITION, queryItems } from "#shared/stores/items.ts";
 
 const FAILED = "Unable to search.";
 const MAX_CANDIDATES = 10_000;
@@ -35,16 +37,21 @@ async function readPartition(index: ItemIndex, value: string, into: Map<string, 
 async function candidates(req: RestRequest, query: Query): Promise<Item[]> {
   const required = requiredValues(query);
   const found = new Map<string, Item>();
+  // Values no key can hold match nothing (and never reach the store as keys).
+  const keys = (values: readonly string[]) => [...new Set(values)].filter((v) => v.length > 0 && v.length <= 128);
   if (required.id) {
-    const ids = [...new Set(required.id.map((i) => i.toLowerCase()))].slice(0, 100);
-    for (const item of await Promise.all(ids.map((id) => getItem(id)))) if (item) found.set(item.itemId, item);
+    const ids = keys(required.id.map((i) => i.toLowerCase())).filter((i) => /^[0-9a-f]{32}$/.test(i));
+    for (const item of (await getItems(ids)).values()) found.set(item.itemId, item);
   } else if (required.owner) {
-    for (const owner of new Set(required.owner)) await readPartition("byOwner", owner, found);
+    for (const owner of keys(required.owner)) await readPartition("byOwner", owner, found);
   } else if (required.orgid) {
-    for (const org of new Set(required.orgid)) await readPartition("byPortal", org, found);
+    // orgid: matches whatever the letter case; the caller's own organization is found as such.
+    const own = req.identity.kind === "anonymous" ? undefined : req.identity.portal.portalId;
+    const orgs = keys(required.orgid).map((o) => (own && o.toLowerCase() === own.toLowerCase() ? own : o));
+    for (const org of orgs) await readPartition("byPortal", org, found);
   } else {
     if (req.identity.kind !== "anonymous") await readPartition("byPortal", req.identity.portal.portalId, found);
-    await readPartition("byPublic", publicPartition, found);
+    await readPartition("byPublic", PUBLIC_PARTITION, found);
   }
   return [...found.values()];
 }
@@ -98,35 +105,35 @@ export const handler = restHandler(
     }
     if (problems.length > 0 || !query) throw badRequest(FAILED, problems);
     const parsed = query;
-    const hits = (await candidates(req, parsed)).filter(
-      (item) =>
-        visibleTo(req.identity, item) &&
-        matches(parsed, {
-          id: item.itemId,
-          owner: item.owner,
-          orgId: item.portalId,
-          title: item.title,
-          type: item.type,
-          tags: item.tags,
-          typeKeywords: item.typeKeywords,
-          access: item.access,
-          description: item.description,
-          snippet: item.snippet,
-        }),
-    );
+    const hit = (item: Item) =>
+      visibleTo(req.identity, item) &&
+      matches(parsed, {
+        id: item.itemId,
+        owner: item.owner,
+        orgId: item.portalId,
+        title: item.title,
+        type: item.type,
+        tags: item.tags,
+        typeKeywords: item.typeKeywords,
+        access: item.access,
+        description: item.description,
+        snippet: item.snippet,
+      });
+    const hits = (await candidates(req, parsed)).filter(hit);
     // Without a sort field: newest first. A sort field sorts ascending unless told otherwise; ties by id.
     const field: SortField = (sortField as SortField | undefined) ?? "created";
     const sign = (order ?? (sortField ? "asc" : "desc")) === "desc" ? -1 : 1;
     hits.sort((a, b) => sign * compare(field, a, b) || a.itemId.localeCompare(b.itemId));
-    const shown = hits.slice(start - 1, start - 1 + num);
-    const after = start - 1 + shown.length;
+    const { shown, ...page } = pageOf(hits, start, num);
+    // The page as the table holds it now: an item unshared or deleted a moment ago is not shown.
+    const now = await getItems(shown.map((i) => i.itemId));
     const answer: Answer = {
       query: q,
-      total: hits.length,
-      start,
-      num,
-      nextStart: after < hits.length && shown.length > 0 ? after + 1 : -1,
-      results: shown.map((i) => itemView(i, req.identity, req.httpsOrigin)),
+      ...page,
+      results: shown.flatMap((i) => {
+        const fresh = now.get(i.itemId);
+        return fresh && hit(fresh) ? [itemView(fresh, req.identity, req.httpsOrigin)] : [];
+      }),
     };
     return answer;
   },

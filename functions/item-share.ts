@@ -1,23 +1,19 @@
 // POST …/content/items/<id>/share|unshare and …/content/users/<owner>/items/<id>/share|unshare: who sees an
-// item and its service. `everyone` and `org` (true/false) set the access when either is given: everyone →
-// public, org → org, neither → private; unshare takes them away (everyone → no longer public, org → private).
-// Groups are not modelled: any group named comes back in notSharedWith / notUnsharedFrom.
-import { badRequest, notFound } from "#shared/http/errors.ts";
-import { restHandler } from "#shared/http/pipeline.ts";
-import { managedItem } from "#shared/items.ts";
-import { ItemGoneError, setItemAccess } from "#shared/stores/items.ts";
+// item and its service. `everyone` and `org` (true/false; `account`, which the Home app sends with everyone,
+// counts as org) set the access when either is given: everyone → public, org → org, neither → private.
+// unshare takes them away: everyone → no longer public (org stays), org → private. Making an item public takes
+// `portal:user:shareToPublic`, sharing it with the organization `portal:user:shareToOrg` (administrators hold
+// both). Groups are not modelled: any group named comes back in notSharedWith / notUnsharedFrom.
+import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { boolParam } from "#shared/http/params.ts";
+import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
+import { changing, managedItem } from "#shared/items.ts";
+import { changeItemAccess } from "#shared/stores/items.ts";
 import type { Access } from "#shared/stores/service-keys.ts";
 
 const FAILED = "Unable to share item.";
-
-function flag(raw: string | undefined, name: string, problems: string[]): boolean | undefined {
-  if (raw === undefined || raw === "") return undefined;
-  const v = raw.trim().toLowerCase();
-  if (v === "true") return true;
-  if (v === "false") return false;
-  problems.push(`'${name}' must be true or false.`);
-  return undefined;
-}
+/** Marks a POST from mapgate's own share forms, where an unchecked box is sent as nothing and means "off". */
+const CHECKBOX_FORM = "checkboxForm";
 
 function nextAccess(current: Access, unsharing: boolean, everyone?: boolean, org?: boolean): Access {
   if (unsharing) {
@@ -29,6 +25,13 @@ function nextAccess(current: Access, unsharing: boolean, everyone?: boolean, org
   return everyone ? "public" : org ? "org" : "private";
 }
 
+function mayShare(req: RestRequest, access: Access): boolean {
+  if (req.identity.kind !== "user" || access === "private") return true;
+  if (req.identity.user.role === "org_admin") return true;
+  const needed = access === "public" ? "portal:user:shareToPublic" : "portal:user:shareToOrg";
+  return req.identity.privileges.includes(needed);
+}
+
 export const handler = restHandler(
   {
     name: "Share Item",
@@ -36,35 +39,38 @@ export const handler = restHandler(
     form: [
       { name: "everyone", label: "Everyone (public)", type: "checkbox" },
       { name: "org", label: "Organization", type: "checkbox" },
+      { name: CHECKBOX_FORM, type: "hidden" },
     ],
+    formValues: async () => ({ [CHECKBOX_FORM]: "true" }),
   },
   async (req) => {
     const unsharing = req.path.endsWith("/unshare");
     const problems: string[] = [];
-    const everyone = flag(req.params.get("everyone"), "everyone", problems);
-    const org = flag(req.params.get("org"), "org", problems);
-    // `account` is what the Home app sends with everyone: it means the organization, as `org` does.
-    const account = flag(req.params.get("account"), "account", problems);
+    const everyone = boolParam(req.params.get("everyone"), "everyone", problems);
+    const orgFlag = boolParam(req.params.get("org"), "org", problems);
+    const account = boolParam(req.params.get("account"), "account", problems);
     if (problems.length > 0) throw badRequest(FAILED, problems);
-    const item = await managedItem(req);
+    const org = orgFlag === undefined && account === undefined ? undefined : Boolean(orgFlag || account);
+    const boxes = !unsharing && req.params.get(CHECKBOX_FORM) === "true";
+    const item = await managedItem(req, FAILED);
     const groups = (req.params.get("groups") ?? "")
       .split(",")
       .map((g) => g.trim())
-      .filter((g) => g !== "");
-    // A browser form sends unchecked boxes as nothing: on the share form that means "off".
-    const fromForm = req.format === "html" && !unsharing;
-    const access = nextAccess(
-      item.access,
-      unsharing,
-      everyone ?? (fromForm ? false : undefined),
-      org ?? account ?? (fromForm ? false : undefined),
+      .filter((g) => g !== "")
+      .slice(0, 100);
+    await changing(item, () =>
+      changeItemAccess(item, (current) => {
+        const access = nextAccess(
+          current,
+          unsharing,
+          everyone ?? (boxes ? false : undefined),
+          org ?? (boxes ? false : undefined),
+        );
+        if (access !== current && !mayShare(req, access))
+          throw forbidden([`Your role may not share items as ${access}.`]);
+        return access;
+      }),
     );
-    try {
-      if (access !== item.access) await setItemAccess(item, access);
-    } catch (err) {
-      if (err instanceof ItemGoneError) throw notFound([`Item '${item.itemId}' does not exist or is inaccessible.`]);
-      throw err;
-    }
     return unsharing
       ? { notUnsharedFrom: groups, itemId: item.itemId }
       : { notSharedWith: groups, itemId: item.itemId };

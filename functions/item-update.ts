@@ -1,11 +1,11 @@
 // POST …/content/users/<owner>/items/<id>/update: an item's title, tags, summary (snippet) and description;
 // a service's description and tags change with its item. Other item fields a client sends back (ArcGIS
 // clients send the whole item) are ignored: access changes through share, the rest is the server's.
-import { badRequest, notFound } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
-import { managedItem } from "#shared/items.ts";
+import { changing, managedItem } from "#shared/items.ts";
 import { tagsOf } from "#shared/publishing.ts";
-import { type ItemChanges, ItemGoneError, updateItem } from "#shared/stores/items.ts";
+import { type ItemChanges, updateItem } from "#shared/stores/items.ts";
 
 const FAILED = "Unable to update item.";
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
@@ -38,7 +38,7 @@ export const handler = restHandler(
     ],
     // The form edits the item as it is: a field left alone is sent back unchanged.
     formValues: async (req) => {
-      const item = await managedItem(req);
+      const item = await managedItem(req, FAILED);
       return { title: item.title, tags: item.tags.join(", "), snippet: item.snippet, description: item.description };
     },
   },
@@ -65,13 +65,8 @@ export const handler = restHandler(
       else changes.description = description;
     }
     if (problems.length > 0) throw badRequest(FAILED, problems);
-    const item = await managedItem(req);
-    try {
-      if (Object.keys(changes).length > 0) await updateItem(item, changes);
-    } catch (err) {
-      if (err instanceof ItemGoneError) throw notFound([`Item '${item.itemId}' does not exist or is inaccessible.`]);
-      throw err;
-    }
+    const item = await managedItem(req, FAILED);
+    if (Object.keys(changes).length > 0) await changing(item, () => updateItem(item, changes));
     return { success: true, id: item.itemId };
   },
 );

@@ -5,6 +5,7 @@ import { intParam } from "#shared/http/params.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { privilegesOf } from "#shared/auth/identity.ts";
 import { listPortalUsers } from "#shared/stores/users.ts";
+import { pageOf } from "#shared/paging.ts";
 import { fullProfile } from "#shared/user-views.ts";
 
 export const handler = restHandler({ name: "Users" }, async (req) => {
@@ -12,16 +13,12 @@ export const handler = restHandler({ name: "Users" }, async (req) => {
   if (user.role !== "org_admin") throw forbidden();
   const problems: string[] = [];
   const start = intParam(req.params.get("start"), "start", 1, 1, 1_000_000, problems);
-  const num = intParam(req.params.get("num"), "num", 10, 1, 100, problems);
+  const num = intParam(req.params.get("num"), "num", 10, 0, 100, problems);
   if (problems.length > 0) throw badRequest("Unable to list users.", problems);
   const users = (await listPortalUsers(portal.portalId)).sort((a, b) => (a.username < b.username ? -1 : 1));
-  const shown = users.slice(start - 1, start - 1 + num);
-  const after = start - 1 + shown.length;
+  const { shown, ...page } = pageOf(users, start, num);
   return {
-    total: users.length,
-    start,
-    num,
-    nextStart: after < users.length && shown.length > 0 ? after + 1 : -1,
+    ...page,
     users: await Promise.all(shown.map(async (u) => fullProfile(u, await privilegesOf(u)))),
   };
 });

@@ -3,6 +3,7 @@ import { badRequest } from "#shared/http/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { rolesPage, roleView } from "#shared/roles.ts";
 import { intParam } from "#shared/http/params.ts";
+import { pageOf } from "#shared/paging.ts";
 import { listRoles } from "#shared/stores/roles.ts";
 
 export const handler = restHandler({ name: "Roles", html: rolesPage }, async (req) => {
@@ -16,13 +17,6 @@ export const handler = restHandler({ name: "Roles", html: rolesPage }, async (re
   const roles = (await listRoles(portal.portalId)).sort(
     (a, b) => a.name.localeCompare(b.name, "en", { sensitivity: "base" }) || a.roleId.localeCompare(b.roleId),
   );
-  const page = roles.slice(start - 1, start - 1 + num);
-  const next = start - 1 + num;
-  return {
-    total: roles.length,
-    start,
-    num,
-    nextStart: next < roles.length ? next + 1 : -1,
-    roles: page.map((r) => roleView(r, withPrivileges)),
-  };
+  const { shown, ...page } = pageOf(roles, start, num);
+  return { ...page, roles: shown.map((r) => roleView(r, withPrivileges)) };
 });

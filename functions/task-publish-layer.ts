@@ -10,10 +10,10 @@ import { getServer, type Server, serverUrl } from "#shared/stores/servers.ts";
 import { createService, getService, type Service, ServiceExistsError } from "#shared/stores/services.ts";
 import { JobError, taskHandler } from "#shared/tasks.ts";
 
-type Item = Omit<LayerBatch, "batch"> & { readonly dataset: Dataset };
+type DatasetLayer = Omit<LayerBatch, "batch"> & { readonly dataset: Dataset };
 
 /** A service name from a dataset name (`demo.Parcels` → `demo_Parcels_…`), unique per dataset path. */
-const serviceName = (item: Item) =>
+const serviceName = (item: DatasetLayer) =>
   `${item.dataset.name.replace(/[^A-Za-z0-9_]/g, "_").slice(0, 100)}_${stableItemId(item.datastoreId, item.dataset.path).slice(0, 6)}`;
 
 export const handler = taskHandler("publish-layer", async (batch: LayerBatch) => {
@@ -35,7 +35,10 @@ export const handler = taskHandler("publish-layer", async (batch: LayerBatch) =>
   return { batch: batch.batch, published };
 });
 
-async function publishOne(server: Server, item: Item): Promise<void> {
+/** Who may see a layer, copied onto its pair from its service (and item). */
+const pairAccess = (s: Service) => ({ access: s.access, owner: s.owner, portalId: s.portalId });
+
+async function publishOne(server: Server, item: DatasetLayer): Promise<void> {
   const name = serviceName(item);
   const id = stableItemId("layer", item.datastoreId, item.dataset.path);
   const now = Date.now();
@@ -66,9 +69,8 @@ async function publishOne(server: Server, item: Item): Promise<void> {
     dataset: { ...item.dataset, datastoreId: item.datastoreId },
   });
   const existing = await getService(server.serverId, item.serverFolder, name);
-  if (existing && existing.itemId !== id) {
-    throw new JobError(`A service named '${name}' exists already and is not this dataset's layer.`);
-  }
+  const notThisLayer = () => new JobError(`A service named '${name}' exists already and is not this dataset's layer.`);
+  if (existing && existing.itemId !== id) throw notThisLayer();
   if (!existing) {
     // The service, its item and its layer–dataset pair are one transaction: none exists without the others.
     const path = { datastoreId: item.datastoreId, path: item.dataset.path };
@@ -80,11 +82,7 @@ async function publishOne(server: Server, item: Item): Promise<void> {
         undefined,
         [
           {
-            Put: pairPut(item.datastoreId, pair(now), {
-              access: service.access,
-              owner: service.owner,
-              portalId: service.portalId,
-            }),
+            Put: pairPut(item.datastoreId, pair(now), pairAccess(service)),
           },
         ],
       );
@@ -95,11 +93,6 @@ async function publishOne(server: Server, item: Item): Promise<void> {
   }
   // A retry (or a concurrent run) made the service: its pair is recorded unless it is already.
   const made = existing ?? (await getService(server.serverId, item.serverFolder, name));
-  if (!made || made.itemId !== id)
-    throw new JobError(`A service named '${name}' exists already and is not this dataset's layer.`);
-  await recordPair(item.datastoreId, pair(made.created), {
-    access: made.access,
-    owner: made.owner,
-    portalId: made.portalId,
-  });
+  if (!made || made.itemId !== id) throw notThisLayer();
+  await recordPair(item.datastoreId, pair(made.created), pairAccess(made));
 }

@@ -39,10 +39,12 @@ export function itemPage(data: object, req: RestRequest): string {
       [
         { name: "everyone", label: "Everyone (public)", type: "checkbox" },
         { name: "org", label: "Organization", type: "checkbox" },
+        { name: "checkboxForm", type: "hidden" },
       ],
       new Map([
         ["everyone", access === "public" ? "true" : ""],
         ["org", access !== "private" ? "true" : ""],
+        ["checkboxForm", "true"],
       ]),
       req.csrf,
       { action: `${base}/share`, submit: "Share", formats: false },

@@ -4,10 +4,10 @@
 import type { Identity } from "#shared/auth/identity.ts";
 import type { CacheInfo } from "#shared/caches/probe.ts";
 import { visibleTo } from "#shared/catalog.ts";
-import { forbidden, notFound, tokenRequired } from "#shared/http/errors.ts";
+import { ApiError, badRequest, forbidden, notFound, tokenRequired } from "#shared/http/errors.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import type { DataStore } from "#shared/stores/datastores.ts";
-import { DATA_STORE_TYPE, getItem, type Item, ITEM_TYPES } from "#shared/stores/items.ts";
+import { DATA_STORE_TYPE, getItem, type Item, ItemBusyError, ItemGoneError, ITEM_TYPES } from "#shared/stores/items.ts";
 import type { Service } from "#shared/stores/services.ts";
 
 /** What clients look for in `typeKeywords` to know what they can do with a service. */
@@ -127,7 +127,24 @@ export async function visibleItem(identity: Identity, itemId: string | undefined
   const item = itemId ? await getItem(itemId) : undefined;
   if (item && visibleTo(identity, item)) return item;
   if (identity.kind === "anonymous") throw tokenRequired();
-  throw notFound([`Item '${(itemId ?? "").slice(0, 64)}' does not exist or is inaccessible.`]);
+  throw itemNotFound(itemId ?? "");
+}
+
+const itemNotFound = (itemId: string) => notFound([`Item '${itemId.slice(0, 64)}' does not exist or is inaccessible.`]);
+
+/** Runs a change of an item, answering a concurrent delete as "does not exist" and lasting contention as 409. */
+export async function changing<T>(item: Item, change: () => Promise<T>): Promise<T> {
+  try {
+    return await change();
+  } catch (err) {
+    if (err instanceof ItemGoneError) throw itemNotFound(item.itemId);
+    if (err instanceof ItemBusyError) {
+      throw new ApiError(409, "Unable to change the item.", [
+        "The item is being changed by other requests; try again.",
+      ]);
+    }
+    throw err;
+  }
 }
 
 /**
@@ -181,16 +198,18 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
 
 /**
  * The item a `content/users/<username>/items/<id>/…` operation changes, if the caller may change it: its
- * owner or an administrator of its organization. The path's username must be the owner's (or, as clients
+ * owner or an administrator of its organization (`what` names the operation in a refusal). The path's username must be the owner's (or, as clients
  * send when an administrator acts, the caller's).
  */
-export async function managedItem(req: RestRequest): Promise<Item> {
+export async function managedItem(req: RestRequest, what: string): Promise<Item> {
   const { user } = requireUser(req);
   const item = await visibleItem(req.identity, req.pathParameters.itemId);
   const named = req.pathParameters.username;
-  if (named !== undefined && named !== item.owner && named !== user.username) {
-    throw notFound([`Item '${item.itemId}' does not exist or is inaccessible.`]);
-  }
+  if (named !== undefined && named !== item.owner && named !== user.username) throw itemNotFound(item.itemId);
   if (!canManage(req.identity, item)) throw forbidden();
+  // A data store's item stands for the registration an operator made: it changes only with it.
+  if (item.type === DATA_STORE_TYPE) {
+    throw badRequest(what, ["A data store's item is changed with the data store itself, by an operator."]);
+  }
   return item;
 }

@@ -303,6 +303,70 @@ describe("access follows the item on every surface", () => {
   });
 });
 
+describe("who may share, and what", () => {
+  it("takes the role's sharing privileges: without shareToPublic an owner may share with the organization only", async () => {
+    const { serviceItemId: id } = await publishBasemap("Privileged");
+    const admin = tokens.admin ?? "";
+    const portal = `${rest()}/portals/self`;
+    const created = await postJson(`${portal}/createRole`, admin, { name: "No Public Sharing" });
+    const roleId = String(created.id);
+    const privileges = (await getJson(`${rest()}/community/self`, tokens.publisher)).privileges as string[];
+    expect(privileges).toContain("portal:user:shareToPublic");
+    const without = privileges.filter((p) => p !== "portal:user:shareToPublic");
+    expect(
+      await postJson(`${portal}/roles/${roleId}/setPrivileges`, admin, {
+        privileges: JSON.stringify({ privileges: without }),
+      }),
+    ).toEqual({ success: true });
+    expect(await postJson(`${portal}/updateuserrole`, admin, { user: "publisher", role: roleId })).toMatchObject({
+      success: true,
+    });
+    try {
+      const publisher = tokens.publisher ?? "";
+      expect(await share(engine, publisher, id, { everyone: "true" })).toMatchObject({ error: { code: 403 } });
+      expect(await share(engine, publisher, id, { org: "true" })).toMatchObject({ itemId: id });
+      expect(await getJson(`${rest()}/content/items/${id}`, publisher)).toMatchObject({ access: "org" });
+    } finally {
+      await postJson(`${portal}/updateuserrole`, admin, { user: "publisher", role: "org_publisher" });
+    }
+    expect(await share(engine, tokens.publisher ?? "", id, { everyone: "true" })).toMatchObject({ itemId: id });
+  });
+
+  it("refuses to share or update a data store's item, which changes only with the data store", async () => {
+    for (const op of ["share", "update"]) {
+      const answer = await postJson(
+        `${rest()}/content/users/publisher/items/${org.folderStore}/${op}`,
+        tokens.admin ?? "",
+        {
+          everyone: "true",
+          title: "Renamed",
+        },
+      );
+      expect(answer, op).toMatchObject({ error: { code: 400 } });
+    }
+    expect(await getJson(`${rest()}/content/items/${org.folderStore}`, tokens.admin)).toMatchObject({
+      access: "private",
+      title: "Demo Data Store",
+    });
+  });
+
+  it("lists another user's content as the caller may see it, and answers absurd search keys with nothing", async () => {
+    const { serviceItemId: hidden } = await publishBasemap("Hidden_From_Members");
+    const seen = await getJson(`${rest()}/content/users/publisher?num=100`, tokens.user);
+    const ids = (seen.items as { id: string; access: string }[]).map((i) => i.id);
+    expect(ids).not.toContain(hidden);
+    expect((seen.items as { access: string }[]).every((i) => i.access !== "private")).toBe(true);
+    const own = await getJson(`${rest()}/content/users/publisher?num=100`, tokens.publisher);
+    expect((own.items as { id: string }[]).map((i) => i.id)).toContain(hidden);
+    for (const q of [`owner:${"x".repeat(300)}`, `orgid:${"é".repeat(600)}`, `id:${"a".repeat(40)}`]) {
+      expect(await getJson(`${rest()}/search?q=${encodeURIComponent(q)}`, tokens.admin), q).toMatchObject({
+        total: 0,
+        results: [],
+      });
+    }
+  });
+});
+
 describe("bulk-published layers", () => {
   it("hides layers from getLayers as their items' access says, and removes a deleted layer's pair and service", async () => {
     const started = await postJson(

@@ -5,6 +5,7 @@ const USER = [
   "portal:user:joinGroup",
   "portal:user:shareToGroup",
   "portal:user:shareToOrg",
+  "portal:user:shareToPublic",
   "portal:user:viewOrgGroups",
   "portal:user:viewOrgItems",
   "portal:user:viewOrgUsers",

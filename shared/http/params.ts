@@ -99,3 +99,13 @@ export function intParam(
   }
   return n;
 }
+
+/** A true/false parameter (absent or empty: undefined); anything else is a problem listed. */
+export function boolParam(raw: string | undefined, name: string, problems: string[]): boolean | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  const v = raw.trim().toLowerCase();
+  if (v === "true") return true;
+  if (v === "false") return false;
+  problems.push(`'${name}' must be true or false.`);
+  return undefined;
+}

@@ -2,7 +2,7 @@
 // An item is the source of truth for who sees its service; the service record keeps a copy of `access` (and
 // of the description and tags the catalog shows), changed in the same transaction as the item, with the
 // server's catalog version, so every cached catalog sees the change on its next request.
-import { GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
@@ -136,6 +136,9 @@ export interface ItemPage {
 }
 
 export type ItemIndex = "byOwner" | "byPortal" | "byPublic";
+
+/** The `byPublic` index holds one partition: every public item. */
+export const PUBLIC_PARTITION = PUBLIC;
 const INDEX_KEYS: Readonly<Record<ItemIndex, string>> = { byOwner: "owner", byPortal: "portalId", byPublic: "listed" };
 
 /** One page (≤ `limit` items) of one index partition: an owner's items, an organization's, or public ones. */
@@ -160,9 +163,31 @@ export async function queryItems(
   return { items: (out.Items ?? []).map(toItem), next: out.LastEvaluatedKey };
 }
 
-export const publicPartition = PUBLIC;
+/**
+ * Items as they are now, read from the table itself (strongly consistent): index pages may lag a change by a
+ * moment, so whatever is shown is checked against these. Missing ids are left out.
+ */
+export async function getItems(itemIds: readonly string[]): Promise<Map<string, Item>> {
+  const out = new Map<string, Item>();
+  const table = tableName("items");
+  for (let i = 0; i < itemIds.length; i += 100) {
+    let keys: Record<string, unknown>[] | undefined = [...new Set(itemIds.slice(i, i + 100))].map((itemId) => ({
+      itemId,
+    }));
+    for (let attempt = 0; keys && keys.length > 0; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, 10 * 2 ** attempt));
+      if (attempt > 6) throw new Error("items could not be read (throttled)");
+      const page = await ddb.send(
+        new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true } } }),
+      );
+      for (const record of page.Responses?.[table] ?? []) out.set(String(record.itemId), toItem(record));
+      keys = page.UnprocessedKeys?.[table]?.Keys as Record<string, unknown>[] | undefined;
+    }
+  }
+  return out;
+}
 
-/** Why a change to an item could not be made. */
+/** The item no longer exists (a concurrent delete won). */
 export class ItemGoneError extends Error {
   constructor() {
     super("The item no longer exists.");
@@ -170,19 +195,32 @@ export class ItemGoneError extends Error {
   }
 }
 
-/** Transactions that contend for one item may be cancelled with TransactionConflict: they are retried. */
-async function transact(items: object[]): Promise<void> {
+/** The item kept changing under concurrent requests: the caller may try again. */
+export class ItemBusyError extends Error {
+  constructor() {
+    super("The item is being changed by other requests.");
+    this.name = "ItemBusyError";
+  }
+}
+
+/** The item changed since it was read (its access is not what the change was computed from). */
+class ItemChangedError extends Error {}
+
+/**
+ * Every write to an item also advances its server's catalog version, so concurrent changes of one server's
+ * items cancel each other with TransactionConflict: they are retried with jittered backoff (≈ 2.5 s in all).
+ */
+async function transact(items: object[], guarded = false): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
       await ddb.send(new TransactWriteCommand({ TransactItems: items as never }));
       return;
     } catch (err) {
-      if (failedConditions(err)?.includes(0)) throw new ItemGoneError();
+      if (failedConditions(err)?.includes(0)) throw guarded ? new ItemChangedError() : new ItemGoneError();
       const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
-      const conflict =
-        (err as Error).name === "TransactionConflictException" || reasons.some((r) => r.Code === "TransactionConflict");
-      if (!conflict || attempt >= 5) throw err;
-      await new Promise((r) => setTimeout(r, Math.random() * 20 * 2 ** attempt));
+      if (!reasons.some((r) => r.Code === "TransactionConflict")) throw err;
+      if (attempt >= 8) throw new ItemBusyError();
+      await new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** attempt));
     }
   }
 }
@@ -200,49 +238,78 @@ const pairOf = (item: Item) => ({
 
 /**
  * Shares an item (public, org or private) with its service and layer pair, in one transaction that also
- * advances the catalog version. The item must still exist (a concurrent delete wins cleanly).
+ * advances the catalog version. `next` computes the new access from the current one; the write applies only
+ * if the access is still what it was computed from (else the item is read again and `next` asked again), so
+ * a change computed from a stale read never lands. A concurrent delete wins cleanly (ItemGoneError).
  */
-export async function setItemAccess(item: Item, access: Access): Promise<number> {
+export async function changeItemAccess(item: Item, next: (current: Access) => Access): Promise<Item> {
+  let current = item;
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const access = next(current.access);
+    if (access === current.access) return current;
+    try {
+      await writeAccess(current, access);
+      return { ...current, access };
+    } catch (err) {
+      if (!(err instanceof ItemChangedError)) throw err;
+      const fresh = await getItem(current.itemId);
+      if (!fresh) throw new ItemGoneError();
+      current = fresh;
+    }
+  }
+  throw new ItemBusyError();
+}
+
+async function writeAccess(item: Item, access: Access): Promise<void> {
   const now = Math.max(Date.now(), item.modified + 1);
-  await transact([
-    {
-      Update: {
-        ...itemKey(item),
-        UpdateExpression:
-          access === "public" ? "SET #a = :a, modified = :m, listed = :l" : "SET #a = :a, modified = :m REMOVE listed",
-        ConditionExpression: "attribute_exists(itemId)",
-        ExpressionAttributeNames: { "#a": "access" },
-        ExpressionAttributeValues: { ":a": access, ":m": now, ...(access === "public" ? { ":l": PUBLIC } : {}) },
+  await transact(
+    [
+      {
+        Update: {
+          ...itemKey(item),
+          UpdateExpression:
+            access === "public"
+              ? "SET #a = :a, modified = :m, listed = :l"
+              : "SET #a = :a, modified = :m REMOVE listed",
+          ConditionExpression: "#a = :was",
+          ExpressionAttributeNames: { "#a": "access" },
+          ExpressionAttributeValues: {
+            ":a": access,
+            ":was": item.access,
+            ":m": now,
+            ...(access === "public" ? { ":l": PUBLIC } : {}),
+          },
+        },
       },
-    },
-    ...(item.service
-      ? [
-          {
-            Update: {
-              ...serviceOf(item),
-              UpdateExpression: "SET #a = :a",
-              ExpressionAttributeNames: { "#a": "access" },
-              ExpressionAttributeValues: { ":a": access, ":id": item.itemId },
+      ...(item.service
+        ? [
+            {
+              Update: {
+                ...serviceOf(item),
+                UpdateExpression: "SET #a = :a",
+                ExpressionAttributeNames: { "#a": "access" },
+                ExpressionAttributeValues: { ":a": access, ":id": item.itemId },
+              },
             },
-          },
-          catalogBump(item.service.serverId),
-        ]
-      : []),
-    ...(item.pair
-      ? [
-          {
-            Update: {
-              ...pairOf(item),
-              UpdateExpression: "SET #a = :a",
-              ConditionExpression: "attribute_exists(entry)",
-              ExpressionAttributeNames: { "#a": "access" },
-              ExpressionAttributeValues: { ":a": access },
+            catalogBump(item.service.serverId),
+          ]
+        : []),
+      ...(item.pair
+        ? [
+            {
+              Update: {
+                ...pairOf(item),
+                UpdateExpression: "SET #a = :a",
+                ConditionExpression: "attribute_exists(entry)",
+                ExpressionAttributeNames: { "#a": "access" },
+                ExpressionAttributeValues: { ":a": access },
+              },
             },
-          },
-        ]
-      : []),
-  ]);
-  return now;
+          ]
+        : []),
+    ],
+    true,
+  );
 }
 
 /** Changes an item's title, tags, description or snippet (the service's copies with it). */

@@ -127,7 +127,7 @@ export async function readCatalog(serverId: string): Promise<Catalog> {
 }
 
 /** The stored form of a service (lists copied: the SDK marshals plain arrays). */
-const serviceItem = (service: Service) => ({
+const serviceRecord = (service: Service) => ({
   ...service,
   tags: [...service.tags],
   extensions: service.extensions.map((e) => ({ ...e })),
@@ -182,7 +182,7 @@ async function putService(service: Service, item: Item, alsoWith: object[]): Pro
         {
           Put: {
             TableName: tableName("services"),
-            Item: serviceItem(service),
+            Item: serviceRecord(service),
             ConditionExpression: "attribute_not_exists(#e)",
             ExpressionAttributeNames: { "#e": "entry" },
           },
