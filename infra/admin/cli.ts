@@ -16,6 +16,7 @@ import {
   AdminInputError,
   addUser,
   bootstrapOrganization,
+  backfillItems,
   describeOrganizations,
   registerDataStore,
   registerServer,
@@ -43,6 +44,7 @@ commands:
                                                           (prints the client id; a server app's client secret
                                                           is printed once, only its hash is kept)
   list-apps          --portal <id>
+  backfill-items                                          (items for what was published before items existed)
   list
 
 target (one of):
@@ -291,6 +293,8 @@ async function run(command: string): Promise<unknown> {
       }
       case "list-apps":
         return (await listPortalApps(need("portal"))).map((app) => appRegistrationAnswer(app, undefined));
+      case "backfill-items":
+        return await backfillItems();
       case "list":
         return await describeOrganizations();
       default:

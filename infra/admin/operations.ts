@@ -36,7 +36,15 @@ import {
 import { dataStoreItem, serviceItem } from "#shared/items.ts";
 import { restServiceUrl } from "#shared/publishing.ts";
 import type { Access, ServiceType } from "#shared/stores/service-keys.ts";
-import { createService, type Service, type ServiceExtension } from "#shared/stores/services.ts";
+import {
+  createService,
+  getServiceInfo,
+  readCatalog,
+  type Service,
+  type ServiceExtension,
+} from "#shared/stores/services.ts";
+import { putMissingItem } from "#shared/stores/items.ts";
+import { forEachPairPage } from "#shared/stores/layers.ts";
 import { BUILT_IN_ROLES, createUser, getUser, listPortalUsers } from "#shared/stores/users.ts";
 
 export class AdminInputError extends Error {
@@ -328,4 +336,32 @@ export async function registerService(serverId: string, spec: NewService): Promi
   };
   await createService(served, serviceItem(served, url, { info }), info);
   return served;
+}
+
+/**
+ * Gives every service, bulk-published layer and data store that has no portal item (made before items
+ * existed) its item, as publishing makes them now; answers how many were made. Safe to run again.
+ */
+export async function backfillItems(): Promise<{ created: number }> {
+  let created = 0;
+  for (const portal of await listPortals()) {
+    const layers = new Map<string, { datastoreId: string; path: string }>();
+    for (const store of await listPortalDataStores(portal.portalId)) {
+      if (await putMissingItem(dataStoreItem(store))) created++;
+      await forEachPairPage(store.datastoreId, (pairs) => {
+        for (const p of pairs) layers.set(p.layer.id, { datastoreId: store.datastoreId, path: p.dataset.path });
+        return true;
+      });
+    }
+    for (const server of await listPortalServers(portal.portalId)) {
+      for (const service of (await readCatalog(server.serverId)).services) {
+        const url = restServiceUrl(serverUrl(server, ""), service.folder, service.name, service.type);
+        const info = await getServiceInfo(service);
+        const pair = layers.get(service.itemId);
+        const item = serviceItem(service, url, { ...(info ? { info } : {}), ...(pair ? { pair } : {}) });
+        if (await putMissingItem(item)) created++;
+      }
+    }
+  }
+  return { created };
 }

@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bootstrapDemo, type DemoResult } from "#infra/admin/demo.ts";
+import { backfillItems } from "#infra/admin/operations.ts";
 import { TABLES, tableEnvName } from "#infra/system.ts";
 import { openDataFolder } from "./data-folder.ts";
 import { createTables, localTableName, startDynamo } from "./dynamo.ts";
@@ -187,6 +188,8 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
             cloud: { bucket: DEMO_BUCKET, prefix: "demo-store" },
           });
         })();
+    // A data folder from before portal items existed gets them now (a no-op once every item exists).
+    if (!demo) await backfillItems();
     const loaded = await Gateway.load(join(ROOT, "functions"));
     loading.gateway = loaded;
     // Executions die with the process that ran them: run every unfinished job again (its tasks are

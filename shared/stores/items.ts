@@ -2,9 +2,9 @@
 // An item is the source of truth for who sees its service; the service record keeps a copy of `access` (and
 // of the description and tags the catalog shows), changed in the same transaction as the item, with the
 // server's catalog version, so every cached catalog sees the change on its next request.
-import { BatchGetCommand, GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
+import { ddb, failedConditions, isConditionFailure } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import {
   ACCESS,
@@ -120,6 +120,17 @@ export const itemPut = (item: Item) => ({
     ConditionExpression: "attribute_not_exists(itemId)",
   },
 });
+
+/** Creates an item on its own, unless it exists (for items of what existed before items did). */
+export async function putMissingItem(item: Item): Promise<boolean> {
+  try {
+    await ddb.send(new PutCommand(itemPut(item).Put));
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
 
 export async function getItem(itemId: string): Promise<Item | undefined> {
   if (!/^[0-9a-f]{32}$/.test(itemId)) return undefined;
