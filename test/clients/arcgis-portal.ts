@@ -12,26 +12,14 @@ import {
   setItemAccess,
   updateItem,
 } from "@esri/arcgis-rest-portal";
-import { ArcGISIdentityManager } from "@esri/arcgis-rest-request";
+import { signedIn } from "./signed-in.ts";
 
 interface Call {
   fn: string;
   options: Record<string, unknown>;
 }
 
-const chunks: Buffer[] = [];
-for await (const c of process.stdin) chunks.push(c as Buffer);
-const input = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
-  portal: string;
-  username: string;
-  password: string;
-  calls: Call[];
-};
-const authentication = await ArcGISIdentityManager.signIn({
-  username: input.username,
-  password: input.password,
-  portal: input.portal,
-});
+const { input, session: authentication } = await signedIn<{ calls: Call[] }>();
 
 /** Every helper the tests drive, called as its documentation shows. */
 const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = {

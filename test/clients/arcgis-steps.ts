@@ -2,7 +2,8 @@
 // ArcGISIdentityManager, and prints each answer (or error) as JSON. Input: JSON on stdin
 // {portal, username, password, steps: [{url, params?, httpMethod?, rawText?}]}. Step URLs may use
 // {roleId} (the id returned by the last call that answered an `id`). Needs NODE_EXTRA_CA_CERTS.
-import { ArcGISIdentityManager, request } from "@esri/arcgis-rest-request";
+import { request } from "@esri/arcgis-rest-request";
+import { signedIn } from "./signed-in.ts";
 
 interface Step {
   url: string;
@@ -11,19 +12,7 @@ interface Step {
   rawText?: boolean;
 }
 
-const chunks: Buffer[] = [];
-for await (const c of process.stdin) chunks.push(c as Buffer);
-const input = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
-  portal: string;
-  username: string;
-  password: string;
-  steps: Step[];
-};
-const session = await ArcGISIdentityManager.signIn({
-  username: input.username,
-  password: input.password,
-  portal: input.portal,
-});
+const { input, session } = await signedIn<{ steps: Step[] }>();
 const results: unknown[] = [];
 let lastId = "";
 for (const step of input.steps) {
