@@ -100,6 +100,12 @@ export type TableName = (typeof TABLES)[number]["name"];
 export const PORTAL_ROOT = "/portal/sharing/rest";
 
 /**
+ * AWS limits the local engine models, so what fails on AWS fails locally too: Lambda takes and returns at most
+ * 6 MB (the invocation event, and the whole result object with its base64 body) synchronously.
+ */
+export const LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024;
+
+/**
  * What the shared pipeline itself reads on every request: the caller's portal, user (or application), custom
  * role and token revocations.
  */

@@ -126,6 +126,12 @@ describe("parameters", () => {
     // The gateway answers 413 and closes; a client still sending may see the reset instead.
     if (!(huge instanceof Error)) expect(huge.status).toBe(413);
     expect((await get(`${rest()}/info?f=json`)).status).toBe(200);
+    // Under API Gateway's 10 MB but over Lambda's 6 MB once base64-encoded into the event (5 MB × 4/3): AWS
+    // would refuse the invocation, and so does the local engine, before any handler runs.
+    const overLambda = await post(`${rest()}/info?f=json`, Buffer.alloc(5 * 1024 * 1024, 97));
+    expect([overLambda.status, overLambda.json()]).toEqual([413, { message: "Request Entity Too Large" }]);
+    const underLambda = await post(`${rest()}/info?f=json`, Buffer.alloc(4 * 1024 * 1024, 97));
+    expect(underLambda.json()).toMatchObject({ error: { code: 413, message: "Request body too large." } });
   });
 
   it("refuses bodies that are not forms", async () => {

@@ -1,5 +1,6 @@
 // Data stores, publishing jobs and getLayers through the real local engine over HTTPS: the ArcGIS client
 // for the whole path, then key rules, validation, concurrency, failures and crashes, and large layer lists.
+import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -573,20 +574,23 @@ describe("getLayers", () => {
     };
     const ddb = runningStore(engine.dataDir);
     const path = (i: number) => `/big.gdb/T${String(i).padStart(5, "0")}`;
+    // As large as real pairs are: 32-hex ids, full service URLs, descriptive names.
+    const hex = (i: number) => createHash("sha256").update(String(i)).digest("hex").slice(0, 32);
+    const title = (i: number) => `Parcel boundaries and ownership records, table ${i}`;
     const items = Array.from({ length: 10_000 }, (_, i) => ({
       datastoreId: big.datastoreId,
       entry: `pair#${path(i)}`,
       layer: {
-        id: `l${i}`,
-        title: `Layer ${i}`,
-        created: i,
-        modified: i,
-        url: `https://x/${i}/FeatureServer`,
+        id: hex(i),
+        title: title(i),
+        created: 1_795_000_000_000 + i,
+        modified: 1_795_000_000_000 + i,
+        url: `https://gis.example.com/arcgis/rest/services/Layers/big_T${i}_${hex(i).slice(0, 6)}/FeatureServer`,
         type: "Feature Service",
       },
       dataset: {
         name: `big.T${i}`,
-        displayName: `T ${i}`,
+        displayName: title(i),
         type: ["table", "featureClass", "relationshipClass"][i % 3],
         datastoreId: big.datastoreId,
         path: path(i),
@@ -610,6 +614,22 @@ describe("getLayers", () => {
     const last = await get("/datastores/getLayers", "publisher", `&datastoreId=${big.datastoreId}&start=9501&num=500`);
     expect(last.nextStart).toBe(-1);
     expect((last.layerAndDatasets as { dataset: { path: string } }[])[499]?.dataset.path).toBe(path(9_999));
+    // Rendered as pjson (indented) or as an HTML page, the whole list would pass Lambda's 6 MB: a clear 400 in
+    // the format asked for, where AWS would answer a bare 500; a page of it is fine.
+    const raw = (f: string, query = "") =>
+      call(
+        `${rest()}/portals/self/datastores/getLayers?f=${f}&token=${tokens.publisher}&datastoreId=${big.datastoreId}${query}`,
+        {
+          ca: engine.ca,
+        },
+      );
+    const pretty = await raw("pjson");
+    expect(pretty.json()).toMatchObject({ error: { code: 400, message: "The answer is too large." } });
+    expect(pretty.text.length).toBeLessThan(1000);
+    const html = await raw("html");
+    expect(html.headers["content-type"]).toMatch(/^text\/html/);
+    expect(html.text).toContain("The answer is too large.");
+    expect((await raw("pjson", "&start=1&num=2000")).json()).toMatchObject({ nextStart: 2001 });
   });
 });
 

@@ -4,7 +4,8 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pathToFileURL } from "node:url";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import { ROUTES, type RouteSpec } from "#infra/system.ts";
+import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec } from "#infra/system.ts";
+import { logger } from "#shared/log.ts";
 
 /** API Gateway's own limits: 10 MB request payload, 29 s integration timeout. */
 export const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
@@ -224,12 +225,23 @@ export class Gateway {
     const timeout = new Promise<"timeout">((resolve) => {
       timer = setTimeout(() => resolve("timeout"), INTEGRATION_TIMEOUT_MS);
     });
+    // Lambda refuses an invocation event over 6 MB (a form body grows by 4/3 in base64): so does this engine.
+    if (Buffer.byteLength(JSON.stringify(event)) > LAMBDA_PAYLOAD_BYTES) {
+      send(res, 413, { message: "Request Entity Too Large" });
+      return;
+    }
     const running = route.handler(event, context);
     const leave = this.#enter();
     running.then(leave, leave);
     const result = await Promise.race([running, timeout]).finally(() => clearTimeout(timer));
     if (result === "timeout") {
       send(res, 503, { message: "Service Unavailable" });
+      return;
+    }
+    // A result over 6 MB fails the invocation on AWS (API Gateway answers a bare 500): the same here.
+    if (result && Buffer.byteLength(JSON.stringify(result)) > LAMBDA_PAYLOAD_BYTES) {
+      logger.error("response over Lambda's 6 MB payload limit", { path: event.rawPath });
+      send(res, 500, { message: "Internal Server Error" });
       return;
     }
     writeResult(res, result);

@@ -16,6 +16,7 @@ import {
   type ExtraRead,
   resolveIdentityWith,
 } from "#shared/auth/identity.ts";
+import { LAMBDA_PAYLOAD_BYTES } from "#infra/system.ts";
 import { config, tableName } from "#shared/config.ts";
 import {
   ApiError,
@@ -454,6 +455,13 @@ export const respond = (op: Operation): RestMiddleware => ({
         typeof html === "string" ? renderHtml(html, req.https) : renderHtml(html.body, req.https, html.formActions);
     } else request.response = renderJson(data, s.rendering as Rendering);
     finish(request.response, s, op);
+    // What Lambda returns is the whole result (headers, base64 body): past 6 MB, AWS answers a bare 500.
+    // Measured on the rendered answer, so pjson's indentation, HTML's tables and JSONP count too.
+    if (Buffer.byteLength(JSON.stringify(request.response)) > LAMBDA_PAYLOAD_BYTES - 64 * 1024) {
+      throw new ApiError(400, "The answer is too large.", [
+        "It would exceed the 6 MB a response may hold: ask for less (page it with 'start' and 'num', or use f=json).",
+      ]);
+    }
   },
 });
 
