@@ -45,10 +45,7 @@ export const TABLES = [
   {
     name: "users",
     partitionKey: "username",
-    indexes: [
-      { name: "byPortal", partitionKey: "portalId", sortKey: "username" },
-      { name: "byRole", partitionKey: "portalRole", sortKey: "username" },
-    ],
+    indexes: [{ name: "byPortal", partitionKey: "portalId", sortKey: "username" }],
   },
   {
     name: "servers",

@@ -27,8 +27,26 @@ const SOAP_FORMATS = [
   "vendorServiceCatalogMessageFormatSoapOrBin",
 ];
 
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
+/**
+ * What an operator may tune (README, "Configuration"): environment variables locally, CDK context of the same
+ * name on AWS (`-c SIGNIN_MAX_FAILURES=10`), set on every function and checked by the same rules at synth.
+ */
+export const TUNABLES = [
+  "MAX_BODY_BYTES",
+  "SIGNIN_MAX_FAILURES",
+  "SIGNIN_FAILURE_WINDOW_SECONDS",
+  "SIGNIN_LOCKOUT_SECONDS",
+  "SOAP_NAMESPACE",
+  "SOAP_MESSAGE_FORMAT",
+  "OAUTH_ACCESS_TOKEN_MINUTES",
+  "OAUTH_REFRESH_TOKEN_MINUTES",
+  "OAUTH_CODE_SECONDS",
+] as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function positiveInt(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n <= 0)
@@ -36,57 +54,58 @@ function positiveInt(name: string, fallback: number): number {
   return n;
 }
 
-function bounded(name: string, fallback: number, max: number): number {
-  const n = positiveInt(name, fallback);
+function bounded(env: Env, name: string, fallback: number, max: number): number {
+  const n = positiveInt(env, name, fallback);
   if (n > max) throw new Error(`${name} may be at most ${max}, got ${n}`);
   return n;
 }
 
-function soapNamespace(): string {
-  const ns = process.env.SOAP_NAMESPACE || "http://www.esri.com/schemas/ArcGIS/10.8";
+function soapNamespace(env: Env): string {
+  const ns = env.SOAP_NAMESPACE || "http://www.esri.com/schemas/ArcGIS/10.8";
   if (!/^(https?|urn):[^\s<>"&]+$/.test(ns)) throw new Error(`SOAP_NAMESPACE must be a URI, got ${JSON.stringify(ns)}`);
   return ns;
 }
 
-function soapFormat(): string {
-  const f = process.env.SOAP_MESSAGE_FORMAT || "vendorServiceCatalogMessageFormatSoap";
+function soapFormat(env: Env): string {
+  const f = env.SOAP_MESSAGE_FORMAT || "vendorServiceCatalogMessageFormatSoap";
   if (!SOAP_FORMATS.includes(f)) throw new Error(`SOAP_MESSAGE_FORMAT must be one of ${SOAP_FORMATS.join(", ")}`);
   return f;
 }
 
-function read(): Config {
+/** The configuration an environment describes; throws naming the first variable that is wrong. */
+export function readConfig(env: Env): Config {
   const tables: Partial<Record<TableName, string>> = {};
   for (const { name } of TABLES) {
-    const v = process.env[tableEnvName(name)];
+    const v = env[tableEnvName(name)];
     if (v) tables[name] = v;
   }
-  const secretId = process.env.TOKEN_KEY_SECRET_ID;
-  const file = process.env.TOKEN_KEY_FILE;
+  const secretId = env.TOKEN_KEY_SECRET_ID;
+  const file = env.TOKEN_KEY_FILE;
   return {
     tables,
     tokenKey: secretId ? { secretId } : file ? { file } : undefined,
-    maxBodyBytes: positiveInt("MAX_BODY_BYTES", 1024 * 1024),
+    maxBodyBytes: positiveInt(env, "MAX_BODY_BYTES", 1024 * 1024),
     signin: {
-      maxFailures: positiveInt("SIGNIN_MAX_FAILURES", 5),
-      failureWindowMs: positiveInt("SIGNIN_FAILURE_WINDOW_SECONDS", 15 * 60) * 1000,
-      lockoutMs: positiveInt("SIGNIN_LOCKOUT_SECONDS", 15 * 60) * 1000,
+      maxFailures: positiveInt(env, "SIGNIN_MAX_FAILURES", 5),
+      failureWindowMs: positiveInt(env, "SIGNIN_FAILURE_WINDOW_SECONDS", 15 * 60) * 1000,
+      lockoutMs: positiveInt(env, "SIGNIN_LOCKOUT_SECONDS", 15 * 60) * 1000,
     },
-    soap: { namespace: soapNamespace(), messageFormat: soapFormat() },
+    soap: { namespace: soapNamespace(env), messageFormat: soapFormat(env) },
     oauth: {
       // Two weeks, as the original; at most the 15 days any token may last.
-      accessTokenMinutes: bounded("OAUTH_ACCESS_TOKEN_MINUTES", 14 * 24 * 60, 15 * 24 * 60),
-      refreshTokenMinutes: bounded("OAUTH_REFRESH_TOKEN_MINUTES", 14 * 24 * 60, 90 * 24 * 60),
+      accessTokenMinutes: bounded(env, "OAUTH_ACCESS_TOKEN_MINUTES", 14 * 24 * 60, 15 * 24 * 60),
+      refreshTokenMinutes: bounded(env, "OAUTH_REFRESH_TOKEN_MINUTES", 14 * 24 * 60, 90 * 24 * 60),
       // RFC 6749 §4.1.2: codes live at most ten minutes.
-      codeSeconds: bounded("OAUTH_CODE_SECONDS", 120, 600),
+      codeSeconds: bounded(env, "OAUTH_CODE_SECONDS", 120, 600),
     },
-    stateMachineArn: process.env.STATE_MACHINE_ARN || undefined,
+    stateMachineArn: env.STATE_MACHINE_ARN || undefined,
   };
 }
 
 let cached: Config | undefined;
 
 export function config(): Config {
-  cached ??= read();
+  cached ??= readConfig(process.env);
   return cached;
 }
 

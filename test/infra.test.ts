@@ -5,6 +5,7 @@ import { AwsSolutionsChecks } from "cdk-nag";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MapgateStack } from "#infra/aws/stack.ts";
 import { ROUTES, SECRETS, TABLES, tableEnvName, WORKFLOW } from "#infra/system.ts";
+import { readConfig, TUNABLES } from "#shared/config.ts";
 
 const BUCKET = "mapgate-caches-test";
 
@@ -161,9 +162,44 @@ describe("infrastructure", () => {
     expect((stage?.AccessLogSettings as { Format: string } | undefined)?.Format).toContain("$context.requestId");
   });
 
-  it("keeps the token key in Secrets Manager", () => {
-    const secrets = ofType("AWS::SecretsManager::Secret");
+  it("keeps the token key in Secrets Manager, retained with the tables when the stack is deleted", () => {
+    const secrets = Object.entries(template.toJSON().Resources as Record<string, Record<string, unknown>>).filter(
+      ([, r]) => r.Type === "AWS::SecretsManager::Secret",
+    );
     expect(secrets).toHaveLength(1);
-    expect(secrets[0]?.[1].Properties.GenerateSecretString).toMatchObject({ GenerateStringKey: "k" });
+    const [, secret] = secrets[0] ?? [];
+    expect((secret?.Properties as Record<string, unknown>).GenerateSecretString).toMatchObject({
+      GenerateStringKey: "k",
+    });
+    expect([secret?.DeletionPolicy, secret?.UpdateReplacePolicy]).toEqual(["Retain", "Retain"]);
+    for (const [, table] of Object.entries(template.toJSON().Resources as Record<string, Record<string, unknown>>)) {
+      if (table.Type === "AWS::DynamoDB::GlobalTable") expect(table.DeletionPolicy).toBe("Retain");
+    }
+  });
+
+  it("sets the README's tunables from CDK context on every function, and refuses bad values at synth", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const tuned = new MapgateStack(app, "mapgate-tuned", {
+      tunables: { SIGNIN_MAX_FAILURES: "10", OAUTH_CODE_SECONDS: "300" },
+    });
+    const functions = Object.values(Template.fromStack(tuned).toJSON().Resources as Record<string, Resource>).filter(
+      (r) => r.Type === "AWS::Lambda::Function",
+    );
+    expect(functions).toHaveLength(ROUTES.length + WORKFLOW.tasks.length);
+    for (const fn of functions) {
+      expect((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
+        SIGNIN_MAX_FAILURES: "10",
+        OAUTH_CODE_SECONDS: "300",
+      });
+    }
+    expect([...TUNABLES].sort()).toEqual(
+      ["MAX_BODY_BYTES", "OAUTH_ACCESS_TOKEN_MINUTES", "OAUTH_CODE_SECONDS", "OAUTH_REFRESH_TOKEN_MINUTES"]
+        .concat(["SIGNIN_FAILURE_WINDOW_SECONDS", "SIGNIN_LOCKOUT_SECONDS", "SIGNIN_MAX_FAILURES"])
+        .concat(["SOAP_MESSAGE_FORMAT", "SOAP_NAMESPACE"])
+        .sort(),
+    );
+    // The synth command checks context values with the functions' own rules (infra/aws/app.ts).
+    expect(() => readConfig({ OAUTH_CODE_SECONDS: "900" })).toThrow(/OAUTH_CODE_SECONDS may be at most 600/);
+    expect(() => readConfig({ SIGNIN_MAX_FAILURES: "-1" })).toThrow(/SIGNIN_MAX_FAILURES must be a positive/);
   });
 });

@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { MapgateStack } from "#infra/aws/stack.ts";
 import { bindTasks, readDefinition, taskStates } from "#infra/local/workflows.ts";
 import { ROUTES, taskVariable, WORKFLOW } from "#infra/system.ts";
+import { JOB_DEADLINE_MS } from "#shared/publishing.ts";
 import { ROOT } from "./helpers/engine.ts";
 
 type Resource = { Type: string; Properties: Record<string, unknown> };
@@ -35,6 +36,11 @@ describe("the state machine", () => {
   it("runs the definition file, with each task's function substituted", () => {
     const p = ofType("AWS::StepFunctions::StateMachine")[0]?.[1].Properties ?? {};
     expect(p.DefinitionString).toBe(readFileSync(join(ROOT, WORKFLOW.file), "utf8"));
+    // The execution's time limit lives in the definition itself (the construct's `timeout` is ignored by
+    // DefinitionBody.fromString), below the deadline after which a job read as processing is failed.
+    const timeout = (JSON.parse(String(p.DefinitionString)) as { TimeoutSeconds?: number }).TimeoutSeconds;
+    expect(timeout).toBe(3600);
+    expect((timeout ?? Infinity) * 1000).toBeLessThan(JOB_DEADLINE_MS);
     const subs = p.DefinitionSubstitutions as Record<string, { "Fn::GetAtt": [string, string] }>;
     expect(Object.keys(subs).sort()).toEqual(WORKFLOW.tasks.map((t) => taskVariable(t.id)).sort());
     for (const task of WORKFLOW.tasks) {

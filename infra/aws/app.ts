@@ -1,6 +1,7 @@
 // `npm run synth` / `npm run deploy`: the CDK app with cdk-nag's AwsSolutions checks as a validation plugin.
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
+import { readConfig, TUNABLES } from "#shared/config.ts";
 import { MapgateStack } from "./stack.ts";
 
 const app = new App();
@@ -10,9 +11,19 @@ const buckets = String(app.node.tryGetContext("cloudStoreBuckets") ?? "")
   .split(",")
   .map((b) => b.trim())
   .filter(Boolean);
+// `-c SIGNIN_MAX_FAILURES=10` etc.: the README's tunables, checked here by the rules the functions apply at
+// cold start, so a bad value stops the synth instead of every function.
+const tunables = Object.fromEntries(
+  TUNABLES.flatMap((name) => {
+    const value = app.node.tryGetContext(name) as unknown;
+    return value === undefined ? [] : [[name, String(value)]];
+  }),
+);
+readConfig(tunables);
 new MapgateStack(app, (app.node.tryGetContext("stackName") as string | undefined) ?? "mapgate", {
   ...(publicOrigin ? { publicOrigin } : {}),
   cloudStoreBuckets: buckets,
+  tunables,
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

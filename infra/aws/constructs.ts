@@ -50,11 +50,14 @@ export class MapgateSecret extends Construct {
   readonly secret: Secret;
   readonly #env: string;
 
-  constructor(scope: Construct, id: string, name: SecretName) {
+  constructor(scope: Construct, id: string, name: SecretName, removalPolicy: RemovalPolicy) {
     super(scope, id);
     this.#env = SECRETS[name].env;
     this.secret = new Secret(this, "Secret", {
       description: SECRETS[name].description,
+      // Kept with the tables: a stack deleted and deployed again must still open the tokens and codes the
+      // retained tables refer to (and a new key would sign everyone out).
+      removalPolicy,
       // {kid, k}: the token code derives its 256-bit key from k, and kid names it so keys can rotate.
       generateSecretString: {
         secretStringTemplate: JSON.stringify({ kid: "k1" }),

@@ -35,6 +35,8 @@ export interface MapgateStackProps extends StackProps {
    * these buckets only; registering a cloud store in another bucket is refused by `npm run admin`.
    */
   readonly cloudStoreBuckets?: readonly string[];
+  /** The README's tunables (`SIGNIN_*`, `OAUTH_*`, `SOAP_*`, `MAX_BODY_BYTES`), set on every function. */
+  readonly tunables?: Readonly<Record<string, string>>;
 }
 
 const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
@@ -53,7 +55,9 @@ export class MapgateStack extends Stack {
       tables.set(spec.name, table);
       new CfnOutput(this, `Table${pascal(spec.name)}`, { value: table.table.tableName });
     }
-    const secrets = new Map<SecretName, MapgateSecret>([["tokenKey", new MapgateSecret(this, "TokenKey", "tokenKey")]]);
+    const secrets = new Map<SecretName, MapgateSecret>([
+      ["tokenKey", new MapgateSecret(this, "TokenKey", "tokenKey", removalPolicy)],
+    ]);
     Validations.of(secrets.get("tokenKey")?.secret ?? this).acknowledge({
       id: "AwsSolutions-SMG4",
       reason:
@@ -136,6 +140,7 @@ export class MapgateStack extends Stack {
           POWERTOOLS_SERVICE_NAME: "mapgate",
           POWERTOOLS_LOG_LEVEL: "INFO",
           ...(props.publicOrigin ? { PUBLIC_HTTPS_ORIGIN: props.publicOrigin } : {}),
+          ...props.tunables,
         },
         bundling: {
           format: OutputFormat.ESM,
@@ -170,7 +175,8 @@ export class MapgateStack extends Stack {
       ),
       logs: { destination: workflowLogs, level: LogLevel.ALL, includeExecutionData: true },
       tracingEnabled: true,
-      timeout: Duration.hours(1),
+      // No `timeout` here: DefinitionBody.fromString ignores it. The definition's own TimeoutSeconds (one hour)
+      // ends an execution; jobs still processing after JOB_DEADLINE_MS are failed on read.
     });
     for (const { fn } of taskFunctions) fn.grantInvoke(this.stateMachine);
     // The state machine's role: invoking each task function (and its versions, `<arn>:*`), and X-Ray and

@@ -43,7 +43,7 @@ export async function createUser(user: User): Promise<void> {
   await ddb.send(
     new PutCommand({
       TableName: tableName("users"),
-      Item: { ...user, portalRole: `${user.portalId}#${user.role}` },
+      Item: { ...user },
       ConditionExpression: "attribute_not_exists(username)",
     }),
   );
@@ -66,12 +66,12 @@ export async function setUserRole(user: User, role: string, customFrom: boolean,
           Update: {
             TableName: tableName("users"),
             Key: { username: user.username },
-            UpdateExpression: "SET #r = :r, portalRole = :pr, modified = :m",
+            // portalRole fed an index that was never queried (and is gone): dropped as roles change.
+            UpdateExpression: "SET #r = :r, modified = :m REMOVE portalRole",
             ConditionExpression: "portalId = :p AND #r = :old",
             ExpressionAttributeNames: { "#r": "role" },
             ExpressionAttributeValues: {
               ":r": role,
-              ":pr": `${user.portalId}#${role}`,
               ":m": Date.now(),
               ":p": user.portalId,
               ":old": user.role,
