@@ -14,7 +14,7 @@ import { createCode } from "#shared/stores/oauth.ts";
 import type { User } from "#shared/stores/users.ts";
 
 const FAILED = "Unable to authorize the application.";
-/** The authorization request's own parameters, carried through the page's form unchanged. */
+/** The authorization request's own parameters: those it has are carried through the page's form unchanged. */
 const CARRIED = ["client_id", "response_type", "redirect_uri", "state", "code_challenge", "code_challenge_method"];
 const CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
@@ -25,6 +25,15 @@ interface Authorization {
   readonly challenge: string | undefined;
 }
 
+/**
+ * An authorization request parameter: an empty one counts as absent (RFC 6749 §3.1). Pages rendered before the
+ * form left absent parameters out may still be open, and their empty `code_challenge_method` is no wrong method.
+ */
+function param(req: RestRequest, name: string): string | undefined {
+  const v = req.params.get(name);
+  return v === "" ? undefined : v;
+}
+
 function back(redirectUri: string, params: Record<string, string | undefined>): Redirect {
   const url = new URL(redirectUri);
   for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.set(k, v);
@@ -33,24 +42,24 @@ function back(redirectUri: string, params: Record<string, string | undefined>): 
 
 /** The client and redirect URI (errors shown here), then the rest of the request (errors sent back). */
 async function readAuthorization(req: RestRequest): Promise<Authorization | Redirect> {
-  const clientId = req.params.get("client_id") ?? "";
+  const clientId = param(req, "client_id") ?? "";
   const app = clientId && clientId.length <= 64 ? await getApp(clientId) : undefined;
   if (!app) throw badRequest(FAILED, ["Invalid client_id."]);
-  const given = req.params.get("redirect_uri");
+  const given = param(req, "redirect_uri");
   // Exact match only; without one, an app with a single registered URI means that one.
   const redirectUri = given ?? (app.redirectUris.length === 1 ? app.redirectUris[0] : undefined);
   if (!redirectUri || !app.redirectUris.includes(redirectUri)) {
     throw badRequest(FAILED, ["Invalid redirect_uri: it must match one registered for the application exactly."]);
   }
-  const state = req.params.get("state");
+  const state = param(req, "state");
   const fail = (error: string, description: string) =>
     back(redirectUri, { error, error_description: description, state });
   if (state !== undefined && state.length > 1024) return fail("invalid_request", "'state' is too long.");
-  if (req.params.get("response_type") !== "code") {
+  if (param(req, "response_type") !== "code") {
     return fail("unsupported_response_type", "Only response_type=code is supported (with PKCE for public apps).");
   }
-  const challenge = req.params.get("code_challenge");
-  const method = req.params.get("code_challenge_method");
+  const challenge = param(req, "code_challenge");
+  const method = param(req, "code_challenge_method");
   if (challenge !== undefined) {
     if (method !== "S256") return fail("invalid_request", "code_challenge_method must be S256.");
     if (!CHALLENGE.test(challenge)) return fail("invalid_request", "code_challenge must be a base64url SHA-256.");
@@ -74,10 +83,14 @@ function render(data: object, req: RestRequest): HtmlPage {
   const d = data as Consent;
   // The form's answer redirects to the app: the page's policy must let it go there (Chromium checks).
   const formActions = [formActionFor(d.redirectUri)];
-  const carried: FormField[] = CARRIED.map((name) => ({ name, type: "hidden" }));
-  const values = new Map(
-    CARRIED.flatMap((n) => (req.params.get(n) === undefined ? [] : [[n, req.params.get(n) ?? ""]])),
-  );
+  // Only the parameters the request has: an empty hidden field would come back as a parameter of its own
+  // (an empty code_challenge_method reads as a wrong one; an empty redirect_uri as an unregistered one).
+  const values = new Map<string, string>();
+  for (const name of CARRIED) {
+    const value = param(req, name);
+    if (value !== undefined) values.set(name, value);
+  }
+  const carried: FormField[] = [...values.keys()].map((name) => ({ name, type: "hidden" }));
   const message = d.message ? `<div class="error" role="alert"><p>${escapeHtml(d.message)}</p></div>` : "";
   const intro = `<h1>Sign in to ${escapeHtml(d.app)}</h1><p>${escapeHtml(d.app)} asks to use ${escapeHtml(req.portal.name)} on your behalf.</p>`;
   // Every form re-sends the authorization request's own parameters, plus its own fields.

@@ -4,8 +4,7 @@
 import { verifyToken } from "#shared/auth/tokens.ts";
 import { ApiError, OAuthError } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
-import { allowAppOrigin } from "#shared/oauth/apps.ts";
-import { getApp, secretMatches } from "#shared/stores/apps.ts";
+import { authenticateClient, requireSecretIfConfidential } from "#shared/oauth/clients.ts";
 import { revokeAccessToken, revokeRefreshToken } from "#shared/stores/oauth.ts";
 
 export const handler = restHandler(
@@ -18,15 +17,11 @@ export const handler = restHandler(
   },
   async (req) => {
     if (req.method !== "POST") throw new OAuthError("invalid_request", "revokeToken accepts POST only.");
-    const clientId = req.params.get("client_id");
-    if (!clientId) throw new OAuthError("invalid_request", "'client_id' must be specified.");
-    const app = clientId.length <= 64 ? await getApp(clientId) : undefined;
-    if (!app) throw new OAuthError("invalid_client", "Invalid client_id.");
-    allowAppOrigin(req, app);
-    const secret = req.params.get("client_secret");
-    if (secret !== undefined && !secretMatches(app, secret)) {
-      throw new OAuthError("invalid_client", "Invalid client credentials.");
-    }
+    // Credentials are read, and required of confidential apps, as at the token endpoint (RFC 7009 §2.1). A
+    // public app names itself by client_id: all it can do is take away a token issued to it.
+    const client = await authenticateClient(req);
+    requireSecretIfConfidential(client);
+    const { app } = client;
     const token = req.params.get("auth_token") ?? req.params.get("token");
     if (!token) throw new OAuthError("invalid_request", "'auth_token' must be specified.");
     if (token.includes("..")) {

@@ -7,9 +7,9 @@ import { issueToken } from "#shared/auth/tokens.ts";
 import { config } from "#shared/config.ts";
 import { OAuthError } from "#shared/http/errors.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
-import { allowAppOrigin } from "#shared/oauth/apps.ts";
+import { authenticateClient, requireSecretIfConfidential } from "#shared/oauth/clients.ts";
 import { accessTokenMinutes, issueUserToken } from "#shared/oauth/session.ts";
-import { type App, getApp, secretMatches } from "#shared/stores/apps.ts";
+import type { App } from "#shared/stores/apps.ts";
 import { isConditionFailure } from "#shared/stores/dynamo.ts";
 import { consumeCode, createFamily, revokeFamily, rotateRefreshToken } from "#shared/stores/oauth.ts";
 import { getPortal, type Portal } from "#shared/stores/portals.ts";
@@ -30,45 +30,15 @@ function required(req: RestRequest, name: string): string {
   return v;
 }
 
-/** `client_secret_basic` (RFC 6749 §2.3.1) or `client_secret_post`; a wrong secret is never ignored. */
-async function authenticateClient(req: RestRequest): Promise<Client> {
-  let clientId = req.params.get("client_id");
-  let secret = req.params.get("client_secret");
-  const basic = req.event.headers?.authorization?.match(/^Basic\s+([A-Za-z0-9+/=]+)\s*$/i)?.[1];
-  if (basic) {
-    const decoded = Buffer.from(basic, "base64").toString("utf8");
-    const colon = decoded.indexOf(":");
-    if (colon < 0) throw new OAuthError("invalid_client", "Malformed Basic credentials.");
-    // RFC 6749 §2.3.1: both halves are form-urlencoded.
-    const formDecode = (v: string) => {
-      try {
-        return decodeURIComponent(v.replace(/\+/g, " "));
-      } catch {
-        throw new OAuthError("invalid_client", "Malformed Basic credentials.");
-      }
-    };
-    const id = formDecode(decoded.slice(0, colon));
-    if (clientId !== undefined && clientId !== id) throw new OAuthError("invalid_request", "Two different client ids.");
-    if (secret !== undefined) throw new OAuthError("invalid_request", "Use one client authentication method.");
-    clientId = id;
-    secret = formDecode(decoded.slice(colon + 1));
-  }
-  if (!clientId) throw new OAuthError("invalid_request", "'client_id' must be specified.");
-  const app = clientId.length <= 64 ? await getApp(clientId) : undefined;
-  if (!app) throw new OAuthError("invalid_client", "Invalid client_id.");
-  if (secret !== undefined && !secretMatches(app, secret)) {
-    throw new OAuthError("invalid_client", "Invalid client credentials.");
-  }
+/** The authenticated client and its organization; a confidential one must have proved its secret. */
+async function tokenClient(req: RestRequest): Promise<Client> {
+  const client = await authenticateClient(req);
+  const { app, authenticated } = client;
   // Most apps belong to the organization the request already loaded.
-  allowAppOrigin(req, app);
   const portal = app.portalId === req.portal.portalId ? req.portal : await getPortal(app.portalId);
   if (!portal) throw new OAuthError("invalid_client", "Invalid client_id.");
-  // A confidential client authenticates on every grant (RFC 6749 §3.2.1), unless its administrator registered
-  // it for ArcGIS REST JS's server-side flow, which never sends the secret.
-  if (app.secretHash && secret === undefined && !app.exchangeWithoutSecret) {
-    throw new OAuthError("invalid_client", "This application must authenticate with its client_secret.");
-  }
-  return { app, portal, authenticated: secret !== undefined };
+  requireSecretIfConfidential(client);
+  return { app, portal, authenticated };
 }
 
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
@@ -228,7 +198,7 @@ export const handler = restHandler(
     if (req.method !== "POST") throw new OAuthError("invalid_request", "The token endpoint accepts POST only.");
     const grantType = required(req, "grant_type");
     if (!GRANTS.includes(grantType)) throw new OAuthError("unsupported_grant_type", `Unsupported grant_type.`);
-    const client = await authenticateClient(req);
+    const client = await tokenClient(req);
     switch (grantType) {
       case "authorization_code":
         return authorizationCode(req, client);

@@ -459,56 +459,97 @@ describe("refusals", () => {
 });
 
 describe("OAuth authorization in the browser", () => {
-  it("signs in on the authorization page and delivers the code to a native app's loopback redirect URI", async () => {
-    // The app: a listener on loopback that records what reaches its redirect URI.
+  /** An app: a listener on loopback that records what reaches its redirect URI; the URI and what arrived. */
+  async function loopbackApp() {
     const arrived: string[] = [];
-    const app = createServer((req, res) => {
+    const server = createServer((req, res) => {
       // The browser may ask for /favicon.ico too: only the redirect URI's path counts.
       if ((req.url ?? "").startsWith("/cb")) arrived.push(req.url ?? "");
       res.writeHead(200, { "content-type": "text/plain" }).end("signed in");
     });
-    await new Promise<void>((resolve) => app.listen(0, "127.0.0.1", resolve));
-    const redirectUri = `http://127.0.0.1:${(app.address() as AddressInfo).port}/cb`;
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const redirectUri = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb`;
+    const close = () => new Promise((resolve) => server.close(resolve));
+    return { redirectUri, arrived, close };
+  }
+
+  async function register(page: Page, name: string, appType: string, redirectUri: string) {
+    const tokenRes = await page.request.post(https("/generateToken"), {
+      form: { f: "json", username: "admin", password: PASSWORDS.admin, client: "referer", referer: "mapgate-test" },
+    });
+    const adminToken = ((await tokenRes.json()) as { token: string }).token;
+    const registered = await page.request.post(https("/portals/self/apps/register"), {
+      form: { f: "json", name, appType, redirect_uris: JSON.stringify([redirectUri]) },
+      headers: { referer: "mapgate-test", "x-esri-authorization": `Bearer ${adminToken}` },
+    });
+    return (await registered.json()) as { client_id: string; client_secret?: string };
+  }
+
+  /** Opens the authorization page, signs in on it and answers the parameters the app received. */
+  async function signInAndAllow(page: Page, app: string, query: Record<string, string>, redirectUri: string) {
+    await page.goto(https(`/oauth2/authorize?${new URLSearchParams(query)}`));
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(`Sign in to ${app}`);
+    await page.getByLabel("Username").fill("admin");
+    await page.getByLabel("Password").fill(PASSWORDS.admin);
+    const loaded = page.waitForURL(`${redirectUri}?**`);
+    await page.getByRole("button", { name: "Sign in and allow", exact: true }).click();
+    await loaded;
+    await expect(page.locator("body").textContent()).resolves.toBe("signed in");
+  }
+
+  it("signs in on the authorization page and delivers the code to a native app's loopback redirect URI", async () => {
+    const app = await loopbackApp();
     try {
       const { page } = await newPage();
-      const tokenRes = await page.request.post(https("/generateToken"), {
-        form: { f: "json", username: "admin", password: PASSWORDS.admin, client: "referer", referer: "mapgate-test" },
-      });
-      const adminToken = ((await tokenRes.json()) as { token: string }).token;
-      const registered = await page.request.post(https("/portals/self/apps/register"), {
-        form: {
-          f: "json",
-          name: "Field App",
-          appType: "native",
-          redirect_uris: JSON.stringify([redirectUri]),
-        },
-        headers: { referer: "mapgate-test", "x-esri-authorization": `Bearer ${adminToken}` },
-      });
-      const clientId = ((await registered.json()) as { client_id: string }).client_id;
+      const { client_id: clientId } = await register(page, "Field App", "native", app.redirectUri);
       const challenge = createHash("sha256").update("v".repeat(43)).digest("base64url");
-      const q = new URLSearchParams({
-        client_id: clientId,
-        response_type: "code",
-        redirect_uri: redirectUri,
-        state: "st",
-        code_challenge: challenge,
-        code_challenge_method: "S256",
-      });
-      await page.goto(https(`/oauth2/authorize?${q}`));
-      await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Sign in to Field App");
-      await page.getByLabel("Username").fill("admin");
-      await page.getByLabel("Password").fill(PASSWORDS.admin);
-      const loaded = page.waitForURL(`${redirectUri}?**`);
-      await page.getByRole("button", { name: "Sign in and allow", exact: true }).click();
-      await loaded;
+      await signInAndAllow(
+        page,
+        "Field App",
+        {
+          client_id: clientId,
+          response_type: "code",
+          redirect_uri: app.redirectUri,
+          state: "st",
+          code_challenge: challenge,
+          code_challenge_method: "S256",
+        },
+        app.redirectUri,
+      );
       // The browser really went there (a form-action policy without the app's origin would have stopped it).
-      expect(arrived).toHaveLength(1);
-      const sent = new URL(arrived[0] as string, redirectUri).searchParams;
+      expect(app.arrived).toHaveLength(1);
+      const sent = new URL(app.arrived[0] as string, app.redirectUri).searchParams;
       expect(sent.get("state")).toBe("st");
       expect(sent.get("code")).toMatch(/^[A-Za-z0-9_-]{43}$/);
-      await expect(page.locator("body").textContent()).resolves.toBe("signed in");
     } finally {
-      await new Promise((resolve) => app.close(resolve));
+      await app.close();
+    }
+  });
+
+  it("completes a server app's code flow without PKCE: the app redeems the code with its secret", async () => {
+    const app = await loopbackApp();
+    try {
+      const { page } = await newPage();
+      const registered = await register(page, "Back Office", "server", app.redirectUri);
+      const query = { client_id: registered.client_id, response_type: "code", redirect_uri: app.redirectUri };
+      await signInAndAllow(page, "Back Office", { ...query, state: "so" }, app.redirectUri);
+      expect(app.arrived).toHaveLength(1);
+      const sent = Object.fromEntries(new URL(app.arrived[0] as string, app.redirectUri).searchParams);
+      expect(sent).toEqual({ code: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), state: "so" });
+      const redeemed = await page.request.post(https("/oauth2/token"), {
+        form: {
+          grant_type: "authorization_code",
+          client_id: registered.client_id,
+          client_secret: registered.client_secret as string,
+          code: sent.code as string,
+          redirect_uri: app.redirectUri,
+        },
+      });
+      expect(redeemed.status()).toBe(200);
+      const { access_token: token } = (await redeemed.json()) as { access_token: string };
+      expect(await communitySelf(token)).toMatchObject({ username: "admin" });
+    } finally {
+      await app.close();
     }
   });
 });

@@ -81,6 +81,35 @@ async function codeFor(app: Registered, redirectUri: string, challenge?: string)
   return code;
 }
 
+/**
+ * What a browser sends from the page's form whose button reads `button`: every named input exactly as the page
+ * renders it (a checkbox only when checked), with what the user types in place of the typed fields' values.
+ * The authorization page's forms have inputs only. Sent to the form's action, without the page's query string.
+ */
+function submission(pageUrl: string, html: string, button: string, typed: Record<string, string> = {}) {
+  const chosen = (html.match(/<form\b[^>]*>[\s\S]*?<\/form>/g) ?? []).find((f) => f.includes(`>${button}</button>`));
+  if (!chosen) throw new Error(`no form with the button "${button}" in ${html.slice(0, 400)}`);
+  const unescape = (v: string) => v.replace(/&#(\d+);/g, (_, n: string) => String.fromCharCode(Number(n)));
+  const attr = (tag: string, name: string) => {
+    const raw = new RegExp(`\\s${name}="([^"]*)"`).exec(tag)?.[1];
+    return raw === undefined ? undefined : unescape(raw);
+  };
+  const fields: [string, string][] = [];
+  for (const input of chosen.match(/<input\b[^>]*>/g) ?? []) {
+    const name = attr(input, "name");
+    if (name === undefined) continue;
+    if (attr(input, "type") === "checkbox" && !/\schecked\b/.test(input)) continue;
+    fields.push([name, attr(input, "value") ?? ""]);
+  }
+  for (const [name, value] of Object.entries(typed)) {
+    const field = fields.find(([n]) => n === name);
+    if (!field) throw new Error(`the form has no field "${name}"`);
+    field[1] = value;
+  }
+  const action = new URL(attr(/<form\b[^>]*>/.exec(chosen)?.[0] ?? "", "action") ?? "", pageUrl).toString();
+  return { action, names: fields.map(([n]) => n), body: new URLSearchParams(fields).toString() };
+}
+
 interface Tokens {
   access_token: string;
   token_type: string;
@@ -296,6 +325,137 @@ describe("authorization code with PKCE", () => {
   });
 });
 
+describe("the authorization page's own forms, as a browser submits them", () => {
+  /** The page for these authorization parameters, its form filled in and sent; answers where it sends the browser. */
+  async function throughForm(
+    params: Record<string, string>,
+    button: string,
+    typed: Record<string, string>,
+    signedIn?: string,
+  ) {
+    const url = `${rest()}/oauth2/authorize?${new URLSearchParams({ response_type: "code", ...params })}`;
+    const { page, cookie } = await formOf(url, engine.ca, signedIn);
+    const sent = submission(url, page.text, button, typed);
+    const res = await call(sent.action, {
+      ca: engine.ca,
+      body: sent.body,
+      headers: { cookie: signedIn ? `${signedIn}; ${cookie}` : cookie },
+    });
+    return {
+      names: sent.names,
+      res,
+      location: res.headers.location ? new URL(String(res.headers.location)) : undefined,
+    };
+  }
+
+  const redeem = async (code: string, client: Record<string, string>) => {
+    const res = await tokenRequest({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: SERVER_REDIRECT,
+      ...client,
+    });
+    expect(res.status).toBe(200);
+    const tokens = res.json<Tokens>();
+    expect(await whoAmI(tokens.access_token)).toMatchObject({ username: "admin" });
+  };
+
+  it("signs in and allows a server app without PKCE, which redeems the code with its secret", async () => {
+    const who = { username: "admin", password: PASSWORDS.admin };
+    const plain = await throughForm(
+      { client_id: serverApp.client_id, redirect_uri: SERVER_REDIRECT, state: "xyz" },
+      "Sign in and allow",
+      who,
+    );
+    expect(plain.res.status, plain.res.text.slice(0, 600)).toBe(303);
+    expect(`${plain.location?.origin}${plain.location?.pathname}`).toBe(SERVER_REDIRECT);
+    expect(Object.fromEntries(plain.location?.searchParams ?? [])).toEqual({ code: expect.any(String), state: "xyz" });
+    await redeem(plain.location?.searchParams.get("code") as string, serverClient());
+    // Absent parameters stay absent: an empty code_challenge_method would read as a wrong one.
+    expect(plain.names).not.toContain("code_challenge");
+    expect(plain.names).not.toContain("code_challenge_method");
+
+    // Neither state nor redirect_uri (the app's only registered URI is meant): the form sends neither.
+    const bare = await throughForm({ client_id: serverApp.client_id }, "Sign in and allow", who);
+    expect(bare.res.status, bare.res.text.slice(0, 600)).toBe(303);
+    expect(Object.fromEntries(bare.location?.searchParams ?? [])).toEqual({ code: expect.any(String) });
+    await redeem(bare.location?.searchParams.get("code") as string, serverClient());
+    expect(bare.names).not.toContain("redirect_uri");
+    expect(bare.names).not.toContain("state");
+
+    // A page rendered before absent fields were left out sends them empty: empty is absent (RFC 6749 §3.1).
+    const stale = await authorize({
+      client_id: serverApp.client_id,
+      redirect_uri: SERVER_REDIRECT,
+      code_challenge: "",
+      code_challenge_method: "",
+    });
+    expect(Object.fromEntries(new URL(String(stale.headers.location)).searchParams)).toEqual({
+      code: expect.any(String),
+    });
+
+    // With PKCE, the form carries the challenge on unchanged.
+    const { verifier, challenge } = pkce();
+    const withPkce = await throughForm(
+      {
+        client_id: browserApp.client_id,
+        redirect_uri: NATIVE_REDIRECT,
+        code_challenge: challenge,
+        code_challenge_method: "S256",
+      },
+      "Sign in and allow",
+      who,
+    );
+    expect(withPkce.res.status).toBe(303);
+    const tokens = await tokenRequest({
+      grant_type: "authorization_code",
+      client_id: browserApp.client_id,
+      code: withPkce.location?.searchParams.get("code") as string,
+      redirect_uri: NATIVE_REDIRECT,
+      code_verifier: verifier,
+    });
+    expect(tokens.json()).toHaveProperty("access_token");
+  });
+
+  it("asks a signed-in user to allow a server app without PKCE, or to deny it", async () => {
+    const signInUrl = `${rest()}/oauth2/signin`;
+    const { cookie, csrf } = await formOf(signInUrl, engine.ca);
+    const signedIn = await call(signInUrl, {
+      ca: engine.ca,
+      body: form({ username: "admin", password: PASSWORDS.admin, csrf }),
+      headers: { cookie },
+    });
+    const auth = (setCookies(signedIn).find((c) => c.startsWith("vendor_authcookie=")) ?? "").split(";")[0] as string;
+    const params = { client_id: serverApp.client_id, redirect_uri: SERVER_REDIRECT, state: "abc" };
+    const allowed = await throughForm(params, "Allow as admin", {}, auth);
+    expect(allowed.res.status, allowed.res.text.slice(0, 600)).toBe(303);
+    expect(Object.fromEntries(allowed.location?.searchParams ?? [])).toEqual({
+      code: expect.any(String),
+      state: "abc",
+    });
+    expect(allowed.names).not.toContain("code_challenge");
+    expect(allowed.names).not.toContain("code_challenge_method");
+    const basic = Buffer.from(`${serverApp.client_id}:${serverApp.client_secret as string}`).toString("base64");
+    const res = await tokenRequest(
+      {
+        grant_type: "authorization_code",
+        code: allowed.location?.searchParams.get("code") as string,
+        redirect_uri: SERVER_REDIRECT,
+      },
+      { authorization: `Basic ${basic}` },
+    );
+    expect(await whoAmI(res.json<Tokens>().access_token)).toMatchObject({ username: "admin" });
+
+    const denied = await throughForm(params, "Deny", {}, auth);
+    expect(denied.res.status).toBe(303);
+    expect(Object.fromEntries(denied.location?.searchParams ?? [])).toEqual({
+      error: "access_denied",
+      error_description: "The user denied the request.",
+      state: "abc",
+    });
+  });
+});
+
 describe("refresh tokens", () => {
   async function freshTokens(): Promise<Tokens> {
     const code = await codeFor(serverApp, SERVER_REDIRECT);
@@ -343,13 +503,17 @@ describe("refresh tokens", () => {
     });
     expect(foreign.json()).toEqual({ success: true });
     expect(await whoAmI(tokens.access_token)).toMatchObject({ username: "admin" });
-    const revoked = await post("oauth2/revokeToken", {
+    // A confidential app authenticates here as at the token endpoint (RFC 7009 §2.1): its client_id alone is not it.
+    const unauthenticated = await post("oauth2/revokeToken", {
       client_id: serverApp.client_id,
       auth_token: tokens.access_token,
     });
+    expect([unauthenticated.status, unauthenticated.json()]).toMatchObject([401, { error: "invalid_client" }]);
+    expect(await whoAmI(tokens.access_token)).toMatchObject({ username: "admin" });
+    const revoked = await post("oauth2/revokeToken", { ...serverClient(), auth_token: tokens.access_token });
     expect(revoked.json()).toEqual({ success: true });
     expect(await whoAmI(tokens.access_token)).toMatchObject({ error: { code: 498 } });
-    const byRfcName = await post("oauth2/revokeToken", { client_id: serverApp.client_id, token: tokens.refresh_token });
+    const byRfcName = await post("oauth2/revokeToken", { ...serverClient(), token: tokens.refresh_token });
     expect(byRfcName.json()).toEqual({ success: true });
     const res = await tokenRequest({
       grant_type: "refresh_token",
@@ -357,6 +521,61 @@ describe("refresh tokens", () => {
       refresh_token: tokens.refresh_token,
     });
     expect(res.json()).toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("authenticates the app at revokeToken by HTTP Basic too, and never ignores a wrong secret", async () => {
+    const basic = (id: string, secret: string) => ({
+      authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString("base64")}`,
+    });
+    const good = basic(serverApp.client_id, serverApp.client_secret as string);
+    const wrong = basic(serverApp.client_id, "x".repeat(43));
+    const tokens = await freshTokens();
+    const access = { auth_token: tokens.access_token };
+    for (const [fields, headers, status, body] of [
+      [{ client_id: serverApp.client_id, ...access }, wrong, 401, ["invalid_client", "Invalid client credentials."]],
+      [access, wrong, 401, ["invalid_client", "Invalid client credentials."]],
+      [
+        { client_id: serverApp.client_id, ...access },
+        { authorization: "Basic not-base64!" },
+        401,
+        ["invalid_client", "Malformed Basic credentials."],
+      ],
+      [{ client_id: browserApp.client_id, ...access }, good, 400, ["invalid_request", "Two different client ids."]],
+      [
+        { client_secret: serverApp.client_secret as string, ...access },
+        good,
+        400,
+        ["invalid_request", "Use one client authentication method."],
+      ],
+    ] as const) {
+      const refused = await post("oauth2/revokeToken", fields, headers);
+      expect(refused.status).toBe(status);
+      expect(refused.json()).toEqual({ error: body[0], error_description: body[1] });
+      if (status === 401) expect(refused.headers["www-authenticate"]).toBe('Basic realm="mapgate"');
+      expect(await whoAmI(tokens.access_token)).toMatchObject({ username: "admin" });
+    }
+    expect((await post("oauth2/revokeToken", access, good)).json()).toEqual({ success: true });
+    expect(await whoAmI(tokens.access_token)).toMatchObject({ error: { code: 498 } });
+    const spent = await post("oauth2/revokeToken", { token: tokens.refresh_token }, good);
+    expect(spent.json()).toEqual({ success: true });
+    const refresh = { grant_type: "refresh_token", refresh_token: tokens.refresh_token };
+    expect((await tokenRequest(refresh, good)).json()).toMatchObject({ error: "invalid_grant" });
+
+    // A public app has no secret: its client_id in the form is all it sends.
+    const { verifier, challenge } = pkce();
+    const code = await codeFor(browserApp, NATIVE_REDIRECT, challenge);
+    const own = (
+      await tokenRequest({
+        grant_type: "authorization_code",
+        client_id: browserApp.client_id,
+        code,
+        redirect_uri: NATIVE_REDIRECT,
+        code_verifier: verifier,
+      })
+    ).json<Tokens>();
+    const revoked = await post("oauth2/revokeToken", { client_id: browserApp.client_id, token: own.access_token });
+    expect(revoked.json()).toEqual({ success: true });
+    expect(await whoAmI(own.access_token)).toMatchObject({ error: { code: 498 } });
   });
 
   it("makes a confidential app authenticate on every grant", async () => {
