@@ -2,6 +2,7 @@
 // SIGTERM that loses nothing acknowledged. Each start is the real `node infra/local/main.ts`.
 import { execFileSync } from "node:child_process";
 import { statSync } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { newDataDir, PASSWORDS, ROOT, spawnEngine, startEngine } from "./helpers/engine.ts";
@@ -146,4 +147,29 @@ describe("local engine", () => {
       await engine.stop();
     }
   });
+
+  it("closes idle and byte-dribbling connections as a production server does, and keeps serving", async () => {
+    const engine = await startEngine();
+    try {
+      const port = Number(new URL(engine.ready.http).port);
+      const started = Date.now();
+      const closings: Promise<number>[] = [];
+      const timers: NodeJS.Timeout[] = [];
+      for (let i = 0; i < 100; i++) {
+        const socket = connect(port, "127.0.0.1");
+        socket.on("error", () => undefined);
+        closings.push(new Promise((resolve) => socket.once("close", () => resolve(Date.now() - started))));
+        if (i % 2 === 0) continue; // silent: never sends a byte
+        socket.write("GET /portal/sharing/rest/info HTTP/1.1\r\nHost: localhost\r\n");
+        timers.push(setInterval(() => socket.write("X"), 500)); // a header that never ends
+      }
+      // Bounded: every one is closed well within the limit, or the test fails at its own timeout.
+      const closedAfter = await Promise.all(closings);
+      for (const t of timers) clearInterval(t);
+      expect(Math.max(...closedAfter)).toBeLessThan(20_000);
+      expect((await call(`${engine.ready.http}/portal/sharing/rest/info?f=json`)).status).toBe(200);
+    } finally {
+      await engine.stop();
+    }
+  }, 40_000);
 });

@@ -91,6 +91,31 @@ export function localEnvironment(
   return env;
 }
 
+/**
+ * A production server's timeouts, so idle or byte-dribbling connections cannot pile up: headers within 10 s,
+ * the whole request within 30 s, 5 s of keep-alive
+ * between requests, checked every second (Node's default checks every 30 s).
+ */
+export const LISTENER_LIMITS = {
+  headersTimeout: 10_000,
+  requestTimeout: 30_000,
+  keepAliveTimeout: 5_000,
+  connectionsCheckingInterval: 1_000,
+} as const;
+
+/**
+ * Node counts the headers timeout from a request's first byte: a connection that never sends one is closed
+ * after the same 10 s of silence. Once a request arrives the silence limit is lifted (a handler may take up
+ * to the 29 s integration timeout); between requests the keep-alive timeout applies.
+ */
+function limited(server: Server): Server {
+  server.on("connection", (socket: import("node:net").Socket) => {
+    socket.setTimeout(LISTENER_LIMITS.headersTimeout, () => socket.destroy());
+  });
+  server.on("request", (req: import("node:http").IncomingMessage) => req.socket.setTimeout(0));
+  return server;
+}
+
 async function listen(server: Server, port: number, host: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -125,10 +150,10 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     // Loopback only, on both address families: Node resolves `localhost` to ::1 first.
     const servers: Server[] = [];
     const bind = async (make: () => Server, port: number): Promise<number> => {
-      const v4 = make();
+      const v4 = limited(make());
       servers.push(v4);
       const actual = await listen(v4, port, "127.0.0.1");
-      const v6 = make();
+      const v6 = limited(make());
       await listen(v6, actual, "::1").then(
         () => servers.push(v6),
         () => undefined, // no IPv6 loopback here: IPv4 is enough
@@ -148,14 +173,13 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     let httpsPort = 0;
     let httpPort = 0;
     httpsPort = await bind(
-      () =>
-        createHttpsServer(
-          tls,
-          route("https", () => `${options.host}:${httpsPort}`),
-        ),
+      () => createHttpsServer({ ...tls, ...LISTENER_LIMITS }, route("https", () => `${options.host}:${httpsPort}`)),
       options.httpsPort,
     );
-    httpPort = await bind(() => createHttpServer(route("http", () => `${options.host}:${httpPort}`)), options.httpPort);
+    httpPort = await bind(
+      () => createHttpServer(LISTENER_LIMITS, route("http", () => `${options.host}:${httpPort}`)),
+      options.httpPort,
+    );
     cleanups.push(async () => {
       await Promise.all(servers.map(close));
     });
