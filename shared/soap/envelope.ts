@@ -92,6 +92,9 @@ const parser = new XMLParser({
   trimValues: false,
   ignoreDeclaration: true,
   ignorePiTags: true,
+  // No path strings for callbacks (we use none): the parser would otherwise join the whole ancestor path
+  // for every element, and a few long-named ancestors over thousands of children make that quadratic.
+  jPath: false,
   // A second bound behind the scan's own (the scan is what answers; this only guards the parser).
   maxNestedTags: LIMITS.maxDepth + 4,
 });
@@ -123,21 +126,50 @@ interface Element {
   readonly text: string;
 }
 
-function resolve(node: Node, scope: ReadonlyMap<string, string>): Element | undefined {
+/**
+ * The prefixes in scope, as one map changed in place: an element's declarations are set on entry and undone
+ * on close. Copying the map per declaring element instead costs (declarations in scope) × (elements), which a
+ * body that declares thousands of prefixes on one element and one more on each of thousands of children
+ * turns into seconds of CPU before the token check; this way each declaration costs one set and one undo.
+ */
+class Scope {
+  // A prefix going out of scope keeps its entry, set to undefined: deleting and re-adding the same key in a
+  // map of thousands made V8 rehash the whole table again and again (seconds again, as measured).
+  readonly #uris = new Map<string, string | undefined>();
+
+  get(prefix: string): string | undefined {
+    return this.#uris.get(prefix);
+  }
+
+  /** Declares a prefix, noting in `undo` what it replaced. */
+  declare(prefix: string, uri: string, undo: [string, string | undefined][]): void {
+    undo.push([prefix, this.#uris.get(prefix)]);
+    this.#uris.set(prefix, uri);
+  }
+
+  /** Undoes an element's declarations, last first, so each prefix returns to what its parent saw. */
+  restore(undo: readonly [string, string | undefined][]): void {
+    for (let i = undo.length - 1; i >= 0; i--) {
+      const [prefix, previous] = undo[i] as [string, string | undefined];
+      this.#uris.set(prefix, previous);
+    }
+  }
+}
+
+function resolve(node: Node, scope: Scope): Element | undefined {
   const tag = Object.keys(node).find((k) => k !== ":@");
   if (!tag || tag === "#text") return undefined;
   const attrs = (node[":@"] ?? {}) as Record<string, string>;
-  let inScope = scope;
+  const undo: [string, string | undefined][] = [];
   for (const [name, value] of Object.entries(attrs)) {
     if (name === "xmlns" || name.startsWith("xmlns:")) {
-      if (inScope === scope) inScope = new Map(scope);
-      (inScope as Map<string, string>).set(name === "xmlns" ? "" : name.slice(6), decodeText(value));
+      scope.declare(name === "xmlns" ? "" : name.slice(6), decodeText(value), undo);
     }
   }
   const colon = tag.indexOf(":");
   const prefix = colon < 0 ? "" : tag.slice(0, colon);
   const local = colon < 0 ? tag : tag.slice(colon + 1);
-  const uri = inScope.get(prefix);
+  const uri = scope.get(prefix);
   if (uri === undefined && prefix !== "")
     throw new ClientFault(`The namespace prefix '${prefix.slice(0, 32)}' is not declared.`);
   const children: Element[] = [];
@@ -145,10 +177,12 @@ function resolve(node: Node, scope: ReadonlyMap<string, string>): Element | unde
   for (const child of (node[tag] ?? []) as Node[]) {
     if ("#text" in child) text += decodeText(String(child["#text"]));
     else {
-      const el = resolve(child, inScope);
+      const el = resolve(child, scope);
       if (el) children.push(el);
     }
   }
+  // Not in a finally: a fault ends the whole read, and the scope with it.
+  scope.restore(undo);
   return { uri: uri ?? "", local, children, text };
 }
 
@@ -166,7 +200,8 @@ export function readOperation(body: Buffer): Operation {
     // Whatever the parser refuses that the validator let through is still the request's fault.
     throw new ClientFault("The request is not well-formed XML.");
   }
-  const roots = parsed.map((n) => resolve(n, new Map())).filter((e): e is Element => !!e);
+  const scope = new Scope();
+  const roots = parsed.map((n) => resolve(n, scope)).filter((e): e is Element => !!e);
   const envelope = roots[0];
   if (roots.length !== 1 || !envelope || envelope.local !== "Envelope") {
     throw new ClientFault("The request is not a SOAP envelope.");
