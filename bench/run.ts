@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { build } from "esbuild";
+import { esbuildOptions } from "#infra/aws/bundling.ts";
 import { ROUTES, WORKFLOW } from "#infra/system.ts";
 import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
@@ -98,8 +99,7 @@ function importMs(file: string, runs = 5): number {
 }
 
 async function coldStart(): Promise<void> {
-  // Bundled as the CDK bundles them; the AWS SDK stays external as on Lambda (the runtime provides it),
-  // so the bundles sit where node_modules resolves it.
+  // Bundled exactly as the CDK bundles them (infra/aws/bundling.ts): the AWS SDK inside, no source map loaded.
   const out = join(ROOT, "node_modules", ".cache", "mapgate-bench");
   mkdirSync(out, { recursive: true });
   const empty = join(out, "empty.mjs");
@@ -112,19 +112,7 @@ async function coldStart(): Promise<void> {
   const modules = [...new Set([...ROUTES.map((r) => r.handler ?? r.id), ...WORKFLOW.tasks.map((t) => t.id)])];
   for (const id of modules) {
     const file = join(out, `${id}.mjs`);
-    await build({
-      entryPoints: [join(ROOT, "functions", `${id}.ts`)],
-      outfile: file,
-      bundle: true,
-      format: "esm",
-      platform: "node",
-      target: "node24",
-      minify: true,
-      mainFields: ["module", "main"],
-      external: ["@aws-sdk/*"],
-      banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-      logLevel: "silent",
-    });
+    await build(esbuildOptions(join(ROOT, "functions", `${id}.ts`), file));
     const ms = importMs(file);
     console.log(`${id.padEnd(26)}${fmt(statSync(file).size / 1024)}${fmt(ms, 2).padStart(11)}${fmt(ms / baseline, 1)}`);
   }

@@ -98,12 +98,12 @@ describe("infrastructure", () => {
         ...Object.keys(route.tables).map(tableEnvName),
         ...route.secrets.map((s) => SECRETS[s].env),
         ...(route.startsWorkflow ? ["STATE_MACHINE_ARN"] : []),
-        "NODE_OPTIONS",
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",
       ];
       expect(Object.keys(env).sort()).toEqual(expectedEnv.sort());
-      expect(env.NODE_OPTIONS).toBe("--enable-source-maps");
+      // No source maps parsed at start (they ship beside the bundle for reading traces later).
+      expect(env).not.toHaveProperty("NODE_OPTIONS");
       expect(fn.LoggingConfig).toBeDefined();
     }
   });

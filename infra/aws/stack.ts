@@ -16,7 +16,8 @@ import {
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
-import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { NodejsFunction, OutputFormat, SourceMapMode } from "aws-cdk-lib/aws-lambda-nodejs";
+import { BUNDLE } from "./bundling.ts";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from "aws-cdk-lib/aws-stepfunctions";
 import type { Construct } from "constructs";
@@ -136,7 +137,6 @@ export class MapgateStack extends Stack {
         projectRoot: ROOT,
         depsLockFilePath: join(ROOT, "package-lock.json"),
         environment: {
-          NODE_OPTIONS: "--enable-source-maps",
           POWERTOOLS_SERVICE_NAME: "mapgate",
           POWERTOOLS_LOG_LEVEL: "INFO",
           ...(props.publicOrigin ? { PUBLIC_HTTPS_ORIGIN: props.publicOrigin } : {}),
@@ -144,13 +144,14 @@ export class MapgateStack extends Stack {
         },
         bundling: {
           format: OutputFormat.ESM,
-          target: "node24",
-          platform: "node",
+          target: BUNDLE.target,
+          platform: BUNDLE.platform,
+          minify: BUNDLE.minify,
+          mainFields: [...BUNDLE.mainFields],
+          banner: BUNDLE.banner,
+          externalModules: [...BUNDLE.external],
           sourceMap: true,
-          minify: true,
-          mainFields: ["module", "main"],
-          // Some dependencies are CommonJS and call require(); ESM bundles need it defined.
-          banner: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+          sourceMapMode: SourceMapMode.EXTERNAL,
         },
       });
       for (const [table, level] of Object.entries(access)) {

@@ -1,0 +1,41 @@
+// How every function is bundled, in one place: the CDK stack bundles with these options, and `npm run bench`
+// builds the same bundles to measure their cold import.
+import type { BuildOptions } from "esbuild";
+
+/** Some dependencies are CommonJS and call require(); ESM bundles need it defined. */
+const REQUIRE_SHIM = "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
+
+export const BUNDLE = {
+  format: "esm",
+  platform: "node",
+  target: "node24",
+  minify: true,
+  mainFields: ["module", "main"],
+  banner: REQUIRE_SHIM,
+  /**
+   * Nothing is left out: the AWS SDK goes into each bundle, tree-shaken to the clients the function uses, so
+   * the SDK that runs on Lambda is the one the tests ran (the runtime's own copy differs by region and date).
+   */
+  external: [] as string[],
+  /**
+   * Source maps are written beside the bundle for reading stack traces later, never loaded at start
+   * (`--enable-source-maps` would parse them on every cold start).
+   */
+  sourcemap: "external",
+} as const;
+
+/** The same options for esbuild itself. */
+export const esbuildOptions = (entry: string, outfile: string): BuildOptions => ({
+  entryPoints: [entry],
+  outfile,
+  bundle: true,
+  format: BUNDLE.format,
+  platform: BUNDLE.platform,
+  target: BUNDLE.target,
+  minify: BUNDLE.minify,
+  mainFields: [...BUNDLE.mainFields],
+  banner: { js: BUNDLE.banner },
+  external: [...BUNDLE.external],
+  sourcemap: BUNDLE.sourcemap,
+  logLevel: "silent",
+});
