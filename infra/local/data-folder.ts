@@ -18,6 +18,8 @@ export class FolderInUseError extends Error {
 export interface DataFolder {
   readonly root: string;
   readonly dynamoPath: string;
+  /** The local store's transaction journal: beside dynalite's files, so a crashed transaction is undone. */
+  readonly transactionJournal: string;
   readonly certFile: string;
   readonly keyFile: string;
   readonly tokenKeyFile: string;
@@ -114,6 +116,7 @@ export async function openDataFolder(root: string, hostName: string): Promise<Da
   const folder: DataFolder = {
     root,
     dynamoPath: join(root, "dynamodb"),
+    transactionJournal: join(root, "dynamodb.journal"),
     certFile: join(root, "tls-cert.pem"),
     keyFile: join(root, "tls-key.pem"),
     tokenKeyFile: join(root, "token-key.json"),

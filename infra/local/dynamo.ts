@@ -12,11 +12,16 @@ export interface LocalDynamo {
 
 export const localTableName = (name: string) => `mapgate-${name}`;
 
-/** dynalite behind the transaction proxy: what the handlers of the local engine talk to. */
-export async function startDynamo(path: string | undefined): Promise<LocalDynamo> {
+/**
+ * dynalite behind the transaction proxy: what the handlers of the local engine talk to. With a journal, a
+ * transaction a crash interrupted is rolled back before the endpoint is returned, so nothing reads it half-done.
+ * dynalite never asks LevelDB for synced writes: each acknowledged write has reached the kernel (it survives
+ * the process being killed) but not necessarily the disk (a power cut may lose the last ones).
+ */
+export async function startDynamo(path: string | undefined, journal?: string): Promise<LocalDynamo> {
   const store = await startDynalite(path);
   try {
-    const proxy = await startTransactionProxy(store.endpoint);
+    const proxy = await startTransactionProxy(store.endpoint, journal ? { journal } : {});
     return {
       endpoint: proxy.endpoint,
       close: async () => {

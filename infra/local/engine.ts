@@ -142,7 +142,8 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   };
   try {
-    const dynamo = await startDynamo(folder.dynamoPath);
+    // Rolls back a transaction the last run left half-applied before anything reads the store.
+    const dynamo = await startDynamo(folder.dynamoPath, folder.transactionJournal);
     cleanups.push(() => dynamo.close());
     await createTables(dynamo.endpoint);
 
@@ -173,11 +174,19 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     let httpsPort = 0;
     let httpPort = 0;
     httpsPort = await bind(
-      () => createHttpsServer({ ...tls, ...LISTENER_LIMITS }, route("https", () => `${options.host}:${httpsPort}`)),
+      () =>
+        createHttpsServer(
+          { ...tls, ...LISTENER_LIMITS },
+          route("https", () => `${options.host}:${httpsPort}`),
+        ),
       options.httpsPort,
     );
     httpPort = await bind(
-      () => createHttpServer(LISTENER_LIMITS, route("http", () => `${options.host}:${httpPort}`)),
+      () =>
+        createHttpServer(
+          LISTENER_LIMITS,
+          route("http", () => `${options.host}:${httpPort}`),
+        ),
       options.httpPort,
     );
     cleanups.push(async () => {

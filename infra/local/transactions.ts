@@ -4,13 +4,35 @@
 // Handlers keep making plain AWS SDK calls; only the local engine knows this exists.
 // Limit (documented in the README): reads are not serialised, so a reader may glimpse a transaction
 // half-applied for the few milliseconds it takes. Writers never can.
+// A crash cannot leave one half-applied: with a journal file (the engine's data folder has one), each
+// transaction's pre-images are made durable there before its first write, and the next start rolls back
+// whatever the journal still holds before the proxy serves anyone.
+import { createHash } from "node:crypto";
+import { constants } from "node:fs";
+import { type FileHandle, open, readFile } from "node:fs/promises";
 import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { dirname } from "node:path";
+
+/**
+ * Test hook, never set in use: milliseconds to wait between the writes of one transaction, so a crash test
+ * can reliably kill the engine while a transaction is half-applied.
+ */
+const STEP_DELAY_MS = Number(process.env.MAPGATE_TEST_TRANSACTION_STEP_DELAY_MS) || 0;
 
 const WRITES = new Set(["PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"]);
 const PREFIX = "DynamoDB_20120810.";
 
 type Json = Record<string, unknown>;
+
+interface Step {
+  op: string;
+  body: Json;
+  table: string;
+  key: Json;
+  before: Json | undefined;
+  check: boolean;
+}
 
 interface Upstream {
   status: number;
@@ -31,15 +53,104 @@ class Lock {
   }
 }
 
+/** What one key of a transaction held before it began; no `before` when the item did not exist. */
+interface PreImage {
+  table: string;
+  key: Json;
+  before?: Json;
+}
+
+const digest = (body: Buffer) => createHash("sha256").update(body).digest("hex");
+
+/**
+ * The write-ahead journal: the pre-images of the one transaction being applied (writes are serialised, so
+ * there is never more than one), as a single record `<sha256 of body> <body length>\n<body>` at the start of
+ * the file. An empty file means no transaction is in flight.
+ */
+class Journal {
+  readonly #handle: FileHandle;
+
+  private constructor(handle: FileHandle) {
+    this.#handle = handle;
+  }
+
+  static async open(file: string): Promise<Journal> {
+    const handle = await open(file, constants.O_RDWR | constants.O_CREAT, 0o600);
+    // So the file itself survives a power cut; best effort, as some systems cannot sync a directory.
+    const dir = await open(dirname(file), "r").catch(() => undefined);
+    await dir?.sync().catch(() => undefined);
+    await dir?.close();
+    return new Journal(handle);
+  }
+
+  /**
+   * The record left by a transaction that never finished. A torn record (the crash came while it was being
+   * written) is no record: no write of its transaction starts before the whole record is on disk.
+   */
+  static async read(file: string): Promise<PreImage[] | undefined> {
+    const content = await readFile(file).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === "ENOENT") return Buffer.alloc(0);
+      throw err;
+    });
+    const newline = content.indexOf(10);
+    if (newline < 0) return undefined;
+    const [sum, length] = content.subarray(0, newline).toString("latin1").split(" ");
+    const body = content.subarray(newline + 1, newline + 1 + Number(length));
+    if (body.length !== Number(length) || digest(body) !== sum) return undefined;
+    return JSON.parse(body.toString("utf8")) as PreImage[];
+  }
+
+  /** Durable before it returns: only then may the transaction's first write start. */
+  async begin(images: PreImage[]): Promise<void> {
+    const body = Buffer.from(JSON.stringify(images));
+    const record = Buffer.concat([Buffer.from(`${digest(body)} ${body.length}\n`, "latin1"), body]);
+    for (let at = 0; at < record.length;) {
+      at += (await this.#handle.write(record, at, record.length - at, at)).bytesWritten;
+    }
+    await this.#handle.datasync();
+  }
+
+  /**
+   * Not synced, deliberately: dynalite does not sync its own writes either (see `startDynamo`), so after a
+   * power cut the journal coming back is what keeps a transaction whose writes were half lost all-or-nothing.
+   * A process crash loses nothing the kernel was handed, so there this costs nothing.
+   */
+  async end(): Promise<void> {
+    await this.#handle.truncate(0);
+  }
+
+  close(): Promise<void> {
+    return this.#handle.close();
+  }
+}
+
+/** The headers dynalite insists on, for the proxy's own requests (it checks no signature). */
+const OWN_HEADERS = {
+  "content-type": "application/x-amz-json-1.0",
+  authorization:
+    "AWS4-HMAC-SHA256 Credential=local/20200101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0",
+  "x-amz-date": "20200101T000000Z",
+};
+
 export interface TransactionProxy {
   readonly endpoint: string;
   close(): Promise<void>;
 }
 
-export async function startTransactionProxy(upstream: string): Promise<TransactionProxy> {
+export interface ProxyOptions {
+  /** The journal file that makes transactions atomic across crashes; none for a store in memory. */
+  readonly journal?: string;
+}
+
+export async function startTransactionProxy(upstream: string, options: ProxyOptions = {}): Promise<TransactionProxy> {
   const target = new URL(upstream);
   const lock = new Lock();
   const schemas = new Map<string, string[]>();
+  // Set when the journal could not be written or cleared, or dynalite failed in mid-transaction: the journal
+  // may then hold pre-images that later writes would make stale (a rollback at the next start would undo
+  // them), so no write is taken until a restart has rolled the transaction back.
+  let broken: unknown;
+  let journal: Journal | undefined;
 
   const forward = (target_: string, headers: Record<string, string>, body: Buffer): Promise<Upstream> =>
     new Promise((resolve, reject) => {
@@ -119,7 +230,7 @@ export async function startTransactionProxy(upstream: string): Promise<Transacti
       };
     }
     // Pre-images first, so any partial application can be undone.
-    const steps: { op: string; body: Json; table: string; key: Json; before: Json | undefined; check: boolean }[] = [];
+    const steps: Step[] = [];
     for (const item of items) {
       const [kind, body] = Object.entries(item)[0] as [string, Json];
       const table = body.TableName as string;
@@ -143,17 +254,46 @@ export async function startTransactionProxy(upstream: string): Promise<Transacti
         check: kind === "ConditionCheck",
       });
     }
-    const restore = async (done: typeof steps) => {
-      for (const s of [...done].reverse()) {
-        if (s.before) await call("PutItem", headers, { TableName: s.table, Item: s.before });
-        else await call("DeleteItem", headers, { TableName: s.table, Key: s.key });
+    if (journal) {
+      try {
+        await journal.begin(
+          steps.map((s) => ({ table: s.table, key: s.key, ...(s.before ? { before: s.before } : {}) })),
+        );
+      } catch (err) {
+        // Perhaps written whole but not synced: it must not be left to roll back later writes.
+        broken = err;
+        throw err;
       }
-    };
-    const done: typeof steps = [];
+    }
+    try {
+      const answer = await apply(headers, steps);
+      await journal?.end();
+      return answer;
+    } catch (err) {
+      if (journal) broken = err;
+      throw err;
+    }
+  };
+
+  /** Puts back what the steps' keys held before, last write first; a restore that fails throws. */
+  const restore = async (headers: Record<string, string>, images: PreImage[]) => {
+    for (const image of [...images].reverse()) {
+      const { ok, out } = image.before
+        ? await call("PutItem", headers, { TableName: image.table, Item: image.before })
+        : await call("DeleteItem", headers, { TableName: image.table, Key: image.key });
+      // A table deleted since holds nothing to put back.
+      if (!ok && !String(out.__type).endsWith("ResourceNotFoundException"))
+        throw new Error(`could not restore an item of ${image.table}: ${String(out.message ?? out.__type)}`);
+    }
+  };
+
+  const apply = async (headers: Record<string, string>, steps: Step[]): Promise<Upstream> => {
+    const done: Step[] = [];
     for (const [i, s] of steps.entries()) {
+      if (i > 0 && STEP_DELAY_MS > 0) await new Promise((r) => setTimeout(r, STEP_DELAY_MS));
       const result = await call(s.op, headers, s.body);
       if (!result.ok) {
-        await restore(done);
+        await restore(headers, done);
         const type = String(result.out.__type ?? "");
         if (type.endsWith("ConditionalCheckFailedException")) {
           return cancelled(
@@ -169,9 +309,36 @@ export async function startTransactionProxy(upstream: string): Promise<Transacti
       done.push(s);
     }
     // A ConditionCheck only checks: undo the no-op update that carried its condition.
-    await restore(done.filter((s) => s.check));
+    await restore(
+      headers,
+      done.filter((s) => s.check),
+    );
     return { status: 200, headers: { "content-type": "application/x-amz-json-1.0" }, body: Buffer.from("{}") };
   };
+
+  /**
+   * Rolls back the transaction a crash interrupted, before anyone can read the store. Back, not forward: its
+   * client never had an answer, so either outcome is allowed, and only pre-images restore with plain puts and
+   * deletes that are safe to repeat (a crash during recovery just means recovering again at the next start);
+   * rolling forward would re-run updates and conditions over a half-written state (`SET n = n + :d` twice).
+   */
+  const recover = async (file: string): Promise<number> => {
+    const images = await Journal.read(file);
+    if (!images?.length) return 0;
+    await restore(OWN_HEADERS, images);
+    return images.length;
+  };
+
+  const unavailable = (): Upstream => ({
+    status: 500,
+    headers: { "content-type": "application/x-amz-json-1.0" },
+    body: Buffer.from(
+      JSON.stringify({
+        __type: "com.amazonaws.dynamodb.v20120810#InternalServerError",
+        message: `the local store takes no writes after its transaction journal failed (${String(broken)}): restart the engine to roll back the interrupted transaction`,
+      }),
+    ),
+  });
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -186,12 +353,23 @@ export async function startTransactionProxy(upstream: string): Promise<Transacti
     }
     let answer: Upstream;
     if (op === "TransactWriteItems")
-      answer = await lock.run(() => transact(headers, JSON.parse(body.toString("utf8")) as Json));
-    else if (WRITES.has(op)) answer = await lock.run(() => forward(targetHeader, headers, body));
+      answer = await lock.run(() =>
+        broken ? Promise.resolve(unavailable()) : transact(headers, JSON.parse(body.toString("utf8")) as Json),
+      );
+    else if (WRITES.has(op))
+      answer = await lock.run(() => (broken ? Promise.resolve(unavailable()) : forward(targetHeader, headers, body)));
     else answer = await forward(targetHeader, headers, body);
     res.writeHead(answer.status, { ...answer.headers, "content-length": String(answer.body.length) });
     res.end(answer.body);
   };
+
+  if (options.journal) {
+    const rolledBack = await recover(options.journal);
+    if (rolledBack)
+      console.warn(`mapgate: rolled back a transaction a crash interrupted (${rolledBack} items restored)`);
+    journal = await Journal.open(options.journal);
+    await journal.end();
+  }
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
@@ -201,13 +379,23 @@ export async function startTransactionProxy(upstream: string): Promise<Transacti
     });
   });
   server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", resolve);
+    });
+  } catch (err) {
+    await journal?.close();
+    throw err;
+  }
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+      await journal?.close();
+    },
   };
 }
