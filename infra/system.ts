@@ -291,17 +291,16 @@ export const WORKFLOW = {
       tables: { jobs: "read", datastores: "read", servers: "read", services: "write", items: "write" },
       readsStorage: true,
     },
-    { id: "task-plan-layers", tables: { jobs: "read", datastores: "read", layers: "read" } },
     {
-      id: "task-publish-layer",
+      id: "task-publish-layers",
       tables: { datastores: "read", servers: "read", services: "write", layers: "write", items: "write" },
     },
-    { id: "task-complete-job", tables: { jobs: "write", layers: "read" } },
+    { id: "task-complete-job", tables: { jobs: "write" } },
     { id: "task-fail-job", tables: { jobs: "write", services: "write" } },
   ] satisfies readonly TaskSpec[] as readonly TaskSpec[],
 } as const;
 
-/** `task-publish-layer` → `TaskPublishLayer`: the substitution variable a Task's Resource names. */
+/** `task-publish-layers` → `TaskPublishLayers`: the substitution variable a Task's Resource names. */
 export const taskVariable = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
 
 function roleRoutes(): RouteSpec[] {

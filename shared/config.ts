@@ -1,5 +1,6 @@
 // Configuration is read from the environment once, at cold start, and validated there: a function
 // that is missing a variable its construct should have set fails loudly at start, not mid-request.
+import { AsyncLocalStorage } from "node:async_hooks";
 import { TABLES, type TableName, tableEnvName } from "#infra/system.ts";
 
 export interface Config {
@@ -109,9 +110,17 @@ export function config(): Config {
   return cached;
 }
 
+/**
+ * The tables the running function was granted, where one process runs many functions (the local engine runs
+ * each route's handler and each workflow task inside `grants.run(...)`): there, as on AWS, where a function's
+ * environment names only its own tables, a table the route does not declare is out of reach.
+ */
+export const grants = new AsyncLocalStorage<ReadonlySet<string>>();
+
 /** The real name of a table this function was granted; a missing grant is a deployment fault. */
 export function tableName(name: TableName): string {
-  const real = config().tables[name];
+  const granted = grants.getStore();
+  const real = granted && !granted.has(name) ? undefined : config().tables[name];
   if (!real) throw new Error(`${tableEnvName(name)} is not set: this function was not granted the ${name} table`);
   return real;
 }

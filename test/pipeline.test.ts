@@ -86,3 +86,25 @@ describe("pipeline in-process", () => {
     });
   });
 });
+
+describe("table grants on one process", () => {
+  it("keeps a function to the tables its route declares, as its environment does on AWS", async () => {
+    const { grants } = await import("#shared/config.ts");
+    const { ROUTES } = await import("#infra/system.ts");
+    const route = ROUTES.find((r) => r.id === "portal-self");
+    const path = "/portal/sharing/rest/portals/self";
+    // Run as the gateway runs it: with the route's own tables, the handler works.
+    const ok = await grants.run(new Set(Object.keys(route?.tables ?? {})), () =>
+      portalSelf.handler(apiEvent(path, { query: "f=json" }), lambdaContext()),
+    );
+    expect(body(ok)).toMatchObject({ name: "Unit <Org> & Co" });
+    // Without the portals table (a route that forgot to declare it), the store is out of reach: an internal
+    // error answered without detail, as the missing environment variable would cause on AWS.
+    const missing = await grants.run(new Set(["users", "tokens"]), () =>
+      portalSelf.handler(apiEvent(path, { query: "f=json" }), lambdaContext()),
+    );
+    expect(body(missing)).toEqual({
+      error: { code: 500, message: "An internal error occurred. It has been logged.", details: [] },
+    });
+  });
+});

@@ -43,8 +43,8 @@ const get = (path: string, who: string, query = "") =>
     r.json(),
   );
 
-async function waitFor(jobId: string, key: string, who = "publisher"): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 200; i++) {
+async function waitFor(jobId: string, key: string, who = "publisher", polls = 200): Promise<Record<string, unknown>> {
+  for (let i = 0; i < polls; i++) {
     const job = await get(`/jobs/${jobId}`, who, `&key=${encodeURIComponent(key)}`);
     if (job.status !== "processing") return job;
     await new Promise((r) => setTimeout(r, 25));
@@ -414,6 +414,65 @@ describe("failures and crashes", () => {
       job.status === "completed" ? 1 : 0,
     );
   });
+
+  it("publishes 5,000 datasets in a job killed midway and resumed, counting every layer it made as published", async () => {
+    const N = 5_000;
+    const spec = join(engine.dataDir, "bulk-store.json");
+    writeFileSync(
+      spec,
+      JSON.stringify({
+        title: "Bulk",
+        owner: "publisher",
+        kind: "database",
+        serverIds: [serverId],
+        datasets: Array.from({ length: N }, (_, i) => ({
+          name: `bulk.Parcels_${String(i).padStart(5, "0")}`,
+          displayName: `Parcel boundaries and ownership records ${i}`,
+          type: ["table", "featureClass", "relationshipClass"][i % 3],
+          path: `/bulk.gdb/Parcels_${String(i).padStart(5, "0")}`,
+        })),
+      }),
+    );
+    const bulk = (
+      JSON.parse(admin("register-datastore", "--portal", portalId, "--file", spec)) as { datastoreId: string }
+    ).datastoreId;
+    const started = await post("/datastores/allDatasets/publishLayers", "publisher", {
+      datastoreId: bulk,
+      serverId,
+      serverFolder: "Bulk",
+    });
+    expect(started.success).toBe(true);
+    // Killed once the job has made some of its layers, and long before it made all of them.
+    const ddb = runningStore(engine.dataDir);
+    let paired = 0;
+    try {
+      for (let i = 0; i < 600 && paired === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        const out = await ddb.send(
+          new QueryCommand({
+            TableName: "mapgate-layers",
+            KeyConditionExpression: "datastoreId = :d",
+            ExpressionAttributeValues: { ":d": bulk },
+            Select: "COUNT",
+          }),
+        );
+        paired = out.Count ?? 0;
+      }
+    } finally {
+      ddb.destroy();
+    }
+    await engine.stop("SIGKILL");
+    expect(paired).toBeGreaterThan(0);
+    expect(paired).toBeLessThan(N);
+    await start();
+    const job = await waitFor(String(started.jobId), String(started.key), "publisher", 2_000);
+    expect(job).toMatchObject({
+      status: "completed",
+      result: { datastoreId: bulk, published: N, alreadyPublished: 0, layers: N },
+    });
+    const layers = await get("/datastores/getLayers", "publisher", `&datastoreId=${bulk}`);
+    expect(new Set((layers.layerAndDatasets as { layer: { id: string } }[]).map((p) => p.layer.id)).size).toBe(N);
+  }, 180_000);
 
   it("resumes a job whose execution died, and fails one whose data store vanished, with a message", async () => {
     const now = Date.now();

@@ -2,12 +2,14 @@
 // function, and the local interpreter binds every Task state to a task module.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { StateMachine as LocalStateMachine } from "aws-local-stepfunctions";
 import { App } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MapgateStack } from "#infra/aws/stack.ts";
 import { bindTasks, readDefinition, taskStates } from "#infra/local/workflows.ts";
 import { ROUTES, taskVariable, WORKFLOW } from "#infra/system.ts";
+import { PAGE } from "#functions/task-publish-layers.ts";
 import { JOB_DEADLINE_MS } from "#shared/publishing.ts";
 import { ROOT } from "./helpers/engine.ts";
 
@@ -98,5 +100,152 @@ describe("the state machine", () => {
     expect(
       (fn?.Properties.Environment as { Variables: Record<string, unknown> }).Variables.STATE_MACHINE_ARN,
     ).toBeDefined();
+  });
+});
+
+type Retrier = {
+  ErrorEquals: string[];
+  IntervalSeconds?: number;
+  BackoffRate?: number;
+  MaxAttempts?: number;
+  MaxDelaySeconds?: number;
+  JitterStrategy?: string;
+};
+type State = {
+  Type: string;
+  Resource?: string;
+  Retry?: Retrier[];
+  Catch?: { ErrorEquals: string[]; ResultPath?: string; Next: string }[];
+  Next?: string;
+  End?: boolean;
+};
+const LAMBDA_THROTTLES = [
+  "Lambda.TooManyRequestsException",
+  "Lambda.ServiceException",
+  "Lambda.AWSLambdaException",
+  "Lambda.SdkClientException",
+];
+
+describe("the definition's limits", () => {
+  const states = () => readDefinition(ROOT).json.States as Record<string, State>;
+
+  it("catches every failure of every Task into FailJob, States.DataLimitExceeded included (States.ALL does not match it)", () => {
+    for (const [name, state] of Object.entries(states())) {
+      expect(state.Type, name).not.toBe("Map");
+      if (state.Type !== "Task" || name === "FailJob") continue;
+      expect(state.Catch, name).toEqual([
+        { ErrorEquals: ["States.DataLimitExceeded"], ResultPath: "$.error", Next: "FailJob" },
+        { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "FailJob" },
+      ]);
+    }
+    expect(states().FailJob?.Next).toBe("Failed");
+  });
+
+  it("gives throttling its own retrier, with capped backoff and full jitter, before the catch-all one", () => {
+    for (const [name, state] of Object.entries(states())) {
+      if (state.Type !== "Task") continue;
+      const retry = state.Retry ?? [];
+      const throttle = retry.findIndex((r) => r.ErrorEquals.includes("Lambda.TooManyRequestsException"));
+      const any = retry.findIndex((r) => r.ErrorEquals.includes("States.ALL"));
+      expect(throttle, name).toBeGreaterThanOrEqual(0);
+      expect(throttle, name).toBeLessThan(any);
+      expect(any, name).toBe(retry.length - 1);
+      const r = retry[throttle] as Retrier;
+      expect(r.ErrorEquals, name).toEqual(expect.arrayContaining(LAMBDA_THROTTLES));
+      // Neither engine checks these locally (the interpreter runs "JitterStrategy": "BOGUS" without a word, and
+      // the CDK passes the file as it is): the ranges Step Functions accepts, checked here.
+      expect(r).toMatchObject({ IntervalSeconds: 2, BackoffRate: 2, MaxAttempts: 8, JitterStrategy: "FULL" });
+      expect(["FULL", "NONE"]).toContain(r.JitterStrategy);
+      expect(Number.isInteger(r.MaxDelaySeconds) && (r.MaxDelaySeconds ?? 0) >= 1).toBe(true);
+      expect(r.MaxDelaySeconds).toBeLessThanOrEqual(31_622_400);
+      expect(Number.isInteger(r.IntervalSeconds) && Number.isInteger(r.MaxAttempts)).toBe(true);
+    }
+  });
+
+  it("loops over pages with a state that does not grow, retries throttles eight times and sends data-limit errors to FailJob", async () => {
+    const { text } = readDefinition(ROOT);
+    const definition = JSON.parse(
+      text.replace(/\$\{(\w+)\}/g, (_m, v: string) => `arn:aws:lambda:us-east-1:000000000000:function:${v}`),
+    ) as Record<string, unknown>;
+    const machine = new LocalStateMachine(definition as never);
+    const longest = "/".padEnd(1024, "x"); // the longest dataset path a data store accepts
+    const PAGES = 300;
+    let throttled = 0;
+    const failed: unknown[] = [];
+    const handlers = {
+      PublishLayerPage: async (input: { page?: { published: number } }) => {
+        const n = (input.page?.published ?? 0) + 1;
+        if (n === 7 && throttled < 8) {
+          throttled++;
+          throw Object.assign(new Error("Rate exceeded"), { name: "Lambda.TooManyRequestsException" });
+        }
+        return {
+          cursor: `${longest.slice(0, -6)}${String(n).padStart(6, "0")}`,
+          done: n === PAGES,
+          published: n,
+          alreadyPublished: 0,
+        };
+      },
+      CompleteJob: async () => ({ status: "completed" }),
+      FailJob: async (input: unknown) => {
+        failed.push(input);
+        return { status: "failed" };
+      },
+    };
+    const input = {
+      jobId: "f".repeat(32),
+      portalId: "p".repeat(32),
+      owner: "publisher",
+      operation: "publishLayers",
+      params: { datastoreId: "d".repeat(32), serverId: "s".repeat(32), serverFolder: "Layers" },
+      origin: "https://maps.example.com",
+    };
+    const sizes = new Map<number, number>();
+    const run = machine.run(input, {
+      overrides: { taskResourceLocalHandlers: handlers as never, retryIntervalOverrides: { PublishLayerPage: 0 } },
+    });
+    let entered = 0;
+    const logged = (async () => {
+      for await (const event of run.eventLogs) {
+        if (event.type !== "StateEntered") continue;
+        entered++;
+        if (event.state.name === "PublishLayerPage") {
+          const page = (event.state.input as { page?: { published: number } }).page?.published ?? 0;
+          sizes.set(page, JSON.stringify(event.state.input).length);
+        }
+      }
+    })();
+    await run.result;
+    await logged;
+    expect(throttled).toBe(8);
+    expect(failed).toEqual([]);
+    // Two states a page: on AWS ~7 history events (the Task's entered, scheduled, started, succeeded and exited,
+    // the Choice's entered and exited). 1,000,000 datasets in pages of PAGE keep an execution well below
+    // Standard's 25,000 events, with half of them left for retried invocations (3 events each).
+    expect(entered).toBe(1 + 2 * PAGES + 1);
+    expect(Math.ceil(1_000_000 / PAGE) * 7 + 20).toBeLessThan(25_000 / 2);
+    // The last page's state is the second's but for the counts' digits: nothing accumulates.
+    expect((sizes.get(PAGES - 1) ?? Infinity) - (sizes.get(1) ?? 0)).toBeLessThan(8);
+    expect(Math.max(...sizes.values())).toBeLessThan(2_048);
+
+    // A ninth throttle in a row, or a state over Step Functions' payload limit, ends in FailJob.
+    for (const error of ["Lambda.TooManyRequestsException", "States.DataLimitExceeded"]) {
+      failed.length = 0;
+      const failing = machine.run(input, {
+        overrides: {
+          taskResourceLocalHandlers: {
+            ...handlers,
+            PublishLayerPage: async () => {
+              throw Object.assign(new Error(error), { name: error });
+            },
+          } as never,
+          retryIntervalOverrides: { PublishLayerPage: 0 },
+        },
+      });
+      await expect(failing.result).rejects.toThrow();
+      expect(failed, error).toEqual([
+        expect.objectContaining({ jobId: input.jobId, error: { Error: error, Cause: error } }),
+      ]);
+    }
   });
 });

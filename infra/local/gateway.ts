@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { pathToFileURL } from "node:url";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec } from "#infra/system.ts";
+import { grants } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
 
 /** API Gateway's own limits: 10 MB request payload, 29 s integration timeout. */
@@ -19,6 +20,8 @@ interface CompiledRoute {
   readonly names: readonly string[];
   readonly literalSegments: number;
   readonly handler: Handler;
+  /** The tables the route declares: all its function may reach, as on AWS. */
+  readonly tables: ReadonlySet<string>;
 }
 
 function compile(spec: RouteSpec, handler: Handler): CompiledRoute {
@@ -43,7 +46,14 @@ function compile(spec: RouteSpec, handler: Handler): CompiledRoute {
     .join("/");
   // API Gateway routes `/a/b/` to the `/a/b` route too (clients such as the ArcGIS REST JS app-credential
   // manager call `…/oauth2/token/`).
-  return { spec, pattern: new RegExp(`^${source}/?$`), names, literalSegments, handler };
+  return {
+    spec,
+    pattern: new RegExp(`^${source}/?$`),
+    names,
+    literalSegments,
+    handler,
+    tables: new Set(Object.keys(spec.tables)),
+  };
 }
 
 /** Text bodies arrive as text; everything else (forms included, as on HTTP APIs) arrives base64-encoded. */
@@ -230,7 +240,7 @@ export class Gateway {
       send(res, 413, { message: "Request Entity Too Large" });
       return;
     }
-    const running = route.handler(event, context);
+    const running = grants.run(route.tables, () => route.handler(event, context));
     const leave = this.#enter();
     running.then(leave, leave);
     const result = await Promise.race([running, timeout]).finally(() => clearTimeout(timer));

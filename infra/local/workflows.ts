@@ -1,6 +1,7 @@
 // The local engine's Step Functions: a small endpoint speaking the SDK's own JSON protocol
 // (StartExecution, DescribeExecution) that runs the workflow definition file with aws-local-stepfunctions,
 // every Task state bound to the same task handler module the CDK deploys as a Lambda function.
+import { grants } from "#shared/config.ts";
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -66,7 +67,10 @@ export async function bindTasks(
     if (!task) throw new Error(`Task state ${state} names \${${variable}}, which no declared task provides`);
     const mod = (await import(pathToFileURL(join(root, "functions", `${task.id}.ts`)).href)) as { handler?: TaskFn };
     if (typeof mod.handler !== "function") throw new Error(`functions/${task.id}.ts exports no handler`);
-    bindings[state] = mod.handler;
+    // As its own Lambda function on AWS, the task reaches only the tables it declares.
+    const handler = mod.handler;
+    const tables = new Set(Object.keys(task.tables));
+    bindings[state] = (input: never) => grants.run(tables, () => handler(input));
     used.add(task.id);
   }
   const unused = tasks.filter((t) => !used.has(t.id));
@@ -80,8 +84,11 @@ export interface LocalWorkflows {
   load(): Promise<void>;
   /** Runs an execution directly (the engine resumes unfinished jobs with it). */
   start(name: string, input: string): Execution;
-  /** Executions started and states entered since start (for the benchmarks). */
-  stats(): { executions: number; transitions: number };
+  /**
+   * Executions started, states entered and the largest state input or output seen (JSON bytes) since start
+   * (for the benchmarks, and for tests that check the state stays far below Step Functions' 256 KiB).
+   */
+  stats(): { executions: number; transitions: number; largestState: number };
   /** Resolves when no execution is running. */
   drained(): Promise<void>;
   close(): Promise<void>;
@@ -97,7 +104,10 @@ export async function startWorkflows(root: string): Promise<LocalWorkflows> {
   // Retries wait milliseconds here, not seconds: the local engine has no throttling to back off from.
   const retryIntervalOverrides = Object.fromEntries(taskStates(json).map(({ state }) => [state, 50]));
   const executions = new Map<string, Execution>();
-  const counts = { executions: 0, transitions: 0 };
+  const counts = { executions: 0, transitions: 0, largestState: 0 };
+  const measure = (state: unknown) => {
+    counts.largestState = Math.max(counts.largestState, Buffer.byteLength(JSON.stringify(state ?? null)));
+  };
 
   const start = (name: string, input: string): Execution => {
     if (!bindings) throw new Error("workflow tasks are not loaded yet");
@@ -133,7 +143,12 @@ export async function startWorkflows(root: string): Promise<LocalWorkflows> {
     executions.set(name, execution);
     counts.executions++;
     void (async () => {
-      for await (const event of run.eventLogs) if (event.type === "StateEntered") counts.transitions++;
+      for await (const event of run.eventLogs) {
+        if (event.type === "StateEntered") {
+          counts.transitions++;
+          measure(event.state.input);
+        } else if (event.type === "StateExited") measure(event.state.output);
+      }
     })().catch(() => undefined);
     return execution;
   };

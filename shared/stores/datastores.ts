@@ -1,4 +1,4 @@
-import { BatchWriteCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchWriteCommand, GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { type Item, itemPut } from "#shared/stores/items.ts";
 import { tableName } from "#shared/config.ts";
 import { ddb, queryAll, queryByPortal } from "#shared/stores/dynamo.ts";
@@ -78,16 +78,56 @@ export async function getDataStoreContents(datastoreId: string): Promise<DataSto
     const r = new RecordReader("data store entry", item);
     const entry = r.string("entry");
     if (entry === STORE_ENTRY) store = toStore(item);
-    else if (entry.startsWith("dataset#")) {
-      datasets.push({
-        name: r.string("name"),
-        displayName: r.string("displayName"),
-        type: r.oneOf("type", DATASET_TYPES),
-        path: r.string("path"),
-      });
-    }
+    else if (entry.startsWith("dataset#")) datasets.push(toDataset(r));
   }
   return store ? { store, datasets } : undefined;
+}
+
+function toDataset(r: RecordReader): Dataset {
+  return {
+    name: r.string("name"),
+    displayName: r.string("displayName"),
+    type: r.oneOf("type", DATASET_TYPES),
+    path: r.string("path"),
+  };
+}
+
+/** A data store without its datasets (one read, however many datasets it holds). */
+export async function getDataStore(datastoreId: string): Promise<DataStore | undefined> {
+  const { Item } = await ddb.send(
+    new GetCommand({ TableName: tableName("datastores"), Key: { datastoreId, entry: STORE_ENTRY } }),
+  );
+  return Item ? toStore(Item) : undefined;
+}
+
+/**
+ * Up to `limit` datasets in path order (DynamoDB's order of their entries), starting after the dataset at
+ * `after` ("" for the first). `more` is false once the last dataset was read (it may be true with nothing
+ * left when the last page ended exactly at `limit`). Reads only the page itself, so walking a data store
+ * page by page reads each dataset once.
+ */
+export async function datasetPage(
+  datastoreId: string,
+  after: string,
+  limit: number,
+): Promise<{ datasets: Dataset[]; more: boolean }> {
+  const datasets: Dataset[] = [];
+  let start: Record<string, unknown> | undefined = after ? { datastoreId, entry: datasetEntry(after) } : undefined;
+  do {
+    const page = await ddb.send(
+      new QueryCommand({
+        TableName: tableName("datastores"),
+        KeyConditionExpression: "datastoreId = :d AND begins_with(#e, :p)",
+        ExpressionAttributeNames: { "#e": "entry" },
+        ExpressionAttributeValues: { ":d": datastoreId, ":p": "dataset#" },
+        ExclusiveStartKey: start,
+        Limit: limit - datasets.length,
+      }),
+    );
+    for (const item of page.Items ?? []) datasets.push(toDataset(new RecordReader("data store entry", item)));
+    start = page.LastEvaluatedKey;
+  } while (start && datasets.length < limit);
+  return { datasets, more: start !== undefined };
 }
 
 export async function listPortalDataStores(portalId: string): Promise<DataStore[]> {
