@@ -20,14 +20,20 @@ import { TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import type { JobInput } from "#shared/jobs.ts";
 import { serviceItem } from "#shared/items.ts";
 import { restServiceUrl, stableItemId } from "#shared/publishing.ts";
-import { tableName } from "#shared/config.ts";
 import { type Dataset, datasetPage, getDataStore } from "#shared/stores/datastores.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
 import { itemPut, type Item } from "#shared/stores/items.ts";
 import { type LayerPair, type PairAccess, pairMaker, pairMakers, pairPut, recordPair } from "#shared/stores/layers.ts";
 import { getServer, type Server, serverUrl } from "#shared/stores/servers.ts";
-import { catalogBump, serviceEntry } from "#shared/stores/service-keys.ts";
-import { createService, ensureFolder, getService, type Service, ServiceExistsError } from "#shared/stores/services.ts";
+import { catalogBump } from "#shared/stores/service-keys.ts";
+import {
+  createService,
+  ensureFolder,
+  getService,
+  newServicePut,
+  type Service,
+  ServiceExistsError,
+} from "#shared/stores/services.ts";
 import { JobError, taskHandler } from "#shared/tasks.ts";
 
 /** Datasets per task invocation: large enough that 1,000,000 datasets stay far below 25,000 history events. */
@@ -196,19 +202,7 @@ function layerOf(ctx: Context, dataset: Dataset, now: number): Layer {
  * has no cache, info or extensions), its item and its pair. The service and item are never without each other.
  */
 const layerWrites = (ctx: Context, layer: Layer) => [
-  {
-    Put: {
-      TableName: tableName("services"),
-      Item: {
-        ...layer.service,
-        tags: [],
-        extensions: [],
-        entry: serviceEntry(layer.service.folder, layer.service.name),
-      },
-      ConditionExpression: "attribute_not_exists(#e)",
-      ExpressionAttributeNames: { "#e": "entry" },
-    },
-  },
+  newServicePut(layer.service),
   itemPut(layer.item),
   { Put: pairPut(ctx.datastoreId, layer.pair(layer.service.created), pairAccess(layer.service), ctx.jobId) },
 ];

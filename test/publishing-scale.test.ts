@@ -5,7 +5,7 @@
 import { DeleteCommand, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ROOT } from "./helpers/engine.ts";
-import { inProcessStore } from "./helpers/in-process.ts";
+import { countRequests, inProcessStore } from "./helpers/in-process.ts";
 
 const store = await inProcessStore();
 const { ddb } = await import("#shared/stores/dynamo.ts");
@@ -15,14 +15,7 @@ const { createJob, getJob, hashKey } = await import("#shared/stores/jobs.ts");
 const { LAYERS_PER_TRANSACTION, PAGE } = await import("#functions/task-publish-layers.ts");
 const { DATASET_TYPES } = await import("#shared/stores/datastores.ts");
 
-const sent: string[] = [];
-ddb.middlewareStack.add(
-  (next, context) => async (args) => {
-    sent.push(String(context.commandName));
-    return next(args);
-  },
-  { step: "initialize", name: "countTestRequests" },
-);
+const sent = countRequests(ddb);
 const READS = new Set(["GetItemCommand", "BatchGetItemCommand", "QueryCommand", "ScanCommand"]);
 const count = (requests: string[], names: Set<string> | string) =>
   requests.filter((r) => (typeof names === "string" ? r === names : names.has(r))).length;

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiEvent, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
+import { apiEvent, countRequests, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
 
 const store = await inProcessStore();
 const { ddb } = await import("#shared/stores/dynamo.ts");
@@ -16,14 +16,7 @@ const { issueToken } = await import("#shared/auth/tokens.ts");
 const service = (await import("#functions/service.ts")).handler;
 const directory = (await import("#functions/services-directory.ts")).handler;
 
-const sent: string[] = [];
-ddb.middlewareStack.add(
-  (next, context) => async (args) => {
-    sent.push(String(context.commandName));
-    return next(args);
-  },
-  { step: "initialize", name: "countTestRequests" },
-);
+const sent = countRequests(ddb);
 
 let token: string;
 let serverId: string;

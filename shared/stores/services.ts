@@ -135,6 +135,16 @@ const serviceRecord = (service: Service) => ({
   entry: serviceEntry(service.folder, service.name),
 });
 
+/** The write that stores a new service unless its folder/name is taken, for a transaction's first item. */
+export const newServicePut = (service: Service) => ({
+  Put: {
+    TableName: tableName("services"),
+    Item: serviceRecord(service),
+    ConditionExpression: "attribute_not_exists(#e)",
+    ExpressionAttributeNames: { "#e": "entry" },
+  },
+});
+
 export class ServiceExistsError extends Error {
   /** When the name is held by a publishing job rather than a service: that job, and since when. */
   readonly pending: { readonly jobId: string; readonly since: number } | undefined;
@@ -178,19 +188,7 @@ async function putService(service: Service, item: Item, alsoWith: object[]): Pro
   await ensureFolder(service.serverId, service.folder);
   await ddb.send(
     new TransactWriteCommand({
-      TransactItems: [
-        {
-          Put: {
-            TableName: tableName("services"),
-            Item: serviceRecord(service),
-            ConditionExpression: "attribute_not_exists(#e)",
-            ExpressionAttributeNames: { "#e": "entry" },
-          },
-        },
-        itemPut(item),
-        ...alsoWith,
-        catalogBump(service.serverId),
-      ],
+      TransactItems: [newServicePut(service), itemPut(item), ...alsoWith, catalogBump(service.serverId)],
     }),
   );
 }

@@ -77,3 +77,18 @@ export const lambdaContext = () =>
     fail: () => undefined,
     succeed: () => undefined,
   }) as const;
+
+/** The commands a DynamoDB client sends from now on, by name (e.g. "BatchGetItemCommand"), in order. */
+export function countRequests(client: {
+  middlewareStack: { add: (m: never, o: { step: "initialize"; name: string }) => void };
+}): string[] {
+  const sent: string[] = [];
+  client.middlewareStack.add(
+    ((next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
+      sent.push(String(context.commandName));
+      return next(args);
+    }) as never,
+    { step: "initialize", name: "countTestRequests" },
+  );
+  return sent;
+}
