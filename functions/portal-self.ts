@@ -3,7 +3,7 @@
 import { notFound } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { getPortal } from "#shared/stores/portals.ts";
-import { PORTAL_REST_VERSION, portalUrl } from "#shared/urls.ts";
+import { hostAndPath, PORTAL_REST_VERSION, portalUrl } from "#shared/urls.ts";
 
 const PORTAL_ID = /^[A-Za-z0-9]{1,64}$/;
 
@@ -21,7 +21,7 @@ export const handler = restHandler({ name: "Portal" }, async (req) => {
     portalMode: "multitenant",
     allSSL: portal.allSSL,
     currentVersion: PORTAL_REST_VERSION,
-    portalHostname: `${new URL(req.httpsOrigin).host}/portal`,
+    portalHostname: `${hostAndPath(req.httpsOrigin)}/portal`,
     url: portalUrl(req.httpsOrigin),
     supportsOAuth: false,
     maxTokenExpirationMinutes: portal.maxTokenExpirationMinutes,

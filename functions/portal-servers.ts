@@ -2,6 +2,7 @@
 // can find the serverURL for a server-token. Members of the organization only.
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { listPortalServers, serverUrl } from "#shared/stores/servers.ts";
+import { hostAndPath } from "#shared/urls.ts";
 
 export const handler = restHandler({ name: "Servers" }, async (req) => {
   const { portal } = requireMember(req);
@@ -11,7 +12,7 @@ export const handler = restHandler({ name: "Servers" }, async (req) => {
       const url = serverUrl(s, req.httpsOrigin);
       return {
         id: s.serverId,
-        name: s.hosted ? `${new URL(req.httpsOrigin).host}/${s.name}` : s.name,
+        name: s.hosted ? `${hostAndPath(req.httpsOrigin)}/${s.name}` : s.name,
         url,
         adminUrl: `${url}/admin`,
         isHosted: s.serverRole === "HOSTING_SERVER",

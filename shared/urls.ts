@@ -9,3 +9,37 @@ export const SERVER_FULL_VERSION = "10.8.1";
 export const portalUrl = (origin: string) => `${origin}${PORTAL_ROOT.replace(/\/sharing\/rest$/, "")}`;
 export const sharingRestUrl = (origin: string) => `${origin}${PORTAL_ROOT}`;
 export const generateTokenUrl = (origin: string) => `${sharingRestUrl(origin)}/generateToken`;
+
+export interface RequestOrigins {
+  /** Where this request arrived, as absolute URLs back to it start: scheme, host and any base path. */
+  readonly origin: string;
+  /** The deployment's HTTPS base, for links that must be secure whatever the request used. */
+  readonly httpsOrigin: string;
+  readonly https: boolean;
+}
+
+/**
+ * The bases of absolute URLs for a request. API Gateway terminates TLS and says so in X-Forwarded-Proto (the
+ * local gateway sets it the same way, overwriting whatever a client sent). A configured public origin
+ * (`-c publicOrigin=…`: a custom domain, CloudFront) may carry a base path (`https://gis.example.com/maps`, a
+ * custom domain's path mapping): every absolute URL then starts with it, since the function sees paths without it.
+ */
+export function requestOrigins(
+  event: { headers?: Record<string, string | undefined>; requestContext: { domainName: string } },
+  configured = process.env.PUBLIC_HTTPS_ORIGIN,
+): RequestOrigins {
+  const https = (event.headers?.["x-forwarded-proto"] ?? "https") === "https";
+  const base = configured?.replace(/\/+$/, "") || undefined;
+  const own = `${https ? "https" : "http"}://${event.requestContext.domainName}`;
+  return {
+    https,
+    origin: https && base ? base : own,
+    httpsOrigin: base ?? `https://${event.requestContext.domainName}`,
+  };
+}
+
+/** `host[:port][/base path]` of an origin, as the original names its portal and servers (`portalHostname`). */
+export const hostAndPath = (origin: string) => {
+  const u = new URL(origin);
+  return `${u.host}${u.pathname.replace(/\/+$/, "")}`;
+};

@@ -108,3 +108,39 @@ describe("table grants on one process", () => {
     });
   });
 });
+
+describe("a public origin with a base path", () => {
+  it("starts every absolute URL with it (a custom domain's path mapping, CloudFront)", async () => {
+    const { requestOrigins } = await import("#shared/urls.ts");
+    const event = { headers: { "x-forwarded-proto": "https" }, requestContext: { domainName: "abc.execute-api.test" } };
+    expect(requestOrigins(event, "https://gis.example.com/maps/")).toEqual({
+      https: true,
+      origin: "https://gis.example.com/maps",
+      httpsOrigin: "https://gis.example.com/maps",
+    });
+    expect(requestOrigins(event, "").origin).toBe("https://abc.execute-api.test");
+    const before = process.env.PUBLIC_HTTPS_ORIGIN;
+    process.env.PUBLIC_HTTPS_ORIGIN = "https://gis.example.com/maps";
+    try {
+      const self = body(
+        await portalSelf.handler(apiEvent("/portal/sharing/rest/portals/self", { query: "f=json" }), lambdaContext()),
+      );
+      expect(self).toMatchObject({
+        portalHostname: "gis.example.com/maps/portal",
+        url: "https://gis.example.com/maps/portal",
+      });
+      const info = (await import("#functions/sharing-info.ts")).handler;
+      expect(body(await info(apiEvent("/portal/sharing/rest/info", { query: "f=json" }), lambdaContext()))).toEqual({
+        currentVersion: "8.2",
+        owningSystemUrl: "https://gis.example.com/maps/portal",
+        authInfo: {
+          isTokenBasedSecurity: true,
+          tokenServicesUrl: "https://gis.example.com/maps/portal/sharing/rest/generateToken",
+        },
+      });
+    } finally {
+      if (before === undefined) delete process.env.PUBLIC_HTTPS_ORIGIN;
+      else process.env.PUBLIC_HTTPS_ORIGIN = before;
+    }
+  });
+});

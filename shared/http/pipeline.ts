@@ -46,6 +46,7 @@ import {
   renderRedirect,
 } from "#shared/http/render.ts";
 import { logger } from "#shared/log.ts";
+import { requestOrigins } from "#shared/urls.ts";
 import { getDefaultPortalId, getPortal, type Portal, toPortal } from "#shared/stores/portals.ts";
 import { getHostedServerByName, SERVER_NAME, type Server } from "#shared/stores/servers.ts";
 
@@ -138,15 +139,6 @@ function state(request: RestMiddyRequest): Partial<Normalized> & { request?: Res
   return request.context.mapgate;
 }
 
-function origins(event: APIGatewayProxyEventV2): { origin: string; httpsOrigin: string; https: boolean } {
-  // API Gateway terminates TLS and says so in X-Forwarded-Proto; the local gateway sets it the same way
-  // (and overwrites whatever a client sent).
-  const https = (event.headers?.["x-forwarded-proto"] ?? "https") === "https";
-  const origin = `${https ? "https" : "http"}://${event.requestContext.domainName}`;
-  const configured = process.env.PUBLIC_HTTPS_ORIGIN;
-  return { origin, https, httpsOrigin: configured || `https://${event.requestContext.domainName}` };
-}
-
 /** Logs one line per request (never parameters, tokens or bodies) once the response is known. */
 export const accessLog = (operation: string): RestMiddleware => {
   const done = (request: RestMiddyRequest) => {
@@ -182,7 +174,7 @@ export const errorEnvelope = (op: Operation): RestMiddleware => ({
   onError: (request) => {
     const err = request.error;
     const s = state(request);
-    const https = s.rendering?.https ?? origins(request.event).https;
+    const https = s.rendering?.https ?? requestOrigins(request.event).https;
     let body: ReturnType<typeof errorBody> = INTERNAL_ERROR;
     if (err instanceof ApiError) body = errorBody(err);
     else if (!(err instanceof OAuthError) || op.protocol !== "oauth") {
@@ -226,7 +218,7 @@ export const normalize = (op: Operation): RestMiddleware => ({
   before: (request) => {
     const event = request.event;
     const s = state(request);
-    const o = origins(event);
+    const o = requestOrigins(event);
     Object.assign(s, { origin: o.origin, httpsOrigin: o.httpsOrigin, sourceIp: event.requestContext.http.sourceIp });
     const params = parseParams(event, config().maxBodyBytes);
     s.params = params;
@@ -343,7 +335,8 @@ export const caller = (op: Operation): RestMiddleware => ({
     if (op.httpsOnly && !rendering.https) throw sslRequired();
     const server = await addressedServer(op, event);
     const method = event.requestContext.http.method.toUpperCase();
-    const originsHere = [s.origin as string, s.httpsOrigin as string];
+    // What a browser's Origin header says of our pages: scheme and host, never the base path.
+    const originsHere = [s.origin as string, s.httpsOrigin as string].map((o) => new URL(o).origin);
     const csrfChecked =
       method === "POST" && rendering.https ? await csrfValid(event, params.get(CSRF_FIELD), originsHere) : false;
     // The browser's ambient cookie never authorizes a JSONP answer (any site can read one), nor an operation that

@@ -3,6 +3,7 @@
 // caller's mistakes, soap:Server (with no internal detail) for ours.
 import middy, { type MiddlewareObj } from "@middy/core";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
+import { requestOrigins } from "#shared/urls.ts";
 import { findCredential, type Identity, resolveIdentity } from "#shared/auth/identity.ts";
 import { config } from "#shared/config.ts";
 import { ApiError } from "#shared/http/errors.ts";
@@ -81,9 +82,7 @@ export function soapHandler(service: SoapService) {
     .use(faults(service.name))
     .handler(async (event) => {
       const started = performance.now();
-      const https = (event.headers?.["x-forwarded-proto"] ?? "https") === "https";
-      const origin = `${https ? "https" : "http"}://${event.requestContext.domainName}`;
-      const httpsOrigin = process.env.PUBLIC_HTTPS_ORIGIN || `https://${event.requestContext.domainName}`;
+      const { origin, httpsOrigin, https } = requestOrigins(event);
       const search = new URLSearchParams(event.rawQueryString ?? "");
       const query = new Params(new Map(search));
       const method = event.requestContext.http.method.toUpperCase();
