@@ -47,8 +47,9 @@ function describe(req: SoapRequest, services: readonly Service[]): Description[]
   return out;
 }
 
-// Finished answers, per catalog version, viewer, origin and question: a repeated question costs one version
-// read. Bounded; entries of an older version are simply never asked for again and age out.
+// Finished answers, per catalog version, viewer, origin and question: a repeated question costs the request's
+// one read (caller and catalog version together). Bounded; entries of an older version are simply never asked
+// for again and age out.
 const answers = new Map<string, string>();
 function remember(key: string, xml: string): string {
   if (answers.size >= 256) answers.delete(answers.keys().next().value as string);
@@ -58,7 +59,7 @@ function remember(key: string, xml: string): string {
 
 async function listing(req: SoapRequest, name: OperationName, folder: string | undefined): Promise<string> {
   const { namespace } = config().soap;
-  const catalog = await catalogOf(req.server.serverId);
+  const catalog = await catalogOf(req.server.serverId, req.catalogVersion);
   const key = [req.server.serverId, catalog.version, viewerKey(req.identity), req.origin, name, folder ?? ""].join(
     "\u0000",
   );

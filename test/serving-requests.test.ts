@@ -15,6 +15,7 @@ const { writeTileCache } = await import("#infra/local/demo/tile-cache.ts");
 const { issueToken } = await import("#shared/auth/tokens.ts");
 const service = (await import("#functions/service.ts")).handler;
 const directory = (await import("#functions/services-directory.ts")).handler;
+const soap = (await import("#functions/soap-catalog.ts")).handler;
 
 const sent = countRequests(ddb);
 
@@ -115,6 +116,33 @@ describe("store reads per tile (warm function)", () => {
       { name: "Later", type: "MapServer" },
       { name: "Open", type: "MapServer" },
     ]);
+    expect(requests).toEqual(["BatchGetItemCommand", "QueryCommand"]);
+  });
+});
+
+describe("store reads per SOAP call (warm function)", () => {
+  const call = (query = "") =>
+    soap(
+      apiEvent("/tiles/services", {
+        method: "POST",
+        query,
+        body: `<?xml version="1.0"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><GetServiceDescriptions xmlns="http://www.esri.com/schemas/ArcGIS/10.8"/></soap:Body></soap:Envelope>`,
+        headers: { "content-type": "text/xml; charset=utf-8", soapaction: '""' },
+        pathParameters: { server: "tiles" },
+      }),
+      lambdaContext(),
+    );
+
+  it("reads once: the caller or the organization, with the catalog version, and sees a change at once", async () => {
+    for (const query of ["", `token=${encodeURIComponent(token)}`]) {
+      await call(query); // warm: the server and the catalog kept
+      const { res, requests } = await counted(() => call(query));
+      expect(res.body).toContain("<Name>Open</Name>");
+      expect(requests, query || "anonymous").toEqual(["BatchGetItemCommand"]);
+    }
+    await ops.registerService(serverId, { name: "Newer", type: "MapServer", owner: "tiles-admin", access: "public" });
+    const { res, requests } = await counted(() => call());
+    expect(res.body).toContain("<Name>Newer</Name>");
     expect(requests).toEqual(["BatchGetItemCommand", "QueryCommand"]);
   });
 });

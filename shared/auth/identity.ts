@@ -182,3 +182,22 @@ export async function batchGet(request: BatchRequest): Promise<Record<string, Re
 export async function privilegesOf(user: User): Promise<readonly string[]> {
   return BUILT_IN_PRIVILEGES[user.role] ?? (await getRole(user.portalId, user.role))?.privileges ?? [];
 }
+
+/**
+ * What an anonymous caller of an organization sees: the organization and, in the same BatchGetItem, one more
+ * item the request needs (a catalog version). Undefined when the organization does not exist.
+ */
+export async function anonymousView(
+  portalId: string,
+  extra: ExtraRead | undefined,
+): Promise<{ portal: Portal; extra?: Record<string, unknown> | null } | undefined> {
+  const portals = tableName("portals");
+  const extraTable = extra ? tableName(extra.table) : undefined;
+  const found = await batchGet({
+    [portals]: { Keys: [{ portalId }] },
+    ...(extra && extraTable ? { [extraTable]: { Keys: [{ ...extra.key }], ConsistentRead: true } } : {}),
+  });
+  const portalItem = found[portals]?.[0];
+  if (!portalItem) return undefined;
+  return { portal: toPortal(portalItem), ...(extraTable ? { extra: found[extraTable]?.[0] ?? null } : {}) };
+}

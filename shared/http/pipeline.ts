@@ -12,12 +12,12 @@ import {
   findCredential,
   hasAuthCookie,
   type Identity,
-  batchGet,
+  anonymousView,
   type ExtraRead,
   resolveIdentityWith,
 } from "#shared/auth/identity.ts";
 import { LAMBDA_PAYLOAD_BYTES } from "#infra/system.ts";
-import { config, tableName } from "#shared/config.ts";
+import { config } from "#shared/config.ts";
 import {
   ApiError,
   badRequest,
@@ -47,8 +47,8 @@ import {
 } from "#shared/http/render.ts";
 import { logger } from "#shared/log.ts";
 import { requestOrigins } from "#shared/urls.ts";
-import { getDefaultPortalId, getPortal, type Portal, toPortal } from "#shared/stores/portals.ts";
-import { getHostedServerByName, SERVER_NAME, type Server } from "#shared/stores/servers.ts";
+import { getDefaultPortalId, type Portal } from "#shared/stores/portals.ts";
+import { hostedServer, type Server } from "#shared/stores/servers.ts";
 
 export interface Operation {
   /** Shown as the page title and logged with each request. */
@@ -258,20 +258,6 @@ const NO_ORGANIZATION = () =>
     "An operator creates one with: npm run admin -- bootstrap",
   ]);
 
-// Hosted servers are registered rarely and never renamed: a warm function keeps each lookup for a minute
-// (tiles and directory pages are read far more often than that).
-// Unknown names are not remembered: a server registered a moment later answers at once.
-const hostedServers = new Map<string, { server: Server; at: number }>();
-async function hostedServer(name: string): Promise<Server | undefined> {
-  const cached = hostedServers.get(name);
-  if (cached && Date.now() - cached.at < 60_000) return cached.server;
-  const server = SERVER_NAME.test(name) ? await getHostedServerByName(name) : undefined;
-  if (!server) return undefined;
-  if (hostedServers.size >= 1000) hostedServers.clear();
-  hostedServers.set(name, { server, at: Date.now() });
-  return server;
-}
-
 /** The hosted server a server route addresses; an unknown name is a 404 before any credential is read. */
 async function addressedServer(op: Operation, event: APIGatewayProxyEventV2): Promise<Server | undefined> {
   if (op.at !== "server") return undefined;
@@ -281,27 +267,11 @@ async function addressedServer(op: Operation, event: APIGatewayProxyEventV2): Pr
   return server;
 }
 
-/** The organization an anonymous caller sees, and the operation's extra item, in one read when there is one. */
-async function anonymousPortal(
-  server: Server | undefined,
-  extra: ExtraRead | undefined,
-): Promise<{ portal: Portal; extra?: Record<string, unknown> | null }> {
+async function anonymousPortal(server: Server | undefined, extra: ExtraRead | undefined) {
   const portalId = server?.portalId ?? (await getDefaultPortalId());
-  if (!portalId) throw NO_ORGANIZATION();
-  if (!extra) {
-    const portal = await getPortal(portalId);
-    if (!portal) throw NO_ORGANIZATION();
-    return { portal };
-  }
-  const portals = tableName("portals");
-  const extraTable = tableName(extra.table);
-  const found = await batchGet({
-    [portals]: { Keys: [{ portalId }] },
-    [extraTable]: { Keys: [{ ...extra.key }], ConsistentRead: true },
-  });
-  const portalItem = found[portals]?.[0];
-  if (!portalItem) throw NO_ORGANIZATION();
-  return { portal: toPortal(portalItem), extra: found[extraTable]?.[0] ?? null };
+  const found = portalId ? await anonymousView(portalId, extra) : undefined;
+  if (!found) throw NO_ORGANIZATION();
+  return found;
 }
 
 export function requireUser(req: RestRequest): Extract<Identity, { kind: "user" }> {

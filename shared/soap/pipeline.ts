@@ -4,15 +4,17 @@
 import middy, { type MiddlewareObj } from "@middy/core";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { requestOrigins } from "#shared/urls.ts";
-import { findCredential, type Identity, resolveIdentity } from "#shared/auth/identity.ts";
+import { ANONYMOUS, anonymousView, findCredential, type Identity, resolveIdentityWith } from "#shared/auth/identity.ts";
 import { config } from "#shared/config.ts";
 import { ApiError } from "#shared/http/errors.ts";
 import { bodyBytes, Params } from "#shared/http/params.ts";
 import { logger } from "#shared/log.ts";
 import { fault } from "#shared/soap/catalog-xml.ts";
 import { ClientFault, type Operation, readOperation } from "#shared/soap/envelope.ts";
-import { getPortal, type Portal } from "#shared/stores/portals.ts";
-import { getHostedServerByName, SERVER_NAME, type Server } from "#shared/stores/servers.ts";
+import type { Portal } from "#shared/stores/portals.ts";
+import { hostedServer, type Server } from "#shared/stores/servers.ts";
+import { catalogVersionKey } from "#shared/stores/service-keys.ts";
+import { versionOf } from "#shared/stores/services.ts";
 
 export interface SoapRequest {
   readonly event: APIGatewayProxyEventV2;
@@ -25,6 +27,8 @@ export interface SoapRequest {
   readonly httpsOrigin: string;
   /** The token from the query string, if any (kept so the served WSDL's address carries it). */
   readonly token: string | undefined;
+  /** The server's catalog version, read with the caller in one BatchGetItem (0 before the first change). */
+  readonly catalogVersion: number;
 }
 
 export type SoapResult =
@@ -42,17 +46,6 @@ const answer = (statusCode: number, body: string, contentType = XML): APIGateway
   headers: { "content-type": contentType, "cache-control": "no-store", "x-content-type-options": "nosniff" },
   body,
 });
-
-// Servers are registered rarely and never renamed: a warm function keeps each one for a minute.
-const servers = new Map<string, { server: Server | undefined; at: number }>();
-async function hostedServer(name: string): Promise<Server | undefined> {
-  const cached = servers.get(name);
-  if (cached && Date.now() - cached.at < 60_000) return cached.server;
-  const server = SERVER_NAME.test(name) ? await getHostedServerByName(name) : undefined;
-  if (servers.size > 1000) servers.clear();
-  servers.set(name, { server, at: Date.now() });
-  return server;
-}
 
 const faults = (
   service: string,
@@ -91,17 +84,29 @@ export function soapHandler(service: SoapService) {
       const wantsWsdl = method === "GET" && [...search.keys()].some((k) => k.toLowerCase() === "wsdl");
       // A SOAP call's caller, from the token in the endpoint's query string only (no cookies: a SOAP call is
       // never a browser's). The WSDL is public: its token only travels into the address clients post to.
-      const identity: Identity =
+      // The caller (or, for an anonymous one, the server's organization) and the catalog version: one read.
+      const version = catalogVersionKey(server.serverId);
+      const resolved =
         method === "POST"
-          ? await resolveIdentity(findCredential({ ...event, headers: {} }, query, false), {
-              sourceIp: event.requestContext.http.sourceIp,
-              referer: event.headers?.referer,
-              at: { kind: "server", serverId: server.serverId, portalId: server.portalId },
-            })
-          : { kind: "anonymous" };
+          ? await resolveIdentityWith(
+              findCredential({ ...event, headers: {} }, query, false),
+              {
+                sourceIp: event.requestContext.http.sourceIp,
+                referer: event.headers?.referer,
+                at: { kind: "server", serverId: server.serverId, portalId: server.portalId },
+              },
+              { table: "services", key: version },
+            )
+          : { identity: ANONYMOUS as Identity };
+      const identity = resolved.identity;
       // A verified token's organization is the server's (the audience check saw to it), read with the user.
-      const portal = identity.kind === "anonymous" ? await getPortal(server.portalId) : identity.portal;
+      const anonymous =
+        identity.kind === "anonymous"
+          ? await anonymousView(server.portalId, { table: "services", key: version })
+          : undefined;
+      const portal = identity.kind === "anonymous" ? anonymous?.portal : identity.portal;
       if (!portal) throw new Error(`server ${server.serverId} belongs to missing portal ${server.portalId}`);
+      const catalogVersion = versionOf(identity.kind === "anonymous" ? anonymous?.extra : resolved.extra);
       if (portal.allSSL && !https) throw new ClientFault("SSL Required");
       const req: SoapRequest = {
         event,
@@ -112,6 +117,7 @@ export function soapHandler(service: SoapService) {
         httpsOrigin,
         token: query.get("token") || undefined,
         identity,
+        catalogVersion,
       };
       let result: APIGatewayProxyStructuredResultV2;
       if (wantsWsdl) {

@@ -80,3 +80,19 @@ export async function createServer(server: Server): Promise<void> {
     }),
   );
 }
+
+// Hosted servers are registered rarely and never renamed: a warm function keeps each lookup for a minute
+// (tiles, directory pages and catalogs are read far more often than that). Unknown names are not remembered:
+// a server registered a moment later answers at once.
+const hostedServers = new Map<string, { server: Server; at: number }>();
+
+/** The hosted server at `/<name>`, as a warm function keeps it. */
+export async function hostedServer(name: string): Promise<Server | undefined> {
+  const cached = hostedServers.get(name);
+  if (cached && Date.now() - cached.at < 60_000) return cached.server;
+  const server = SERVER_NAME.test(name) ? await getHostedServerByName(name) : undefined;
+  if (!server) return undefined;
+  if (hostedServers.size >= 1000) hostedServers.clear();
+  hostedServers.set(name, { server, at: Date.now() });
+  return server;
+}
