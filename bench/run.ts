@@ -15,6 +15,7 @@ import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";
 import { roleLatency, roleRequests } from "./roles.ts";
 import { soapBench } from "./soap.ts";
+import { costModel } from "./cost.ts";
 import { tileFunction, tileLoad } from "./tiles.ts";
 import { tokenBench } from "./tokens.ts";
 
@@ -129,6 +130,7 @@ try {
   await tokenBench();
   await roleRequests();
   await tileFunction();
+  await costModel();
 } finally {
   await store.close();
 }

@@ -40,6 +40,9 @@ export interface MapgateStackProps extends StackProps {
   readonly tunables?: Readonly<Record<string, string>>;
 }
 
+/** Every function's memory (and so its CPU share): the cost model of `npm run bench` prices with it. */
+export const FUNCTION_MEMORY_MB = 1024;
+
 const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
 
 export class MapgateStack extends Stack {
@@ -130,7 +133,7 @@ export class MapgateStack extends Stack {
         handler: "handler",
         runtime: Runtime.NODEJS_24_X,
         architecture: Architecture.ARM_64,
-        memorySize: 1024,
+        memorySize: FUNCTION_MEMORY_MB,
         timeout,
         role,
         logGroup,
