@@ -213,7 +213,11 @@ export class MapgateStack extends Stack {
       }
       // One invoke permission per function (for this API), not one per route and method: a stack holds at most
       // 500 resources, and GET+POST routes would otherwise spend two permissions on every function.
-      const integration = new HttpLambdaIntegration(`${name}Integration`, fn, { scopePermissionToRoute: false });
+      // The $default route's function keeps a route-scoped permission (`<api>/*/*`): API Gateway invokes it as
+      // `<api>/<stage>/$default`, which the API-wide `<api>/*/*/*` does not match.
+      const integration = new HttpLambdaIntegration(`${name}Integration`, fn, {
+        scopePermissionToRoute: route.methods === "$default",
+      });
       const apiRoutes =
         route.methods === "$default"
           ? [new HttpRoute(this, `${name}Route`, { httpApi: this.api, routeKey: HttpRouteKey.DEFAULT, integration })]

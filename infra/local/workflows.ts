@@ -14,7 +14,7 @@ export const LOCAL_STATE_MACHINE_ARN = "arn:aws:states:us-east-1:000000000000:st
 const fakeArn = (id: string) => `arn:aws:lambda:us-east-1:000000000000:function:mapgate-${id}`;
 
 type Json = Record<string, unknown>;
-type TaskFn = (input: never) => Promise<unknown>;
+export type TaskFn = (input: never) => Promise<unknown>;
 
 interface Execution {
   readonly arn: string;
@@ -94,8 +94,23 @@ export interface LocalWorkflows {
   close(): Promise<void>;
 }
 
-export async function startWorkflows(root: string): Promise<LocalWorkflows> {
-  const { text, json } = readDefinition(root);
+/**
+ * Another state machine to run than the definition file with the task modules: the artifact test's, whose
+ * definition comes from the synthesized template and whose tasks run the synthesized bundles.
+ */
+export interface WorkflowSource {
+  /** The definition's text, its substitutions already resolved. */
+  readonly definition: string;
+  readonly stateMachineArn: string;
+  /** What runs each Task state, by state name. */
+  readonly bind: (definition: Json) => Promise<Record<string, TaskFn>>;
+}
+
+export async function startWorkflows(root: string, source?: WorkflowSource): Promise<LocalWorkflows> {
+  const { text, json } = source
+    ? { text: source.definition, json: JSON.parse(source.definition) as Json }
+    : readDefinition(root);
+  const stateMachineArn = source?.stateMachineArn ?? LOCAL_STATE_MACHINE_ARN;
   let bindings: Record<string, TaskFn> | undefined;
   let substituted = text;
   for (const task of WORKFLOW.tasks)
@@ -111,7 +126,7 @@ export async function startWorkflows(root: string): Promise<LocalWorkflows> {
 
   const start = (name: string, input: string): Execution => {
     if (!bindings) throw new Error("workflow tasks are not loaded yet");
-    const arn = `${LOCAL_STATE_MACHINE_ARN.replace(":stateMachine:", ":execution:")}:${name}`;
+    const arn = `${stateMachineArn.replace(":stateMachine:", ":execution:")}:${name}`;
     const run = machine.run(JSON.parse(input), {
       overrides: { taskResourceLocalHandlers: bindings as never, retryIntervalOverrides },
       context: {
@@ -160,7 +175,7 @@ export async function startWorkflows(root: string): Promise<LocalWorkflows> {
   };
   const describe = (e: Execution) => ({
     executionArn: e.arn,
-    stateMachineArn: LOCAL_STATE_MACHINE_ARN,
+    stateMachineArn,
     name: e.name,
     status: e.status,
     startDate: e.startDate / 1000,
@@ -177,7 +192,7 @@ export async function startWorkflows(root: string): Promise<LocalWorkflows> {
     if (target === "AWSStepFunctions.StartExecution") {
       const name = String(body.name ?? "");
       const input = String(body.input ?? "{}");
-      if (body.stateMachineArn !== LOCAL_STATE_MACHINE_ARN)
+      if (body.stateMachineArn !== stateMachineArn)
         return answer(res, 400, { __type: "StateMachineDoesNotExist", message: "State Machine Does Not Exist" });
       if (!/^[\w-]{1,80}$/.test(name)) return answer(res, 400, { __type: "InvalidName", message: "Invalid Name" });
       const existing = executions.get(name);
@@ -213,7 +228,7 @@ export async function startWorkflows(root: string): Promise<LocalWorkflows> {
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     load: async () => {
-      bindings = await bindTasks(root, json, WORKFLOW.tasks);
+      bindings = source ? await source.bind(json) : await bindTasks(root, json, WORKFLOW.tasks);
     },
     start,
     stats: () => ({ ...counts }),

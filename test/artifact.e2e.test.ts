@@ -1,0 +1,407 @@
+// What deploys is what is tested: the stack is synthesized with real bundling, and every request below runs
+// the bundles from the cloud assembly, each in its own Lambda-like process with exactly the environment the
+// template gives its function, every AWS call checked against that function's IAM policy from the template
+// (DynamoDB, Secrets Manager, Step Functions, S3), jobs run by the template's own state machine definition.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTables, type LocalDynamo, localTableName, startDynamo } from "#infra/local/dynamo.ts";
+import { localEnvironment } from "#infra/local/engine.ts";
+import { type LocalS3, startS3 } from "#infra/local/s3.ts";
+import { bootstrapDemo, DEMO_CACHE_PATHS, DEMO_DATASETS } from "#infra/admin/demo.ts";
+import { registerDataStore } from "#infra/admin/operations.ts";
+import { ensureDemoCaches, filesOf } from "#infra/local/demo/write.ts";
+import { WORKFLOW } from "#infra/system.ts";
+import { createJob, hashKey, JOB_RETENTION_SECONDS } from "#shared/stores/jobs.ts";
+import { REGION, synthesize } from "./helpers/artifact.ts";
+import { type ArtifactSystem, startArtifactSystem } from "./helpers/artifact-system.ts";
+import { PASSWORDS } from "./helpers/engine.ts";
+import { call, form } from "./helpers/http.ts";
+
+const STACK = "mapgate-artifact";
+/** The bucket the stack is told cloud stores live in, and one it is not. */
+const BUCKET = "mapgate-artifact-caches";
+const ELSEWHERE = "mapgate-elsewhere";
+const NS = "http://www.esri.com/schemas/ArcGIS/10.8";
+
+let work: string;
+let system: ArtifactSystem;
+let dynamo: LocalDynamo;
+let s3: LocalS3;
+let org: { portalId: string; serverId: string; folderStore: string; cloudStore: string; elsewhereStore: string };
+const tokens: Record<string, string> = {};
+
+const rest = () => `${system.url}/portal/sharing/rest`;
+const json = async (url: string, fields?: Record<string, string>) => {
+  const answer = await call(url, fields ? { body: form({ f: "json", ...fields }) } : {});
+  return answer.json();
+};
+const post = (path: string, who: string, fields: Record<string, string> = {}) =>
+  json(`${rest()}/portals/self${path}`, { token: tokens[who] ?? "", ...fields });
+const get = (path: string, who: string, query = "") =>
+  json(`${rest()}/portals/self${path}?f=json&token=${tokens[who] ?? ""}${query}`);
+
+async function finished(started: Record<string, unknown>, who: string): Promise<Record<string, unknown>> {
+  if (started.error || typeof started.jobId !== "string") throw new Error(JSON.stringify(started));
+  const key = encodeURIComponent(String(started.key));
+  for (let i = 0; i < 400; i++) {
+    const job = await get(`/jobs/${started.jobId}`, who, `&key=${key}`);
+    if (job.status !== "processing") return job;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`job ${started.jobId} still processing`);
+}
+
+const denied = () => system.standIn.decisions.filter((d) => !d.allowed);
+const errorLogs = () =>
+  [...system.hosts.values()].flatMap((h) =>
+    h.logs.filter((l) => l.includes('"level":"ERROR"')).map((l) => `${h.fn.id}: ${l}`),
+  );
+
+async function upload(bucket: string, folder: string): Promise<void> {
+  const client = new S3Client({
+    endpoint: s3.endpoint,
+    region: REGION,
+    forcePathStyle: true,
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    credentials: { accessKeyId: "operator", secretAccessKey: "operator" },
+  });
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    for await (const file of filesOf(folder)) {
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key: `demo-store/${file.key}`, Body: file.body }));
+    }
+  } finally {
+    client.destroy();
+  }
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), "mapgate-artifact-"));
+  // The synth (esbuild for every function) runs in its own process while the store is prepared here.
+  const assembly = synthesize(join(work, "cdk.out"), STACK, [BUCKET]);
+  dynamo = await startDynamo(undefined);
+  await createTables(dynamo.endpoint);
+  s3 = await startS3(undefined);
+
+  // The operator's side, as `npm run admin -- … --stack` acts on a stack's tables: this process, straight to
+  // the store (it signs no token, so it needs no token key). The stores read the environment at first use.
+  Object.assign(process.env, localEnvironment(dynamo.endpoint, join(work, "no-token-key"), "https://artifact.invalid"));
+  const storeFolder = join(work, "store");
+  await ensureDemoCaches(storeFolder);
+  await upload(BUCKET, storeFolder);
+  await upload(ELSEWHERE, storeFolder);
+  const demo = await bootstrapDemo({
+    passwords: PASSWORDS,
+    storeFolder,
+    cloud: { bucket: BUCKET, prefix: "demo-store" },
+  });
+  if (!demo?.cloudDatastoreId) throw new Error("no demo organization");
+  const elsewhere = await registerDataStore(demo.portalId, {
+    title: "A bucket the stack was not told about",
+    owner: "publisher",
+    kind: "cloudStore",
+    serverIds: [demo.serverId],
+    datasets: [],
+    location: { bucket: ELSEWHERE, prefix: "demo-store" },
+  });
+  org = {
+    portalId: demo.portalId,
+    serverId: demo.serverId,
+    folderStore: demo.datastoreId,
+    cloudStore: demo.cloudDatastoreId,
+    elsewhereStore: elsewhere.datastoreId,
+  };
+  system = await startArtifactSystem(await assembly, { dynamodb: dynamo.endpoint, s3: s3.endpoint });
+}, 240_000);
+
+afterAll(async () => {
+  await system?.stop();
+  await s3?.close();
+  await dynamo?.close();
+  // The assembly holds every bundle and its source map (over 100 MB).
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe("the synthesized bundles, each with its template environment and IAM policy", () => {
+  it("every function's bundle starts (imports, reads its configuration) with what its template gives it", async () => {
+    const hosts = [...system.hosts.values()];
+    const failures: string[] = [];
+    // Two at a time: the machine running the suite has two cores.
+    for (let i = 0; i < hosts.length; i += 2) {
+      await Promise.all(
+        hosts.slice(i, i + 2).map((h) => h.warm().catch((err: unknown) => failures.push(`${h.fn.id}: ${String(err)}`))),
+      );
+    }
+    expect(failures).toEqual([]);
+    expect(hosts.length).toBe(system.functions.length);
+  }, 120_000);
+
+  it("signs in with the token key from Secrets Manager, and every function opens the tokens another issued", async () => {
+    for (const who of ["admin", "publisher", "user"] as const) {
+      const answer = await json(`${rest()}/generateToken`, { username: who, password: PASSWORDS[who] });
+      expect(answer, who).toMatchObject({ token: expect.any(String), ssl: false });
+      tokens[who] = String(answer.token);
+    }
+    // The key came from GetSecretValue, allowed by generate-token's own grant.
+    expect(system.standIn.decisions).toContainEqual({
+      caller: "generate-token",
+      action: "secretsmanager:GetSecretValue",
+      resource: expect.stringMatching(/^arn:aws:secretsmanager:us-east-1:123456789012:secret:/),
+      allowed: true,
+    });
+    expect(await get("", "admin")).toMatchObject({ id: org.portalId, name: "mapgate Demo" });
+    expect(await json(`${rest()}/community/self?f=json&token=${tokens.publisher}`)).toMatchObject({
+      username: "publisher",
+      role: "org_publisher",
+      orgId: org.portalId,
+    });
+    expect(await json(`${rest()}/portals/self?f=json`)).toMatchObject({ id: org.portalId });
+  });
+
+  it("creates and updates a custom role (DynamoDB transactions)", async () => {
+    const created = await post("/createRole", "admin", { name: "Field Crew", description: "Works outside" });
+    expect(created).toMatchObject({ success: true, id: expect.any(String) });
+    expect(await post(`/roles/${String(created.id)}/update`, "admin", { name: "Field Crews" })).toEqual({
+      success: true,
+    });
+    expect(await get(`/roles/${String(created.id)}`, "user")).toMatchObject({ id: created.id, name: "Field Crews" });
+  });
+
+  let basemap: { serviceUrl: string; serviceItemId: string };
+  it("describes and publishes a cache of a folder store through the template's state machine, then serves it", async () => {
+    const described = await finished(
+      await post("/datastores/describe", "publisher", {
+        datastoreId: org.folderStore,
+        serverId: org.serverId,
+        path: "/caches/tiles",
+        type: "folder",
+      }),
+      "publisher",
+    );
+    expect(described).toMatchObject({
+      status: "completed",
+      result: { children: [{ name: "Basemap", type: "tileCache", path: DEMO_CACHE_PATHS.tiles }] },
+    });
+    const published = await finished(
+      await post("/datastores/publish", "publisher", {
+        serverId: org.serverId,
+        serverFolder: "",
+        serviceConfiguration: JSON.stringify({
+          type: "MapServer",
+          serviceName: "Artifact_Basemap",
+          properties: { cacheStoreId: org.folderStore, pathInCachedStore: DEMO_CACHE_PATHS.tiles },
+        }),
+      }),
+      "publisher",
+    );
+    expect(published).toMatchObject({ status: "completed" });
+    const [service] = (published.result as { services: { serviceUrl: string; serviceItemId: string }[] }).services;
+    if (!service) throw new Error("no service published");
+    basemap = service;
+    const path = new URL(service.serviceUrl).pathname;
+    expect(path).toBe("/arcgis/rest/services/Artifact_Basemap/MapServer");
+    expect(await json(`${system.url}${path}?f=json&token=${tokens.publisher}`)).toMatchObject({
+      tileInfo: expect.objectContaining({ lods: expect.any(Array) }),
+    });
+    const tile = await call(`${system.url}${path}/tile/1/0/1?token=${tokens.publisher}`);
+    expect(tile.status).toBe(200);
+    expect(tile.headers["content-type"]).toBe("image/png");
+  });
+
+  it("publishes from a cloud store in the stack's bucket and serves its tiles from S3", async () => {
+    const published = await finished(
+      await post("/datastores/publish", "publisher", {
+        serverId: org.serverId,
+        serverFolder: "Cloud",
+        serviceConfiguration: JSON.stringify({
+          type: "MapServer",
+          serviceName: "Cloud_Basemap",
+          properties: { cacheStoreId: org.cloudStore, pathInCachedStore: DEMO_CACHE_PATHS.tiles },
+        }),
+      }),
+      "publisher",
+    );
+    expect(published).toMatchObject({ status: "completed" });
+    const [service] = (published.result as { services: { serviceUrl: string }[] }).services;
+    const path = new URL(service?.serviceUrl ?? "").pathname;
+    const tile = await call(`${system.url}${path}/tile/1/0/1?token=${tokens.publisher}`);
+    expect(tile.status).toBe(200);
+    expect(system.standIn.decisions).toContainEqual(
+      expect.objectContaining({ caller: "service", action: "s3:GetObject", allowed: true }),
+    );
+  });
+
+  it("finds the published item, shares it, and lists the service in the SOAP catalog", async () => {
+    const search = (who?: string) =>
+      json(
+        `${rest()}/search?f=json&q=${encodeURIComponent(`id:${basemap.serviceItemId}`)}${who ? `&token=${tokens[who]}` : ""}`,
+      );
+    expect(await search("publisher")).toMatchObject({ total: 1, results: [{ id: basemap.serviceItemId }] });
+    expect(await search()).toMatchObject({ total: 0 });
+    expect(
+      await json(`${rest()}/content/items/${basemap.serviceItemId}/share`, {
+        token: tokens.publisher ?? "",
+        everyone: "true",
+      }),
+    ).toMatchObject({ itemId: basemap.serviceItemId, notSharedWith: [] });
+    expect(await search()).toMatchObject({ total: 1 });
+
+    const envelope = `<?xml version="1.0"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><GetServiceDescriptions xmlns="${NS}"/></s:Body></s:Envelope>`;
+    const soap = await call(`${system.url}/arcgis/services`, {
+      body: envelope,
+      headers: { "content-type": "text/xml" },
+    });
+    expect(soap.status).toBe(200);
+    expect(soap.text).toContain("<Name>Artifact_Basemap</Name>");
+  });
+
+  it("publishes every dataset as a layer (the workflow's page loop) and lists the pairs", async () => {
+    const job = await finished(
+      await post("/datastores/allDatasets/publishLayers", "publisher", {
+        datastoreId: org.folderStore,
+        serverId: org.serverId,
+        serverFolder: "Layers",
+      }),
+      "publisher",
+    );
+    expect(job).toMatchObject({ status: "completed", result: { published: DEMO_DATASETS.length } });
+    const layers = await get("/datastores/getLayers", "publisher", `&datastoreId=${org.folderStore}`);
+    expect((layers.layerAndDatasets as unknown[]).length).toBe(DEMO_DATASETS.length);
+  });
+
+  it("ends a job whose task fails in the template's FailJob, with the task's own message from AWS's JSON Cause", async () => {
+    // A job whose data store is gone by the time its task runs: the task's JobError is final.
+    const jobId = "a".repeat(32);
+    const key = "artifact-job-key";
+    const params = { datastoreId: "f".repeat(32), serverId: org.serverId, path: "/", type: "datastore" };
+    const input = JSON.stringify({
+      jobId,
+      portalId: org.portalId,
+      owner: "publisher",
+      operation: "describe",
+      params,
+      origin: system.url,
+    });
+    const now = Date.now();
+    await createJob({
+      jobId,
+      portalId: org.portalId,
+      owner: "publisher",
+      keyHash: hashKey(key),
+      operation: "describe",
+      params,
+      input,
+      status: "processing",
+      message: "",
+      result: null,
+      created: now,
+      modified: now,
+      expiresAt: Math.floor(now / 1000) + JOB_RETENTION_SECONDS,
+    });
+    system.startExecution(jobId, input);
+    expect(await finished({ jobId, key }, "publisher")).toMatchObject({
+      status: "failed",
+      statusMessage: `Data store '${params.datastoreId}' no longer exists.`,
+    });
+  });
+
+  it("made no call the template's policies refuse, and logged no error, on all of the above", () => {
+    expect(denied()).toEqual([]);
+    expect(system.invokeDenials).toEqual([]);
+    expect(system.standIn.unknown).toEqual([]);
+    expect(errorLogs()).toEqual([]);
+    // Every kind of call the functions make went through the policy check, from routes and workflow tasks.
+    expect([...new Set(system.standIn.decisions.map((d) => d.action))]).toEqual(
+      expect.arrayContaining([
+        "secretsmanager:GetSecretValue",
+        "dynamodb:BatchGetItem",
+        "dynamodb:Query",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:PutItem",
+        "states:StartExecution",
+        "s3:ListBucket",
+        "s3:GetObject",
+      ]),
+    );
+    expect([...new Set(system.standIn.decisions.map((d) => d.caller))]).toEqual(
+      expect.arrayContaining(WORKFLOW.tasks.map((t) => t.id)),
+    );
+  });
+});
+
+describe("what the template does not allow is refused", () => {
+  it("refuses a function reading a bucket the stack was not told about, as S3 would", async () => {
+    const answer = await post("/datastores/describe", "publisher", {
+      datastoreId: org.elsewhereStore,
+      serverId: org.serverId,
+      path: "/caches/tiles",
+      type: "folder",
+    });
+    expect(answer).toMatchObject({ error: { code: 500 } });
+    expect(denied()).toEqual([
+      { caller: "datastore-describe", action: "s3:ListBucket", resource: `arn:aws:s3:::${ELSEWHERE}`, allowed: false },
+    ]);
+  });
+
+  it("answers each service's AccessDenied to calls outside a function's grants", async () => {
+    const as = (id: string) => {
+      const fn = system.functions.find((f) => f.id === id);
+      if (!fn) throw new Error(id);
+      return { endpoint: system.standIn.endpoint, region: REGION, credentials: system.standIn.credentialsOf(fn) };
+    };
+    const env = (name: string) => system.functions.find((f) => f.environment[name])?.environment[name] ?? "";
+    const before = denied().length;
+    // community-self reads tokens (the pipeline does) but may not write them, and may not read jobs at all.
+    const ddb = new DynamoDBClient(as("community-self"));
+    const key = { pk: { S: "x" }, sk: { S: "y" } };
+    await expect(
+      ddb.send(new PutItemCommand({ TableName: localTableName("tokens"), Item: key })),
+    ).rejects.toMatchObject({
+      name: "AccessDeniedException",
+      message: expect.stringMatching(
+        /assumed-role\/.+ is not authorized to perform: dynamodb:PutItem on resource: arn:aws:dynamodb:us-east-1:123456789012:table\/mapgate-tokens /,
+      ),
+    });
+    await ddb.send(new GetItemCommand({ TableName: localTableName("tokens"), Key: key }));
+    await expect(
+      ddb.send(new GetItemCommand({ TableName: localTableName("jobs"), Key: { jobId: { S: "x" } } })),
+    ).rejects.toMatchObject({ name: "AccessDeniedException" });
+    ddb.destroy();
+    // Workflow tasks hold no grant on the token key; a route that starts no job may not start executions.
+    const secrets = new SecretsManagerClient(as("task-complete-job"));
+    await expect(
+      secrets.send(new GetSecretValueCommand({ SecretId: env("TOKEN_KEY_SECRET_ID") })),
+    ).rejects.toMatchObject({ name: "AccessDeniedException" });
+    secrets.destroy();
+    const sfn = new SFNClient(as("item-search"));
+    await expect(
+      sfn.send(new StartExecutionCommand({ stateMachineArn: env("STATE_MACHINE_ARN"), name: "x" })),
+    ).rejects.toMatchObject({ name: "AccessDeniedException" });
+    sfn.destroy();
+    expect(
+      denied()
+        .slice(before)
+        .map((d) => `${d.caller} ${d.action}`),
+    ).toEqual([
+      "community-self dynamodb:PutItem",
+      "community-self dynamodb:GetItem",
+      "task-complete-job secretsmanager:GetSecretValue",
+      "item-search states:StartExecution",
+    ]);
+  });
+
+  it("lets API Gateway invoke every route's function, the $default route's included (unmatched paths: the 404 envelope)", async () => {
+    // API Gateway invokes a route's function as `<api>/<stage>/<METHOD>/<path>` and the $default route's as
+    // `<api>/<stage>/$default`: an API-wide `<api>/*/*/*` permission alone would leave the latter a bare 500.
+    expect(system.uninvokableRoutes()).toEqual([]);
+    const answer = await call(`${system.url}/no/such/path?f=json`);
+    expect(answer.json()).toMatchObject({ error: { code: 404 } });
+    expect(system.invokeDenials).toEqual([]);
+  });
+});
