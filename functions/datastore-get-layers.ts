@@ -1,12 +1,25 @@
 // GET|POST …/portals/<self | id>/datastores/getLayers (and …/allDatasets/getLayers): every layer published
 // from a data store with its source dataset. The data store's owner or an administrator only, and only the
-// layers whose items they may see. Read with paged
-// Queries; `start`/`num` page the answer (adding `nextStart`) without changing its default shape.
+// layers whose items they may see. `start`/`num` page the answer (adding `nextStart`) without changing its
+// default shape; positions count the pairs the caller sees.
+//
+// A page costs that page, not everything before it: each page the server hands out remembers (per data store,
+// client token and `nextStart`) the key it ended with, and the request for that `nextStart` resumes right after
+// that key. So pairs added or deleted between pages never make a client see a pair twice or miss one that
+// existed throughout, as counting positions again would. A `start` never handed out is counted to, reading
+// only keys and access. Memory holds one DynamoDB page and the answer, never the data store.
 import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
-import { dataStoreOf } from "#shared/publishing.ts";
-import { forEachPairPage, type LayerPair } from "#shared/stores/layers.ts";
+import { getDataStore } from "#shared/stores/datastores.ts";
+import {
+  type LayerPair,
+  nthPairPath,
+  type PairAccess,
+  pageStart,
+  readPairs,
+  rememberPageEnd,
+} from "#shared/stores/layers.ts";
 
 const FAILED = "Unable to get layers.";
 /** Lambda answers at most 6 MB; leave room for the envelope and headers. */
@@ -19,37 +32,50 @@ function count(raw: string | undefined, name: string, min: number, problems: str
   return n;
 }
 
+/** The data store alone: its datasets (as many as the store holds) are not needed to list its layers. */
+async function dataStore(portalId: string, datastoreId: string | undefined) {
+  if (!datastoreId) throw badRequest(FAILED, ["'datastoreId' must be specified."]);
+  const store = /^[0-9a-f]{32}$/.test(datastoreId) ? await getDataStore(datastoreId) : undefined;
+  if (!store || store.portalId !== portalId) {
+    throw badRequest(FAILED, [`Data store '${datastoreId.slice(0, 64)}' does not exist or is inaccessible.`]);
+  }
+  return store;
+}
+
 export const handler = restHandler({ name: "Get Layers" }, async (req) => {
-  const { user, portal } = requireMember(req);
-  const contents = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
-  if (contents.store.owner !== user.username && user.role !== "org_admin") throw forbidden();
+  const identity = requireMember(req);
+  const { user, portal } = identity;
+  const store = await dataStore(portal.portalId, req.params.get("datastoreId"));
+  if (store.owner !== user.username && user.role !== "org_admin") throw forbidden();
   const problems: string[] = [];
   const start = count(req.params.get("start"), "start", 1, problems) ?? 1;
   const num = count(req.params.get("num"), "num", 1, problems);
   if (num !== undefined && num > 10_000) problems.push("'num' may be at most 10000.");
   if (problems.length > 0) throw badRequest(FAILED, problems);
 
+  const { datastoreId } = store;
+  // A layer whose item the caller may not see is not listed (its item's access, copied onto the pair).
+  const visible = (access: PairAccess | undefined) => !access || visibleTo(identity, access);
+  const client = identity.claims.id;
+  let from: string | undefined;
+  if (start > 1) {
+    from = (await pageStart(datastoreId, client, start)) ?? (await nthPairPath(datastoreId, start - 1, visible));
+    if (from === undefined)
+      return num === undefined ? { layerAndDatasets: [] } : { layerAndDatasets: [], nextStart: -1 };
+  }
+
   const layerAndDatasets: LayerPair[] = [];
-  let seen = 0;
+  let last = "";
   let bytes = 0;
   let more = false;
-  await forEachPairPage(contents.store.datastoreId, (pairs) => {
-    for (const pair of pairs) {
-      // A layer whose item the caller may not see is not listed (its item's access, copied onto the pair).
-      if (pair.access && !visibleTo(req.identity, pair.access)) continue;
-      seen++;
-      if (seen < start) continue;
-      if (num !== undefined && layerAndDatasets.length >= num) {
+  // One pair past the page tells whether another follows.
+  await readPairs(datastoreId, from, visible, num === undefined ? Infinity : num + 1, (pairs) => {
+    for (const { path, pair } of pairs) {
+      if (layerAndDatasets.length === num) {
         more = true;
-        return false;
+        return;
       }
-      bytes += Buffer.byteLength(JSON.stringify(pair));
-      if (bytes > MAX_ANSWER_BYTES) {
-        throw new ApiError(400, FAILED, [
-          "The answer would exceed the 5 MB a response may hold: page it with 'start' and 'num'.",
-        ]);
-      }
-      layerAndDatasets.push({
+      const shown = {
         layer: pair.layer,
         dataset: {
           name: pair.dataset.name,
@@ -58,10 +84,19 @@ export const handler = restHandler({ name: "Get Layers" }, async (req) => {
           datastoreId: pair.dataset.datastoreId,
           path: pair.dataset.path,
         },
-      });
+      };
+      bytes += Buffer.byteLength(JSON.stringify(shown)) + 1;
+      if (bytes > MAX_ANSWER_BYTES) {
+        throw new ApiError(400, FAILED, [
+          "The answer would exceed the 5 MB a response may hold: page it with 'start' and 'num'.",
+        ]);
+      }
+      layerAndDatasets.push(shown);
+      last = path;
     }
-    return true;
   });
   if (num === undefined) return { layerAndDatasets };
-  return { layerAndDatasets, nextStart: more ? start + layerAndDatasets.length : -1 };
+  const nextStart = more ? start + layerAndDatasets.length : -1;
+  if (more) await rememberPageEnd(datastoreId, client, nextStart, last);
+  return { layerAndDatasets, nextStart };
 });

@@ -68,6 +68,11 @@ export const TABLES = [
   { name: "jobs", partitionKey: "jobId", ttlAttribute: "expiresAt" },
   /** Layer–dataset pairs of bulk publishing, per data store (`pair#<dataset path>`). */
   { name: "layers", partitionKey: "datastoreId", sortKey: "entry" },
+  /**
+   * Where each page of a paged list ended, per client (`getLayers#<datastoreId>#<token id>#<nextStart>` → the
+   * last key handed out): the page asked for next resumes from that key instead of counting to its `start`.
+   */
+  { name: "cursors", partitionKey: "cursor", ttlAttribute: "expiresAt" },
   /** Custom roles (`role#<id>`) and their name reservations (`name#<lower-case name>`), per portal. */
   { name: "roles", partitionKey: "portalId", sortKey: "entry" },
   /**
@@ -262,14 +267,14 @@ function dataStoreRoutes(): RouteSpec[] {
       id: "datastore-get-layers",
       methods: GP,
       path: `${stores}/getLayers`,
-      tables: { datastores: "read", layers: "read" },
+      tables: { datastores: "read", layers: "read", cursors: "write" },
     }),
     route({
       id: "datastore-all-get-layers",
       handler: "datastore-get-layers",
       methods: GP,
       path: `${stores}/allDatasets/getLayers`,
-      tables: { datastores: "read", layers: "read" },
+      tables: { datastores: "read", layers: "read", cursors: "write" },
     }),
   ];
 }

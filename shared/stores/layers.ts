@@ -111,6 +111,39 @@ export async function pairMaker(datastoreId: string, path: string): Promise<stri
   return Item ? makerOf(Item) : undefined;
 }
 
+/** Who may see a stored pair (absent on pairs recorded before items existed). */
+function accessOf(item: Record<string, unknown>): PairAccess | undefined {
+  return typeof item.access === "string"
+    ? { access: item.access as Access, owner: String(item.owner), portalId: String(item.portalId) }
+    : undefined;
+}
+
+function toPair(item: Record<string, unknown>): LayerPair {
+  const access = accessOf(item);
+  return {
+    layer: item.layer as Layer,
+    dataset: item.dataset as LayerPair["dataset"],
+    ...(access ? { access } : {}),
+  };
+}
+
+/**
+ * A Query of pairs whose response the SDK does not log. Its logger middleware hands the client's logger a
+ * redacted deep copy of every response even when that logger is the default no-op one: ~30 MiB allocated for
+ * nothing per 10,000 pairs read. Without a logger in the request's context the copy is never made.
+ */
+function pairQuery(input: ConstructorParameters<typeof QueryCommand>[0]): QueryCommand {
+  const command = new QueryCommand(input);
+  command.middlewareStack.add(
+    (next, context) => (args) => {
+      context.logger = undefined;
+      return next(args);
+    },
+    { step: "initialize", name: "unloggedPairs", override: true },
+  );
+  return command;
+}
+
 /** Calls `each` with every page of pairs in dataset-path order; stops early when it answers false. */
 export async function forEachPairPage(
   datastoreId: string,
@@ -119,7 +152,7 @@ export async function forEachPairPage(
   let start: Record<string, unknown> | undefined;
   do {
     const page = await ddb.send(
-      new QueryCommand({
+      pairQuery({
         TableName: tableName("layers"),
         KeyConditionExpression: "datastoreId = :d AND begins_with(#e, :p)",
         ExpressionAttributeNames: { "#e": "entry" },
@@ -127,14 +160,143 @@ export async function forEachPairPage(
         ExclusiveStartKey: start,
       }),
     );
-    const pairs = (page.Items ?? []).map((item) => ({
-      layer: item.layer as Layer,
-      dataset: item.dataset as LayerPair["dataset"],
-      ...(typeof item.access === "string"
-        ? { access: { access: item.access as Access, owner: String(item.owner), portalId: String(item.portalId) } }
-        : {}),
-    }));
-    if (each(pairs) === false) return;
+    if (each((page.Items ?? []).map(toPair)) === false) return;
     start = page.LastEvaluatedKey;
   } while (start);
+}
+
+const pathOf = (item: Record<string, unknown>) => String(item.entry).slice("pair#".length);
+
+/** Whether a reader takes a pair, given who may see it (a pair it does not take is not counted either). */
+export type Accepts = (access: PairAccess | undefined) => boolean;
+
+/**
+ * The pairs `accepts` takes, in dataset-path order after the dataset at `from` (from the first when
+ * undefined), a Query's worth at a time, until `want` of them (Infinity: to the end). Each Query's Limit is
+ * what is still wanted, scaled up by the share of pairs refused so far, so DynamoDB reads hardly any pair
+ * past the last one wanted: a page deep in a long list costs that page, not the list before it.
+ */
+async function* accepted(
+  datastoreId: string,
+  from: string | undefined,
+  accepts: Accepts,
+  want: number,
+  keysOnly: boolean,
+): AsyncGenerator<Record<string, unknown>[]> {
+  let start: Record<string, unknown> | undefined =
+    from === undefined ? undefined : { datastoreId, entry: pairEntry(from) };
+  let taken = 0;
+  let refused = 0;
+  do {
+    const left = want - taken;
+    const limit = taken === 0 ? left + refused : Math.ceil((left * (taken + refused)) / taken);
+    const page = await ddb.send(
+      pairQuery({
+        TableName: tableName("layers"),
+        KeyConditionExpression: "datastoreId = :d AND begins_with(#e, :p)",
+        ExpressionAttributeValues: { ":d": datastoreId, ":p": "pair#" },
+        // Who may see each pair, for `accepts`: counting to a position never loads whole pairs.
+        ...(keysOnly
+          ? {
+              ProjectionExpression: "#e, #a, #o, #p",
+              ExpressionAttributeNames: { "#e": "entry", "#a": "access", "#o": "owner", "#p": "portalId" },
+            }
+          : { ExpressionAttributeNames: { "#e": "entry" } }),
+        ExclusiveStartKey: start,
+        ...(Number.isFinite(limit) ? { Limit: limit } : {}),
+      }),
+    );
+    const kept: Record<string, unknown>[] = [];
+    for (const item of page.Items ?? []) {
+      if (taken === want) break;
+      if (!accepts(accessOf(item))) refused++;
+      else {
+        kept.push(item);
+        taken++;
+      }
+    }
+    if (kept.length > 0) yield kept;
+    start = page.LastEvaluatedKey;
+  } while (start && taken < want);
+}
+
+/** A pair as a read of pairs yields it: with the dataset path its key holds, where a later read resumes. */
+export interface PairAt {
+  readonly path: string;
+  readonly pair: LayerPair;
+}
+
+/**
+ * Calls `each` with the pairs `accepts` takes, in dataset-path order after the dataset at `from` (from the
+ * first when undefined), a Query's worth at a time, until `want` of them (Infinity: to the end). Reads no
+ * more than that (see `accepted`), and holds one Query's pairs at a time.
+ */
+export async function readPairs(
+  datastoreId: string,
+  from: string | undefined,
+  accepts: Accepts,
+  want: number,
+  each: (pairs: PairAt[]) => void,
+): Promise<void> {
+  for await (const items of accepted(datastoreId, from, accepts, want, false)) {
+    each(items.map((item) => ({ path: pathOf(item), pair: toPair(item) })));
+  }
+}
+
+/**
+ * The dataset path of the `n`th pair (from 1, in dataset-path order) that `accepts` takes; undefined when it
+ * takes fewer. Reads each pair's key and access only, never a whole pair, and no pair past the `n`th. DynamoDB
+ * still charges every pair read in full: what this saves is transfer, parsing and memory, which is why a page
+ * the server handed out resumes from its cursor instead (`pageStart`).
+ */
+export async function nthPairPath(datastoreId: string, n: number, accepts: Accepts): Promise<string | undefined> {
+  let taken = 0;
+  let last: Record<string, unknown> | undefined;
+  for await (const items of accepted(datastoreId, undefined, accepts, n, true)) {
+    taken += items.length;
+    last = items[items.length - 1];
+  }
+  return taken === n && last ? pathOf(last) : undefined;
+}
+
+/** How long a page's end is remembered: far longer than a client takes to ask for its next page. */
+const CURSOR_SECONDS = 3600;
+
+const cursorKey = (datastoreId: string, client: string, start: number) => `getLayers#${datastoreId}#${client}#${start}`;
+
+/**
+ * Remembers that the page of `datastoreId`'s pairs a client (its token's id) is handed ended with the pair of
+ * the dataset at `path`, so its request for `nextStart` resumes right after it.
+ */
+export async function rememberPageEnd(
+  datastoreId: string,
+  client: string,
+  nextStart: number,
+  path: string,
+): Promise<void> {
+  await ddb.send(
+    new PutCommand({
+      TableName: tableName("cursors"),
+      Item: {
+        cursor: cursorKey(datastoreId, client, nextStart),
+        path,
+        expiresAt: Math.floor(Date.now() / 1000) + CURSOR_SECONDS,
+      },
+    }),
+  );
+}
+
+/** The dataset path the page a client was handed as `start` resumes after, unless it was never handed out. */
+export async function pageStart(datastoreId: string, client: string, start: number): Promise<string | undefined> {
+  const { Item } = await ddb.send(
+    new GetCommand({
+      TableName: tableName("cursors"),
+      Key: { cursor: cursorKey(datastoreId, client, start) },
+      // The client asks for its next page as soon as it has this one: the cursor must be there already.
+      ConsistentRead: true,
+    }),
+  );
+  // Expiry on read, whatever DynamoDB's TTL has or has not deleted.
+  if (!Item || typeof Item.path !== "string" || Number(Item.expiresAt) * 1000 <= Date.now()) return undefined;
+  return Item.path;
 }
