@@ -1,5 +1,6 @@
 // POST …/portals/<self | id>/datastores/describe: an asynchronous listing of a data store (or a folder in
 // it): its datasets, folders and cached layers with their paths — how a user finds `pathInCachedStore`.
+import { getDataStoreContents } from "#shared/stores/datastores.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
 import { startJob, jobStartedPage } from "#shared/jobs.ts";
@@ -22,26 +23,27 @@ export const handler = restHandler(
   },
   async (req) => {
     const { user, portal } = requirePrivilege(req, DESCRIBE_PRIVILEGE);
-    const contents = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
+    const store = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
     const problems: string[] = [];
-    const server = await registeredServer(contents, req.params.get("serverId"));
+    const server = await registeredServer(store, req.params.get("serverId"));
     if (typeof server === "string") problems.push(server);
     const path = req.params.get("path") || "/";
     const type = req.params.get("type") || (path === "/" ? "datastore" : "");
     if (path === "/" ? type !== "datastore" : type === "datastore") {
       problems.push("'type' is 'datastore' exactly when 'path' is '/'.");
     } else {
-      // Checked now so a typo is a 400, not a failed job; the job reads the path again when it runs.
+      // Checked now so a typo is a 400, not a failed job; the job reads the path again when it runs. Describing
+      // lists the registered datasets, so it reads them (publishing never does).
+      const contents = { store, datasets: (await getDataStoreContents(store.datastoreId))?.datasets ?? [] };
       const found = await describePath(contents, path).catch((err: unknown) => {
         if (err instanceof StorageError) return err;
         throw err;
       });
       if (found instanceof StorageError) problems.push(`Path '${path.slice(0, 256)}' cannot be read: ${found.message}`);
-      else if (!found)
-        problems.push(`Path '${path.slice(0, 256)}' is not in data store '${contents.store.datastoreId}'.`);
+      else if (!found) problems.push(`Path '${path.slice(0, 256)}' is not in data store '${store.datastoreId}'.`);
     }
     if (problems.length > 0) throw badRequest(FAILED, problems);
-    const params = { datastoreId: contents.store.datastoreId, serverId: req.params.get("serverId") ?? "", path, type };
+    const params = { datastoreId: store.datastoreId, serverId: req.params.get("serverId") ?? "", path, type };
     const { jobId, key } = await startJob(req, user.username, "describe", params);
     return { jobId, key, success: true };
   },

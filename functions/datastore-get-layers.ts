@@ -11,7 +11,7 @@
 import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
-import { getDataStore } from "#shared/stores/datastores.ts";
+import { dataStoreOf } from "#shared/publishing.ts";
 import {
   type LayerPair,
   nthPairPath,
@@ -33,19 +33,10 @@ function count(raw: string | undefined, name: string, min: number, problems: str
 }
 
 /** The data store alone: its datasets (as many as the store holds) are not needed to list its layers. */
-async function dataStore(portalId: string, datastoreId: string | undefined) {
-  if (!datastoreId) throw badRequest(FAILED, ["'datastoreId' must be specified."]);
-  const store = /^[0-9a-f]{32}$/.test(datastoreId) ? await getDataStore(datastoreId) : undefined;
-  if (!store || store.portalId !== portalId) {
-    throw badRequest(FAILED, [`Data store '${datastoreId.slice(0, 64)}' does not exist or is inaccessible.`]);
-  }
-  return store;
-}
-
 export const handler = restHandler({ name: "Get Layers" }, async (req) => {
   const identity = requireMember(req);
   const { user, portal } = identity;
-  const store = await dataStore(portal.portalId, req.params.get("datastoreId"));
+  const store = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
   if (store.owner !== user.username && user.role !== "org_admin") throw forbidden();
   const problems: string[] = [];
   const start = count(req.params.get("start"), "start", 1, problems) ?? 1;

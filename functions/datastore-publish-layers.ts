@@ -22,9 +22,9 @@ export const handler = restHandler(
   },
   async (req) => {
     const { user, portal } = requirePrivilege(req, BULK_PRIVILEGE);
-    const contents = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
+    const store = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
     const problems: string[] = [];
-    const server = await registeredServer(contents, req.params.get("serverId"));
+    const server = await registeredServer(store, req.params.get("serverId"));
     if (typeof server === "string") problems.push(server);
     const folder = (req.params.get("serverFolder") ?? "").trim();
     const badFolder = folderProblem(folder);
@@ -40,7 +40,7 @@ export const handler = restHandler(
     }
     if (problems.length > 0 || typeof server === "string") throw badRequest(FAILED, problems);
     const params = {
-      datastoreId: contents.store.datastoreId,
+      datastoreId: store.datastoreId,
       serverId: server.serverId,
       serverFolder: folder,
       portalFolderId: req.params.get("portalFolderId") ?? "",

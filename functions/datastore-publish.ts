@@ -37,10 +37,10 @@ export const handler = restHandler(
     const config = readServiceConfiguration(req.params.get("serviceConfiguration"), problems);
     if (!config) throw badRequest(FAILED, problems);
     const { user, portal } = requirePrivilege(req, PUBLISH_TYPES[config.type]?.privilege ?? "");
-    const contents = await dataStoreOf(portal.portalId, config.cacheStoreId, FAILED);
-    const server = await registeredServer(contents, req.params.get("serverId"));
+    const store = await dataStoreOf(portal.portalId, config.cacheStoreId, FAILED);
+    const server = await registeredServer(store, req.params.get("serverId"));
     if (typeof server === "string") problems.push(server);
-    const cache = await cacheFor(contents, config);
+    const cache = await cacheFor(store, config);
     if ("problem" in cache) problems.push(cache.problem);
     const folder = (req.params.get("serverFolder") ?? "").trim();
     const badFolder = folderProblem(folder);

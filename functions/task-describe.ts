@@ -12,7 +12,7 @@ export const handler = taskHandler("describe", async (input: JobInput) => {
   if (!contents || contents.store.portalId !== input.portalId) {
     throw new JobError(`Data store '${datastoreId}' no longer exists.`);
   }
-  const server = await registeredServer(contents, serverId);
+  const server = await registeredServer(contents.store, serverId);
   if (typeof server === "string") throw new JobError(server);
   let described: Awaited<ReturnType<typeof describePath>>;
   try {

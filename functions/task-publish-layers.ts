@@ -21,7 +21,7 @@ import type { JobInput } from "#shared/jobs.ts";
 import { serviceItem } from "#shared/items.ts";
 import { restServiceUrl, stableItemId } from "#shared/publishing.ts";
 import { type Dataset, datasetPage, getDataStore } from "#shared/stores/datastores.ts";
-import { ddb } from "#shared/stores/dynamo.ts";
+import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
 import { itemPut, type Item } from "#shared/stores/items.ts";
 import { type LayerPair, type PairAccess, pairMaker, pairMakers, pairPut, recordPair } from "#shared/stores/layers.ts";
 import { getServer, type Server, serverUrl } from "#shared/stores/servers.ts";
@@ -215,10 +215,13 @@ async function publishChunk(ctx: Context, datasets: readonly Dataset[]): Promise
     await ddb.send(new TransactWriteCommand({ TransactItems: layers.flatMap((l) => layerWrites(ctx, l)) }));
     return layers.length;
   } catch (err) {
-    if (!(err instanceof Error) || err.name !== "TransactionCanceledException") throw err;
+    // Only a failed condition (a layer made meanwhile, or a name taken) is worth going layer by layer; a
+    // throttled or conflicting transaction is retried whole by the workflow's throttling retry instead of being
+    // turned into 33 more writes on the same hot keys.
+    if (!failedConditions(err)?.length) throw err;
   }
-  // Some layer's service exists already (made meanwhile by another run, or a service of that name), or a
-  // concurrent transaction touched the same items: each layer on its own, as a single layer is published.
+  // Some layer's service exists already (made meanwhile by another run, or a service of that name): each layer
+  // on its own, as a single layer is published.
   let made = 0;
   for (const layer of layers) if (await publishOne(ctx, layer)) made++;
   return made;

@@ -10,7 +10,7 @@ import {
   stableItemId,
   tagsOf,
 } from "#shared/publishing.ts";
-import { getDataStoreContents } from "#shared/stores/datastores.ts";
+import { getDataStore } from "#shared/stores/datastores.ts";
 import { serverUrl } from "#shared/stores/servers.ts";
 import { createReservedService, type Service, ServiceExistsError } from "#shared/stores/services.ts";
 import { serviceItem } from "#shared/items.ts";
@@ -28,15 +28,15 @@ export const handler = taskHandler("publish-service", async (input: JobInput) =>
   const problems: string[] = [];
   const config = readServiceConfiguration(input.params.serviceConfiguration, problems);
   if (!config) throw new JobError(problems.join(" "));
-  const contents = await getDataStoreContents(config.cacheStoreId);
-  if (!contents || contents.store.portalId !== input.portalId) {
+  const store = await getDataStore(config.cacheStoreId);
+  if (!store || store.portalId !== input.portalId) {
     throw new JobError(`Data store '${config.cacheStoreId}' no longer exists; the service was not published.`);
   }
-  const server = await registeredServer(contents, input.params.serverId);
+  const server = await registeredServer(store, input.params.serverId);
   if (typeof server === "string") throw new JobError(`${server} The service was not published.`);
-  const cache = await cacheFor(contents, config);
+  const cache = await cacheFor(store, config);
   if ("problem" in cache) throw new JobError(`${cache.problem} The service was not published.`);
-  const location = contents.store.location;
+  const location = store.location;
   if (!location) throw new JobError("The data store has no storage. The service was not published.");
   const folder = input.params.serverFolder ?? "";
   const serviceItemId = stableItemId("service", input.jobId);
@@ -54,7 +54,7 @@ export const handler = taskHandler("publish-service", async (input: JobInput) =>
     // Private until its owner shares it, as ArcGIS makes new items.
     access: "private",
     extensions: [],
-    source: { datastoreId: contents.store.datastoreId, location, path: cache.info.path },
+    source: { datastoreId: store.datastoreId, location, path: cache.info.path },
     created: Date.now(),
   };
   const path = restServiceUrl(serverUrl(server, ""), folder, config.serviceName, config.type);

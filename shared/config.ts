@@ -85,7 +85,8 @@ export function readConfig(env: Env): Config {
   return {
     tables,
     tokenKey: secretId ? { secretId } : file ? { file } : undefined,
-    maxBodyBytes: positiveInt(env, "MAX_BODY_BYTES", 1024 * 1024),
+    // A form body travels base64-encoded in Lambda's 6 MB event: past ~4.4 MB no request could reach the limit.
+    maxBodyBytes: bounded(env, "MAX_BODY_BYTES", 1024 * 1024, 4_400_000),
     signin: {
       maxFailures: positiveInt(env, "SIGNIN_MAX_FAILURES", 5),
       failureWindowMs: positiveInt(env, "SIGNIN_FAILURE_WINDOW_SECONDS", 15 * 60) * 1000,

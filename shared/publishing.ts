@@ -6,7 +6,7 @@ import type { RestRequest } from "#shared/http/pipeline.ts";
 import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { type Entry, joinPath, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
-import { type CacheType, type DataStoreContents, getDataStoreContents } from "#shared/stores/datastores.ts";
+import { type CacheType, type DataStore, type DataStoreContents, getDataStore } from "#shared/stores/datastores.ts";
 import { getJob } from "#shared/stores/jobs.ts";
 import { getServer, type Server } from "#shared/stores/servers.ts";
 import type { ServiceType } from "#shared/stores/service-keys.ts";
@@ -41,33 +41,27 @@ export const NAME = /^[A-Za-z0-9_]{1,120}$/;
 
 export const isAdmin = (req: RestRequest) => req.identity.kind === "user" && req.identity.user.role === "org_admin";
 
-/** A data store of the caller's portal, or a 400 naming what is wrong (never another portal's store). */
-export async function dataStoreOf(
-  portalId: string,
-  datastoreId: string | undefined,
-  what: string,
-): Promise<DataStoreContents> {
+/**
+ * A data store of the caller's portal (its record alone: never its registered datasets, which may be a
+ * million), or a 400 naming what is wrong (never another portal's store).
+ */
+export async function dataStoreOf(portalId: string, datastoreId: string | undefined, what: string): Promise<DataStore> {
   if (!datastoreId) throw badRequest(what, ["'datastoreId' must be specified."]);
-  const contents = /^[0-9a-f]{32}$/.test(datastoreId) ? await getDataStoreContents(datastoreId) : undefined;
-  if (!contents || contents.store.portalId !== portalId) {
+  const store = /^[0-9a-f]{32}$/.test(datastoreId) ? await getDataStore(datastoreId) : undefined;
+  if (!store || store.portalId !== portalId) {
     throw badRequest(what, [`Data store '${datastoreId.slice(0, 64)}' does not exist or is inaccessible.`]);
   }
-  return contents;
+  return store;
 }
 
 /** The server a data store is registered with, or the problem (as text for a 400 or a JobError). */
-export async function registeredServer(
-  contents: DataStoreContents,
-  serverId: string | undefined,
-): Promise<Server | string> {
+export async function registeredServer(store: DataStore, serverId: string | undefined): Promise<Server | string> {
   if (!serverId) return "'serverId' must be specified.";
-  if (!contents.store.serverIds.includes(serverId)) {
-    return `Server '${serverId.slice(0, 64)}' is not registered with data store '${contents.store.datastoreId}'.`;
+  if (!store.serverIds.includes(serverId)) {
+    return `Server '${serverId.slice(0, 64)}' is not registered with data store '${store.datastoreId}'.`;
   }
   const server = await getServer(serverId);
-  return server && server.portalId === contents.store.portalId
-    ? server
-    : `Server '${serverId.slice(0, 64)}' does not exist.`;
+  return server && server.portalId === store.portalId ? server : `Server '${serverId.slice(0, 64)}' does not exist.`;
 }
 
 export interface ServiceConfiguration {
@@ -134,15 +128,15 @@ export function readServiceConfiguration(
  * problem (as text for a 400 or a JobError).
  */
 export async function cacheFor(
-  contents: DataStoreContents,
+  store: DataStore,
   config: ServiceConfiguration,
 ): Promise<{ info: CacheInfo } | { problem: string }> {
-  const id = contents.store.datastoreId;
-  const location = contents.store.location;
+  const id = store.datastoreId;
+  const location = store.location;
   const shown = config.pathInCachedStore.slice(0, 256);
   if (!location) {
     return {
-      problem: `Data store '${id}' has no storage (a ${contents.store.kind} store): caches are published from folder and cloud stores.`,
+      problem: `Data store '${id}' has no storage (a ${store.kind} store): caches are published from folder and cloud stores.`,
     };
   }
   try {

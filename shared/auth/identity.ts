@@ -104,22 +104,18 @@ export function findCredential(
   return cookie === undefined ? undefined : { token: cookie, source: "cookie" };
 }
 
-/**
- * Turns a credential into the caller: the token is opened and checked, then the user (or application), the
- * organization and the token's revocation records (its own and its refresh family's) are read in one
- * BatchGetItem. The user is read on every request so a role or privilege change applies to the very next one.
- */
-export async function resolveIdentity(credential: Credential | undefined, presented: Presented): Promise<Identity> {
-  return (await resolveIdentityWith(credential, presented, undefined)).identity;
-}
-
 /** One more item a request needs, read in the same BatchGetItem as the caller (e.g. a catalog version). */
 export interface ExtraRead {
   readonly table: TableName;
   readonly key: Readonly<Record<string, string>>;
 }
 
-/** resolveIdentity, reading `extra` in the same BatchGetItem (null: it does not exist; undefined: no caller). */
+/**
+ * Turns a credential into the caller: the token is opened and checked, then the user (or application), the
+ * organization and the token's revocation records (its own and its refresh family's) are read in one
+ * BatchGetItem, with `extra` if asked (null: it does not exist; undefined: no caller). The user is read on every
+ * request so a role or privilege change applies to the very next one.
+ */
 export async function resolveIdentityWith(
   credential: Credential | undefined,
   presented: Presented,

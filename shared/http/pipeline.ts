@@ -401,6 +401,17 @@ function finish(
   if (pipeline.length > 0 || own.length > 0) response.cookies = [...pipeline, ...own];
 }
 
+const PAYLOAD_ROOM = LAMBDA_PAYLOAD_BYTES - 64 * 1024;
+
+/**
+ * Whether a rendered answer could pass Lambda's payload limit: a character of the body takes at most 3 bytes once
+ * encoded and JSON-escaped, so only an answer whose body could come near the limit is serialised to be measured
+ * exactly (most never are).
+ */
+function mayExceedPayload(response: APIGatewayProxyStructuredResultV2): boolean {
+  return 3 * (response.body?.length ?? 0) + 16 * 1024 > PAYLOAD_ROOM;
+}
+
 /** Renders the handler's data in the requested format. */
 export const respond = (op: Operation): RestMiddleware => ({
   after: (request) => {
@@ -420,7 +431,7 @@ export const respond = (op: Operation): RestMiddleware => ({
     finish(request.response, s, op);
     // What Lambda returns is the whole result (headers, base64 body): past 6 MB, AWS answers a bare 500.
     // Measured on the rendered answer, so pjson's indentation, HTML's tables and JSONP count too.
-    if (Buffer.byteLength(JSON.stringify(request.response)) > LAMBDA_PAYLOAD_BYTES - 64 * 1024) {
+    if (mayExceedPayload(request.response) && Buffer.byteLength(JSON.stringify(request.response)) > PAYLOAD_ROOM) {
       throw new ApiError(400, "The answer is too large.", [
         "It would exceed the 6 MB a response may hold: ask for less (page it with 'start' and 'num', or use f=json).",
       ]);
