@@ -3,13 +3,11 @@
 // priced with the constants below at the stack's memory setting. Durations include the in-process store's own
 // time, which stands in for DynamoDB's network round trips on AWS (a few ms each): the figures are an estimate
 // of the order of magnitude and of what dominates, not a bill.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
 import { FUNCTION_MEMORY_MB } from "#infra/aws/stack.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
 import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
+import { tileOrganization } from "../test/helpers/tile-organization.ts";
 
 /** Prices in us-east-1, on-demand, as published on 2026-11-01 (USD). */
 export const PRICES = {
@@ -87,39 +85,19 @@ function perMillion(ms: number, u: Units) {
 /** Prints the cost model for the main operations (needs the in-process store started). */
 export async function costModel(): Promise<void> {
   const ops = await import("#infra/admin/operations.ts");
-  const { writeTileCache } = await import("#infra/local/demo/tile-cache.ts");
   const { issueToken } = await import("#shared/auth/tokens.ts");
-  const folder = mkdtempSync(join(tmpdir(), "mapgate-cost-"));
-  await writeTileCache(join(folder, "Basemap"), {
-    format: "PNG",
-    maxLevel: 1,
-    extent: { xmin: -2e7, ymin: -2e7, xmax: 2e7, ymax: 2e7 },
-    paint: "basemap",
-  });
-  const { portal } = await ops.bootstrapOrganization({
-    name: "Cost",
-    admin: { username: "cost-admin", password: "cost-admin-pass-1" },
-  });
-  const server = await ops.registerServer(portal.portalId, { name: "cost", role: "HOSTING_SERVER" });
-  const store = await ops.registerDataStore(portal.portalId, {
-    title: "Cost",
-    owner: "cost-admin",
-    kind: "folder",
-    serverIds: [server.serverId],
-    datasets: [],
-    location: { folder },
-  });
+  const { portal, server, store, admin } = await tileOrganization("cost");
   for (let i = 0; i < 100; i++) {
     await ops.registerService(server.serverId, {
       name: `Service_${i}`,
       type: "MapServer",
-      owner: "cost-admin",
+      owner: admin,
       access: i % 2 ? "org" : "public",
       ...(i === 0 ? { cache: { store, path: "/Basemap" } } : {}),
     });
   }
   const { token } = await issueToken({
-    username: "cost-admin",
+    username: admin,
     portalId: portal.portalId,
     audience: { kind: "portal" },
     client: "requestip",

@@ -1,15 +1,13 @@
 // Tile figures: a public map tile through the local engine next to a bare node:http server answering the same
 // bytes from memory (same run, same load), and, in-process, the warm tile function next to the two reads it
 // cannot avoid (the bundle's index record and the tile's bytes) with the DynamoDB requests it makes per tile.
-import { mkdtempSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import autocannon from "autocannon";
 import { readBundleTile } from "#shared/caches/bundle.ts";
 import type { RunningEngine } from "../test/helpers/engine.ts";
 import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
+import { tileOrganization } from "../test/helpers/tile-organization.ts";
 import { dynamoRequests } from "./requests.ts";
 
 const fmt = (n: number, d = 1) => n.toFixed(d).padStart(9);
@@ -52,35 +50,14 @@ export async function tileLoad(engine: RunningEngine, seconds: number): Promise<
 
 /** The warm tile function in-process: its time per tile next to the storage reads alone, and its requests. */
 export async function tileFunction(runs = 2000): Promise<void> {
-  const { bootstrapOrganization, registerServer, registerDataStore, registerService } =
-    await import("#infra/admin/operations.ts");
-  const { writeTileCache } = await import("#infra/local/demo/tile-cache.ts");
+  const { registerService } = await import("#infra/admin/operations.ts");
   const { FolderStorage } = await import("#shared/storage/folder.ts");
   const handler = (await import("#functions/service.ts")).handler;
-  const folder = mkdtempSync(join(tmpdir(), "mapgate-bench-tiles-"));
-  await writeTileCache(join(folder, "Basemap"), {
-    format: "PNG",
-    maxLevel: 2,
-    extent: { xmin: -2e7, ymin: -2e7, xmax: 2e7, ymax: 2e7 },
-    paint: "basemap",
-  });
-  const { portal } = await bootstrapOrganization({
-    name: "Tiles",
-    admin: { username: "tadmin", password: "tadmin-pass-1" },
-  });
-  const server = await registerServer(portal.portalId, { name: "tiles", role: "HOSTING_SERVER" });
-  const store = await registerDataStore(portal.portalId, {
-    title: "Bench tiles",
-    owner: "tadmin",
-    kind: "folder",
-    serverIds: [server.serverId],
-    datasets: [],
-    location: { folder },
-  });
+  const { server, store, folder, admin } = await tileOrganization("tiles", 2);
   await registerService(server.serverId, {
     name: "Basemap",
     type: "MapServer",
-    owner: "tadmin",
+    owner: admin,
     access: "public",
     cache: { store, path: "/Basemap" },
   });

@@ -1,17 +1,14 @@
 // The store reads a warm tile function makes, counted at the SDK client through the real middleware chain
 // against a real (in-memory) dynalite: one read per tile (the caller or their organization, with the catalog
 // version, in one BatchGetItem), and a change to the catalog seen on the very next request.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiEvent, countRequests, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
+import { tileOrganization } from "./helpers/tile-organization.ts";
 
 const store = await inProcessStore();
 const { ddb } = await import("#shared/stores/dynamo.ts");
 const ops = await import("#infra/admin/operations.ts");
-const { writeTileCache } = await import("#infra/local/demo/tile-cache.ts");
 const { issueToken } = await import("#shared/auth/tokens.ts");
 const service = (await import("#functions/service.ts")).handler;
 const directory = (await import("#functions/services-directory.ts")).handler;
@@ -35,27 +32,8 @@ async function counted(fn: () => Promise<APIGatewayProxyStructuredResultV2>) {
 }
 
 beforeAll(async () => {
-  const folder = mkdtempSync(join(tmpdir(), "mapgate-tiles-"));
-  await writeTileCache(join(folder, "Basemap"), {
-    format: "PNG",
-    maxLevel: 1,
-    extent: { xmin: -2e7, ymin: -2e7, xmax: 2e7, ymax: 2e7 },
-    paint: "basemap",
-  });
-  const { portal } = await ops.bootstrapOrganization({
-    name: "Tiles",
-    admin: { username: "tiles-admin", password: "tiles-admin-pass-1" },
-  });
-  const server = await ops.registerServer(portal.portalId, { name: "tiles", role: "HOSTING_SERVER" });
+  const { portal, server, store: datastore } = await tileOrganization("tiles");
   serverId = server.serverId;
-  const datastore = await ops.registerDataStore(portal.portalId, {
-    title: "Tiles",
-    owner: "tiles-admin",
-    kind: "folder",
-    serverIds: [server.serverId],
-    datasets: [],
-    location: { folder },
-  });
   for (const [name, access] of [
     ["Open", "public"],
     ["Members", "org"],
