@@ -125,6 +125,32 @@ it("lets exactly one of many concurrent transactions claim a key", async () => {
   expect(claimers.map((c, i) => (c ? i : -1)).filter((i) => i >= 0)).toEqual([winner]);
 });
 
+it("refuses, as DynamoDB does, a transaction touching one item twice, and writes nothing", async () => {
+  await ddb.send(new PutCommand({ TableName, Item: { portalId: "t-twice", n: 1 } }));
+  const twice = ddb.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        { Put: { TableName, Item: { portalId: "t-twice-other", n: 1 } } },
+        { Put: { TableName, Item: { n: 2, portalId: "t-twice" } } },
+        {
+          Update: {
+            TableName,
+            Key: { portalId: "t-twice" },
+            UpdateExpression: "SET n = :n",
+            ExpressionAttributeValues: { ":n": 3 },
+          },
+        },
+      ],
+    }),
+  );
+  await expect(twice).rejects.toMatchObject({
+    name: "ValidationException",
+    message: "Transaction request cannot include multiple operations on one item",
+  });
+  expect(await get("t-twice")).toEqual({ portalId: "t-twice", n: 1 });
+  expect(await get("t-twice-other")).toBeUndefined();
+});
+
 describe("with a journal (the engine's data folder)", () => {
   const client = (endpoint: string) =>
     DynamoDBDocumentClient.from(

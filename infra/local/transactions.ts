@@ -254,6 +254,25 @@ export async function startTransactionProxy(upstream: string, options: ProxyOpti
         check: kind === "ConditionCheck",
       });
     }
+    // DynamoDB refuses a transaction that touches one item twice (before anything is written): so does this one,
+    // or a request that fails on AWS would pass here.
+    const touched = new Set(
+      steps.map(
+        (st) => `${st.table}\u0000${JSON.stringify(Object.entries(st.key).sort(([a], [b]) => (a < b ? -1 : 1)))}`,
+      ),
+    );
+    if (touched.size < steps.length) {
+      return {
+        status: 400,
+        headers: { "content-type": "application/x-amz-json-1.0" },
+        body: Buffer.from(
+          JSON.stringify({
+            __type: "com.amazon.coral.validate#ValidationException",
+            message: "Transaction request cannot include multiple operations on one item",
+          }),
+        ),
+      };
+    }
     if (journal) {
       try {
         await journal.begin(
