@@ -203,6 +203,13 @@ export async function startTransactionProxy(upstream: string, options: ProxyOpti
     return names;
   };
 
+  /** DynamoDB's answer to a request it refuses before doing anything. */
+  const invalid = (message: string): Upstream => ({
+    status: 400,
+    headers: { "content-type": "application/x-amz-json-1.0" },
+    body: Buffer.from(JSON.stringify({ __type: "com.amazon.coral.validate#ValidationException", message })),
+  });
+
   const cancelled = (reasons: { Code: string; Message?: string }[]): Upstream => ({
     status: 400,
     headers: { "content-type": "application/x-amz-json-1.0" },
@@ -218,16 +225,7 @@ export async function startTransactionProxy(upstream: string, options: ProxyOpti
   const transact = async (headers: Record<string, string>, input: Json): Promise<Upstream> => {
     const items = (input.TransactItems ?? []) as Json[];
     if (items.length === 0 || items.length > 100) {
-      return {
-        status: 400,
-        headers: { "content-type": "application/x-amz-json-1.0" },
-        body: Buffer.from(
-          JSON.stringify({
-            __type: "com.amazon.coral.validate#ValidationException",
-            message: "TransactItems must have 1 to 100 items",
-          }),
-        ),
-      };
+      return invalid("TransactItems must have 1 to 100 items");
     }
     // Pre-images first, so any partial application can be undone.
     const steps: Step[] = [];
@@ -262,16 +260,7 @@ export async function startTransactionProxy(upstream: string, options: ProxyOpti
       ),
     );
     if (touched.size < steps.length) {
-      return {
-        status: 400,
-        headers: { "content-type": "application/x-amz-json-1.0" },
-        body: Buffer.from(
-          JSON.stringify({
-            __type: "com.amazon.coral.validate#ValidationException",
-            message: "Transaction request cannot include multiple operations on one item",
-          }),
-        ),
-      };
+      return invalid("Transaction request cannot include multiple operations on one item");
     }
     if (journal) {
       try {
