@@ -7,27 +7,12 @@ import { config } from "#shared/config.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
-import {
-  createJob,
-  finishJob,
-  hashKey,
-  type Job,
-  JOB_RETENTION_SECONDS,
-  type JobOperation,
-} from "#shared/stores/jobs.ts";
+import { createJob, finishJob, type Job, type JobOperation, type JobStart, newJob } from "#shared/stores/jobs.ts";
 
 const sfn = new SFNClient({ maxAttempts: 4 });
 
 /** What every task of a job receives (and the job keeps, to run it again after a crash). */
-export interface JobInput {
-  readonly jobId: string;
-  readonly portalId: string;
-  readonly owner: string;
-  readonly operation: JobOperation;
-  readonly params: Readonly<Record<string, string>>;
-  /** The public HTTPS origin, for the URLs a job writes (tasks see no request). */
-  readonly origin: string;
-}
+export type JobInput = JobStart;
 
 export async function startJob(
   req: RestRequest,
@@ -39,23 +24,7 @@ export async function startJob(
   const arn = config().stateMachineArn;
   if (!arn) throw new Error("STATE_MACHINE_ARN is not set: this function was not allowed to start jobs");
   const key = randomBytes(24).toString("base64url");
-  const now = Date.now();
-  const input: JobInput = { jobId, portalId: req.portal.portalId, owner, operation, params, origin: req.httpsOrigin };
-  const job: Job = {
-    jobId,
-    portalId: req.portal.portalId,
-    owner,
-    keyHash: hashKey(key),
-    operation,
-    params,
-    input: JSON.stringify(input),
-    status: "processing",
-    message: "",
-    result: null,
-    created: now,
-    modified: now,
-    expiresAt: Math.floor(now / 1000) + JOB_RETENTION_SECONDS,
-  };
+  const job = newJob({ jobId, portalId: req.portal.portalId, owner, operation, params, origin: req.httpsOrigin }, key);
   await createJob(job);
   try {
     await sfn.send(new StartExecutionCommand({ stateMachineArn: arn, name: jobId, input: job.input }));

@@ -17,7 +17,7 @@ import { bootstrapDemo, DEMO_CACHE_PATHS, DEMO_DATASETS } from "#infra/admin/dem
 import { registerDataStore } from "#infra/admin/operations.ts";
 import { ensureDemoCaches, filesOf } from "#infra/local/demo/write.ts";
 import { WORKFLOW } from "#infra/system.ts";
-import { createJob, hashKey, JOB_RETENTION_SECONDS } from "#shared/stores/jobs.ts";
+import { createJob, newJob } from "#shared/stores/jobs.ts";
 import { REGION, synthesize } from "./helpers/artifact.ts";
 import { type ArtifactSystem, startArtifactSystem } from "./helpers/artifact-system.ts";
 import { PASSWORDS } from "./helpers/engine.ts";
@@ -280,30 +280,12 @@ describe("the synthesized bundles, each with its template environment and IAM po
     const jobId = "a".repeat(32);
     const key = "artifact-job-key";
     const params = { datastoreId: "f".repeat(32), serverId: org.serverId, path: "/", type: "datastore" };
-    const input = JSON.stringify({
-      jobId,
-      portalId: org.portalId,
-      owner: "publisher",
-      operation: "describe",
-      params,
-      origin: system.url,
-    });
-    const now = Date.now();
-    await createJob({
-      jobId,
-      portalId: org.portalId,
-      owner: "publisher",
-      keyHash: hashKey(key),
-      operation: "describe",
-      params,
-      input,
-      status: "processing",
-      message: "",
-      result: null,
-      created: now,
-      modified: now,
-      expiresAt: Math.floor(now / 1000) + JOB_RETENTION_SECONDS,
-    });
+    const job = newJob(
+      { jobId, portalId: org.portalId, owner: "publisher", operation: "describe", params, origin: system.url },
+      key,
+    );
+    const input = job.input;
+    await createJob(job);
     system.startExecution(jobId, input);
     expect(await finished({ jobId, key }, "publisher")).toMatchObject({
       status: "failed",

@@ -11,7 +11,7 @@ const store = await inProcessStore();
 const { ddb } = await import("#shared/stores/dynamo.ts");
 const ops = await import("#infra/admin/operations.ts");
 const { startWorkflows } = await import("#infra/local/workflows.ts");
-const { createJob, getJob, hashKey } = await import("#shared/stores/jobs.ts");
+const { createJob, getJob, newJob } = await import("#shared/stores/jobs.ts");
 const { LAYERS_PER_TRANSACTION, PAGE } = await import("#functions/task-publish-layers.ts");
 const { DATASET_TYPES } = await import("#shared/stores/datastores.ts");
 
@@ -53,30 +53,12 @@ async function dataStore(prefix: string, n: number): Promise<string> {
 async function publishLayers(datastoreId: string) {
   const jobId = (++jobs).toString(16).padStart(32, "0");
   const params = { datastoreId, serverId, serverFolder: "Scale", portalFolderId: "", templateSvcConfig: "" };
-  const input = JSON.stringify({
-    jobId,
-    portalId,
-    owner: "scale-admin",
-    operation: "publishLayers",
-    params,
-    origin: "https://maps.example.test",
-  });
-  const now = Date.now();
-  await createJob({
-    jobId,
-    portalId,
-    owner: "scale-admin",
-    keyHash: hashKey("k"),
-    operation: "publishLayers",
-    params,
-    input,
-    status: "processing",
-    message: "",
-    result: null,
-    created: now,
-    modified: now,
-    expiresAt: Math.floor(now / 1000) + 7 * 24 * 3600,
-  });
+  const job = newJob(
+    { jobId, portalId, owner: "scale-admin", operation: "publishLayers", params, origin: "https://maps.example.test" },
+    "k",
+  );
+  const input = job.input;
+  await createJob(job);
   const before = { requests: sent.length, ...workflows.stats() };
   await workflows.start(jobId, input).done;
   // The event log is read asynchronously: let it catch up with the end of the execution.

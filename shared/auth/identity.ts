@@ -1,6 +1,5 @@
 // Who is calling. The pipeline finds at most one credential on a request and resolves it here;
 // every endpoint sees the same answer.
-import { BatchGetCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { BUILT_IN_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { type Presented, type TokenClaims, verifyToken } from "#shared/auth/tokens.ts";
@@ -9,7 +8,7 @@ import { tableName } from "#shared/config.ts";
 import { cookieValues } from "#shared/http/cookies.ts";
 import { badRequest, invalidToken } from "#shared/http/errors.ts";
 import type { Params } from "#shared/http/params.ts";
-import { ddb } from "#shared/stores/dynamo.ts";
+import { type BatchGetRequest, batchGet } from "#shared/stores/dynamo.ts";
 import { type Portal, toPortal } from "#shared/stores/portals.ts";
 import { getRole } from "#shared/stores/roles.ts";
 import { revocationKey } from "#shared/stores/signin.ts";
@@ -131,7 +130,7 @@ export async function resolveIdentityWith(
   // A token issued to an application works only while the application is registered.
   const appId = claims.kind === "app" ? claims.username : claims.clientId;
   const extraTable = extra ? tableName(extra.table) : undefined;
-  const keys: BatchRequest = {
+  const keys: BatchGetRequest = {
     ...(claims.kind === "user" ? { [users]: { Keys: [{ username: claims.username }] } } : {}),
     ...(appId ? { [apps]: { Keys: [{ clientId: appId }] } } : {}),
     [portals]: { Keys: [{ portalId: claims.portalId }] },
@@ -156,22 +155,6 @@ export async function resolveIdentityWith(
   if (user.portalId !== claims.portalId) throw invalidToken();
   const privileges = await privilegesOf(user);
   return withExtra({ kind: "user", user, portal, claims, credential, privileges });
-}
-
-/** A BatchGetItem carried to the end (unprocessed keys retried with backoff); items by real table name. */
-type BatchRequest = Record<string, { Keys: Record<string, string>[]; ConsistentRead?: boolean }>;
-
-export async function batchGet(request: BatchRequest): Promise<Record<string, Record<string, unknown>[]>> {
-  let keys: typeof request | undefined = request;
-  const found: Record<string, Record<string, unknown>[]> = {};
-  for (let attempt = 0; keys && Object.keys(keys).length > 0; attempt++) {
-    if (attempt > 0) await new Promise((r) => setTimeout(r, 10 * 2 ** attempt));
-    if (attempt > 5) throw new Error("store lookup throttled");
-    const out = await ddb.send(new BatchGetCommand({ RequestItems: keys }));
-    for (const [table, items] of Object.entries(out.Responses ?? {})) (found[table] ??= []).push(...items);
-    keys = out.UnprocessedKeys as typeof keys;
-  }
-  return found;
 }
 
 /** What a user's role grants now: a built-in role's privileges, or a custom role's as stored. */

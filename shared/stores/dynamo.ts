@@ -1,7 +1,7 @@
 // The one DynamoDB client handlers use. Its endpoint comes from the SDK's own configuration
 // (AWS_ENDPOINT_URL_DYNAMODB on the local engine), so no code here knows which engine it runs on.
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient, QueryCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
+import { BatchGetCommand, DynamoDBDocumentClient, QueryCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import type { TABLES } from "#infra/system.ts";
 import { tableName } from "#shared/config.ts";
 
@@ -64,4 +64,20 @@ export async function scanAll(input: ScanInput): Promise<Record<string, unknown>
     start = page.LastEvaluatedKey;
   } while (start);
   return out;
+}
+
+/** A BatchGetItem carried to the end (unprocessed keys retried with backoff); items by real table name. */
+export type BatchGetRequest = Record<string, { Keys: Record<string, string>[]; ConsistentRead?: boolean }>;
+
+export async function batchGet(request: BatchGetRequest): Promise<Record<string, Record<string, unknown>[]>> {
+  let keys: typeof request | undefined = request;
+  const found: Record<string, Record<string, unknown>[]> = {};
+  for (let attempt = 0; keys && Object.keys(keys).length > 0; attempt++) {
+    if (attempt > 0) await new Promise((r) => setTimeout(r, 10 * 2 ** attempt));
+    if (attempt > 5) throw new Error("store lookup throttled");
+    const out = await ddb.send(new BatchGetCommand({ RequestItems: keys }));
+    for (const [table, items] of Object.entries(out.Responses ?? {})) (found[table] ??= []).push(...items);
+    keys = out.UnprocessedKeys as typeof keys;
+  }
+  return found;
 }

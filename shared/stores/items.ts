@@ -2,9 +2,9 @@
 // An item is the source of truth for who sees its service; the service record keeps a copy of `access` (and
 // of the description and tags the catalog shows), changed in the same transaction as the item, with the
 // server's catalog version, so every cached catalog sees the change on its next request.
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, failedConditions, isConditionFailure } from "#shared/stores/dynamo.ts";
+import { batchGet, ddb, failedConditions, isConditionFailure } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import {
   ACCESS,
@@ -181,19 +181,12 @@ export async function queryItems(
 export async function getItems(itemIds: readonly string[]): Promise<Map<string, Item>> {
   const out = new Map<string, Item>();
   const table = tableName("items");
-  for (let i = 0; i < itemIds.length; i += 100) {
-    let keys: Record<string, unknown>[] | undefined = [...new Set(itemIds.slice(i, i + 100))].map((itemId) => ({
-      itemId,
-    }));
-    for (let attempt = 0; keys && keys.length > 0; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, 10 * 2 ** attempt));
-      if (attempt > 6) throw new Error("items could not be read (throttled)");
-      const page = await ddb.send(
-        new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true } } }),
-      );
-      for (const record of page.Responses?.[table] ?? []) out.set(String(record.itemId), toItem(record));
-      keys = page.UnprocessedKeys?.[table]?.Keys as Record<string, unknown>[] | undefined;
-    }
+  const ids = [...new Set(itemIds)];
+  // BatchGetItem takes at most 100 keys.
+  for (let i = 0; i < ids.length; i += 100) {
+    const keys = ids.slice(i, i + 100).map((itemId) => ({ itemId }));
+    const found = await batchGet({ [table]: { Keys: keys, ConsistentRead: true } });
+    for (const record of found[table] ?? []) out.set(String(record.itemId), toItem(record));
   }
   return out;
 }

@@ -32,6 +32,36 @@ export const JOB_RETENTION_SECONDS = 7 * 24 * 3600;
 
 export const hashKey = (key: string) => createHash("sha256").update(key, "utf8").digest("hex");
 
+/** What a job's workflow execution is given: who asked for what (tasks see no request). */
+export interface JobStart {
+  readonly jobId: string;
+  readonly portalId: string;
+  readonly owner: string;
+  readonly operation: JobOperation;
+  readonly params: Readonly<Record<string, string>>;
+  /** The public HTTPS origin, for the URLs a job writes. */
+  readonly origin: string;
+}
+
+/** A new job's record, processing, readable for JOB_RETENTION_SECONDS with `key`. */
+export function newJob(start: JobStart, key: string, now = Date.now()): Job {
+  return {
+    jobId: start.jobId,
+    portalId: start.portalId,
+    owner: start.owner,
+    keyHash: hashKey(key),
+    operation: start.operation,
+    params: start.params,
+    input: JSON.stringify(start),
+    status: "processing",
+    message: "",
+    result: null,
+    created: now,
+    modified: now,
+    expiresAt: Math.floor(now / 1000) + JOB_RETENTION_SECONDS,
+  };
+}
+
 /** Constant-time: the time taken says nothing about how much of the key was right. */
 export function keyMatches(job: Job, key: string): boolean {
   const given = Buffer.from(hashKey(key), "hex");
