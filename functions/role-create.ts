@@ -4,6 +4,7 @@ import { restHandler } from "#shared/http/pipeline.ts";
 import { shortId } from "#shared/ids.ts";
 import { readDescription, readName, requireRoleAdmin } from "#shared/roles.ts";
 import { createRole, NameTakenError } from "#shared/stores/roles.ts";
+import { emit } from "#shared/events.ts";
 
 const FAILED = "Unable to create role.";
 
@@ -40,6 +41,13 @@ export const handler = restHandler(
       if (err instanceof NameTakenError) throw badRequest(FAILED, [err.message]);
       throw err;
     }
+    await emit("roleChanged", {
+      portalId: portal.portalId,
+      change: "created",
+      roleId,
+      name,
+      by: requireRoleAdmin(req).user.username,
+    });
     return { success: true, id: roleId };
   },
 );

@@ -3,6 +3,7 @@ import { ApiError } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { changeRole, requireRoleAdmin } from "#shared/roles.ts";
 import { deleteRole } from "#shared/stores/roles.ts";
+import { emit } from "#shared/events.ts";
 
 const FAILED = "Unable to delete role.";
 
@@ -17,6 +18,12 @@ export const handler = restHandler({ name: "Delete Role", postOnly: true }, asyn
     }
     roleId = current.roleId;
     await deleteRole(current);
+  });
+  await emit("roleChanged", {
+    portalId: portal.portalId,
+    change: "deleted",
+    roleId,
+    by: requireRoleAdmin(req).user.username,
   });
   return { success: true, roleId };
 });

@@ -2,6 +2,7 @@
 import { restHandler } from "#shared/http/pipeline.ts";
 import { changeRole, nextModified, readPrivileges, requireRoleAdmin } from "#shared/roles.ts";
 import { replaceRole } from "#shared/stores/roles.ts";
+import { emit } from "#shared/events.ts";
 
 export const handler = restHandler(
   {
@@ -12,9 +13,18 @@ export const handler = restHandler(
   async (req) => {
     const { portal } = requireRoleAdmin(req);
     const privileges = readPrivileges(req.params.get("privileges"));
-    await changeRole(req, portal.portalId, "Unable to set privileges.", (current) =>
-      replaceRole(current, { ...current, privileges, modified: nextModified(current) }),
-    );
+    let roleId = "";
+    await changeRole(req, portal.portalId, "Unable to set privileges.", (current) => {
+      roleId = current.roleId;
+      return replaceRole(current, { ...current, privileges, modified: nextModified(current) });
+    });
+    await emit("roleChanged", {
+      portalId: portal.portalId,
+      change: "privilegesSet",
+      roleId,
+      privileges,
+      by: requireRoleAdmin(req).user.username,
+    });
     return { success: true };
   },
 );

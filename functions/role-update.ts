@@ -4,6 +4,7 @@ import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { changeRole, loadRole, nextModified, readDescription, readName, requireRoleAdmin } from "#shared/roles.ts";
 import { replaceRole } from "#shared/stores/roles.ts";
+import { emit } from "#shared/events.ts";
 
 const FAILED = "Unable to update role.";
 
@@ -34,14 +35,22 @@ export const handler = restHandler(
     const name = nameGiven ? readName(rawName, problems) : undefined;
     const description = readDescription(rawDescription, problems);
     if (problems.length > 0) throw badRequest(FAILED, problems);
-    await changeRole(req, portal.portalId, FAILED, (current) =>
-      replaceRole(current, {
+    let roleId = "";
+    await changeRole(req, portal.portalId, FAILED, (current) => {
+      roleId = current.roleId;
+      return replaceRole(current, {
         ...current,
         name: name ?? current.name,
         description: description ?? current.description,
         modified: nextModified(current),
-      }),
-    );
+      });
+    });
+    await emit("roleChanged", {
+      portalId: portal.portalId,
+      change: "updated",
+      roleId,
+      by: requireRoleAdmin(req).user.username,
+    });
     return { success: true };
   },
 );

@@ -1,12 +1,21 @@
 // Workflow task: records a finished job's result (only a processing job can finish; a repeat is a no-op).
 import type { LayerPage } from "#functions/task-publish-layers.ts";
 import type { JobInput } from "#shared/jobs.ts";
+import { emit } from "#shared/events.ts";
 import { finishJob } from "#shared/stores/jobs.ts";
 import { taskHandler } from "#shared/tasks.ts";
 
 interface Finished extends JobInput {
   readonly result?: unknown;
   readonly page?: LayerPage;
+}
+
+/** The service a publish job made (publishLayers' layers are told by its one Job Completed event). */
+function publishedServices(input: Finished): { itemId: string; type: string; url: string }[] {
+  if (input.operation !== "publish") return [];
+  const services = (input.result as { services?: { serviceItemId?: string; type?: string; serviceUrl?: string }[] })
+    ?.services;
+  return (services ?? []).map((s) => ({ itemId: s.serviceItemId ?? "", type: s.type ?? "", url: s.serviceUrl ?? "" }));
 }
 
 export const handler = taskHandler("complete-job", async (input: Finished) => {
@@ -23,6 +32,13 @@ export const handler = taskHandler("complete-job", async (input: Finished) => {
       layers: published + alreadyPublished,
     };
   }
-  await finishJob(input.jobId, "completed", result, "");
+  // Only the run that finished the job raises its events (a repeated task finds it finished already).
+  if (await finishJob(input.jobId, "completed", result, "")) {
+    const job = { jobId: input.jobId, operation: input.operation, portalId: input.portalId, owner: input.owner };
+    await emit("jobCompleted", { ...job, result });
+    for (const service of publishedServices(input)) {
+      await emit("servicePublished", { portalId: input.portalId, owner: input.owner, jobId: input.jobId, ...service });
+    }
+  }
   return { jobId: input.jobId, status: "completed" };
 });

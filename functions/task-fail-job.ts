@@ -3,6 +3,7 @@
 // job gives its service name back.
 import type { JobInput } from "#shared/jobs.ts";
 import { reservationOf } from "#shared/publishing.ts";
+import { emit } from "#shared/events.ts";
 import { finishJob } from "#shared/stores/jobs.ts";
 import { releaseServiceName } from "#shared/stores/services.ts";
 import { taskHandler } from "#shared/tasks.ts";
@@ -28,6 +29,10 @@ function messageOf(error: Failed["error"]): string {
 export const handler = taskHandler("fail-job", async (input: Failed) => {
   const reserved = input.operation === "publish" ? reservationOf(input.params) : undefined;
   if (reserved) await releaseServiceName(reserved.serverId, reserved.folder, reserved.name, input.jobId);
-  await finishJob(input.jobId, "failed", null, messageOf(input.error));
+  const message = messageOf(input.error);
+  if (await finishJob(input.jobId, "failed", null, message)) {
+    const job = { jobId: input.jobId, operation: input.operation, portalId: input.portalId, owner: input.owner };
+    await emit("jobFailed", { ...job, error: message });
+  }
   return { jobId: input.jobId, status: "failed" };
 });

@@ -6,6 +6,7 @@ import { requireRoleAdmin } from "#shared/roles.ts";
 import { failedConditions } from "#shared/stores/dynamo.ts";
 import { getRole } from "#shared/stores/roles.ts";
 import { getUser, setUserRole } from "#shared/stores/users.ts";
+import { emit } from "#shared/events.ts";
 
 const FAILED = "Unable to update user role.";
 
@@ -44,6 +45,14 @@ export const handler = restHandler(
           throw notFound([`Role '${role.slice(0, 64)}' does not exist or is inaccessible.`]);
         throw err;
       }
+      await emit("roleChanged", {
+        portalId: admin.portal.portalId,
+        change: "userRoleChanged",
+        roleId: role,
+        username: user.username,
+        previousRoleId: user.role,
+        by: admin.user.username,
+      });
     }
     return { success: true, username: user.username };
   },

@@ -29,6 +29,8 @@ export interface RouteSpec {
   readonly secrets: readonly SecretName[];
   /** Reads data stores' content: on AWS it is granted the registered cloud-store buckets (read only). */
   readonly readsStorage?: boolean;
+  /** Sends events to mapgate's bus (PutEvents on that bus only), keeping what the bus refused in `outbox`. */
+  readonly emits?: boolean;
 }
 
 export type SecretName = "tokenKey";
@@ -89,6 +91,16 @@ export const TABLES = [
       { name: "byPublic", partitionKey: "listed", sortKey: "createdKey" },
     ],
   },
+  /**
+   * Other AWS services' principals allowed to call mapgate (`npm run admin -- register-caller`), by the name of
+   * the operations function's alias each one invokes: the organization and member it acts as.
+   */
+  { name: "callers", partitionKey: "callerId" },
+  /**
+   * Events the bus did not take at once (throttled, unavailable): kept here and sent again by events-redeliver,
+   * so a busy bus neither fails nor slows the operation that raised them.
+   */
+  { name: "outbox", partitionKey: "eventId", ttlAttribute: "expiresAt" },
   /** Registered OAuth 2.0 applications (client ids, redirect URIs, hashed secrets). */
   {
     name: "apps",
@@ -98,6 +110,31 @@ export const TABLES = [
 ] as const satisfies readonly TableSpec[];
 
 export type TableName = (typeof TABLES)[number]["name"];
+
+/**
+ * What mapgate tells other systems, on the EventBridge bus the stack creates: every event's `source` is
+ * `mapgate`, its `detail-type` one of these, and its detail is described by `infra/events/<type>.schema.json`
+ * (the key, kebab-cased).
+ */
+export const EVENTS = {
+  source: "mapgate",
+  schemaDir: "infra/events",
+  types: {
+    jobSubmitted: "Job Submitted",
+    jobCompleted: "Job Completed",
+    jobFailed: "Job Failed",
+    servicePublished: "Service Published",
+    serviceUnpublished: "Service Unpublished",
+    roleChanged: "Role Changed",
+    signInLocked: "Sign-in Locked",
+  },
+} as const;
+
+export type EventType = keyof typeof EVENTS.types;
+
+/** `jobSubmitted` → `job-submitted`: the file name of its detail's schema. */
+export const eventSchemaFile = (type: EventType) =>
+  `${EVENTS.schemaDir}/${type.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}.schema.json`;
 
 export const PORTAL_ROOT = "/portal/sharing/rest";
 
@@ -113,8 +150,12 @@ export const LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024;
  */
 const PIPELINE_TABLES = { portals: "read", users: "read", tokens: "read", roles: "read", apps: "read" } as const;
 
+/** What a function that raises events writes besides the bus: the events the bus did not take. */
+const EMITTER_TABLES = { outbox: "write" } as const;
+
 function route(spec: Omit<RouteSpec, "secrets" | "tables"> & { tables?: Readonly<Record<string, Access>> }): RouteSpec {
-  return { ...spec, tables: { ...PIPELINE_TABLES, ...spec.tables }, secrets: ["tokenKey"] };
+  const tables = { ...PIPELINE_TABLES, ...spec.tables, ...(spec.emits ? EMITTER_TABLES : {}) };
+  return { ...spec, tables, secrets: ["tokenKey"] };
 }
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -128,6 +169,7 @@ export const ROUTES: readonly RouteSpec[] = [
     methods: ["GET", "POST"],
     path: `${PORTAL_ROOT}/generateToken`,
     tables: { tokens: "write", servers: "read" },
+    emits: true,
   }),
   route({ id: "community-self", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/community/self` }),
   route({
@@ -202,7 +244,7 @@ function contentRoutes(): RouteSpec[] {
       path: `${userItem}/update`,
       tables: { items: "write", services: "write" },
     }),
-    route({ id: "item-delete", methods: GP, path: `${userItem}/delete`, tables: sharing }),
+    route({ id: "item-delete", methods: GP, path: `${userItem}/delete`, tables: sharing, emits: true }),
     route({ id: "user-content", methods: GP, path: `${content}/users/{username}`, tables: { items: "read" } }),
     route({ id: "item-search", methods: GP, path: `${PORTAL_ROOT}/search`, tables: { items: "read" } }),
     route({
@@ -222,10 +264,11 @@ function signInRoutes(): RouteSpec[] {
   const apps = `${PORTAL_ROOT}/portals/{portalId}/apps`;
   const GP = ["GET", "POST"] as const;
   return [
-    route({ id: "oauth-authorize", methods: GP, path: `${oauth}/authorize`, tables: { tokens: "write" } }),
-    route({ id: "oauth-token", methods: GP, path: `${oauth}/token`, tables: { tokens: "write" } }),
+    // The three ways a password comes in share one lockout, which raises an event.
+    route({ id: "oauth-authorize", methods: GP, path: `${oauth}/authorize`, tables: { tokens: "write" }, emits: true }),
+    route({ id: "oauth-token", methods: GP, path: `${oauth}/token`, tables: { tokens: "write" }, emits: true }),
     route({ id: "oauth-revoke", methods: GP, path: `${oauth}/revokeToken`, tables: { tokens: "write" } }),
-    route({ id: "oauth-signin", methods: GP, path: `${oauth}/signin`, tables: { tokens: "write" } }),
+    route({ id: "oauth-signin", methods: GP, path: `${oauth}/signin`, tables: { tokens: "write" }, emits: true }),
     route({ id: "oauth-signout", methods: GP, path: `${oauth}/signout`, tables: { tokens: "write" } }),
     route({ id: "app-list", methods: GP, path: apps }),
     route({ id: "app-register", methods: GP, path: `${apps}/register`, tables: { apps: "write" } }),
@@ -243,6 +286,7 @@ function dataStoreRoutes(): RouteSpec[] {
     route({
       id: "datastore-describe",
       methods: GP,
+      emits: true,
       path: `${stores}/describe`,
       tables: jobWriter,
       startsWorkflow: true,
@@ -251,6 +295,7 @@ function dataStoreRoutes(): RouteSpec[] {
     route({
       id: "datastore-publish",
       methods: GP,
+      emits: true,
       path: `${stores}/publish`,
       tables: jobWriter,
       startsWorkflow: true,
@@ -259,6 +304,7 @@ function dataStoreRoutes(): RouteSpec[] {
     route({
       id: "datastore-publish-layers",
       methods: GP,
+      emits: true,
       path: `${stores}/allDatasets/publishLayers`,
       tables: jobWriter,
       startsWorkflow: true,
@@ -284,6 +330,9 @@ export interface TaskSpec {
   readonly id: string;
   readonly tables: Readonly<Record<string, Access>>;
   readonly readsStorage?: boolean;
+  readonly emits?: boolean;
+  /** Answers callers' task tokens (states:SendTaskSuccess and SendTaskFailure). */
+  readonly answersCallers?: boolean;
 }
 
 /** The jobs workflow: one Amazon States Language file (JSONPath); each Task's Resource is `${<Pascal id>}`. */
@@ -300,10 +349,75 @@ export const WORKFLOW = {
       id: "task-publish-layers",
       tables: { datastores: "read", servers: "read", services: "write", layers: "write", items: "write" },
     },
-    { id: "task-complete-job", tables: { jobs: "write" } },
-    { id: "task-fail-job", tables: { jobs: "write", services: "write" } },
+    { id: "task-complete-job", tables: { jobs: "write", ...EMITTER_TABLES }, emits: true },
+    { id: "task-fail-job", tables: { jobs: "write", services: "write", ...EMITTER_TABLES }, emits: true },
+    { id: "task-notify-caller", tables: { jobs: "read" }, answersCallers: true },
   ] satisfies readonly TaskSpec[] as readonly TaskSpec[],
 } as const;
+
+/**
+ * The operations function: what other AWS services invoke (Lambda Invoke, IAM the authority) to call mapgate
+ * without a password or token. `{operation, portalId, params, taskToken?}` runs the named route's own handler
+ * as the registered member the caller acts as, and answers the JSON that route answers.
+ */
+export const INVOCATION = {
+  id: "operations",
+  operations: {
+    describe: "datastore-describe",
+    publish: "datastore-publish",
+    publishLayers: "datastore-publish-layers",
+    getLayers: "datastore-get-layers",
+    getJob: "job-get",
+    self: "portal-self",
+    getItem: "item-get",
+    search: "item-search",
+    shareItem: "item-share",
+    unshareItem: "item-unshare",
+    listRoles: "role-list",
+    createRole: "role-create",
+  },
+  /** Operations that start a job: they take a task token, answered when the job ends. */
+  jobs: ["describe", "publish", "publishLayers"],
+} as const;
+
+export type InvokedOperation = keyof typeof INVOCATION.operations;
+
+/** A function that no route serves: the operations function, and events-redeliver. */
+export interface FunctionSpec extends TaskSpec {
+  readonly startsWorkflow?: boolean;
+  readonly secrets: readonly SecretName[];
+}
+
+/** The operations function's reach: the union of its routes', the callers it reads, and task tokens it fails. */
+export function invocationFunction(): FunctionSpec {
+  const routes = Object.values(INVOCATION.operations).map((id) => {
+    const found = ROUTES.find((r) => r.id === id);
+    if (!found) throw new Error(`INVOCATION names ${id}, which is no route`);
+    return found;
+  });
+  const tables: Record<string, Access> = { callers: "read" };
+  for (const r of routes) {
+    for (const [t, a] of Object.entries(r.tables)) if (tables[t] !== "write") tables[t] = a;
+  }
+  return {
+    id: INVOCATION.id,
+    tables,
+    secrets: [],
+    readsStorage: routes.some((r) => r.readsStorage),
+    startsWorkflow: routes.some((r) => r.startsWorkflow),
+    emits: routes.some((r) => r.emits),
+    // A job operation that fails before its job starts answers the waiting workflow at once.
+    answersCallers: true,
+  };
+}
+
+/** Sends again, every minute, the events the bus did not take when they were raised. */
+export const REDELIVERY: FunctionSpec = {
+  id: "events-redeliver",
+  tables: { outbox: "write" },
+  secrets: [],
+  emits: true,
+};
 
 /** `task-publish-layers` → `TaskPublishLayers`: the substitution variable a Task's Resource names. */
 export const taskVariable = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
@@ -313,18 +427,25 @@ function roleRoutes(): RouteSpec[] {
   const role = `${portal}/roles/{roleId}`;
   const GP = ["GET", "POST"] as const;
   return [
-    route({ id: "role-create", methods: GP, path: `${portal}/createRole`, tables: { roles: "write" } }),
+    route({ id: "role-create", methods: GP, path: `${portal}/createRole`, tables: { roles: "write" }, emits: true }),
     route({ id: "role-list", methods: GP, path: `${portal}/roles` }),
     route({ id: "role-get", methods: GP, path: role }),
-    route({ id: "role-update", methods: GP, path: `${role}/update`, tables: { roles: "write" } }),
-    route({ id: "role-delete", methods: GP, path: `${role}/delete`, tables: { roles: "write" } }),
-    route({ id: "role-set-privileges", methods: GP, path: `${role}/setPrivileges`, tables: { roles: "write" } }),
+    route({ id: "role-update", methods: GP, path: `${role}/update`, tables: { roles: "write" }, emits: true }),
+    route({ id: "role-delete", methods: GP, path: `${role}/delete`, tables: { roles: "write" }, emits: true }),
+    route({
+      id: "role-set-privileges",
+      methods: GP,
+      path: `${role}/setPrivileges`,
+      tables: { roles: "write" },
+      emits: true,
+    }),
     route({ id: "role-privileges", methods: GP, path: `${role}/privileges` }),
     route({
       id: "user-update-role",
       methods: GP,
       path: `${portal}/updateuserrole`,
       tables: { users: "write", roles: "write" },
+      emits: true,
     }),
   ];
 }

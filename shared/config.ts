@@ -20,6 +20,8 @@ export interface Config {
   };
   /** The jobs state machine, for functions that start executions. */
   readonly stateMachineArn: string | undefined;
+  /** mapgate's EventBridge bus, for functions that raise events. */
+  readonly eventBusName: string | undefined;
 }
 
 const SOAP_FORMATS = [
@@ -101,6 +103,7 @@ export function readConfig(env: Env): Config {
       codeSeconds: bounded(env, "OAUTH_CODE_SECONDS", 120, 600),
     },
     stateMachineArn: env.STATE_MACHINE_ARN || undefined,
+    eventBusName: env.EVENT_BUS_NAME || undefined,
   };
 }
 

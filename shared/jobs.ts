@@ -7,6 +7,7 @@ import { config } from "#shared/config.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
+import { emit } from "#shared/events.ts";
 import { createJob, finishJob, type Job, type JobOperation, type JobStart, newJob } from "#shared/stores/jobs.ts";
 
 const sfn = new SFNClient({ maxAttempts: 4 });
@@ -24,16 +25,34 @@ export async function startJob(
   const arn = config().stateMachineArn;
   if (!arn) throw new Error("STATE_MACHINE_ARN is not set: this function was not allowed to start jobs");
   const key = randomBytes(24).toString("base64url");
-  const job = newJob({ jobId, portalId: req.portal.portalId, owner, operation, params, origin: req.httpsOrigin }, key);
+  const taskToken = req.invocation?.taskToken;
+  const start: JobStart = {
+    jobId,
+    portalId: req.portal.portalId,
+    owner,
+    operation,
+    params,
+    origin: req.httpsOrigin,
+    ...(taskToken ? { taskToken } : {}),
+  };
+  const job = newJob(start, key);
   await createJob(job);
   try {
     await sfn.send(new StartExecutionCommand({ stateMachineArn: arn, name: jobId, input: job.input }));
   } catch (err) {
     // A retried call whose first attempt did start the execution: the job is running.
-    if (err instanceof Error && err.name === "ExecutionAlreadyExists") return { jobId, key };
-    await finishJob(jobId, "failed", null, "The job could not be started. Try again.");
-    throw err;
+    if (!(err instanceof Error) || err.name !== "ExecutionAlreadyExists") {
+      await finishJob(jobId, "failed", null, "The job could not be started. Try again.");
+      throw err;
+    }
   }
+  await emit("jobSubmitted", {
+    jobId,
+    operation,
+    portalId: start.portalId,
+    owner,
+    ...(req.invocation ? { caller: req.invocation.callerId } : {}),
+  });
   return { jobId, key };
 }
 

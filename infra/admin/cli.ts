@@ -6,6 +6,8 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { followEvents } from "./events.ts";
+import { OPERATIONS_FUNCTION_ARN } from "../local/lambda.ts";
 import { TABLES, tableEnvName } from "#infra/system.ts";
 import { generatePassword } from "#shared/auth/passwords.ts";
 import type { DataStore, Dataset, StoreLocation } from "#shared/stores/datastores.ts";
@@ -25,6 +27,8 @@ import {
 import { appRegistrationAnswer, readAppRegistration } from "#shared/oauth/apps.ts";
 import { listPortalApps, registerApp } from "#shared/stores/apps.ts";
 import { getUser } from "#shared/stores/users.ts";
+import { listCallers } from "#shared/stores/callers.ts";
+import { registerCaller, removeCaller } from "./callers.ts";
 
 const USAGE = `usage: npm run admin -- <command> [options]
 
@@ -45,6 +49,13 @@ commands:
                                                           is printed once, only its hash is kept)
   list-apps          --portal <id>
   backfill-items                                          (items for what was published before items existed)
+  register-caller    --portal <id> --principal <IAM role ARN> --username <member> [--role <role>]
+                                                          (another AWS service calls mapgate as this member;
+                                                          with --role the member is created with that role and
+                                                          no usable password; prints the alias ARN to invoke)
+  remove-caller      --principal <IAM role ARN>
+  list-callers
+  events             [--follow]                            (local: the events the bus took, one JSON per line)
   list
 
 target (one of):
@@ -79,6 +90,8 @@ function parse() {
         owner: { type: "string" },
         "redirect-uri": { type: "string", multiple: true },
         "exchange-without-secret": { type: "boolean" },
+        principal: { type: "string" },
+        follow: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -116,11 +129,51 @@ interface NewPassword {
 }
 
 interface Target {
+  /** The operations function's ARN (callers invoke an alias of it). */
+  readonly operationsFunction: string;
+  /**
+   * Gives a registered caller its alias, whose resource policy allows the principal alone (AWS), or takes it
+   * away; the local engine's Lambda reads the callers table instead.
+   */
+  alias(callerId: string, principalArn: string, present: boolean): Promise<void>;
   /** The password for a new user: from `envName`, or generated and kept (AWS) or shown once (local). */
   password(username: string, envName: string): Promise<NewPassword>;
   /** Refuses a data store location the target's functions cannot read. */
   checkLocation(location: StoreLocation | undefined): Promise<void>;
   close(): Promise<void>;
+}
+
+const localTarget = { operationsFunction: OPERATIONS_FUNCTION_ARN, alias: async () => undefined };
+
+/** On AWS: the caller's alias of the operations function (on $LATEST) and the permission naming its principal. */
+async function callerAlias(fn: string, callerId: string, principalArn: string, present: boolean): Promise<void> {
+  const { LambdaClient, CreateAliasCommand, AddPermissionCommand, DeleteAliasCommand } =
+    await import("@aws-sdk/client-lambda");
+  const lambda = new LambdaClient({});
+  if (!present) {
+    // The alias's permissions go with it.
+    await lambda.send(new DeleteAliasCommand({ FunctionName: fn, Name: callerId })).catch((err: Error) => {
+      if (err.name !== "ResourceNotFoundException") throw err;
+    });
+    return;
+  }
+  await lambda.send(
+    new CreateAliasCommand({
+      FunctionName: fn,
+      Name: callerId,
+      FunctionVersion: "$LATEST",
+      Description: `mapgate caller ${principalArn}`.slice(0, 256),
+    }),
+  );
+  await lambda.send(
+    new AddPermissionCommand({
+      FunctionName: fn,
+      Qualifier: callerId,
+      StatementId: callerId,
+      Action: "lambda:InvokeFunction",
+      Principal: principalArn,
+    }),
+  );
 }
 
 /** Points the shared stores at the target's tables. */
@@ -136,7 +189,11 @@ async function connect(): Promise<Target> {
       process.env[tableEnvName(t.name)] = real;
     }
     const sm = new SecretsManagerClient({});
+    const operationsFunction = outputs.get("OperationsFunctionArn");
+    if (!operationsFunction) throw new Error(`stack ${values.stack} has no output OperationsFunctionArn`);
     return {
+      operationsFunction,
+      alias: (callerId, principalArn, present) => callerAlias(operationsFunction, callerId, principalArn, present),
       // On AWS a generated password is never printed: it is stored in Secrets Manager *before* the user
       // is created, so a failure to store it can never leave a user whose password nobody knows.
       password: async (username, envName) => {
@@ -179,7 +236,7 @@ async function connect(): Promise<Target> {
     process.env.AWS_ENDPOINT_URL_DYNAMODB = state.dynamoEndpoint;
     if (state.s3Endpoint)
       Object.assign(process.env, { AWS_ENDPOINT_URL_S3: state.s3Endpoint, S3_FORCE_PATH_STYLE: "true" });
-    return { password, checkLocation: async () => undefined, close: async () => undefined };
+    return { ...localTarget, password, checkLocation: async () => undefined, close: async () => undefined };
   }
   // No engine (or one that died and left its state behind): open the folder ourselves.
   const folder = await openDataFolder(dataDir, "localhost");
@@ -187,6 +244,7 @@ async function connect(): Promise<Target> {
   await createTables(dynamo.endpoint);
   process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamo.endpoint;
   return {
+    ...localTarget,
     password,
     checkLocation: async () => undefined,
     close: async () => {
@@ -295,6 +353,20 @@ async function run(command: string): Promise<unknown> {
         return (await listPortalApps(need("portal"))).map((app) => appRegistrationAnswer(app, undefined));
       case "backfill-items":
         return await backfillItems();
+      case "register-caller": {
+        const portalId = need("portal");
+        const principalArn = need("principal");
+        const username = need("username");
+        if (values.role) {
+          // A member of its own for the caller: its password is never shown, so nobody signs in as it.
+          await addUser(portalId, { username, role: values.role, password: generatePassword() });
+        }
+        return await registerCaller({ portalId, principalArn, username }, target);
+      }
+      case "remove-caller":
+        return await removeCaller(need("principal"), target);
+      case "list-callers":
+        return await listCallers();
       case "list":
         return await describeOrganizations();
       default:
@@ -309,6 +381,17 @@ const command = positionals[0];
 if (values.help || !command) {
   console.log(USAGE);
   process.exit(command ? 0 : 2);
+}
+if (command === "events") {
+  if (values.stack) {
+    console.error(
+      "mapgate admin: on AWS, events are on the stack's bus (output EventBusName): add a rule with a target (CloudWatch Logs, SQS) to read them",
+    );
+    process.exit(2);
+  }
+  const dataDir = resolve(values["data-dir"] ?? process.env.MAPGATE_DATA_DIR ?? ".mapgate");
+  await followEvents(dataDir, values.follow === true, (line) => process.stdout.write(`${line}\n`));
+  process.exit(0);
 }
 try {
   console.log(JSON.stringify(await run(command), null, 2));

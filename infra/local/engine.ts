@@ -8,7 +8,11 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bootstrapDemo, type DemoResult } from "#infra/admin/demo.ts";
 import { backfillItems } from "#infra/admin/operations.ts";
-import { TABLES, tableEnvName } from "#infra/system.ts";
+import { REDELIVERY, TABLES, tableEnvName } from "#infra/system.ts";
+import { grants } from "#shared/config.ts";
+import { callerWorkflows } from "./caller-workflows.ts";
+import { eventFiles, LOCAL_BUS, startEvents } from "./events.ts";
+import { OPERATOR, startLambda } from "./lambda.ts";
 import { openDataFolder } from "./data-folder.ts";
 import { createTables, localTableName, startDynamo } from "./dynamo.ts";
 import { Gateway } from "./gateway.ts";
@@ -51,6 +55,8 @@ export interface Engine {
   readonly httpUrl: string;
   readonly certFile: string;
   readonly dynamoEndpoint: string;
+  /** The local AWS endpoints other services' SDK clients call: Lambda Invoke, EventBridge, Step Functions. */
+  readonly endpoints: { readonly lambda: string; readonly events: string; readonly sfn: string };
   /** Set on the start that created the demo organization. */
   readonly demo: DemoResult | undefined;
   /** Workflow executions and state transitions so far. */
@@ -60,15 +66,24 @@ export interface Engine {
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
+/** The local services handlers call besides DynamoDB (each absent where a test runs without it). */
+export interface LocalEndpoints {
+  readonly sfn?: string;
+  readonly s3?: string;
+  readonly events?: string;
+  readonly lambda?: string;
+}
+
 /** The environment the CDK stack gives each function, here for the local endpoints and files. */
 export function localEnvironment(
   dynamoEndpoint: string,
   tokenKeyFile: string,
   httpsOrigin: string,
-  sfnEndpoint?: string,
-  s3Endpoint?: string,
+  { sfn: sfnEndpoint, s3: s3Endpoint, events: eventsEndpoint, lambda: lambdaEndpoint }: LocalEndpoints = {},
 ): Record<string, string> {
   const env: Record<string, string> = {
+    ...(eventsEndpoint ? { AWS_ENDPOINT_URL_EVENTBRIDGE: eventsEndpoint, EVENT_BUS_NAME: LOCAL_BUS } : {}),
+    ...(lambdaEndpoint ? { AWS_ENDPOINT_URL_LAMBDA: lambdaEndpoint } : {}),
     ...(s3Endpoint
       ? {
           AWS_ENDPOINT_URL_S3: s3Endpoint,
@@ -200,12 +215,31 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     const httpsOrigin = `https://${options.host}:${httpsPort}`;
     const workflows = await startWorkflows(ROOT);
     cleanups.push(() => workflows.close());
+    // Other AWS services' way in: Invoke of the operations function, callers' own state machines with task
+    // tokens (on the Step Functions endpoint), and the event bus with its rules and log.
+    const lambda = await startLambda();
+    cleanups.push(() => lambda.close());
+    const callers = callerWorkflows(lambda.invoke);
+    workflows.attach(callers);
+    const events = await startEvents(eventFiles(options.dataDir), async (arn, input) => {
+      if (arn.includes(":stateMachine:")) await callers.handle("StartExecution", { stateMachineArn: arn, input });
+      else if (arn.includes(":function:")) await lambda.invoke(arn, input, OPERATOR);
+    });
+    cleanups.push(() => events.close());
+    const endpoints = { sfn: workflows.endpoint, s3: s3.endpoint, events: events.endpoint, lambda: lambda.endpoint };
     // Set before any handler or task module loads: they read their configuration once, at cold start.
-    Object.assign(
-      process.env,
-      localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, workflows.endpoint, s3.endpoint),
-    );
+    Object.assign(process.env, localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, endpoints));
     await workflows.load();
+    await lambda.load(ROOT);
+    // What EventBridge Scheduler does every minute on AWS: send again the events the bus did not take.
+    const redeliver = (await import(`../../functions/${REDELIVERY.id}.ts`)) as { handler: () => Promise<unknown> };
+    const outboxTables = new Set(Object.keys(REDELIVERY.tables));
+    const redeliveryMs = Number(process.env.MAPGATE_REDELIVERY_SECONDS || 60) * 1000;
+    const redeliveryTimer = setInterval(() => {
+      void grants.run(outboxTables, () => redeliver.handler()).catch(() => undefined);
+    }, redeliveryMs);
+    redeliveryTimer.unref();
+    cleanups.push(async () => clearInterval(redeliveryTimer));
     const storeFolder = join(options.dataDir, "demo-store");
     const demo = (await getDefaultPortalId())
       ? undefined
@@ -237,6 +271,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
         httpsOrigin,
         httpPort,
         httpsPort,
+        ...endpoints,
       }),
       { mode: 0o600 },
     );
@@ -246,6 +281,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
       httpUrl: `http://${options.host}:${httpPort}`,
       certFile: folder.certFile,
       dynamoEndpoint: dynamo.endpoint,
+      endpoints: { lambda: lambda.endpoint, events: events.endpoint, sfn: workflows.endpoint },
       demo,
       workflowStats: () => workflows.stats(),
       stop: () => {
@@ -256,7 +292,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
           // Longer than the 29 s a handler may run: nothing acknowledged is cut off by closing the store.
           // Running jobs get the same grace; one still running after it is resumed at the next start.
           await Promise.race([
-            Promise.all([loaded.drained(), workflows.drained()]),
+            Promise.all([loaded.drained(), workflows.drained(), callers.drained()]),
             new Promise((r) => setTimeout(r, 35_000)),
           ]);
           for (const s of servers) s.closeAllConnections();

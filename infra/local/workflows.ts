@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { StateMachine } from "aws-local-stepfunctions";
 import { type TaskSpec, taskVariable, WORKFLOW } from "#infra/system.ts";
+import type { CallerWorkflows } from "./caller-workflows.ts";
 
 export const LOCAL_STATE_MACHINE_ARN = "arn:aws:states:us-east-1:000000000000:stateMachine:mapgate-jobs";
 const fakeArn = (id: string) => `arn:aws:lambda:us-east-1:000000000000:function:mapgate-${id}`;
@@ -91,6 +92,8 @@ export interface LocalWorkflows {
   stats(): { executions: number; transitions: number; largestState: number };
   /** Resolves when no execution is running. */
   drained(): Promise<void>;
+  /** Serves callers' own state machines and task tokens on the same endpoint. */
+  attach(callers: CallerWorkflows): void;
   close(): Promise<void>;
 }
 
@@ -119,6 +122,7 @@ export async function startWorkflows(root: string, source?: WorkflowSource): Pro
   // Retries wait milliseconds here, not seconds: the local engine has no throttling to back off from.
   const retryIntervalOverrides = Object.fromEntries(taskStates(json).map(({ state }) => [state, 50]));
   const executions = new Map<string, Execution>();
+  let callers: CallerWorkflows | undefined;
   const counts = { executions: 0, transitions: 0, largestState: 0 };
   const measure = (state: unknown) => {
     counts.largestState = Math.max(counts.largestState, Buffer.byteLength(JSON.stringify(state ?? null)));
@@ -189,6 +193,11 @@ export async function startWorkflows(root: string, source?: WorkflowSource): Pro
     for await (const c of req as AsyncIterable<Buffer>) chunks.push(c);
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as Json;
     const target = String(req.headers["x-amz-target"] ?? "");
+    const fromCallers = await callers?.handle(target, body);
+    if (fromCallers) {
+      const { __status, ...rest } = fromCallers;
+      return answer(res, typeof __status === "number" ? __status : 200, rest);
+    }
     if (target === "AWSStepFunctions.StartExecution") {
       const name = String(body.name ?? "");
       const input = String(body.input ?? "{}");
@@ -234,6 +243,9 @@ export async function startWorkflows(root: string, source?: WorkflowSource): Pro
     stats: () => ({ ...counts }),
     drained: async () => {
       await Promise.all([...executions.values()].map((e) => e.done));
+    },
+    attach: (c) => {
+      callers = c;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -23,7 +23,7 @@ export const AUTH_COOKIE = "vendor_authcookie";
 export const AUTH_COOKIE_ATTRIBUTES = "Path=/; Secure; HttpOnly; SameSite=Lax";
 export const CLEARED_AUTH_COOKIE = `${AUTH_COOKIE}=; ${AUTH_COOKIE_ATTRIBUTES}; Max-Age=0`;
 
-export type CredentialSource = "param" | "x-esri-authorization" | "authorization" | "cookie";
+export type CredentialSource = "param" | "x-esri-authorization" | "authorization" | "cookie" | "iam";
 
 export interface Credential {
   readonly token: string;

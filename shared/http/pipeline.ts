@@ -113,6 +113,18 @@ export interface RestRequest {
   readonly responseHeaders: Record<string, string>;
   /** The operation's `prefetch` item as read with the caller (null: it does not exist). */
   readonly prefetched?: Record<string, unknown> | null;
+  /** Set when another AWS service invoked the operation (IAM): the task token its job answers, if any. */
+  readonly invocation?: Invocation;
+}
+
+/**
+ * An operation invoked through the operations function: the caller was identified by IAM (the alias it was
+ * allowed to invoke), not by any credential in the request, which therefore carries none.
+ */
+export interface Invocation {
+  readonly identity: Extract<Identity, { kind: "user" }>;
+  readonly callerId: string;
+  readonly taskToken?: string | undefined;
 }
 
 interface Normalized {
@@ -130,11 +142,13 @@ interface Normalized {
 }
 
 /** Pipeline state rides on the Lambda context object, which middy hands to every middleware. */
-export type RestContext = Context & { mapgate?: Partial<Normalized> & { request?: RestRequest } };
+export type RestContext = Context & {
+  mapgate?: Partial<Normalized> & { request?: RestRequest; invocation?: Invocation };
+};
 type RestMiddyRequest = Request<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>;
 type RestMiddleware = MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>;
 
-function state(request: RestMiddyRequest): Partial<Normalized> & { request?: RestRequest } {
+function state(request: RestMiddyRequest): Partial<Normalized> & { request?: RestRequest; invocation?: Invocation } {
   request.context.mapgate ??= {};
   return request.context.mapgate;
 }
@@ -152,6 +166,7 @@ export const accessLog = (operation: string): RestMiddleware => {
       https: s.rendering?.https,
       format: s.rendering?.format,
       user: caller?.kind === "user" ? caller.user.username : undefined,
+      caller: s.invocation?.callerId,
       app: caller?.kind === "app" ? caller.app.clientId : undefined,
       errorCode: s.errorCode,
       ms: s.started === undefined ? undefined : Math.round(performance.now() - s.started),
@@ -295,11 +310,46 @@ export function requirePrivilege(req: RestRequest, privilege: string): Extract<I
   return identity;
 }
 
+/** An invoked operation's request: the caller IAM identified; no credential, cookie or CSRF field applies. */
+function invokedRequest(
+  op: Operation,
+  s: Partial<Normalized>,
+  event: APIGatewayProxyEventV2,
+  invocation: Invocation,
+): RestRequest {
+  if (op.at === "server") throw new Error(`${op.name} is served by a hosted server: it cannot be invoked`);
+  const rendering = s.rendering as Rendering;
+  return {
+    event,
+    method: "POST",
+    params: s.params as Params,
+    format: rendering.format,
+    https: true,
+    origin: s.httpsOrigin as string,
+    httpsOrigin: s.httpsOrigin as string,
+    sourceIp: s.sourceIp as string,
+    identity: invocation.identity,
+    portal: invocation.identity.portal,
+    server: undefined,
+    pathParameters: event.pathParameters ?? {},
+    path: event.rawPath,
+    csrf: undefined,
+    csrfValid: false,
+    responseHeaders: {},
+    ...(op.prefetch ? { prefetched: null } : {}),
+    invocation,
+  };
+}
+
 /** The caller (one credential, resolved once) and the organization's transport rules. */
 export const caller = (op: Operation): RestMiddleware => ({
   before: async (request) => {
     const s = state(request);
     const event = request.event;
+    if (s.invocation) {
+      s.request = invokedRequest(op, s, event, s.invocation);
+      return;
+    }
     const params = s.params as Params;
     const rendering = s.rendering as Rendering;
     if (op.httpsOnly && !rendering.https) throw sslRequired();

@@ -41,6 +41,8 @@ export interface JobStart {
   readonly params: Readonly<Record<string, string>>;
   /** The public HTTPS origin, for the URLs a job writes. */
   readonly origin: string;
+  /** A caller's waiting workflow (`.waitForTaskToken`), answered when the job ends. */
+  readonly taskToken?: string;
 }
 
 /** A new job's record, processing, readable for JOB_RETENTION_SECONDS with `key`. */

@@ -5,6 +5,7 @@
 // The window is fixed: it starts at the first failure and lasts `failureWindowMs`.
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { config, tableName } from "#shared/config.ts";
+import { emit } from "#shared/events.ts";
 import { ddb, isConditionFailure } from "#shared/stores/dynamo.ts";
 
 const key = (username: string) => ({ pk: `signin#${username}`, sk: "-" });
@@ -17,6 +18,7 @@ function ttlFor(now: number): number {
   return Math.ceil((now + failureWindowMs + lockoutMs) / 1000) + 3600;
 }
 
+/** Locks the account; the request that locks it (not one that finds it locked) raises the event. */
 async function lock(username: string, now: number): Promise<void> {
   const { maxFailures, lockoutMs } = config().signin;
   try {
@@ -39,7 +41,10 @@ async function lock(username: string, now: number): Promise<void> {
     );
   } catch (err) {
     if (!isConditionFailure(err)) throw err; // another request locked it first
+    return;
   }
+  // Whether or not such a user exists (the lockout says nothing about that to the client, nor does this).
+  await emit("signInLocked", { username, lockedUntil: new Date(now + lockoutMs).toISOString() });
 }
 
 /** Counts an attempt before its password is checked; refused while locked or once the window is used up. */

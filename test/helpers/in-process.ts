@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createTables, startDynamo } from "#infra/local/dynamo.ts";
 import { localEnvironment } from "#infra/local/engine.ts";
+import { eventFiles, startEvents } from "#infra/local/events.ts";
 
 export async function inProcessStore() {
   const dynamo = await startDynamo(undefined);
@@ -13,7 +14,13 @@ export async function inProcessStore() {
   const dir = mkdtempSync(join(tmpdir(), "mapgate-unit-"));
   const keyFile = join(dir, "token-key.json");
   writeFileSync(keyFile, JSON.stringify({ kid: "t1", k: "a".repeat(43) }), { mode: 0o600 });
-  Object.assign(process.env, localEnvironment(dynamo.endpoint, keyFile, "https://maps.example.test"));
+  // Handlers that raise events reach a local bus whose log is this folder's events.jsonl.
+  const events = await startEvents(eventFiles(dir), async () => undefined);
+  Object.assign(
+    process.env,
+    localEnvironment(dynamo.endpoint, keyFile, "https://maps.example.test", { events: events.endpoint }),
+  );
+  process.env.MAPGATE_TEST_EVENT_LOG = eventFiles(dir).log;
   process.env.POWERTOOLS_LOG_LEVEL ??= "WARN";
   return dynamo;
 }

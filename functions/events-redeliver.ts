@@ -1,0 +1,59 @@
+// Scheduled (every minute on AWS; on a timer in the local engine): sends again the events the bus did not take
+// when they were raised, oldest first, ten per PutEvents, and forgets each one the bus accepted. An event the
+// bus still refuses after OUTBOX_RETENTION_SECONDS is given up, with its detail in the log.
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { DeleteCommand } from "@aws-sdk/lib-dynamodb";
+import { tableName } from "#shared/config.ts";
+import { entryOf, type OutboxEntry } from "#shared/events.ts";
+import { logger } from "#shared/log.ts";
+import { ddb, scanAll } from "#shared/stores/dynamo.ts";
+import { taskHandler } from "#shared/tasks.ts";
+
+// Here retrying is the point: the SDK's own backoff for throttling, within the run's time budget.
+const bus = new EventBridgeClient({ maxAttempts: 5 });
+
+/** One run sends at most this many events, so it ends well within its function's timeout. */
+const MAX_PER_RUN = 2000;
+
+async function forget(eventId: string) {
+  await ddb.send(new DeleteCommand({ TableName: tableName("outbox"), Key: { eventId } }));
+}
+
+export const handler = taskHandler("events-redeliver", async () => {
+  const now = Date.now();
+  const pending = (await scanAll({ TableName: tableName("outbox"), ConsistentRead: true }))
+    .map((item) => item as unknown as OutboxEntry)
+    .sort((a, b) => a.created - b.created)
+    .slice(0, MAX_PER_RUN);
+  let sent = 0;
+  let expired = 0;
+  let refused = 0;
+  const live: OutboxEntry[] = [];
+  for (const e of pending) {
+    if (e.expiresAt * 1000 > now) live.push(e);
+    else {
+      logger.error("event given up", { type: e.detailType, detail: e.detail });
+      await forget(e.eventId);
+      expired++;
+    }
+  }
+  for (let i = 0; i < live.length; i += 10) {
+    const batch = live.slice(i, i + 10);
+    let results: { ErrorCode?: string | undefined }[];
+    try {
+      results = (await bus.send(new PutEventsCommand({ Entries: batch.map(entryOf) }))).Entries ?? [];
+    } catch (err) {
+      // Still failing after the SDK's retries: the rest waits for the next run.
+      logger.warn("redelivery stopped", { reason: err instanceof Error ? err.name : String(err) });
+      refused += live.length - i;
+      break;
+    }
+    for (const [j, e] of batch.entries()) {
+      if (results[j] && !results[j].ErrorCode) {
+        await forget(e.eventId);
+        sent++;
+      } else refused++;
+    }
+  }
+  return { sent, refused, expired };
+});

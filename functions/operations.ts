@@ -1,0 +1,115 @@
+// The operations function: other AWS services (a Step Functions workflow, a Lambda function, an EventBridge
+// target) call mapgate here with IAM as the authority. The event names an operation; the route's own handler
+// runs it as the member the registered caller acts as, and its JSON answer is returned as is, errors included
+// (`{error:{code,message,details}}`). A job operation given a task token answers it when the job ends; if the
+// operation is refused before a job starts, the token is failed at once, so no workflow waits for nothing.
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
+import { INVOCATION, type InvokedOperation, ROUTES } from "#infra/system.ts";
+import { config } from "#shared/config.ts";
+import { ApiError, errorBody, INTERNAL_ERROR } from "#shared/http/errors.ts";
+import type { Invocation, RestContext } from "#shared/http/pipeline.ts";
+import { identifyCaller } from "#shared/invocation/caller.ts";
+import { type InvokedEvent, readInvokedEvent } from "#shared/invocation/event.ts";
+import { sendTaskFailure, TASK_ERRORS } from "#shared/invocation/task-tokens.ts";
+import { logger } from "#shared/log.ts";
+
+type RouteHandler = (event: APIGatewayProxyEventV2, context: RestContext) => Promise<APIGatewayProxyStructuredResultV2>;
+
+// Loaded on first use, so a warm function pays only for the operations it is asked for.
+const MODULES = {
+  describe: () => import("#functions/datastore-describe.ts"),
+  publish: () => import("#functions/datastore-publish.ts"),
+  publishLayers: () => import("#functions/datastore-publish-layers.ts"),
+  getLayers: () => import("#functions/datastore-get-layers.ts"),
+  getJob: () => import("#functions/job-get.ts"),
+  self: () => import("#functions/portal-self.ts"),
+  getItem: () => import("#functions/item-get.ts"),
+  search: () => import("#functions/item-search.ts"),
+  shareItem: () => import("#functions/item-share.ts"),
+  unshareItem: () => import("#functions/item-share.ts"),
+  listRoles: () => import("#functions/role-list.ts"),
+  createRole: () => import("#functions/role-create.ts"),
+} satisfies Record<InvokedOperation, () => Promise<{ handler: unknown }>>;
+
+config();
+
+/** The route's path with its parameters filled: `portalId` from the event, the others taken out of `params`. */
+function routeRequest(e: InvokedEvent) {
+  const route = ROUTES.find((r) => r.id === INVOCATION.operations[e.operation]);
+  if (!route) throw new Error(`no route for ${e.operation}`);
+  const params = new Map(e.params);
+  const pathParameters: Record<string, string> = {};
+  const missing: string[] = [];
+  const path = route.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+    const value = name === "portalId" ? e.portalId : params.get(name);
+    params.delete(name);
+    if (!value) missing.push(`'params.${name}' must be specified.`);
+    pathParameters[name] = value ?? "";
+    return encodeURIComponent(value ?? "");
+  });
+  if (missing.length > 0) throw new ApiError(400, "Invalid invocation.", missing);
+  return { path, pathParameters, params };
+}
+
+function apiEvent(e: InvokedEvent, requestId: string): APIGatewayProxyEventV2 {
+  const { path, pathParameters, params } = routeRequest(e);
+  const origin = new URL(process.env.PUBLIC_HTTPS_ORIGIN ?? "https://localhost");
+  const body = new URLSearchParams([...params, ["f", "json"]]).toString();
+  return {
+    version: "2.0",
+    routeKey: `POST ${path}`,
+    rawPath: path,
+    rawQueryString: "",
+    headers: { host: origin.host, "content-type": "application/x-www-form-urlencoded", "x-forwarded-proto": "https" },
+    requestContext: {
+      accountId: "-",
+      apiId: "-",
+      domainName: origin.host,
+      domainPrefix: origin.hostname.split(".")[0] ?? "",
+      http: { method: "POST", path, protocol: "HTTP/1.1", sourceIp: "0.0.0.0", userAgent: "mapgate-invoke" },
+      requestId,
+      routeKey: `POST ${path}`,
+      stage: "$default",
+      time: new Date().toUTCString(),
+      timeEpoch: Date.now(),
+    },
+    pathParameters,
+    body,
+    isBase64Encoded: false,
+  };
+}
+
+async function run(event: unknown, context: Context): Promise<{ answer: object; taskToken?: string | undefined }> {
+  let taskToken: string | undefined;
+  try {
+    const e = readInvokedEvent(event);
+    taskToken = e.taskToken;
+    const invocation: Invocation = await identifyCaller(context, e.taskToken);
+    const mod = (await MODULES[e.operation]()) as { handler: RouteHandler };
+    const restContext: RestContext = Object.assign(Object.create(context) as Context, { mapgate: { invocation } });
+    const response = await mod.handler(apiEvent(e, context.awsRequestId), restContext);
+    return { answer: JSON.parse(response.body ?? "null") as object, taskToken };
+  } catch (err) {
+    if (err instanceof ApiError) return { answer: errorBody(err), taskToken };
+    logger.error("internal error", {
+      requestId: context.awsRequestId,
+      operation: "operations",
+      error: err instanceof Error ? err : new Error(String(err)),
+    });
+    return { answer: INTERNAL_ERROR, taskToken };
+  }
+}
+
+export const handler = async (event: unknown, context: Context): Promise<object> => {
+  const started = performance.now();
+  const { answer, taskToken } = await run(event, context);
+  const error = (answer as { error?: { code?: number } }).error;
+  if (error && taskToken) await sendTaskFailure(taskToken, TASK_ERRORS.refused, error);
+  logger.info("invocation", {
+    requestId: context.awsRequestId,
+    operation: (event as { operation?: unknown } | null)?.operation,
+    errorCode: error?.code,
+    ms: Math.round(performance.now() - started),
+  });
+  return answer;
+};

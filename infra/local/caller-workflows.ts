@@ -1,0 +1,265 @@
+// Callers' own state machines on the local engine (CreateStateMachine, StartExecution, DescribeExecution), with
+// the callback pattern: a `.waitForTaskToken` Task waits until SendTaskSuccess or SendTaskFailure names its
+// token (SendTaskHeartbeat keeps it alive), as on AWS. The local interpreter knows no task tokens: each such
+// Task is given a fresh token here, in place of `$$.Task.Token`. Task states may invoke Lambda functions the
+// local engine serves (lambda:invoke, lambda:invoke.waitForTaskToken, or a function ARN), as the machine's role.
+import { randomBytes } from "node:crypto";
+import { StateMachine } from "aws-local-stepfunctions";
+import { type InvokeResult, LOCAL_ACCOUNT, LOCAL_REGION } from "./lambda.ts";
+
+type Json = Record<string, unknown>;
+type Invoke = (functionName: string, payload: string, principal: string) => Promise<InvokeResult>;
+
+const LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke";
+const WAIT = `${LAMBDA_INVOKE}.waitForTaskToken`;
+const FUNCTION_ARN = /^arn:aws:lambda:[a-z0-9-]+:\d{12}:function:[\w-]+(:[\w$-]+)?$/;
+
+class SfnError extends Error {
+  readonly type: string;
+
+  constructor(type: string, message: string) {
+    super(message);
+    this.type = type;
+  }
+}
+
+/** A failed task as the interpreter's Retry/Catch match it: by error name, with the cause as message. */
+function taskError(name: string, cause: string): Error {
+  const e = new Error(cause);
+  e.name = name;
+  return e;
+}
+
+interface Machine {
+  readonly arn: string;
+  readonly definition: string;
+  readonly roleArn: string;
+  readonly machine: StateMachine;
+  readonly bindings: Record<string, (input: never) => Promise<unknown>>;
+  /** What `$$.Task.Token` reads in this machine's executions, replaced by a fresh token in each waiting Task. */
+  readonly placeholder: string;
+}
+
+interface Execution {
+  readonly arn: string;
+  readonly machine: Machine;
+  readonly name: string;
+  readonly input: string;
+  readonly startDate: number;
+  status: "RUNNING" | "SUCCEEDED" | "FAILED";
+  stopDate?: number;
+  output?: string;
+  error?: string;
+  cause?: string;
+}
+
+export interface CallerWorkflows {
+  /** Answers the Step Functions calls it knows; undefined for the others (the jobs machine's). */
+  handle(target: string, body: Json): Promise<Json | undefined>;
+  drained(): Promise<void>;
+}
+
+export function callerWorkflows(invoke: Invoke): CallerWorkflows {
+  const machines = new Map<string, Machine>();
+  const executions = new Map<string, Execution>();
+  const running = new Set<Promise<unknown>>();
+  const waiting = new Map<string, { resolve: (output: unknown) => void; reject: (err: Error) => void }>();
+
+  const invokeAs = async (principal: string, functionName: string, payload: unknown) => {
+    const result = await invoke(functionName, JSON.stringify(payload ?? {}), principal);
+    if (result.kind === "refused") throw taskError(`Lambda.${result.type}`, result.message);
+    if (result.kind === "function-error") {
+      const { errorType, errorMessage } = JSON.parse(result.payload) as { errorType?: string; errorMessage?: string };
+      throw taskError(errorType ?? "Lambda.Unknown", JSON.stringify({ errorType, errorMessage }));
+    }
+    return JSON.parse(result.payload) as unknown;
+  };
+
+  const bind = (definition: Json, roleArn: string, placeholder: string) => {
+    const bindings: Record<string, (input: never) => Promise<unknown>> = {};
+    const walk = (states: Record<string, Json>) => {
+      for (const [name, state] of Object.entries(states)) {
+        const nested = (state.Iterator ?? state.ItemProcessor) as { States?: Record<string, Json> } | undefined;
+        if (nested?.States) walk(nested.States);
+        for (const branch of (state.Branches ?? []) as { States: Record<string, Json> }[]) walk(branch.States);
+        if (state.Type !== "Task") continue;
+        const resource = String(state.Resource);
+        if (resource === LAMBDA_INVOKE) {
+          bindings[name] = async (input: never) => {
+            const { FunctionName, Payload } = input as { FunctionName?: string; Payload?: unknown };
+            const payload = await invokeAs(roleArn, String(FunctionName), Payload);
+            return { ExecutedVersion: "$LATEST", Payload: payload, StatusCode: 200 };
+          };
+        } else if (resource === WAIT) {
+          bindings[name] = async (input: never) => {
+            const token = randomBytes(48).toString("base64url");
+            const text = JSON.stringify(input).replaceAll(placeholder, token);
+            const { FunctionName, Payload } = JSON.parse(text) as { FunctionName?: string; Payload?: unknown };
+            const answered = new Promise<unknown>((resolve, reject) => waiting.set(token, { resolve, reject }));
+            try {
+              // The function's own answer is not the task's result: the token's is.
+              await invokeAs(roleArn, String(FunctionName), Payload);
+              return await answered;
+            } finally {
+              waiting.delete(token);
+            }
+          };
+        } else if (FUNCTION_ARN.test(resource)) {
+          bindings[name] = (input: never) => invokeAs(roleArn, resource, input);
+        } else {
+          throw new SfnError(
+            "InvalidDefinition",
+            `Invalid State Machine Definition: state ${name}: the local engine runs Task states that invoke its Lambda functions (${LAMBDA_INVOKE}, ${WAIT} or a function ARN); ${resource.slice(0, 128)} is not available locally.`,
+          );
+        }
+      }
+    };
+    walk(definition.States as Record<string, Json>);
+    return bindings;
+  };
+
+  const describe = (e: Execution): Json => ({
+    executionArn: e.arn,
+    stateMachineArn: e.machine.arn,
+    name: e.name,
+    status: e.status,
+    startDate: e.startDate / 1000,
+    ...(e.stopDate ? { stopDate: e.stopDate / 1000 } : {}),
+    input: e.input,
+    ...(e.output !== undefined ? { output: e.output } : {}),
+    ...(e.error !== undefined ? { error: e.error, cause: e.cause ?? "" } : {}),
+  });
+
+  const answerToken = (
+    body: Json,
+    settle: (w: { resolve: (o: unknown) => void; reject: (e: Error) => void }) => void,
+  ) => {
+    const token = String(body.taskToken ?? "");
+    const waiter = waiting.get(token);
+    if (!waiter) throw new SfnError("TaskDoesNotExist", "Task Does Not Exist");
+    settle(waiter);
+    waiting.delete(token);
+    return {};
+  };
+
+  const ops: Record<string, (body: Json) => Json | undefined> = {
+    CreateStateMachine: (body) => {
+      const name = String(body.name ?? "");
+      if (!/^[\w-]{1,80}$/.test(name)) throw new SfnError("InvalidName", "Invalid Name");
+      const roleArn = String(body.roleArn ?? "");
+      if (!/^arn:aws:iam::\d{12}:role\/[\w+=,.@/-]+$/.test(roleArn))
+        throw new SfnError("InvalidArn", "Invalid Arn: roleArn");
+      const text = String(body.definition ?? "");
+      let definition: Json;
+      try {
+        definition = JSON.parse(text) as Json;
+      } catch {
+        throw new SfnError("InvalidDefinition", "Invalid State Machine Definition: not JSON");
+      }
+      const arn = `arn:aws:states:${LOCAL_REGION}:${LOCAL_ACCOUNT}:stateMachine:${name}`;
+      const existing = machines.get(arn);
+      if (existing) {
+        if (existing.definition === text && existing.roleArn === roleArn)
+          return { stateMachineArn: arn, creationDate: Date.now() / 1000 };
+        throw new SfnError("StateMachineAlreadyExists", `State Machine Already Exists: '${arn}'`);
+      }
+      const placeholder = `local-task-token-${randomBytes(12).toString("hex")}`;
+      const bindings = bind(definition, roleArn, placeholder);
+      let machine: StateMachine;
+      try {
+        machine = new StateMachine(definition as never);
+      } catch (err) {
+        throw new SfnError("InvalidDefinition", `Invalid State Machine Definition: ${(err as Error).message}`);
+      }
+      machines.set(arn, { arn, definition: text, roleArn, machine, bindings, placeholder });
+      return { stateMachineArn: arn, creationDate: Date.now() / 1000 };
+    },
+    StartExecution: (body) => {
+      const m = machines.get(String(body.stateMachineArn ?? ""));
+      if (!m) return undefined;
+      const name = String(body.name ?? "") || randomBytes(16).toString("hex");
+      if (!/^[\w-]{1,80}$/.test(name)) throw new SfnError("InvalidName", "Invalid Name");
+      const arn = `${m.arn.replace(":stateMachine:", ":execution:")}:${name}`;
+      if (executions.has(arn)) throw new SfnError("ExecutionAlreadyExists", `Execution Already Exists: '${arn}'`);
+      const input = String(body.input ?? "{}");
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(input);
+      } catch {
+        throw new SfnError("InvalidExecutionInput", "Invalid State Machine Execution Input: not JSON");
+      }
+      const e: Execution = { arn, machine: m, name, input, startDate: Date.now(), status: "RUNNING" };
+      executions.set(arn, e);
+      const run = m.machine.run(parsed as never, {
+        overrides: { taskResourceLocalHandlers: m.bindings as never },
+        context: {
+          Execution: {
+            Id: arn,
+            Name: name,
+            Input: parsed,
+            StartTime: new Date(e.startDate).toISOString(),
+            RoleArn: m.roleArn,
+          },
+          StateMachine: { Id: m.arn, Name: m.arn.split(":").pop() },
+          Task: { Token: m.placeholder },
+        } as never,
+      });
+      // Always awaited: a failed execution nobody awaits would take the whole engine down.
+      const done = run.result.then(
+        (output) => {
+          e.status = "SUCCEEDED";
+          e.output = JSON.stringify(output);
+          e.stopDate = Date.now();
+        },
+        (err: unknown) => {
+          const failure = err as { name?: string; message?: string; cause?: unknown };
+          e.status = "FAILED";
+          e.error = failure.name ?? "States.Runtime";
+          e.cause = failure.message ?? String(failure.cause ?? "");
+          e.stopDate = Date.now();
+        },
+      );
+      running.add(done);
+      void done.finally(() => running.delete(done));
+      return { executionArn: arn, startDate: e.startDate / 1000 };
+    },
+    DescribeExecution: (body) => {
+      const e = executions.get(String(body.executionArn ?? ""));
+      return e ? describe(e) : undefined;
+    },
+    SendTaskSuccess: (body) =>
+      answerToken(body, (w) => {
+        let output: unknown;
+        try {
+          output = JSON.parse(String(body.output ?? ""));
+        } catch {
+          throw new SfnError("InvalidOutput", "Invalid Output: not JSON");
+        }
+        w.resolve(output);
+      }),
+    SendTaskFailure: (body) =>
+      answerToken(body, (w) =>
+        w.reject(taskError(String(body.error ?? "") || "States.TaskFailed", String(body.cause ?? ""))),
+      ),
+    SendTaskHeartbeat: (body) => {
+      if (!waiting.has(String(body.taskToken ?? ""))) throw new SfnError("TaskDoesNotExist", "Task Does Not Exist");
+      return {};
+    },
+  };
+
+  return {
+    handle: async (target, body) => {
+      const op = ops[target.replace(/^AWSStepFunctions\./, "")];
+      if (!op) return undefined;
+      try {
+        return op(body);
+      } catch (err) {
+        if (err instanceof SfnError) return { __status: 400, __type: err.type, message: err.message };
+        throw err;
+      }
+    },
+    drained: async () => {
+      await Promise.all([...running]);
+    },
+  };
+}

@@ -1,0 +1,79 @@
+// Events mapgate raises, sent to its EventBridge bus. One attempt with a short timeout: an event the bus does
+// not take at once (throttled, failing, slow) is kept in the outbox table and sent again by events-redeliver,
+// so the operation that raised it neither fails nor waits on the bus. Delivery is at least once: consumers
+// de-duplicate by `detail.eventId`, which stays the same when an event is sent again.
+import { randomUUID } from "node:crypto";
+import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import { PutCommand } from "@aws-sdk/lib-dynamodb";
+import { EVENTS, type EventType } from "#infra/system.ts";
+import { config, tableName } from "#shared/config.ts";
+import { logger } from "#shared/log.ts";
+import { ddb } from "#shared/stores/dynamo.ts";
+
+/** How long an event the bus refused is kept for redelivery before it is given up (and logged). */
+export const OUTBOX_RETENTION_SECONDS = 24 * 3600;
+
+// No retries here (the outbox is the retry) and a deadline far below any operation's own.
+const bus = new EventBridgeClient({ maxAttempts: 1, requestHandler: { connectionTimeout: 300, requestTimeout: 800 } });
+
+/** An event as kept in the outbox: what PutEvents needs to send it again unchanged. */
+export interface OutboxEntry {
+  readonly eventId: string;
+  readonly detailType: string;
+  readonly detail: string;
+  readonly created: number;
+  readonly expiresAt: number;
+}
+
+function busName(): string {
+  const name = config().eventBusName;
+  if (!name) throw new Error("EVENT_BUS_NAME is not set: this function was not allowed to raise events");
+  return name;
+}
+
+export function entryOf(e: OutboxEntry): PutEventsRequestEntry {
+  return {
+    Source: EVENTS.source,
+    DetailType: e.detailType,
+    Detail: e.detail,
+    EventBusName: busName(),
+    Time: new Date(e.created),
+  };
+}
+
+/**
+ * Raises one event; never throws for the bus's sake. `detail` gets an `eventId`; it must hold no secret (events
+ * reach whoever the bus's rules deliver to).
+ */
+export async function emit(type: EventType, detail: Readonly<Record<string, unknown>>): Promise<void> {
+  // Checked before anything is sent, so an undeclared emitter fails in every test, not only when the bus does.
+  const outbox = tableName("outbox");
+  const now = Date.now();
+  const eventId = randomUUID();
+  const entry: OutboxEntry = {
+    eventId,
+    detailType: EVENTS.types[type],
+    detail: JSON.stringify({ eventId, ...detail }),
+    created: now,
+    expiresAt: Math.floor(now / 1000) + OUTBOX_RETENTION_SECONDS,
+  };
+  let reason: string;
+  try {
+    const out = await bus.send(new PutEventsCommand({ Entries: [entryOf(entry)] }));
+    if (!out.FailedEntryCount) return;
+    reason = out.Entries?.[0]?.ErrorCode ?? "FailedEntry";
+  } catch (err) {
+    reason = err instanceof Error ? err.name : "Error";
+  }
+  logger.warn("event kept for redelivery", { type: entry.detailType, eventId, reason });
+  try {
+    await ddb.send(new PutCommand({ TableName: outbox, Item: { ...entry } }));
+  } catch (err) {
+    // The bus and the table both failed: the operation itself stands; the event is in the log, not lost silently.
+    logger.error("event lost", {
+      type: entry.detailType,
+      detail: entry.detail,
+      error: err instanceof Error ? err : new Error(String(err)),
+    });
+  }
+}
