@@ -96,6 +96,8 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
             const text = JSON.stringify(input).replaceAll(placeholder, token);
             const { FunctionName, Payload } = JSON.parse(text) as { FunctionName?: string; Payload?: unknown };
             const answered = new Promise<unknown>((resolve, reject) => waiting.set(token, { resolve, reject }));
+            // The answer may come before the invocation returns (a refusal is answered at once): never unhandled.
+            answered.catch(() => undefined);
             try {
               // The function's own answer is not the task's result: the token's is.
               await invokeAs(roleArn, String(FunctionName), Payload);
@@ -212,10 +214,11 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
           e.stopDate = Date.now();
         },
         (err: unknown) => {
-          const failure = err as { name?: string; message?: string; cause?: unknown };
+          // The interpreter wraps what failed the execution (a Fail state's error, a task's) in an ExecutionError.
+          const failure = ((err as { cause?: unknown }).cause ?? err) as { name?: string; message?: string };
           e.status = "FAILED";
           e.error = failure.name ?? "States.Runtime";
-          e.cause = failure.message ?? String(failure.cause ?? "");
+          e.cause = failure.message ?? "";
           e.stopDate = Date.now();
         },
       );
