@@ -4,7 +4,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MapgateStack } from "#infra/aws/stack.ts";
-import { ROUTES, SECRETS, TABLES, tableEnvName, WORKFLOW } from "#infra/system.ts";
+import { invocationFunction, REDELIVERY, ROUTES, SECRETS, TABLES, tableEnvName, WORKFLOW } from "#infra/system.ts";
 import { readConfig, TUNABLES } from "#shared/config.ts";
 
 const BUCKET = "mapgate-caches-test";
@@ -72,13 +72,20 @@ describe("infrastructure", () => {
       r.methods === "$default" ? ["$default"] : r.methods.map((m) => `${m} ${r.path}`),
     );
     expect([...keys].sort()).toEqual([...expected].sort());
-    expect(ofType("AWS::Lambda::Function")).toHaveLength(ROUTES.length + WORKFLOW.tasks.length); // routes and workflow tasks
+    // Routes, workflow tasks, the operations function and events-redeliver.
+    expect(ofType("AWS::Lambda::Function")).toHaveLength(ROUTES.length + WORKFLOW.tasks.length + 2);
     const integrations = ofType("AWS::ApiGatewayV2::Integration").map(([, r]) => r.Properties);
     for (const i of integrations) expect(i.PayloadFormatVersion).toBe("2.0");
   });
 
   it("gives each function one invoke permission, for this API only, so the stack stays under 500 resources", () => {
-    const permissions = ofType("AWS::Lambda::Permission").map(([, r]) => r.Properties);
+    const all = ofType("AWS::Lambda::Permission").map(([, r]) => r.Properties);
+    // Besides the API's: the schedule's, for events-redeliver alone.
+    const scheduled = all.filter((p) => p.Principal === "events.amazonaws.com");
+    expect(scheduled.map((p) => JSON.stringify(p.FunctionName))).toEqual([
+      expect.stringContaining(`${pascal(REDELIVERY.id)}Function`),
+    ]);
+    const permissions = all.filter((p) => p.Principal !== "events.amazonaws.com");
     expect(permissions).toHaveLength(ROUTES.length);
     for (const p of permissions) {
       expect(p.Principal).toBe("apigateway.amazonaws.com");
@@ -101,6 +108,7 @@ describe("infrastructure", () => {
         ...Object.keys(route.tables).map(tableEnvName),
         ...route.secrets.map((s) => SECRETS[s].env),
         ...(route.startsWorkflow ? ["STATE_MACHINE_ARN"] : []),
+        ...(route.emits ? ["EVENT_BUS_NAME"] : []),
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",
       ];
@@ -126,6 +134,52 @@ describe("infrastructure", () => {
     }
     // No function uses the broad managed execution policy.
     for (const [, role] of ofType("AWS::IAM::Role")) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+  });
+
+  it("creates the event bus; only functions that raise events may put on it, and on it alone", () => {
+    const buses = ofType("AWS::Events::EventBus");
+    expect(buses).toHaveLength(1);
+    const busId = buses[0]?.[0] ?? "";
+    const emitters = new Set(
+      [...ROUTES, ...WORKFLOW.tasks, invocationFunction(), REDELIVERY].filter((f) => f.emits).map((f) => pascal(f.id)),
+    );
+    const putters = new Set<string>();
+    for (const [id, policy] of ofType("AWS::IAM::Policy")) {
+      const statements = (policy.Properties.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] })
+        .Statement;
+      for (const st of statements) {
+        const actions = [st.Action].flat() as string[];
+        if (actions.some((a) => a.startsWith("events:"))) {
+          expect(actions).toEqual(["events:PutEvents"]);
+          expect(st.Resource).toEqual({ "Fn::GetAtt": [busId, "Arn"] });
+          putters.add(id.replace(/RoleDefaultPolicy.*$/, ""));
+        }
+        if (actions.some((a) => a.startsWith("states:SendTask"))) {
+          expect(actions.sort()).toEqual(["states:SendTaskFailure", "states:SendTaskSuccess"]);
+          expect(id.startsWith("TaskNotifyCaller") || id.startsWith("Operations"), id).toBe(true);
+        }
+      }
+    }
+    expect(putters).toEqual(emitters);
+    // The job tasks that end jobs raise events; so do the routes that start them, change roles or lock sign-ins.
+    expect(emitters).toContain("TaskCompleteJob");
+    expect(emitters).toContain("RoleCreate");
+    expect(emitters).toContain("GenerateToken");
+  });
+
+  it("outputs what callers and operators need: the operations function, the bus; and schedules redelivery", () => {
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
+    expect(JSON.stringify(outputs.OperationsFunctionArn?.Value)).toContain("OperationsFunction");
+    expect(JSON.stringify(outputs.EventBusName?.Value)).toContain("Events");
+    expect(outputs.EventSource?.Value).toBe("mapgate");
+    const operations = functionFor("operations").Properties;
+    const env = (operations.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(Object.keys(env)).toEqual(expect.arrayContaining(["TABLE_CALLERS", "STATE_MACHINE_ARN", "EVENT_BUS_NAME"]));
+    const rules = ofType("AWS::Events::Rule").map(([, r]) => r.Properties);
+    expect(rules).toEqual([expect.objectContaining({ ScheduleExpression: "rate(1 minute)" })]);
+    // No route reaches the operations function: only the aliases register-caller makes.
+    const apiTargets = JSON.stringify(ofType("AWS::ApiGatewayV2::Integration"));
+    expect(apiTargets).not.toContain("OperationsFunction");
   });
 
   it("grants read access to the cloud stores' buckets only to the functions that read data stores' content", () => {
@@ -188,7 +242,7 @@ describe("infrastructure", () => {
     const functions = Object.values(Template.fromStack(tuned).toJSON().Resources as Record<string, Resource>).filter(
       (r) => r.Type === "AWS::Lambda::Function",
     );
-    expect(functions).toHaveLength(ROUTES.length + WORKFLOW.tasks.length);
+    expect(functions).toHaveLength(ROUTES.length + WORKFLOW.tasks.length + 2);
     for (const fn of functions) {
       expect((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
         SIGNIN_MAX_FAILURES: "10",

@@ -132,13 +132,17 @@ describe("the definition's limits", () => {
   it("catches every failure of every Task into FailJob, States.DataLimitExceeded included (States.ALL does not match it)", () => {
     for (const [name, state] of Object.entries(states())) {
       expect(state.Type, name).not.toBe("Map");
-      if (state.Type !== "Task" || name === "FailJob") continue;
+      // NotifyCaller runs after the job has ended: its failure is logged, never turned into the job's.
+      if (state.Type !== "Task" || name === "FailJob" || name === "NotifyCaller") continue;
       expect(state.Catch, name).toEqual([
         { ErrorEquals: ["States.DataLimitExceeded"], ResultPath: "$.error", Next: "FailJob" },
         { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: "FailJob" },
       ]);
     }
-    expect(states().FailJob?.Next).toBe("Failed");
+    expect(states().FailJob?.Next).toBe("Finished");
+    expect(states().NotifyCaller?.Catch).toEqual([
+      { ErrorEquals: ["States.ALL"], ResultPath: "$.notifyError", Next: "Ended" },
+    ]);
   });
 
   it("gives throttling its own retrier, with capped backoff and full jitter, before the catch-all one", () => {
@@ -222,7 +226,8 @@ describe("the definition's limits", () => {
     // Two states a page: on AWS ~7 history events (the Task's entered, scheduled, started, succeeded and exited,
     // the Choice's entered and exited). 1,000,000 datasets in pages of PAGE keep an execution well below
     // Standard's 25,000 events, with half of them left for retried invocations (3 events each).
-    expect(entered).toBe(1 + 2 * PAGES + 1);
+    // Route, the pages, CompleteJob, then Finished, Ended and Succeeded (no task token: no NotifyCaller).
+    expect(entered).toBe(1 + 2 * PAGES + 1 + 3);
     expect(Math.ceil(1_000_000 / PAGE) * 7 + 20).toBeLessThan(25_000 / 2);
     // The last page's state is the second's but for the counts' digits: nothing accumulates.
     expect((sizes.get(PAGES - 1) ?? Infinity) - (sizes.get(1) ?? 0)).toBeLessThan(8);

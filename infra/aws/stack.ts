@@ -15,13 +15,27 @@ import {
 } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import { EventBus, Rule, Schedule } from "aws-cdk-lib/aws-events";
+import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction, OutputFormat, SourceMapMode } from "aws-cdk-lib/aws-lambda-nodejs";
 import { BUNDLE } from "./bundling.ts";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from "aws-cdk-lib/aws-stepfunctions";
 import type { Construct } from "constructs";
-import { type Access, ROUTES, type SecretName, TABLES, type TableName, taskVariable, WORKFLOW } from "#infra/system.ts";
+import {
+  type Access,
+  EVENTS,
+  invocationFunction,
+  REDELIVERY,
+  ROUTES,
+  type SecretName,
+  TABLES,
+  type TableName,
+  type TaskSpec,
+  taskVariable,
+  WORKFLOW,
+} from "#infra/system.ts";
 import { MapgateSecret, MapgateTable } from "./constructs.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -115,6 +129,29 @@ export class MapgateStack extends Stack {
       }
     };
 
+    // What mapgate tells other systems. Functions that raise events may put them on this bus only.
+    const bus = new EventBus(this, "Events", { eventBusName: `${id}-events` });
+    new CfnOutput(this, "EventBusName", { value: bus.eventBusName });
+    new CfnOutput(this, "EventBusArn", { value: bus.eventBusArn });
+    new CfnOutput(this, "EventSource", { value: EVENTS.source });
+    /** The grants a spec's flags ask for, each with the environment variable that names what it grants. */
+    const grantIntegrations = (fn: NodejsFunction, spec: Pick<TaskSpec, "emits" | "answersCallers" | "id">) => {
+      if (spec.emits) {
+        bus.grantPutEventsTo(fn);
+        fn.addEnvironment("EVENT_BUS_NAME", bus.eventBusName);
+      }
+      if (spec.answersCallers && fn.role) {
+        // Task tokens are not resources IAM can name: SendTaskSuccess/Failure take `*` only.
+        fn.addToRolePolicy(
+          new PolicyStatement({ actions: ["states:SendTaskSuccess", "states:SendTaskFailure"], resources: ["*"] }),
+        );
+        Validations.of(fn.role).acknowledge({
+          id: "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+          reason: `${spec.id} answers callers' task tokens; states:SendTaskSuccess and SendTaskFailure accept no narrower resource.`,
+        });
+      }
+    };
+
     const makeFunction = (
       id: string,
       entry: string,
@@ -166,10 +203,11 @@ export class MapgateStack extends Stack {
     };
 
     // The workflow: its task functions, then the state machine running the definition file.
-    const taskFunctions = WORKFLOW.tasks.map((task) => ({
-      task,
-      fn: makeFunction(task.id, task.id, Duration.minutes(5), task.tables, task.readsStorage),
-    }));
+    const taskFunctions = WORKFLOW.tasks.map((task) => {
+      const fn = makeFunction(task.id, task.id, Duration.minutes(5), task.tables, task.readsStorage);
+      grantIntegrations(fn, task);
+      return { task, fn };
+    });
     const workflowLogs = new LogGroup(this, "WorkflowLogs", { retention: RetentionDays.ONE_MONTH, removalPolicy });
     this.stateMachine = new StateMachine(this, "Jobs", {
       stateMachineType: StateMachineType.STANDARD,
@@ -207,6 +245,7 @@ export class MapgateStack extends Stack {
         route.readsStorage,
       );
       for (const secret of route.secrets) secrets.get(secret)?.grantTo(fn);
+      grantIntegrations(fn, route);
       if (route.startsWorkflow) {
         this.stateMachine.grantStartExecution(fn);
         fn.addEnvironment("STATE_MACHINE_ARN", this.stateMachine.stateMachineArn);
@@ -231,5 +270,30 @@ export class MapgateStack extends Stack {
       }
     }
     new CfnOutput(this, "ApiUrl", { value: this.api.apiEndpoint });
+
+    // The operations function: other AWS services invoke it through their own alias (register-caller creates it
+    // with a resource policy naming the caller's principal); no route reaches it.
+    const operations = invocationFunction();
+    const operationsFn = makeFunction(
+      operations.id,
+      operations.id,
+      Duration.seconds(60),
+      operations.tables,
+      operations.readsStorage,
+    );
+    grantIntegrations(operationsFn, operations);
+    this.stateMachine.grantStartExecution(operationsFn);
+    operationsFn.addEnvironment("STATE_MACHINE_ARN", this.stateMachine.stateMachineArn);
+    // The absolute URLs its answers hold (job results, service URLs) are the API's.
+    if (!props.publicOrigin) operationsFn.addEnvironment("PUBLIC_HTTPS_ORIGIN", this.api.apiEndpoint);
+    new CfnOutput(this, "OperationsFunctionArn", { value: operationsFn.functionArn });
+
+    // Every minute: the events the bus did not take at once are sent again.
+    const redelivery = makeFunction(REDELIVERY.id, REDELIVERY.id, Duration.minutes(2), REDELIVERY.tables);
+    grantIntegrations(redelivery, REDELIVERY);
+    new Rule(this, "EventsRedeliverySchedule", {
+      schedule: Schedule.rate(Duration.minutes(1)),
+      targets: [new LambdaTarget(redelivery, { retryAttempts: 2 })],
+    });
   }
 }
