@@ -13,6 +13,7 @@ import { ROUTES, WORKFLOW } from "#infra/system.ts";
 import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";
+import { readLoad } from "./reads.ts";
 import { roleLatency, roleRequests } from "./roles.ts";
 import { soapBench } from "./soap.ts";
 import { costModel } from "./cost.ts";
@@ -20,6 +21,8 @@ import { tileFunction, tileLoad } from "./tiles.ts";
 import { tokenBench } from "./tokens.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
+/** `BENCH_ONLY=reads`: only the read figures against the local engine (a quick before/after check). */
+const ONLY = process.env.BENCH_ONLY;
 const CONNECTIONS = 10;
 
 interface Load {
@@ -119,6 +122,8 @@ async function coldStart(): Promise<void> {
   }
 }
 
+await readLoad(DURATION_S);
+if (ONLY === "reads") process.exit(0);
 await pipeline();
 await coldStart();
 // Jobs run with the engine inside their own process, so requests and transitions are counted exactly.
