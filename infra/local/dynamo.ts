@@ -1,9 +1,14 @@
-// dynalite, in-process, listening on loopback: the handlers reach it through the ordinary AWS SDK.
-import type { AddressInfo } from "node:net";
+// dynalite, in-process, behind the transaction layer. SDK clients of this process whose endpoint is the store's
+// reach it without a socket (see in-process-dynamo.ts); everything else (the operator command, tests, another
+// process) reaches it over loopback HTTP at `endpoint`.
+// First: it registers the in-process client options before anything here can load shared/stores/dynamo.ts.
+import { registerInProcessStore } from "./in-process-dynamo.ts";
+import { EventEmitter } from "node:events";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { CreateTableCommand, DynamoDBClient, ResourceInUseException } from "@aws-sdk/client-dynamodb";
 import dynalite from "dynalite";
 import { TABLES, type TableSpec } from "#infra/system.ts";
-import { startTransactionProxy } from "./transactions.ts";
+import { openTransactionLayer, serveHttp, type StoreAnswer, type StoreCall } from "./transactions.ts";
 
 export interface LocalDynamo {
   readonly endpoint: string;
@@ -13,38 +18,87 @@ export interface LocalDynamo {
 export const localTableName = (name: string) => `mapgate-${name}`;
 
 /**
- * dynalite behind the transaction proxy: what the handlers of the local engine talk to. With a journal, a
+ * dynalite behind the transaction layer: what the handlers of the local engine talk to. With a journal, a
  * transaction a crash interrupted is rolled back before the endpoint is returned, so nothing reads it half-done.
  * dynalite never asks LevelDB for synced writes: each acknowledged write has reached the kernel (it survives
  * the process being killed) but not necessarily the disk (a power cut may lose the last ones).
  */
 export async function startDynamo(path: string | undefined, journal?: string): Promise<LocalDynamo> {
   const store = await startDynalite(path);
+  const cleanups: (() => Promise<void>)[] = [() => store.close()];
+  const undo = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  };
   try {
-    const proxy = await startTransactionProxy(store.endpoint, journal ? { journal } : {});
-    return {
-      endpoint: proxy.endpoint,
-      close: async () => {
-        await proxy.close();
-        await store.close();
-      },
-    };
+    const layer = await openTransactionLayer(store.call, journal ? { journal } : {});
+    cleanups.push(() => layer.close());
+    const http = await serveHttp(layer.handle);
+    cleanups.push(() => http.close());
+    const unregister = registerInProcessStore(http.endpoint, layer.handle);
+    cleanups.push(async () => unregister());
+    return { endpoint: http.endpoint, close: undo };
   } catch (err) {
-    await store.close();
+    await undo();
     throw err;
   }
 }
 
-async function startDynalite(path: string | undefined, port = 0): Promise<LocalDynamo> {
+interface Dynalite {
+  /** One request answered by dynalite's own request listener, in this process. */
+  readonly call: StoreCall;
+  close(): Promise<void>;
+}
+
+/**
+ * dynalite driven through its request listener with a minimal request and response in memory: the same
+ * parsing, validation, errors and answers as over HTTP, without the socket. It still listens on a loopback
+ * port nobody is given, because closing its server is what closes its LevelDB store.
+ */
+async function startDynalite(path: string | undefined): Promise<Dynalite> {
   // No path: in memory (tests).
   const server = dynalite({ ...(path ? { path } : {}), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, "127.0.0.1", () => resolve());
+    server.listen(0, "127.0.0.1", () => resolve());
   });
-  const { port: actual } = server.address() as AddressInfo;
+  const [listener] = server.listeners("request") as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  if (!listener) throw new Error("dynalite has no request listener");
+  const call: StoreCall = (target, headers, body) =>
+    new Promise<StoreAnswer>((resolve, reject) => {
+      const req = Object.assign(new EventEmitter(), {
+        method: "POST",
+        url: "/",
+        headers: { ...headers, "x-amz-target": target },
+      });
+      const out: Record<string, string> = {};
+      let done = false;
+      const res = {
+        statusCode: 200,
+        setHeader(name: string, value: unknown) {
+          out[name.toLowerCase()] = String(value);
+        },
+        end(chunk?: string | Buffer) {
+          if (done) return;
+          done = true;
+          delete out["content-length"];
+          delete out["transfer-encoding"];
+          resolve({
+            status: res.statusCode,
+            headers: out,
+            body: chunk === undefined ? Buffer.alloc(0) : Buffer.from(chunk),
+          });
+        },
+      };
+      try {
+        listener(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+        if (body.length > 0) req.emit("data", body);
+        req.emit("end");
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
   return {
-    endpoint: `http://127.0.0.1:${actual}`,
+    call,
     close: () => new Promise<void>((resolve, reject) => server.close((err?: Error) => (err ? reject(err) : resolve()))),
   };
 }

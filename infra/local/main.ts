@@ -1,5 +1,7 @@
 // `npm start`: the whole system on this machine. Configuration comes from documented environment
 // variables (see the README), so scripts and several instances can run side by side.
+// Before any store or handler module loads: the engine's SDK clients reach its store in-process.
+import "./in-process-dynamo.ts";
 import { resolve } from "node:path";
 import { FolderInUseError } from "./data-folder.ts";
 import { startEngine } from "./engine.ts";
@@ -48,6 +50,9 @@ out(`mapgate: portal      ${engine.httpsUrl}/portal/sharing/rest`);
 out(`mapgate: server      ${engine.httpsUrl}/arcgis/rest/info`);
 out(`mapgate: plain HTTP  ${engine.httpUrl}/portal/sharing/rest`);
 out(`mapgate: certificate ${engine.certFile}  (curl --cacert, or NODE_EXTRA_CA_CERTS for Node clients)`);
+out(
+  `mapgate: AWS SDK endpoints for local callers: lambda ${engine.endpoints.lambda}  stepfunctions ${engine.endpoints.sfn}  eventbridge ${engine.endpoints.events}`,
+);
 if (engine.demo) {
   out("mapgate: created the demo organization; passwords generated now are shown only this once:");
   for (const u of engine.demo.users) {
@@ -58,7 +63,7 @@ if (engine.demo) {
 } else out("mapgate: demo users: admin, publisher, user (passwords as set on the first start)");
 // One line a script can wait for; everything after `ready ` is JSON.
 out(
-  `mapgate: ready ${JSON.stringify({ https: engine.httpsUrl, http: engine.httpUrl, cert: engine.certFile, pid: process.pid })}`,
+  `mapgate: ready ${JSON.stringify({ https: engine.httpsUrl, http: engine.httpUrl, cert: engine.certFile, pid: process.pid, aws: engine.endpoints })}`,
 );
 
 let stopping = false;

@@ -1,18 +1,22 @@
-// dynalite has no TransactWriteItems. The local engine puts this proxy in front of it: every request is
-// forwarded unchanged, except that writes are serialised and TransactWriteItems is carried out as
+// dynalite has no TransactWriteItems. The local engine puts this layer in front of it: every request is
+// passed on unchanged, except that writes are serialised and TransactWriteItems is carried out as
 // ordinary conditional writes under that same lock, rolled back from pre-images if any condition fails.
-// Handlers keep making plain AWS SDK calls; only the local engine knows this exists.
+// Handlers keep making plain AWS SDK calls; only the local engine knows this exists. Its core takes a request
+// (target, headers, body) and returns the answer (status, headers, body), so it serves both the SDK clients of
+// the engine's own process (in-process, see in-process-dynamo.ts) and, through a thin HTTP server, everything
+// still on a socket (the operator command, tests).
 // Limit (documented in the README): reads are not serialised, so a reader may glimpse a transaction
 // half-applied for the few milliseconds it takes. Writers never can.
 // A crash cannot leave one half-applied: with a journal file (the engine's data folder has one), each
 // transaction's pre-images are made durable there before its first write, and the next start rolls back
-// whatever the journal still holds before the proxy serves anyone.
+// whatever the journal still holds before the layer serves anyone.
 import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import { type FileHandle, open, readFile } from "node:fs/promises";
-import { createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname } from "node:path";
+import { ItemCache, type WriteTarget } from "./item-cache.ts";
 
 /**
  * Test hook, never set in use: milliseconds to wait between the writes of one transaction, so a crash test
@@ -21,6 +25,17 @@ import { dirname } from "node:path";
 const STEP_DELAY_MS = Number(process.env.MAPGATE_TEST_TRANSACTION_STEP_DELAY_MS) || 0;
 
 const WRITES = new Set(["PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"]);
+/** Requests that change nothing; any other (table operations, tags, unknown targets) counts as a write. */
+const READS = new Set([
+  "GetItem",
+  "BatchGetItem",
+  "Query",
+  "Scan",
+  "DescribeTable",
+  "ListTables",
+  "DescribeTimeToLive",
+  "ListTagsOfResource",
+]);
 const PREFIX = "DynamoDB_20120810.";
 
 type Json = Record<string, unknown>;
@@ -34,11 +49,20 @@ interface Step {
   check: boolean;
 }
 
-interface Upstream {
+/** A DynamoDB answer: status, headers (lower-case names, no content-length) and the JSON body. */
+export interface StoreAnswer {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
 }
+
+/**
+ * One DynamoDB request: its target (`DynamoDB_20120810.GetItem`), its headers (lower-case names; at least the
+ * content type and an authorization header dynalite accepts) and its JSON body.
+ */
+export type StoreCall = (target: string, headers: Record<string, string>, body: Buffer) => Promise<StoreAnswer>;
+
+type Upstream = StoreAnswer;
 
 class Lock {
   #tail: Promise<void> = Promise.resolve();
@@ -124,26 +148,82 @@ class Journal {
   }
 }
 
-/** The headers dynalite insists on, for the proxy's own requests (it checks no signature). */
-const OWN_HEADERS = {
+/** The headers dynalite insists on, for the layer's own requests (it checks no signature). */
+export const OWN_HEADERS: Readonly<Record<string, string>> = {
   "content-type": "application/x-amz-json-1.0",
   authorization:
     "AWS4-HMAC-SHA256 Credential=local/20200101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0",
   "x-amz-date": "20200101T000000Z",
 };
 
-export interface TransactionProxy {
-  readonly endpoint: string;
+export interface TransactionLayer {
+  /** Answers one request as DynamoDB would (transactions included), without any socket. */
+  readonly handle: StoreCall;
   close(): Promise<void>;
 }
 
-export interface ProxyOptions {
+export interface LayerOptions {
   /** The journal file that makes transactions atomic across crashes; none for a store in memory. */
   readonly journal?: string;
+  /** Answer the engine's own GetItem and BatchGetItem from the item cache (item-cache.ts); on unless false. */
+  readonly itemCache?: boolean;
 }
 
-export async function startTransactionProxy(upstream: string, options: ProxyOptions = {}): Promise<TransactionProxy> {
-  const target = new URL(upstream);
+/** The items a write names, as far as its body tells; undefined when it may change anything. */
+function writeTargets(op: string, input: Json | undefined): WriteTarget[] | undefined {
+  if (!input) return undefined;
+  const one = (body: unknown, kind: "key" | "item"): WriteTarget | undefined => {
+    if (typeof body !== "object" || body === null) return undefined;
+    const b = body as Json;
+    const value = kind === "key" ? b.Key : b.Item;
+    if (typeof b.TableName !== "string" || typeof value !== "object" || value === null) return undefined;
+    return kind === "key" ? { table: b.TableName, key: value as Json } : { table: b.TableName, item: value as Json };
+  };
+  const all = (targets: (WriteTarget | undefined)[]) =>
+    targets.every((t) => t !== undefined) ? (targets as WriteTarget[]) : undefined;
+  switch (op) {
+    case "PutItem":
+      return all([one(input, "item")]);
+    case "UpdateItem":
+    case "DeleteItem":
+      return all([one(input, "key")]);
+    case "BatchWriteItem": {
+      const requested = input.RequestItems;
+      if (typeof requested !== "object" || requested === null) return undefined;
+      return all(
+        Object.entries(requested as Json).flatMap(([table, list]) =>
+          Array.isArray(list)
+            ? list.map((r: Json | null) =>
+                r?.PutRequest
+                  ? one({ TableName: table, ...(r.PutRequest as Json) }, "item")
+                  : r?.DeleteRequest
+                    ? one({ TableName: table, ...(r.DeleteRequest as Json) }, "key")
+                    : undefined,
+              )
+            : [undefined],
+        ),
+      );
+    }
+    case "TransactWriteItems": {
+      const items = input.TransactItems;
+      if (!Array.isArray(items)) return undefined;
+      return all(
+        items.map((entry: Json | null) => {
+          const [kind, body] = Object.entries(entry ?? {})[0] ?? [];
+          return kind === "Put" ? one(body, "item") : one(body, "key");
+        }),
+      );
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The transaction layer over `forward` (dynalite). With a journal, a transaction a crash interrupted is rolled
+ * back before this returns.
+ */
+export async function openTransactionLayer(forward: StoreCall, options: LayerOptions = {}): Promise<TransactionLayer> {
   const lock = new Lock();
   const schemas = new Map<string, string[]>();
   // Set when the journal could not be written or cleared, or dynalite failed in mid-transaction: the journal
@@ -151,37 +231,6 @@ export async function startTransactionProxy(upstream: string, options: ProxyOpti
   // them), so no write is taken until a restart has rolled the transaction back.
   let broken: unknown;
   let journal: Journal | undefined;
-
-  const forward = (target_: string, headers: Record<string, string>, body: Buffer): Promise<Upstream> =>
-    new Promise((resolve, reject) => {
-      const req = request(
-        {
-          host: target.hostname,
-          port: target.port,
-          method: "POST",
-          path: "/",
-          headers: { ...headers, "x-amz-target": target_, "content-length": String(body.length) },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("end", () =>
-            resolve({
-              status: res.statusCode ?? 500,
-              headers: Object.fromEntries(
-                Object.entries(res.headers)
-                  .filter(([k]) => k !== "content-length" && k !== "connection")
-                  .map(([k, v]) => [k, String(v)]),
-              ),
-              body: Buffer.concat(chunks),
-            }),
-          );
-          res.on("error", reject);
-        },
-      );
-      req.on("error", reject);
-      req.end(body);
-    });
 
   const call = async (
     op: string,
@@ -348,27 +397,48 @@ export async function startTransactionProxy(upstream: string, options: ProxyOpti
     ),
   });
 
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req as AsyncIterable<Buffer>) chunks.push(c);
-    const body = Buffer.concat(chunks);
-    const targetHeader = String(req.headers["x-amz-target"] ?? "");
-    const op = targetHeader.startsWith(PREFIX) ? targetHeader.slice(PREFIX.length) : "";
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) {
-      if (v !== undefined && !["host", "content-length", "connection", "x-amz-target"].includes(k))
-        headers[k] = String(v);
+  const cache = options.itemCache === false ? undefined : new ItemCache((table) => keyNames(table, OWN_HEADERS));
+
+  /** Only what the engine's own clients send may be answered from the cache (dynalite's header checks pass). */
+  const own = (headers: Record<string, string>) =>
+    headers.authorization === OWN_HEADERS.authorization &&
+    headers["x-amz-date"] === OWN_HEADERS["x-amz-date"] &&
+    headers["content-type"] === OWN_HEADERS["content-type"];
+
+  const parse = (body: Buffer): Json | undefined => {
+    try {
+      const value: unknown = JSON.parse(body.toString("utf8"));
+      return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Json) : undefined;
+    } catch {
+      return undefined;
     }
-    let answer: Upstream;
-    if (op === "TransactWriteItems")
-      answer = await lock.run(() =>
-        broken ? Promise.resolve(unavailable()) : transact(headers, JSON.parse(body.toString("utf8")) as Json),
-      );
-    else if (WRITES.has(op))
-      answer = await lock.run(() => (broken ? Promise.resolve(unavailable()) : forward(targetHeader, headers, body)));
-    else answer = await forward(targetHeader, headers, body);
-    res.writeHead(answer.status, { ...answer.headers, "content-length": String(answer.body.length) });
-    res.end(answer.body);
+  };
+
+  const handle: StoreCall = async (targetHeader, headers, body) => {
+    const op = targetHeader.startsWith(PREFIX) ? targetHeader.slice(PREFIX.length) : "";
+    const pass = () => forward(targetHeader, headers, body);
+    if (READS.has(op)) {
+      if (cache && own(headers) && (op === "GetItem" || op === "BatchGetItem")) {
+        const input = parse(body);
+        if (input) return op === "GetItem" ? cache.getItem(input, pass) : cache.batchGetItem(input, pass);
+      }
+      return pass();
+    }
+    const input = parse(body);
+    const write = <T>(run: () => Promise<T>) => (cache ? cache.write(writeTargets(op, input), run) : run());
+    if (op === "TransactWriteItems") {
+      // dynalite's own answer to a body that is not a JSON object (it knows no transactions, so it says so)
+      if (!input) return write(pass);
+      return write(() => lock.run(() => (broken ? Promise.resolve(unavailable()) : transact(headers, input))));
+    }
+    if (WRITES.has(op)) return write(() => lock.run(() => (broken ? Promise.resolve(unavailable()) : pass())));
+    // A table created, deleted or changed: its key schema may not be the one remembered.
+    schemas.clear();
+    try {
+      return await write(pass);
+    } finally {
+      schemas.clear();
+    }
   };
 
   if (options.journal) {
@@ -379,31 +449,46 @@ export async function startTransactionProxy(upstream: string, options: ProxyOpti
     await journal.end();
   }
 
+  return { handle, close: async () => journal?.close() };
+}
+
+export interface HttpStore {
+  readonly endpoint: string;
+  close(): Promise<void>;
+}
+
+/** Serves `handle` on a loopback port, for whatever reaches the store over a socket. */
+export async function serveHttp(handle: StoreCall): Promise<HttpStore> {
+  const answer = async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req as AsyncIterable<Buffer>) chunks.push(c);
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (v !== undefined && !["host", "content-length", "connection", "x-amz-target"].includes(k))
+        headers[k] = String(v);
+    }
+    const out = await handle(String(req.headers["x-amz-target"] ?? ""), headers, Buffer.concat(chunks));
+    res.writeHead(out.status, { ...out.headers, "content-length": String(out.body.length) });
+    res.end(out.body);
+  };
   const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
+    answer(req, res).catch((err: unknown) => {
       if (res.headersSent) return res.destroy();
       res.writeHead(500, { "content-type": "application/x-amz-json-1.0" });
       res.end(JSON.stringify({ __type: "com.amazonaws.dynamodb.v20120810#InternalServerError", message: String(err) }));
     });
   });
   server.keepAliveTimeout = 30_000;
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", resolve);
-    });
-  } catch (err) {
-    await journal?.close();
-    throw err;
-  }
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: async () => {
-      await new Promise<void>((resolve) => {
+    close: () =>
+      new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      });
-      await journal?.close();
-    },
+      }),
   };
 }

@@ -1,11 +1,17 @@
 // The one DynamoDB client handlers use. Its endpoint comes from the SDK's own configuration
-// (AWS_ENDPOINT_URL_DYNAMODB on the local engine), so no code here knows which engine it runs on.
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+// (AWS_ENDPOINT_URL_DYNAMODB on the local engine), so no code here knows which engine it runs on. An engine
+// may register client options process-wide before this module loads (the local engine registers a request
+// handler that reaches its store in-process); on AWS none is registered and the client is the SDK's default.
+import { DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { BatchGetCommand, DynamoDBDocumentClient, QueryCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import type { TABLES } from "#infra/system.ts";
 import { tableName } from "#shared/config.ts";
 
-export const ddb = DynamoDBDocumentClient.from(new DynamoDBClient({ maxAttempts: 4 }), {
+const engineOptions = (globalThis as { [key: symbol]: DynamoDBClientConfig | undefined })[
+  Symbol.for("mapgate.dynamodb.clientConfig")
+];
+
+export const ddb = DynamoDBDocumentClient.from(new DynamoDBClient({ maxAttempts: 4, ...engineOptions }), {
   marshallOptions: { removeUndefinedValues: true },
 });
 
