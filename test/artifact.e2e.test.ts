@@ -7,13 +7,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+import {
+  CreateStateMachineCommand,
+  DescribeExecutionCommand,
+  SFNClient,
+  StartExecutionCommand,
+} from "@aws-sdk/client-sfn";
 import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTables, type LocalDynamo, localTableName, startDynamo } from "#infra/local/dynamo.ts";
 import { localEnvironment } from "#infra/local/engine.ts";
 import { type LocalS3, startS3 } from "#infra/local/s3.ts";
 import { bootstrapDemo, DEMO_CACHE_PATHS, DEMO_DATASETS } from "#infra/admin/demo.ts";
+import { registerCaller } from "#infra/admin/callers.ts";
 import { registerDataStore } from "#infra/admin/operations.ts";
 import { ensureDemoCaches, filesOf } from "#infra/local/demo/write.ts";
 import { WORKFLOW } from "#infra/system.ts";
@@ -293,6 +299,61 @@ describe("the synthesized bundles, each with its template environment and IAM po
     });
   });
 
+  it("lets an IAM caller's workflow publish through the operations function and wait on its task token", async () => {
+    const operations = system.functions.find((f) => f.id === "operations");
+    if (!operations) throw new Error("no operations function in the template");
+    // register-caller's record; its alias and resource policy are made at run time on AWS, not by the template.
+    const caller = await registerCaller(
+      { portalId: org.portalId, principalArn: "arn:aws:iam::123456789012:role/pipeline", username: "publisher" },
+      { operationsFunction: operations.arn, alias: async () => undefined },
+    );
+    const sfn = new SFNClient({
+      endpoint: system.stepFunctions,
+      region: REGION,
+      credentials: { accessKeyId: "caller", secretAccessKey: "caller" },
+    });
+    const Payload = {
+      operation: "publish",
+      params: {
+        serverId: org.serverId,
+        serviceConfiguration: {
+          type: "MapServer",
+          serviceName: "Artifact_Invoked",
+          properties: { cacheStoreId: org.folderStore, pathInCachedStore: DEMO_CACHE_PATHS.tiles },
+        },
+      },
+      "taskToken.$": "$$.Task.Token",
+    };
+    const { stateMachineArn } = await sfn.send(
+      new CreateStateMachineCommand({
+        name: "pipeline",
+        roleArn: "arn:aws:iam::123456789012:role/pipeline",
+        definition: JSON.stringify({
+          StartAt: "Publish",
+          States: {
+            Publish: {
+              Type: "Task",
+              Resource: "arn:aws:states:::lambda:invoke.waitForTaskToken",
+              Parameters: { FunctionName: caller.invoke, Payload },
+              End: true,
+            },
+          },
+        }),
+      }),
+    );
+    const { executionArn } = await sfn.send(new StartExecutionCommand({ stateMachineArn, input: "{}" }));
+    let execution = await sfn.send(new DescribeExecutionCommand({ executionArn }));
+    for (let i = 0; i < 600 && execution.status === "RUNNING"; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      execution = await sfn.send(new DescribeExecutionCommand({ executionArn }));
+    }
+    expect(execution.status).toBe("SUCCEEDED");
+    expect(JSON.parse(execution.output ?? "{}")).toMatchObject({
+      status: "completed",
+      result: { services: [{ serviceUrl: expect.stringMatching(/\/Artifact_Invoked\/MapServer$/) }] },
+    });
+  });
+
   it("made no call the template's policies refuse, and logged no error, on all of the above", () => {
     expect(denied()).toEqual([]);
     expect(system.invokeDenials).toEqual([]);
@@ -309,6 +370,8 @@ describe("the synthesized bundles, each with its template environment and IAM po
         "states:StartExecution",
         "s3:ListBucket",
         "s3:GetObject",
+        "events:PutEvents",
+        "states:SendTaskSuccess",
       ]),
     );
     expect([...new Set(system.standIn.decisions.map((d) => d.caller))]).toEqual(

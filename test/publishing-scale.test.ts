@@ -102,7 +102,8 @@ describe("publishLayers over 5,000 datasets", () => {
     // A few KB whatever the store holds: the job's input and the page record, never a list of datasets.
     expect(workflows.stats().largestState).toBeLessThan(2_048);
     // Route, then a page task and the loop's Choice per page, then CompleteJob.
-    expect(run.transitions).toBe(1 + 2 * pages + 1);
+    // Route, the pages, CompleteJob, then Finished, Ended and Succeeded.
+    expect(run.transitions).toBe(1 + 2 * pages + 1 + 3);
     // Per page: the store, the server, the page's datasets and the pairs of exactly those (each ≥ 1 Query).
     const reads = count(run.requests, READS);
     expect(reads).toBeLessThanOrEqual(6 * pages);

@@ -58,7 +58,7 @@ class EventsError extends Error {
   }
 }
 
-export async function startEvents(files: EventFiles, deliver: Deliver): Promise<LocalEvents> {
+export async function startEvents(files: EventFiles, deliver: Deliver, busName = LOCAL_BUS): Promise<LocalEvents> {
   const rules = new Map<string, Rule>();
   if (existsSync(files.rules)) {
     for (const r of JSON.parse(await readFile(files.rules, "utf8")) as Rule[]) rules.set(`${r.bus}/${r.name}`, r);
@@ -68,7 +68,7 @@ export async function startEvents(files: EventFiles, deliver: Deliver): Promise<
   const busOf = (name: unknown) => {
     const bus =
       typeof name === "string" && name !== "" ? name.replace(/^arn:aws:events:[^:]*:\d+:event-bus\//, "") : "default";
-    if (bus !== LOCAL_BUS && bus !== "default")
+    if (bus !== busName && bus !== "default")
       throw new EventsError("ResourceNotFoundException", `Event bus ${bus} does not exist.`);
     return bus;
   };
@@ -236,7 +236,7 @@ export async function startEvents(files: EventFiles, deliver: Deliver): Promise<
   server.unref();
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    busArn: busArn(LOCAL_BUS),
+    busArn: busArn(busName),
     close: async () => {
       await appending;
       await new Promise<void>((resolve) => {

@@ -4,11 +4,16 @@
 // definition, each Task invoking the function its substituted ARN names, once the state machine's role may),
 // and every function's bundle in its own Lambda-like environments behind the policy-checking AWS stand-in.
 import { randomInt } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { Gateway } from "#infra/local/gateway.ts";
 import { type LocalWorkflows, startWorkflows, type TaskFn, taskStates } from "#infra/local/workflows.ts";
+import { eventFiles, startEvents } from "#infra/local/events.ts";
+import { callerWorkflows } from "#infra/local/caller-workflows.ts";
 import type { RouteSpec } from "#infra/system.ts";
 import { ACCOUNT, allows, arnLike, type Assembly, type FunctionArtifact, REGION } from "./artifact.ts";
 import { type AwsStandIn, type Decision, startAwsStandIn } from "./aws-stand-in.ts";
@@ -27,6 +32,8 @@ export interface ArtifactSystem {
   readonly functions: readonly FunctionArtifact[];
   readonly tokenKey: { readonly kid: string; readonly k: string };
   host(id: string): FunctionHost;
+  /** Step Functions for callers' own state machines (task tokens), beside the template's. */
+  readonly stepFunctions: string;
   /** Starts an execution of the state machine directly, as an operator (or a resumed job) would. */
   startExecution(name: string, input: string): void;
   /** Route keys of the template whose function's resource policy does not let API Gateway invoke it. */
@@ -115,7 +122,14 @@ export async function startArtifactSystem(
     });
     cleanups.push(() => workflows.close());
 
+    // The template's bus: what the functions raise is kept in a log of its own.
+    const [bus] = assembly.ofType("AWS::Events::EventBus");
+    if (!bus) throw new Error("the template holds no event bus");
+    const eventsDir = mkdtempSync(join(tmpdir(), "mapgate-artifact-events-"));
+    const events = await startEvents(eventFiles(eventsDir), async () => undefined, assembly.ref(bus[0]));
+    cleanups.push(() => events.close());
     const standIn = await startAwsStandIn({
+      events: events.endpoint,
       functions,
       dynamodb: upstreams.dynamodb,
       stepFunctions: workflows.endpoint,
@@ -128,6 +142,22 @@ export async function startArtifactSystem(
       await Promise.all([...hosts.values()].map((h) => h.close()));
     });
     await workflows.load();
+    // Callers' state machines invoke the operations function's bundle through their alias. The alias and its
+    // resource policy are made at run time by register-caller, not by the template: not checked here.
+    workflows.attach(
+      callerWorkflows(async (functionName, payload) => {
+        const [base = "", qualifier] =
+          /^(arn:aws:lambda:[^:]+:\d+:function:[\w-]+)(?::([\w-]+))?$/.exec(functionName)?.slice(1) ?? [];
+        const fn = byArn.get(base);
+        if (!fn) return { kind: "refused", status: 404, type: "ResourceNotFoundException", message: functionName };
+        try {
+          return { kind: "ok", payload: JSON.stringify(await hostOf(fn).invoke(JSON.parse(payload), qualifier)) };
+        } catch (err) {
+          if (err instanceof InvocationError) return { kind: "function-error", payload: JSON.stringify(err.payload) };
+          throw err;
+        }
+      }),
+    );
 
     // API Gateway: the template's routes, integrations, stage and invoke permissions.
     const [api] = assembly.ofType("AWS::ApiGatewayV2::Api");
@@ -218,6 +248,7 @@ export async function startArtifactSystem(
         if (!h) throw new Error(`no function ${id}`);
         return h;
       },
+      stepFunctions: workflows.endpoint,
       startExecution: (name, input) => {
         workflows.start(name, input);
       },

@@ -117,6 +117,10 @@ export class Assembly {
         return { ref: name, attrs: { Arn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${name}` } };
       case "AWS::IAM::Role":
         return { ref: name, attrs: { Arn: `arn:aws:iam::${ACCOUNT}:role/${name}` } };
+      case "AWS::Events::EventBus": {
+        const bus = String(r.Properties?.Name ?? name);
+        return { ref: bus, attrs: { Arn: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${bus}`, Name: bus } };
+      }
       case "AWS::Logs::LogGroup":
         return { ref: name, attrs: { Arn: `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${name}:*` } };
       default:

@@ -36,6 +36,7 @@ export interface StandInOptions {
   readonly dynamodb: string;
   readonly stepFunctions: string;
   readonly s3: string;
+  readonly events: string;
   readonly secrets: readonly StoredSecret[];
 }
 
@@ -249,6 +250,24 @@ export async function startAwsStandIn(options: StandInOptions): Promise<AwsStand
         });
       }
       return forward(options.stepFunctions, req, body, res);
+    }
+
+    if (service === "events") {
+      const operation = target.replace(/^AWSEvents\./, "");
+      const entries = (input().Entries ?? []) as { EventBusName?: string }[];
+      const busArn = (name = "default") =>
+        name.startsWith("arn:") ? name : `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${name}`;
+      const denied = authorize(
+        fn,
+        entries.map((e) => ({ action: `events:${operation}`, resource: busArn(e.EventBusName) })),
+      );
+      if (denied) {
+        return json(res, 400, "application/x-amz-json-1.1", {
+          __type: "AccessDeniedException",
+          message: refusal(fn, denied),
+        });
+      }
+      return forward(options.events, req, body, res);
     }
 
     if (service === "s3") {

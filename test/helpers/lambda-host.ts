@@ -171,8 +171,11 @@ export class FunctionHost {
     return instance;
   }
 
-  /** One invocation: the handler's result, or an InvocationError with Lambda's error payload. */
-  async invoke(event: unknown): Promise<unknown> {
+  /**
+   * One invocation (through an alias when `qualifier` is given, as Lambda then tells the function): the
+   * handler's result, or an InvocationError with Lambda's error payload.
+   */
+  async invoke(event: unknown, qualifier?: string): Promise<unknown> {
     let instance = [...this.#instances].find((i) => !i.busy);
     instance ??= this.#start();
     instance.busy = true;
@@ -202,7 +205,7 @@ export class FunctionHost {
         id,
         event,
         requestId,
-        invokedFunctionArn: this.fn.arn,
+        invokedFunctionArn: qualifier ? `${this.fn.arn}:${qualifier}` : this.fn.arn,
         deadline: Date.now() + timeoutMs,
       });
     });
