@@ -100,6 +100,11 @@ async function run(event: unknown, context: Context): Promise<{ answer: object; 
   }
 }
 
+function operationName(event: unknown): string | undefined {
+  const op = (event as { operation?: unknown } | null)?.operation;
+  return typeof op === "string" && Object.hasOwn(MODULES, op) ? op : undefined;
+}
+
 export const handler = async (event: unknown, context: Context): Promise<object> => {
   const started = performance.now();
   const { answer, taskToken } = await run(event, context);
@@ -107,7 +112,8 @@ export const handler = async (event: unknown, context: Context): Promise<object>
   if (error && taskToken) await sendTaskFailure(taskToken, TASK_ERRORS.refused, error);
   logger.info("invocation", {
     requestId: context.awsRequestId,
-    operation: (event as { operation?: unknown } | null)?.operation,
+    // The caller's own words are logged only when they name an operation.
+    operation: operationName(event),
     errorCode: error?.code,
     ms: Math.round(performance.now() - started),
   });

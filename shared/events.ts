@@ -10,6 +10,15 @@ import { config, tableName } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
 
+/** PutEvents takes 256 KiB per request: a detail past this leaves its `result` out (the job still has it). */
+const MAX_DETAIL_BYTES = 200 * 1024;
+
+function sized(detail: Record<string, unknown>): string {
+  const text = JSON.stringify(detail);
+  if (Buffer.byteLength(text) <= MAX_DETAIL_BYTES || !("result" in detail)) return text;
+  return JSON.stringify({ ...detail, result: { omitted: "Too large for an event: read the job for its result." } });
+}
+
 /** How long an event the bus refused is kept for redelivery before it is given up (and logged). */
 export const OUTBOX_RETENTION_SECONDS = 24 * 3600;
 
@@ -53,7 +62,7 @@ export async function emit(type: EventType, detail: Readonly<Record<string, unkn
   const entry: OutboxEntry = {
     eventId,
     detailType: EVENTS.types[type],
-    detail: JSON.stringify({ eventId, ...detail }),
+    detail: sized({ eventId, ...detail }),
     created: now,
     expiresAt: Math.floor(now / 1000) + OUTBOX_RETENTION_SECONDS,
   };

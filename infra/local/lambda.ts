@@ -75,30 +75,35 @@ export async function startLambda(): Promise<LocalLambda> {
   const spec = invocationFunction();
   const tables = new Set(Object.keys(spec.tables));
 
+  /** The ARN Lambda would say the function was invoked through, if `principal` may invoke it; else LambdaError. */
+  const authorize = async (functionName: string, principal: string, qualifierParam?: string): Promise<string> => {
+    const { name, qualifier } = target(functionName, qualifierParam);
+    const arn = `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT}:function:${name}`;
+    if (name !== OPERATIONS_FUNCTION || !handler) {
+      throw new LambdaError(
+        404,
+        "ResourceNotFoundException",
+        `Function not found: ${arn}${qualifier ? `:${qualifier}` : ""}`,
+      );
+    }
+    if (!qualifier || qualifier === "$LATEST") return arn;
+    const invoked = `${arn}:${qualifier}`;
+    const caller = CALLER_ID.test(qualifier) ? await getCaller(qualifier) : undefined;
+    if (!caller) throw new LambdaError(404, "ResourceNotFoundException", `Function not found: ${invoked}`);
+    // The alias's resource policy allows its principal; the account's operator is allowed by its own IAM.
+    if (principal !== OPERATOR && principalOf(principal) !== principalOf(caller.principalArn)) {
+      throw new LambdaError(
+        403,
+        "AccessDeniedException",
+        `User: ${principal} is not authorized to perform: lambda:InvokeFunction on resource: ${invoked} because no resource-based policy allows the lambda:InvokeFunction action`,
+      );
+    }
+    return invoked;
+  };
+
   const invoke = async (functionName: string, payload: string, principal: string, qualifierParam?: string) => {
     try {
-      const { name, qualifier } = target(functionName, qualifierParam);
-      const arn = `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT}:function:${name}`;
-      if (name !== OPERATIONS_FUNCTION || !handler) {
-        throw new LambdaError(
-          404,
-          "ResourceNotFoundException",
-          `Function not found: ${arn}${qualifier ? `:${qualifier}` : ""}`,
-        );
-      }
-      const invoked = qualifier && qualifier !== "$LATEST" ? `${arn}:${qualifier}` : arn;
-      if (qualifier && qualifier !== "$LATEST") {
-        const caller = CALLER_ID.test(qualifier) ? await getCaller(qualifier) : undefined;
-        if (!caller) throw new LambdaError(404, "ResourceNotFoundException", `Function not found: ${invoked}`);
-        // The alias's resource policy allows its principal; the account's operator is allowed by its own IAM.
-        if (principal !== OPERATOR && principalOf(principal) !== principalOf(caller.principalArn)) {
-          throw new LambdaError(
-            403,
-            "AccessDeniedException",
-            `User: ${principal} is not authorized to perform: lambda:InvokeFunction on resource: ${invoked} because no resource-based policy allows the lambda:InvokeFunction action`,
-          );
-        }
-      }
+      const invoked = await authorize(functionName, principal, qualifierParam);
       if (Buffer.byteLength(payload) > LAMBDA_PAYLOAD_BYTES) {
         throw new LambdaError(
           413,
@@ -129,6 +134,7 @@ export async function startLambda(): Promise<LocalLambda> {
         succeed: () => undefined,
       } satisfies Context;
       const run = handler;
+      if (!run) throw new LambdaError(404, "ResourceNotFoundException", `Function not found: ${invoked}`);
       try {
         const out = await grants.run(tables, () => run(event, context));
         const text = JSON.stringify(out ?? null);
@@ -186,9 +192,21 @@ export async function startLambda(): Promise<LocalLambda> {
     const name = decodeURIComponent(m[1]);
     const qualifier = url.searchParams.get("Qualifier") ?? undefined;
     if (type !== "RequestResponse") {
-      // Permission and payload are checked now; an Event runs after the answer, as Lambda queues it.
-      const check = await invoke(name, type === "DryRun" ? "{}" : "null", principal, qualifier).catch(() => undefined);
-      if (check?.kind === "refused") return refuse(check.status, check.type, check.message);
+      // Permission and payload are checked now (nothing runs for a DryRun); an Event runs after the answer, as
+      // Lambda queues it.
+      try {
+        await authorize(name, principal, qualifier);
+        if (size > LAMBDA_PAYLOAD_BYTES) {
+          throw new LambdaError(
+            413,
+            "RequestTooLargeException",
+            `Request must be smaller than ${LAMBDA_PAYLOAD_BYTES} bytes for the InvokeFunction operation`,
+          );
+        }
+      } catch (err) {
+        if (err instanceof LambdaError) return refuse(err.status, err.type, err.message);
+        throw err;
+      }
       if (type === "Event") void invoke(name, payload, principal, qualifier).catch(() => undefined);
       res.writeHead(type === "DryRun" ? 204 : 202, { "x-amzn-requestid": randomUUID() });
       return res.end();

@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { localTableName } from "#infra/local/dynamo.ts";
-import { ROUTES, TABLES, WORKFLOW } from "#infra/system.ts";
+import { invocationFunction, REDELIVERY, ROUTES, TABLES, WORKFLOW } from "#infra/system.ts";
 
 export const ACCOUNT = "123456789012";
 export const REGION = "us-east-1";
@@ -117,6 +117,13 @@ export class Assembly {
         return { ref: name, attrs: { Arn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:${name}` } };
       case "AWS::IAM::Role":
         return { ref: name, attrs: { Arn: `arn:aws:iam::${ACCOUNT}:role/${name}` } };
+      case "AWS::ApiGatewayV2::Api":
+        return {
+          ref: name,
+          attrs: { ApiEndpoint: `https://${name.toLowerCase()}.execute-api.${REGION}.amazonaws.com` },
+        };
+      case "AWS::Events::Rule":
+        return { ref: name, attrs: { Arn: `arn:aws:events:${REGION}:${ACCOUNT}:rule/${name}` } };
       case "AWS::Events::EventBus": {
         const bus = String(r.Properties?.Name ?? name);
         return { ref: bus, attrs: { Arn: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${bus}`, Name: bus } };
@@ -196,8 +203,9 @@ export class Assembly {
     if (role.Properties?.ManagedPolicyArns) throw new Error(`${roleId}: managed policies are not modelled here`);
     const documents = [
       ...((role.Properties?.Policies as { PolicyDocument: unknown }[] | undefined) ?? []).map((p) => p.PolicyDocument),
-      ...this.ofType("AWS::IAM::Policy")
-        .filter(([, p]) => (this.resolve(p.Properties?.Roles) as string[]).includes(this.ref(roleId)))
+      // A role's inline policy, and the managed policies CDK moves statements to past IAM's 10 KB inline limit.
+      ...[...this.ofType("AWS::IAM::Policy"), ...this.ofType("AWS::IAM::ManagedPolicy")]
+        .filter(([, p]) => ((this.resolve(p.Properties?.Roles) ?? []) as string[]).includes(this.ref(roleId)))
         .map(([, p]) => p.Properties?.PolicyDocument),
     ];
     return documents.flatMap((doc) => {
@@ -207,7 +215,12 @@ export class Assembly {
   }
 
   functions(): FunctionArtifact[] {
-    const ids = [...ROUTES.map((r) => r.id), ...WORKFLOW.tasks.map((t) => t.id)];
+    const ids = [
+      ...ROUTES.map((r) => r.id),
+      ...WORKFLOW.tasks.map((t) => t.id),
+      invocationFunction().id,
+      REDELIVERY.id,
+    ];
     return this.ofType("AWS::Lambda::Function").map(([logicalId, r]) => {
       const p = r.Properties ?? {};
       const code = p.Code as { S3Key?: unknown };
