@@ -1,6 +1,7 @@
 // Other AWS services calling mapgate and hearing from it, through the AWS SDK against the local engine: an IAM
 // caller invokes the operations function (Lambda Invoke), a caller's own state machine publishes and waits with
 // a task token, and events reach the bus (and its log) with details that match the schemas in infra/events.
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
@@ -380,6 +381,40 @@ describe("events", () => {
       events().find((e) => e.detail.roleId === created.id),
     );
     expect(redelivered.detail).toMatchObject({ change: "created", name: "Throttled" });
+  });
+
+  it("follows the log with npm run admin -- events --follow", async () => {
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, "infra/admin/cli.ts"), "events", "--follow", "--data-dir", engine.dataDir],
+      {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
+    try {
+      let text = "";
+      child.stdout.on("data", (c: Buffer) => {
+        text += c.toString("utf8");
+      });
+      const complete = () => text.split("\n").slice(0, -1);
+      await eventually("the events so far", () => (complete().length >= events().length ? true : undefined));
+      const admin = await call(`${engine.ready.https}/portal/sharing/rest/generateToken`, {
+        ca: engine.ca,
+        body: form({ f: "json", username: "admin", password: PASSWORDS.admin }),
+      }).then((r) => r.json<{ token: string }>().token);
+      await call(`${engine.ready.https}/portal/sharing/rest/portals/self/createRole`, {
+        ca: engine.ca,
+        body: form({ f: "json", token: admin, name: "Followed" }),
+      });
+      const line = await eventually("the new event, printed", () => complete().find((l) => l.includes('"Followed"')));
+      expect(JSON.parse(line)).toMatchObject({
+        "detail-type": "Role Changed",
+        detail: { change: "created", name: "Followed" },
+      });
+    } finally {
+      child.kill();
+    }
   });
 
   it("prints the log with npm run admin -- events", () => {

@@ -189,11 +189,15 @@ async function connect(): Promise<Target> {
       process.env[tableEnvName(t.name)] = real;
     }
     const sm = new SecretsManagerClient({});
-    const operationsFunction = outputs.get("OperationsFunctionArn");
-    if (!operationsFunction) throw new Error(`stack ${values.stack} has no output OperationsFunctionArn`);
+    // Asked for only by the caller commands: a stack deployed before callers existed still serves the others.
+    const operationsFunction = outputs.get("OperationsFunctionArn") ?? "";
     return {
       operationsFunction,
-      alias: (callerId, principalArn, present) => callerAlias(operationsFunction, callerId, principalArn, present),
+      alias: (callerId, principalArn, present) => {
+        if (!operationsFunction)
+          throw new AdminInputError(`stack ${values.stack} has no operations function: deploy it again`);
+        return callerAlias(operationsFunction, callerId, principalArn, present);
+      },
       // On AWS a generated password is never printed: it is stored in Secrets Manager *before* the user
       // is created, so a failure to store it can never leave a user whose password nobody knows.
       password: async (username, envName) => {
