@@ -9,14 +9,14 @@ import { config } from "#shared/config.ts";
 import { ApiError, errorBody, INTERNAL_ERROR } from "#shared/http/errors.ts";
 import type { Invocation, RestContext } from "#shared/http/pipeline.ts";
 import { identifyCaller } from "#shared/invocation/caller.ts";
-import { type InvokedEvent, readInvokedEvent } from "#shared/invocation/event.ts";
+import { type InvokedEvent, MAX_TASK_TOKEN, readInvokedEvent } from "#shared/invocation/event.ts";
 import { sendTaskFailure, TASK_ERRORS } from "#shared/invocation/task-tokens.ts";
 import { logger } from "#shared/log.ts";
 
 type RouteHandler = (event: APIGatewayProxyEventV2, context: RestContext) => Promise<APIGatewayProxyStructuredResultV2>;
 
 // Loaded on first use, so a warm function pays only for the operations it is asked for.
-const MODULES = {
+export const MODULES = {
   describe: () => import("#functions/datastore-describe.ts"),
   publish: () => import("#functions/datastore-publish.ts"),
   publishLayers: () => import("#functions/datastore-publish-layers.ts"),
@@ -79,12 +79,23 @@ function apiEvent(e: InvokedEvent, requestId: string): APIGatewayProxyEventV2 {
   };
 }
 
+/**
+ * The task token an event carries, before the event is validated: a registered caller's waiting workflow is told
+ * of any refusal (a bad field included), never left waiting for a job that will not run.
+ */
+function rawTaskToken(event: unknown): string | undefined {
+  const t = (event as { taskToken?: unknown } | null)?.taskToken;
+  return typeof t === "string" && t.length > 0 && t.length <= MAX_TASK_TOKEN ? t : undefined;
+}
+
 async function run(event: unknown, context: Context): Promise<{ answer: object; taskToken?: string | undefined }> {
   let taskToken: string | undefined;
   try {
+    // Who calls first (from what Lambda says, never the event): only a registered caller's token is answered.
+    const caller = await identifyCaller(context);
+    taskToken = rawTaskToken(event);
     const e = readInvokedEvent(event);
-    taskToken = e.taskToken;
-    const invocation: Invocation = await identifyCaller(context, e.taskToken);
+    const invocation: Invocation = { ...caller, ...(e.taskToken ? { taskToken: e.taskToken } : {}) };
     const mod = (await MODULES[e.operation]()) as { handler: RouteHandler };
     const restContext: RestContext = Object.assign(Object.create(context) as Context, { mapgate: { invocation } });
     const response = await mod.handler(apiEvent(e, context.awsRequestId), restContext);

@@ -18,7 +18,7 @@ export const handler = restHandler(
     ],
   },
   async (req) => {
-    const { portal } = requireRoleAdmin(req);
+    const { portal, user: admin } = requireRoleAdmin(req);
     const problems: string[] = [];
     const name = readName(req.params.get("name") ?? "", problems);
     const description = readDescription(req.params.get("description") ?? "", problems);
@@ -46,7 +46,7 @@ export const handler = restHandler(
       change: "created",
       roleId,
       name,
-      by: requireRoleAdmin(req).user.username,
+      by: admin.username,
     });
     return { success: true, id: roleId };
   },

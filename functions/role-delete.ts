@@ -8,7 +8,7 @@ import { emit } from "#shared/events.ts";
 const FAILED = "Unable to delete role.";
 
 export const handler = restHandler({ name: "Delete Role", postOnly: true }, async (req) => {
-  const { portal } = requireRoleAdmin(req);
+  const { portal, user: admin } = requireRoleAdmin(req);
   let roleId = "";
   await changeRole(req, portal.portalId, FAILED, async (current) => {
     if (current.holders > 0) {
@@ -23,7 +23,7 @@ export const handler = restHandler({ name: "Delete Role", postOnly: true }, asyn
     portalId: portal.portalId,
     change: "deleted",
     roleId,
-    by: requireRoleAdmin(req).user.username,
+    by: admin.username,
   });
   return { success: true, roleId };
 });

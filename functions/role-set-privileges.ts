@@ -11,7 +11,7 @@ export const handler = restHandler(
     form: [{ name: "privileges", label: 'Privileges ({"privileges":[…]})', type: "textarea", required: true }],
   },
   async (req) => {
-    const { portal } = requireRoleAdmin(req);
+    const { portal, user: admin } = requireRoleAdmin(req);
     const privileges = readPrivileges(req.params.get("privileges"));
     let roleId = "";
     await changeRole(req, portal.portalId, "Unable to set privileges.", (current) => {
@@ -23,7 +23,7 @@ export const handler = restHandler(
       change: "privilegesSet",
       roleId,
       privileges,
-      by: requireRoleAdmin(req).user.username,
+      by: admin.username,
     });
     return { success: true };
   },

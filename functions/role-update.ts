@@ -23,7 +23,7 @@ export const handler = restHandler(
     },
   },
   async (req) => {
-    const { portal } = requireRoleAdmin(req);
+    const { portal, user: admin } = requireRoleAdmin(req);
     const rawName = req.params.get("name");
     const rawDescription = req.params.get("description");
     // A browser form always sends both fields: an empty name there means "leave it".
@@ -49,7 +49,7 @@ export const handler = restHandler(
       portalId: portal.portalId,
       change: "updated",
       roleId,
-      by: requireRoleAdmin(req).user.username,
+      by: admin.username,
     });
     return { success: true };
   },

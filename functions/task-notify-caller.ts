@@ -8,15 +8,16 @@ import { getJob } from "#shared/stores/jobs.ts";
 import { taskHandler } from "#shared/tasks.ts";
 
 export const handler = taskHandler("notify-caller", async (input: JobInput) => {
-  if (!input.taskToken) return { notified: false };
+  // The token is kept on the job's record, out of the execution's input (which the workflow's logs hold).
   const job = await getJob(input.jobId);
-  if (!job || job.status === "processing") throw new Error(`job ${input.jobId} has not ended`);
-  if (job.status === "completed") await sendTaskSuccess(input.taskToken, jobView(job));
+  if (!job?.taskToken) return { notified: false };
+  if (job.status === "completed") await sendTaskSuccess(job.taskToken, jobView(job));
   else {
-    await sendTaskFailure(input.taskToken, TASK_ERRORS.jobFailed, {
+    // Still processing here means FailJob could not record the failure: the caller is told all the same.
+    await sendTaskFailure(job.taskToken, TASK_ERRORS.jobFailed, {
       jobId: job.jobId,
       operation: job.operation,
-      message: job.message,
+      message: job.message || "The job failed.",
     });
   }
   return { notified: true };

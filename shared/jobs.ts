@@ -33,9 +33,9 @@ export async function startJob(
     operation,
     params,
     origin: req.httpsOrigin,
-    ...(taskToken ? { taskToken } : {}),
+    ...(taskToken ? { callerWaits: true as const } : {}),
   };
-  const job = newJob(start, key);
+  const job = newJob(start, key, Date.now(), taskToken);
   await createJob(job);
   try {
     await sfn.send(new StartExecutionCommand({ stateMachineArn: arn, name: jobId, input: job.input }));

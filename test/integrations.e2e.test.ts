@@ -14,12 +14,14 @@ import {
 } from "@aws-sdk/client-sfn";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
+import { ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EVENTS, type EventType, eventSchemaFile } from "#infra/system.ts";
 import { stableItemId } from "#shared/publishing.ts";
 import { adminCommand, type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
+import { runningStore } from "./helpers/store.ts";
 
 let engine: RunningEngine;
 let org: DemoOrganization;
@@ -150,8 +152,11 @@ describe("IAM callers (Lambda Invoke of the operations function)", () => {
     // The unqualified function: the account's own operator may invoke it, but it answers registered callers only.
     const bare = alias.replace(/:caller-[0-9a-f]{24}$/, "");
     const forged = await invoke(undefined, bare, { operation: "self", principal: PIPELINE });
-    expect(forged.answer).toMatchObject({ error: { code: 400 } });
-    expect(JSON.stringify(forged.answer)).toContain("who calls is known from IAM");
+    expect(forged.answer).toMatchObject({ error: { code: 403 } });
+    // Through a registered alias, a principal in the body is refused too, not ignored.
+    const claimed = await invoke(PIPELINE, alias, { operation: "self", principal: STRANGER });
+    expect(claimed.answer).toMatchObject({ error: { code: 400 } });
+    expect(JSON.stringify(claimed.answer)).toContain("who calls is known from IAM");
     const unqualified = await invoke(undefined, bare, { operation: "self" });
     expect(unqualified.answer).toMatchObject({ error: { code: 403 } });
   });
@@ -237,6 +242,15 @@ describe("a caller's workflow publishes and waits (.waitForTaskToken)", () => {
       code: 400,
       details: ["'serviceConfiguration' must be specified."],
     });
+  });
+
+  it("fails at once when the event names a principal, even through the caller's own alias", async () => {
+    const done = await run(
+      "forged-and-told",
+      waitingState({ operation: "publish", principal: STRANGER, params: { serverId: org.serverId } }),
+    );
+    expect(done).toMatchObject({ status: "FAILED", error: "mapgate.OperationRefused" });
+    expect(done.cause).toContain("who calls is known from IAM");
   });
 
   it("fails with mapgate.JobFailed and the job's message when the job fails", async () => {
@@ -375,12 +389,16 @@ describe("events", () => {
     }).then((r) => r.json<{ success: boolean; id: string }>());
     expect(created.success).toBe(true);
     expect(events().some((e) => e.detail.roleId === created.id)).toBe(false);
+    const kept = await runningStore(engine.dataDir).send(new ScanCommand({ TableName: "mapgate-outbox" }));
+    const outboxed = (kept.Items ?? []).find((i) => String(i.detail).includes(created.id));
+    expect(outboxed).toBeDefined();
     rmSync(fault);
     // events-redeliver runs every second here (every minute on AWS).
     const redelivered = await eventually("the redelivered event", () =>
       events().find((e) => e.detail.roleId === created.id),
     );
-    expect(redelivered.detail).toMatchObject({ change: "created", name: "Throttled" });
+    // Sent again unchanged: consumers de-duplicate by the same eventId.
+    expect(redelivered.detail).toMatchObject({ change: "created", name: "Throttled", eventId: outboxed?.eventId });
   });
 
   it("follows the log with npm run admin -- events --follow", async () => {

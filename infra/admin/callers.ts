@@ -15,6 +15,12 @@ export async function registerCaller(
   target: AliasTarget,
 ): Promise<Caller & { invoke: string }> {
   const principal = principalOf(spec.principalArn);
+  // A session's ARN would let one session in, not the role's: the resource policy must name the role.
+  if (/^arn:aws[a-z-]*:sts::/.test(spec.principalArn)) {
+    throw new AdminInputError(
+      "--principal must be the role's ARN (arn:aws:iam::<account>:role/<name>), not a session's",
+    );
+  }
   if (!principal) {
     throw new AdminInputError(
       "--principal must be an IAM role or user ARN (arn:aws:iam::<account>:role/<name>); a role's sessions act as the role",

@@ -157,23 +157,37 @@ async function callerAlias(fn: string, callerId: string, principalArn: string, p
     });
     return;
   }
-  await lambda.send(
-    new CreateAliasCommand({
-      FunctionName: fn,
-      Name: callerId,
-      FunctionVersion: "$LATEST",
-      Description: `mapgate caller ${principalArn}`.slice(0, 256),
-    }),
-  );
-  await lambda.send(
-    new AddPermissionCommand({
-      FunctionName: fn,
-      Qualifier: callerId,
-      StatementId: callerId,
-      Action: "lambda:InvokeFunction",
-      Principal: principalArn,
-    }),
-  );
+  // Left over by an earlier attempt that failed halfway: reused, so registering again mends it.
+  const leftOver = (err: Error) => {
+    if (err.name !== "ResourceConflictException") throw err;
+  };
+  await lambda
+    .send(
+      new CreateAliasCommand({
+        FunctionName: fn,
+        Name: callerId,
+        FunctionVersion: "$LATEST",
+        Description: `mapgate caller ${principalArn}`.slice(0, 256),
+      }),
+    )
+    .catch(leftOver);
+  try {
+    await lambda
+      .send(
+        new AddPermissionCommand({
+          FunctionName: fn,
+          Qualifier: callerId,
+          StatementId: callerId,
+          Action: "lambda:InvokeFunction",
+          Principal: principalArn,
+        }),
+      )
+      .catch(leftOver);
+  } catch (err) {
+    // No alias without its permission (and no record: the caller removes it).
+    await lambda.send(new DeleteAliasCommand({ FunctionName: fn, Name: callerId })).catch(() => undefined);
+    throw err;
+  }
 }
 
 /** Points the shared stores at the target's tables. */

@@ -14,6 +14,40 @@ const LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke";
 const WAIT = `${LAMBDA_INVOKE}.waitForTaskToken`;
 const FUNCTION_ARN = /^arn:aws:lambda:[a-z0-9-]+:\d{12}:function:[\w-]+(:[\w$-]+)?$/;
 
+interface Waiter {
+  resolve(output: unknown): void;
+  reject(err: Error): void;
+  /** A heartbeat: the HeartbeatSeconds clock starts again. */
+  beat(): void;
+}
+
+/**
+ * The interpreter gives a Task without TimeoutSeconds 60 s, where AWS waits up to a year: waiting Tasks get the
+ * longest wait a Node timer holds (~24 days) unless they say otherwise, and this code keeps their clocks.
+ */
+const LONGEST_WAIT_SECONDS = 2_000_000;
+
+function limitMs(seconds: unknown): number | undefined {
+  return typeof seconds === "number" && seconds > 0 ? Math.min(seconds, LONGEST_WAIT_SECONDS) * 1000 : undefined;
+}
+
+/** The definition the interpreter runs: waiting Tasks without a TimeoutSeconds get the longest one. */
+function withWaits(definition: Json): Json {
+  const copy = structuredClone(definition);
+  const walk = (states: Record<string, Json>) => {
+    for (const state of Object.values(states)) {
+      const nested = (state.Iterator ?? state.ItemProcessor) as { States?: Record<string, Json> } | undefined;
+      if (nested?.States) walk(nested.States);
+      for (const branch of (state.Branches ?? []) as { States: Record<string, Json> }[]) walk(branch.States);
+      if (state.Type === "Task" && state.Resource === WAIT && state.TimeoutSeconds === undefined) {
+        state.TimeoutSeconds = LONGEST_WAIT_SECONDS;
+      }
+    }
+  };
+  walk(copy.States as Record<string, Json>);
+  return copy;
+}
+
 class SfnError extends Error {
   readonly type: string;
 
@@ -63,7 +97,9 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
   const machines = new Map<string, Machine>();
   const executions = new Map<string, Execution>();
   const running = new Set<Promise<unknown>>();
-  const waiting = new Map<string, { resolve: (output: unknown) => void; reject: (err: Error) => void }>();
+  const waiting = new Map<string, Waiter>();
+  /** Tokens whose task timed out (or whose execution ended): answering them is TaskTimedOut, as on AWS. */
+  const expired = new Set<string>();
 
   const invokeAs = async (principal: string, functionName: string, payload: unknown) => {
     const result = await invoke(functionName, JSON.stringify(payload ?? {}), principal);
@@ -91,11 +127,26 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
             return { ExecutedVersion: "$LATEST", Payload: payload, StatusCode: 200 };
           };
         } else if (resource === WAIT) {
+          const timeoutMs = limitMs(state.TimeoutSeconds);
+          const heartbeatMs = limitMs(state.HeartbeatSeconds);
           bindings[name] = async (input: never) => {
             const token = randomBytes(48).toString("base64url");
             const text = JSON.stringify(input).replaceAll(placeholder, token);
             const { FunctionName, Payload } = JSON.parse(text) as { FunctionName?: string; Payload?: unknown };
-            const answered = new Promise<unknown>((resolve, reject) => waiting.set(token, { resolve, reject }));
+            const timers: NodeJS.Timeout[] = [];
+            const answered = new Promise<unknown>((resolve, reject) => {
+              const expire = (error: string) => () => reject(taskError(error, `The task's ${error} passed.`));
+              let heartbeat: NodeJS.Timeout | undefined;
+              const beat = () => {
+                if (heartbeatMs === undefined) return;
+                clearTimeout(heartbeat);
+                heartbeat = setTimeout(expire("States.HeartbeatTimeout"), heartbeatMs);
+                timers.push(heartbeat);
+              };
+              if (timeoutMs !== undefined) timers.push(setTimeout(expire("States.Timeout"), timeoutMs));
+              beat();
+              waiting.set(token, { resolve, reject, beat });
+            });
             // The answer may come before the invocation returns (a refusal is answered at once): never unhandled.
             answered.catch(() => undefined);
             try {
@@ -103,7 +154,8 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
               await invokeAs(roleArn, String(FunctionName), Payload);
               return await answered;
             } finally {
-              waiting.delete(token);
+              for (const t of timers) clearTimeout(t);
+              if (waiting.delete(token)) expired.add(token);
             }
           };
         } else if (FUNCTION_ARN.test(resource)) {
@@ -138,6 +190,7 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
   ) => {
     const token = String(body.taskToken ?? "");
     const waiter = waiting.get(token);
+    if (!waiter && expired.has(token)) throw new SfnError("TaskTimedOut", "Task Timed Out");
     if (!waiter) throw new SfnError("TaskDoesNotExist", "Task Does Not Exist");
     settle(waiter);
     waiting.delete(token);
@@ -169,7 +222,7 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
       const bindings = bind(definition, roleArn, placeholder);
       let machine: StateMachine;
       try {
-        machine = new StateMachine(definition as never);
+        machine = new StateMachine(withWaits(definition) as never);
       } catch (err) {
         throw new SfnError("InvalidDefinition", `Invalid State Machine Definition: ${(err as Error).message}`);
       }
@@ -245,7 +298,11 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
         w.reject(taskError(String(body.error ?? "") || "States.TaskFailed", String(body.cause ?? ""))),
       ),
     SendTaskHeartbeat: (body) => {
-      if (!waiting.has(String(body.taskToken ?? ""))) throw new SfnError("TaskDoesNotExist", "Task Does Not Exist");
+      const token = String(body.taskToken ?? "");
+      const waiter = waiting.get(token);
+      if (!waiter && expired.has(token)) throw new SfnError("TaskTimedOut", "Task Timed Out");
+      if (!waiter) throw new SfnError("TaskDoesNotExist", "Task Does Not Exist");
+      waiter.beat();
       return {};
     },
   };

@@ -12,7 +12,7 @@ import { REDELIVERY, TABLES, tableEnvName } from "#infra/system.ts";
 import { grants } from "#shared/config.ts";
 import { callerWorkflows } from "./caller-workflows.ts";
 import { eventFiles, LOCAL_BUS, startEvents } from "./events.ts";
-import { OPERATOR, startLambda } from "./lambda.ts";
+import { startLambda } from "./lambda.ts";
 import { openDataFolder } from "./data-folder.ts";
 import { createTables, localTableName, startDynamo } from "./dynamo.ts";
 import { Gateway } from "./gateway.ts";
@@ -223,7 +223,8 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     workflows.attach(callers);
     const events = await startEvents(eventFiles(options.dataDir), async (arn, input) => {
       if (arn.includes(":stateMachine:")) await callers.handle("StartExecution", { stateMachineArn: arn, input });
-      else if (arn.includes(":function:")) await lambda.invoke(arn, input, OPERATOR);
+      // As EventBridge's own principal, which a caller's alias does not allow (nor does the alias on AWS).
+      else if (arn.includes(":function:")) await lambda.invoke(arn, input, "events.amazonaws.com");
     });
     cleanups.push(() => events.close());
     const endpoints = { sfn: workflows.endpoint, s3: s3.endpoint, events: events.endpoint, lambda: lambda.endpoint };

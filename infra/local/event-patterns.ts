@@ -43,8 +43,8 @@ function matchesOne(value: Json, alternative: Json): boolean {
   if ("numeric" in alternative) return Array.isArray(alternative.numeric) && numericMatch(value, alternative.numeric);
   if ("anything-but" in alternative) {
     const but = alternative["anything-but"];
-    if (isObject(but) && typeof but.prefix === "string")
-      return typeof value === "string" && !value.startsWith(but.prefix);
+    // anything-but a prefix, suffix or case-insensitive value: the rule's own match, negated (strings only).
+    if (isObject(but)) return typeof value === "string" && !matchesOne(value, but);
     const list = Array.isArray(but) ? but : [but];
     return value !== undefined && !list.includes(value);
   }
@@ -64,23 +64,33 @@ function leafMatches(value: Json, alternatives: readonly Json[]): boolean {
   return false;
 }
 
-/** Whether `event` matches `pattern` (both parsed JSON). */
+/**
+ * Whether `event` matches `pattern` (both parsed JSON). Inside an array of objects a field matches when it matches
+ * in any of them, as EventBridge flattens arrays.
+ */
 export function matchesPattern(pattern: Json, event: Json): boolean {
   if (!isObject(pattern)) return false;
   for (const [key, rule] of Object.entries(pattern)) {
     const value = isObject(event) ? event[key] : undefined;
     if (Array.isArray(rule)) {
-      if (!leafMatches(value, rule)) return false;
+      if (!leafMatches(flatten(value), rule)) return false;
     } else if (isObject(rule)) {
-      if (!matchesPattern(rule, value)) return false;
+      const objects = Array.isArray(value) ? value : [value];
+      if (!objects.some((o) => matchesPattern(rule, o))) return false;
     } else return false;
   }
   return true;
 }
 
+/** An array of arrays is matched element by element (EventBridge flattens nested arrays). */
+function flatten(value: Json): Json {
+  return Array.isArray(value) ? value.flat(Infinity) : value;
+}
+
 /** A pattern's shape problems, as PutRule refuses them (a leaf must be a list; rules must be known). */
 export function patternProblem(pattern: Json, path = ""): string | undefined {
   if (!isObject(pattern)) return `Event pattern${path ? ` at ${path}` : ""} must be an object.`;
+  if (Object.keys(pattern).length === 0) return `Event pattern${path ? ` at ${path}` : ""} must not be empty.`;
   for (const [key, rule] of Object.entries(pattern)) {
     const at = path ? `${path}.${key}` : key;
     if (Array.isArray(rule)) {
@@ -89,6 +99,14 @@ export function patternProblem(pattern: Json, path = ""): string | undefined {
           const names = Object.keys(alt);
           const known = ["prefix", "suffix", "anything-but", "numeric", "exists", "equals-ignore-case"];
           if (names.length !== 1 || !known.includes(names[0] ?? "")) return `Unrecognized match type at ${at}.`;
+          const but = alt["anything-but"];
+          if (isObject(but)) {
+            const inner = Object.keys(but);
+            const allowed = ["prefix", "suffix", "equals-ignore-case"];
+            if (inner.length !== 1 || !allowed.includes(inner[0] ?? "") || typeof Object.values(but)[0] !== "string") {
+              return `Inside anything-but at ${at} only a prefix, suffix or equals-ignore-case string is allowed.`;
+            }
+          }
         } else if (Array.isArray(alt)) return `Match value at ${at} must be a string, number, boolean, null or rule.`;
       }
     } else if (isObject(rule)) {

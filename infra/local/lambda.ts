@@ -136,7 +136,21 @@ export async function startLambda(): Promise<LocalLambda> {
       const run = handler;
       if (!run) throw new LambdaError(404, "ResourceNotFoundException", `Function not found: ${invoked}`);
       try {
-        const out = await grants.run(tables, () => run(event, context));
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                Object.assign(new Error(`Task timed out after ${TIMEOUT_MS / 1000}.00 seconds`), {
+                  name: "Sandbox.Timedout",
+                }),
+              ),
+            TIMEOUT_MS,
+          );
+        });
+        const out = await Promise.race([grants.run(tables, () => run(event, context)), timedOut]).finally(() =>
+          clearTimeout(timer),
+        );
         const text = JSON.stringify(out ?? null);
         if (Buffer.byteLength(text) > LAMBDA_PAYLOAD_BYTES) {
           return {

@@ -31,8 +31,7 @@ const notRegistered = () =>
 /** The registered caller this invocation came through, as the member it acts as; 403 otherwise. */
 export async function identifyCaller(
   context: Pick<Context, "invokedFunctionArn" | "awsRequestId">,
-  taskToken: string | undefined,
-): Promise<Invocation> {
+): Promise<Omit<Invocation, "taskToken">> {
   const alias = aliasOf(context);
   const caller = alias ? await getCaller(alias) : undefined;
   if (!caller) throw notRegistered();
@@ -70,5 +69,5 @@ export async function identifyCaller(
     credential: { token: "", source: "iam" },
     privileges: await privilegesOf(user),
   };
-  return { identity, callerId: caller.callerId, ...(taskToken ? { taskToken } : {}) };
+  return { identity, callerId: caller.callerId };
 }

@@ -17,7 +17,7 @@ const PARAM_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
 const RESERVED = new Set(["f", "callback", "token", "csrf"]);
 const MAX_PARAMS = 64;
 /** Step Functions task tokens are at most 2,048 characters. */
-const MAX_TASK_TOKEN = 2048;
+export const MAX_TASK_TOKEN = 2048;
 
 const invalid = (details: string[]) => badRequest("Invalid invocation.", details);
 

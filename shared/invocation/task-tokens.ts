@@ -23,15 +23,28 @@ async function answer(send: () => Promise<unknown>, what: string): Promise<void>
   }
 }
 
-export function sendTaskSuccess(taskToken: string, output: unknown): Promise<void> {
-  return answer(
-    () => sfn.send(new SendTaskSuccessCommand({ taskToken, output: JSON.stringify(output) })),
-    "SendTaskSuccess",
-  );
+/** Step Functions takes at most 256 KiB of task output and 32,768 characters of cause. */
+const MAX_OUTPUT_BYTES = 250_000;
+const MAX_CAUSE_CHARS = 32_768;
+
+/** The job as `jobs/<id>` shows it; a result too large for a task's output is left out (the job keeps it). */
+export function sendTaskSuccess(taskToken: string, job: { readonly result?: unknown }): Promise<void> {
+  let output = JSON.stringify(job);
+  if (Buffer.byteLength(output) > MAX_OUTPUT_BYTES) {
+    output = JSON.stringify({ ...job, result: { omitted: "Too large for a task's output: read the job for it." } });
+  }
+  return answer(() => sfn.send(new SendTaskSuccessCommand({ taskToken, output })), "SendTaskSuccess");
 }
 
-export function sendTaskFailure(taskToken: string, error: string, cause: unknown): Promise<void> {
-  // Step Functions takes at most 32,768 characters of cause.
-  const text = JSON.stringify(cause).slice(0, 32_768);
+/** `cause` is JSON whatever its size: a long `message` (or `details`) is shortened, never the JSON cut. */
+export function sendTaskFailure(
+  taskToken: string,
+  error: string,
+  cause: { readonly message?: string; readonly details?: readonly string[] } & Record<string, unknown>,
+): Promise<void> {
+  let text = JSON.stringify(cause);
+  if (text.length > MAX_CAUSE_CHARS) {
+    text = JSON.stringify({ ...cause, message: (cause.message ?? "").slice(0, 4096), details: [] });
+  }
   return answer(() => sfn.send(new SendTaskFailureCommand({ taskToken, error, cause: text })), "SendTaskFailure");
 }

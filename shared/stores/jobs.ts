@@ -26,6 +26,8 @@ export interface Job {
   readonly modified: number;
   /** Epoch seconds after which the job no longer exists for anyone (DynamoDB's TTL reclaims it later). */
   readonly expiresAt: number;
+  /** The task token a caller's workflow waits on, answered when the job ends (a credential: never shown). */
+  readonly taskToken?: string | undefined;
 }
 
 export const JOB_RETENTION_SECONDS = 7 * 24 * 3600;
@@ -41,12 +43,15 @@ export interface JobStart {
   readonly params: Readonly<Record<string, string>>;
   /** The public HTTPS origin, for the URLs a job writes. */
   readonly origin: string;
-  /** A caller's waiting workflow (`.waitForTaskToken`), answered when the job ends. */
-  readonly taskToken?: string;
+  /**
+   * A caller's workflow waits on this job (`.waitForTaskToken`): its token is on the job's record, never in the
+   * execution's input, which the workflow's logs keep.
+   */
+  readonly callerWaits?: true;
 }
 
 /** A new job's record, processing, readable for JOB_RETENTION_SECONDS with `key`. */
-export function newJob(start: JobStart, key: string, now = Date.now()): Job {
+export function newJob(start: JobStart, key: string, now = Date.now(), taskToken?: string): Job {
   return {
     jobId: start.jobId,
     portalId: start.portalId,
@@ -61,6 +66,7 @@ export function newJob(start: JobStart, key: string, now = Date.now()): Job {
     created: now,
     modified: now,
     expiresAt: Math.floor(now / 1000) + JOB_RETENTION_SECONDS,
+    ...(taskToken ? { taskToken } : {}),
   };
 }
 
@@ -87,6 +93,7 @@ function toJob(item: Record<string, unknown>): Job {
     created: r.number("created"),
     modified: r.number("modified"),
     expiresAt: r.number("expiresAt"),
+    taskToken: r.optionalString("taskToken"),
   };
 }
 
