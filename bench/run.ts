@@ -9,7 +9,7 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 import { build } from "esbuild";
 import { esbuildOptions } from "#infra/aws/bundling.ts";
-import { ROUTES, WORKFLOW } from "#infra/system.ts";
+import { invocationFunction, REDELIVERY, ROUTES, WORKFLOW } from "#infra/system.ts";
 import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";
@@ -21,7 +21,7 @@ import { tileFunction, tileLoad } from "./tiles.ts";
 import { tokenBench } from "./tokens.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
-/** `BENCH_ONLY=reads`: only the read figures against the local engine (a quick before/after check). */
+/** `BENCH_ONLY=reads` or `cold`: only the read figures, or only the bundles' import (quick before/after checks). */
 const ONLY = process.env.BENCH_ONLY;
 const CONNECTIONS = 10;
 
@@ -113,7 +113,14 @@ async function coldStart(): Promise<void> {
   console.log(`${"".padEnd(26)}${"KiB".padStart(9)}${"import ms".padStart(11)}${"× empty".padStart(9)}`);
   console.log(`${"empty module".padEnd(26)}${fmt(0)}${fmt(baseline, 2).padStart(11)}${fmt(1, 1)}`);
   // Every function bundle: one per route handler module, one per workflow task.
-  const modules = [...new Set([...ROUTES.map((r) => r.handler ?? r.id), ...WORKFLOW.tasks.map((t) => t.id)])];
+  const modules = [
+    ...new Set([
+      ...ROUTES.map((r) => r.handler ?? r.id),
+      ...WORKFLOW.tasks.map((t) => t.id),
+      invocationFunction().id,
+      REDELIVERY.id,
+    ]),
+  ];
   for (const id of modules) {
     const file = join(out, `${id}.mjs`);
     await build(esbuildOptions(join(ROOT, "functions", `${id}.ts`), file));
@@ -122,6 +129,10 @@ async function coldStart(): Promise<void> {
   }
 }
 
+if (ONLY === "cold") {
+  await coldStart();
+  process.exit(0);
+}
 await readLoad(DURATION_S);
 if (ONLY === "reads") process.exit(0);
 await pipeline();

@@ -3,7 +3,7 @@
 // so the operation that raised it neither fails nor waits on the bus. Delivery is at least once: consumers
 // de-duplicate by `detail.eventId`, which stays the same when an event is sent again.
 import { randomUUID } from "node:crypto";
-import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import type { PutEventsCommandOutput, PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { EVENTS, type EventType } from "#infra/system.ts";
 import { config, tableName } from "#shared/config.ts";
@@ -22,8 +22,23 @@ function sized(detail: Record<string, unknown>): string {
 /** How long an event the bus refused is kept for redelivery before it is given up (and logged). */
 export const OUTBOX_RETENTION_SECONDS = 24 * 3600;
 
-// No retries here (the outbox is the retry) and a deadline far below any operation's own.
-const bus = new EventBridgeClient({ maxAttempts: 1, requestHandler: { connectionTimeout: 300, requestTimeout: 800 } });
+let bus: Promise<(entry: PutEventsRequestEntry) => Promise<PutEventsCommandOutput>> | undefined;
+
+/**
+ * The bus's client, loaded on the first event: most requests of a function that may raise one (a sign-in, a role
+ * change) raise none, and the client would cost every cold start its import. No retries here (the outbox is the
+ * retry) and a deadline far below any operation's own.
+ */
+function send(entry: PutEventsRequestEntry): Promise<PutEventsCommandOutput> {
+  bus ??= import("@aws-sdk/client-eventbridge").then(({ EventBridgeClient, PutEventsCommand }) => {
+    const client = new EventBridgeClient({
+      maxAttempts: 1,
+      requestHandler: { connectionTimeout: 300, requestTimeout: 800 },
+    });
+    return (e: PutEventsRequestEntry) => client.send(new PutEventsCommand({ Entries: [e] }));
+  });
+  return bus.then((put) => put(entry));
+}
 
 /** An event as kept in the outbox: what PutEvents needs to send it again unchanged. */
 export interface OutboxEntry {
@@ -68,7 +83,7 @@ export async function emit(type: EventType, detail: Readonly<Record<string, unkn
   };
   let reason: string;
   try {
-    const out = await bus.send(new PutEventsCommand({ Entries: [entryOf(entry)] }));
+    const out = await send(entryOf(entry));
     if (!out.FailedEntryCount) return;
     reason = out.Entries?.[0]?.ErrorCode ?? "FailedEntry";
   } catch (err) {
