@@ -74,22 +74,17 @@ async function eventually<T>(
   }
 }
 
+/** `npm run admin -- register-caller`: answers the alias ARN the principal invokes. */
+function registerCaller(principal: string, username: string): string {
+  const args = ["register-caller", "--portal", org.portalId, "--principal", principal, "--username", username];
+  return (JSON.parse(adminCommand(engine.dataDir, args)) as { invoke: string }).invoke;
+}
+
 beforeAll(async () => {
   engine = await startEngine({ env: { MAPGATE_REDELIVERY_SECONDS: "1" } });
   aws = (engine.ready as unknown as { aws: typeof aws }).aws;
   org = demoOrganization(engine.dataDir);
-  const registered = JSON.parse(
-    adminCommand(engine.dataDir, [
-      "register-caller",
-      "--portal",
-      org.portalId,
-      "--principal",
-      PIPELINE,
-      "--username",
-      "publisher",
-    ]),
-  ) as { invoke: string; callerId: string };
-  alias = registered.invoke;
+  alias = registerCaller(PIPELINE, "publisher");
 }, 60_000);
 
 afterAll(async () => {
@@ -163,17 +158,7 @@ describe("IAM callers (Lambda Invoke of the operations function)", () => {
 
   it("refuses a caller once removed", async () => {
     const other = "arn:aws:iam::111122223333:role/short-lived";
-    const registered = JSON.parse(
-      adminCommand(engine.dataDir, [
-        "register-caller",
-        "--portal",
-        org.portalId,
-        "--principal",
-        other,
-        "--username",
-        "user",
-      ]),
-    ) as { invoke: string };
+    const registered = { invoke: registerCaller(other, "user") };
     expect((await invoke(other, registered.invoke, { operation: "self" })).answer).toMatchObject({ id: org.portalId });
     adminCommand(engine.dataDir, ["remove-caller", "--principal", other]);
     await expect(

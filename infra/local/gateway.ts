@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pathToFileURL } from "node:url";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
+import { lambdaContext } from "./lambda-context.ts";
 import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec } from "#infra/system.ts";
 import { grants } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
@@ -226,21 +227,12 @@ export class Gateway {
       ...(body.length > 0 ? { body: body.toString(base64 ? "base64" : "utf8") } : {}),
       isBase64Encoded: base64,
     };
-    const deadline = Date.now() + INTEGRATION_TIMEOUT_MS;
-    const context = {
-      callbackWaitsForEmptyEventLoop: false,
-      functionName: `mapgate-${route.spec.id}`,
-      functionVersion: "$LATEST",
-      invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:mapgate-${route.spec.id}`,
-      memoryLimitInMB: "1024",
-      awsRequestId: requestId,
-      logGroupName: `/aws/lambda/mapgate-${route.spec.id}`,
-      logStreamName: "local",
-      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-      done: () => undefined,
-      fail: () => undefined,
-      succeed: () => undefined,
-    } satisfies Context;
+    const context = lambdaContext(
+      `mapgate-${route.spec.id}`,
+      `arn:aws:lambda:local:000000000000:function:mapgate-${route.spec.id}`,
+      requestId,
+      INTEGRATION_TIMEOUT_MS,
+    );
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<"timeout">((resolve) => {
       timer = setTimeout(() => resolve("timeout"), INTEGRATION_TIMEOUT_MS);

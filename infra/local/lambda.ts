@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Context } from "aws-lambda";
+import { lambdaContext } from "./lambda-context.ts";
 import { invocationFunction, LAMBDA_PAYLOAD_BYTES } from "#infra/system.ts";
 import { grants } from "#shared/config.ts";
 import { CALLER_ID, getCaller, principalOf } from "#shared/stores/callers.ts";
@@ -118,21 +119,7 @@ export async function startLambda(): Promise<LocalLambda> {
         throw new LambdaError(400, "InvalidRequestContentException", "Could not parse request body into json");
       }
       const requestId = randomUUID();
-      const deadline = Date.now() + TIMEOUT_MS;
-      const context = {
-        callbackWaitsForEmptyEventLoop: false,
-        functionName: OPERATIONS_FUNCTION,
-        functionVersion: "$LATEST",
-        invokedFunctionArn: invoked,
-        memoryLimitInMB: "1024",
-        awsRequestId: requestId,
-        logGroupName: `/aws/lambda/${OPERATIONS_FUNCTION}`,
-        logStreamName: "local",
-        getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-        done: () => undefined,
-        fail: () => undefined,
-        succeed: () => undefined,
-      } satisfies Context;
+      const context = lambdaContext(OPERATIONS_FUNCTION, invoked, requestId, TIMEOUT_MS);
       const run = handler;
       if (!run) throw new LambdaError(404, "ResourceNotFoundException", `Function not found: ${invoked}`);
       try {
