@@ -1,7 +1,6 @@
 // Read figures: three read routes through the local engine, each next to a bare node:http server answering the
 // same bytes with the same headers (same run, same load), with the goal beside each ratio.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { bareTwin } from "./bare.ts";
 import autocannon from "autocannon";
 import { PASSWORDS, startEngine } from "../test/helpers/engine.ts";
 import { call, form } from "../test/helpers/http.ts";
@@ -58,15 +57,8 @@ async function measure(http: string, token: string, seconds: number): Promise<vo
     const sample = await call(url);
     if (sample.status !== 200 || sample.text.includes('"error"'))
       throw new Error(`${route.name} failed: ${sample.status} ${sample.text.slice(0, 200)}`);
-    const headers = Object.fromEntries(
-      Object.entries(sample.headers).filter(([k]) => !["date", "connection", "keep-alive"].includes(k)),
-    ) as Record<string, string>;
-    const bare = createServer((_req, res) => {
-      res.writeHead(200, headers);
-      res.end(sample.text);
-    });
-    await new Promise<void>((r) => bare.listen(0, "127.0.0.1", r));
-    const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
+    const bare = await bareTwin(sample);
+    const bareUrl = bare.url;
     try {
       await rps(url, 1); // warm
       const mine = await rps(url, seconds);

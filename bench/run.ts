@@ -3,8 +3,6 @@
 //   2. each function bundle's size and import time in a fresh Node process vs an empty ES module
 import { execFileSync } from "node:child_process";
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { build } from "esbuild";
@@ -13,6 +11,7 @@ import { invocationFunction, REDELIVERY, ROUTES, WORKFLOW } from "#infra/system.
 import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";
+import { bareTwin } from "./bare.ts";
 import { readLoad } from "./reads.ts";
 import { roleLatency, roleRequests } from "./roles.ts";
 import { soapBench } from "./soap.ts";
@@ -44,15 +43,8 @@ async function pipeline(): Promise<void> {
   try {
     const url = `${engine.ready.http}/portal/sharing/rest/info?f=json`.replace("localhost", "127.0.0.1");
     const sample = await call(url);
-    const headers = Object.fromEntries(
-      Object.entries(sample.headers).filter(([k]) => !["date", "connection", "keep-alive"].includes(k)),
-    ) as Record<string, string>;
-    const bare = createServer((_req, res) => {
-      res.writeHead(200, headers);
-      res.end(sample.text);
-    });
-    await new Promise<void>((r) => bare.listen(0, "127.0.0.1", r));
-    const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/`;
+    const bare = await bareTwin(sample);
+    const bareUrl = bare.url;
     await load(url); // warm both before measuring
     const mine = await load(url);
     const base = await load(bareUrl);
