@@ -72,6 +72,7 @@ export function entryOf(e: OutboxEntry): PutEventsRequestEntry {
 export async function emit(type: EventType, detail: Readonly<Record<string, unknown>>): Promise<void> {
   // Checked before anything is sent, so an undeclared emitter fails in every test, not only when the bus does.
   const outbox = tableName("outbox");
+  busName();
   const now = Date.now();
   const eventId = randomUUID();
   const entry: OutboxEntry = {
