@@ -9,6 +9,7 @@ import { PutRuleCommand, PutTargetsCommand, EventBridgeClient } from "@aws-sdk/c
 import {
   CreateStateMachineCommand,
   DescribeExecutionCommand,
+  SendTaskSuccessCommand,
   SFNClient,
   StartExecutionCommand,
 } from "@aws-sdk/client-sfn";
@@ -201,6 +202,23 @@ describe("a caller's workflow publishes and waits (.waitForTaskToken)", () => {
     });
   }
 
+  it("refuses an execution input or a task output over 256 KiB, as Step Functions does", async () => {
+    const { stateMachineArn } = await sfn().send(
+      new CreateStateMachineCommand({
+        name: "too-large",
+        definition: JSON.stringify({ StartAt: "Done", States: { Done: { Type: "Succeed" } } }),
+        roleArn: PIPELINE,
+      }),
+    );
+    const big = JSON.stringify({ blob: "x".repeat(262_144) });
+    await expect(sfn().send(new StartExecutionCommand({ stateMachineArn, input: big }))).rejects.toMatchObject({
+      name: "ValidationException",
+    });
+    await expect(sfn().send(new SendTaskSuccessCommand({ taskToken: "t", output: big }))).rejects.toMatchObject({
+      name: "ValidationException",
+    });
+  });
+
   it("gets the job's result when it completes", async () => {
     const done = await run(
       "publish-and-wait",
@@ -289,6 +307,9 @@ describe("events", () => {
       body: form({ f: "json", token: admin, name: "Pipelines" }),
     });
     const published = events().find((e) => e["detail-type"] === "Service Published");
+    // The URL the event hands out is the service's: it answers its JSON (to whom may see it) until unpublished.
+    const serviceJson = await call(`${String(published?.detail.url)}?f=json&token=${admin}`, { ca: engine.ca });
+    expect(serviceJson.json()).toMatchObject({ tileInfo: expect.any(Object) });
     await call(`${rest}/content/users/publisher/items/${String(published?.detail.itemId)}/delete`, {
       ca: engine.ca,
       body: form({ f: "json", token: admin }),

@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { StateMachine } from "aws-local-stepfunctions";
 import { type InvokeResult, LOCAL_ACCOUNT, LOCAL_REGION } from "./lambda.ts";
+import { describeExecution, type ExecutionRecord, MAX_PAYLOAD_CHARS, payloadTooLarge } from "./workflows.ts";
 
 type Json = Record<string, unknown>;
 type Invoke = (functionName: string, payload: string, principal: string) => Promise<InvokeResult>;
@@ -74,17 +75,8 @@ interface Machine {
   readonly placeholder: string;
 }
 
-interface Execution {
-  readonly arn: string;
+interface Execution extends ExecutionRecord {
   readonly machine: Machine;
-  readonly name: string;
-  readonly input: string;
-  readonly startDate: number;
-  status: "RUNNING" | "SUCCEEDED" | "FAILED";
-  stopDate?: number;
-  output?: string;
-  error?: string;
-  cause?: string;
 }
 
 export interface CallerWorkflows {
@@ -172,18 +164,6 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
     return bindings;
   };
 
-  const describe = (e: Execution): Json => ({
-    executionArn: e.arn,
-    stateMachineArn: e.machine.arn,
-    name: e.name,
-    status: e.status,
-    startDate: e.startDate / 1000,
-    ...(e.stopDate ? { stopDate: e.stopDate / 1000 } : {}),
-    input: e.input,
-    ...(e.output !== undefined ? { output: e.output } : {}),
-    ...(e.error !== undefined ? { error: e.error, cause: e.cause ?? "" } : {}),
-  });
-
   const answerToken = (
     body: Json,
     settle: (w: { resolve: (o: unknown) => void; reject: (e: Error) => void }) => void,
@@ -237,6 +217,7 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
       const arn = `${m.arn.replace(":stateMachine:", ":execution:")}:${name}`;
       if (executions.has(arn)) throw new SfnError("ExecutionAlreadyExists", `Execution Already Exists: '${arn}'`);
       const input = String(body.input ?? "{}");
+      if (input.length > MAX_PAYLOAD_CHARS) return { __status: 400, ...payloadTooLarge("input") };
       let parsed: unknown;
       try {
         parsed = JSON.parse(input);
@@ -281,18 +262,20 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
     },
     DescribeExecution: (body) => {
       const e = executions.get(String(body.executionArn ?? ""));
-      return e ? describe(e) : undefined;
+      return e ? describeExecution(e, e.machine.arn) : undefined;
     },
     SendTaskSuccess: (body) =>
-      answerToken(body, (w) => {
-        let output: unknown;
-        try {
-          output = JSON.parse(String(body.output ?? ""));
-        } catch {
-          throw new SfnError("InvalidOutput", "Invalid Output: not JSON");
-        }
-        w.resolve(output);
-      }),
+      String(body.output ?? "").length > MAX_PAYLOAD_CHARS
+        ? { __status: 400, ...payloadTooLarge("output") }
+        : answerToken(body, (w) => {
+            let output: unknown;
+            try {
+              output = JSON.parse(String(body.output ?? ""));
+            } catch {
+              throw new SfnError("InvalidOutput", "Invalid Output: not JSON");
+            }
+            w.resolve(output);
+          }),
     SendTaskFailure: (body) =>
       answerToken(body, (w) =>
         w.reject(taskError(String(body.error ?? "") || "States.TaskFailed", String(body.cause ?? ""))),

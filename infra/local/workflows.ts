@@ -17,7 +17,8 @@ const fakeArn = (id: string) => `arn:aws:lambda:us-east-1:000000000000:function:
 type Json = Record<string, unknown>;
 export type TaskFn = (input: never) => Promise<unknown>;
 
-interface Execution {
+/** An execution as DescribeExecution shows it, on the jobs machine or a caller's. */
+export interface ExecutionRecord {
   readonly arn: string;
   readonly name: string;
   readonly input: string;
@@ -25,8 +26,35 @@ interface Execution {
   status: "RUNNING" | "SUCCEEDED" | "FAILED";
   stopDate?: number;
   output?: string;
+  error?: string;
+  cause?: string;
+}
+
+interface Execution extends ExecutionRecord {
   done: Promise<void>;
 }
+
+export function describeExecution(e: ExecutionRecord, stateMachineArn: string): Record<string, unknown> {
+  return {
+    executionArn: e.arn,
+    stateMachineArn,
+    name: e.name,
+    status: e.status,
+    startDate: e.startDate / 1000,
+    ...(e.stopDate ? { stopDate: e.stopDate / 1000 } : {}),
+    input: e.input,
+    ...(e.output !== undefined ? { output: e.output } : {}),
+    ...(e.error !== undefined ? { error: e.error, cause: e.cause ?? "" } : {}),
+  };
+}
+
+/** Step Functions takes at most 256 KiB of execution input and of task output: so does the local engine. */
+export const MAX_PAYLOAD_CHARS = 262_144;
+
+export const payloadTooLarge = (member: "input" | "output") => ({
+  __type: "ValidationException",
+  message: `1 validation error detected: Value at '${member}' failed to satisfy constraint: Member must have length less than or equal to ${MAX_PAYLOAD_CHARS}`,
+});
 
 /** Every Task state of a definition (Map iterators included), with the substitution variable it names. */
 export function taskStates(definition: Json): { state: string; variable: string }[] {
@@ -177,16 +205,7 @@ export async function startWorkflows(root: string, source?: WorkflowSource): Pro
     res.writeHead(status, { "content-type": "application/x-amz-json-1.0", "content-length": Buffer.byteLength(text_) });
     res.end(text_);
   };
-  const describe = (e: Execution) => ({
-    executionArn: e.arn,
-    stateMachineArn,
-    name: e.name,
-    status: e.status,
-    startDate: e.startDate / 1000,
-    ...(e.stopDate ? { stopDate: e.stopDate / 1000 } : {}),
-    input: e.input,
-    ...(e.output ? { output: e.output } : {}),
-  });
+  const describe = (e: Execution) => describeExecution(e, stateMachineArn);
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -201,6 +220,7 @@ export async function startWorkflows(root: string, source?: WorkflowSource): Pro
     if (target === "AWSStepFunctions.StartExecution") {
       const name = String(body.name ?? "");
       const input = String(body.input ?? "{}");
+      if (input.length > MAX_PAYLOAD_CHARS) return answer(res, 400, payloadTooLarge("input"));
       if (body.stateMachineArn !== stateMachineArn)
         return answer(res, 400, { __type: "StateMachineDoesNotExist", message: "State Machine Does Not Exist" });
       if (!/^[\w-]{1,80}$/.test(name)) return answer(res, 400, { __type: "InvalidName", message: "Invalid Name" });
