@@ -238,7 +238,10 @@ export class Gateway {
       timer = setTimeout(() => resolve("timeout"), INTEGRATION_TIMEOUT_MS);
     });
     // Lambda refuses an invocation event over 6 MB (a form body grows by 4/3 in base64): so does this engine.
-    if (Buffer.byteLength(JSON.stringify(event)) > LAMBDA_PAYLOAD_BYTES) {
+    if (
+      mayExceedPayload(event.body, headerBytes(req)) &&
+      Buffer.byteLength(JSON.stringify(event)) > LAMBDA_PAYLOAD_BYTES
+    ) {
       send(res, 413, { message: "Request Entity Too Large" });
       return;
     }
@@ -251,13 +254,42 @@ export class Gateway {
       return;
     }
     // A result over 6 MB fails the invocation on AWS (API Gateway answers a bare 500): the same here.
-    if (result && Buffer.byteLength(JSON.stringify(result)) > LAMBDA_PAYLOAD_BYTES) {
+    if (
+      result &&
+      (typeof result !== "object" ||
+        typeof result.statusCode !== "number" ||
+        mayExceedPayload(result.body, resultHeaderChars(result))) &&
+      Buffer.byteLength(JSON.stringify(result)) > LAMBDA_PAYLOAD_BYTES
+    ) {
       logger.error("response over Lambda's 6 MB payload limit", { path: event.rawPath });
       send(res, 500, { message: "Internal Server Error" });
       return;
     }
     writeResult(res, result);
   }
+}
+
+/**
+ * Whether a payload could come near Lambda's limit, so that only those are serialised to be measured exactly:
+ * a character takes at most 6 bytes once JSON-escaped (`\u001f`), and the rest of an event or result (its
+ * request context, the gateway's own fields) is far under 16 KiB.
+ */
+function mayExceedPayload(body: string | undefined, otherChars: number): boolean {
+  return 6 * ((body?.length ?? 0) + otherChars) + 16 * 1024 > LAMBDA_PAYLOAD_BYTES;
+}
+
+/** The request line and headers as received: what the event's path, query, headers and cookies are made of. */
+function headerBytes(req: IncomingMessage): number {
+  let n = (req.url ?? "").length * 2; // the path and query appear raw and parsed
+  for (const h of req.rawHeaders) n += h.length + 4;
+  return n;
+}
+
+function resultHeaderChars(result: APIGatewayProxyStructuredResultV2): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(result.headers ?? {})) n += k.length + String(v).length + 4;
+  for (const c of result.cookies ?? []) n += c.length + 4;
+  return n;
 }
 
 function send(res: ServerResponse, status: number, body: object): void {

@@ -127,23 +127,6 @@ function toPair(item: Record<string, unknown>): LayerPair {
   };
 }
 
-/**
- * A Query of pairs whose response the SDK does not log. Its logger middleware hands the client's logger a
- * redacted deep copy of every response even when that logger is the default no-op one: ~30 MiB allocated for
- * nothing per 10,000 pairs read. Without a logger in the request's context the copy is never made.
- */
-function pairQuery(input: ConstructorParameters<typeof QueryCommand>[0]): QueryCommand {
-  const command = new QueryCommand(input);
-  command.middlewareStack.add(
-    (next, context) => (args) => {
-      context.logger = undefined;
-      return next(args);
-    },
-    { step: "initialize", name: "unloggedPairs", override: true },
-  );
-  return command;
-}
-
 /** Calls `each` with every page of pairs in dataset-path order; stops early when it answers false. */
 export async function forEachPairPage(
   datastoreId: string,
@@ -152,7 +135,7 @@ export async function forEachPairPage(
   let start: Record<string, unknown> | undefined;
   do {
     const page = await ddb.send(
-      pairQuery({
+      new QueryCommand({
         TableName: tableName("layers"),
         KeyConditionExpression: "datastoreId = :d AND begins_with(#e, :p)",
         ExpressionAttributeNames: { "#e": "entry" },
@@ -191,7 +174,7 @@ async function* accepted(
     const left = want - taken;
     const limit = taken === 0 ? left + refused : Math.ceil((left * (taken + refused)) / taken);
     const page = await ddb.send(
-      pairQuery({
+      new QueryCommand({
         TableName: tableName("layers"),
         KeyConditionExpression: "datastoreId = :d AND begins_with(#e, :p)",
         ExpressionAttributeValues: { ":d": datastoreId, ":p": "pair#" },

@@ -85,17 +85,21 @@ export const lambdaContext = () =>
     succeed: () => undefined,
   }) as const;
 
-/** The commands a DynamoDB client sends from now on, by name (e.g. "BatchGetItemCommand"), in order. */
-export function countRequests(client: {
-  middlewareStack: { add: (m: never, o: { step: "initialize"; name: string }) => void };
-}): string[] {
+/**
+ * The commands the store's clients send from now on, by name (e.g. "BatchGetItemCommand"), in order. Call before
+ * any request: a client that caches its middleware sees only what it had at its first call of a command type.
+ */
+export function countRequests(
+  clients: readonly { middlewareStack: { add: (m: never, o: { step: "initialize"; name: string }) => void } }[],
+): string[] {
   const sent: string[] = [];
-  client.middlewareStack.add(
-    ((next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
-      sent.push(String(context.commandName));
-      return next(args);
-    }) as never,
-    { step: "initialize", name: "countTestRequests" },
-  );
+  for (const client of clients)
+    client.middlewareStack.add(
+      ((next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
+        sent.push(String(context.commandName));
+        return next(args);
+      }) as never,
+      { step: "initialize", name: "countTestRequests" },
+    );
   return sent;
 }
