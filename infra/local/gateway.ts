@@ -157,16 +157,19 @@ export class Gateway {
   async #serve(req: IncomingMessage, res: ServerResponse, domainName: string, proto: "https" | "http"): Promise<void> {
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_PAYLOAD_BYTES) {
-        res.setHeader("connection", "close");
-        send(res, 413, { message: "Request Entity Too Large" });
-        req.destroy();
-        return;
+    // A request that declares no body has none (HTTP/1.1 framing): Node discards what is left unread.
+    const bodiless = req.headers["transfer-encoding"] === undefined && (req.headers["content-length"] ?? "0") === "0";
+    if (!bodiless)
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > MAX_PAYLOAD_BYTES) {
+          res.setHeader("connection", "close");
+          send(res, 413, { message: "Request Entity Too Large" });
+          req.destroy();
+          return;
+        }
+        chunks.push(chunk);
       }
-      chunks.push(chunk);
-    }
     const body = Buffer.concat(chunks);
     const url = req.url ?? "/";
     const q = url.indexOf("?");
