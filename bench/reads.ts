@@ -1,9 +1,11 @@
 // Read figures: three read routes through the local engine, each next to a bare node:http server answering the
 // same bytes with the same headers (same run, same load), with the goal beside each ratio.
-import { bareTwin } from "./bare.ts";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
 import autocannon from "autocannon";
-import { PASSWORDS, startEngine } from "../test/helpers/engine.ts";
-import { call, form } from "../test/helpers/http.ts";
+import { bareTwin } from "./bare.ts";
+import { PASSWORDS, ROOT, startEngine } from "../test/helpers/engine.ts";
+import { type Answer, call, form } from "../test/helpers/http.ts";
 
 const fmt = (n: number, d = 1) => n.toFixed(d).padStart(9);
 
@@ -66,8 +68,44 @@ async function measure(http: string, token: string, seconds: number): Promise<vo
       console.log(
         `${route.name.padEnd(38)}${fmt(mine.rps, 0)}${fmt(base.rps, 0)}${fmt(mine.errors, 0)}${fmt(mine.rps / base.rps, 3)}${`≥ ${route.goal}`.padStart(9)}`,
       );
+      if (route === routes[0]) await floor(sample, base.rps, seconds);
     } finally {
       bare.close();
+    }
+  }
+}
+
+/**
+ * Where the anonymous read's ratio is bounded: the gateway alone, and the gateway with the read's one BatchGetItem
+ * (the SDK client and in-process store the engine uses), each in its own process like the engine, each set against
+ * the same bare figure.
+ */
+async function floor(sample: Answer, bare: number, seconds: number): Promise<void> {
+  for (const [mode, label] of [
+    ["gateway", "  floor: gateway, answer at once"],
+    ["store-read", "  floor: gateway + its one BatchGetItem"],
+  ] as const) {
+    const child = spawn(process.execPath, [join(ROOT, "bench/floor-server.ts"), mode, sample.text], {
+      cwd: ROOT,
+      env: { ...process.env, POWERTOOLS_LOG_LEVEL: "WARN" },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    try {
+      const port = await new Promise<string>((resolve, reject) => {
+        child.once("exit", (code) => reject(new Error(`floor server exited (${code})`)));
+        child.stdout.on("data", (chunk: Buffer) => {
+          const m = /floor (\d+)/.exec(chunk.toString("utf8"));
+          if (m?.[1]) resolve(m[1]);
+        });
+      });
+      const url = `http://127.0.0.1:${port}/portal/sharing/rest/portals/self?f=json`;
+      await rps(url, 1);
+      const got = await rps(url, seconds);
+      console.log(
+        `${label.padEnd(38)}${fmt(got.rps, 0)}${fmt(bare, 0)}${fmt(got.errors, 0)}${fmt(got.rps / bare, 3)}${"".padStart(9)}`,
+      );
+    } finally {
+      child.kill();
     }
   }
 }
