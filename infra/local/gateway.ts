@@ -195,8 +195,13 @@ export class Gateway {
     headers["x-forwarded-proto"] = proto;
     headers["x-forwarded-for"] = sourceIp;
     headers["x-forwarded-port"] = domainName.split(":").pop() ?? "";
-    const query: Record<string, string> = {};
-    for (const [k, v] of new URLSearchParams(rawQueryString)) query[k] = k in query ? `${query[k]},${v}` : v;
+    // A Map first: a parameter named `__proto__` or `constructor` is a parameter like any other.
+    const joined = new Map<string, string>();
+    for (const [k, v] of new URLSearchParams(rawQueryString)) {
+      const seen = joined.get(k);
+      joined.set(k, seen === undefined ? v : `${seen},${v}`);
+    }
+    const query: Record<string, string> = Object.fromEntries(joined);
     const now = new Date();
     const requestId = randomUUID();
     const base64 = body.length > 0 && !isText(headers["content-type"]);
@@ -257,13 +262,7 @@ export class Gateway {
       return;
     }
     // A result over 6 MB fails the invocation on AWS (API Gateway answers a bare 500): the same here.
-    if (
-      result &&
-      (typeof result !== "object" ||
-        typeof result.statusCode !== "number" ||
-        mayExceedPayload(result.body, resultHeaderChars(result))) &&
-      Buffer.byteLength(JSON.stringify(result)) > LAMBDA_PAYLOAD_BYTES
-    ) {
+    if (result && resultMayExceed(result) && Buffer.byteLength(JSON.stringify(result)) > LAMBDA_PAYLOAD_BYTES) {
       logger.error("response over Lambda's 6 MB payload limit", { path: event.rawPath });
       send(res, 500, { message: "Internal Server Error" });
       return;
@@ -286,6 +285,16 @@ function headerBytes(req: IncomingMessage): number {
   let n = (req.url ?? "").length * 2; // the path and query appear raw and parsed
   for (const h of req.rawHeaders) n += h.length + 4;
   return n;
+}
+
+const RESULT_FIELDS = new Set(["statusCode", "headers", "body", "isBase64Encoded", "cookies"]);
+
+/** A structured result of the usual fields is bounded cheaply; anything else is measured whole. */
+function resultMayExceed(result: APIGatewayProxyStructuredResultV2 | string): boolean {
+  if (typeof result !== "object" || typeof result.statusCode !== "number") return true;
+  if (result.body !== undefined && typeof result.body !== "string") return true;
+  if (Object.keys(result).some((k) => !RESULT_FIELDS.has(k))) return true;
+  return mayExceedPayload(result.body, resultHeaderChars(result));
 }
 
 function resultHeaderChars(result: APIGatewayProxyStructuredResultV2): number {

@@ -454,12 +454,12 @@ function finish(
 const PAYLOAD_ROOM = LAMBDA_PAYLOAD_BYTES - 64 * 1024;
 
 /**
- * Whether a rendered answer could pass Lambda's payload limit: a character of the body takes at most 3 bytes once
- * encoded and JSON-escaped, so only an answer whose body could come near the limit is serialised to be measured
- * exactly (most never are).
+ * Whether a rendered answer could pass Lambda's payload limit: a character of the body takes at most 6 bytes once
+ * JSON-escaped (a control character or a lone surrogate becomes `\uXXXX`), so only an answer whose body could come
+ * near the limit is serialised to be measured exactly (most never are).
  */
 function mayExceedPayload(response: APIGatewayProxyStructuredResultV2): boolean {
-  return 3 * (response.body?.length ?? 0) + 16 * 1024 > PAYLOAD_ROOM;
+  return 6 * (response.body?.length ?? 0) + 16 * 1024 > PAYLOAD_ROOM;
 }
 
 /** Renders the handler's data in the requested format. */

@@ -10,6 +10,7 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, QueryCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { NodeHttpHandler } from "@smithy/node-http-handler";
 import type { TABLES } from "#infra/system.ts";
 import { tableName } from "#shared/config.ts";
 
@@ -29,7 +30,13 @@ function lean(client: DynamoDBClient): DynamoDBClient {
   return client;
 }
 
-export const ddb = DynamoDBDocumentClient.from(lean(new DynamoDBClient({ maxAttempts: 4, ...engineOptions })), {
+/**
+ * The options of both clients. On AWS they share one HTTP handler, so one pool of kept-alive TLS connections (a cold
+ * function opens one connection to DynamoDB, not one per client).
+ */
+const options: DynamoDBClientConfig = { maxAttempts: 4, requestHandler: new NodeHttpHandler(), ...engineOptions };
+
+export const ddb = DynamoDBDocumentClient.from(lean(new DynamoDBClient(options)), {
   marshallOptions: { removeUndefinedValues: true },
 });
 
@@ -39,7 +46,7 @@ export const ddb = DynamoDBDocumentClient.from(lean(new DynamoDBClient({ maxAtte
  * is bound to the first command sent), so keys and items are marshalled here. Middleware added to it after its
  * first call of a command type is not seen by that type.
  */
-const reads = lean(new DynamoDBClient({ maxAttempts: 4, ...engineOptions, cacheMiddleware: true }));
+const reads = lean(new DynamoDBClient({ ...options, cacheMiddleware: true }));
 
 /** Every client this module sends through: what observes the store's requests (tests, the bench) watches both. */
 export const storeClients: readonly { middlewareStack: DynamoDBClient["middlewareStack"] }[] = [ddb, reads];

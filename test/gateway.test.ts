@@ -1,0 +1,50 @@
+// The local gateway's event and result handling, with handlers that show what they were given, over loopback HTTP.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Gateway } from "#infra/local/gateway.ts";
+import { call } from "./helpers/http.ts";
+
+let server: Server;
+let base: string;
+
+/** What the handler answers, by the `answer` parameter; by default the event's query and body. */
+function answer(event: APIGatewayProxyEventV2): APIGatewayProxyStructuredResultV2 {
+  const kind = new URLSearchParams(event.rawQueryString).get("answer");
+  // Each control character takes 6 bytes once JSON-escaped: 1.1 M of them make a 6.6 MB result.
+  if (kind === "escaped") return { statusCode: 200, body: "\u0001".repeat(1_100_000) };
+  if (kind === "plain") return { statusCode: 200, body: "a".repeat(5_500_000) };
+  return {
+    statusCode: 200,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ query: event.queryStringParameters ?? null, body: event.body ?? null }),
+  };
+}
+
+beforeAll(async () => {
+  const gateway = await Gateway.load(async () => async (event) => answer(event));
+  server = createServer((req, res) => gateway.serve(req, res, "127.0.0.1", "http"));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/portal/sharing/rest/info`;
+});
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+describe("gateway", () => {
+  it("gives every query parameter as its own, named __proto__ or constructor too, repeated values joined", async () => {
+    const res = await call(`${base}?constructor=a&__proto__=b&x=1&x=2`);
+    expect(res.text).toBe('{"query":{"constructor":"a","__proto__":"b","x":"1,2"},"body":null}');
+  });
+
+  it("passes a declared body and no body when none is declared", async () => {
+    expect((await call(base, { body: "f=json" })).json()).toEqual({ query: null, body: "Zj1qc29u" });
+    expect((await call(base)).json()).toEqual({ query: null, body: null });
+  });
+
+  it("fails a result over 6 MB once JSON-escaped, as Lambda does, and passes one under it", async () => {
+    const escaped = await call(`${base}?answer=escaped`);
+    expect([escaped.status, escaped.json()]).toEqual([500, { message: "Internal Server Error" }]);
+    const plain = await call(`${base}?answer=plain`);
+    expect([plain.status, plain.text.length]).toEqual([200, 5_500_000]);
+  });
+});
