@@ -1,7 +1,8 @@
 // The one DynamoDB client handlers use. Its endpoint comes from the SDK's own configuration
 // (AWS_ENDPOINT_URL_DYNAMODB on the local engine), so no code here knows which engine it runs on. An engine
 // may register client options process-wide before this module loads (the local engine registers a request
-// handler that reaches its store in-process); on AWS none is registered and the client is the SDK's default.
+// handler that reaches its store in-process); on AWS none is registered and the clients use the SDK's own
+// HTTP handler, one shared by both.
 import {
   BatchGetItemCommand,
   type BatchGetItemCommandOutput,
@@ -34,7 +35,11 @@ function lean(client: DynamoDBClient): DynamoDBClient {
  * The options of both clients. On AWS they share one HTTP handler, so one pool of kept-alive TLS connections (a cold
  * function opens one connection to DynamoDB, not one per client).
  */
-const options: DynamoDBClientConfig = { maxAttempts: 4, requestHandler: new NodeHttpHandler(), ...engineOptions };
+const options: DynamoDBClientConfig = {
+  maxAttempts: 4,
+  ...(engineOptions?.requestHandler ? {} : { requestHandler: new NodeHttpHandler() }),
+  ...engineOptions,
+};
 
 export const ddb = DynamoDBDocumentClient.from(lean(new DynamoDBClient(options)), {
   marshallOptions: { removeUndefinedValues: true },
