@@ -5,7 +5,7 @@
 // of the order of magnitude and of what dominates, not a bill.
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
 import { FUNCTION_MEMORY_MB } from "#infra/aws/stack.ts";
-import { storeClients } from "#shared/stores/dynamo.ts";
+import { observeStore } from "#shared/stores/dynamo.ts";
 import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
 import { tileOrganization } from "../test/helpers/tile-organization.ts";
 
@@ -27,29 +27,25 @@ interface Units {
 }
 
 let units: Units = { read: 0, write: 0 };
-// Added at import, before any request: a client that caches its middleware sees only what it had then.
-for (const client of storeClients)
-  client.middlewareStack.add(
-    ((next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
-      const input = (args as { input: Record<string, unknown> }).input;
-      const command = String(context.commandName);
-      // A transaction's writes cost twice a plain write's on DynamoDB (the local store carries them out one by
-      // one and reports nothing): counted as 2 units per item, each under 1 KB as mapgate's records are.
-      if (command === "TransactWriteItemsCommand") {
-        units.write += 2 * ((input.TransactItems as unknown[] | undefined)?.length ?? 0);
-        return next(args);
-      }
-      input.ReturnConsumedCapacity = "TOTAL";
-      const out = (await next(args)) as { output: { ConsumedCapacity?: unknown } };
-      const consumed = out.output.ConsumedCapacity;
-      const list = (Array.isArray(consumed) ? consumed : consumed ? [consumed] : []) as { CapacityUnits?: number }[];
-      const total = list.reduce((n, c) => n + (c.CapacityUnits ?? 0), 0);
-      if (/^(Get|BatchGet|Query|Scan)/.test(command)) units.read += total;
-      else units.write += total;
-      return out;
-    }) as never,
-    { step: "initialize", name: "countCapacityUnits" },
-  );
+observeStore("countCapacityUnits", ((next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) =>
+  async (args: unknown) => {
+    const input = (args as { input: Record<string, unknown> }).input;
+    const command = String(context.commandName);
+    // A transaction's writes cost twice a plain write's on DynamoDB (the local store carries them out one by
+    // one and reports nothing): counted as 2 units per item, each under 1 KB as mapgate's records are.
+    if (command === "TransactWriteItemsCommand") {
+      units.write += 2 * ((input.TransactItems as unknown[] | undefined)?.length ?? 0);
+      return next(args);
+    }
+    input.ReturnConsumedCapacity = "TOTAL";
+    const out = (await next(args)) as { output: { ConsumedCapacity?: unknown } };
+    const consumed = out.output.ConsumedCapacity;
+    const list = (Array.isArray(consumed) ? consumed : consumed ? [consumed] : []) as { CapacityUnits?: number }[];
+    const total = list.reduce((n, c) => n + (c.CapacityUnits ?? 0), 0);
+    if (/^(Get|BatchGet|Query|Scan)/.test(command)) units.read += total;
+    else units.write += total;
+    return out;
+  }) as never);
 
 type Handler = (event: APIGatewayProxyEventV2, context: ReturnType<typeof lambdaContext>) => Promise<unknown>;
 

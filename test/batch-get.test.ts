@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { inProcessStore } from "./helpers/in-process.ts";
 
 const store = await inProcessStore();
-const { batchGet, ddb, storeClients } = await import("#shared/stores/dynamo.ts");
+const { batchGet, ddb, observeStore } = await import("#shared/stores/dynamo.ts");
 const { tableName } = await import("#shared/config.ts");
 const { PutCommand } = await import("@aws-sdk/lib-dynamodb");
 
@@ -17,28 +17,27 @@ afterAll(() => store.close());
  */
 const asked: unknown[] = [];
 let throttleNext = false;
-for (const client of storeClients)
-  client.middlewareStack.add(
-    ((next: (args: unknown) => Promise<{ output: Record<string, unknown> }>, context: { commandName?: string }) =>
-      async (args: { input: Record<string, unknown> }) => {
-        if (context.commandName !== "BatchGetItemCommand") return next(args);
-        asked.push(structuredClone(args.input.RequestItems));
-        const out = await next(args);
-        if (!throttleNext) return out;
-        throttleNext = false;
-        const requested = args.input.RequestItems as Record<string, { Keys: Record<string, unknown>[] }>;
-        const [table, spec] = Object.entries(requested)[0] ?? [];
-        const responses = out.output.Responses as Record<string, Record<string, { S: string }>[]>;
-        const lastKey = spec?.Keys.at(-1) as Record<string, { S: string }>;
-        const name = Object.keys(lastKey)[0] as string;
-        responses[table as string] = (responses[table as string] ?? []).filter(
-          (item) => item[name]?.S !== lastKey[name]?.S,
-        );
-        out.output.UnprocessedKeys = { [table as string]: { ...spec, Keys: [lastKey] } };
-        return out;
-      }) as never,
-    { step: "initialize", name: "throttleOnce" },
-  );
+observeStore("throttleOnce", ((
+    next: (args: unknown) => Promise<{ output: Record<string, unknown> }>,
+    context: { commandName?: string },
+  ) =>
+  async (args: { input: Record<string, unknown> }) => {
+    if (context.commandName !== "BatchGetItemCommand") return next(args);
+    asked.push(structuredClone(args.input.RequestItems));
+    const out = await next(args);
+    if (!throttleNext) return out;
+    throttleNext = false;
+    const requested = args.input.RequestItems as Record<string, { Keys: Record<string, unknown>[] }>;
+    const [table, spec] = Object.entries(requested)[0] ?? [];
+    const responses = out.output.Responses as Record<string, Record<string, { S: string }>[]>;
+    const lastKey = spec?.Keys.at(-1) as Record<string, { S: string }>;
+    const name = Object.keys(lastKey)[0] as string;
+    responses[table as string] = (responses[table as string] ?? []).filter(
+      (item) => item[name]?.S !== lastKey[name]?.S,
+    );
+    out.output.UnprocessedKeys = { [table as string]: { ...spec, Keys: [lastKey] } };
+    return out;
+  }) as never);
 
 describe("batchGet", () => {
   const portals = tableName("portals");

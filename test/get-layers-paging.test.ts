@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiEvent, countRequests, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
 
 const store = await inProcessStore();
-const { ddb, storeClients } = await import("#shared/stores/dynamo.ts");
+const { ddb, observeStore } = await import("#shared/stores/dynamo.ts");
 const { grants } = await import("#shared/config.ts");
 const { ROUTES } = await import("#infra/system.ts");
 const ops = await import("#infra/admin/operations.ts");
@@ -15,7 +15,7 @@ const { issueToken } = await import("#shared/auth/tokens.ts");
 const { forEachPairPage, recordPair } = await import("#shared/stores/layers.ts");
 const getLayers = (await import("#functions/datastore-get-layers.ts")).handler;
 
-const sent = countRequests(storeClients);
+const sent = countRequests(observeStore);
 /** Pairs every Query returned: whole (with their layer) or only their keys and access. */
 const read = { whole: 0, keys: 0 };
 ddb.middlewareStack.add(

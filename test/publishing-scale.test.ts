@@ -8,14 +8,14 @@ import { ROOT } from "./helpers/engine.ts";
 import { countRequests, inProcessStore } from "./helpers/in-process.ts";
 
 const store = await inProcessStore();
-const { ddb, storeClients } = await import("#shared/stores/dynamo.ts");
+const { ddb, observeStore } = await import("#shared/stores/dynamo.ts");
 const ops = await import("#infra/admin/operations.ts");
 const { startWorkflows } = await import("#infra/local/workflows.ts");
 const { createJob, getJob, newJob } = await import("#shared/stores/jobs.ts");
 const { LAYERS_PER_TRANSACTION, PAGE } = await import("#functions/task-publish-layers.ts");
 const { DATASET_TYPES } = await import("#shared/stores/datastores.ts");
 
-const sent = countRequests(storeClients);
+const sent = countRequests(observeStore);
 const READS = new Set(["GetItemCommand", "BatchGetItemCommand", "QueryCommand", "ScanCommand"]);
 const count = (requests: string[], names: Set<string> | string) =>
   requests.filter((r) => (typeof names === "string" ? r === names : names.has(r))).length;

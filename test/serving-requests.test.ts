@@ -7,14 +7,14 @@ import { apiEvent, countRequests, inProcessStore, lambdaContext } from "./helper
 import { tileOrganization } from "./helpers/tile-organization.ts";
 
 const store = await inProcessStore();
-const { storeClients } = await import("#shared/stores/dynamo.ts");
+const { observeStore } = await import("#shared/stores/dynamo.ts");
 const ops = await import("#infra/admin/operations.ts");
 const { issueToken } = await import("#shared/auth/tokens.ts");
 const service = (await import("#functions/service.ts")).handler;
 const directory = (await import("#functions/services-directory.ts")).handler;
 const soap = (await import("#functions/soap-catalog.ts")).handler;
 
-const sent = countRequests(storeClients);
+const sent = countRequests(observeStore);
 
 let token: string;
 let serverId: string;

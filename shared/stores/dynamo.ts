@@ -12,6 +12,7 @@ import {
 import { DynamoDBDocumentClient, QueryCommand, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
+import type { InitializeMiddleware, MetadataBearer } from "@smithy/types";
 import type { TABLES } from "#infra/system.ts";
 import { tableName } from "#shared/config.ts";
 
@@ -53,8 +54,14 @@ export const ddb = DynamoDBDocumentClient.from(lean(new DynamoDBClient(options))
  */
 const reads = lean(new DynamoDBClient({ ...options, cacheMiddleware: true }));
 
-/** Every client this module sends through: what observes the store's requests (tests, the bench) watches both. */
-export const storeClients: readonly { middlewareStack: DynamoDBClient["middlewareStack"] }[] = [ddb, reads];
+/**
+ * Adds an initialize-step middleware to every client this module sends through: how the tests and the bench
+ * observe the store's requests. Add it before the first request: the read client resolves its middleware at its
+ * first call of a command type and never again.
+ */
+export function observeStore(name: string, middleware: InitializeMiddleware<object, MetadataBearer>): void {
+  for (const client of [ddb, reads]) client.middlewareStack.add(middleware as never, { step: "initialize", name });
+}
 
 /** True for the SDK's error when a ConditionExpression failed: the expected outcome of a lost race. */
 export function isConditionFailure(err: unknown): boolean {

@@ -7,6 +7,7 @@ import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { createTables, startDynamo } from "#infra/local/dynamo.ts";
 import { localEnvironment } from "#infra/local/engine.ts";
 import { eventFiles, startEvents } from "#infra/local/events.ts";
+import type { observeStore } from "#shared/stores/dynamo.ts";
 
 export async function inProcessStore() {
   const dynamo = await startDynamo(undefined);
@@ -86,20 +87,15 @@ export const lambdaContext = () =>
   }) as const;
 
 /**
- * The commands the store's clients send from now on, by name (e.g. "BatchGetItemCommand"), in order. Call before
- * any request: a client that caches its middleware sees only what it had at its first call of a command type.
+ * The commands the store's clients send from now on, by name (e.g. "BatchGetItemCommand"), in order, seen through
+ * `observeStore` of shared/stores/dynamo.ts (passed in: that module loads only once the store is set up).
  */
-export function countRequests(
-  clients: readonly { middlewareStack: { add: (m: never, o: { step: "initialize"; name: string }) => void } }[],
-): string[] {
+export function countRequests(observe: typeof observeStore): string[] {
   const sent: string[] = [];
-  for (const client of clients)
-    client.middlewareStack.add(
-      ((next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
-        sent.push(String(context.commandName));
-        return next(args);
-      }) as never,
-      { step: "initialize", name: "countTestRequests" },
-    );
+  observe("countTestRequests", ((next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) =>
+    async (args: unknown) => {
+      sent.push(String(context.commandName));
+      return next(args);
+    }) as never);
   return sent;
 }
