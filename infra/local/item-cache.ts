@@ -3,8 +3,9 @@
 // way, and LevelDB lets one process alone open a store): each write first drops the cached copies of the items
 // it names (all of them when it names none that can be told: a table created or deleted, a request that does
 // not parse), whatever its outcome, before it reaches dynalite. A read fills the cache only when no write was
-// in flight at any moment between its start and its answer, so a read that raced a write can never put back
-// what the write replaced. A cached item is therefore what dynalite would answer at that moment: no read after
+// in flight at any moment between its start and its answer (none running when it began, none begun since), so
+// a read that raced a write can never put back what the write replaced: a read that began while a write ran may
+// have been answered before that write committed, and the write's own drop is long past when it answers. A cached item is therefore what dynalite would answer at that moment: no read after
 // a committed write is stale. The layer models no TTL expiry (dynalite deletes nothing by itself).
 // Only the plain requests the SDK makes are answered here (string keys, no projection, no consumed capacity),
 // with dynalite's own bytes for the item; anything else, and every miss, goes to dynalite.
@@ -131,9 +132,17 @@ export class ItemCache {
     this.#items.delete(at);
   }
 
+  /**
+   * The epoch a read starting now may fill the cache from: the writes begun so far, or -1 when one is still
+   * running (the read may see the store before that write commits, and nothing would drop what it puts back).
+   */
+  #epoch(): number {
+    return this.#writesStarted === this.#writesFinished ? this.#writesStarted : -1;
+  }
+
   /** A read that started at `epoch` may fill the cache only if no write ran at any moment since. */
   #quiet(epoch: number): boolean {
-    return epoch === this.#writesStarted && this.#writesStarted === this.#writesFinished;
+    return epoch >= 0 && epoch === this.#writesStarted && this.#writesStarted === this.#writesFinished;
   }
 
   #put(at: string, json: string | null): void {
@@ -163,7 +172,7 @@ export class ItemCache {
     const at = slot(table, pairs);
     const held = this.#items.get(at);
     if (held !== undefined) return answer(held === null ? "{}" : `{"Item":${held}}`);
-    const epoch = this.#writesStarted;
+    const epoch = this.#epoch();
     const out = await forward();
     if (out.status === 200 && this.#quiet(epoch)) {
       const item = (JSON.parse(out.body.toString("utf8")) as Json).Item;
@@ -195,7 +204,7 @@ export class ItemCache {
       const responses = found.map(([t, items]) => `${JSON.stringify(t)}:[${items.join(",")}]`).join(",");
       return answer(`{"Responses":{${responses}},"UnprocessedKeys":{}}`);
     }
-    const epoch = this.#writesStarted;
+    const epoch = this.#epoch();
     const out = await forward();
     if (out.status !== 200 || !this.#quiet(epoch)) return out;
     const parsed = JSON.parse(out.body.toString("utf8")) as {
