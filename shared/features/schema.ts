@@ -1,0 +1,83 @@
+// What a dataset is, as a feature layer tells it: its fields (with the Esri field types clients read), its
+// object id (the dataset's own single-column integer key), and its geometry column. Readers (GeoPackage,
+// PostGIS) describe a dataset as a LayerSchema; the query plan checks field names against it and each SQL
+// emitter quotes the source columns it names. Geometry inside mapgate is GeoJSON geometry (RFC 7946 shapes,
+// any coordinate system): the libraries that project and test it speak it, and every output format is
+// rendered from it.
+import type { Geometry } from "geojson";
+
+export const ESRI_FIELD_TYPES = [
+  "esriFieldTypeOID",
+  "esriFieldTypeSmallInteger",
+  "esriFieldTypeInteger",
+  "esriFieldTypeBigInteger",
+  "esriFieldTypeSingle",
+  "esriFieldTypeDouble",
+  "esriFieldTypeString",
+  "esriFieldTypeDate",
+  "esriFieldTypeDateOnly",
+  "esriFieldTypeGUID",
+  "esriFieldTypeBlob",
+] as const;
+export type EsriFieldType = (typeof ESRI_FIELD_TYPES)[number];
+
+export interface Field {
+  /** The name clients see and use in `where`, `outFields`, `orderByFields` (case-insensitive on input). */
+  readonly name: string;
+  readonly type: EsriFieldType;
+  readonly alias: string;
+  /** Strings: the declared length, when the source declares one. */
+  readonly length?: number;
+  readonly nullable: boolean;
+  /** The column in the source table (the same as `name` today; kept apart so emitters never quote a name). */
+  readonly column: string;
+}
+
+export const GEOMETRY_TYPES = [
+  "esriGeometryPoint",
+  "esriGeometryMultipoint",
+  "esriGeometryPolyline",
+  "esriGeometryPolygon",
+] as const;
+export type EsriGeometryType = (typeof GEOMETRY_TYPES)[number];
+
+export interface GeometryColumn {
+  readonly column: string;
+  readonly type: EsriGeometryType;
+  readonly hasZ: boolean;
+  readonly hasM: boolean;
+  /** The EPSG code of the stored coordinates (0 when undefined, as GeoPackage says of unknown ones). */
+  readonly srid: number;
+  /** The spatial index to narrow by before the exact test: a GeoPackage R*Tree table, or PostGIS's GiST. */
+  readonly index?: string;
+}
+
+/** [xmin, ymin, xmax, ymax] in the dataset's own coordinates. */
+export type Bounds = readonly [number, number, number, number];
+
+export interface LayerSchema {
+  /** The dataset's name (a GeoPackage table, or `schema.table` in PostgreSQL). */
+  readonly name: string;
+  /** The table to read, as the dialect names it (emitters quote each part). */
+  readonly table: readonly string[];
+  readonly fields: readonly Field[];
+  /** The field holding the object id (its type is esriFieldTypeOID). */
+  readonly objectIdField: string;
+  /** The field a client shows as the feature's label (the first string field, else the object id). */
+  readonly displayField: string;
+  /** Absent for a table without geometry. */
+  readonly geometry?: GeometryColumn;
+  /** The extent the source declares or the index gives; absent when unknown or empty. */
+  readonly extent?: Bounds;
+}
+
+/** One row read for a query: values by field name (dates as epoch milliseconds) and its geometry. */
+export interface FeatureRow {
+  readonly attributes: Record<string, string | number | null>;
+  readonly geometry?: Geometry | null;
+}
+
+export const fieldByName = (schema: LayerSchema, name: string): Field | undefined => {
+  const wanted = name.toLowerCase();
+  return schema.fields.find((f) => f.name.toLowerCase() === wanted);
+};
