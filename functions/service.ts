@@ -2,10 +2,11 @@
 // and its content, read by reference from the data store where its cache lies. Who may read it follows the
 // service's access (shared/catalog.ts), the same rule as the directory and the SOAP catalog.
 import { catalogPrefetch, requestCatalog, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
-import { ApiError, tokenRequired } from "#shared/http/errors.ts";
+import { ApiError, badRequest, tokenRequired } from "#shared/http/errors.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
+import { featureResource } from "#shared/features/serve.ts";
 import { acceptsGzip, missing } from "#shared/serving/read.ts";
 import { sceneLayer, sceneResource, sceneService } from "#shared/serving/scene.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
@@ -51,8 +52,10 @@ async function serve(req: RestRequest): Promise<object> {
     if (req.identity.kind === "anonymous") throw tokenRequired();
     throw serviceNotFound();
   }
-  const info = await serviceInfo(service);
   const [first, ...rest] = parsed.resource;
+  if (service.type === "FeatureServer" && service.source) return featureResource(req, service, parsed.resource);
+  if (req.contentFormat) throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by feature layers only.`]);
+  const info = await serviceInfo(service);
   if (!info) {
     if (first === undefined) return describedOnly(service);
     throw serviceNotFound();
@@ -111,6 +114,7 @@ export const handler = restHandler(
     defaultFormat: (path) => (JSON_BY_DEFAULT.test(path) ? "json" : "html"),
     openCors: true,
     prefetch: catalogPrefetch,
+    contentFormats: ["geojson", "pbf"],
   },
   serve,
 );

@@ -20,7 +20,8 @@ import { TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import type { JobInput } from "#shared/jobs.ts";
 import { serviceItem } from "#shared/items.ts";
 import { restServiceUrl, stableItemId } from "#shared/publishing.ts";
-import { type Dataset, datasetPage, getDataStore } from "#shared/stores/datastores.ts";
+import { storageDatasetPage } from "#shared/features/sources.ts";
+import { type Dataset, datasetPage, getDataStore, type StoreLocation } from "#shared/stores/datastores.ts";
 import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
 import { itemPut, type Item } from "#shared/stores/items.ts";
 import { type LayerPair, type PairAccess, pairMaker, pairMakers, pairPut, recordPair } from "#shared/stores/layers.ts";
@@ -68,6 +69,8 @@ interface Context {
   readonly owner: string;
   readonly origin: string;
   readonly datastoreId: string;
+  /** The store's storage, where each layer reads its dataset (a store of registered datasets has none). */
+  readonly location?: StoreLocation;
   readonly folder: string;
   readonly server: Server;
 }
@@ -80,7 +83,10 @@ export const handler = taskHandler("publish-layers", async (input: PageInput): P
   const [store, server] = await Promise.all([getDataStore(datastoreId), getServer(serverId)]);
   if (!store || store.portalId !== input.portalId) throw new JobError(`Data store '${datastoreId}' no longer exists.`);
   if (!server || server.portalId !== input.portalId) throw new JobError(`Server '${serverId}' no longer exists.`);
-  const { datasets, more } = await datasetPage(datastoreId, previous.cursor, PAGE);
+  // A store with storage publishes what its GeoPackages hold; one without lists registered datasets.
+  const { datasets, more } = store.location
+    ? await storageDatasetPage(store.location, previous.cursor, PAGE)
+    : await datasetPage(datastoreId, previous.cursor, PAGE);
   const last = datasets.at(-1);
   if (!last) return { ...previous, done: true };
   const ctx: Context = {
@@ -89,6 +95,7 @@ export const handler = taskHandler("publish-layers", async (input: PageInput): P
     owner: input.owner,
     origin: input.origin,
     datastoreId,
+    ...(store.location ? { location: store.location } : {}),
     folder: input.params.serverFolder ?? "",
     server,
   };
@@ -173,6 +180,7 @@ function layerOf(ctx: Context, dataset: Dataset, now: number): Layer {
     owner: ctx.owner,
     access: "private",
     extensions: [],
+    ...(ctx.location ? { source: { datastoreId: ctx.datastoreId, location: ctx.location, path: dataset.path } } : {}),
     created: now,
   };
   const url = restServiceUrl(serverUrl(ctx.server, ""), ctx.folder, name, "FeatureServer");

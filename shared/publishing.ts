@@ -4,6 +4,8 @@ import { createHash } from "node:crypto";
 import { badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
+import { isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
+import { geoPackageDatasets } from "#shared/features/sources.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { type Entry, joinPath, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
 import { type CacheType, type DataStore, type DataStoreContents, getDataStore } from "#shared/stores/datastores.ts";
@@ -187,6 +189,8 @@ export interface Child {
   readonly type: string;
   readonly datastoreId: string;
   readonly path: string;
+  /** Why bulk publishing leaves this dataset out (no integer key, a geometry type no layer has…). */
+  readonly unpublishable?: string;
 }
 
 /** What a path of a data store is: the root, a folder, a cached layer or a dataset; undefined if nothing. */
@@ -228,12 +232,44 @@ export async function describePath(contents: DataStoreContents, rawPath: string)
   }
   let exists = relative === "" || children.size > 0;
   if (contents.store.location) {
-    const storage = await storageAt(contents.store.location);
+    const location = contents.store.location;
+    const inFile = splitGeoPackagePath(path);
+    if (inFile) {
+      const found = (await geoPackageDatasets(location, inFile.file))?.find((d) => d.path === path);
+      return found ? { type: found.type, children: [] } : undefined;
+    }
+    if (isGeoPackageName(relative)) {
+      const datasets = await geoPackageDatasets(location, relative);
+      if (datasets) {
+        return {
+          type: "geoPackage",
+          children: datasets.map((d) => ({
+            name: d.name,
+            displayName: d.displayName,
+            type: d.type,
+            datastoreId: id,
+            path: d.path,
+            ...(d.unpublishable ? { unpublishable: d.unpublishable } : {}),
+          })),
+        };
+      }
+    }
+    const storage = await storageAt(location);
     const entries: Entry[] = await storage.list(relative, LIST_LIMIT);
     if (entries.length > 0) exists = true;
     if (relative !== "") {
       const own = await cacheTypeOf(storage, relative, entries);
       if (own) return { type: own, children: [] };
+    }
+    for (const e of entries) {
+      if (e.kind !== "file" || !isGeoPackageName(e.name) || children.has(`${prefix}${e.name}`)) continue;
+      children.set(`${prefix}${e.name}`, {
+        name: e.name,
+        displayName: e.name,
+        type: "geoPackage",
+        datastoreId: id,
+        path: `${prefix}${e.name}`,
+      });
     }
     const folders = entries.filter((e) => e.kind === "folder" && !children.has(`${prefix}${e.name}`));
     // A few at a time: each recognition is a listing (and perhaps a read) of its own.

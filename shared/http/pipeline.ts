@@ -83,6 +83,11 @@ export interface Operation {
   readonly openCors?: boolean;
   /** An OAuth 2.0 endpoint: JSON only (no JSONP), errors as RFC 6749 bodies with real HTTP statuses. */
   readonly protocol?: "oauth";
+  /**
+   * Formats beyond html/json/pjson the operation answers itself as Content (a feature query's geojson and
+   * pbf); errors of such a request are JSON envelopes, as ArcGIS answers them.
+   */
+  readonly contentFormats?: readonly string[];
 }
 
 export interface RestRequest {
@@ -90,6 +95,8 @@ export interface RestRequest {
   readonly method: string;
   readonly params: Params;
   readonly format: Format;
+  /** One of the operation's contentFormats when `f` asked for it (`format` is then json, for errors). */
+  readonly contentFormat?: string;
   readonly https: boolean;
   /** The origin this request arrived at, e.g. `https://maps.example.com`. */
   readonly origin: string;
@@ -130,6 +137,7 @@ export interface Invocation {
 interface Normalized {
   params: Params;
   rendering: Rendering;
+  contentFormat: string;
   origin: string;
   httpsOrigin: string;
   sourceIp: string;
@@ -253,6 +261,11 @@ export const normalize = (op: Operation): RestMiddleware => ({
     }
     const fallback = typeof op.defaultFormat === "function" ? op.defaultFormat(event.rawPath) : op.defaultFormat;
     const f = (params.get("f") ?? fallback ?? "html").toLowerCase();
+    if (op.contentFormats?.includes(f)) {
+      s.rendering = { format: "json", https: o.https };
+      s.contentFormat = f;
+      return;
+    }
     if (!(FORMATS as readonly string[]).includes(f)) {
       s.rendering = { format: "json", https: o.https };
       throw badRequest("Invalid format.", [`'f' must be one of ${FORMATS.join(", ")}; got '${f.slice(0, 32)}'.`]);
@@ -405,6 +418,7 @@ export const caller = (op: Operation): RestMiddleware => ({
       method,
       params,
       format: rendering.format,
+      ...(s.contentFormat ? { contentFormat: s.contentFormat } : {}),
       https: rendering.https,
       origin: s.origin as string,
       httpsOrigin: s.httpsOrigin as string,

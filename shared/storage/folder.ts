@@ -4,7 +4,7 @@
 import { constants, type Dirent } from "node:fs";
 import { type FileHandle, lstat, open, readdir, realpath, stat } from "node:fs/promises";
 import { isAbsolute, join, sep } from "node:path";
-import { type Entry, safeRelativePath, type Storage, StorageError } from "#shared/storage/storage.ts";
+import { type Entry, type LocalFile, safeRelativePath, type Storage, StorageError } from "#shared/storage/storage.ts";
 
 // O_NONBLOCK: opening a FIFO left in the folder must not wait for a writer (what is no file is refused next).
 const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
@@ -71,6 +71,18 @@ export class FolderStorage implements Storage {
       }
     }
     return entries;
+  }
+
+  async localFile(path: string, maxBytes: number): Promise<LocalFile | undefined> {
+    const file = await this.#resolve(safeRelativePath(path));
+    if (file === undefined) return undefined;
+    const info = await stat(file).catch((err: unknown) => {
+      if (isMissing(err)) return undefined;
+      throw err;
+    });
+    if (!info?.isFile()) return undefined;
+    if (info.size > maxBytes) throw new StorageError(`The file is larger than ${maxBytes} bytes.`);
+    return { file, version: `${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}` };
   }
 
   /** Opens the file at a checked relative path; undefined when there is none. */

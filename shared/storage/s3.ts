@@ -8,7 +8,23 @@ import {
   S3Client,
   S3ServiceException,
 } from "@aws-sdk/client-s3";
-import { type Entry, joinPath, safeRelativePath, type Storage, StorageError } from "#shared/storage/storage.ts";
+import { createHash } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
+import {
+  type Entry,
+  joinPath,
+  type LocalFile,
+  safeRelativePath,
+  type Storage,
+  StorageError,
+} from "#shared/storage/storage.ts";
+
+/** Where copies of objects live while the function is warm (Lambda's ephemeral storage, /tmp). */
+const COPIES = join(tmpdir(), "mapgate-objects");
 
 // The SDK takes the endpoint, region and credentials from the environment but has no variable for
 // path-style addressing, which a server on loopback needs (bucket names are no host names there).
@@ -100,6 +116,45 @@ export class S3Storage implements Storage {
       token = page.NextContinuationToken;
     }
     return [...found.values()].sort(byName).slice(0, Math.max(0, limit));
+  }
+
+  async localFile(path: string, maxBytes: number): Promise<LocalFile | undefined> {
+    const key = this.#key(path);
+    if (key === this.#prefix) return undefined;
+    let head;
+    try {
+      head = await this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: key }));
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+    if ((head.ContentLength ?? 0) > maxBytes) throw tooLarge(maxBytes);
+    const etag = head.ETag ?? String(head.LastModified?.getTime() ?? "");
+    const name = createHash("sha256").update(`${this.#bucket}\u0000${key}`).digest("hex").slice(0, 32);
+    const version = createHash("sha256").update(etag).digest("hex").slice(0, 16);
+    const file = join(COPIES, `${name}-${version}`);
+    if (await stat(file).then((s) => s.isFile(), () => false)) return { file, version: etag };
+    await mkdir(COPIES, { recursive: true, mode: 0o700 });
+    // Older versions of the same object go first: the ephemeral storage is small.
+    for (const old of await readdir(COPIES)) if (old.startsWith(`${name}-`)) await rm(join(COPIES, old), { force: true });
+    const response = await this.#client.send(
+      new GetObjectCommand({ Bucket: this.#bucket, Key: key, ...(head.ETag ? { IfMatch: head.ETag } : {}) }),
+    );
+    const partial = `${file}.${process.pid}.${Date.now()}.part`;
+    try {
+      let size = 0;
+      const body = response.Body as NodeJS.ReadableStream;
+      body.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > maxBytes) (body as unknown as { destroy: (e: Error) => void }).destroy(tooLarge(maxBytes));
+      });
+      await pipeline(body, createWriteStream(partial, { mode: 0o600 }));
+      await rename(partial, file);
+    } catch (err) {
+      await rm(partial, { force: true });
+      throw err;
+    }
+    return { file, version: etag };
   }
 
   /** GetObject, or undefined when there is no such key. */

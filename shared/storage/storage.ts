@@ -18,6 +18,18 @@ export interface Storage {
   readRange(path: string, offset: number, length: number): Promise<Buffer | undefined>;
   /** The entries directly below a folder, sorted by name, at most `limit` of them; [] for a missing folder. */
   list(path: string, limit: number): Promise<Entry[]>;
+  /**
+   * The file as a file of this machine, for readers that open files themselves (SQLite): the file itself in a
+   * folder store, a copy kept in the function's temporary storage for a cloud store (fetched once per version).
+   * Undefined when there is no such file; a file over `maxBytes` is a StorageError.
+   */
+  localFile(path: string, maxBytes: number): Promise<LocalFile | undefined>;
+}
+
+export interface LocalFile {
+  readonly file: string;
+  /** Changes whenever the content may have: a reader opened on an older version is reopened. */
+  readonly version: string;
 }
 
 /** A fault of the stored content or of a path (not of mapgate): reported to the caller as a clear error. */

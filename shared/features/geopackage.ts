@@ -1,0 +1,395 @@
+// GeoPackage files read where they lie, with Node's built-in SQLite (read-only, no native addon): the
+// datasets a file holds (gpkg_contents), each one's schema (its columns, its single-column integer key, its
+// geometry column and R*Tree), and the statements a query plan emits for the SQLite dialect.
+//
+// SQLite runs on the function's own thread. What bounds it: every statement is read-only (an authorizer
+// refuses anything but reading, whatever the SQL), and a statement with a filter calls a deadline function on
+// each row it examines, which aborts it past its time; an unfiltered statement is bounded by the table's size.
+import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
+import {
+  type Bounds,
+  type EsriFieldType,
+  type EsriGeometryType,
+  type Field,
+  type GeometryColumn,
+  type LayerSchema,
+} from "#shared/features/schema.ts";
+
+/** What a GeoPackage holds, as a data store's describe lists it. */
+export interface GeoPackageDataset {
+  readonly table: string;
+  readonly kind: "featureClass" | "table";
+  /** Why the dataset cannot be published (no single-column integer key, an unknown geometry type…). */
+  readonly unpublishable?: string;
+}
+
+/** A query that ran past its time (the caller answers that the data source took too long). */
+export class QueryTimeoutError extends Error {
+  constructor() {
+    super("The query took longer than its time allows.");
+    this.name = "QueryTimeoutError";
+  }
+}
+
+/** A file that is no GeoPackage, or one whose tables say something impossible: the data is at fault. */
+export class DatasetError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "DatasetError";
+  }
+}
+
+type Sqlite = typeof import("node:sqlite");
+let sqlite: Sqlite | undefined;
+/** node:sqlite is loaded by the first query, so functions that never read a GeoPackage never pay for it. */
+async function loadSqlite(): Promise<Sqlite> {
+  sqlite ??= await import("node:sqlite");
+  return sqlite;
+}
+
+// The authorizer's action codes (sqlite3.h) a read-only query needs; anything else is denied.
+const SQLITE_OK = 0;
+const SQLITE_DENY = 1;
+const SQLITE_PRAGMA = 19;
+const SQLITE_READ = 20;
+const SQLITE_SELECT = 21;
+const SQLITE_FUNCTION = 31;
+const SQLITE_RECURSIVE = 33;
+const ALLOWED_PRAGMAS = new Set(["table_info", "table_xinfo", "application_id", "user_version"]);
+
+/** One open GeoPackage: a read-only connection and what was learnt of it while it is unchanged. */
+export class GeoPackage {
+  readonly db: DatabaseSync;
+  readonly version: string;
+  readonly #schemas = new Map<string, LayerSchema | DatasetError>();
+  readonly #statements = new Map<string, StatementSync>();
+  #deadline = Number.POSITIVE_INFINITY;
+  #examined = 0;
+  /** The exact spatial test of the running statement (set by the caller around each run). */
+  spatialTest: ((blob: Uint8Array | null) => boolean) | undefined;
+
+  private constructor(db: DatabaseSync, version: string) {
+    this.db = db;
+    this.version = version;
+  }
+
+  static async open(file: string, version: string): Promise<GeoPackage> {
+    const { DatabaseSync } = await loadSqlite();
+    let db: DatabaseSync;
+    try {
+      db = new DatabaseSync(file, { readOnly: true, enableForeignKeyConstraints: false });
+    } catch {
+      throw new DatasetError("The file cannot be opened as a GeoPackage.");
+    }
+    const gpkg = new GeoPackage(db, version);
+    try {
+      const app = db.prepare("PRAGMA application_id").get() as { application_id?: number } | undefined;
+      // 'GPKG' (1.2 and later) or 'GP10'/'GP11' (1.0, 1.1); a plain SQLite file with the tables is read too.
+      const known = [0x47504b47, 0x47503130, 0x47503131, 0];
+      if (!known.includes(app?.application_id ?? 0)) throw new DatasetError("The file is not a GeoPackage.");
+      db.prepare("SELECT 1 FROM gpkg_contents LIMIT 1").all();
+    } catch (err) {
+      db.close();
+      if (err instanceof DatasetError) throw err;
+      throw new DatasetError("The file is not a GeoPackage (it has no gpkg_contents table).");
+    }
+    db.function("mapgate_deadline", { deterministic: false, directOnly: true }, () => gpkg.#tick());
+    db.function("mapgate_spatial", { deterministic: false, directOnly: true }, (blob) =>
+      gpkg.spatialTest?.(blob instanceof Uint8Array ? blob : null) ? 1 : 0,
+    );
+    db.setAuthorizer((action, arg1) => {
+      if (action === SQLITE_SELECT || action === SQLITE_READ || action === SQLITE_FUNCTION) return SQLITE_OK;
+      if (action === SQLITE_RECURSIVE) return SQLITE_OK;
+      if (action === SQLITE_PRAGMA && arg1 !== null && ALLOWED_PRAGMAS.has(arg1.toLowerCase())) return SQLITE_OK;
+      return SQLITE_DENY;
+    });
+    return gpkg;
+  }
+
+  /** Registers functions a dialect's statements call (statistics SQLite lacks, …). */
+  addFunction(name: string, fn: (...args: never[]) => unknown, deterministic = true): void {
+    this.db.function(name, { deterministic, directOnly: true }, fn as (...args: SQLOutputValue[]) => SQLInputValue);
+  }
+
+  #tick(): number {
+    // Date.now() every 256 rows: the check costs little beside the row it guards.
+    if ((++this.#examined & 0xff) === 0 && Date.now() > this.#deadline) throw new QueryTimeoutError();
+    return 1;
+  }
+
+  /** Runs a statement (cached by its text) with a deadline; rows as arrays, columns in SELECT order. */
+  all(sql: string, params: readonly unknown[], deadline: number): unknown[][] {
+    let statement = this.#statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      statement.setReturnArrays(true);
+      if (this.#statements.size >= 64) this.#statements.delete(this.#statements.keys().next().value as string);
+      this.#statements.set(sql, statement);
+    }
+    this.#deadline = deadline;
+    this.#examined = 0;
+    try {
+      return statement.all(...(params as never[])) as unknown as unknown[][];
+    } catch (err) {
+      if (Date.now() > deadline || err instanceof QueryTimeoutError) throw new QueryTimeoutError();
+      throw err;
+    } finally {
+      this.#deadline = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  /** The datasets the file holds, by table name. */
+  datasets(): GeoPackageDataset[] {
+    const rows = this.db
+      .prepare("SELECT table_name, data_type FROM gpkg_contents WHERE data_type IN ('features', 'attributes')")
+      .all() as { table_name: string; data_type: string }[];
+    return rows
+      .map((r) => {
+        const schema = this.schema(r.table_name);
+        const kind = r.data_type === "features" ? "featureClass" : "table";
+        return schema instanceof DatasetError
+          ? { table: r.table_name, kind, unpublishable: schema.message }
+          : { table: r.table_name, kind };
+      })
+      .sort((a, b) => Buffer.compare(Buffer.from(a.table), Buffer.from(b.table))) as GeoPackageDataset[];
+  }
+
+  /** A dataset's schema, or why it cannot be served (a DatasetError); undefined when there is no such table. */
+  schema(table: string): LayerSchema | DatasetError | undefined {
+    const known = this.#schemas.get(table);
+    if (known) return known;
+    const content = this.db
+      .prepare(
+        "SELECT table_name, data_type, min_x, min_y, max_x, max_y FROM gpkg_contents WHERE table_name = ? AND data_type IN ('features', 'attributes')",
+      )
+      .get(table) as
+      | {
+          table_name: string;
+          data_type: string;
+          min_x: number | null;
+          min_y: number | null;
+          max_x: number | null;
+          max_y: number | null;
+        }
+      | undefined;
+    if (!content) return undefined;
+    let schema: LayerSchema | DatasetError;
+    try {
+      schema = this.#describe(content.table_name, content.data_type === "features", content);
+    } catch (err) {
+      if (!(err instanceof DatasetError)) throw err;
+      schema = err;
+    }
+    this.#schemas.set(table, schema);
+    return schema;
+  }
+
+  #describe(
+    table: string,
+    features: boolean,
+    content: { min_x: number | null; min_y: number | null; max_x: number | null; max_y: number | null },
+  ): LayerSchema {
+    const columns = this.db.prepare('SELECT name, type, "notnull", pk FROM pragma_table_info(?)').all(table) as {
+      name: string;
+      type: string;
+      notnull: number;
+      pk: number;
+    }[];
+    if (columns.length === 0) throw new DatasetError(`The table '${table}' does not exist in the file.`);
+    let geometry: GeometryColumn | undefined;
+    if (features) {
+      const g = this.db
+        .prepare("SELECT column_name, geometry_type_name, srs_id, z, m FROM gpkg_geometry_columns WHERE table_name = ?")
+        .get(table) as
+        { column_name: string; geometry_type_name: string; srs_id: number; z: number; m: number } | undefined;
+      if (!g) throw new DatasetError(`The feature table '${table}' has no entry in gpkg_geometry_columns.`);
+      const type = GEOMETRY_TYPES[g.geometry_type_name.toUpperCase()];
+      if (!type) {
+        throw new DatasetError(
+          `The geometry type ${g.geometry_type_name.slice(0, 32)} of '${table}' has no feature layer type (a GEOMETRY or collection column mixes types).`,
+        );
+      }
+      const rtree = `rtree_${table}_${g.column_name}`;
+      const hasIndex =
+        this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(rtree) !== undefined;
+      geometry = {
+        column: g.column_name,
+        type,
+        hasZ: g.z === 1,
+        hasM: g.m === 1,
+        srid: this.#epsgOf(g.srs_id),
+        ...(hasIndex ? { index: rtree } : {}),
+      };
+    }
+    const keys = columns.filter((c) => c.pk > 0);
+    const key = keys.length === 1 ? keys[0] : undefined;
+    if (!key || !/^INTEGER$/i.test(key.type.trim())) {
+      throw new DatasetError(`The table '${table}' has no single-column INTEGER PRIMARY KEY to serve as object ids.`);
+    }
+    const fields: Field[] = [];
+    for (const c of columns) {
+      if (geometry && c.name === geometry.column) continue;
+      const type = c === key ? "esriFieldTypeOID" : fieldType(c.type);
+      if (!type) continue;
+      const length = /^\s*TEXT\s*\(\s*(\d+)\s*\)\s*$/i.exec(c.type)?.[1];
+      fields.push({
+        name: c.name,
+        type,
+        alias: c.name,
+        ...(length ? { length: Number(length) } : {}),
+        nullable: c !== key && c.notnull === 0,
+        column: c.name,
+      });
+    }
+    const firstString = fields.find((f) => f.type === "esriFieldTypeString");
+    const extent = geometry ? this.#extent(geometry, content) : undefined;
+    return {
+      name: table,
+      table: [table],
+      fields,
+      objectIdField: key.name,
+      displayField: firstString?.name ?? key.name,
+      ...(geometry ? { geometry } : {}),
+      ...(extent ? { extent } : {}),
+    };
+  }
+
+  /** The extent from the R*Tree when there is one (exact), else as gpkg_contents declares it. */
+  #extent(
+    g: GeometryColumn,
+    content: { min_x: number | null; min_y: number | null; max_x: number | null; max_y: number | null },
+  ): Bounds | undefined {
+    if (g.index) {
+      const row = this.db
+        .prepare(`SELECT min(minx), min(miny), max(maxx), max(maxy) FROM ${quote(g.index)}`)
+        .get() as Record<string, number | null>;
+      const v = Object.values(row);
+      if (v.every((x) => typeof x === "number" && Number.isFinite(x))) return v as unknown as Bounds;
+      return undefined;
+    }
+    const { min_x, min_y, max_x, max_y } = content;
+    if ([min_x, min_y, max_x, max_y].every((x) => typeof x === "number" && Number.isFinite(x)))
+      return [min_x, min_y, max_x, max_y] as unknown as Bounds;
+    return undefined;
+  }
+
+  /** The EPSG code of a GeoPackage srs_id (GeoPackage lets a file number its own systems). */
+  #epsgOf(srsId: number): number {
+    const row = this.db
+      .prepare("SELECT organization, organization_coordsys_id FROM gpkg_spatial_ref_sys WHERE srs_id = ?")
+      .get(srsId) as { organization: string; organization_coordsys_id: number } | undefined;
+    if (!row) throw new DatasetError(`The spatial reference system ${srsId} is not in gpkg_spatial_ref_sys.`);
+    if (row.organization.toUpperCase() === "EPSG") return row.organization_coordsys_id;
+    // -1 and 0 are GeoPackage's undefined Cartesian and geographic systems.
+    if (srsId === -1 || srsId === 0) return 0;
+    return row.organization_coordsys_id;
+  }
+
+  /** The definition (WKT) the file gives a coordinate system, for projecting from a code no library knows. */
+  definitionOf(epsg: number): string | undefined {
+    const row = this.db
+      .prepare(
+        "SELECT definition FROM gpkg_spatial_ref_sys WHERE organization_coordsys_id = ? AND upper(organization) = 'EPSG'",
+      )
+      .get(epsg) as { definition?: string } | undefined;
+    return row?.definition && row.definition !== "undefined" ? row.definition : undefined;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+const GEOMETRY_TYPES: Readonly<Record<string, EsriGeometryType>> = {
+  POINT: "esriGeometryPoint",
+  MULTIPOINT: "esriGeometryMultipoint",
+  LINESTRING: "esriGeometryPolyline",
+  MULTILINESTRING: "esriGeometryPolyline",
+  CURVE: "esriGeometryPolyline",
+  MULTICURVE: "esriGeometryPolyline",
+  POLYGON: "esriGeometryPolygon",
+  MULTIPOLYGON: "esriGeometryPolygon",
+  SURFACE: "esriGeometryPolygon",
+  MULTISURFACE: "esriGeometryPolygon",
+  CURVEPOLYGON: "esriGeometryPolygon",
+};
+
+/**
+ * The Esri type of a GeoPackage column type (GeoPackage 1.3 table 1). INTEGER is 64-bit in GeoPackage, but
+ * esriFieldTypeInteger is what every client reads (BigInteger is newer than GDAL 3.6 and many web maps);
+ * DATE and DATETIME are both answered as dates in epoch milliseconds. Undefined: the column is not served.
+ */
+function fieldType(declared: string): EsriFieldType | undefined {
+  const t = declared
+    .trim()
+    .toUpperCase()
+    .replace(/\s*\(.*$/, "");
+  switch (t) {
+    case "BOOLEAN":
+    case "TINYINT":
+    case "SMALLINT":
+      return "esriFieldTypeSmallInteger";
+    case "MEDIUMINT":
+    case "INT":
+    case "INTEGER":
+      return "esriFieldTypeInteger";
+    case "FLOAT":
+      return "esriFieldTypeSingle";
+    case "DOUBLE":
+    case "REAL":
+      return "esriFieldTypeDouble";
+    case "TEXT":
+      return "esriFieldTypeString";
+    case "DATE":
+    case "DATETIME":
+      return "esriFieldTypeDate";
+    case "BLOB":
+      return "esriFieldTypeBlob";
+    default:
+      // SQLite's own affinity rules for what GeoPackage does not name.
+      if (t.includes("INT")) return "esriFieldTypeInteger";
+      if (t.includes("CHAR") || t.includes("CLOB") || t.includes("TEXT")) return "esriFieldTypeString";
+      if (t.includes("REAL") || t.includes("FLOA") || t.includes("DOUB")) return "esriFieldTypeDouble";
+      return undefined;
+  }
+}
+
+export const quote = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
+
+// Open GeoPackages by file, while the function is warm: reopened when the file's version moves.
+const opened = new Map<string, Promise<GeoPackage>>();
+const MAX_OPEN = 16;
+
+export async function geoPackageAt(file: string, version: string): Promise<GeoPackage> {
+  const held = opened.get(file);
+  if (held) {
+    const gpkg = await held.catch(() => undefined);
+    if (gpkg && gpkg.version === version) return gpkg;
+    opened.delete(file);
+    gpkg?.close();
+  }
+  const next = GeoPackage.open(file, version);
+  if (opened.size >= MAX_OPEN) {
+    const [oldest, pending] = opened.entries().next().value as [string, Promise<GeoPackage>];
+    opened.delete(oldest);
+    void pending.then(
+      (g) => g.close(),
+      () => undefined,
+    );
+  }
+  opened.set(file, next);
+  next.catch(() => opened.delete(file));
+  return next;
+}
+
+/** A GeoPackage path in a data store: the file's path and the table in it (`/a/b.gpkg/table`). */
+export function splitGeoPackagePath(path: string): { file: string; table: string } | undefined {
+  const at = path.toLowerCase().lastIndexOf(".gpkg/");
+  if (at < 0) return undefined;
+  const file = path.slice(0, at + 5);
+  const table = path.slice(at + 6);
+  if (!table || table.includes("/")) return undefined;
+  return { file, table };
+}
+
+export const isGeoPackageName = (name: string) => /\.gpkg$/i.test(name);

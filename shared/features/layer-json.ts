@@ -1,0 +1,195 @@
+// The JSON of a feature service and its layer, as ArcGIS answers them and clients read them (QGIS filters
+// layers on `capabilities`, GDAL pages by `maxRecordCount`, web maps draw with `drawingInfo`). A bulk-published
+// FeatureServer serves one dataset: layer 0, or table 0 when the dataset has no geometry.
+import type { Bounds, EsriGeometryType, LayerSchema } from "#shared/features/schema.ts";
+import type { Service } from "#shared/stores/services.ts";
+import { SERVER_REST_VERSION } from "#shared/urls.ts";
+
+/** Rows a query answers at most in one page (GDAL and queryAllFeatures page by it). */
+export const MAX_RECORD_COUNT = 2000;
+
+export const QUERY_FORMATS = "JSON, geoJSON, PBF";
+
+export const SPATIAL_RELATIONSHIPS = [
+  "esriSpatialRelIntersects",
+  "esriSpatialRelContains",
+  "esriSpatialRelCrosses",
+  "esriSpatialRelEnvelopeIntersects",
+  "esriSpatialRelOverlaps",
+  "esriSpatialRelTouches",
+  "esriSpatialRelWithin",
+];
+
+/** A spatial reference as ArcGIS writes it: Web Mercator keeps its old ESRI code beside the EPSG one. */
+export function spatialReference(srid: number): { wkid: number; latestWkid: number } | Record<string, never> {
+  if (srid === 0) return {};
+  if (srid === 3857 || srid === 102100) return { wkid: 102100, latestWkid: 3857 };
+  return { wkid: srid, latestWkid: srid };
+}
+
+export function extentJson(bounds: Bounds | undefined, srid: number) {
+  const [xmin, ymin, xmax, ymax] = bounds ?? [Number.NaN, Number.NaN, Number.NaN, Number.NaN];
+  return bounds
+    ? { xmin, ymin, xmax, ymax, spatialReference: spatialReference(srid) }
+    : { xmin: null, ymin: null, xmax: null, ymax: null, spatialReference: spatialReference(srid) };
+}
+
+const isTable = (schema: LayerSchema) => !schema.geometry;
+
+/** A simple renderer by geometry type: what a web map draws the layer with when it brings no style. */
+function renderer(type: EsriGeometryType) {
+  const outline = { type: "esriSLS", style: "esriSLSSolid", color: [51, 51, 51, 255], width: 0.75 };
+  switch (type) {
+    case "esriGeometryPoint":
+    case "esriGeometryMultipoint":
+      return {
+        type: "simple",
+        symbol: { type: "esriSMS", style: "esriSMSCircle", color: [0, 112, 255, 255], size: 6, outline },
+      };
+    case "esriGeometryPolyline":
+      return {
+        type: "simple",
+        symbol: { type: "esriSLS", style: "esriSLSSolid", color: [0, 112, 255, 255], width: 1.5 },
+      };
+    case "esriGeometryPolygon":
+      return {
+        type: "simple",
+        symbol: { type: "esriSFS", style: "esriSFSSolid", color: [0, 112, 255, 96], outline },
+      };
+  }
+}
+
+export function layerJson(service: Service, schema: LayerSchema) {
+  const g = schema.geometry;
+  const srid = g?.srid ?? 0;
+  return {
+    currentVersion: SERVER_REST_VERSION,
+    id: 0,
+    name: schema.name,
+    type: isTable(schema) ? "Table" : "Feature Layer",
+    parentLayer: null,
+    subLayers: [],
+    description: service.description,
+    copyrightText: "",
+    defaultVisibility: true,
+    minScale: 0,
+    maxScale: 0,
+    ...(g
+      ? {
+          geometryType: g.type,
+          sourceSpatialReference: spatialReference(srid),
+          extent: extentJson(schema.extent, srid),
+          drawingInfo: { renderer: renderer(g.type), transparency: 0, labelingInfo: null },
+          geometryField: { name: g.column, type: "esriFieldTypeGeometry", alias: g.column, nullable: true },
+          supportedSpatialRelationships: SPATIAL_RELATIONSHIPS,
+        }
+      : {}),
+    hasZ: g?.hasZ ?? false,
+    hasM: g?.hasM ?? false,
+    hasAttachments: false,
+    htmlPopupType: "esriServerHTMLPopupTypeAsHTMLText",
+    objectIdField: schema.objectIdField,
+    uniqueIdField: { name: schema.objectIdField, isSystemMaintained: true },
+    globalIdField: "",
+    displayField: schema.displayField,
+    typeIdField: null,
+    subtypeField: null,
+    fields: schema.fields.map((f) => ({
+      name: f.name,
+      type: f.type,
+      alias: f.alias,
+      sqlType: "sqlTypeOther",
+      ...(f.length !== undefined ? { length: f.length } : {}),
+      nullable: f.nullable,
+      editable: false,
+      domain: null,
+      defaultValue: null,
+    })),
+    indexes: [],
+    types: [],
+    templates: [],
+    relationships: [],
+    canModifyLayer: false,
+    canScaleSymbols: false,
+    hasLabels: false,
+    capabilities: "Query",
+    maxRecordCount: MAX_RECORD_COUNT,
+    standardMaxRecordCount: MAX_RECORD_COUNT,
+    tileMaxRecordCount: MAX_RECORD_COUNT,
+    maxRecordCountFactor: 1,
+    supportsStatistics: true,
+    supportsAdvancedQueries: true,
+    supportsCoordinatesQuantization: true,
+    supportedQueryFormats: QUERY_FORMATS,
+    isDataVersioned: false,
+    useStandardizedQueries: true,
+    allowGeometryUpdates: false,
+    advancedQueryCapabilities: {
+      useStandardizedQueries: true,
+      supportsStatistics: true,
+      supportsHavingClause: true,
+      supportsOrderBy: true,
+      supportsDistinct: true,
+      supportsCountDistinct: true,
+      supportsPagination: true,
+      supportsPaginationOnAggregatedQueries: true,
+      supportsTrueCurve: false,
+      supportsReturningQueryExtent: true,
+      supportsQueryWithDistance: true,
+      supportsSqlExpression: false,
+      supportsOutFieldSQLExpression: false,
+      supportsQueryWithResultType: false,
+      supportsReturningGeometryCentroid: false,
+      supportsPercentileStatistics: true,
+    },
+    serviceItemId: service.itemId,
+  };
+}
+
+/** The service's entry for a layer or table in `layers`/`tables`. */
+function entry(schema: LayerSchema) {
+  return {
+    id: 0,
+    name: schema.name,
+    parentLayerId: -1,
+    defaultVisibility: true,
+    subLayerIds: null,
+    minScale: 0,
+    maxScale: 0,
+    type: isTable(schema) ? "Table" : "Feature Layer",
+    ...(schema.geometry ? { geometryType: schema.geometry.type } : {}),
+  };
+}
+
+export function featureServiceJson(service: Service, schema: LayerSchema) {
+  const srid = schema.geometry?.srid ?? 0;
+  const extent = extentJson(schema.extent, srid);
+  return {
+    currentVersion: SERVER_REST_VERSION,
+    serviceDescription: service.description,
+    description: service.description,
+    copyrightText: "",
+    hasVersionedData: false,
+    hasStaticData: true,
+    supportsDisconnectedEditing: false,
+    syncEnabled: false,
+    supportsApplyEditsWithGlobalIds: false,
+    capabilities: "Query",
+    maxRecordCount: MAX_RECORD_COUNT,
+    supportedQueryFormats: QUERY_FORMATS,
+    spatialReference: spatialReference(srid),
+    initialExtent: extent,
+    fullExtent: extent,
+    units: srid === 4326 || srid === 4269 || srid === 4258 ? "esriDecimalDegrees" : "esriMeters",
+    allowGeometryUpdates: false,
+    layers: isTable(schema) ? [] : [entry(schema)],
+    tables: isTable(schema) ? [entry(schema)] : [],
+    serviceItemId: service.itemId,
+  };
+}
+
+/** `FeatureServer/layers`: every layer's and table's full JSON. */
+export function layersJson(service: Service, schema: LayerSchema) {
+  const layer = layerJson(service, schema);
+  return isTable(schema) ? { layers: [], tables: [layer] } : { layers: [layer], tables: [] };
+}
