@@ -55,7 +55,14 @@ export function readPrivileges(raw: string | undefined): string[] {
   if (unknown.length > 0) {
     throw badRequest(
       what,
-      unknown.slice(0, 20).map((p) => `Unknown privilege ${JSON.stringify(p).slice(0, 100)}.`),
+      // Only a scalar is quoted back: serialising an array or object would recurse through whatever it nests.
+      unknown
+        .slice(0, 20)
+        .map((p) =>
+          p !== null && typeof p === "object"
+            ? `Unknown privilege (${Array.isArray(p) ? "an array" : "an object"}).`
+            : `Unknown privilege ${JSON.stringify(p).slice(0, 100)}.`,
+        ),
     );
   }
   return [...new Set(list as string[])];

@@ -5,10 +5,17 @@
 // local engine serves (lambda:invoke, lambda:invoke.waitForTaskToken, or a function ARN), as the machine's role.
 import { randomBytes } from "node:crypto";
 import { StateMachine } from "aws-local-stepfunctions";
+import { nestedDeeperThan } from "#shared/json-depth.ts";
+import { AwsJsonError, type Json, MAX_NESTING, stringMember } from "./aws-json.ts";
 import { type InvokeResult, LOCAL_ACCOUNT, LOCAL_REGION } from "./lambda.ts";
-import { describeExecution, type ExecutionRecord, MAX_PAYLOAD_CHARS, payloadTooLarge } from "./workflows.ts";
+import {
+  describeExecution,
+  type ExecutionRecord,
+  MAX_PAYLOAD_CHARS,
+  parseExecutionInput,
+  payloadTooLarge,
+} from "./workflows.ts";
 
-type Json = Record<string, unknown>;
 type Invoke = (functionName: string, payload: string, principal: string) => Promise<InvokeResult>;
 
 const LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke";
@@ -32,31 +39,45 @@ function limitMs(seconds: unknown): number | undefined {
   return typeof seconds === "number" && seconds > 0 ? Math.min(seconds, LONGEST_WAIT_SECONDS) * 1000 : undefined;
 }
 
+const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
+const invalidDefinition = (problem: string) =>
+  new AwsJsonError("InvalidDefinition", `Invalid State Machine Definition: ${problem}`);
+
+/**
+ * Every state of a definition, those of Map iterators and Parallel branches included, in a loop (a definition
+ * is a caller's JSON: its shape is checked here before anything reads it, and nothing recurses over it).
+ */
+function eachState(definition: unknown, visit: (name: string, state: Json) => void): void {
+  const machines: unknown[] = [definition];
+  for (let m = machines.pop(); m !== undefined; m = machines.pop()) {
+    if (!isObject(m) || !isObject(m.States)) throw invalidDefinition("a state machine must have States, an object.");
+    for (const [name, state] of Object.entries(m.States)) {
+      if (!isObject(state)) throw invalidDefinition(`state ${name.slice(0, 80)} must be an object.`);
+      const nested = state.Iterator ?? state.ItemProcessor;
+      if (nested !== undefined) machines.push(nested);
+      if (state.Branches !== undefined) {
+        if (!Array.isArray(state.Branches))
+          throw invalidDefinition(`state ${name.slice(0, 80)}: Branches must be a list.`);
+        machines.push(...(state.Branches as unknown[]));
+      }
+      visit(name, state);
+    }
+  }
+}
+
 /** The definition the interpreter runs: waiting Tasks without a TimeoutSeconds get the longest one. */
 function withWaits(definition: Json): Json {
   const copy = structuredClone(definition);
-  const walk = (states: Record<string, Json>) => {
-    for (const state of Object.values(states)) {
-      const nested = (state.Iterator ?? state.ItemProcessor) as { States?: Record<string, Json> } | undefined;
-      if (nested?.States) walk(nested.States);
-      for (const branch of (state.Branches ?? []) as { States: Record<string, Json> }[]) walk(branch.States);
-      if (state.Type === "Task" && state.Resource === WAIT && state.TimeoutSeconds === undefined) {
-        state.TimeoutSeconds = LONGEST_WAIT_SECONDS;
-      }
+  eachState(copy, (_name, state) => {
+    if (state.Type === "Task" && state.Resource === WAIT && state.TimeoutSeconds === undefined) {
+      state.TimeoutSeconds = LONGEST_WAIT_SECONDS;
     }
-  };
-  walk(copy.States as Record<string, Json>);
+  });
   return copy;
 }
 
-class SfnError extends Error {
-  readonly type: string;
-
-  constructor(type: string, message: string) {
-    super(message);
-    this.type = type;
-  }
-}
+/** A Task's FunctionName: anything but a string is no name (and Invoke refuses it as Lambda does). */
+const nameOf = (v: unknown): string => (typeof v === "string" ? v : "");
 
 /** A failed task as the interpreter's Retry/Catch match it: by error name, with the cause as message. */
 function taskError(name: string, cause: string): Error {
@@ -80,8 +101,10 @@ interface Execution extends ExecutionRecord {
 }
 
 export interface CallerWorkflows {
-  /** Answers the Step Functions calls it knows; undefined for the others (the jobs machine's). */
-  handle(target: string, body: Json): Promise<Json | undefined>;
+  /** The operations it answers (StartExecution and DescribeExecution for its machines only). */
+  readonly operations: ReadonlySet<string>;
+  /** Answers a Step Functions operation it knows; undefined for the others (the jobs machine's). */
+  handle(operation: string, body: Json): Promise<Json | undefined>;
   drained(): Promise<void>;
 }
 
@@ -105,62 +128,57 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
 
   const bind = (definition: Json, roleArn: string, placeholder: string) => {
     const bindings: Record<string, (input: never) => Promise<unknown>> = {};
-    const walk = (states: Record<string, Json>) => {
-      for (const [name, state] of Object.entries(states)) {
-        const nested = (state.Iterator ?? state.ItemProcessor) as { States?: Record<string, Json> } | undefined;
-        if (nested?.States) walk(nested.States);
-        for (const branch of (state.Branches ?? []) as { States: Record<string, Json> }[]) walk(branch.States);
-        if (state.Type !== "Task") continue;
-        const resource = String(state.Resource);
-        if (resource === LAMBDA_INVOKE) {
-          bindings[name] = async (input: never) => {
-            const { FunctionName, Payload } = input as { FunctionName?: string; Payload?: unknown };
-            const payload = await invokeAs(roleArn, String(FunctionName), Payload);
-            return { ExecutedVersion: "$LATEST", Payload: payload, StatusCode: 200 };
-          };
-        } else if (resource === WAIT) {
-          const timeoutMs = limitMs(state.TimeoutSeconds);
-          const heartbeatMs = limitMs(state.HeartbeatSeconds);
-          bindings[name] = async (input: never) => {
-            const token = randomBytes(48).toString("base64url");
-            const text = JSON.stringify(input).replaceAll(placeholder, token);
-            const { FunctionName, Payload } = JSON.parse(text) as { FunctionName?: string; Payload?: unknown };
-            const timers: NodeJS.Timeout[] = [];
-            const answered = new Promise<unknown>((resolve, reject) => {
-              const expire = (error: string) => () => reject(taskError(error, `The task's ${error} passed.`));
-              let heartbeat: NodeJS.Timeout | undefined;
-              const beat = () => {
-                if (heartbeatMs === undefined) return;
-                clearTimeout(heartbeat);
-                heartbeat = setTimeout(expire("States.HeartbeatTimeout"), heartbeatMs);
-                timers.push(heartbeat);
-              };
-              if (timeoutMs !== undefined) timers.push(setTimeout(expire("States.Timeout"), timeoutMs));
-              beat();
-              waiting.set(token, { resolve, reject, beat });
-            });
-            // The answer may come before the invocation returns (a refusal is answered at once): never unhandled.
-            answered.catch(() => undefined);
-            try {
-              // The function's own answer is not the task's result: the token's is.
-              await invokeAs(roleArn, String(FunctionName), Payload);
-              return await answered;
-            } finally {
-              for (const t of timers) clearTimeout(t);
-              if (waiting.delete(token)) expired.add(token);
-            }
-          };
-        } else if (FUNCTION_ARN.test(resource)) {
-          bindings[name] = (input: never) => invokeAs(roleArn, resource, input);
-        } else {
-          throw new SfnError(
-            "InvalidDefinition",
-            `Invalid State Machine Definition: state ${name}: the local engine runs Task states that invoke its Lambda functions (${LAMBDA_INVOKE}, ${WAIT} or a function ARN); ${resource.slice(0, 128)} is not available locally.`,
-          );
-        }
+    eachState(definition, (name, state) => {
+      if (state.Type !== "Task") return;
+      if (typeof state.Resource !== "string")
+        throw invalidDefinition(`state ${name.slice(0, 80)}: Resource must be a string.`);
+      const resource = state.Resource;
+      if (resource === LAMBDA_INVOKE) {
+        bindings[name] = async (input: never) => {
+          const { FunctionName, Payload } = input as { FunctionName?: string; Payload?: unknown };
+          const payload = await invokeAs(roleArn, nameOf(FunctionName), Payload);
+          return { ExecutedVersion: "$LATEST", Payload: payload, StatusCode: 200 };
+        };
+      } else if (resource === WAIT) {
+        const timeoutMs = limitMs(state.TimeoutSeconds);
+        const heartbeatMs = limitMs(state.HeartbeatSeconds);
+        bindings[name] = async (input: never) => {
+          const token = randomBytes(48).toString("base64url");
+          const text = JSON.stringify(input).replaceAll(placeholder, token);
+          const { FunctionName, Payload } = JSON.parse(text) as { FunctionName?: string; Payload?: unknown };
+          const timers: NodeJS.Timeout[] = [];
+          const answered = new Promise<unknown>((resolve, reject) => {
+            const expire = (error: string) => () => reject(taskError(error, `The task's ${error} passed.`));
+            let heartbeat: NodeJS.Timeout | undefined;
+            const beat = () => {
+              if (heartbeatMs === undefined) return;
+              clearTimeout(heartbeat);
+              heartbeat = setTimeout(expire("States.HeartbeatTimeout"), heartbeatMs);
+              timers.push(heartbeat);
+            };
+            if (timeoutMs !== undefined) timers.push(setTimeout(expire("States.Timeout"), timeoutMs));
+            beat();
+            waiting.set(token, { resolve, reject, beat });
+          });
+          // The answer may come before the invocation returns (a refusal is answered at once): never unhandled.
+          answered.catch(() => undefined);
+          try {
+            // The function's own answer is not the task's result: the token's is.
+            await invokeAs(roleArn, nameOf(FunctionName), Payload);
+            return await answered;
+          } finally {
+            for (const t of timers) clearTimeout(t);
+            if (waiting.delete(token)) expired.add(token);
+          }
+        };
+      } else if (FUNCTION_ARN.test(resource)) {
+        bindings[name] = (input: never) => invokeAs(roleArn, resource, input);
+      } else {
+        throw invalidDefinition(
+          `state ${name.slice(0, 80)}: the local engine runs Task states that invoke its Lambda functions (${LAMBDA_INVOKE}, ${WAIT} or a function ARN); ${resource.slice(0, 128)} is not available locally.`,
+        );
       }
-    };
-    walk(definition.States as Record<string, Json>);
+    });
     return bindings;
   };
 
@@ -168,136 +186,164 @@ export function callerWorkflows(invoke: Invoke): CallerWorkflows {
     body: Json,
     settle: (w: { resolve: (o: unknown) => void; reject: (e: Error) => void }) => void,
   ) => {
-    const token = String(body.taskToken ?? "");
+    const token = stringMember(body, "taskToken") ?? "";
     const waiter = waiting.get(token);
-    if (!waiter && expired.has(token)) throw new SfnError("TaskTimedOut", "Task Timed Out");
-    if (!waiter) throw new SfnError("TaskDoesNotExist", "Task Does Not Exist");
+    if (!waiter && expired.has(token)) throw new AwsJsonError("TaskTimedOut", "Task Timed Out");
+    if (!waiter) throw new AwsJsonError("TaskDoesNotExist", "Task Does Not Exist");
     settle(waiter);
     waiting.delete(token);
     return {};
   };
 
-  const ops: Record<string, (body: Json) => Json | undefined> = {
-    CreateStateMachine: (body) => {
-      const name = String(body.name ?? "");
-      if (!/^[\w-]{1,80}$/.test(name)) throw new SfnError("InvalidName", "Invalid Name");
-      const roleArn = String(body.roleArn ?? "");
-      if (!/^arn:aws:iam::\d{12}:role\/[\w+=,.@/-]+$/.test(roleArn))
-        throw new SfnError("InvalidArn", "Invalid Arn: roleArn");
-      const text = String(body.definition ?? "");
-      let definition: Json;
-      try {
-        definition = JSON.parse(text) as Json;
-      } catch {
-        throw new SfnError("InvalidDefinition", "Invalid State Machine Definition: not JSON");
-      }
-      const arn = `arn:aws:states:${LOCAL_REGION}:${LOCAL_ACCOUNT}:stateMachine:${name}`;
-      const existing = machines.get(arn);
-      if (existing) {
-        if (existing.definition === text && existing.roleArn === roleArn)
-          return { stateMachineArn: arn, creationDate: Date.now() / 1000 };
-        throw new SfnError("StateMachineAlreadyExists", `State Machine Already Exists: '${arn}'`);
-      }
-      const placeholder = `local-task-token-${randomBytes(12).toString("hex")}`;
-      const bindings = bind(definition, roleArn, placeholder);
-      let machine: StateMachine;
-      try {
-        machine = new StateMachine(withWaits(definition) as never);
-      } catch (err) {
-        throw new SfnError("InvalidDefinition", `Invalid State Machine Definition: ${(err as Error).message}`);
-      }
-      machines.set(arn, { arn, definition: text, roleArn, machine, bindings, placeholder });
-      return { stateMachineArn: arn, creationDate: Date.now() / 1000 };
-    },
-    StartExecution: (body) => {
-      const m = machines.get(String(body.stateMachineArn ?? ""));
-      if (!m) return undefined;
-      const name = String(body.name ?? "") || randomBytes(16).toString("hex");
-      if (!/^[\w-]{1,80}$/.test(name)) throw new SfnError("InvalidName", "Invalid Name");
-      const arn = `${m.arn.replace(":stateMachine:", ":execution:")}:${name}`;
-      if (executions.has(arn)) throw new SfnError("ExecutionAlreadyExists", `Execution Already Exists: '${arn}'`);
-      const input = String(body.input ?? "{}");
-      if (input.length > MAX_PAYLOAD_CHARS) return { __status: 400, ...payloadTooLarge("input") };
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(input);
-      } catch {
-        throw new SfnError("InvalidExecutionInput", "Invalid State Machine Execution Input: not JSON");
-      }
-      const e: Execution = { arn, machine: m, name, input, startDate: Date.now(), status: "RUNNING" };
-      executions.set(arn, e);
-      const run = m.machine.run(parsed as never, {
-        overrides: { taskResourceLocalHandlers: m.bindings as never },
-        context: {
-          Execution: {
-            Id: arn,
-            Name: name,
-            Input: parsed,
-            StartTime: new Date(e.startDate).toISOString(),
-            RoleArn: m.roleArn,
+  const ops = new Map<string, (body: Json) => Json | undefined>([
+    [
+      "CreateStateMachine",
+      (body) => {
+        const name = stringMember(body, "name") ?? "";
+        if (!/^[\w-]{1,80}$/.test(name)) throw new AwsJsonError("InvalidName", "Invalid Name");
+        const roleArn = stringMember(body, "roleArn") ?? "";
+        if (!/^arn:aws:iam::\d{12}:role\/[\w+=,.@/-]+$/.test(roleArn))
+          throw new AwsJsonError("InvalidArn", "Invalid Arn: roleArn");
+        const text = stringMember(body, "definition") ?? "";
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          throw invalidDefinition("not JSON");
+        }
+        if (!isObject(parsed)) throw invalidDefinition("a definition is a JSON object.");
+        if (nestedDeeperThan(parsed, MAX_NESTING))
+          throw invalidDefinition(`nested more than ${MAX_NESTING} levels deep.`);
+        const definition = parsed;
+        const arn = `arn:aws:states:${LOCAL_REGION}:${LOCAL_ACCOUNT}:stateMachine:${name}`;
+        const existing = machines.get(arn);
+        if (existing) {
+          if (existing.definition === text && existing.roleArn === roleArn)
+            return { stateMachineArn: arn, creationDate: Date.now() / 1000 };
+          throw new AwsJsonError("StateMachineAlreadyExists", `State Machine Already Exists: '${arn}'`);
+        }
+        const placeholder = `local-task-token-${randomBytes(12).toString("hex")}`;
+        const bindings = bind(definition, roleArn, placeholder);
+        let machine: StateMachine;
+        try {
+          machine = new StateMachine(withWaits(definition) as never);
+        } catch (err) {
+          // The validator's own findings are told; anything else it threw is not the caller's to read.
+          const message = err instanceof Error ? err.message : "";
+          throw invalidDefinition(
+            message.startsWith("State machine definition is invalid")
+              ? message.slice(0, 4096)
+              : "not a valid state machine.",
+          );
+        }
+        machines.set(arn, { arn, definition: text, roleArn, machine, bindings, placeholder });
+        return { stateMachineArn: arn, creationDate: Date.now() / 1000 };
+      },
+    ],
+    [
+      "StartExecution",
+      (body) => {
+        const m = machines.get(stringMember(body, "stateMachineArn") ?? "");
+        if (!m) return undefined;
+        const name = stringMember(body, "name") || randomBytes(16).toString("hex");
+        if (!/^[\w-]{1,80}$/.test(name)) throw new AwsJsonError("InvalidName", "Invalid Name");
+        const arn = `${m.arn.replace(":stateMachine:", ":execution:")}:${name}`;
+        if (executions.has(arn)) throw new AwsJsonError("ExecutionAlreadyExists", `Execution Already Exists: '${arn}'`);
+        const input = stringMember(body, "input") ?? "{}";
+        if (input.length > MAX_PAYLOAD_CHARS) return { __status: 400, ...payloadTooLarge("input") };
+        const parsed = parseExecutionInput(input);
+        const e: Execution = { arn, machine: m, name, input, startDate: Date.now(), status: "RUNNING" };
+        executions.set(arn, e);
+        const run = m.machine.run(parsed as never, {
+          overrides: { taskResourceLocalHandlers: m.bindings as never },
+          context: {
+            Execution: {
+              Id: arn,
+              Name: name,
+              Input: parsed,
+              StartTime: new Date(e.startDate).toISOString(),
+              RoleArn: m.roleArn,
+            },
+            StateMachine: { Id: m.arn, Name: m.arn.split(":").pop() },
+            Task: { Token: m.placeholder },
+          } as never,
+        });
+        // Always awaited: a failed execution nobody awaits would take the whole engine down.
+        const done = run.result.then(
+          (output) => {
+            e.status = "SUCCEEDED";
+            e.output = JSON.stringify(output);
+            e.stopDate = Date.now();
           },
-          StateMachine: { Id: m.arn, Name: m.arn.split(":").pop() },
-          Task: { Token: m.placeholder },
-        } as never,
-      });
-      // Always awaited: a failed execution nobody awaits would take the whole engine down.
-      const done = run.result.then(
-        (output) => {
-          e.status = "SUCCEEDED";
-          e.output = JSON.stringify(output);
-          e.stopDate = Date.now();
-        },
-        (err: unknown) => {
-          // The interpreter wraps what failed the execution (a Fail state's error, a task's) in an ExecutionError.
-          const failure = ((err as { cause?: unknown }).cause ?? err) as { name?: string; message?: string };
-          e.status = "FAILED";
-          e.error = failure.name ?? "States.Runtime";
-          e.cause = failure.message ?? "";
-          e.stopDate = Date.now();
-        },
-      );
-      running.add(done);
-      void done.finally(() => running.delete(done));
-      return { executionArn: arn, startDate: e.startDate / 1000 };
-    },
-    DescribeExecution: (body) => {
-      const e = executions.get(String(body.executionArn ?? ""));
-      return e ? describeExecution(e, e.machine.arn) : undefined;
-    },
-    SendTaskSuccess: (body) =>
-      String(body.output ?? "").length > MAX_PAYLOAD_CHARS
-        ? { __status: 400, ...payloadTooLarge("output") }
-        : answerToken(body, (w) => {
-            let output: unknown;
-            try {
-              output = JSON.parse(String(body.output ?? ""));
-            } catch {
-              throw new SfnError("InvalidOutput", "Invalid Output: not JSON");
-            }
-            w.resolve(output);
-          }),
-    SendTaskFailure: (body) =>
-      answerToken(body, (w) =>
-        w.reject(taskError(String(body.error ?? "") || "States.TaskFailed", String(body.cause ?? ""))),
-      ),
-    SendTaskHeartbeat: (body) => {
-      const token = String(body.taskToken ?? "");
-      const waiter = waiting.get(token);
-      if (!waiter && expired.has(token)) throw new SfnError("TaskTimedOut", "Task Timed Out");
-      if (!waiter) throw new SfnError("TaskDoesNotExist", "Task Does Not Exist");
-      waiter.beat();
-      return {};
-    },
-  };
+          (err: unknown) => {
+            // The interpreter wraps what failed the execution (a Fail state's error, a task's) in an ExecutionError.
+            const failure = ((err as { cause?: unknown }).cause ?? err) as { name?: string; message?: string };
+            e.status = "FAILED";
+            e.error = failure.name ?? "States.Runtime";
+            e.cause = failure.message ?? "";
+            e.stopDate = Date.now();
+          },
+        );
+        running.add(done);
+        void done.finally(() => running.delete(done));
+        return { executionArn: arn, startDate: e.startDate / 1000 };
+      },
+    ],
+    [
+      "DescribeExecution",
+      (body) => {
+        const e = executions.get(stringMember(body, "executionArn") ?? "");
+        return e ? describeExecution(e, e.machine.arn) : undefined;
+      },
+    ],
+    [
+      "SendTaskSuccess",
+      (body) => {
+        const text = stringMember(body, "output") ?? "";
+        if (text.length > MAX_PAYLOAD_CHARS) return { __status: 400, ...payloadTooLarge("output") };
+        return answerToken(body, (w) => {
+          let output: unknown;
+          try {
+            output = JSON.parse(text);
+          } catch {
+            throw new AwsJsonError("InvalidOutput", "Invalid Output: not JSON");
+          }
+          if (nestedDeeperThan(output, MAX_NESTING))
+            throw new AwsJsonError("InvalidOutput", `Invalid Output: nested more than ${MAX_NESTING} levels deep`);
+          w.resolve(output);
+        });
+      },
+    ],
+    [
+      "SendTaskFailure",
+      (body) => {
+        const error = stringMember(body, "error") || "States.TaskFailed";
+        const cause = stringMember(body, "cause") ?? "";
+        return answerToken(body, (w) => w.reject(taskError(error, cause)));
+      },
+    ],
+    [
+      "SendTaskHeartbeat",
+      (body) => {
+        const token = stringMember(body, "taskToken") ?? "";
+        const waiter = waiting.get(token);
+        if (!waiter && expired.has(token)) throw new AwsJsonError("TaskTimedOut", "Task Timed Out");
+        if (!waiter) throw new AwsJsonError("TaskDoesNotExist", "Task Does Not Exist");
+        waiter.beat();
+        return {};
+      },
+    ],
+  ]);
 
   return {
-    handle: async (target, body) => {
-      const op = ops[target.replace(/^AWSStepFunctions\./, "")];
+    operations: new Set(ops.keys()),
+    handle: async (operation, body) => {
+      const op = ops.get(operation);
       if (!op) return undefined;
       try {
         return op(body);
       } catch (err) {
-        if (err instanceof SfnError) return { __status: 400, __type: err.type, message: err.message };
+        if (err instanceof AwsJsonError) return { __status: 400, __type: err.type, message: err.message };
         throw err;
       }
     },

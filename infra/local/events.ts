@@ -8,6 +8,21 @@ import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { nestedDeeperThan } from "#shared/json-depth.ts";
+import {
+  answer,
+  AwsJsonError,
+  internalFailure,
+  type Json,
+  listMember,
+  MAX_NESTING,
+  numberMember,
+  operationName,
+  parseRequest,
+  readBody,
+  stringMember,
+  unknownOperation,
+} from "./aws-json.ts";
 import { matchesPattern, patternProblem } from "./event-patterns.ts";
 
 export const LOCAL_BUS = "mapgate-events";
@@ -16,6 +31,11 @@ const REGION = "us-east-1";
 /** PutEvents takes at most ten entries and 256 KiB in all. */
 const MAX_ENTRIES = 10;
 const MAX_REQUEST_BYTES = 256 * 1024;
+/**
+ * The latest event time taken (seconds since the epoch; JavaScript dates end at 8.64e12): EventBridge takes
+ * timestamps as numbers and refuses what is no time.
+ */
+const MAX_TIME_SECONDS = 8.64e12;
 
 interface Rule {
   readonly name: string;
@@ -49,13 +69,15 @@ export interface LocalEvents {
 /** Delivers a matched event to a rule's target: the engine knows what an ARN names. */
 export type Deliver = (targetArn: string, input: string) => Promise<void>;
 
-class EventsError extends Error {
-  readonly type: string;
-
-  constructor(type: string, message: string) {
-    super(message);
-    this.type = type;
+/** A required member, named as EventBridge's validation names what is missing. */
+function required<T>(value: T | undefined, member: string): T {
+  if (value === undefined) {
+    throw new AwsJsonError(
+      "ValidationException",
+      `1 validation error detected: Value null at '${member}' failed to satisfy constraint: Member must not be null`,
+    );
   }
+  return value;
 }
 
 export async function startEvents(files: EventFiles, deliver: Deliver, busName = LOCAL_BUS): Promise<LocalEvents> {
@@ -65,11 +87,10 @@ export async function startEvents(files: EventFiles, deliver: Deliver, busName =
   }
   const saveRules = () => writeFile(files.rules, JSON.stringify([...rules.values()], null, 1), { mode: 0o600 });
   const busArn = (bus: string) => `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${bus}`;
-  const busOf = (name: unknown) => {
-    const bus =
-      typeof name === "string" && name !== "" ? name.replace(/^arn:aws:events:[^:]*:\d+:event-bus\//, "") : "default";
+  const busOf = (name: string | undefined) => {
+    const bus = name ? name.replace(/^arn:aws:events:[^:]*:\d+:event-bus\//, "") : "default";
     if (bus !== busName && bus !== "default")
-      throw new EventsError("ResourceNotFoundException", `Event bus ${bus} does not exist.`);
+      throw new AwsJsonError("ResourceNotFoundException", `Event bus ${bus} does not exist.`);
     return bus;
   };
   // Appends are queued so lines never interleave, and each event is on disk before PutEvents answers.
@@ -77,32 +98,47 @@ export async function startEvents(files: EventFiles, deliver: Deliver, busName =
   const record = (line: string) =>
     (appending = appending.then(() => appendFile(files.log, `${line}\n`, { mode: 0o600 })));
 
-  const putEvents = async (body: Record<string, unknown>, size: number) => {
-    if (existsSync(files.fault)) throw new EventsError("ThrottlingException", "Rate exceeded");
-    const entries = body.Entries;
-    if (!Array.isArray(entries) || entries.length === 0 || entries.length > MAX_ENTRIES) {
-      throw new EventsError("ValidationException", `Entries must hold 1 to ${MAX_ENTRIES} entries.`);
+  const putEvents = async (body: Json, size: number) => {
+    if (existsSync(files.fault)) throw new AwsJsonError("ThrottlingException", "Rate exceeded");
+    const entries = listMember(body, "Entries", "object");
+    if (!entries || entries.length === 0 || entries.length > MAX_ENTRIES) {
+      throw new AwsJsonError("ValidationException", `Entries must hold 1 to ${MAX_ENTRIES} entries.`);
     }
     if (size > MAX_REQUEST_BYTES)
-      throw new EventsError("ValidationException", "Total size of the entries in the request is over the limit.");
+      throw new AwsJsonError("ValidationException", "Total size of the entries in the request is over the limit.");
+    // Every entry's members are read before any is taken: a malformed request takes none.
+    const read = entries.map((raw) => {
+      const time = numberMember(raw, "Time");
+      if (time !== undefined && !(Math.abs(time) <= MAX_TIME_SECONDS)) {
+        throw new AwsJsonError("ValidationException", "Parameter Time is not a valid timestamp.");
+      }
+      return {
+        source: stringMember(raw, "Source"),
+        detailType: stringMember(raw, "DetailType"),
+        detailText: stringMember(raw, "Detail"),
+        busName: stringMember(raw, "EventBusName"),
+        resources: listMember(raw, "Resources", "string") ?? [],
+        time: time === undefined ? new Date() : new Date(time * 1000),
+      };
+    });
     const results: Record<string, string>[] = [];
     let failed = 0;
-    for (const raw of entries as Record<string, unknown>[]) {
+    for (const raw of read) {
       const fail = (code: string, message: string) => {
         failed++;
         results.push({ ErrorCode: code, ErrorMessage: message });
       };
       let detail: unknown;
       try {
-        detail = JSON.parse(String(raw.Detail ?? ""));
+        detail = JSON.parse(raw.detailText ?? "");
       } catch {
         detail = undefined;
       }
-      if (typeof raw.Source !== "string" || raw.Source === "") {
+      if (!raw.source) {
         fail("InvalidArgument", "Parameter Source is not valid.");
         continue;
       }
-      if (typeof raw.DetailType !== "string" || raw.DetailType === "") {
+      if (!raw.detailType) {
         fail("InvalidArgument", "Parameter DetailType is not valid.");
         continue;
       }
@@ -110,24 +146,28 @@ export async function startEvents(files: EventFiles, deliver: Deliver, busName =
         fail("MalformedDetail", "Detail is malformed.");
         continue;
       }
+      // What the bus keeps is serialised and matched, which recurses through the detail.
+      if (nestedDeeperThan(detail, MAX_NESTING)) {
+        fail("MalformedDetail", `Detail is malformed: it nests more than ${MAX_NESTING} levels deep.`);
+        continue;
+      }
       let bus: string;
       try {
-        bus = busOf(raw.EventBusName);
+        bus = busOf(raw.busName);
       } catch (err) {
         fail("NotAuthorizedForSourceException", (err as Error).message);
         continue;
       }
       const id = randomUUID();
-      const time = typeof raw.Time === "number" ? new Date(raw.Time * 1000) : new Date();
       const event = {
         version: "0",
         id,
-        "detail-type": raw.DetailType,
-        source: raw.Source,
+        "detail-type": raw.detailType,
+        source: raw.source,
         account: ACCOUNT,
-        time: time.toISOString().replace(/\.\d{3}Z$/, "Z"),
+        time: raw.time.toISOString().replace(/\.\d{3}Z$/, "Z"),
         region: REGION,
-        resources: Array.isArray(raw.Resources) ? raw.Resources : [],
+        resources: raw.resources,
         detail,
       };
       const matched = [...rules.values()].filter(
@@ -142,94 +182,114 @@ export async function startEvents(files: EventFiles, deliver: Deliver, busName =
     return { FailedEntryCount: failed, Entries: results };
   };
 
-  const ops: Record<string, (body: Record<string, unknown>, size: number) => Promise<unknown>> = {
-    PutEvents: putEvents,
-    PutRule: async (b) => {
-      const bus = busOf(b.EventBusName);
-      const name = String(b.Name ?? "");
-      if (!/^[\w.-]{1,64}$/.test(name)) throw new EventsError("ValidationException", "Rule name is not valid.");
-      const pattern = String(b.EventPattern ?? "");
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(pattern);
-      } catch {
-        throw new EventsError("InvalidEventPatternException", "Event pattern is not valid JSON.");
-      }
-      const problem = patternProblem(parsed);
-      if (problem) throw new EventsError("InvalidEventPatternException", problem);
-      const existing = rules.get(`${bus}/${name}`);
-      rules.set(`${bus}/${name}`, {
-        name,
-        bus,
-        pattern,
-        state: b.State === "DISABLED" ? "DISABLED" : "ENABLED",
-        targets: existing?.targets ?? [],
-      });
-      await saveRules();
-      return { RuleArn: `arn:aws:events:${REGION}:${ACCOUNT}:rule/${bus === "default" ? "" : `${bus}/`}${name}` };
-    },
-    PutTargets: async (b) => {
-      const rule = rules.get(`${busOf(b.EventBusName)}/${String(b.Rule ?? "")}`);
-      if (!rule) throw new EventsError("ResourceNotFoundException", `Rule ${String(b.Rule)} does not exist.`);
-      for (const t of (b.Targets ?? []) as { Id?: unknown; Arn?: unknown; Input?: unknown }[]) {
-        const id = String(t.Id ?? "");
-        rule.targets = [
-          ...rule.targets.filter((x) => x.id !== id),
-          { id, arn: String(t.Arn ?? ""), ...(typeof t.Input === "string" ? { input: t.Input } : {}) },
-        ];
-      }
-      await saveRules();
-      return { FailedEntryCount: 0, FailedEntries: [] };
-    },
-    RemoveTargets: async (b) => {
-      const rule = rules.get(`${busOf(b.EventBusName)}/${String(b.Rule ?? "")}`);
-      if (rule) rule.targets = rule.targets.filter((t) => !((b.Ids ?? []) as string[]).includes(t.id));
-      await saveRules();
-      return { FailedEntryCount: 0, FailedEntries: [] };
-    },
-    DeleteRule: async (b) => {
-      rules.delete(`${busOf(b.EventBusName)}/${String(b.Name ?? "")}`);
-      await saveRules();
-      return {};
-    },
-    ListRules: async (b) => {
-      const bus = busOf(b.EventBusName);
-      return {
-        Rules: [...rules.values()]
-          .filter((r) => r.bus === bus)
-          .map((r) => ({ Name: r.name, EventPattern: r.pattern, State: r.state, EventBusName: r.bus })),
-      };
-    },
-  };
+  const ops = new Map<string, (body: Json, size: number) => Promise<unknown>>([
+    ["PutEvents", putEvents],
+    [
+      "PutRule",
+      async (b) => {
+        const bus = busOf(stringMember(b, "EventBusName"));
+        const name = required(stringMember(b, "Name"), "name");
+        if (!/^[\w.-]{1,64}$/.test(name)) throw new AwsJsonError("ValidationException", "Rule name is not valid.");
+        const pattern = stringMember(b, "EventPattern") ?? "";
+        const state = stringMember(b, "State");
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(pattern);
+        } catch {
+          throw new AwsJsonError("InvalidEventPatternException", "Event pattern is not valid JSON.");
+        }
+        // Checking and matching a pattern recurse through it.
+        if (nestedDeeperThan(parsed, MAX_NESTING)) {
+          throw new AwsJsonError(
+            "InvalidEventPatternException",
+            `Event pattern nests more than ${MAX_NESTING} levels deep.`,
+          );
+        }
+        const problem = patternProblem(parsed);
+        if (problem) throw new AwsJsonError("InvalidEventPatternException", problem);
+        const existing = rules.get(`${bus}/${name}`);
+        rules.set(`${bus}/${name}`, {
+          name,
+          bus,
+          pattern,
+          state: state === "DISABLED" ? "DISABLED" : "ENABLED",
+          targets: existing?.targets ?? [],
+        });
+        await saveRules();
+        return { RuleArn: `arn:aws:events:${REGION}:${ACCOUNT}:rule/${bus === "default" ? "" : `${bus}/`}${name}` };
+      },
+    ],
+    [
+      "PutTargets",
+      async (b) => {
+        const bus = busOf(stringMember(b, "EventBusName"));
+        const ruleName = required(stringMember(b, "Rule"), "rule");
+        const targets = required(listMember(b, "Targets", "object"), "targets");
+        const given = targets.map((t) => {
+          const input = stringMember(t, "Input");
+          return {
+            id: stringMember(t, "Id") ?? "",
+            arn: stringMember(t, "Arn") ?? "",
+            ...(input !== undefined ? { input } : {}),
+          };
+        });
+        const rule = rules.get(`${bus}/${ruleName}`);
+        if (!rule) throw new AwsJsonError("ResourceNotFoundException", `Rule ${ruleName.slice(0, 64)} does not exist.`);
+        for (const t of given) rule.targets = [...rule.targets.filter((x) => x.id !== t.id), t];
+        await saveRules();
+        return { FailedEntryCount: 0, FailedEntries: [] };
+      },
+    ],
+    [
+      "RemoveTargets",
+      async (b) => {
+        const bus = busOf(stringMember(b, "EventBusName"));
+        const ruleName = required(stringMember(b, "Rule"), "rule");
+        const ids = required(listMember(b, "Ids", "string"), "ids");
+        const rule = rules.get(`${bus}/${ruleName}`);
+        if (rule) rule.targets = rule.targets.filter((t) => !ids.includes(t.id));
+        await saveRules();
+        return { FailedEntryCount: 0, FailedEntries: [] };
+      },
+    ],
+    [
+      "DeleteRule",
+      async (b) => {
+        const bus = busOf(stringMember(b, "EventBusName"));
+        rules.delete(`${bus}/${required(stringMember(b, "Name"), "name")}`);
+        await saveRules();
+        return {};
+      },
+    ],
+    [
+      "ListRules",
+      async (b) => {
+        const bus = busOf(stringMember(b, "EventBusName"));
+        return {
+          Rules: [...rules.values()]
+            .filter((r) => r.bus === bus)
+            .map((r) => ({ Name: r.name, EventPattern: r.pattern, State: r.state, EventBusName: r.bus })),
+        };
+      },
+    ],
+  ]);
+  const operations = new Set(ops.keys());
 
-  const answer = (res: ServerResponse, status: number, body: unknown) => {
-    const text = JSON.stringify(body);
-    res.writeHead(status, { "content-type": "application/x-amz-json-1.1", "content-length": Buffer.byteLength(text) });
-    res.end(text);
-  };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const c of req as AsyncIterable<Buffer>) {
-      size += c.length;
-      if (size <= MAX_REQUEST_BYTES * 4) chunks.push(c);
-    }
-    const op = String(req.headers["x-amz-target"] ?? "").replace(/^AWSEvents\./, "");
-    const fn = ops[op];
-    if (!fn)
-      return answer(res, 400, { __type: "UnknownOperationException", message: `${op} is not available locally` });
-    try {
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as Record<string, unknown>;
-      return answer(res, 200, await fn(body, size));
-    } catch (err) {
-      if (err instanceof EventsError) return answer(res, 400, { __type: err.type, message: err.message });
-      if (err instanceof SyntaxError)
-        return answer(res, 400, { __type: "SerializationException", message: "Malformed JSON" });
-      throw err;
-    }
+    // Read whole (to know its size) but kept only up to a bound: a larger request is refused anyway.
+    const { bytes, size } = await readBody(req, MAX_REQUEST_BYTES * 4);
+    const target = String(req.headers["x-amz-target"] ?? "");
+    const operation = operationName(target, "AWSEvents", operations);
+    const fn = operation === undefined ? undefined : ops.get(operation);
+    if (!fn) throw unknownOperation(target);
+    if (size > MAX_REQUEST_BYTES * 4) throw new AwsJsonError("ValidationException", "The request is too large.");
+    answer(res, "1.1", 200, await fn(parseRequest(bytes), size));
   };
   const server = createServer((req, res) => {
-    handle(req, res).catch(() => answer(res, 500, { __type: "InternalException", message: "internal error" }));
+    handle(req, res).catch((err: unknown) => {
+      if (err instanceof AwsJsonError) answer(res, "1.1", 400, { __type: err.type, message: err.message });
+      else internalFailure(res, "1.1", "InternalException", err);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   // The bus never keeps a process alive by itself (the engine's listeners do; a test's process may end).

@@ -62,6 +62,24 @@ function target(functionName: string, qualifier: string | undefined): { name: st
   return { name: m[1], ...(q ? { qualifier: q } : {}) };
 }
 
+/** The function name of a request's path, percent-decoded; what is not valid percent-encoding is no name. */
+function pathName(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new LambdaError(400, "ValidationException", "1 validation error detected: FunctionName");
+  }
+}
+
+/** The request's path and query; undefined for a request target that is no URL path. */
+function requestUrl(raw: string | undefined): URL | undefined {
+  try {
+    return new URL(raw ?? "/", "http://local");
+  } catch {
+    return undefined;
+  }
+}
+
 export interface LocalLambda {
   readonly endpoint: string;
   /** Loads the operations function's module: once the environment it reads at cold start is set. */
@@ -164,8 +182,8 @@ export async function startLambda(): Promise<LocalLambda> {
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const url = new URL(req.url ?? "/", "http://local");
-    const m = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/.exec(url.pathname);
+    const url = requestUrl(req.url);
+    const m = url && /^\/2015-03-31\/functions\/([^/]+)\/invocations$/.exec(url.pathname);
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const c of req as AsyncIterable<Buffer>) {
@@ -182,7 +200,7 @@ export async function startLambda(): Promise<LocalLambda> {
       });
       res.end(body);
     };
-    if (req.method !== "POST" || !m?.[1])
+    if (req.method !== "POST" || !url || !m?.[1])
       return refuse(404, "UnknownOperationException", "Only Invoke is available locally");
     const principal = String(req.headers["x-amz-security-token"] ?? "") || OPERATOR;
     const type = String(req.headers["x-amz-invocation-type"] ?? "RequestResponse");
@@ -190,8 +208,14 @@ export async function startLambda(): Promise<LocalLambda> {
       return refuse(400, "InvalidParameterValueException", "InvocationType must be RequestResponse, Event or DryRun");
     }
     const payload = Buffer.concat(chunks).toString("utf8");
-    const name = decodeURIComponent(m[1]);
     const qualifier = url.searchParams.get("Qualifier") ?? undefined;
+    let name: string;
+    try {
+      name = pathName(m[1]);
+    } catch (err) {
+      if (err instanceof LambdaError) return refuse(err.status, err.type, err.message);
+      throw err;
+    }
     if (type !== "RequestResponse") {
       // Permission and payload are checked now (nothing runs for a DryRun); an Event runs after the answer, as
       // Lambda queues it.

@@ -9,6 +9,18 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { StateMachine } from "aws-local-stepfunctions";
 import { type TaskSpec, taskVariable, WORKFLOW } from "#infra/system.ts";
+import { nestedDeeperThan } from "#shared/json-depth.ts";
+import {
+  answer,
+  AwsJsonError,
+  internalFailure,
+  MAX_NESTING,
+  operationName,
+  parseRequest,
+  readBody,
+  stringMember,
+  unknownOperation,
+} from "./aws-json.ts";
 import type { CallerWorkflows } from "./caller-workflows.ts";
 
 export const LOCAL_STATE_MACHINE_ARN = "arn:aws:states:us-east-1:000000000000:stateMachine:mapgate-jobs";
@@ -55,6 +67,28 @@ export const payloadTooLarge = (member: "input" | "output") => ({
   __type: "ValidationException",
   message: `1 validation error detected: Value at '${member}' failed to satisfy constraint: Member must have length less than or equal to ${MAX_PAYLOAD_CHARS}`,
 });
+
+/** An execution's input, parsed; InvalidExecutionInput when it is not JSON or nests too deep for the interpreter. */
+export function parseExecutionInput(input: string): unknown {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(input);
+  } catch {
+    throw new AwsJsonError("InvalidExecutionInput", "Invalid State Machine Execution Input: not JSON");
+  }
+  if (nestedDeeperThan(parsed, MAX_NESTING)) {
+    throw new AwsJsonError(
+      "InvalidExecutionInput",
+      `Invalid State Machine Execution Input: nested more than ${MAX_NESTING} levels deep`,
+    );
+  }
+  return parsed;
+}
+
+/** Step Functions' largest request (a definition of 1 MiB, escaped): a larger body is read but not kept. */
+const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+/** The operations of the jobs machine; callers' machines have theirs (caller-workflows.ts). */
+const JOBS_OPERATIONS = new Set(["StartExecution", "DescribeExecution"]);
 
 /** Every Task state of a definition (Map iterators included), with the substitution variable it names. */
 export function taskStates(definition: Json): { state: string; variable: string }[] {
@@ -200,58 +234,58 @@ export async function startWorkflows(root: string, source?: WorkflowSource): Pro
     return execution;
   };
 
-  const answer = (res: ServerResponse, status: number, body: Json) => {
-    const text_ = JSON.stringify(body);
-    res.writeHead(status, { "content-type": "application/x-amz-json-1.0", "content-length": Buffer.byteLength(text_) });
-    res.end(text_);
-  };
+  const send = (res: ServerResponse, status: number, body: Json) => answer(res, "1.0", status, body);
   const describe = (e: Execution) => describeExecution(e, stateMachineArn);
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req as AsyncIterable<Buffer>) chunks.push(c);
-    const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as Json;
+    const { bytes, size } = await readBody(req, MAX_REQUEST_BYTES);
     const target = String(req.headers["x-amz-target"] ?? "");
-    const fromCallers = await callers?.handle(target, body);
+    const operations = new Set([...JOBS_OPERATIONS, ...(callers?.operations ?? [])]);
+    const operation = operationName(target, "AWSStepFunctions", operations);
+    if (!operation) throw unknownOperation(target);
+    if (size > MAX_REQUEST_BYTES) throw new AwsJsonError("ValidationException", "The request is too large.");
+    const body = parseRequest(bytes);
+    const fromCallers = await callers?.handle(operation, body);
     if (fromCallers) {
       const { __status, ...rest } = fromCallers;
-      return answer(res, typeof __status === "number" ? __status : 200, rest);
+      return send(res, typeof __status === "number" ? __status : 200, rest);
     }
-    if (target === "AWSStepFunctions.StartExecution") {
-      const name = String(body.name ?? "");
-      const input = String(body.input ?? "{}");
-      if (input.length > MAX_PAYLOAD_CHARS) return answer(res, 400, payloadTooLarge("input"));
-      if (body.stateMachineArn !== stateMachineArn)
-        return answer(res, 400, { __type: "StateMachineDoesNotExist", message: "State Machine Does Not Exist" });
-      if (!/^[\w-]{1,80}$/.test(name)) return answer(res, 400, { __type: "InvalidName", message: "Invalid Name" });
+    if (operation === "StartExecution") {
+      const name = stringMember(body, "name") ?? "";
+      const input = stringMember(body, "input") ?? "{}";
+      if (input.length > MAX_PAYLOAD_CHARS) return send(res, 400, payloadTooLarge("input"));
+      if (stringMember(body, "stateMachineArn") !== stateMachineArn)
+        return send(res, 400, { __type: "StateMachineDoesNotExist", message: "State Machine Does Not Exist" });
+      if (!/^[\w-]{1,80}$/.test(name)) return send(res, 400, { __type: "InvalidName", message: "Invalid Name" });
+      parseExecutionInput(input);
       const existing = executions.get(name);
       if (existing) {
         // As on AWS: the same name and input is the same execution; anything else is refused.
         if (existing.input === input && existing.status === "RUNNING")
-          return answer(res, 200, { executionArn: existing.arn, startDate: existing.startDate / 1000 });
-        return answer(res, 400, {
+          return send(res, 200, { executionArn: existing.arn, startDate: existing.startDate / 1000 });
+        return send(res, 400, {
           __type: "ExecutionAlreadyExists",
           message: `Execution Already Exists: '${existing.arn}'`,
         });
       }
       const e = start(name, input);
-      return answer(res, 200, { executionArn: e.arn, startDate: e.startDate / 1000 });
+      return send(res, 200, { executionArn: e.arn, startDate: e.startDate / 1000 });
     }
-    if (target === "AWSStepFunctions.DescribeExecution") {
-      const name =
-        String(body.executionArn ?? "")
-          .split(":")
-          .pop() ?? "";
+    if (operation === "DescribeExecution") {
+      const name = (stringMember(body, "executionArn") ?? "").split(":").pop() ?? "";
       const e = executions.get(name);
       return e
-        ? answer(res, 200, describe(e))
-        : answer(res, 400, { __type: "ExecutionDoesNotExist", message: "Execution Does Not Exist" });
+        ? send(res, 200, describe(e))
+        : send(res, 400, { __type: "ExecutionDoesNotExist", message: "Execution Does Not Exist" });
     }
-    return answer(res, 400, { __type: "UnknownOperationException", message: `${target} is not available locally` });
+    throw unknownOperation(target);
   };
 
   const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => answer(res, 500, { __type: "InternalFailure", message: String(err) }));
+    handle(req, res).catch((err: unknown) => {
+      if (err instanceof AwsJsonError) send(res, 400, { __type: err.type, message: err.message });
+      else internalFailure(res, "1.0", "InternalFailure", err);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {

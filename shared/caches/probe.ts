@@ -3,11 +3,18 @@ import type { TiledCache } from "#shared/caches/tiling.ts";
 import { MAX_CONF_BYTES, readTiledCache } from "#shared/caches/tiling-conf.ts";
 import { type Entry, gunzipBounded, joinPath, type Storage, StorageError } from "#shared/storage/storage.ts";
 import type { CacheType } from "#shared/stores/datastores.ts";
+import { nestedDeeperThan } from "#shared/json-depth.ts";
 
 /** A folder listing is cut here: describe answers one level at a time, and no cache folder holds more. */
 export const LIST_LIMIT = 1000;
 /** A layer document or vector tile description larger than this is refused (it must fit a service record). */
 export const MAX_DESCRIPTION_BYTES = 256 * 1024;
+
+/**
+ * How deep a cache's JSON documents may nest (layer documents, root.json, styles): real ones nest a dozen levels
+ * or so; what is kept of them is serialised and rendered again, which recurses.
+ */
+export const MAX_DOCUMENT_DEPTH = 64;
 
 const SCENE_DOCUMENTS = ["3dSceneLayer.json.gz", "3dSceneLayer.json"] as const;
 
@@ -45,6 +52,8 @@ function json(bytes: Buffer, what: string): Record<string, unknown> {
   }
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
     throw new StorageError(`${what} is not a JSON object.`);
+  if (nestedDeeperThan(parsed, MAX_DOCUMENT_DEPTH))
+    throw new StorageError(`${what} nests more than ${MAX_DOCUMENT_DEPTH} levels deep.`);
   return parsed as Record<string, unknown>;
 }
 

@@ -50,8 +50,14 @@ ${body}
 `;
 }
 
+/**
+ * How deep renderValue nests tables and lists: deeper than a person reads, and a bound on its recursion
+ * whatever a result holds.
+ */
+export const MAX_RENDER_DEPTH = 32;
+
 /** Any JSON value as nested tables and lists, readable by a person. */
-export function renderValue(value: unknown): string {
+export function renderValue(value: unknown, depth = 0): string {
   if (value === null || value === undefined) return '<span class="muted">null</span>';
   if (typeof value === "string") {
     return /^https?:\/\/[^\s"'<>]+$/.test(value)
@@ -59,13 +65,14 @@ export function renderValue(value: unknown): string {
       : escapeHtml(value);
   }
   if (typeof value === "number" || typeof value === "boolean") return escapeHtml(String(value));
+  if (depth >= MAX_RENDER_DEPTH) return '<span class="muted">(nested too deep to show here)</span>';
   if (Array.isArray(value)) {
     if (value.length === 0) return '<span class="muted">(none)</span>';
-    return `<ul>${value.map((v) => `<li>${renderValue(v)}</li>`).join("")}</ul>`;
+    return `<ul>${value.map((v) => `<li>${renderValue(v, depth + 1)}</li>`).join("")}</ul>`;
   }
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length === 0) return '<span class="muted">(empty)</span>';
-  return `<table>${entries.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${renderValue(v)}</td></tr>`).join("")}</table>`;
+  return `<table>${entries.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${renderValue(v, depth + 1)}</td></tr>`).join("")}</table>`;
 }
 
 export interface FormField {

@@ -2,6 +2,7 @@
 // by name: in particular no field says who is calling (IAM does, by the alias the caller was allowed to invoke).
 import { INVOCATION, type InvokedOperation } from "#infra/system.ts";
 import { badRequest } from "#shared/http/errors.ts";
+import { nestedDeeperThan } from "#shared/json-depth.ts";
 
 export interface InvokedEvent {
   readonly operation: InvokedOperation;
@@ -18,13 +19,22 @@ const RESERVED = new Set(["f", "callback", "token", "csrf"]);
 const MAX_PARAMS = 64;
 /** Step Functions task tokens are at most 2,048 characters. */
 export const MAX_TASK_TOKEN = 2048;
+/**
+ * How deep a parameter's JSON value may nest: far past any service configuration or template, and measured
+ * before the value is serialised (JSON.stringify recurses, and a deeper value would overflow the stack).
+ */
+export const MAX_PARAM_DEPTH = 32;
 
 const invalid = (details: string[]) => badRequest("Invalid invocation.", details);
 
 function paramValue(name: string, value: unknown, problems: string[]): string | undefined {
   if (typeof value === "string") return value;
   if (typeof value === "number" || typeof value === "boolean") return String(value);
-  if (value !== null && typeof value === "object") return JSON.stringify(value);
+  if (value !== null && typeof value === "object") {
+    if (!nestedDeeperThan(value, MAX_PARAM_DEPTH)) return JSON.stringify(value);
+    problems.push(`'params.${name}' nests more than ${MAX_PARAM_DEPTH} levels deep.`);
+    return undefined;
+  }
   problems.push(`'params.${name}' must be a string, number, boolean, object or array.`);
   return undefined;
 }

@@ -1,9 +1,10 @@
 // VectorTileServer over an extracted vector tile package: the service JSON from its p12/root.json, tiles from
 // its bundles (gzip-compressed protobufs, passed through), and its style rewritten to point at this service.
 import { readBundleTile, validTileAddress } from "#shared/caches/bundle.ts";
-import type { CacheInfo } from "#shared/caches/probe.ts";
+import { type CacheInfo, MAX_DOCUMENT_DEPTH } from "#shared/caches/probe.ts";
 import { rewriteStyle, vectorResourceFile, vectorServiceJson } from "#shared/caches/vector.ts";
 import { badRequest } from "#shared/http/errors.ts";
+import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { Content, MAX_CONTENT_BYTES } from "#shared/http/render.ts";
 import { asContent, CONTENT_MAX_AGE, cacheFault, guarded, missing, storageOf } from "#shared/serving/read.ts";
 import { joinPath } from "#shared/storage/storage.ts";
@@ -66,6 +67,9 @@ export async function vectorResource(
       style = JSON.parse(bytes.toString("utf8"));
     } catch {
       return cacheFault(service, "resources/styles/root.json is not valid JSON");
+    }
+    if (nestedDeeperThan(style, MAX_DOCUMENT_DEPTH)) {
+      return cacheFault(service, `resources/styles/root.json nests more than ${MAX_DOCUMENT_DEPTH} levels deep`);
     }
     const query = token ? `?token=${encodeURIComponent(token)}` : "";
     const rewritten = rewriteStyle(style, serviceUrl, query, info.root);
