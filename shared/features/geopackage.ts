@@ -106,9 +106,17 @@ export class GeoPackage {
     return gpkg;
   }
 
-  /** Registers functions a dialect's statements call (statistics SQLite lacks, …). */
-  addFunction(name: string, fn: (...args: never[]) => unknown, deterministic = true): void {
-    this.db.function(name, { deterministic, directOnly: true }, fn as (...args: SQLOutputValue[]) => SQLInputValue);
+  /** Registers a function the dialect's statements call (what SQLite lacks: statistics, EXTRACT, LIKE…). */
+  addFunction(name: string, fn: (...args: never[]) => unknown, varargs: boolean): void {
+    this.db.function(
+      name,
+      { deterministic: true, directOnly: true, varargs },
+      fn as (...args: SQLOutputValue[]) => SQLInputValue,
+    );
+  }
+
+  addAggregate(name: string, options: Parameters<DatabaseSync["aggregate"]>[1]): void {
+    this.db.aggregate(name, { ...options, directOnly: true });
   }
 
   #tick(): number {

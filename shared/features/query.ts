@@ -1,0 +1,217 @@
+// `query` on a feature layer: normalize (the plan: every parameter parsed and checked against the layer) →
+// resolve (the query geometry into the dataset's coordinates, prepared for the exact test) → compute (the
+// plan's SQL, run on the dataset) → respond (rows into the asked format, in the asked spatial reference). The
+// page is what bounds the work and the memory: the SQL fetches one row more than the page, never the layer.
+import type { Geometry } from "geojson";
+import { type GeoPackage, QueryTimeoutError } from "#shared/features/geopackage.ts";
+import { fromEsriGeometry } from "#shared/features/geometry/esri-json.ts";
+import { generalize } from "#shared/features/geometry/generalize.ts";
+import { hasCrs, project, projectBounds, registerCrs, roundCoordinates } from "#shared/features/geometry/projection.ts";
+import { prepareSpatialFilter, type SpatialRelation as EsriRelation } from "#shared/features/geometry/spatial.ts";
+import { decodeGeoPackageGeometry } from "#shared/features/geometry/wkb.ts";
+import { MAX_RECORD_COUNT } from "#shared/features/layer-json.ts";
+import { renderAnswer, type QueryAnswer } from "#shared/features/output.ts";
+import { DISTANCE_UNITS, planQuery, type QueryPlan, type SpatialRelation } from "#shared/features/plan.ts";
+import type { Bounds, FeatureRow, LayerSchema } from "#shared/features/schema.ts";
+import { type EmittedQuery, emitQuery, type SpatialFilter } from "#shared/features/sql.ts";
+import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-functions.ts";
+import type { OpenDataset } from "#shared/features/sources.ts";
+import { ApiError, badRequest } from "#shared/http/errors.ts";
+import type { RestRequest } from "#shared/http/pipeline.ts";
+import { logger } from "#shared/log.ts";
+
+/**
+ * How long one query may run its SQL. Under API Gateway's 30 s and far under the function's own timeout, so a
+ * slow query is answered (an error naming the cause) rather than cut off.
+ */
+export const QUERY_TIME_MS = 10_000;
+
+const RELATIONS: Readonly<Record<SpatialRelation, EsriRelation>> = {
+  intersects: "esriSpatialRelIntersects",
+  envelopeIntersects: "esriSpatialRelEnvelopeIntersects",
+  contains: "esriSpatialRelContains",
+  within: "esriSpatialRelWithin",
+  crosses: "esriSpatialRelCrosses",
+  touches: "esriSpatialRelTouches",
+  overlaps: "esriSpatialRelOverlaps",
+};
+
+const prepared = new WeakSet<GeoPackage>();
+
+/** The functions the SQLite dialect calls, registered once per open file. */
+function prepare(gpkg: GeoPackage): void {
+  if (prepared.has(gpkg)) return;
+  for (const f of SQLITE_FUNCTIONS) gpkg.addFunction(f.name, f.fn as (...args: never[]) => unknown, f.varargs);
+  for (const a of SQLITE_AGGREGATES) gpkg.addAggregate(a.name, a.options);
+  prepared.add(gpkg);
+}
+
+/** The dataset's coordinate system, known to the projection library (from the file's own definition if need be). */
+function knowCrs(gpkg: GeoPackage, srid: number): void {
+  if (srid === 0 || hasCrs(srid)) return;
+  const wkt = gpkg.definitionOf(srid);
+  if (wkt) registerCrs(srid, wkt);
+}
+
+interface Resolved {
+  readonly filter: SpatialFilter;
+  readonly test: (g: Geometry | null | undefined) => boolean;
+}
+
+/** The plan's query geometry in the dataset's coordinates, prepared for the exact test. */
+function resolveSpatial(plan: QueryPlan, schema: LayerSchema): Resolved | undefined {
+  const request = plan.spatial;
+  if (!request) return undefined;
+  const g = schema.geometry;
+  if (!g) throw badRequest("Unable to complete operation.", ["'geometry' parameter is invalid", "the layer is a table"]);
+  const parsed = fromEsriGeometry(request.geometry, request.geometryType);
+  const inSR = parsed.spatialReference ?? request.inSR ?? g.srid;
+  const geometry = g.srid === 0 || inSR === 0 ? parsed.geometry : project(parsed.geometry, inSR, g.srid);
+  const metres = request.distance ? request.distance * DISTANCE_UNITS[request.units ?? "esriSRUnit_Meter"] : 0;
+  const spatial = prepareSpatialFilter(RELATIONS[request.relation], geometry, { distance: metres, srid: g.srid });
+  return {
+    // The index window is the prepared filter's (already widened by the distance): no further growth in SQL.
+    filter: { bbox: spatial.bounds, relation: request.relation, geometry },
+    test: (feature) => spatial.test(feature),
+  };
+}
+
+function run(dataset: OpenDataset, emitted: EmittedQuery, resolved: Resolved | undefined): unknown[][] {
+  const { gpkg } = dataset;
+  gpkg.spatialTest = resolved
+    ? (blob) => (blob ? resolved.test(decodeGeoPackageGeometry(blob).geometry) : false)
+    : undefined;
+  try {
+    return gpkg.all(emitted.sql, emitted.params, Date.now() + QUERY_TIME_MS);
+  } catch (err) {
+    if (err instanceof QueryTimeoutError)
+      throw new ApiError(500, "Error performing query operation", [
+        "The query took too long: narrow it with 'where', 'geometry' or 'objectIds'.",
+      ]);
+    if (err instanceof ApiError) throw err;
+    logger.error("feature query failed", { layer: dataset.schema.name, error: String(err).slice(0, 500) });
+    throw new ApiError(500, "Error performing query operation", []);
+  } finally {
+    gpkg.spatialTest = undefined;
+  }
+}
+
+/** A stored geometry as the answer gives it: projected, generalized, rounded. */
+function shapeGeometry(
+  blob: unknown,
+  from: number,
+  to: number,
+  plan: Extract<QueryPlan, { output: "features" }>,
+): Geometry | null {
+  if (!(blob instanceof Uint8Array)) return null;
+  let g = decodeGeoPackageGeometry(blob).geometry;
+  if (!g) return null;
+  if (from !== 0 && to !== 0 && from !== to) g = project(g, from, to);
+  if (plan.maxAllowableOffset) g = generalize(g, plan.maxAllowableOffset);
+  if (g && plan.geometryPrecision !== undefined) g = roundCoordinates(g, plan.geometryPrecision);
+  return g;
+}
+
+export async function runQuery(req: RestRequest, dataset: OpenDataset): Promise<object> {
+  const { gpkg, schema } = dataset;
+  prepare(gpkg);
+  const srid = schema.geometry?.srid ?? 0;
+  knowCrs(gpkg, srid);
+  const plan = planQuery(req.params, schema, { maxRecordCount: MAX_RECORD_COUNT });
+  // GeoJSON is WGS 84 whatever outSR says (RFC 7946); others answer in outSR, else the layer's own.
+  const outSR = req.contentFormat === "geojson" ? 4326 : (plan.outSR ?? srid);
+  if (plan.outSR !== undefined && srid !== 0) knowCrs(gpkg, plan.outSR);
+  const resolved = resolveSpatial(plan, schema);
+  const emitted = emitQuery("sqlite", plan, schema, resolved?.filter);
+  const rows = run(dataset, emitted, resolved);
+  const answer = toAnswer(plan, schema, emitted, rows, srid, outSR);
+  return renderAnswer(answer, req.contentFormat);
+}
+
+function toAnswer(
+  plan: QueryPlan,
+  schema: LayerSchema,
+  emitted: EmittedQuery,
+  rows: unknown[][],
+  srid: number,
+  outSR: number,
+): QueryAnswer {
+  const columns = emitted.columns;
+  switch (plan.output) {
+    case "count":
+      return { kind: "count", count: Number(rows[0]?.[0] ?? 0) };
+    case "ids":
+      return { kind: "ids", objectIdFieldName: schema.objectIdField, ids: rows.map((r) => Number(r[0])) };
+    case "extent": {
+      const row = rows[0] ?? [];
+      const at = (name: string) => row[columns.findIndex((c) => c.role === name)];
+      const corners = [at("xmin"), at("ymin"), at("xmax"), at("ymax")];
+      const count = plan.withCount ? Number(at("count") ?? 0) : undefined;
+      const known = corners.every((v) => typeof v === "number" && Number.isFinite(v));
+      let bounds = known ? (corners as unknown as Bounds) : undefined;
+      if (bounds && srid !== 0 && outSR !== srid) bounds = projectBounds(bounds, srid, outSR);
+      return { kind: "extent", bounds, srid: outSR, ...(count !== undefined ? { count } : {}) };
+    }
+    case "features": {
+      const more = rows.length > plan.pageSize;
+      const page = more ? rows.slice(0, plan.pageSize) : rows;
+      const geometryAt = columns.findIndex((c) => c.role === "geometry");
+      const features: FeatureRow[] = page.map((r) => {
+        const attributes: Record<string, string | number | null> = {};
+        columns.forEach((c, i) => {
+          if (c.role === "field") attributes[c.name] = cell(r[i]);
+        });
+        if (geometryAt < 0) return { attributes };
+        return { attributes, geometry: shapeGeometry(r[geometryAt], srid, outSR, plan) };
+      });
+      return {
+        kind: "features",
+        schema,
+        fields: plan.fields,
+        features,
+        exceededTransferLimit: more,
+        ...(plan.returnGeometry && schema.geometry ? { geometry: { type: schema.geometry.type, srid: outSR } } : {}),
+      };
+    }
+    case "statistics":
+    case "distinct": {
+      const more = rows.length > plan.pageSize;
+      const page = more ? rows.slice(0, plan.pageSize) : rows;
+      const features: FeatureRow[] = page.map((r) => {
+        const attributes: Record<string, string | number | null> = {};
+        columns.forEach((c, i) => {
+          attributes[c.name] = cell(r[i]);
+        });
+        return { attributes };
+      });
+      const fields = columns.map((c) => ({
+        name: c.name,
+        type:
+          c.role === "statistic"
+            ? statisticType(plan, c.name, c.field?.type)
+            : (c.field?.type ?? ("esriFieldTypeDouble" as const)),
+        alias: c.name,
+        nullable: true,
+        column: c.name,
+      }));
+      return { kind: "features", schema, fields, features, exceededTransferLimit: more };
+    }
+  }
+}
+
+function statisticType(plan: QueryPlan, name: string, fieldType: string | undefined) {
+  if (plan.output !== "statistics") return "esriFieldTypeDouble" as const;
+  const s = plan.statistics.find((x) => x.name === name);
+  if (s?.type === "count") return "esriFieldTypeInteger" as const;
+  if ((s?.type === "min" || s?.type === "max") && (fieldType === "esriFieldTypeString" || fieldType === "esriFieldTypeDate"))
+    return fieldType;
+  return "esriFieldTypeDouble" as const;
+}
+
+/** A value of a row as attributes carry it: blobs are not answered, big integers become numbers. */
+function cell(v: unknown): string | number | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === "number" || typeof v === "string") return v;
+  if (typeof v === "bigint") return Number(v);
+  return null;
+}
