@@ -257,7 +257,7 @@ function cell(value: CellValue, column: ColumnSpec): SqlValue {
 /**
  * Writes a GeoPackage at `path` (replacing any file there) holding `layers`, each a table with an INTEGER
  * PRIMARY KEY `fid`, and for feature tables a geometry column with an R*Tree spatial index. Synchronous, as
- * node:sqlite is: 171,000 points take about a second.
+ * node:sqlite is: 171,000 points with four attributes take about 1.5 s, most of it filling the R*Tree.
  */
 export function writeGeoPackage(
   path: string,
