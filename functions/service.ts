@@ -54,7 +54,8 @@ async function serve(req: RestRequest): Promise<object> {
   }
   const [first, ...rest] = parsed.resource;
   if (service.type === "FeatureServer" && service.source) return featureResource(req, service, parsed.resource);
-  if (req.contentFormat) throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by feature layers only.`]);
+  if (req.contentFormat)
+    throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by feature layers only.`]);
   const info = await serviceInfo(service);
   if (!info) {
     if (first === undefined) return describedOnly(service);

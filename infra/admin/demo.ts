@@ -3,6 +3,8 @@
 import type { Dataset } from "#shared/stores/datastores.ts";
 import { getDefaultPortalId } from "#shared/stores/portals.ts";
 import { ensureFolder } from "#shared/stores/services.ts";
+import { stableItemId } from "#shared/publishing.ts";
+import { changeItemAccess, getItem } from "#shared/stores/items.ts";
 import {
   addUser,
   bootstrapOrganization,
@@ -89,6 +91,15 @@ export const DEMO_SERVICES: readonly NewService[] = [
   },
 ];
 export const DEMO_EMPTY_FOLDER = "Staging";
+/** The server folder the demo's feature layers are published into. */
+export const DEMO_LAYERS_FOLDER = "World";
+
+/** The demo GeoPackage in the demo store (store-relative): its tables are bulk-published and public. */
+export const DEMO_GEOPACKAGE_PATH = "/data/world.gpkg";
+/** The datasets it holds, in path order (bulk publishing's order). */
+export const DEMO_GEOPACKAGE_DATASETS = ["attribution", "countries", "places"].map(
+  (t) => `${DEMO_GEOPACKAGE_PATH}/${t}`,
+);
 
 /** Where each demo cache lies in the demo store (store-relative); infra/local/demo writes them. */
 export const DEMO_CACHE_PATHS = {
@@ -103,6 +114,29 @@ const SERVED_FROM: Readonly<Record<string, string>> = {
   World_Basemap: DEMO_CACHE_PATHS.tiles,
   Ortho_2024: DEMO_CACHE_PATHS.imagery,
 };
+
+/**
+ * The demo GeoPackage's tables as feature layers, shared with everyone: bulk publishing's own task, run page by
+ * page as the workflow runs it, so a first start has layers to query and draw.
+ */
+async function publishDemoLayers(portalId: string, datastoreId: string, serverId: string, owner: string) {
+  const { handler } = await import("#functions/task-publish-layers.ts");
+  const input = {
+    jobId: stableItemId("demo", datastoreId),
+    portalId,
+    owner,
+    origin: "",
+    operation: "publishLayers" as const,
+    params: { datastoreId, serverId, serverFolder: DEMO_LAYERS_FOLDER },
+  };
+  let page: Awaited<ReturnType<typeof handler>> | undefined;
+  do page = await handler({ ...input, ...(page ? { page } : {}) } as Parameters<typeof handler>[0]);
+  while (!page.done);
+  for (const path of DEMO_GEOPACKAGE_DATASETS) {
+    const item = await getItem(stableItemId("layer", datastoreId, path));
+    if (item) await changeItemAccess(item, () => "public");
+  }
+}
 
 /** Creates the demo organization unless a default organization exists already (answers undefined then). */
 export async function bootstrapDemo(options: DemoOptions): Promise<DemoResult | undefined> {
@@ -130,7 +164,7 @@ export async function bootstrapDemo(options: DemoOptions): Promise<DemoResult | 
     owner: publisher.username,
     kind: "folder",
     serverIds: [server.serverId],
-    datasets: DEMO_DATASETS,
+    datasets: [],
     location: { folder: options.storeFolder },
   });
   const cloud = options.cloud
@@ -148,6 +182,7 @@ export async function bootstrapDemo(options: DemoOptions): Promise<DemoResult | 
     await registerService(server.serverId, { ...service, ...(path ? { cache: { store, path } } : {}) });
   }
   await ensureFolder(server.serverId, DEMO_EMPTY_FOLDER);
+  await publishDemoLayers(portal.portalId, store.datastoreId, server.serverId, publisher.username);
   return {
     portalId: portal.portalId,
     users: [admin, publisher, user],

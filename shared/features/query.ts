@@ -63,7 +63,8 @@ function resolveSpatial(plan: QueryPlan, schema: LayerSchema): Resolved | undefi
   const request = plan.spatial;
   if (!request) return undefined;
   const g = schema.geometry;
-  if (!g) throw badRequest("Unable to complete operation.", ["'geometry' parameter is invalid", "the layer is a table"]);
+  if (!g)
+    throw badRequest("Unable to complete operation.", ["'geometry' parameter is invalid", "the layer is a table"]);
   const parsed = fromEsriGeometry(request.geometry, request.geometryType);
   const inSR = parsed.spatialReference ?? request.inSR ?? g.srid;
   const geometry = g.srid === 0 || inSR === 0 ? parsed.geometry : project(parsed.geometry, inSR, g.srid);
@@ -203,7 +204,10 @@ function statisticType(plan: QueryPlan, name: string, fieldType: string | undefi
   if (plan.output !== "statistics") return "esriFieldTypeDouble" as const;
   const s = plan.statistics.find((x) => x.name === name);
   if (s?.type === "count") return "esriFieldTypeInteger" as const;
-  if ((s?.type === "min" || s?.type === "max") && (fieldType === "esriFieldTypeString" || fieldType === "esriFieldTypeDate"))
+  if (
+    (s?.type === "min" || s?.type === "max") &&
+    (fieldType === "esriFieldTypeString" || fieldType === "esriFieldTypeDate")
+  )
     return fieldType;
   return "esriFieldTypeDouble" as const;
 }

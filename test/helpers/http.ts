@@ -6,6 +6,7 @@ export interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   text: string;
+  body: Buffer;
   json<T = Record<string, unknown>>(): T;
 }
 
@@ -34,8 +35,9 @@ export function call(url: string, options: CallOptions = {}): Promise<Answer> {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
+          const body = Buffer.concat(chunks);
+          const text = body.toString("utf8");
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body, json: () => JSON.parse(text) });
         });
         res.on("error", reject);
       },

@@ -1,12 +1,13 @@
 // The demo data store's content: one small but real cache of each kind, written once into the data folder
 // (atomically: into a temporary folder renamed into place), so a second start finds it complete or absent.
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, readFile, rename, rm } from "node:fs/promises";
-import { join, relative } from "node:path";
-import { DEMO_CACHE_PATHS } from "#infra/admin/demo.ts";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm } from "node:fs/promises";
+import { dirname, join, relative } from "node:path";
+import { DEMO_CACHE_PATHS, DEMO_GEOPACKAGE_PATH } from "#infra/admin/demo.ts";
 import { writeSceneLayer } from "./scene-layer.ts";
 import { writeTileCache } from "./tile-cache.ts";
 import { writeVectorTileCache } from "./vector-tiles.ts";
+import { writeDemoGeoPackage } from "./world-geopackage.ts";
 
 const WORLD = { xmin: -20037508.342787, ymin: -20037508.342787, xmax: 20037508.342787, ymax: 20037508.342787 };
 /** Western Europe, where the imagery cache has tiles (Web Mercator metres). */
@@ -32,6 +33,9 @@ export async function ensureDemoCaches(folder: string): Promise<void> {
       extent: IMAGERY_EXTENT,
       paint: "imagery",
     });
+    const gpkg = join(staging, DEMO_GEOPACKAGE_PATH);
+    await mkdir(dirname(gpkg), { recursive: true });
+    writeDemoGeoPackage(gpkg);
     await rename(staging, folder);
   } catch (err) {
     await rm(staging, { recursive: true, force: true });

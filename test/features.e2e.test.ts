@@ -1,0 +1,241 @@
+// Feature layers that answer, through the real engine: the demo GeoPackage bulk-published at first start, its
+// layers' JSON, `query` in each output format checked against the file itself (read here with node:sqlite), and
+// the clients GIS people use: GDAL, ArcGIS REST JS and an independent PBF decoder.
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
+import { stableItemId } from "#shared/publishing.ts";
+import { demoOrganization } from "./helpers/admin.ts";
+import { type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { call } from "./helpers/http.ts";
+
+let engine: RunningEngine;
+let datastoreId: string;
+let source: DatabaseSync;
+
+/** A demo layer's FeatureServer URL on the plain-HTTP loopback origin (GDAL and fetch need no certificate). */
+const layerUrl = (table: string) => {
+  const name = `${table}_${stableItemId(datastoreId, `${DEMO_GEOPACKAGE_PATH}/${table}`).slice(0, 6)}`;
+  return `${engine.ready.http}/arcgis/rest/services/${DEMO_LAYERS_FOLDER}/${name}/FeatureServer`;
+};
+
+const getJson = async (url: string) => (await call(url)).json<Record<string, unknown>>();
+const query = (table: string, params: Record<string, string>) =>
+  getJson(`${layerUrl(table)}/0/query?${new URLSearchParams({ f: "json", ...params })}`);
+
+beforeAll(async () => {
+  engine = await startEngine();
+  ({ folderStore: datastoreId } = demoOrganization(engine.dataDir));
+  source = new DatabaseSync(join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH), { readOnly: true });
+});
+afterAll(async () => {
+  source?.close();
+  await engine?.stop();
+});
+
+const count = (sql: string, ...params: (string | number)[]) =>
+  Number((source.prepare(sql).get(...params) as { n: number }).n);
+
+describe("the service and its layer", () => {
+  it("FeatureServer lists its one layer; a table is listed under tables", async () => {
+    const places = await getJson(`${layerUrl("places")}?f=json`);
+    expect(places).toMatchObject({
+      capabilities: "Query",
+      maxRecordCount: 2000,
+      supportedQueryFormats: "JSON, geoJSON, PBF",
+      spatialReference: { wkid: 4326, latestWkid: 4326 },
+      layers: [{ id: 0, name: "places", type: "Feature Layer", geometryType: "esriGeometryPoint" }],
+      tables: [],
+    });
+    const attribution = await getJson(`${layerUrl("attribution")}?f=json`);
+    expect(attribution).toMatchObject({ layers: [], tables: [{ id: 0, name: "attribution", type: "Table" }] });
+    const layers = await getJson(`${layerUrl("countries")}/layers?f=json`);
+    expect((layers.layers as { geometryType: string }[])[0]?.geometryType).toBe("esriGeometryPolygon");
+  });
+
+  it("the layer: fields from the table, its integer key as object id, the extent from the index", async () => {
+    const layer = await getJson(`${layerUrl("places")}/0?f=json`);
+    expect(layer).toMatchObject({
+      id: 0,
+      name: "places",
+      type: "Feature Layer",
+      geometryType: "esriGeometryPoint",
+      objectIdField: "fid",
+      uniqueIdField: { name: "fid", isSystemMaintained: true },
+      displayField: "name",
+      useStandardizedQueries: true,
+      advancedQueryCapabilities: { supportsPagination: true, supportsOrderBy: true, supportsStatistics: true },
+    });
+    const fields = layer.fields as { name: string; type: string }[];
+    expect(fields[0]).toMatchObject({ name: "fid", type: "esriFieldTypeOID" });
+    expect(fields.map((f) => f.name)).toContain("country");
+    const e = layer.extent as { xmin: number; ymax: number };
+    const x = count("SELECT min(minx) AS n FROM rtree_places_geom");
+    expect(e.xmin).toBeCloseTo(x, 3);
+  });
+});
+
+describe("query", () => {
+  it("counts, ids and a where clause, as the file holds them", async () => {
+    expect(await query("places", { where: "1=1", returnCountOnly: "true" })).toEqual({
+      count: count("SELECT count(*) AS n FROM places"),
+    });
+    expect(await query("places", { where: "country = 'FR' AND name LIKE 'Par%'", returnCountOnly: "true" })).toEqual({
+      count: count("SELECT count(*) AS n FROM places WHERE country = 'FR' AND name LIKE 'Par%'"),
+    });
+    const ids = await query("countries", { where: "name IN ('France', 'Japan')", returnIdsOnly: "true" });
+    expect(ids).toEqual({
+      objectIdFieldName: "fid",
+      objectIds: (
+        source.prepare("SELECT fid FROM countries WHERE name IN ('France', 'Japan') ORDER BY fid").all() as {
+          fid: number;
+        }[]
+      ).map((r) => r.fid),
+    });
+  });
+
+  it("features with geometry, paged with exceededTransferLimit true exactly while more rows exist", async () => {
+    const total = count("SELECT count(*) AS n FROM places WHERE country = 'IS'");
+    expect(total).toBeGreaterThan(3);
+    const seen: number[] = [];
+    for (let offset = 0; ; offset += 3) {
+      const page = await query("places", {
+        where: "country = 'IS'",
+        outFields: "fid,name",
+        resultOffset: String(offset),
+        resultRecordCount: "3",
+      });
+      const features = page.features as { attributes: { fid: number }; geometry: { x: number; y: number } }[];
+      seen.push(...features.map((f) => f.attributes.fid));
+      expect(page.exceededTransferLimit).toBe(seen.length < total);
+      if (!page.exceededTransferLimit) break;
+    }
+    expect(seen).toEqual(
+      (source.prepare("SELECT fid FROM places WHERE country = 'IS' ORDER BY fid").all() as { fid: number }[]).map(
+        (r) => r.fid,
+      ),
+    );
+    const one = await query("places", { where: `fid = ${seen[0]}`, outFields: "*" });
+    const row = source.prepare("SELECT lat, lng FROM places WHERE fid = ?").get(seen[0] ?? 0) as {
+      lat: number;
+      lng: number;
+    };
+    expect((one.features as { geometry: { x: number; y: number } }[])[0]?.geometry).toEqual({
+      x: row.lng,
+      y: row.lat,
+    });
+    expect(one).toMatchObject({ objectIdFieldName: "fid", geometryType: "esriGeometryPoint" });
+  });
+
+  it("an envelope in Web Mercator narrows by the index and tests exactly", async () => {
+    // Around Paris: 2.0..2.7 E, 48.6..49.1 N.
+    const [x0, y0] = [222638.98, 6207260.0];
+    const [x1, y1] = [300562.63, 6291850.0];
+    const answer = await query("places", {
+      geometry: `${x0},${y0},${x1},${y1}`,
+      geometryType: "esriGeometryEnvelope",
+      inSR: "102100",
+      spatialRel: "esriSpatialRelIntersects",
+      returnCountOnly: "true",
+    });
+    const lon = (x: number) => (x / 6378137) * (180 / Math.PI);
+    const lat = (y: number) => (Math.atan(Math.exp(y / 6378137)) * 2 - Math.PI / 2) * (180 / Math.PI);
+    expect(answer.count).toBe(
+      count(
+        "SELECT count(*) AS n FROM places WHERE lng BETWEEN ? AND ? AND lat BETWEEN ? AND ?",
+        lon(x0),
+        lon(x1),
+        lat(y0),
+        lat(y1),
+      ),
+    );
+    expect(answer.count).toBeGreaterThan(10);
+  });
+
+  it("f=geojson is a FeatureCollection in WGS 84 with exceededTransferLimit in its properties", async () => {
+    const res = await call(
+      `${layerUrl("places")}/0/query?${new URLSearchParams({ f: "geojson", where: "country = 'IS'", outFields: "name", resultRecordCount: "2" })}`,
+    );
+    expect(res.headers["content-type"]).toContain("application/geo+json");
+    const fc = res.json<{ type: string; features: { geometry: { type: string } }[]; properties: object }>();
+    expect(fc.type).toBe("FeatureCollection");
+    expect(fc.features).toHaveLength(2);
+    expect(fc.features[0]?.geometry.type).toBe("Point");
+    expect(fc.properties).toEqual({ exceededTransferLimit: true });
+  });
+
+  it("f=pbf decodes (arcgis-pbf-parser) to the features f=json answers, in fewer bytes", async () => {
+    const params = { where: "country = 'IS'", outFields: "fid,name", orderByFields: "name DESC" };
+    const json = await query("places", params);
+    const res = await call(`${layerUrl("places")}/0/query?${new URLSearchParams({ ...params, f: "pbf" })}`);
+    expect(res.headers["content-type"]).toBe("application/x-protobuf");
+    const { default: decode } = (await import("arcgis-pbf-parser")) as unknown as {
+      default: (b: Uint8Array) => { featureCollection: { features: { properties: object; geometry: { coordinates: number[] } }[] } };
+    };
+    const decoded = decode(new Uint8Array(res.body)).featureCollection.features;
+    const features = json.features as { attributes: object; geometry: { x: number; y: number } }[];
+    expect(decoded.map((f) => f.properties)).toEqual(features.map((f) => f.attributes));
+    decoded.forEach((f, i) => {
+      expect(f.geometry.coordinates[0]).toBeCloseTo(features[i]?.geometry.x ?? NaN, 6);
+      expect(f.geometry.coordinates[1]).toBeCloseTo(features[i]?.geometry.y ?? NaN, 6);
+    });
+    expect(res.body.length).toBeLessThan(JSON.stringify(json).length / 3);
+  });
+
+  it("statistics grouped, with having", async () => {
+    const stats = await query("places", {
+      where: "country IN ('IS', 'FO')",
+      outStatistics: JSON.stringify([
+        { statisticType: "count", onStatisticField: "fid", outStatisticFieldName: "n" },
+        { statisticType: "max", onStatisticField: "lat", outStatisticFieldName: "north" },
+      ]),
+      groupByFieldsForStatistics: "country",
+      orderByFields: "country",
+    });
+    const expected = source
+      .prepare(
+        "SELECT country, count(*) AS n, max(lat) AS north FROM places WHERE country IN ('IS', 'FO') GROUP BY country ORDER BY country",
+      )
+      .all();
+    expect((stats.features as { attributes: object }[]).map((f) => f.attributes)).toEqual(
+      expected.map((r) => ({ ...r })),
+    );
+  });
+
+  it("bad input is a 400 naming the parameter; SQL never leaks", async () => {
+    const bad = await query("places", { where: "name = 'x' OR 1=1; DROP TABLE places --" });
+    expect(bad).toMatchObject({ error: { code: 400, message: "Unable to complete operation." } });
+    expect((bad.error as { details: string[] }).details[0]).toBe("'where' parameter is invalid");
+    expect(JSON.stringify(bad)).not.toMatch(/SELECT|sqlite/i);
+    const field = await query("places", { where: "no_such_field = 1" });
+    expect((field.error as { details: string[] }).details.join(" ")).toContain("no_such_field");
+    const geometry = await query("places", { geometry: "{", geometryType: "esriGeometryEnvelope" });
+    expect((geometry.error as { details: string[] }).details[0]).toBe("'geometry' parameter is invalid");
+    expect(count("SELECT count(*) AS n FROM places")).toBeGreaterThan(100_000);
+  });
+});
+
+const gdal = existsSync("/usr/bin/ogr2ogr");
+describe.skipIf(!gdal)("GDAL reads the layers as ArcGIS feature layers", () => {
+  it("ogr2ogr copies a whole layer through its paging, and with -where, equal to the source", () => {
+    const out = mkdtempSync(join(tmpdir(), "mapgate-gdal-"));
+    const url = `${layerUrl("countries")}/0/query?where=1%3D1&outFields=*&f=json&resultRecordCount=50`;
+    execFileSync("ogr2ogr", ["-f", "GeoJSON", join(out, "all.geojson"), url, "OGRGeoJSON"], {
+      env: { ...process.env, GDAL_HTTP_TIMEOUT: "30" },
+      stdio: "pipe",
+    });
+    const all = JSON.parse(readFileSync(join(out, "all.geojson"), "utf8")) as {
+      features: { properties: { name: string } }[];
+    };
+    expect(all.features).toHaveLength(count("SELECT count(*) AS n FROM countries"));
+    expect(all.features.map((f) => f.properties.name).sort()).toEqual(
+      (source.prepare("SELECT name FROM countries").all() as { name: string }[]).map((r) => r.name).sort(),
+    );
+    const info = spawnSync("ogrinfo", ["-ro", "-al", "-so", "-where", "name LIKE 'F%'", url], { encoding: "utf8" });
+    expect(info.stdout).toContain(`Feature Count: ${count("SELECT count(*) AS n FROM countries WHERE name LIKE 'F%'")}`);
+  });
+});
