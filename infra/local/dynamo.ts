@@ -5,10 +5,57 @@
 import { registerInProcessStore } from "./in-process-dynamo.ts";
 import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { createRequire } from "node:module";
 import { CreateTableCommand, DynamoDBClient, ResourceInUseException } from "@aws-sdk/client-dynamodb";
 import dynalite from "dynalite";
 import { TABLES, type TableSpec } from "#infra/system.ts";
 import { openTransactionLayer, serveHttp, type StoreAnswer, type StoreCall } from "./transactions.ts";
+
+/** A LevelDB iterator as abstract-level makes it (the iterators of dynalite's `level` and `memory-level`). */
+interface LevelIterator {
+  close(): Promise<void>;
+  return?: () => Promise<void>;
+}
+/** What dynalite's store module (`dynalite/db`) gives for one store, as far as the wrapper below needs it. */
+interface DynaliteStore {
+  readonly db: { keys(options?: object): LevelIterator; values(options?: object): LevelIterator };
+}
+/** Set on dynalite's store module once wrapped (a second copy of this module must not wrap it again). */
+const WRAPPED = Symbol.for("mapgate.dynalite.iteratorsClose");
+
+/**
+ * dynalite reads every Query, Scan and table listing through a stream over a LevelDB iterator, and that
+ * stream's destroy (when the read ends, or stops at its Limit) ends the iterator only by calling
+ * `iterator.return()`. abstract-level's iterators have no `return()` (they end with `close()`), so none was
+ * ever closed: each stayed attached to its database (which closes its iterators only when it closes) with all
+ * it held (on disk, a LevelDB snapshot, which also keeps replaced data from being compacted away), and the
+ * engine grew by kilobytes with every Query, for good. So every store dynalite creates in this process gets
+ * iterators whose `return()` closes them. dynalite's `index.js` calls its store module's `create` through the
+ * module object at each `dynalite()`, so wrapping `create` before any store exists is enough. Loud if dynalite
+ * changes shape: the leak would come back silently otherwise (test/store-memory.test.ts measures it).
+ */
+function closeIteratorsWhenStreamsEnd(): void {
+  const stores = createRequire(import.meta.url)("dynalite/db") as {
+    create?: (options: object) => DynaliteStore;
+    [WRAPPED]?: true;
+  };
+  const create = stores.create;
+  if (typeof create !== "function") throw new Error("dynalite/db has no create(): see infra/local/dynamo.ts");
+  if (stores[WRAPPED]) return;
+  const closing = (open: (options?: object) => LevelIterator) => (options?: object) => {
+    const iterator = open(options);
+    iterator.return ??= () => iterator.close();
+    return iterator;
+  };
+  stores.create = (options) => {
+    const store = create(options);
+    store.db.keys = closing(store.db.keys.bind(store.db));
+    store.db.values = closing(store.db.values.bind(store.db));
+    return store;
+  };
+  stores[WRAPPED] = true;
+}
+closeIteratorsWhenStreamsEnd();
 
 export interface LocalDynamo {
   readonly endpoint: string;
