@@ -50,6 +50,11 @@ async function loadSqlite(): Promise<Sqlite> {
 // The authorizer's action codes (sqlite3.h) a read-only query needs; anything else is denied.
 const SQLITE_OK = 0;
 const SQLITE_DENY = 1;
+const SQLITE_DELETE = 9;
+const SQLITE_INSERT = 18;
+const SQLITE_UPDATE = 23;
+/** The R*Tree module prepares (never runs, on a read-only file) writes of its shadow tables when it connects. */
+const RTREE_SHADOW = /^rtree_.+_(node|rowid|parent)$/;
 const SQLITE_PRAGMA = 19;
 const SQLITE_READ = 20;
 const SQLITE_SELECT = 21;
@@ -100,6 +105,11 @@ export class GeoPackage {
     db.setAuthorizer((action, arg1) => {
       if (action === SQLITE_SELECT || action === SQLITE_READ || action === SQLITE_FUNCTION) return SQLITE_OK;
       if (action === SQLITE_RECURSIVE) return SQLITE_OK;
+      if (
+        (action === SQLITE_INSERT || action === SQLITE_DELETE || action === SQLITE_UPDATE) &&
+        RTREE_SHADOW.test(arg1 ?? "")
+      )
+        return SQLITE_OK;
       if (action === SQLITE_PRAGMA && arg1 !== null && ALLOWED_PRAGMAS.has(arg1.toLowerCase())) return SQLITE_OK;
       return SQLITE_DENY;
     });

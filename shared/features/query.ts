@@ -42,7 +42,8 @@ const prepared = new WeakSet<GeoPackage>();
 function prepare(gpkg: GeoPackage): void {
   if (prepared.has(gpkg)) return;
   for (const f of SQLITE_FUNCTIONS) gpkg.addFunction(f.name, f.fn as (...args: never[]) => unknown, f.varargs);
-  for (const a of SQLITE_AGGREGATES) gpkg.addAggregate(a.name, a.options);
+  for (const a of SQLITE_AGGREGATES)
+    gpkg.addAggregate(a.name, a.options as unknown as Parameters<GeoPackage["addAggregate"]>[1]);
   prepared.add(gpkg);
 }
 

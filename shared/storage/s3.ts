@@ -133,10 +133,17 @@ export class S3Storage implements Storage {
     const name = createHash("sha256").update(`${this.#bucket}\u0000${key}`).digest("hex").slice(0, 32);
     const version = createHash("sha256").update(etag).digest("hex").slice(0, 16);
     const file = join(COPIES, `${name}-${version}`);
-    if (await stat(file).then((s) => s.isFile(), () => false)) return { file, version: etag };
+    if (
+      await stat(file).then(
+        (s) => s.isFile(),
+        () => false,
+      )
+    )
+      return { file, version: etag };
     await mkdir(COPIES, { recursive: true, mode: 0o700 });
     // Older versions of the same object go first: the ephemeral storage is small.
-    for (const old of await readdir(COPIES)) if (old.startsWith(`${name}-`)) await rm(join(COPIES, old), { force: true });
+    for (const old of await readdir(COPIES))
+      if (old.startsWith(`${name}-`)) await rm(join(COPIES, old), { force: true });
     const response = await this.#client.send(
       new GetObjectCommand({ Bucket: this.#bucket, Key: key, ...(head.ETag ? { IfMatch: head.ETag } : {}) }),
     );
