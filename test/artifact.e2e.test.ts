@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTables, type LocalDynamo, localTableName, startDynamo } from "#infra/local/dynamo.ts";
 import { localEnvironment } from "#infra/local/engine.ts";
 import { type LocalS3, startS3 } from "#infra/local/s3.ts";
-import { bootstrapDemo, DEMO_CACHE_PATHS, DEMO_DATASETS } from "#infra/admin/demo.ts";
+import { bootstrapDemo, DEMO_CACHE_PATHS, WORLD_DATASETS } from "#infra/admin/demo.ts";
 import { registerCaller } from "#infra/admin/callers.ts";
 import { registerDataStore } from "#infra/admin/operations.ts";
 import { ensureDemoCaches, filesOf } from "#infra/local/demo/write.ts";
@@ -105,6 +105,7 @@ beforeAll(async () => {
   const demo = await bootstrapDemo({
     passwords: PASSWORDS,
     storeFolder,
+    origin: "https://artifact.invalid",
     cloud: { bucket: BUCKET, prefix: "demo-store" },
   });
   if (!demo?.cloudDatastoreId) throw new Error("no demo organization");
@@ -276,9 +277,9 @@ describe("the synthesized bundles, each with its template environment and IAM po
       }),
       "publisher",
     );
-    expect(job).toMatchObject({ status: "completed", result: { published: DEMO_DATASETS.length } });
+    expect(job).toMatchObject({ status: "completed", result: { published: WORLD_DATASETS.length } });
     const layers = await get("/datastores/getLayers", "publisher", `&datastoreId=${org.folderStore}`);
-    expect((layers.layerAndDatasets as unknown[]).length).toBe(DEMO_DATASETS.length);
+    expect((layers.layerAndDatasets as unknown[]).length).toBe(WORLD_DATASETS.length);
   });
 
   it("ends a job whose task fails in the template's FailJob, with the task's own message from AWS's JSON Cause", async () => {

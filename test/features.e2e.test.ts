@@ -19,7 +19,7 @@ let source: DatabaseSync;
 
 /** A demo layer's FeatureServer URL on the plain-HTTP loopback origin (GDAL and fetch need no certificate). */
 const layerUrl = (table: string) => {
-  const name = `${table}_${stableItemId(datastoreId, `${DEMO_GEOPACKAGE_PATH}/${table}`).slice(0, 6)}`;
+  const name = `${table}_${stableItemId(datastoreId, `/world.gpkg/${table}`).slice(0, 6)}`;
   return `${engine.ready.http}/arcgis/rest/services/${DEMO_LAYERS_FOLDER}/${name}/FeatureServer`;
 };
 
@@ -29,7 +29,7 @@ const query = (table: string, params: Record<string, string>) =>
 
 beforeAll(async () => {
   engine = await startEngine();
-  ({ folderStore: datastoreId } = demoOrganization(engine.dataDir));
+  ({ worldStore: datastoreId } = demoOrganization(engine.dataDir));
   source = new DatabaseSync(join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH), { readOnly: true });
 });
 afterAll(async () => {

@@ -258,7 +258,7 @@ describe("a caller's workflow publishes and waits (.waitForTaskToken)", () => {
 
   it("fails with mapgate.JobFailed and the job's message when the job fails", async () => {
     // A service already holds the name publishLayers gives the first dataset's layer: the job fails on it.
-    const clash = `demo_Parcels_${stableItemId(org.folderStore, "/demo.gdb/Parcels").slice(0, 6)}`;
+    const clash = `attribution_${stableItemId(org.folderStore, "/data/world.gpkg/attribution").slice(0, 6)}`;
     const blocker = await invoke(PIPELINE, alias, {
       operation: "publish",
       params: { serverId: org.serverId, serverFolder: "Clash", serviceConfiguration: tileConfig(clash) },

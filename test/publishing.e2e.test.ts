@@ -12,6 +12,7 @@ import {
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_GEOPACKAGE_PATH } from "#infra/admin/demo.ts";
 import { adminCommand, demoOrganization } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { runningStore, withStoppedStore } from "./helpers/store.ts";
@@ -135,19 +136,14 @@ describe("the whole path with the ArcGIS client", () => {
     expect(soap).toContain("<Description>Published by the ArcGIS client</Description>");
     expect(out.publishLayers).toMatchObject({
       status: "completed",
-      result: { datastoreId, published: 6, alreadyPublished: 0 },
+      result: { datastoreId, published: 3, alreadyPublished: 0 },
     });
     const pairs = (
       out.getLayers as { layerAndDatasets: { layer: Record<string, unknown>; dataset: Record<string, unknown> }[] }
     ).layerAndDatasets;
-    expect(pairs.map((p) => p.dataset.path).sort()).toEqual([
-      "/demo.gdb/Hydrants",
-      "/demo.gdb/Inspections",
-      "/demo.gdb/Owners",
-      "/demo.gdb/ParcelOwners",
-      "/demo.gdb/Parcels",
-      "/demo.gdb/Roads",
-    ]);
+    expect(pairs.map((p) => p.dataset.path).sort()).toEqual(
+      ["attribution", "countries", "places"].map((t) => `${DEMO_GEOPACKAGE_PATH}/${t}`),
+    );
     for (const p of pairs) {
       expect(Object.keys(p.layer).sort()).toEqual(["created", "id", "modified", "title", "type", "url"]);
       expect(p.layer).toMatchObject({
@@ -184,9 +180,9 @@ describe("the whole path with the ArcGIS client", () => {
       serverFolder: "Scenes",
     });
     const job = await waitFor(String(again.jobId), String(again.key));
-    expect(job).toMatchObject({ status: "completed", result: { published: 0, alreadyPublished: 6 } });
+    expect(job).toMatchObject({ status: "completed", result: { published: 0, alreadyPublished: 3 } });
     const layers = await get("/datastores/getLayers", "publisher", `&datastoreId=${datastoreId}`);
-    expect((layers.layerAndDatasets as unknown[]).length).toBe(6);
+    expect((layers.layerAndDatasets as unknown[]).length).toBe(3);
   });
 });
 

@@ -1,6 +1,6 @@
 // The demo organization the local engine creates on its first start, built with the same operator
 // actions `npm run admin` uses.
-import type { Dataset } from "#shared/stores/datastores.ts";
+import { join } from "node:path";
 import { getDefaultPortalId } from "#shared/stores/portals.ts";
 import { ensureFolder } from "#shared/stores/services.ts";
 import { stableItemId } from "#shared/publishing.ts";
@@ -19,6 +19,8 @@ export interface DemoOptions {
   readonly allSSL?: boolean;
   /** The folder holding the demo caches (DEMO_CACHE_PATHS), registered as the demo's folder data store. */
   readonly storeFolder: string;
+  /** The engine's HTTPS origin, for the URLs bulk publishing records with each layer. */
+  readonly origin: string;
   /** A bucket holding the same caches, registered as a cloud data store too (when the engine serves S3). */
   readonly cloud?: { readonly bucket: string; readonly prefix: string };
   readonly passwords: { readonly admin?: string; readonly publisher?: string; readonly user?: string };
@@ -32,19 +34,6 @@ export interface DemoResult {
   readonly cloudDatastoreId: string | undefined;
 }
 
-export const DEMO_DATASETS: readonly Dataset[] = [
-  { name: "demo.Parcels", displayName: "Parcels", type: "featureClass", path: "/demo.gdb/Parcels" },
-  { name: "demo.Roads", displayName: "Roads", type: "featureClass", path: "/demo.gdb/Roads" },
-  { name: "demo.Hydrants", displayName: "Fire Hydrants", type: "featureClass", path: "/demo.gdb/Hydrants" },
-  { name: "demo.Owners", displayName: "Owners", type: "table", path: "/demo.gdb/Owners" },
-  { name: "demo.Inspections", displayName: "Inspections", type: "table", path: "/demo.gdb/Inspections" },
-  {
-    name: "demo.ParcelOwners",
-    displayName: "Parcel Owners",
-    type: "relationshipClass",
-    path: "/demo.gdb/ParcelOwners",
-  },
-];
 
 /** A few services in the root and in two folders (one with a FeatureServer extension), plus an empty folder. */
 export const DEMO_SERVICES: readonly NewService[] = [
@@ -94,12 +83,15 @@ export const DEMO_EMPTY_FOLDER = "Staging";
 /** The server folder the demo's feature layers are published into. */
 export const DEMO_LAYERS_FOLDER = "World";
 
-/** The demo GeoPackage in the demo store (store-relative): its tables are bulk-published and public. */
-export const DEMO_GEOPACKAGE_PATH = "/data/world.gpkg";
-/** The datasets it holds, in path order (bulk publishing's order). */
-export const DEMO_GEOPACKAGE_DATASETS = ["attribution", "countries", "places"].map(
-  (t) => `${DEMO_GEOPACKAGE_PATH}/${t}`,
-);
+/** The folder of the demo store holding the demo GeoPackage (store-relative). */
+export const DEMO_DATA_FOLDER = "/data";
+export const DEMO_GEOPACKAGE_PATH = `${DEMO_DATA_FOLDER}/world.gpkg`;
+/**
+ * The "World Data" store is that folder alone: its GeoPackage's tables are bulk-published into World and public
+ * at first start. The demo store holds the same file deeper (so a user's own publishLayers has data too).
+ */
+export const WORLD_STORE_TITLE = "World Data";
+export const WORLD_DATASETS = ["attribution", "countries", "places"].map((t) => `/world.gpkg/${t}`);
 
 /** Where each demo cache lies in the demo store (store-relative); infra/local/demo writes them. */
 export const DEMO_CACHE_PATHS = {
@@ -119,20 +111,22 @@ const SERVED_FROM: Readonly<Record<string, string>> = {
  * The demo GeoPackage's tables as feature layers, shared with everyone: bulk publishing's own task, run page by
  * page as the workflow runs it, so a first start has layers to query and draw.
  */
-async function publishDemoLayers(portalId: string, datastoreId: string, serverId: string, owner: string) {
+async function publishDemoLayers(
+  who: { portalId: string; owner: string; origin: string },
+  datastoreId: string,
+  serverId: string,
+) {
   const { handler } = await import("#functions/task-publish-layers.ts");
   const input = {
+    ...who,
     jobId: stableItemId("demo", datastoreId),
-    portalId,
-    owner,
-    origin: "",
     operation: "publishLayers" as const,
     params: { datastoreId, serverId, serverFolder: DEMO_LAYERS_FOLDER },
   };
   let page: Awaited<ReturnType<typeof handler>> | undefined;
   do page = await handler({ ...input, ...(page ? { page } : {}) } as Parameters<typeof handler>[0]);
   while (!page.done);
-  for (const path of DEMO_GEOPACKAGE_DATASETS) {
+  for (const path of WORLD_DATASETS) {
     const item = await getItem(stableItemId("layer", datastoreId, path));
     if (item) await changeItemAccess(item, () => "public");
   }
@@ -182,7 +176,19 @@ export async function bootstrapDemo(options: DemoOptions): Promise<DemoResult | 
     await registerService(server.serverId, { ...service, ...(path ? { cache: { store, path } } : {}) });
   }
   await ensureFolder(server.serverId, DEMO_EMPTY_FOLDER);
-  await publishDemoLayers(portal.portalId, store.datastoreId, server.serverId, publisher.username);
+  const world = await registerDataStore(portal.portalId, {
+    title: WORLD_STORE_TITLE,
+    owner: publisher.username,
+    kind: "folder",
+    serverIds: [server.serverId],
+    datasets: [],
+    location: { folder: join(options.storeFolder, DEMO_DATA_FOLDER) },
+  });
+  await publishDemoLayers(
+    { portalId: portal.portalId, owner: publisher.username, origin: options.origin },
+    world.datastoreId,
+    server.serverId,
+  );
   return {
     portalId: portal.portalId,
     users: [admin, publisher, user],

@@ -253,6 +253,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
             ...(options.allSSL !== undefined ? { allSSL: options.allSSL } : {}),
             passwords: options.passwords,
             storeFolder,
+            origin: httpsOrigin,
             cloud: { bucket: DEMO_BUCKET, prefix: "demo-store" },
           });
         })();

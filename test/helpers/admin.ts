@@ -18,6 +18,8 @@ export interface DemoOrganization {
   /** The demo's folder store (registered datasets and the demo caches) and its cloud store (the same caches). */
   readonly folderStore: string;
   readonly cloudStore: string;
+  /** The folder store of the demo GeoPackage alone, whose layers the demo publishes at first start. */
+  readonly worldStore: string;
 }
 
 export function demoOrganization(dataDir: string): DemoOrganization {
@@ -25,13 +27,14 @@ export function demoOrganization(dataDir: string): DemoOrganization {
     JSON.parse(adminCommand(dataDir, ["list"])) as {
       portalId: string;
       servers: { serverId: string }[];
-      datastores: { datastoreId: string; kind: string }[];
+      datastores: { datastoreId: string; kind: string; title: string }[];
     }[]
   )[0];
   return {
     portalId: org?.portalId ?? "",
     serverId: org?.servers[0]?.serverId ?? "",
-    folderStore: org?.datastores.find((d) => d.kind === "folder")?.datastoreId ?? "",
+    folderStore: org?.datastores.find((d) => d.title === "Demo Data Store")?.datastoreId ?? "",
+    worldStore: org?.datastores.find((d) => d.title === "World Data")?.datastoreId ?? "",
     cloudStore: org?.datastores.find((d) => d.kind === "cloudStore")?.datastoreId ?? "",
   };
 }
