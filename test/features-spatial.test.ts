@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Geometry, Position } from "geojson";
 import { ApiError } from "#shared/http/errors.ts";
+import { geometryBounds } from "#shared/features/geometry/bounds.ts";
 import {
-  geometryBounds,
   parseSpatialRelation,
   POSTGIS_PREDICATES,
   prepareSpatialFilter,
@@ -95,9 +95,7 @@ describe("spatial relations (query geometry first, as ArcGIS and PostGIS ST_<Rel
     expect(spatialTest("esriSpatialRelOverlaps", square, line([5, 5], [15, 5]))).toBe(false);
     expect(spatialTest("esriSpatialRelEnvelopeIntersects", diamond, pt(0.5, 0.5))).toBe(true);
     expect(spatialTest("esriSpatialRelIntersects", diamond, pt(0.5, 0.5))).toBe(false);
-    expect(spatialTest("esriSpatialRelIntersects", square, { type: "GeometryCollection", geometries: [] })).toBe(
-      false,
-    );
+    expect(spatialTest("esriSpatialRelIntersects", square, { type: "GeometryCollection", geometries: [] })).toBe(false);
   });
 
   it("agrees with the full DE-9IM matrix on many features", () => {
@@ -198,9 +196,7 @@ describe("distance", () => {
     expect(spatialTest("esriSpatialRelIntersects", q, pt(0, 320), { distance: 100, srid: 2277 })).toBe(true);
     expect(spatialTest("esriSpatialRelIntersects", q, pt(0, 340), { distance: 100, srid: 2277 })).toBe(false);
     expect(spatialTest("esriSpatialRelContains", q, box(-10, -10, 10, 10), { distance: 100, srid: 3857 })).toBe(true);
-    expect(spatialTest("esriSpatialRelContains", q, box(-10, -10, 200, 10), { distance: 100, srid: 3857 })).toBe(
-      false,
-    );
+    expect(spatialTest("esriSpatialRelContains", q, box(-10, -10, 200, 10), { distance: 100, srid: 3857 })).toBe(false);
     expect(() => prepareSpatialFilter("esriSpatialRelIntersects", q, { distance: -1 })).toThrow(ApiError);
   });
 });
