@@ -24,7 +24,7 @@
 import { PbfWriter } from "pbf";
 import type { Geometry } from "geojson";
 import type { Bounds, EsriFieldType, EsriGeometryType, FeatureRow } from "#shared/features/schema.ts";
-import { geometryBounds } from "./spatial.ts";
+import { geometryBounds } from "./bounds.ts";
 import { toEsriGeometry } from "./esri-json.ts";
 
 const GEOMETRY_TYPE: Readonly<Record<EsriGeometryType, number>> = {
