@@ -325,7 +325,7 @@ function spatialRequest(params: ParamSource): SpatialRequest | undefined {
     const inferred = QUERY_GEOMETRY_TYPES.find((g) => KEYS_OF[g] in geometry);
     if (geometryType === undefined) geometryType = inferred ?? "esriGeometryEnvelope";
     if (!(KEYS_OF[geometryType] in geometry))
-      throw invalidParameter("geometry", `The geometry is not an ${geometryType.slice(12).toLowerCase()}.`);
+      throw invalidParameter("geometry", `The geometry does not fit ${geometryType}.`);
   } else {
     const numbers = text.split(",").map((s) => (s.trim() === "" ? NaN : Number(s)));
     if (numbers.some((n) => !Number.isFinite(n)))
