@@ -34,7 +34,6 @@ export interface DemoResult {
   readonly cloudDatastoreId: string | undefined;
 }
 
-
 /** A few services in the root and in two folders (one with a FeatureServer extension), plus an empty folder. */
 export const DEMO_SERVICES: readonly NewService[] = [
   {
