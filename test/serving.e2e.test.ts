@@ -99,7 +99,7 @@ describe("the REST services directory", () => {
   it("lists the root's folders and the services an anonymous caller may see, exactly as ArcGIS answers", async () => {
     expect(await getJson(services())).toEqual({
       currentVersion: 10.81,
-      folders: ["Cloud", "Imagery", "Published", "Staging", "Utilities"],
+      folders: ["Cloud", "Imagery", "Published", "Staging", "Utilities", "World"],
       services: [{ name: "World_Basemap", type: "MapServer" }],
     });
   });
@@ -107,7 +107,7 @@ describe("the REST services directory", () => {
   it("shows members the organization's services, extensions included, and a folder's services by folder/name", async () => {
     expect(await getJson(services(), tokens.user)).toEqual({
       currentVersion: 10.81,
-      folders: ["Cloud", "Imagery", "Published", "Staging", "Utilities"],
+      folders: ["Cloud", "Imagery", "Published", "Staging", "Utilities", "World"],
       services: [
         { name: "Parcels", type: "MapServer" },
         { name: "Parcels", type: "FeatureServer" },

@@ -5,6 +5,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stableItemId } from "#shared/publishing.ts";
+import { demoOrganization } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
 import { runJson } from "./helpers/run.ts";
@@ -64,14 +66,24 @@ describe("four SOAP clients built from the served WSDL", () => {
     const basemap = row("World_Basemap", "MapServer", "Map,Query,Data", "Demo basemap");
     const ortho = row("Imagery/Ortho_2024", "ImageServer", "Image,Metadata", "2024 orthophotos");
     const water = row("Utilities/Water_Network", "MapServer", "Map,Query", "");
+    // The demo GeoPackage's layers, public: named after each table and its dataset path in the World Data store.
+    const { worldStore } = demoOrganization(engine.dataDir);
+    const world = ["attribution", "countries", "places"].map((t) =>
+      row(
+        `World/${t}_${stableItemId(worldStore, `/world.gpkg/${t}`).slice(0, 6)}`,
+        "FeatureServer",
+        "Query",
+        `Layer of ${t}`,
+      ),
+    );
     return {
       version: "vendorGisVersion108",
       formats: "vendorServiceCatalogMessageFormatSoap",
       tokenUrl: `${engine.ready.https}/portal/sharing/rest/generateToken`,
       requiresTokens: false,
-      folders: ["Imagery", "Staging", "Utilities"],
+      folders: ["Imagery", "Staging", "Utilities", "World"],
       // Anonymous callers see public services only, the root first, then each folder.
-      all: [basemap, ortho, water],
+      all: [basemap, ortho, water, ...world],
       root: [basemap],
       utilities: [water],
       imagery: [ortho],
@@ -197,7 +209,7 @@ describe("tokens", () => {
       const ok = await post(op, `?token=${valid}`);
       expect(ok.status).toBe(200);
       expect(ok.text).toContain(
-        "<FolderNames><String>Imagery</String><String>Staging</String><String>Utilities</String></FolderNames>",
+        "<FolderNames><String>Imagery</String><String>Staging</String><String>Utilities</String><String>World</String></FolderNames>",
       );
       const requires = await post(envelope(`<t:RequiresTokens xmlns:t="${NS}"/>`), `?token=${valid}`);
       expect(requires.text).toContain("<Result>true</Result>");

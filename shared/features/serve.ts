@@ -2,7 +2,6 @@
 // dataset where it lies. The caller's access to the service was checked before (shared/catalog.ts).
 import { DatasetError } from "#shared/features/geopackage.ts";
 import { featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
-import { runQuery } from "#shared/features/query.ts";
 import { type OpenDataset, openDataset } from "#shared/features/sources.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
@@ -49,6 +48,10 @@ export async function featureResource(
   if (first === "layers" && second === undefined) return layersJson(service, dataset.schema);
   if (first !== "0") throw invalidUrl();
   if (second === undefined) return layerJson(service, dataset.schema);
-  if (isQuery) return runQuery(req, dataset);
+  if (isQuery) {
+    // Loaded by the first query: tiles and service JSON never pay for the query's libraries (JTS, proj4).
+    const { runQuery } = await import("#shared/features/query.ts");
+    return runQuery(req, dataset);
+  }
   throw invalidUrl();
 }
