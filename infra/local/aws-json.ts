@@ -29,6 +29,25 @@ export const serializationError = (message: string) => new AwsJsonError("Seriali
  */
 export const MAX_NESTING = 256;
 
+/**
+ * JSON text a caller put inside a member (an execution's input, an event pattern), parsed and bounded in depth
+ * before anything recurses over it; otherwise the service's error of `type` with its own wording.
+ */
+export function parseNestedJson(
+  text: string,
+  type: string,
+  messages: { readonly notJson: string; readonly tooDeep: string },
+): unknown {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new AwsJsonError(type, messages.notJson);
+  }
+  if (nestedDeeperThan(parsed, MAX_NESTING)) throw new AwsJsonError(type, messages.tooDeep);
+  return parsed;
+}
+
 /** The request body: bytes up to `limit` are kept (more are read and counted, so the size is known). */
 export async function readBody(req: IncomingMessage, limit: number): Promise<{ bytes: Buffer; size: number }> {
   const chunks: Buffer[] = [];

@@ -18,6 +18,7 @@ import {
   MAX_NESTING,
   numberMember,
   operationName,
+  parseNestedJson,
   parseRequest,
   readBody,
   stringMember,
@@ -192,19 +193,11 @@ export async function startEvents(files: EventFiles, deliver: Deliver, busName =
         if (!/^[\w.-]{1,64}$/.test(name)) throw new AwsJsonError("ValidationException", "Rule name is not valid.");
         const pattern = stringMember(b, "EventPattern") ?? "";
         const state = stringMember(b, "State");
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(pattern);
-        } catch {
-          throw new AwsJsonError("InvalidEventPatternException", "Event pattern is not valid JSON.");
-        }
         // Checking and matching a pattern recurse through it.
-        if (nestedDeeperThan(parsed, MAX_NESTING)) {
-          throw new AwsJsonError(
-            "InvalidEventPatternException",
-            `Event pattern nests more than ${MAX_NESTING} levels deep.`,
-          );
-        }
+        const parsed = parseNestedJson(pattern, "InvalidEventPatternException", {
+          notJson: "Event pattern is not valid JSON.",
+          tooDeep: `Event pattern nests more than ${MAX_NESTING} levels deep.`,
+        });
         const problem = patternProblem(parsed);
         if (problem) throw new AwsJsonError("InvalidEventPatternException", problem);
         const existing = rules.get(`${bus}/${name}`);

@@ -9,13 +9,13 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { StateMachine } from "aws-local-stepfunctions";
 import { type TaskSpec, taskVariable, WORKFLOW } from "#infra/system.ts";
-import { nestedDeeperThan } from "#shared/json-depth.ts";
 import {
   answer,
   AwsJsonError,
   internalFailure,
   MAX_NESTING,
   operationName,
+  parseNestedJson,
   parseRequest,
   readBody,
   stringMember,
@@ -70,19 +70,10 @@ export const payloadTooLarge = (member: "input" | "output") => ({
 
 /** An execution's input, parsed; InvalidExecutionInput when it is not JSON or nests too deep for the interpreter. */
 export function parseExecutionInput(input: string): unknown {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(input);
-  } catch {
-    throw new AwsJsonError("InvalidExecutionInput", "Invalid State Machine Execution Input: not JSON");
-  }
-  if (nestedDeeperThan(parsed, MAX_NESTING)) {
-    throw new AwsJsonError(
-      "InvalidExecutionInput",
-      `Invalid State Machine Execution Input: nested more than ${MAX_NESTING} levels deep`,
-    );
-  }
-  return parsed;
+  return parseNestedJson(input, "InvalidExecutionInput", {
+    notJson: "Invalid State Machine Execution Input: not JSON",
+    tooDeep: `Invalid State Machine Execution Input: nested more than ${MAX_NESTING} levels deep`,
+  });
 }
 
 /** Step Functions' largest request (a definition of 1 MiB, escaped): a larger body is read but not kept. */
