@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
 import { stableItemId } from "#shared/publishing.ts";
 import { demoOrganization } from "./helpers/admin.ts";
-import { type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call } from "./helpers/http.ts";
 
 let engine: RunningEngine;
@@ -194,11 +194,12 @@ describe("query", () => {
         { statisticType: "max", onStatisticField: "lat", outStatisticFieldName: "north" },
       ]),
       groupByFieldsForStatistics: "country",
+      having: "COUNT(fid) > 20",
       orderByFields: "country",
     });
     const expected = source
       .prepare(
-        "SELECT country, count(*) AS n, max(lat) AS north FROM places WHERE country IN ('IS', 'FO') GROUP BY country ORDER BY country",
+        "SELECT country, count(*) AS n, max(lat) AS north FROM places WHERE country IN ('IS', 'FO') GROUP BY country HAVING count(fid) > 20 ORDER BY country",
       )
       .all();
     expect((stats.features as { attributes: object }[]).map((f) => f.attributes)).toEqual(
@@ -215,7 +216,38 @@ describe("query", () => {
     expect((field.error as { details: string[] }).details.join(" ")).toContain("no_such_field");
     const geometry = await query("places", { geometry: "{", geometryType: "esriGeometryEnvelope" });
     expect((geometry.error as { details: string[] }).details[0]).toBe("'geometry' parameter is invalid");
+    const pbfExtent = await call(
+      `${layerUrl("places")}/0/query?${new URLSearchParams({ f: "pbf", where: "1=1", returnExtentOnly: "true" })}`,
+    );
+    expect(pbfExtent.json()).toMatchObject({ error: { code: 400 } });
     expect(count("SELECT count(*) AS n FROM places")).toBeGreaterThan(100_000);
+  });
+});
+
+describe("the URLs mapgate hands out", () => {
+  it("each layer getLayers lists answers at its url, and its item's url is the same service", async () => {
+    const rest = `${engine.ready.https}/portal/sharing/rest`;
+    const signIn = await call(`${rest}/generateToken`, {
+      ca: engine.ca,
+      body: new URLSearchParams({ f: "json", username: "publisher", password: PASSWORDS.publisher }).toString(),
+    });
+    const token = signIn.json<{ token: string }>().token;
+    const listed = await call(
+      `${rest}/portals/self/datastores/getLayers?f=json&datastoreId=${datastoreId}&token=${token}`,
+      { ca: engine.ca },
+    );
+    const pairs = listed.json<{ layerAndDatasets: { layer: { id: string; url: string } }[] }>().layerAndDatasets;
+    expect(pairs).toHaveLength(3);
+    for (const { layer } of pairs) {
+      const service = (await call(`${layer.url}?f=json`, { ca: engine.ca })).json();
+      expect(service).toMatchObject({ capabilities: "Query", serviceItemId: layer.id });
+      const item = (await call(`${rest}/content/items/${layer.id}?f=json`, { ca: engine.ca })).json<{
+        url: string;
+        access: string;
+      }>();
+      expect(item.access).toBe("public");
+      expect(new URL(item.url).pathname).toBe(new URL(layer.url).pathname);
+    }
   });
 });
 

@@ -5,7 +5,11 @@
 // SQLite runs on the function's own thread. What bounds it: every statement is read-only (an authorizer
 // refuses anything but reading, whatever the SQL), and a statement with a filter calls a deadline function on
 // each row it examines, which aborts it past its time; an unfiltered statement is bounded by the table's size.
-import type { DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
+import type { AggregateOptions, DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
+
+type SqlFunction = (...args: SQLOutputValue[]) => SQLInputValue;
+import { SQLITE_DEADLINE } from "#shared/features/sql.ts";
+import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-functions.ts";
 import {
   type Bounds,
   type EsriFieldType,
@@ -98,7 +102,13 @@ export class GeoPackage {
       if (err instanceof DatasetError) throw err;
       throw new DatasetError("The file is not a GeoPackage (it has no gpkg_contents table).");
     }
-    db.function("mapgate_deadline", { deterministic: false, directOnly: true }, () => gpkg.#tick());
+    // What the SQLite dialect's statements call beside SQLite's own (statistics, EXTRACT, LIKE as both dialects
+    // read it…), once per connection.
+    for (const f of SQLITE_FUNCTIONS)
+      db.function(f.name, { deterministic: true, directOnly: true, varargs: f.varargs }, f.fn as SqlFunction);
+    for (const a of SQLITE_AGGREGATES)
+      db.aggregate(a.name, { ...(a.options as unknown as AggregateOptions), directOnly: true });
+    db.function(SQLITE_DEADLINE, { deterministic: false, directOnly: true }, () => gpkg.#tick());
     db.function("mapgate_spatial", { deterministic: false, directOnly: true }, (blob) =>
       gpkg.spatialTest?.(blob instanceof Uint8Array ? blob : null) ? 1 : 0,
     );
@@ -114,19 +124,6 @@ export class GeoPackage {
       return SQLITE_DENY;
     });
     return gpkg;
-  }
-
-  /** Registers a function the dialect's statements call (what SQLite lacks: statistics, EXTRACT, LIKE…). */
-  addFunction(name: string, fn: (...args: never[]) => unknown, varargs: boolean): void {
-    this.db.function(
-      name,
-      { deterministic: true, directOnly: true, varargs },
-      fn as (...args: SQLOutputValue[]) => SQLInputValue,
-    );
-  }
-
-  addAggregate(name: string, options: Parameters<DatabaseSync["aggregate"]>[1]): void {
-    this.db.aggregate(name, { ...options, directOnly: true });
   }
 
   #tick(): number {
@@ -161,15 +158,13 @@ export class GeoPackage {
     const rows = this.db
       .prepare("SELECT table_name, data_type FROM gpkg_contents WHERE data_type IN ('features', 'attributes')")
       .all() as { table_name: string; data_type: string }[];
-    return rows
-      .map((r) => {
-        const schema = this.schema(r.table_name);
-        const kind = r.data_type === "features" ? "featureClass" : "table";
-        return schema instanceof DatasetError
-          ? { table: r.table_name, kind, unpublishable: schema.message }
-          : { table: r.table_name, kind };
-      })
-      .sort((a, b) => Buffer.compare(Buffer.from(a.table), Buffer.from(b.table))) as GeoPackageDataset[];
+    return rows.map((r): GeoPackageDataset => {
+      const schema = this.schema(r.table_name);
+      const kind = r.data_type === "features" ? "featureClass" : "table";
+      return schema instanceof DatasetError
+        ? { table: r.table_name, kind, unpublishable: schema.message }
+        : { table: r.table_name, kind };
+    });
   }
 
   /** A dataset's schema, or why it cannot be served (a DatasetError); undefined when there is no such table. */

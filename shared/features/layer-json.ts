@@ -28,10 +28,8 @@ export function spatialReference(srid: number): { wkid: number; latestWkid: numb
 }
 
 export function extentJson(bounds: Bounds | undefined, srid: number) {
-  const [xmin, ymin, xmax, ymax] = bounds ?? [Number.NaN, Number.NaN, Number.NaN, Number.NaN];
-  return bounds
-    ? { xmin, ymin, xmax, ymax, spatialReference: spatialReference(srid) }
-    : { xmin: null, ymin: null, xmax: null, ymax: null, spatialReference: spatialReference(srid) };
+  const [xmin, ymin, xmax, ymax] = bounds ?? [null, null, null, null];
+  return { xmin, ymin, xmax, ymax, spatialReference: spatialReference(srid) };
 }
 
 const isTable = (schema: LayerSchema) => !schema.geometry;

@@ -5,6 +5,7 @@ import { toEsriGeometry, toRfc7946 } from "#shared/features/geometry/esri-json.t
 import { encodeCount, encodeFeatureCollection, encodeIds } from "#shared/features/geometry/pbf.ts";
 import { extentJson, spatialReference } from "#shared/features/layer-json.ts";
 import type { Bounds, EsriGeometryType, FeatureRow, Field, LayerSchema } from "#shared/features/schema.ts";
+import { badRequest } from "#shared/http/errors.ts";
 import { Content } from "#shared/http/render.ts";
 
 export type QueryAnswer =
@@ -92,8 +93,10 @@ function pbf(a: QueryAnswer): Uint8Array {
     case "ids":
       return encodeIds(a.objectIdFieldName, a.ids);
     case "extent":
-      // The FeatureCollection message has no extent result: the count is what a PBF client asks with it.
-      return encodeCount(a.count ?? 0);
+      // The FeatureCollection message this encoder writes has no extent result.
+      throw badRequest("Unable to complete operation.", [
+        "'returnExtentOnly' is answered as f=json or f=geojson, not f=pbf.",
+      ]);
     case "features": {
       const g = a.geometry;
       return encodeFeatureCollection({

@@ -14,7 +14,6 @@ import { renderAnswer, type QueryAnswer } from "#shared/features/output.ts";
 import { DISTANCE_UNITS, planQuery, type QueryPlan, type SpatialRelation } from "#shared/features/plan.ts";
 import type { Bounds, FeatureRow, LayerSchema } from "#shared/features/schema.ts";
 import { type EmittedQuery, emitQuery, type SpatialFilter } from "#shared/features/sql.ts";
-import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-functions.ts";
 import type { OpenDataset } from "#shared/features/sources.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
@@ -35,17 +34,6 @@ const RELATIONS: Readonly<Record<SpatialRelation, EsriRelation>> = {
   touches: "esriSpatialRelTouches",
   overlaps: "esriSpatialRelOverlaps",
 };
-
-const prepared = new WeakSet<GeoPackage>();
-
-/** The functions the SQLite dialect calls, registered once per open file. */
-function prepare(gpkg: GeoPackage): void {
-  if (prepared.has(gpkg)) return;
-  for (const f of SQLITE_FUNCTIONS) gpkg.addFunction(f.name, f.fn as (...args: never[]) => unknown, f.varargs);
-  for (const a of SQLITE_AGGREGATES)
-    gpkg.addAggregate(a.name, a.options as unknown as Parameters<GeoPackage["addAggregate"]>[1]);
-  prepared.add(gpkg);
-}
 
 /** The dataset's coordinate system, known to the projection library (from the file's own definition if need be). */
 function knowCrs(gpkg: GeoPackage, srid: number): void {
@@ -116,7 +104,6 @@ function shapeGeometry(
 
 export async function runQuery(req: RestRequest, dataset: OpenDataset): Promise<object> {
   const { gpkg, schema } = dataset;
-  prepare(gpkg);
   const srid = schema.geometry?.srid ?? 0;
   knowCrs(gpkg, srid);
   const plan = planQuery(req.params, schema, { maxRecordCount: MAX_RECORD_COUNT });

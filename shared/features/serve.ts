@@ -43,15 +43,14 @@ export async function featureResource(
   if (req.contentFormat && !isQuery) {
     throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by 'query' only.`]);
   }
+  // Loaded by the first query, before the file is opened (no await between opening and reading): tiles and
+  // service JSON never pay for the query's libraries (JTS, proj4).
+  const query = isQuery ? await import("#shared/features/query.ts") : undefined;
   const dataset = await open(service);
   if (first === undefined) return featureServiceJson(service, dataset.schema);
   if (first === "layers" && second === undefined) return layersJson(service, dataset.schema);
   if (first !== "0") throw invalidUrl();
   if (second === undefined) return layerJson(service, dataset.schema);
-  if (isQuery) {
-    // Loaded by the first query: tiles and service JSON never pay for the query's libraries (JTS, proj4).
-    const { runQuery } = await import("#shared/features/query.ts");
-    return runQuery(req, dataset);
-  }
+  if (query) return query.runQuery(req, dataset);
   throw invalidUrl();
 }

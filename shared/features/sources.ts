@@ -24,6 +24,9 @@ const SEARCH_DEPTH = 4;
 const MAX_FILES = 256;
 const LIST_LIMIT = 1000;
 
+/** The order DynamoDB keeps dataset paths in (UTF-8 bytes), which paging by cursor relies on. */
+const byPath = (a: { path: string }, b: { path: string }) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path));
+
 /** A dataset a data store holds, and why it cannot be published when it cannot. */
 export interface SourceDataset extends Dataset {
   readonly unpublishable?: string;
@@ -44,13 +47,14 @@ export async function geoPackageDatasets(location: StoreLocation, file: string):
   });
   if (!gpkg) return undefined;
   const base = `/${safeRelativePath(file)}`;
-  return gpkg.datasets().map((d) => ({
+  const datasets = gpkg.datasets().map((d) => ({
     name: d.table,
     displayName: d.table,
     type: d.kind,
     path: `${base}/${d.table}`,
     ...(d.unpublishable ? { unpublishable: d.unpublishable } : {}),
   }));
+  return datasets.sort(byPath);
 }
 
 /** GeoPackage files below a folder of a store, breadth first, bounded in depth and count, in path order. */
@@ -70,9 +74,6 @@ async function geoPackageFiles(storage: Storage): Promise<string[]> {
   }
   return files.slice(0, MAX_FILES);
 }
-
-/** The order DynamoDB keeps dataset paths in (UTF-8 bytes), which paging by cursor relies on. */
-const byPath = (a: { path: string }, b: { path: string }) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path));
 
 /**
  * Up to `limit` publishable datasets of a store's storage after the path `after` ("" for the first), in path

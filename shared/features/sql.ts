@@ -50,6 +50,12 @@ export interface EmittedQuery {
   readonly pageSize?: number;
 }
 
+/**
+ * The function every SQLite statement with work per row calls (see conditions): the reader registers it, non-
+ * deterministic, to abort the statement past its deadline.
+ */
+export const SQLITE_DEADLINE = "mapgate_deadline";
+
 /** The table alias every column is qualified with, so no field name can clash with a joined table's. */
 const T = "t";
 const MS_PER_DAY = 86_400_000;
@@ -402,6 +408,11 @@ function conditions(sql: Sql, plan: QueryPlan, schema: LayerSchema, oid: Field, 
         out.push(`mapgate_spatial(${g}) = 1`);
     }
   }
+  // SQLite runs on the function's thread: a statement that filters or sorts calls the reader's deadline on
+  // each row it examines, so a costly one ends at its deadline instead of holding the function. An unfiltered
+  // count or extent keeps SQLite's shortcuts (bounded by the table's size, and fast).
+  if (!sql.pg && (out.length > 0 || (plan.output !== "count" && plan.output !== "extent")))
+    out.unshift(`${SQLITE_DEADLINE}() = 1`);
   return out.length === 0 ? "" : ` WHERE ${out.join(" AND ")}`;
 }
 

@@ -3,6 +3,7 @@
 // mapgate_* functions registered as the GeoPackage reader registers them.
 import { DatabaseSync } from "node:sqlite";
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
+import { SQLITE_DEADLINE } from "#shared/features/sql.ts";
 import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-functions.ts";
 
 const field = (name: string, type: Field["type"], nullable = true, column = name): Field => ({
@@ -158,6 +159,8 @@ export function pointOf(blob: Uint8Array): [number, number] {
 
 export function registerFunctions(db: DatabaseSync) {
   for (const f of SQLITE_FUNCTIONS) db.function(f.name, { deterministic: true, varargs: f.varargs }, f.fn);
+  // The reader's deadline, which never passes here.
+  db.function(SQLITE_DEADLINE, { deterministic: false }, () => 1);
   for (const a of SQLITE_AGGREGATES) db.aggregate(a.name, a.options as never);
 }
 
