@@ -224,6 +224,56 @@ describe("query", () => {
   });
 });
 
+describe("a cloud store's GeoPackage", () => {
+  it("is bulk-published and queried through the S3 API (copied once per version into temporary storage)", async () => {
+    const rest = `${engine.ready.https}/portal/sharing/rest`;
+    const token = (
+      await call(`${rest}/generateToken`, {
+        ca: engine.ca,
+        body: new URLSearchParams({ f: "json", username: "publisher", password: PASSWORDS.publisher }).toString(),
+      })
+    ).json<{ token: string }>().token;
+    const { cloudStore, serverId } = demoOrganization(engine.dataDir);
+    const started = (
+      await call(`${rest}/portals/self/datastores/allDatasets/publishLayers`, {
+        ca: engine.ca,
+        body: new URLSearchParams({
+          f: "json",
+          token,
+          datastoreId: cloudStore,
+          serverId,
+          serverFolder: "Cloud",
+        }).toString(),
+      })
+    ).json<{ jobId: string; key: string }>();
+    let job: Record<string, unknown> = {};
+    for (let i = 0; i < 400 && job.status !== "completed" && job.status !== "failed"; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      job = (
+        await call(
+          `${rest}/portals/self/jobs/${started.jobId}?f=json&token=${token}&key=${encodeURIComponent(started.key)}`,
+          {
+            ca: engine.ca,
+          },
+        )
+      ).json();
+    }
+    expect(job).toMatchObject({ status: "completed", result: { published: 3 } });
+    const layers = (
+      await call(`${rest}/portals/self/datastores/getLayers?f=json&datastoreId=${cloudStore}&token=${token}`, {
+        ca: engine.ca,
+      })
+    ).json<{ layerAndDatasets: { layer: { url: string }; dataset: { path: string } }[] }>().layerAndDatasets;
+    const places = layers.find((p) => p.dataset.path === `${DEMO_GEOPACKAGE_PATH}/places`);
+    const answer = (
+      await call(`${places?.layer.url}/0/query?f=json&where=country%3D'IS'&returnCountOnly=true&token=${token}`, {
+        ca: engine.ca,
+      })
+    ).json();
+    expect(answer).toEqual({ count: count("SELECT count(*) AS n FROM places WHERE country = 'IS'") });
+  });
+});
+
 describe("the URLs mapgate hands out", () => {
   it("each layer getLayers lists answers at its url, and its item's url is the same service", async () => {
     const rest = `${engine.ready.https}/portal/sharing/rest`;

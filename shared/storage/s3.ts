@@ -142,8 +142,9 @@ export class S3Storage implements Storage {
       return { file, version: etag };
     await mkdir(COPIES, { recursive: true, mode: 0o700 });
     // Older versions of the same object go first: the ephemeral storage is small.
+    // (A copy still being written by a concurrent request is its own to finish or remove.)
     for (const old of await readdir(COPIES))
-      if (old.startsWith(`${name}-`)) await rm(join(COPIES, old), { force: true });
+      if (old.startsWith(`${name}-`) && !old.endsWith(".part")) await rm(join(COPIES, old), { force: true });
     const response = await this.#client.send(
       new GetObjectCommand({ Bucket: this.#bucket, Key: key, ...(head.ETag ? { IfMatch: head.ETag } : {}) }),
     );
