@@ -2,14 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Geometry, Position } from "geojson";
 import { ApiError } from "#shared/http/errors.ts";
 import { geometryBounds } from "#shared/features/geometry/bounds.ts";
-import {
-  parseSpatialRelation,
-  POSTGIS_PREDICATES,
-  prepareSpatialFilter,
-  SPATIAL_RELATIONS,
-  spatialTest,
-  type SpatialRelation,
-} from "#shared/features/geometry/spatial.ts";
+import { prepareSpatialFilter, spatialTest, type SpatialRelation } from "#shared/features/geometry/spatial.ts";
 import { toJts } from "#shared/features/geometry/jts.ts";
 
 const box = (x0: number, y0: number, x1: number, y1: number): Geometry => ({
@@ -151,22 +144,6 @@ describe("spatial relations (query geometry first, as ArcGIS and PostGIS ST_<Rel
         }
       }
     }
-  });
-
-  it("states each relation for PostGIS with the query geometry first", () => {
-    expect(POSTGIS_PREDICATES.esriSpatialRelContains("$1", '"geom"')).toBe('ST_Contains($1, "geom")');
-    expect(POSTGIS_PREDICATES.esriSpatialRelWithin("$1", '"geom"')).toBe('ST_Within($1, "geom")');
-    expect(POSTGIS_PREDICATES.esriSpatialRelEnvelopeIntersects("$1", '"geom"')).toBe('($1 && "geom")');
-    for (const r of SPATIAL_RELATIONS) {
-      const sql = POSTGIS_PREDICATES[r]("QUERY", "FEATURE");
-      expect(sql.indexOf("QUERY")).toBeLessThan(sql.indexOf("FEATURE"));
-    }
-  });
-
-  it("parses spatialRel and refuses others", () => {
-    expect(parseSpatialRelation(undefined)).toBe("esriSpatialRelIntersects");
-    expect(parseSpatialRelation("ESRISPATIALRELWITHIN")).toBe("esriSpatialRelWithin");
-    expect(() => parseSpatialRelation("esriSpatialRelRelation")).toThrow(ApiError);
   });
 });
 

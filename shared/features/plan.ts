@@ -2,6 +2,7 @@
 // checked against the layer (field names, types) and against caps, and conflicting or malformed ones are
 // refused with ArcGIS's envelope (`'<param>' parameter is invalid`). Readers and SQL emitters take only the
 // plan, never the request, so nothing a client wrote reaches a data source except as a checked value.
+import { canonicalWkid } from "#shared/features/geometry/projection.ts";
 import { type Field, fieldByName, type LayerSchema } from "#shared/features/schema.ts";
 import { excerpt, type Expr, fieldValueType, invalidParameter, nodes, parseWhere } from "#shared/features/where.ts";
 
@@ -73,9 +74,6 @@ export const DISTANCE_UNITS = {
   esriSRUnit_USNauticalMile: 1853.248,
 } as const;
 export type DistanceUnit = keyof typeof DISTANCE_UNITS;
-
-/** Well-known ids Esri gave Web Mercator before EPSG did; all mean EPSG:3857. */
-const WEB_MERCATOR_ALIASES = new Set([102100, 102113, 900913]);
 
 export interface SpatialRequest {
   /**
@@ -200,7 +198,7 @@ export function parseSpatialReference(raw: string | Record<string, unknown>, par
   }
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value <= 0)
     throw invalidParameter(parameter, 'Expected a well-known id (wkid) or {"wkid": n}.');
-  return WEB_MERCATOR_ALIASES.has(value) ? 3857 : value;
+  return canonicalWkid(value);
 }
 
 function parseJson(text: string, parameter: string): unknown {

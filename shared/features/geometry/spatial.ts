@@ -8,8 +8,9 @@
 // object. So esriSpatialRelContains returns the features the query geometry contains (features inside a drawn
 // polygon), esriSpatialRelWithin the features the query geometry lies within (the polygons around a clicked point).
 // The wording "feature class 1 … feature class 2" of the REST and JS API pages is the same statement with the
-// query as class 1. In PostGIS that is ST_Contains(query, feature) and ST_Within(query, feature): POSTGIS_PREDICATES
-// below is the one statement both readers follow. Intersects, Touches, Crosses and Overlaps are symmetric.
+// query as class 1. In PostGIS that is ST_Contains(query, feature) and ST_Within(query, feature), as the plan's
+// SPATIAL_RELATIONS states and the PostgreSQL emitter (sql.ts) writes it. Intersects, Touches, Crosses and
+// Overlaps are symmetric.
 //
 // Per row, the query geometry is prepared once (bounds, an indexed point-in-area locator and a segment index when
 // it is areal), so a point feature costs a locate (about a microsecond) and other features an envelope test
@@ -46,33 +47,6 @@ export const SPATIAL_RELATIONS = [
   "esriSpatialRelOverlaps",
 ] as const;
 export type SpatialRelation = (typeof SPATIAL_RELATIONS)[number];
-
-/** `spatialRel` as sent (case-insensitive; absent: intersects, as ArcGIS defaults). */
-export function parseSpatialRelation(value: string | undefined): SpatialRelation {
-  if (value === undefined || value === "") return "esriSpatialRelIntersects";
-  const found = SPATIAL_RELATIONS.find((r) => r.toLowerCase() === value.toLowerCase());
-  if (!found)
-    throw badRequest("Unable to complete operation.", [
-      "'spatialRel' parameter is invalid",
-      `${value} is not supported`,
-    ]);
-  return found;
-}
-
-/**
- * Each relation in PostGIS, given the SQL of the query geometry and of the feature's geometry column (both already
- * safe: a placeholder and a quoted column). The query geometry comes first: see the note at the top.
- */
-export const POSTGIS_PREDICATES: Readonly<Record<SpatialRelation, (query: string, feature: string) => string>> = {
-  esriSpatialRelIntersects: (q, f) => `ST_Intersects(${q}, ${f})`,
-  esriSpatialRelEnvelopeIntersects: (q, f) => `(${q} && ${f})`,
-  esriSpatialRelIndexIntersects: (q, f) => `(${q} && ${f})`,
-  esriSpatialRelContains: (q, f) => `ST_Contains(${q}, ${f})`,
-  esriSpatialRelWithin: (q, f) => `ST_Within(${q}, ${f})`,
-  esriSpatialRelCrosses: (q, f) => `ST_Crosses(${q}, ${f})`,
-  esriSpatialRelTouches: (q, f) => `ST_Touches(${q}, ${f})`,
-  esriSpatialRelOverlaps: (q, f) => `ST_Overlaps(${q}, ${f})`,
-};
 
 // ---------------------------------------------------------------------------------------------------------------
 
