@@ -1,13 +1,12 @@
 // The item cache under interleavings a scheduler rarely makes: a read answered by the store before a write
 // commits, whose answer arrives after the write has invalidated and finished. Held answers make the order
 // deterministic; the stress below makes it at random through the real transaction layer and dynalite.
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ItemCache } from "#infra/local/item-cache.ts";
-import { inProcessClientOptions } from "#infra/local/in-process-dynamo.ts";
 import { createTables, startDynamo } from "#infra/local/dynamo.ts";
 import type { StoreAnswer } from "#infra/local/transactions.ts";
+import { storeClient } from "./helpers/store.ts";
 
 const TABLE = "t";
 const key = { id: { S: "a" } };
@@ -98,15 +97,7 @@ describe("through the transaction layer and dynalite", () => {
   beforeAll(async () => {
     store = await startDynamo(undefined);
     await createTables(store.endpoint);
-    ddb = DynamoDBDocumentClient.from(
-      new DynamoDBClient({
-        endpoint: store.endpoint,
-        region: "us-east-1",
-        credentials: { accessKeyId: "x", secretAccessKey: "x" },
-        maxAttempts: 1,
-        ...inProcessClientOptions,
-      }),
-    );
+    ddb = storeClient(store.endpoint, { inProcess: true, maxAttempts: 1 });
   });
   afterAll(async () => {
     ddb?.destroy();

@@ -7,11 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, PutCommand, QueryCommand, type QueryCommandInput } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { inProcessClientOptions } from "#infra/local/in-process-dynamo.ts";
 import { createTables, startDynamo } from "#infra/local/dynamo.ts";
+import { storeClient } from "./helpers/store.ts";
 
 /** Queries per measurement: the probe that found the growth sent this many searches per round. */
 const QUERIES = 20_000;
@@ -35,14 +34,7 @@ let ddb: DynamoDBDocumentClient;
 beforeAll(async () => {
   store = await startDynamo(join(dir, "dynamodb"));
   await createTables(store.endpoint);
-  ddb = DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      endpoint: store.endpoint,
-      region: "us-east-1",
-      credentials: { accessKeyId: "x", secretAccessKey: "x" },
-      ...inProcessClientOptions,
-    }),
-  );
+  ddb = storeClient(store.endpoint, { inProcess: true });
   // Public items, about 1 KB each: a page of the index stops before its end, a key query reads to its end.
   for (let i = 0; i < 30; i++) {
     await ddb.send(
