@@ -20,8 +20,16 @@ import { TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import type { JobInput } from "#shared/jobs.ts";
 import { serviceItem } from "#shared/items.ts";
 import { restServiceUrl, stableItemId } from "#shared/publishing.ts";
-import { storageDatasetPage } from "#shared/features/sources.ts";
-import { type Dataset, datasetPage, getDataStore, type StoreLocation } from "#shared/stores/datastores.ts";
+import { DatasetError } from "#shared/features/geopackage.ts";
+import { databaseDatasetPage, storageDatasetPage } from "#shared/features/sources.ts";
+import {
+  type DataStore,
+  type Dataset,
+  datasetPage,
+  getDataStore,
+  type PostgresConnection,
+  type StoreLocation,
+} from "#shared/stores/datastores.ts";
 import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
 import { itemPut, type Item } from "#shared/stores/items.ts";
 import { type LayerPair, type PairAccess, pairMaker, pairMakers, pairPut, recordPair } from "#shared/stores/layers.ts";
@@ -69,8 +77,9 @@ interface Context {
   readonly owner: string;
   readonly origin: string;
   readonly datastoreId: string;
-  /** The store's storage, where each layer reads its dataset (a store of registered datasets has none). */
+  /** The store's storage or database, where each layer reads its dataset (a store of registered datasets has none). */
   readonly location?: StoreLocation;
+  readonly connection?: PostgresConnection;
   readonly folder: string;
   readonly server: Server;
 }
@@ -83,10 +92,9 @@ export const handler = taskHandler("publish-layers", async (input: PageInput): P
   const [store, server] = await Promise.all([getDataStore(datastoreId), getServer(serverId)]);
   if (!store || store.portalId !== input.portalId) throw new JobError(`Data store '${datastoreId}' no longer exists.`);
   if (!server || server.portalId !== input.portalId) throw new JobError(`Server '${serverId}' no longer exists.`);
-  // A store with storage publishes what its GeoPackages hold; one without lists registered datasets.
-  const { datasets, more } = store.location
-    ? await storageDatasetPage(store.location, previous.cursor, PAGE)
-    : await datasetPage(datastoreId, previous.cursor, PAGE);
+  // A store with storage publishes what its GeoPackages hold, a database store its tables; one with neither
+  // lists registered datasets.
+  const { datasets, more } = await datasetsOf(store, previous.cursor);
   const last = datasets.at(-1);
   if (!last) return { ...previous, done: true };
   const ctx: Context = {
@@ -96,6 +104,7 @@ export const handler = taskHandler("publish-layers", async (input: PageInput): P
     origin: input.origin,
     datastoreId,
     ...(store.location ? { location: store.location } : {}),
+    ...(store.connection ? { connection: store.connection } : {}),
     folder: input.params.serverFolder ?? "",
     server,
   };
@@ -149,6 +158,17 @@ export const handler = taskHandler("publish-layers", async (input: PageInput): P
   };
 });
 
+async function datasetsOf(store: DataStore, cursor: string): Promise<{ datasets: Dataset[]; more: boolean }> {
+  try {
+    if (store.connection) return await databaseDatasetPage(store.datastoreId, store.connection, cursor, PAGE);
+    if (store.location) return await storageDatasetPage(store.location, cursor, PAGE);
+  } catch (err) {
+    if (err instanceof DatasetError) throw new JobError(`The data store cannot be read: ${err.message}`);
+    throw err;
+  }
+  return datasetPage(store.datastoreId, cursor, PAGE);
+}
+
 const bumpCatalog = (server: Server) => ddb.send(new UpdateCommand(catalogBump(server.serverId).Update));
 
 /** A service name from a dataset name (`demo.Parcels` → `demo_Parcels_…`), unique per dataset path. */
@@ -181,6 +201,9 @@ function layerOf(ctx: Context, dataset: Dataset, now: number): Layer {
     access: "private",
     extensions: [],
     ...(ctx.location ? { source: { datastoreId: ctx.datastoreId, location: ctx.location, path: dataset.path } } : {}),
+    ...(ctx.connection
+      ? { source: { datastoreId: ctx.datastoreId, connection: ctx.connection, path: dataset.path } }
+      : {}),
     created: now,
   };
   const url = restServiceUrl(serverUrl(ctx.server, ""), ctx.folder, name, "FeatureServer");

@@ -22,6 +22,11 @@ export interface Config {
   readonly stateMachineArn: string | undefined;
   /** mapgate's EventBridge bus, for functions that raise events. */
   readonly eventBusName: string | undefined;
+  /**
+   * Where database stores' passwords are kept, for the functions that connect to them: Secrets Manager under a
+   * name prefix (AWS), or a folder of files readable only by the engine's user (local engine).
+   */
+  readonly datastoreSecrets: { readonly prefix: string } | { readonly dir: string } | undefined;
 }
 
 const SOAP_FORMATS = [
@@ -104,6 +109,11 @@ export function readConfig(env: Env): Config {
     },
     stateMachineArn: env.STATE_MACHINE_ARN || undefined,
     eventBusName: env.EVENT_BUS_NAME || undefined,
+    datastoreSecrets: env.DATASTORE_SECRET_PREFIX
+      ? { prefix: env.DATASTORE_SECRET_PREFIX }
+      : env.DATASTORE_SECRETS_DIR
+        ? { dir: env.DATASTORE_SECRETS_DIR }
+        : undefined,
   };
 }
 

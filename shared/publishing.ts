@@ -4,8 +4,8 @@ import { createHash } from "node:crypto";
 import { badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
-import { isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
-import { geoPackageDatasets } from "#shared/features/sources.ts";
+import { DatasetError, isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
+import { databaseDatasets, geoPackageDatasets } from "#shared/features/sources.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { type Entry, joinPath, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
 import { type CacheType, type DataStore, type DataStoreContents, getDataStore } from "#shared/stores/datastores.ts";
@@ -231,6 +231,29 @@ export async function describePath(contents: DataStoreContents, rawPath: string)
     }
   }
   let exists = relative === "" || children.size > 0;
+  if (contents.store.connection) {
+    // A database is one level: its tables and views, named schema.table.
+    const datasets = await databaseDatasets(id, contents.store.connection).catch((err: unknown) => {
+      // Said as storage that cannot be read: describe's callers answer it as a problem of the path.
+      if (err instanceof DatasetError) throw new StorageError(err.message);
+      throw err;
+    });
+    if (relative !== "") {
+      const found = datasets.find((d) => d.path === path);
+      return found ? { type: found.type, children: [] } : undefined;
+    }
+    return {
+      type: "folder",
+      children: datasets.map((d) => ({
+        name: d.name,
+        displayName: d.displayName,
+        type: d.type,
+        datastoreId: id,
+        path: d.path,
+        ...(d.unpublishable ? { unpublishable: d.unpublishable } : {}),
+      })),
+    };
+  }
   if (contents.store.location) {
     const location = contents.store.location;
     const inFile = splitGeoPackagePath(path);

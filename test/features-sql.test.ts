@@ -206,6 +206,37 @@ describe("SQLite: output kinds", () => {
     expect(r.map((x) => x.c0)).toEqual(["town", "city", "capital", "airport", null]);
   });
 
+  it("lists its columns in the order the statement selects them, in both dialects (rows are read by position)", () => {
+    const kinds: Record<string, string>[] = [
+      { outFields: "*" },
+      { returnCountOnly: "true" },
+      { returnIdsOnly: "true" },
+      { returnExtentOnly: "true" },
+      { returnExtentOnly: "true", returnCountOnly: "true" },
+      {
+        outStatistics: JSON.stringify([
+          { statisticType: "count", onStatisticField: "pop", outStatisticFieldName: "n" },
+        ]),
+        groupByFieldsForStatistics: "kind",
+      },
+      { outFields: "kind", returnDistinctValues: "true" },
+    ];
+    for (const params of kinds) {
+      const sqlite = emitQuery("sqlite", plan(params), citiesSchema);
+      const selected = db
+        .prepare(sqlite.sql)
+        .columns()
+        .map((c) => c.name);
+      expect(selected, JSON.stringify(params)).toEqual(sqlite.columns.map((c) => c.alias));
+      const pg = emitQuery("postgres", plan(params), citiesSchema);
+      const at = pg.columns.map((c) => pg.sql.lastIndexOf(` AS ${c.alias}`));
+      expect(
+        at.every((v, i) => v > (at[i - 1] ?? -1)),
+        `${JSON.stringify(params)}: ${pg.sql}`,
+      ).toBe(true);
+    }
+  });
+
   it("answers the extent from the R*Tree, with the count, and from the blobs without one", () => {
     const viaIndex = rows({ where: "kind = 'city'", returnExtentOnly: "true", returnCountOnly: "true" }).rows[0];
     expect(viaIndex?.n).toBe(4);

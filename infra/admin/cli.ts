@@ -2,7 +2,7 @@
 //   local (default): the data folder of a local engine (running or not)
 //   AWS:             --stack <name>, with the operator's own AWS credentials and the stack's outputs
 import { existsSync, readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
@@ -12,7 +12,7 @@ import { TABLES, tableEnvName } from "#infra/system.ts";
 import { generatePassword } from "#shared/auth/passwords.ts";
 import type { DataStore, Dataset, StoreLocation } from "#shared/stores/datastores.ts";
 import { updatePortal } from "#shared/stores/portals.ts";
-import { alive, openDataFolder } from "../local/data-folder.ts";
+import { alive, DATASTORE_SECRETS_FOLDER, openDataFolder } from "../local/data-folder.ts";
 import { createTables, localTableName, startDynamo } from "../local/dynamo.ts";
 import {
   AdminInputError,
@@ -39,8 +39,11 @@ commands:
                                                           (password: MAPGATE_USER_PASSWORD or generated)
   register-server    --portal <id> --name <path name> [--url https://…]   (no --url: hosted here at /<name>)
   register-datastore --portal <id> [--file <store.json>] [--title <t> --owner <username> --server <serverId>]
-                     [--kind folder --path <absolute folder> | --kind cloudStore --bucket <name> [--prefix <p>]]
-                                                          (flags override the file; folder stores are local only)
+                     [--kind folder --path <absolute folder> | --kind cloudStore --bucket <name> [--prefix <p>]
+                      | --postgres <postgresql://user:pw@host:port/db | ArcGIS connection string | - >]
+                                                          (flags override the file; folder stores are local only;
+                                                          --postgres - reads MAPGATE_POSTGRES; the password is
+                                                          kept as the store's secret, never printed)
   update-portal      --portal <id> [--all-ssl true|false] [--require-tokens true|false] [--max-token-minutes <n>]
                      [--password-grant true|false]        (allow the OAuth password grant)
   register-app       --portal <id> --name <app name> --type browser|native|server --owner <username>
@@ -81,6 +84,7 @@ function parse() {
         file: { type: "string" },
         path: { type: "string" },
         bucket: { type: "string" },
+        postgres: { type: "string" },
         prefix: { type: "string" },
         title: { type: "string" },
         kind: { type: "string" },
@@ -202,6 +206,9 @@ async function connect(): Promise<Target> {
       if (!real) throw new Error(`stack ${values.stack} has no output ${key}: is it a mapgate stack?`);
       process.env[tableEnvName(t.name)] = real;
     }
+    // Database stores registered through this command keep their passwords where the stack's functions read them.
+    const secretPrefix = outputs.get("DatastoreSecretPrefix");
+    if (secretPrefix) process.env.DATASTORE_SECRET_PREFIX = secretPrefix;
     const sm = new SecretsManagerClient({});
     // Asked for only by the caller commands: a stack deployed before callers existed still serves the others.
     const operationsFunction = outputs.get("OperationsFunctionArn") ?? "";
@@ -238,7 +245,12 @@ async function connect(): Promise<Target> {
   }
   const dataDir = resolve(values["data-dir"] ?? process.env.MAPGATE_DATA_DIR ?? ".mapgate");
   for (const t of TABLES) process.env[tableEnvName(t.name)] = localTableName(t.name);
-  Object.assign(process.env, { AWS_REGION: "us-east-1", AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local" });
+  Object.assign(process.env, {
+    AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: "local",
+    AWS_SECRET_ACCESS_KEY: "local",
+    DATASTORE_SECRETS_DIR: join(dataDir, DATASTORE_SECRETS_FOLDER),
+  });
   const password = async (_username: string, envName: string): Promise<NewPassword> => {
     const given = process.env[envName];
     if (given) return { password: given, note: `from ${envName}` };
@@ -322,9 +334,14 @@ async function run(command: string): Promise<unknown> {
           : values.bucket
             ? { bucket: values.bucket, prefix: values.prefix ?? "" }
             : spec.location;
+        // `--postgres -` reads the connection string from MAPGATE_POSTGRES, out of the process list and history.
+        const postgres = values.postgres === "-" ? process.env.MAPGATE_POSTGRES : values.postgres;
+        if (values.postgres === "-" && !postgres)
+          throw new AdminInputError("--postgres - reads MAPGATE_POSTGRES, which is not set");
         const kind = (values.kind ??
           spec.kind ??
-          (values.path ? "folder" : values.bucket ? "cloudStore" : undefined)) as DataStore["kind"] | undefined;
+          (values.path ? "folder" : values.bucket ? "cloudStore" : postgres ? "database" : undefined)) as
+          DataStore["kind"] | undefined;
         if (!kind || !["database", "folder", "cloudStore", "objectStore"].includes(kind)) {
           throw new AdminInputError("--kind (or the file's kind) must be database, folder, cloudStore or objectStore");
         }
@@ -336,6 +353,7 @@ async function run(command: string): Promise<unknown> {
           serverIds: values.server ?? spec.serverIds ?? [],
           datasets: spec.datasets ?? [],
           ...(location ? { location } : {}),
+          ...(postgres !== undefined ? { postgres } : {}),
         });
       }
       case "update-portal": {

@@ -7,6 +7,14 @@ import { cacheTypeOf, readCacheInfo } from "#shared/caches/probe.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { safeRelativePath } from "#shared/storage/storage.ts";
 import { isAbsolute } from "node:path";
+import { DatasetError } from "#shared/features/geopackage.ts";
+import {
+  ConnectionStringError,
+  type ParsedConnection,
+  parseConnectionString,
+  redactedConnectionString,
+} from "#shared/stores/connection-string.ts";
+import { deleteDataStorePassword, writeDataStorePassword } from "#shared/stores/datastore-secrets.ts";
 import {
   createDataStore,
   DATASET_TYPES,
@@ -199,6 +207,11 @@ export interface NewDataStore {
   readonly datasets: readonly Dataset[];
   /** Required for folder and cloudStore kinds; a database store has none. */
   readonly location?: StoreLocation;
+  /**
+   * A database store's connection string (a libpq URI or ArcGIS's form): checked by logging in, its password
+   * kept as the store's secret, the rest in the store. Without one a database store lists `datasets`.
+   */
+  readonly postgres?: string;
 }
 
 /** S3 bucket names as AWS accepts them (general purpose buckets). */
@@ -250,6 +263,9 @@ export async function registerDataStore(portalId: string, spec: NewDataStore): P
   for (const d of spec.datasets) {
     if (!(DATASET_TYPES as readonly string[]).includes(d.type)) throw new AdminInputError(`bad dataset type ${d.type}`);
   }
+  const database = spec.postgres === undefined ? undefined : await checkDatabase(spec.kind, spec.postgres);
+  if (database && spec.datasets.length > 0)
+    throw new AdminInputError("a database store lists what its database holds: give no datasets with --postgres");
   const now = Date.now();
   const store: DataStore = {
     datastoreId: itemId(),
@@ -259,11 +275,41 @@ export async function registerDataStore(portalId: string, spec: NewDataStore): P
     kind: spec.kind,
     serverIds: [...spec.serverIds],
     ...(location ? { location } : {}),
+    ...(database ? { connection: database.connection } : {}),
     created: now,
     modified: now,
   };
-  await createDataStore({ store, datasets: spec.datasets }, dataStoreItem(store));
+  // The secret first: a store is never registered without the password it needs; a failed registration
+  // removes the secret it wrote.
+  if (database) await writeDataStorePassword(store.datastoreId, database.password);
+  try {
+    await createDataStore({ store, datasets: spec.datasets }, dataStoreItem(store));
+  } catch (err) {
+    if (database) await deleteDataStorePassword(store.datastoreId).catch(() => undefined);
+    throw err;
+  }
   return store;
+}
+
+/** A database store's connection string, parsed and proven (it logs in, PostGIS is there). */
+async function checkDatabase(kind: DataStore["kind"], text: string): Promise<ParsedConnection> {
+  if (kind !== "database") throw new AdminInputError(`a ${kind} data store has no --postgres connection`);
+  let parsed: ParsedConnection;
+  try {
+    parsed = parseConnectionString(text);
+  } catch (err) {
+    if (err instanceof ConnectionStringError) throw new AdminInputError(`--postgres: ${err.message}`);
+    throw err;
+  }
+  const { checkPostGis } = await import("#shared/features/postgis.ts");
+  try {
+    await checkPostGis(parsed.connection, parsed.password);
+  } catch (err) {
+    if (err instanceof DatasetError)
+      throw new AdminInputError(`${redactedConnectionString(parsed.connection)}: ${err.message}`);
+    throw err;
+  }
+  return parsed;
 }
 
 export async function describeOrganizations() {

@@ -3,7 +3,16 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type CfnElement, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from "aws-cdk-lib";
+import {
+  ArnFormat,
+  type CfnElement,
+  CfnOutput,
+  Duration,
+  RemovalPolicy,
+  Stack,
+  type StackProps,
+  Validations,
+} from "aws-cdk-lib";
 import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
 import {
   HttpApi,
@@ -129,6 +138,25 @@ export class MapgateStack extends Stack {
       }
     };
 
+    // Database stores' passwords: one secret each, named under this prefix by the registration, read only by
+    // the functions that connect to data stores.
+    const datastoreSecretPrefix = `${this.stackName}/datastores/`;
+    new CfnOutput(this, "DatastoreSecretPrefix", { value: datastoreSecretPrefix });
+    const grantDatastoreSecrets = (role: Role) => {
+      const arn = this.formatArn({
+        service: "secretsmanager",
+        resource: "secret",
+        resourceName: `${datastoreSecretPrefix}*`,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      });
+      role.addToPolicy(new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [arn] }));
+      Validations.of(role).acknowledge({
+        id: `AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${datastoreSecretPrefix}*]`,
+        reason:
+          "Reading the password of any database data store: stores are registered after deployment, each with its own secret under this prefix.",
+      });
+    };
+
     // What mapgate tells other systems. Functions that raise events may put them on this bus only.
     const bus = new EventBus(this, "Events", { eventBusName: `${id}-events` });
     new CfnOutput(this, "EventBusName", { value: bus.eventBusName });
@@ -165,6 +193,7 @@ export class MapgateStack extends Stack {
       const role = new Role(this, `${name}Role`, { assumedBy: new ServicePrincipal("lambda.amazonaws.com") });
       logGroup.grantWrite(role);
       if (readsStorage) grantStorage(role);
+      if (readsStorage) grantDatastoreSecrets(role);
       const fn = new NodejsFunction(this, `${name}Function`, {
         entry: join(ROOT, "functions", `${entry}.ts`),
         handler: "handler",
@@ -194,6 +223,8 @@ export class MapgateStack extends Stack {
           sourceMapMode: SourceMapMode.EXTERNAL,
         },
       });
+      // The grant and the variable naming what it grants, together (shared/stores/datastore-secrets.ts).
+      if (readsStorage) fn.addEnvironment("DATASTORE_SECRET_PREFIX", datastoreSecretPrefix);
       for (const [table, level] of Object.entries(access)) {
         const t = tables.get(table as TableName);
         if (!t) throw new Error(`${id} names unknown table ${table}`);

@@ -6,6 +6,9 @@ import { chmod, link, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { generate } from "selfsigned";
 
+/** The data folder's folder of database stores' passwords (shared/stores/datastore-secrets.ts). */
+export const DATASTORE_SECRETS_FOLDER = "datastore-secrets";
+
 export class FolderInUseError extends Error {
   constructor(folder: string, pid: number) {
     super(

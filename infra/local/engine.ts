@@ -13,7 +13,7 @@ import { grants } from "#shared/config.ts";
 import { callerWorkflows } from "./caller-workflows.ts";
 import { eventFiles, LOCAL_BUS, startEvents } from "./events.ts";
 import { startLambda } from "./lambda.ts";
-import { openDataFolder } from "./data-folder.ts";
+import { DATASTORE_SECRETS_FOLDER, openDataFolder } from "./data-folder.ts";
 import { createTables, localTableName, startDynamo } from "./dynamo.ts";
 import { Gateway } from "./gateway.ts";
 import { LOCAL_STATE_MACHINE_ARN, startWorkflows } from "./workflows.ts";
@@ -100,6 +100,8 @@ export function localEnvironment(
     AWS_SECRET_ACCESS_KEY: "local",
     AWS_LAMBDA_INITIALIZATION_TYPE: "on-demand",
     TOKEN_KEY_FILE: tokenKeyFile,
+    // Beside the token key, in the data folder: database stores' passwords, one file each, owner-only.
+    DATASTORE_SECRETS_DIR: join(dirname(tokenKeyFile), DATASTORE_SECRETS_FOLDER),
     PUBLIC_HTTPS_ORIGIN: httpsOrigin,
   };
   for (const t of TABLES) env[tableEnvName(t.name)] = localTableName(t.name);

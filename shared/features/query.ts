@@ -3,18 +3,17 @@
 // plan's SQL, run on the dataset) → respond (rows into the asked format, in the asked spatial reference). The
 // page is what bounds the work and the memory: the SQL fetches one row more than the page, never the layer.
 import type { Geometry } from "geojson";
-import { type GeoPackage, QueryTimeoutError } from "#shared/features/geopackage.ts";
+import { DatasetError, QueryTimeoutError } from "#shared/features/geopackage.ts";
 import { fromEsriGeometry } from "#shared/features/geometry/esri-json.ts";
 import { generalize } from "#shared/features/geometry/generalize.ts";
 import { hasCrs, project, projectBounds, registerCrs, roundCoordinates } from "#shared/features/geometry/projection.ts";
 import { prepareSpatialFilter, type SpatialRelation as EsriRelation } from "#shared/features/geometry/spatial.ts";
-import { decodeGeoPackageGeometry } from "#shared/features/geometry/wkb.ts";
 import { MAX_RECORD_COUNT } from "#shared/features/layer-json.ts";
 import { renderAnswer, type QueryAnswer } from "#shared/features/output.ts";
 import { DISTANCE_UNITS, planQuery, type QueryPlan, type SpatialRelation } from "#shared/features/plan.ts";
-import type { Bounds, FeatureRow, LayerSchema } from "#shared/features/schema.ts";
+import type { Bounds, FeatureRow } from "#shared/features/schema.ts";
 import { type EmittedQuery, emitQuery, type SpatialFilter } from "#shared/features/sql.ts";
-import type { OpenDataset } from "#shared/features/sources.ts";
+import type { OpenDataset, SpatialTest } from "#shared/features/sources.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
@@ -35,23 +34,23 @@ const RELATIONS: Readonly<Record<SpatialRelation, EsriRelation>> = {
   overlaps: "esriSpatialRelOverlaps",
 };
 
-/** The dataset's coordinate system, known to the projection library (from the file's own definition if need be). */
-function knowCrs(gpkg: GeoPackage, srid: number): void {
+/** The dataset's coordinate system, known to the projection library (from the source's own definition if need be). */
+async function knowCrs(dataset: OpenDataset, srid: number): Promise<void> {
   if (srid === 0 || hasCrs(srid)) return;
-  const wkt = gpkg.definitionOf(srid);
+  const wkt = await dataset.definitionOf(srid);
   if (wkt) registerCrs(srid, wkt);
 }
 
 interface Resolved {
   readonly filter: SpatialFilter;
-  readonly test: (g: Geometry | null | undefined) => boolean;
+  readonly test: SpatialTest;
 }
 
 /** The plan's query geometry in the dataset's coordinates, prepared for the exact test. */
-function resolveSpatial(plan: QueryPlan, schema: LayerSchema): Resolved | undefined {
+function resolveSpatial(plan: QueryPlan, dataset: OpenDataset): Resolved | undefined {
   const request = plan.spatial;
   if (!request) return undefined;
-  const g = schema.geometry;
+  const g = dataset.schema.geometry;
   if (!g)
     throw badRequest("Unable to complete operation.", ["'geometry' parameter is invalid", "the layer is a table"]);
   const parsed = fromEsriGeometry(request.geometry, request.geometryType);
@@ -61,40 +60,39 @@ function resolveSpatial(plan: QueryPlan, schema: LayerSchema): Resolved | undefi
   const spatial = prepareSpatialFilter(RELATIONS[request.relation], geometry, { distance: metres, srid: g.srid });
   return {
     // The index window is the prepared filter's (already widened by the distance): no further growth in SQL.
-    filter: { bbox: spatial.bounds, relation: request.relation, geometry },
+    // A database tests the relation itself, against the query buffered by the distance.
+    filter: {
+      bbox: spatial.bounds,
+      relation: request.relation,
+      geometry: dataset.dialect === "postgres" ? spatial.sqlGeometry() : geometry,
+    },
     test: (feature) => spatial.test(feature),
   };
 }
 
-function run(dataset: OpenDataset, emitted: EmittedQuery, resolved: Resolved | undefined): unknown[][] {
-  const { gpkg } = dataset;
-  gpkg.spatialTest = resolved
-    ? (blob) => (blob ? resolved.test(decodeGeoPackageGeometry(blob).geometry) : false)
-    : undefined;
+async function run(dataset: OpenDataset, emitted: EmittedQuery, resolved: Resolved | undefined): Promise<unknown[][]> {
   try {
-    return gpkg.all(emitted.sql, emitted.params, Date.now() + QUERY_TIME_MS);
+    return await dataset.run(emitted, resolved?.test, Date.now() + QUERY_TIME_MS);
   } catch (err) {
     if (err instanceof QueryTimeoutError)
       throw new ApiError(500, "Error performing query operation", [
         "The query took too long: narrow it with 'where', 'geometry' or 'objectIds'.",
       ]);
-    if (err instanceof ApiError) throw err;
+    if (err instanceof ApiError || err instanceof DatasetError) throw err;
     logger.error("feature query failed", { layer: dataset.schema.name, error: String(err).slice(0, 500) });
     throw new ApiError(500, "Error performing query operation", []);
-  } finally {
-    gpkg.spatialTest = undefined;
   }
 }
 
 /** A stored geometry as the answer gives it: projected, generalized, rounded. */
 function shapeGeometry(
-  blob: unknown,
+  dataset: OpenDataset,
+  value: unknown,
   from: number,
   to: number,
   plan: Extract<QueryPlan, { output: "features" }>,
 ): Geometry | null {
-  if (!(blob instanceof Uint8Array)) return null;
-  let g = decodeGeoPackageGeometry(blob).geometry;
+  let g = dataset.decode(value);
   if (!g) return null;
   if (from !== 0 && to !== 0 && from !== to) g = project(g, from, to);
   if (plan.maxAllowableOffset) g = generalize(g, plan.maxAllowableOffset);
@@ -103,28 +101,30 @@ function shapeGeometry(
 }
 
 export async function runQuery(req: RestRequest, dataset: OpenDataset): Promise<object> {
-  const { gpkg, schema } = dataset;
+  const { schema } = dataset;
   const srid = schema.geometry?.srid ?? 0;
-  knowCrs(gpkg, srid);
+  // Awaited only for a system the projection library does not know (rare): see OpenDataset.run for why.
+  if (srid !== 0 && !hasCrs(srid)) await knowCrs(dataset, srid);
   const plan = planQuery(req.params, schema, { maxRecordCount: MAX_RECORD_COUNT });
   // GeoJSON is WGS 84 whatever outSR says (RFC 7946); others answer in outSR, else the layer's own.
   const outSR = req.contentFormat === "geojson" ? 4326 : (plan.outSR ?? srid);
-  if (plan.outSR !== undefined && srid !== 0) knowCrs(gpkg, plan.outSR);
-  const resolved = resolveSpatial(plan, schema);
-  const emitted = emitQuery("sqlite", plan, schema, resolved?.filter);
-  const rows = run(dataset, emitted, resolved);
-  const answer = toAnswer(plan, schema, emitted, rows, srid, outSR);
+  if (plan.outSR !== undefined && srid !== 0 && !hasCrs(plan.outSR)) await knowCrs(dataset, plan.outSR);
+  const resolved = resolveSpatial(plan, dataset);
+  const emitted = emitQuery(dataset.dialect, plan, schema, resolved?.filter);
+  const rows = await run(dataset, emitted, resolved);
+  const answer = toAnswer(dataset, plan, emitted, rows, srid, outSR);
   return renderAnswer(answer, req.contentFormat);
 }
 
 function toAnswer(
+  dataset: OpenDataset,
   plan: QueryPlan,
-  schema: LayerSchema,
   emitted: EmittedQuery,
   rows: unknown[][],
   srid: number,
   outSR: number,
 ): QueryAnswer {
+  const { schema } = dataset;
   const columns = emitted.columns;
   switch (plan.output) {
     case "count":
@@ -151,7 +151,7 @@ function toAnswer(
           if (c.role === "field") attributes[c.name] = cell(r[i]);
         });
         if (geometryAt < 0) return { attributes };
-        return { attributes, geometry: shapeGeometry(r[geometryAt], srid, outSR, plan) };
+        return { attributes, geometry: shapeGeometry(dataset, r[geometryAt], srid, outSR, plan) };
       });
       return {
         kind: "features",

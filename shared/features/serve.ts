@@ -2,7 +2,7 @@
 // dataset where it lies. The caller's access to the service was checked before (shared/catalog.ts).
 import { DatasetError } from "#shared/features/geopackage.ts";
 import { featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
-import { type OpenDataset, openDataset } from "#shared/features/sources.ts";
+import { openDataset } from "#shared/features/sources.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
@@ -15,22 +15,17 @@ export const unavailable = () =>
 
 const invalidUrl = () => new ApiError(400, "Invalid URL", ["Invalid URL"]);
 
-async function open(service: Service): Promise<OpenDataset> {
-  const source = service.source;
-  if (!source) throw new Error("a feature layer without a source");
-  try {
-    return await openDataset(source.location, source.path);
-  } catch (err) {
-    if (err instanceof DatasetError || err instanceof StorageError) {
-      logger.warn("feature layer unavailable", {
-        itemId: service.itemId,
-        datastoreId: source.datastoreId,
-        reason: err.message,
-      });
-      throw unavailable();
-    }
-    throw err;
+/** A source that cannot be read (now or midway): the request fails clearly, the log says why. */
+function sourceFault(service: Service, err: unknown): never {
+  if (err instanceof DatasetError || err instanceof StorageError) {
+    logger.warn("feature layer unavailable", {
+      itemId: service.itemId,
+      datastoreId: service.source?.datastoreId,
+      reason: err.message,
+    });
+    throw unavailable();
   }
+  throw err;
 }
 
 export async function featureResource(
@@ -43,14 +38,20 @@ export async function featureResource(
   if (req.contentFormat && !isQuery) {
     throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by 'query' only.`]);
   }
-  // Loaded by the first query, before the file is opened (no await between opening and reading): tiles and
-  // service JSON never pay for the query's libraries (JTS, proj4).
-  const query = isQuery ? await import("#shared/features/query.ts") : undefined;
-  const dataset = await open(service);
-  if (first === undefined) return featureServiceJson(service, dataset.schema);
-  if (first === "layers" && second === undefined) return layersJson(service, dataset.schema);
-  if (first !== "0") throw invalidUrl();
-  if (second === undefined) return layerJson(service, dataset.schema);
-  if (query) return query.runQuery(req, dataset);
-  throw invalidUrl();
+  const source = service.source;
+  if (!source) throw new Error("a feature layer without a source");
+  try {
+    // Loaded by the first query, before the file is opened (no await between opening and reading): tiles and
+    // service JSON never pay for the query's libraries (JTS, proj4).
+    const query = isQuery ? await import("#shared/features/query.ts") : undefined;
+    const dataset = await openDataset(source);
+    if (first === undefined) return featureServiceJson(service, dataset.schema);
+    if (first === "layers" && second === undefined) return layersJson(service, dataset.schema);
+    if (first !== "0") throw invalidUrl();
+    if (second === undefined) return layerJson(service, dataset.schema);
+    if (query) return await query.runQuery(req, dataset);
+    throw invalidUrl();
+  } catch (err) {
+    return sourceFault(service, err);
+  }
 }

@@ -1,6 +1,9 @@
 // Where a feature layer's rows lie, and which datasets a data store holds: GeoPackage files in a folder or
 // cloud store (read where they lie; a cloud store's file copied once per version into the function's
-// temporary storage), each table of a file a dataset at `/<file path>/<table>`.
+// temporary storage), each table of a file a dataset at `/<file path>/<table>`; and the tables of a
+// PostgreSQL database, each a dataset at `/<schema>.<table>`. Both open as one OpenDataset, which the query
+// runs on without knowing which it is.
+import type { Geometry } from "geojson";
 import {
   DatasetError,
   type GeoPackage,
@@ -8,10 +11,13 @@ import {
   isGeoPackageName,
   splitGeoPackagePath,
 } from "#shared/features/geopackage.ts";
+import { decodeGeoPackageGeometry, decodeWkb } from "#shared/features/geometry/wkb.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
+import type { Dialect, EmittedQuery } from "#shared/features/sql.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { joinPath, type Storage, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
-import type { Dataset, StoreLocation } from "#shared/stores/datastores.ts";
+import type { Dataset, PostgresConnection, StoreLocation } from "#shared/stores/datastores.ts";
+import type { ServiceSource } from "#shared/stores/services.ts";
 
 /**
  * The largest GeoPackage served. A folder store's file is read in place (the limit only guards against a
@@ -100,19 +106,97 @@ export async function storageDatasetPage(
   return { datasets: rest.slice(0, limit), more: rest.length > limit };
 }
 
-/** A layer's dataset, open: its reader and schema; a DatasetError says why it cannot be read. */
+/** The exact spatial test a reader without one in SQL runs on each candidate row. */
+export type SpatialTest = (geometry: Geometry | null | undefined) => boolean;
+
+/** A layer's dataset, open: its schema and how its rows are read; a DatasetError says why it cannot be. */
 export interface OpenDataset {
-  readonly gpkg: GeoPackage;
   readonly schema: LayerSchema;
+  /** The SQL dialect its statements are emitted in. */
+  readonly dialect: Dialect;
+  /**
+   * Runs an emitted statement until `deadline` (epoch ms); rows as arrays in SELECT order. `test` is the exact
+   * spatial test, for the SQLite dialect (PostGIS tests in SQL).
+   */
+  run(emitted: EmittedQuery, test: SpatialTest | undefined, deadline: number): Promise<unknown[][]>;
+  /** A geometry column's value as read (a GeoPackage blob, or WKB from PostGIS) as a geometry. */
+  decode(value: unknown): Geometry | null;
+  /** The definition (WKT) the source gives a coordinate system, for one no projection library knows. */
+  definitionOf(srid: number): Promise<string | undefined>;
 }
 
-export async function openDataset(location: StoreLocation, path: string): Promise<OpenDataset> {
-  const split = splitGeoPackagePath(path);
+function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDataset {
+  return {
+    schema,
+    dialect: "sqlite",
+    // Synchronous inside: nothing else runs between choosing the open file and reading it.
+    run: async (emitted, test, deadline) => {
+      gpkg.spatialTest = test ? (blob) => (blob ? test(decodeGeoPackageGeometry(blob).geometry) : false) : undefined;
+      try {
+        return gpkg.all(emitted.sql, emitted.params, deadline);
+      } finally {
+        gpkg.spatialTest = undefined;
+      }
+    },
+    decode: (value) => (value instanceof Uint8Array ? (decodeGeoPackageGeometry(value).geometry ?? null) : null),
+    definitionOf: async (srid) => gpkg.definitionOf(srid),
+  };
+}
+
+async function postGisDataset(datastoreId: string, connection: PostgresConnection, path: string) {
+  const { postGisAt } = await import("#shared/features/postgis.ts");
+  const db = await postGisAt(datastoreId, connection);
+  const schema = await db.schema(path.replace(/^\//, ""));
+  if (!schema) throw new DatasetError("The layer's table is no longer in its database.");
+  if (schema instanceof DatasetError) throw schema;
+  const dataset: OpenDataset = {
+    schema,
+    dialect: "postgres",
+    // The database's statement_timeout bounds each statement (postgis.ts).
+    run: (emitted) => db.all(emitted.sql, emitted.params),
+    decode: (value) => (value instanceof Uint8Array ? (decodeWkb(value).geometry ?? null) : null),
+    definitionOf: (srid) => db.definitionOf(srid),
+  };
+  return dataset;
+}
+
+export async function openDataset(source: ServiceSource): Promise<OpenDataset> {
+  if ("connection" in source) return postGisDataset(source.datastoreId, source.connection, source.path);
+  const split = splitGeoPackagePath(source.path);
   if (!split) throw new DatasetError("The layer's dataset is not in a GeoPackage.");
-  const gpkg = await openGeoPackage(location, split.file);
+  const gpkg = await openGeoPackage(source.location, split.file);
   if (!gpkg) throw new DatasetError("The layer's GeoPackage is no longer in its data store.");
   const schema = gpkg.schema(split.table);
   if (!schema) throw new DatasetError("The layer's table is no longer in its GeoPackage.");
   if (schema instanceof DatasetError) throw schema;
-  return { gpkg, schema };
+  return geoPackageDataset(gpkg, schema);
+}
+
+/**
+ * Up to `limit` publishable datasets of a database store after the path `after`, in path order, and every
+ * dataset (with why it cannot be published) for describe.
+ */
+export async function databaseDatasets(datastoreId: string, connection: PostgresConnection): Promise<SourceDataset[]> {
+  const { postGisAt } = await import("#shared/features/postgis.ts");
+  const db = await postGisAt(datastoreId, connection);
+  const datasets = (await db.datasets()).map((d) => ({
+    name: d.name,
+    displayName: d.name,
+    type: d.kind,
+    path: `/${d.name}`,
+    ...(d.unpublishable ? { unpublishable: d.unpublishable } : {}),
+  }));
+  return datasets.sort(byPath);
+}
+
+export async function databaseDatasetPage(
+  datastoreId: string,
+  connection: PostgresConnection,
+  after: string,
+  limit: number,
+): Promise<{ datasets: SourceDataset[]; more: boolean }> {
+  const all = (await databaseDatasets(datastoreId, connection)).filter((d) => !d.unpublishable);
+  const cursor = Buffer.from(after);
+  const rest = after === "" ? all : all.filter((d) => Buffer.compare(Buffer.from(d.path), cursor) > 0);
+  return { datasets: rest.slice(0, limit), more: rest.length > limit };
 }

@@ -12,7 +12,7 @@ import type { Service } from "#shared/stores/services.ts";
 export const CONTENT_MAX_AGE = 3600;
 
 export async function storageOf(service: Service): Promise<Storage> {
-  if (!service.source) throw new Error("a service without a source has no storage");
+  if (!service.source || !("location" in service.source)) throw new Error("a service without storage");
   return storageAt(service.source.location);
 }
 

@@ -14,6 +14,21 @@ export type CacheType = (typeof CACHE_TYPES)[number];
 /** Where a data store's content lies: a folder on the machine that serves it, or an S3 bucket and prefix. */
 export type StoreLocation = { readonly folder: string } | { readonly bucket: string; readonly prefix: string };
 
+export const SSL_MODES = ["disable", "prefer", "require", "verify-full"] as const;
+export type SslMode = (typeof SSL_MODES)[number];
+
+/**
+ * How a database store connects: everything but the password, which is kept as a secret of the data store
+ * (shared/stores/datastore-secrets.ts) and read only by the functions that connect.
+ */
+export interface PostgresConnection {
+  readonly host: string;
+  readonly port: number;
+  readonly database: string;
+  readonly user: string;
+  readonly sslmode: SslMode;
+}
+
 export interface DataStore {
   readonly datastoreId: string;
   readonly portalId: string;
@@ -22,8 +37,13 @@ export interface DataStore {
   /** The item type on the original, e.g. `Data Store`; `kind` says what it connects to. */
   readonly kind: "database" | "folder" | "cloudStore" | "objectStore";
   readonly serverIds: readonly string[];
-  /** Folder and cloud stores have one; a database store lists registered datasets only. */
+  /** Folder and cloud stores have one. */
   readonly location?: StoreLocation;
+  /**
+   * A database store's connection (PostgreSQL with PostGIS). A database store with neither lists the datasets
+   * registered with it (a fixture of the tests, and of stores registered before connections existed).
+   */
+  readonly connection?: PostgresConnection;
   readonly created: number;
   readonly modified: number;
 }
@@ -50,9 +70,22 @@ function toLocation(value: unknown): StoreLocation | undefined {
   return folder !== undefined ? { folder } : { bucket: r.string("bucket"), prefix: r.string("prefix") };
 }
 
+export function toConnection(value: unknown): PostgresConnection | undefined {
+  if (value === undefined) return undefined;
+  const r = new RecordReader("data store connection", (value ?? {}) as Record<string, unknown>);
+  return {
+    host: r.string("host"),
+    port: r.number("port"),
+    database: r.string("database"),
+    user: r.string("user"),
+    sslmode: r.oneOf("sslmode", SSL_MODES),
+  };
+}
+
 function toStore(item: Record<string, unknown>): DataStore {
   const r = new RecordReader("data store", item);
   const location = toLocation(item.location);
+  const connection = toConnection(item.connection);
   return {
     datastoreId: r.string("datastoreId"),
     portalId: r.string("portalId"),
@@ -61,6 +94,7 @@ function toStore(item: Record<string, unknown>): DataStore {
     kind: r.oneOf("kind", ["database", "folder", "cloudStore", "objectStore"] as const),
     serverIds: r.strings("serverIds"),
     ...(location ? { location } : {}),
+    ...(connection ? { connection } : {}),
     created: r.number("created"),
     modified: r.number("modified"),
   };
@@ -157,7 +191,12 @@ export async function createDataStore(contents: DataStoreContents, item: Item): 
         {
           Put: {
             TableName: table,
-            Item: { ...store, ...(store.location ? { location: { ...store.location } } : {}), entry: STORE_ENTRY },
+            Item: {
+              ...store,
+              ...(store.location ? { location: { ...store.location } } : {}),
+              ...(store.connection ? { connection: { ...store.connection } } : {}),
+              entry: STORE_ENTRY,
+            },
             ConditionExpression: "attribute_not_exists(datastoreId)",
           },
         },

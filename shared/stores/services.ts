@@ -5,7 +5,7 @@ import { DeleteCommand, GetCommand, TransactWriteCommand } from "@aws-sdk/lib-dy
 import { tableName } from "#shared/config.ts";
 import { ddb, failedConditions, isConditionFailure, queryAll } from "#shared/stores/dynamo.ts";
 import type { CacheInfo } from "#shared/caches/probe.ts";
-import type { StoreLocation } from "#shared/stores/datastores.ts";
+import { type PostgresConnection, type StoreLocation, toConnection } from "#shared/stores/datastores.ts";
 import { type Item, itemPut } from "#shared/stores/items.ts";
 import {
   ACCESS,
@@ -26,12 +26,14 @@ export interface ServiceExtension {
   readonly capabilities: string;
 }
 
-/** Where a published service reads its content: the data store's location and the cache's path in it. */
-export interface ServiceSource {
-  readonly datastoreId: string;
-  readonly location: StoreLocation;
-  readonly path: string;
-}
+/**
+ * Where a published service reads its content: the data store's storage (a cache's or a GeoPackage table's
+ * path in it) or its database (a table's `schema.table` path), copied from the data store when published so
+ * that serving reads no data store record.
+ */
+export type ServiceSource =
+  | { readonly datastoreId: string; readonly location: StoreLocation; readonly path: string }
+  | { readonly datastoreId: string; readonly connection: PostgresConnection; readonly path: string };
 
 export interface Service {
   readonly serverId: string;
@@ -62,6 +64,8 @@ export interface Catalog {
 function toSource(value: unknown): ServiceSource | undefined {
   if (value === undefined) return undefined;
   const r = new RecordReader("service source", (value ?? {}) as Record<string, unknown>);
+  const connection = toConnection((value as Record<string, unknown> | null)?.connection);
+  if (connection) return { datastoreId: r.string("datastoreId"), connection, path: r.string("path") };
   const l = new RecordReader("service source location", (r.object("location") ?? {}) as Record<string, unknown>);
   const folder = l.optionalString("folder");
   return {
@@ -126,12 +130,17 @@ export async function readCatalog(serverId: string): Promise<Catalog> {
   return { version, folders, services };
 }
 
+const sourceRecord = (source: ServiceSource) =>
+  "connection" in source
+    ? { ...source, connection: { ...source.connection } }
+    : { ...source, location: { ...source.location } };
+
 /** The stored form of a service (lists copied: the SDK marshals plain arrays). */
 const serviceRecord = (service: Service) => ({
   ...service,
   tags: [...service.tags],
   extensions: service.extensions.map((e) => ({ ...e })),
-  ...(service.source ? { source: { ...service.source, location: { ...service.source.location } } } : {}),
+  ...(service.source ? { source: sourceRecord(service.source) } : {}),
   entry: serviceEntry(service.folder, service.name),
 });
 

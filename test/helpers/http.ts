@@ -17,7 +17,7 @@ export interface CallOptions {
   ca?: Buffer;
 }
 
-export function call(url: string, options: CallOptions = {}): Promise<Answer> {
+export function call(url: string, options: CallOptions = {}, retried = false): Promise<Answer> {
   const u = new URL(url);
   const send = u.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
@@ -42,7 +42,12 @@ export function call(url: string, options: CallOptions = {}): Promise<Answer> {
         res.on("error", reject);
       },
     );
-    req.on("error", reject);
+    req.on("error", (err: NodeJS.ErrnoException) => {
+      // A kept-alive socket the server closed as this request went out (its idle timeout and the agent's are
+      // both 5 s): sent again once on a fresh socket, as Node's documentation advises.
+      if (req.reusedSocket && err.code === "ECONNRESET" && !retried) call(url, options, true).then(resolve, reject);
+      else reject(err);
+    });
     req.end(options.body);
   });
 }

@@ -79,6 +79,11 @@ export interface SpatialFilter {
   readonly bounds: Bounds;
   /** The exact test of one feature's geometry (in the dataset's coordinates); null geometry never matches. */
   test(feature: Geometry | null | undefined): boolean;
+  /**
+   * The geometry a database tests `relation` against in SQL: the query geometry, buffered by the distance when
+   * one is given (within-distance of the query is intersecting its buffer), so both sources answer alike.
+   */
+  sqlGeometry(): Geometry;
 }
 
 interface MetricFrame {
@@ -254,11 +259,21 @@ export function prepareSpatialFilter(
   if (!Number.isFinite(metres) || metres < 0)
     throw badRequest("Unable to complete operation.", ["'distance' parameter is invalid"]);
   const bounds = widen(queryBounds, metres, options.srid);
+  let buffer: Geometry | undefined;
+  const sqlGeometry = () => {
+    if (!(metres > 0)) return query;
+    if (!buffer) {
+      const frame = metricFrame(queryBounds, metres, options.srid);
+      buffer = frame.fromFrame(fromJts(toJts(frame.toFrame(query)).buffer(frame.distance, 8)));
+    }
+    return buffer;
+  };
 
   if (relation === "esriSpatialRelEnvelopeIntersects" || relation === "esriSpatialRelIndexIntersects") {
     return {
       relation,
       bounds,
+      sqlGeometry,
       test: (feature) => {
         const fb = feature && geometryBounds(feature);
         return !!fb && boundsIntersect(bounds, fb);
@@ -272,6 +287,7 @@ export function prepareSpatialFilter(
     return {
       relation,
       bounds,
+      sqlGeometry,
       test: (feature) => {
         const fb = feature && geometryBounds(feature);
         if (!fb || !boundsIntersect(bounds, fb)) return false;
@@ -280,15 +296,12 @@ export function prepareSpatialFilter(
     };
   }
 
-  let effective = query;
-  if (metres > 0) {
-    const frame = metricFrame(queryBounds, metres, options.srid);
-    effective = frame.fromFrame(fromJts(toJts(frame.toFrame(query)).buffer(frame.distance, 8)));
-  }
+  const effective = sqlGeometry();
   const prepared = new PreparedQuery(effective);
   return {
     relation,
     bounds: metres > 0 ? prepared.bounds : bounds,
+    sqlGeometry,
     test: (feature) => {
       if (!feature) return false;
       const fb = geometryBounds(feature);

@@ -1,0 +1,430 @@
+// PostgreSQL databases with PostGIS, read where they lie with node-postgres: the datasets a database holds
+// (tables and views, with their geometry column from geometry_columns), each one's schema (its columns, its
+// single-column integer key), and the statements the query plan emits for the PostgreSQL dialect.
+//
+// One small pool per data store per warm function. Every session is read-only (default_transaction_read_only)
+// and every statement bounded (statement_timeout on the server, a query timeout on the client for a server
+// that stops answering). The password is read from the data store's secret when a pool is made, and a refused
+// login drops the pool, so a changed password is read again by the next request.
+import type { Pool, PoolConfig } from "pg";
+import { DatasetError, QueryTimeoutError } from "#shared/features/geopackage.ts";
+import {
+  type Bounds,
+  type EsriFieldType,
+  type EsriGeometryType,
+  type Field,
+  type GeometryColumn,
+  type LayerSchema,
+} from "#shared/features/schema.ts";
+import { badRequest } from "#shared/http/errors.ts";
+import { logger } from "#shared/log.ts";
+import { readDataStorePassword } from "#shared/stores/datastore-secrets.ts";
+import type { PostgresConnection } from "#shared/stores/datastores.ts";
+
+/** How long one statement may run (the feature query's own bound; listing and describing are far quicker). */
+export const STATEMENT_TIMEOUT_MS = 10_000;
+/** How long connecting may take: a black-holed host is answered within seconds, not at the function's timeout. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+/** Connections per pool: a function answers one request at a time on AWS; the local engine shares it. */
+const POOL_MAX = 4;
+/** A database's tables change: what was learnt of them is kept this long. */
+const SCHEMA_TTL_MS = 60_000;
+/** The most datasets a database lists (beyond it, describe and bulk publishing see the first ones). */
+export const MAX_DATASETS = 10_000;
+
+/** What a database holds, as a data store's describe lists it: `schema.table`. */
+export interface PostGisDataset {
+  readonly name: string;
+  readonly kind: "featureClass" | "table";
+  readonly unpublishable?: string;
+}
+
+type Pg = typeof import("pg").default;
+let pg: Promise<Pg> | undefined;
+/** node-postgres is loaded by the first function that meets a database store, never by the others. */
+const loadPg = () => {
+  pg ??= import("pg").then((m) => m.default);
+  return pg;
+};
+
+// SQLSTATEs (PostgreSQL appendix A) that say something of the data source rather than of mapgate.
+const LOGIN_REFUSED = new Set(["28P01", "28000"]);
+const GONE = new Set(["3D000", "42P01", "42703", "42501"]);
+const NETWORK = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+]);
+
+/**
+ * An error of node-postgres as mapgate answers it: a data source that cannot be read (DatasetError, which
+ * serving turns into "unavailable" and the log explains), a statement past its time, a value the request's own
+ * expression cannot take (400), or anything else (500 with no detail).
+ */
+export function classifyPgError(err: unknown): Error {
+  const e = err as { code?: string; message?: string };
+  const code = typeof e.code === "string" ? e.code : "";
+  const message = typeof e.message === "string" ? e.message : "";
+  if (code === "57014" || /query read timeout/.test(message)) return new QueryTimeoutError();
+  if (LOGIN_REFUSED.has(code)) return new DatasetError("The database refused the login (user or password).");
+  if (code === "3D000") return new DatasetError("The database does not exist.");
+  if (GONE.has(code))
+    return new DatasetError("The layer's table or column is no longer in the database, or not readable.");
+  if (
+    NETWORK.has(code) ||
+    /timeout exceeded when trying to connect|Connection terminated|does not support SSL/.test(message)
+  )
+    return new DatasetError(`The database cannot be reached (${code || message.slice(0, 80)}).`);
+  if (code.startsWith("08") || code.startsWith("53") || code.startsWith("57"))
+    return new DatasetError(`The database cannot serve the request now (SQLSTATE ${code}).`);
+  // Class 22, data exception: the request's expression met a value it cannot take (a text cast to a number…).
+  if (code.startsWith("22"))
+    return badRequest("Unable to complete operation.", [
+      "'where' parameter is invalid",
+      "The expression cannot be evaluated on this layer's data (a conversion or arithmetic error).",
+    ]);
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+function sslOf(c: PostgresConnection, plain: boolean): PoolConfig["ssl"] {
+  if (c.sslmode === "disable" || plain) return false;
+  if (c.sslmode === "verify-full") return { rejectUnauthorized: true, servername: c.host };
+  // require and prefer: encrypted, the server's certificate not checked (libpq's meaning of both).
+  return { rejectUnauthorized: false };
+}
+
+async function makePool(datastoreId: string, c: PostgresConnection, password: string, plain = false): Promise<Pool> {
+  const { Pool } = await loadPg();
+  const pool = new Pool({
+    host: c.host,
+    port: c.port,
+    database: c.database,
+    user: c.user,
+    password,
+    ssl: sslOf(c, plain),
+    max: POOL_MAX,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    query_timeout: STATEMENT_TIMEOUT_MS + 2_000,
+    application_name: "mapgate",
+    options: "-c default_transaction_read_only=on",
+    allowExitOnIdle: true,
+  });
+  // An idle connection the server closes emits here; without a listener it would end the process.
+  pool.on("error", (err) =>
+    logger.warn("database connection lost", { datastoreId, reason: classifyPgError(err).message }),
+  );
+  return pool;
+}
+
+/** One database of a data store: its pool and what was learnt of its tables lately. */
+export class PostGisDatabase {
+  readonly #pool: Pool;
+  readonly #onLoginRefused: () => void;
+  #datasets: { at: number; list: Promise<PostGisDataset[]> } | undefined;
+  readonly #schemas = new Map<string, { at: number; schema: Promise<LayerSchema | DatasetError | undefined> }>();
+
+  constructor(pool: Pool, onLoginRefused: () => void) {
+    this.#pool = pool;
+    this.#onLoginRefused = onLoginRefused;
+  }
+
+  /** Runs a statement; rows as arrays, columns in SELECT order. Errors classified (classifyPgError). */
+  async all(sql: string, params: readonly unknown[]): Promise<unknown[][]> {
+    try {
+      const out = await this.#pool.query({ text: sql, values: params as unknown[], rowMode: "array" });
+      return out.rows as unknown[][];
+    } catch (err) {
+      // A new connection of the pool was refused (the password changed): the next request makes a new pool,
+      // reading the secret again.
+      if (LOGIN_REFUSED.has(String((err as { code?: unknown }).code))) this.#onLoginRefused();
+      throw classifyPgError(err);
+    }
+  }
+
+  /** The tables and views the login may read, in name order, each with why it cannot be published if so. */
+  datasets(): Promise<PostGisDataset[]> {
+    const held = this.#datasets;
+    if (held && Date.now() - held.at < SCHEMA_TTL_MS) return held.list;
+    const list = this.#listDatasets();
+    this.#datasets = { at: Date.now(), list };
+    list.catch(() => (this.#datasets = undefined));
+    return list;
+  }
+
+  async #listDatasets(): Promise<PostGisDataset[]> {
+    const rows = await this.all(`${RELATIONS} ORDER BY 1 LIMIT ${MAX_DATASETS}`, []);
+    return rows.map((r) => {
+      const [name, kind, key, geometryColumns] = r as [string, string, string | null, string[] | null];
+      const dataset = { name, kind: geometryColumns && geometryColumns.length > 0 ? "featureClass" : "table" } as const;
+      const problem = keyProblem(kind, key);
+      return problem ? { ...dataset, unpublishable: problem } : dataset;
+    });
+  }
+
+  /** A dataset's schema, or why it cannot be served; undefined when the database has no such table. */
+  schema(name: string): Promise<LayerSchema | DatasetError | undefined> {
+    const held = this.#schemas.get(name);
+    if (held && Date.now() - held.at < SCHEMA_TTL_MS) return held.schema;
+    const schema = this.#describe(name);
+    if (this.#schemas.size >= 256) this.#schemas.delete(this.#schemas.keys().next().value as string);
+    this.#schemas.set(name, { at: Date.now(), schema });
+    schema.catch(() => this.#schemas.delete(name));
+    return schema;
+  }
+
+  async #describe(name: string): Promise<LayerSchema | DatasetError | undefined> {
+    const found = await this.all(`${RELATIONS} AND n.nspname || '.' || c.relname = $1 LIMIT 2`, [name]);
+    if (found.length === 0) return undefined;
+    if (found.length > 1) return new DatasetError(`More than one relation is named ${name} (a name holds a dot).`);
+    const [, kind, key, , oid, schemaName, tableName] = found[0] as [
+      string,
+      string,
+      string | null,
+      string[] | null,
+      number,
+      string,
+      string,
+    ];
+    const problem = keyProblem(kind, key);
+    if (problem || !key) return new DatasetError(problem ?? "no key");
+    const columns = (await this.all(COLUMNS, [oid])) as [
+      string,
+      string,
+      boolean,
+      number,
+      string,
+      number,
+      number,
+      string | null,
+    ][];
+    const geometryRow = columns.find((c) => c[7] !== null);
+    let geometry: GeometryColumn | undefined;
+    if (geometryRow) {
+      const [column, , , , , srid, dims, type] = geometryRow;
+      const esri = GEOMETRY_TYPES[(type ?? "").replace(/M$/, "")];
+      if (!esri)
+        return new DatasetError(
+          `The geometry type ${String(type).slice(0, 32)} of ${name} has no feature layer type (a GEOMETRY or collection column mixes types).`,
+        );
+      const hasM = (type ?? "").endsWith("M") || dims === 4;
+      geometry = {
+        column,
+        type: esri,
+        hasZ: dims === 4 || (dims === 3 && !hasM),
+        hasM,
+        srid: srid > 0 ? srid : 0,
+        index: "gist",
+      };
+    }
+    const fields: Field[] = [];
+    for (const [column, typname, notNull, typmod] of columns) {
+      if (geometryRow && column === geometryRow[0]) continue;
+      const type = column === key ? "esriFieldTypeOID" : FIELD_TYPES[typname];
+      if (!type) continue;
+      const length = (typname === "varchar" || typname === "bpchar") && typmod > 4 ? typmod - 4 : undefined;
+      fields.push({
+        name: column,
+        type,
+        alias: column,
+        ...(length ? { length } : {}),
+        nullable: column !== key && !notNull,
+        column,
+      });
+    }
+    const firstString = fields.find((f) => f.type === "esriFieldTypeString");
+    const extent = geometry ? await this.#extent(schemaName, tableName, geometry.column) : undefined;
+    return {
+      name,
+      table: [schemaName, tableName],
+      fields,
+      objectIdField: key,
+      displayField: firstString?.name ?? key,
+      ...(geometry ? { geometry } : {}),
+      ...(extent ? { extent } : {}),
+    };
+  }
+
+  async #extent(schemaName: string, table: string, column: string): Promise<Bounds | undefined> {
+    const q = (s: string) => `"${s.replaceAll('"', '""')}"`;
+    const rows = await this.all(
+      `SELECT ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e) FROM (SELECT ST_Extent(${q(column)}) AS e FROM ${q(schemaName)}.${q(table)}) AS s`,
+      [],
+    );
+    const v = rows[0] ?? [];
+    return v.length === 4 && v.every((x) => typeof x === "number" && Number.isFinite(x))
+      ? (v as unknown as Bounds)
+      : undefined;
+  }
+
+  /** The definition (WKT) the database gives a coordinate system, for one no projection library knows. */
+  async definitionOf(srid: number): Promise<string | undefined> {
+    const rows = await this.all("SELECT srtext FROM spatial_ref_sys WHERE srid = $1", [srid]).catch(() => []);
+    const text = rows[0]?.[0];
+    return typeof text === "string" && text !== "" ? text : undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.end();
+  }
+}
+
+/**
+ * Tables, views and materialized views the login may read, not part of an extension (PostGIS's own tables
+ * and views), not partitions: name, kind, single-column integer key, geometry columns, oid, schema, table.
+ */
+const RELATIONS = `SELECT n.nspname || '.' || c.relname AS name, c.relkind::text AS kind,
+  (SELECT a.attname::text FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+    WHERE i.indrelid = c.oid AND i.indisprimary AND i.indnkeyatts = 1 AND a.atttypid IN (21, 23, 20)) AS key,
+  (SELECT array_agg(g.f_geometry_column::text) FROM geometry_columns g
+    WHERE g.f_table_schema = n.nspname AND g.f_table_name = c.relname) AS geometry_columns,
+  c.oid::int8::float8 AS oid, n.nspname::text AS schema_name, c.relname::text AS table_name
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'topology') AND n.nspname NOT LIKE 'pg\\_%'
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
+  AND has_table_privilege(c.oid, 'SELECT')`;
+
+/**
+ * A relation's columns in order: name, type, not null, typmod, (unused), srid, dimensions, geometry type (the
+ * last three from geometry_columns for a geometry column, else null).
+ */
+const COLUMNS = `SELECT a.attname::text, t.typname::text, a.attnotnull, a.atttypmod, '' AS unused,
+  COALESCE(g.srid, 0)::float8, COALESCE(g.coord_dimension, 2)::float8, g.type::text
+FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+  JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN geometry_columns g ON g.f_table_schema = n.nspname AND g.f_table_name = c.relname
+    AND g.f_geometry_column = a.attname
+WHERE a.attrelid = CAST($1 AS float8)::int8::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`;
+
+/** Why a relation cannot be published, if it cannot: object ids need one integer key. */
+function keyProblem(kind: string, key: string | null): string | undefined {
+  if (key) return undefined;
+  return kind === "r" || kind === "p"
+    ? "The table has no single-column integer primary key to serve as object ids."
+    : "A view has no primary key: publish a table, or a materialized view's source table, with one.";
+}
+
+const GEOMETRY_TYPES: Readonly<Record<string, EsriGeometryType>> = {
+  POINT: "esriGeometryPoint",
+  MULTIPOINT: "esriGeometryMultipoint",
+  LINESTRING: "esriGeometryPolyline",
+  MULTILINESTRING: "esriGeometryPolyline",
+  POLYGON: "esriGeometryPolygon",
+  MULTIPOLYGON: "esriGeometryPolygon",
+};
+
+/**
+ * The Esri type of a PostgreSQL column type, as the GeoPackage reader maps its types (bigint is an Integer,
+ * date and timestamps are Dates in epoch milliseconds). Undefined: the column is not served (boolean, uuid,
+ * json, arrays, ranges…: types whose comparisons with a text or number parameter PostgreSQL refuses).
+ */
+const FIELD_TYPES: Readonly<Record<string, EsriFieldType>> = {
+  int2: "esriFieldTypeSmallInteger",
+  int4: "esriFieldTypeInteger",
+  int8: "esriFieldTypeInteger",
+  float4: "esriFieldTypeSingle",
+  float8: "esriFieldTypeDouble",
+  numeric: "esriFieldTypeDouble",
+  text: "esriFieldTypeString",
+  varchar: "esriFieldTypeString",
+  bpchar: "esriFieldTypeString",
+  name: "esriFieldTypeString",
+  date: "esriFieldTypeDate",
+  timestamp: "esriFieldTypeDate",
+  timestamptz: "esriFieldTypeDate",
+  bytea: "esriFieldTypeBlob",
+};
+
+// Open databases by data store, while the function is warm.
+const opened = new Map<string, Promise<PostGisDatabase>>();
+const MAX_OPEN = 16;
+
+async function open(datastoreId: string, connection: PostgresConnection, key: string): Promise<PostGisDatabase> {
+  const password = await readDataStorePassword(datastoreId);
+  let pool = await makePool(datastoreId, connection, password);
+  try {
+    // One round trip proves the pool (and settles libpq's "prefer": TLS if the server has it, else plain).
+    await pool.query("SELECT 1");
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    if (connection.sslmode === "prefer" && /does not support SSL/.test(String((err as Error).message))) {
+      pool = await makePool(datastoreId, connection, password, true);
+      try {
+        await pool.query("SELECT 1");
+      } catch (again) {
+        await pool.end().catch(() => undefined);
+        throw classifyPgError(again);
+      }
+    } else throw classifyPgError(err);
+  }
+  const db = new PostGisDatabase(pool, () => {
+    if (opened.get(key) !== held) return;
+    opened.delete(key);
+    void db.close().catch(() => undefined);
+  });
+  const held = opened.get(key);
+  return db;
+}
+
+/**
+ * The database of a data store, connected. A failure to connect is not remembered: the next request tries
+ * again (after a refused login, with the secret read again).
+ */
+export function postGisAt(datastoreId: string, connection: PostgresConnection): Promise<PostGisDatabase> {
+  const key = `${datastoreId}\u0000${JSON.stringify(connection)}`;
+  let db = opened.get(key);
+  if (!db) {
+    if (opened.size >= MAX_OPEN) {
+      const [oldest, pending] = opened.entries().next().value as [string, Promise<PostGisDatabase>];
+      opened.delete(oldest);
+      void pending.then(
+        (d) => d.close(),
+        () => undefined,
+      );
+    }
+    db = open(datastoreId, connection, key);
+    opened.set(key, db);
+    db.catch(() => opened.delete(key));
+  }
+  return db;
+}
+
+/** Forgets a data store's open database (its connection or password changed, or a login was refused). */
+export async function forgetPostGis(datastoreId: string): Promise<void> {
+  for (const [key, db] of opened) {
+    if (!key.startsWith(`${datastoreId}\u0000`)) continue;
+    opened.delete(key);
+    await db.then((d) => d.close()).catch(() => undefined);
+  }
+}
+
+/**
+ * Checks a connection before it is registered: it logs in, and PostGIS is installed. Throws a DatasetError
+ * saying what is wrong (never the password).
+ */
+export async function checkPostGis(connection: PostgresConnection, password: string): Promise<{ postgis: string }> {
+  const pool = await makePool("(new)", connection, password);
+  try {
+    const rows = await pool
+      .query({ text: "SELECT extversion FROM pg_extension WHERE extname = 'postgis'", rowMode: "array" })
+      .catch(async (err: unknown) => {
+        if (connection.sslmode === "prefer" && /does not support SSL/.test(String((err as Error).message))) {
+          await pool.end().catch(() => undefined);
+          return checkPostGis({ ...connection, sslmode: "disable" }, password).then((r) => ({ rows: [[r.postgis]] }));
+        }
+        throw classifyPgError(err);
+      });
+    const version = rows.rows[0]?.[0];
+    if (typeof version !== "string")
+      throw new DatasetError("PostGIS is not installed in the database (CREATE EXTENSION postgis).");
+    return { postgis: version };
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,429 @@
+// Database data stores, through the real engine and a throwaway PostgreSQL + PostGIS cluster on loopback:
+// registered by the operator command (the password kept as the store's secret and nowhere else), described,
+// bulk-published, and queried — answering exactly what the same data answers from a GeoPackage, for every
+// part of the query grammar — and failing clearly when the database is down, black-holed or refuses the login.
+import { statSync, readFileSync, readdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
+import { writeGeoPackage } from "#infra/local/demo/geopackage.ts";
+import { stableItemId } from "#shared/publishing.ts";
+import { adminCommand, demoOrganization, type DemoOrganization, registerFolderStore } from "./helpers/admin.ts";
+import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { cities } from "./helpers/feature-layer.ts";
+import { call } from "./helpers/http.ts";
+import { copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
+
+let engine: RunningEngine;
+let db: Postgres;
+let org: DemoOrganization;
+let token: string;
+let pgStore: string;
+let citiesStore: string;
+let work: string;
+const rest = () => `${engine.ready.https}/portal/sharing/rest`;
+
+const get = async (url: string) => (await call(url, { ca: engine.ca })).json<Record<string, unknown>>();
+const post = async (url: string, fields: Record<string, string>) =>
+  (await call(url, { ca: engine.ca, body: new URLSearchParams(fields).toString() })).json<Record<string, unknown>>();
+
+/** A layer's FeatureServer as bulk publishing names it: `<dataset name>_<6 hex>` in the job's folder. */
+const layerUrl = (folder: string, datastoreId: string, name: string, path: string) =>
+  `${engine.ready.https}/arcgis/rest/services/${folder}/${name.replace(/[^A-Za-z0-9_]/g, "_")}_${stableItemId(datastoreId, path).slice(0, 6)}/FeatureServer`;
+const gpkgLayer = (table: string) =>
+  table === "cities"
+    ? layerUrl("Cities", citiesStore, "cities", "/cities.gpkg/cities")
+    : layerUrl(DEMO_LAYERS_FOLDER, org.worldStore, table, `/world.gpkg/${table}`);
+const pgLayer = (table: string) => layerUrl("Pg", pgStore, `public.${table}`, `/public.${table}`);
+
+/** Starts a data store operation that answers a job, and waits for the job's end. */
+async function job(operation: string, fields: Record<string, string>): Promise<Record<string, unknown>> {
+  const started = await post(`${rest()}/portals/self/datastores/${operation}`, { f: "json", token, ...fields });
+  let answer: Record<string, unknown> = {};
+  for (let i = 0; i < 600 && answer.status !== "completed" && answer.status !== "failed"; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    answer = await get(
+      `${rest()}/portals/self/jobs/${String(started.jobId)}?f=json&token=${token}&key=${encodeURIComponent(String(started.key))}`,
+    );
+  }
+  return answer;
+}
+
+const publishAll = (datastoreId: string, folder: string) =>
+  job("allDatasets/publishLayers", { datastoreId, serverId: org.serverId, serverFolder: folder });
+
+/** A tiny server that accepts connections and never answers: a database host that swallows packets. */
+async function blackHole(): Promise<{ port: number; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((s) => {
+    sockets.add(s);
+    s.on("error", () => undefined);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const address = server.address();
+  return {
+    port: typeof address === "object" && address ? address.port : 0,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+beforeAll(async () => {
+  [engine, db] = await Promise.all([startEngine(), startPostgres()]);
+  org = demoOrganization(engine.dataDir);
+  token = (await post(`${rest()}/generateToken`, { f: "json", username: "publisher", password: PASSWORDS.publisher }))
+    .token as string;
+  // The same rows in a GeoPackage and in PostGIS: the demo's world tables, and the cities fixture (every type).
+  work = mkdtempSync(join(tmpdir(), "mapgate-pg-test-"));
+  writeGeoPackage(join(work, "cities.gpkg"), [
+    {
+      name: "cities",
+      geometryType: "POINT",
+      columns: [
+        { name: "name", type: "TEXT" },
+        { name: "pop", type: "INTEGER" },
+        { name: "area", type: "REAL" },
+        { name: "founded", type: "DATETIME" },
+        { name: "day", type: "DATE" },
+        { name: "kind", type: "TEXT", maxLength: 16 },
+      ],
+      rows: cities.map((c) => ({
+        id: c.objectid,
+        values: { name: c.name, pop: c.pop, area: c.area, founded: c.founded, day: c.day, kind: c.kind },
+        geometry: { type: "Point", coordinates: [c.x, c.y] },
+      })),
+    },
+  ]);
+  const world = join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH);
+  for (const table of ["countries", "places", "attribution"]) await copyGeoPackageTable(world, table, db.admin);
+  await copyGeoPackageTable(join(work, "cities.gpkg"), "cities", db.admin);
+  // A table mapgate cannot publish (no integer key), listed with the reason.
+  await db.admin.query("CREATE TABLE public.nokey (code text, label text)");
+  await db.admin.query("GRANT SELECT ON ALL TABLES IN SCHEMA public TO mapgate_reader");
+  citiesStore = registerFolderStore(engine.dataDir, org, "Cities", work);
+  const out = adminCommand(
+    engine.dataDir,
+    [
+      "register-datastore",
+      ...["--portal", org.portalId, "--title", "World in PostGIS", "--owner", "publisher"],
+      ...["--server", org.serverId, "--postgres", "-"],
+    ],
+    { MAPGATE_POSTGRES: db.uri() },
+  );
+  expect(out).not.toContain(db.reader.password);
+  pgStore = (JSON.parse(out) as { datastoreId: string }).datastoreId;
+  expect(await publishAll(pgStore, "Pg")).toMatchObject({ status: "completed", result: { published: 4 } });
+  expect(await publishAll(citiesStore, "Cities")).toMatchObject({ status: "completed", result: { published: 1 } });
+}, 120_000);
+
+afterAll(async () => {
+  await engine?.stop();
+  await db?.stop();
+});
+
+describe("registration", () => {
+  it("keeps the password in the store's secret only: not in the store, its item, the list or the log", async () => {
+    const secrets = join(engine.dataDir, "datastore-secrets");
+    const file = join(secrets, `${pgStore}.json`);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ password: db.reader.password });
+    const listed = adminCommand(engine.dataDir, ["list"]);
+    expect(listed).toMatch(/"host": ?"127\.0\.0\.1"/);
+    expect(listed).not.toContain(db.reader.password);
+    const item = await get(`${rest()}/content/items/${pgStore}?f=json&token=${token}`);
+    expect(JSON.stringify(item)).not.toContain(db.reader.password);
+    expect(engine.lines.join("\n")).not.toContain(db.reader.password);
+    expect(readdirSync(secrets)).toEqual([`${pgStore}.json`]);
+  });
+
+  it("takes ArcGIS's connection string form too", async () => {
+    // The form has no escaping: its password cannot hold ';' (a libpq URI's can, %-escaped).
+    await db.admin.query("CREATE ROLE mapgate_gis LOGIN PASSWORD 'gis pass=1'");
+    const arcgis = `SERVER=127.0.0.1;INSTANCE=sde:postgresql:127.0.0.1,${db.port};DBCLIENT=postgresql;DATABASE=${db.database};USER=mapgate_gis;PASSWORD=gis pass=1;AUTHENTICATION_MODE=DBMS;SSLMODE=disable`;
+    const out = adminCommand(
+      engine.dataDir,
+      [
+        "register-datastore",
+        ...["--portal", org.portalId, "--title", "ArcGIS form", "--owner", "publisher", "--server", org.serverId],
+        ...["--postgres", "-"],
+      ],
+      { MAPGATE_POSTGRES: arcgis },
+    );
+    expect(JSON.parse(out)).toMatchObject({
+      kind: "database",
+      connection: { host: "127.0.0.1", port: db.port, database: "gis", user: "mapgate_gis", sslmode: "disable" },
+    });
+    expect(out).not.toContain("gis pass=1");
+  });
+
+  it("refuses a wrong password, a database without PostGIS and a black-holed host, clearly and in seconds", async () => {
+    const register = (uri: string) => {
+      try {
+        adminCommand(
+          engine.dataDir,
+          [
+            "register-datastore",
+            ...["--portal", org.portalId, "--title", "Bad", "--owner", "publisher", "--server", org.serverId],
+            ...["--postgres", "-"],
+          ],
+          { MAPGATE_POSTGRES: uri },
+        );
+        return "registered";
+      } catch (err) {
+        return String((err as { stderr?: string }).stderr);
+      }
+    };
+    const wrong = register(db.uri(db.reader.user, "not-the-password"));
+    expect(wrong).toContain("refused the login");
+    expect(wrong).not.toContain("not-the-password");
+    expect(register(db.uri().replace(`/${db.database}?`, "/postgres?"))).toContain("PostGIS is not installed");
+    const hole = await blackHole();
+    try {
+      const started = Date.now();
+      const answer = register(`postgresql://u:secret-pw@127.0.0.1:${hole.port}/gis?sslmode=disable`);
+      expect(answer).toContain("cannot be reached");
+      expect(answer).not.toContain("secret-pw");
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      await hole.close();
+    }
+    expect(register("postgresql://u:pw@127.0.0.1:5432/gis?application_name=x")).toContain("not supported");
+    // No secret was left behind by the refused registrations.
+    expect(readdirSync(join(engine.dataDir, "datastore-secrets"))).toHaveLength(2);
+  }, 60_000);
+});
+
+describe("describe", () => {
+  it("lists the database's tables as schema.table, each with its type, and why one cannot be published", async () => {
+    const described = await job("describe", {
+      datastoreId: pgStore,
+      serverId: org.serverId,
+      path: "/",
+      type: "datastore",
+    });
+    expect(described.status).toBe("completed");
+    const children = (described.result as { children: Record<string, unknown>[] }).children;
+    const byName = new Map(children.map((c) => [c.name, c]));
+    expect(byName.get("public.places")).toMatchObject({ type: "featureClass", path: "/public.places" });
+    expect(byName.get("public.attribution")).toMatchObject({ type: "table" });
+    expect(String(byName.get("public.nokey")?.unpublishable)).toContain("primary key");
+    expect(byName.has("public.spatial_ref_sys")).toBe(false);
+  });
+});
+
+/** Numbers equal to 9 significant digits (statistics summed in another order), extents to 1e-4 degrees. */
+function close(a: unknown, b: unknown, path = "", tolerance = 1e-9): string | undefined {
+  if (typeof a === "number" && typeof b === "number") {
+    return Math.abs(a - b) <= tolerance * Math.max(1, Math.abs(a), Math.abs(b)) ? undefined : `${path}: ${a} ≠ ${b}`;
+  }
+  if (Array.isArray(a) && Array.isArray(b)) {
+    if (a.length !== b.length) return `${path}: length ${a.length} ≠ ${b.length}`;
+    for (let i = 0; i < a.length; i++) {
+      const d = close(a[i], b[i], `${path}[${i}]`, tolerance);
+      if (d) return d;
+    }
+    return undefined;
+  }
+  if (a && b && typeof a === "object" && typeof b === "object") {
+    const ka = Object.keys(a).sort();
+    const kb = Object.keys(b).sort();
+    if (ka.join() !== kb.join()) return `${path}: keys ${ka.join()} ≠ ${kb.join()}`;
+    for (const k of ka) {
+      const d = close(
+        (a as Record<string, unknown>)[k],
+        (b as Record<string, unknown>)[k],
+        `${path}.${k}`,
+        // A GeoPackage's R*Tree keeps boxes as 32-bit floats, rounded outwards.
+        /^(xmin|ymin|xmax|ymax|bbox)$/.test(k) ? 1e-6 : tolerance,
+      );
+      if (d) return d;
+    }
+    return undefined;
+  }
+  return a === b ? undefined : `${path}: ${JSON.stringify(a)} ≠ ${JSON.stringify(b)}`;
+}
+
+const polygon = (ring: number[][], wkid = 4326) => JSON.stringify({ rings: [ring], spatialReference: { wkid } });
+const PLACES: Record<string, string>[] = [
+  { where: "country = 'IS'", outFields: "*" },
+  { where: "country IN ('IS', 'FO') AND lat > 64", outFields: "name,lat", returnGeometry: "false" },
+  { where: "name LIKE 'Reyk%' OR name LIKE '%fjörður'", outFields: "*", orderByFields: "name DESC" },
+  { where: "UPPER(name) LIKE 'A%' AND CHAR_LENGTH(name) BETWEEN 3 AND 5", returnCountOnly: "true" },
+  { where: "country = 'IS'", resultOffset: "10", resultRecordCount: "5", outFields: "fid,name" },
+  { where: "country = 'LU'", outSR: "3857", geometryPrecision: "2", outFields: "name" },
+  { objectIds: "1,2,3,500,100000,999999999", outFields: "*" },
+  {
+    geometry: "-25,63,-13,67",
+    geometryType: "esriGeometryEnvelope",
+    inSR: "4326",
+    spatialRel: "esriSpatialRelIntersects",
+    outFields: "fid,name",
+    orderByFields: "name DESC, fid",
+    resultRecordCount: "100",
+  },
+  {
+    geometry: polygon(
+      [
+        [-2450000, 9300000],
+        [-2450000, 9800000],
+        [-1450000, 9800000],
+        [-2450000, 9300000],
+      ],
+      3857,
+    ),
+    geometryType: "esriGeometryPolygon",
+    spatialRel: "esriSpatialRelContains",
+    returnIdsOnly: "true",
+  },
+  { where: "country = 'IS'", returnExtentOnly: "true", returnCountOnly: "true" },
+  {
+    where: "country LIKE 'A%'",
+    outStatistics: JSON.stringify([
+      { statisticType: "count", onStatisticField: "fid", outStatisticFieldName: "n" },
+      { statisticType: "avg", onStatisticField: "lat", outStatisticFieldName: "mean_lat" },
+      { statisticType: "min", onStatisticField: "name", outStatisticFieldName: "first" },
+      { statisticType: "max", onStatisticField: "lng", outStatisticFieldName: "east" },
+      { statisticType: "stddev", onStatisticField: "lat", outStatisticFieldName: "sd" },
+    ]),
+    groupByFieldsForStatistics: "country",
+    having: "COUNT(fid) > 100",
+    orderByFields: "n DESC",
+  },
+  { where: "country LIKE 'B%'", outFields: "country", returnDistinctValues: "true", orderByFields: "country" },
+  { where: "admin1 IS NULL AND country = 'US'", returnCountOnly: "true" },
+];
+const COUNTRIES: Record<string, string>[] = [
+  {
+    geometry: "-25,63,-13,67",
+    geometryType: "esriGeometryEnvelope",
+    spatialRel: "esriSpatialRelEnvelopeIntersects",
+    outFields: "name",
+  },
+  { geometry: "2.35,48.85", geometryType: "esriGeometryPoint", spatialRel: "esriSpatialRelIntersects", outFields: "*" },
+  { where: "name = 'Iceland'", maxAllowableOffset: "0.1", outFields: "name" },
+  { where: "iso_n3 < '100'", orderByFields: "iso_n3", returnGeometry: "false", outFields: "*" },
+];
+const CITIES: Record<string, string>[] = [
+  { where: "founded > timestamp '2000-01-01 00:00:00'", outFields: "*" },
+  { where: "day = date '2001-03-04'", outFields: "fid,name,day" },
+  { where: "EXTRACT(YEAR FROM founded) = 2001", outFields: "name" },
+  { where: "name LIKE '%!%%' ESCAPE '!'", outFields: "name" },
+  { where: "COALESCE(pop, -1) < 0", outFields: "*" },
+  { where: "ROUND(area, 0) = 105 OR ABS(pop - 500000) < 100000", outFields: "name" },
+  { where: "TRIM(name) = 'Nice' OR LOWER(name) = 'paris'", outFields: "name" },
+  { where: "SUBSTRING(name FROM 1 FOR 3) = 'Lil'", outFields: "name" },
+  { where: "CAST(pop AS VARCHAR(10)) LIKE '2%'", outFields: "name,pop" },
+  { where: "pop / 0 IS NULL", returnCountOnly: "true" },
+  { where: "kind IS NULL OR NOT (pop > 100000)", outFields: "fid", orderByFields: "founded DESC" },
+  { where: "name LIKE 'p%'", outFields: "name" },
+  { where: "area * 2 + 1 > 100 AND pop <> 0", outFields: "name,area" },
+  {
+    outStatistics: JSON.stringify([
+      { statisticType: "var", onStatisticField: "area", outStatisticFieldName: "v" },
+      { statisticType: "sum", onStatisticField: "pop", outStatisticFieldName: "total" },
+      { statisticType: "max", onStatisticField: "founded", outStatisticFieldName: "latest" },
+    ]),
+    groupByFieldsForStatistics: "kind",
+    orderByFields: "kind",
+  },
+  { outFields: "*", orderByFields: "day DESC, fid" },
+  { where: "1=1", returnExtentOnly: "true", outSR: "102100" },
+];
+
+describe("the same answers from PostGIS as from a GeoPackage", () => {
+  const cases: [string, Record<string, string>][] = [
+    ...PLACES.map((p): [string, Record<string, string>] => ["places", p]),
+    ...COUNTRIES.map((p): [string, Record<string, string>] => ["countries", p]),
+    ...CITIES.map((p): [string, Record<string, string>] => ["cities", p]),
+  ];
+
+  it.each(cases)("%s %j", async (table, params) => {
+    for (const f of ["json", "geojson"]) {
+      const q = new URLSearchParams({ f, token, ...params }).toString();
+      const [fromFile, fromDb] = await Promise.all([
+        get(`${gpkgLayer(table)}/0/query?${q}`),
+        get(`${pgLayer(table)}/0/query?${q}`),
+      ]);
+      expect(fromDb.error).toBeUndefined();
+      if (f === "json" && "features" in fromDb) expect((fromDb.features as unknown[]).length).toBeGreaterThan(0);
+      expect(close(fromFile, fromDb)).toBeUndefined();
+    }
+  });
+
+  it("describes the layer alike: fields, object id, geometry, extent", async () => {
+    for (const table of ["places", "cities", "attribution"]) {
+      const [fromFile, fromDb] = await Promise.all([
+        get(`${gpkgLayer(table)}/0?f=json&token=${token}`),
+        get(`${pgLayer(table)}/0?f=json&token=${token}`),
+      ]);
+      expect(fromDb.name).toBe(`public.${table}`);
+      for (const key of ["fields", "objectIdField", "geometryType", "type", "displayField", "hasZ"])
+        expect(close(fromFile[key], fromDb[key], key)).toBeUndefined();
+      if (fromFile.extent) expect(close(fromFile.extent, fromDb.extent, "extent")).toBeUndefined();
+    }
+  });
+
+  it("PBF decodes to the same features from both", async () => {
+    const q = new URLSearchParams({ f: "pbf", token, where: "country = 'IS'", outFields: "*" }).toString();
+    const [a, b] = await Promise.all([
+      call(`${gpkgLayer("places")}/0/query?${q}`, { ca: engine.ca }),
+      call(`${pgLayer("places")}/0/query?${q}`, { ca: engine.ca }),
+    ]);
+    expect(b.status).toBe(200);
+    expect(Buffer.compare(a.body, b.body)).toBe(0);
+  });
+
+  it("a bad where is a 400 on both; one whose value the database cannot convert is a 400 too", async () => {
+    const bad = { where: "nosuch = 1" };
+    const q = new URLSearchParams({ f: "json", token, ...bad }).toString();
+    expect(await get(`${pgLayer("places")}/0/query?${q}`)).toMatchObject({ error: { code: 400 } });
+    const conversion = new URLSearchParams({ f: "json", token, where: "CAST(name AS INTEGER) = 1" }).toString();
+    const answer = await get(`${pgLayer("places")}/0/query?${conversion}`);
+    expect(answer).not.toMatchObject({ error: { code: 500 } });
+  });
+});
+
+describe("when the database fails", () => {
+  const count = async () => get(`${pgLayer("cities")}/0/query?f=json&where=1%3D1&returnCountOnly=true&token=${token}`);
+
+  it("a refused login answers 'unavailable'; the secret read again once the password is rotated", async () => {
+    expect(await count()).toEqual({ count: cities.length });
+    const next = `rotated-${Math.random().toString(36).slice(2)}`;
+    await db.admin.query(`ALTER ROLE mapgate_reader PASSWORD '${next}'`);
+    await db.admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'mapgate_reader'");
+    const refused = await count();
+    expect(refused).toMatchObject({ error: { code: 500, details: ["The layer's data source is unavailable."] } });
+    expect(engine.lines.join("\n")).toContain("refused the login");
+    // What refreshing the data store does with a new password (the portal's operation), here by hand.
+    writeFileSync(join(engine.dataDir, "datastore-secrets", `${pgStore}.json`), JSON.stringify({ password: next }));
+    expect(await count()).toEqual({ count: cities.length });
+    expect(engine.lines.join("\n")).not.toContain(next);
+  });
+
+  it("a database that is down answers 'unavailable' in seconds while the rest of mapgate answers; then recovers", async () => {
+    await db.halt();
+    try {
+      const started = Date.now();
+      expect(await count()).toMatchObject({ error: { code: 500 } });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(await get(`${engine.ready.https}/arcgis/rest/services/Pg?f=json&token=${token}`)).toMatchObject({
+        services: expect.arrayContaining([expect.objectContaining({ type: "FeatureServer" })]),
+      });
+      expect(
+        await get(`${gpkgLayer("cities")}/0/query?f=json&where=1%3D1&returnCountOnly=true&token=${token}`),
+      ).toEqual({ count: cities.length });
+    } finally {
+      await db.restart();
+    }
+    let answer: Record<string, unknown> = {};
+    for (let i = 0; i < 20 && answer.count === undefined; i++) {
+      answer = await count();
+      if (answer.count === undefined) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(answer).toEqual({ count: cities.length });
+  }, 60_000);
+});
