@@ -545,6 +545,30 @@ describe("projection", () => {
     });
   });
 
+  it("keeps Web Mercator beyond the antimeridian beyond it (a web map's envelope wider than the world)", () => {
+    const wide = project(
+      {
+        type: "Polygon",
+        coordinates: [
+          [
+            [-30e6, -30e6],
+            [30e6, -30e6],
+            [30e6, 30e6],
+            [-30e6, 30e6],
+            [-30e6, -30e6],
+          ],
+        ],
+      },
+      102100,
+      4326,
+    ) as Polygon;
+    const xs = (wide.coordinates[0] ?? []).map((p) => p[0] as number);
+    expect(Math.min(...xs)).toBeCloseTo(-269.4945852358564, 9);
+    expect(Math.max(...xs)).toBeCloseTo(269.4945852358564, 9);
+    const east = project({ type: "Point", coordinates: [190, 0] }, 4326, 3857) as { coordinates: number[] };
+    expect(east.coordinates[0]).toBeCloseTo(21150703.25, 1);
+  });
+
   it("knows UTM and other codes without files, reads the rest from the EPSG index, refuses unknown codes", () => {
     expect(hasCrs(32633)).toBe(true);
     const utm = project({ type: "Point", coordinates: [15, 0] }, 4326, 32633) as { coordinates: number[] };

@@ -35,7 +35,7 @@ export interface RenderOptions {
  * Chromium's own flags for a quiet headless run. WebGL comes from SwiftShader (software Vulkan under ANGLE);
  * Chromium is phasing out falling back to it silently, so it is asked for explicitly.
  */
-const CHROMIUM_ARGS = [
+export const CHROMIUM_ARGS = [
   "--headless",
   "--no-sandbox",
   "--disable-gpu",
@@ -163,7 +163,7 @@ function mapInPage(args: { style: object; background: unknown; timeoutMs: number
   });
 }
 
-function countNonBackground(png: PNG, background: [number, number, number] | null): number {
+export function countNonBackground(png: PNG, background: [number, number, number] | null): number {
   const { data } = png;
   let reference = background;
   if (!reference) {
@@ -188,7 +188,7 @@ function countNonBackground(png: PNG, background: [number, number, number] | nul
 }
 
 /** Watches a page for what went wrong while it showed a map. */
-function watch(page: Page): { errors: string[]; stop: () => void } {
+export function watch(page: Page): { errors: string[]; stop: () => void } {
   const errors: string[] = [];
   let watching = true;
   page.on("console", (m) => {

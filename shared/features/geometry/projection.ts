@@ -28,7 +28,9 @@ export const canonicalWkid = (code: number): number => (WEB_MERCATOR_ALIASES.has
 
 const BUILT_IN: Readonly<Record<number, string>> = {
   4326: "+proj=longlat +datum=WGS84 +no_defs",
-  3857: "+proj=merc +a=6378137 +b=6378137 +lat_ts=0 +lon_0=0 +x_0=0 +y_0=0 +k=1 +units=m +nadgrids=@null +no_defs",
+  // `+over`: longitudes are not wrapped into ±180°. A web map wider than the world asks with an envelope past the
+  // antimeridian; wrapped, its corners would swap sides and the envelope would cover the wrong half of the world.
+  3857: "+proj=merc +a=6378137 +b=6378137 +lat_ts=0 +lon_0=0 +x_0=0 +y_0=0 +k=1 +units=m +nadgrids=@null +over +no_defs",
   4269: "+proj=longlat +ellps=GRS80 +towgs84=0,0,0,0,0,0,0 +no_defs",
   4258: "+proj=longlat +ellps=GRS80 +no_defs",
   4283: "+proj=longlat +ellps=GRS80 +no_defs",
