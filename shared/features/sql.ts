@@ -475,11 +475,15 @@ export function emitQuery(
       const g = sql.column(geometry.column);
       const corners = ["xmin", "ymin", "xmax", "ymax"] as const;
       const count = plan.withCount ? `, ${sql.pg ? "CAST(COUNT(*) AS double precision)" : "COUNT(*)"} AS n` : "";
-      if (plan.withCount) columns.push({ alias: "n", role: "count", name: "count" });
+      // Rows are read by position: the count's column is listed after the corners, where each statement selects it.
+      const countColumn = () => {
+        if (plan.withCount) columns.push({ alias: "n", role: "count", name: "count" });
+      };
       if (sql.pg) {
         const where = conditions(sql, plan, schema, oid, spatial);
         const fn = { xmin: "ST_XMin", ymin: "ST_YMin", xmax: "ST_XMax", ymax: "ST_YMax" };
         const list = corners.map((c) => select(c, `${fn[c]}(e)`, { role: c, name: c }));
+        countColumn();
         const text = `SELECT ${list.join(", ")}${count ? ", n" : ""} FROM (SELECT ST_Extent(${g}) AS e${count}${from}${where}) AS s`;
         return { sql: text, params: sql.params, columns };
       }
@@ -487,11 +491,13 @@ export function emitQuery(
         const r = quoteIdentifier(geometry.index);
         const agg = { xmin: "MIN(r.minx)", ymin: "MIN(r.miny)", xmax: "MAX(r.maxx)", ymax: "MAX(r.maxy)" };
         const list = corners.map((c) => select(c, agg[c], { role: c, name: c }));
+        countColumn();
         const where = conditions(sql, plan, schema, oid, spatial);
         const text = `SELECT ${list.join(", ")}${count}${from} LEFT JOIN ${r} AS r ON r.id = ${sql.column(oid)}${where}`;
         return { sql: text, params: sql.params, columns };
       }
       const list = corners.map((c) => select(c, `mapgate_${c}(${g})`, { role: c, name: c }));
+      countColumn();
       const where = conditions(sql, plan, schema, oid, spatial);
       return { sql: `SELECT ${list.join(", ")}${count}${from}${where}`, params: sql.params, columns };
     }
