@@ -102,7 +102,13 @@ function shapeGeometry(
   return g;
 }
 
-export async function runQuery(req: RestRequest, dataset: OpenDataset): Promise<object> {
+/** The query's answer in the asked format (JSON data for the pipeline, or GeoJSON/PBF content). */
+export function runQuery(req: RestRequest, dataset: OpenDataset): object {
+  return renderAnswer(answerQuery(req, dataset), req.contentFormat);
+}
+
+/** The query's answer in no format yet: what every output format (HTML included) is rendered from. */
+export function answerQuery(req: RestRequest, dataset: OpenDataset): QueryAnswer {
   const { gpkg, schema } = dataset;
   const srid = schema.geometry?.srid ?? 0;
   knowCrs(gpkg, srid);
@@ -113,8 +119,7 @@ export async function runQuery(req: RestRequest, dataset: OpenDataset): Promise<
   const resolved = resolveSpatial(plan, schema);
   const emitted = emitQuery("sqlite", plan, schema, resolved?.filter);
   const rows = run(dataset, emitted, resolved);
-  const answer = toAnswer(plan, schema, emitted, rows, srid, outSR);
-  return renderAnswer(answer, req.contentFormat);
+  return toAnswer(plan, schema, emitted, rows, srid, outSR);
 }
 
 function toAnswer(
