@@ -6,7 +6,7 @@ import { ApiError, badRequest, tokenRequired } from "#shared/http/errors.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
-import { featureResource } from "#shared/features/serve.ts";
+import { FeaturePage, featureResource } from "#shared/features/serve.ts";
 import { acceptsGzip, missing } from "#shared/serving/read.ts";
 import { sceneLayer, sceneResource, sceneService } from "#shared/serving/scene.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
@@ -92,6 +92,7 @@ async function serve(req: RestRequest): Promise<object> {
 
 /** The service's page: its name and type, a way back to its folder, and its JSON as tables. */
 function render(data: object, req: RestRequest): string {
+  if (data instanceof FeaturePage) return data.html;
   const parsed = parseServicePath(req.event.rawPath.replace(/^\/[^/]+\/rest\/services\//, ""));
   const title =
     typeof parsed === "string"

@@ -238,8 +238,11 @@ describe("SQLite: output kinds", () => {
   });
 
   it("answers the extent from the R*Tree, with the count, and from the blobs without one", () => {
-    const viaIndex = rows({ where: "kind = 'city'", returnExtentOnly: "true", returnCountOnly: "true" }).rows[0];
+    const withCount = rows({ where: "kind = 'city'", returnExtentOnly: "true", returnCountOnly: "true" });
+    const viaIndex = withCount.rows[0];
     expect(viaIndex?.n).toBe(4);
+    // The reader takes each value by its position among the listed columns: the list is the statement's order.
+    expect(withCount.query.columns.map((c) => c.alias)).toEqual(Object.keys(viaIndex ?? {}));
     // R*Tree boxes are float32, rounded outwards.
     expect(viaIndex?.xmin).toBeCloseTo(3.06, 5);
     expect(viaIndex?.xmin as number).toBeLessThanOrEqual(3.06);

@@ -1,11 +1,12 @@
 // A query's answer in each output format, rendered once from the rows of the page: Esri JSON (the feature
-// set ArcGIS clients read), GeoJSON (RFC 7946, with `exceededTransferLimit` where GDAL reads it) and the PBF
-// FeatureCollection (quantized coordinates). HTML is the pipeline's rendering of the JSON answer.
-import { toEsriGeometry, toRfc7946 } from "#shared/features/geometry/esri-json.ts";
+// set ArcGIS clients read), GeoJSON (RFC 7946, with `exceededTransferLimit` where GDAL reads it), the PBF
+// FeatureCollection (quantized coordinates) and HTML (the result shown below the query form of layer-html.ts).
+import { type EsriGeometry, toEsriGeometry, toRfc7946 } from "#shared/features/geometry/esri-json.ts";
 import { encodeCount, encodeFeatureCollection, encodeIds } from "#shared/features/geometry/pbf.ts";
 import { extentJson, spatialReference } from "#shared/features/layer-json.ts";
 import type { Bounds, EsriGeometryType, FeatureRow, Field, LayerSchema } from "#shared/features/schema.ts";
 import { badRequest } from "#shared/http/errors.ts";
+import { escapeHtml } from "#shared/http/html.ts";
 import { Content } from "#shared/http/render.ts";
 
 export type QueryAnswer =
@@ -122,4 +123,91 @@ export function renderAnswer(a: QueryAnswer, contentFormat: string | undefined):
     return new Content(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), "application/x-protobuf");
   }
   return esriJson(a);
+}
+
+const muted = (text: string) => `<span class="muted">${escapeHtml(text)}</span>`;
+const row = (name: string, value: string) => `<tr><th>${escapeHtml(name)}</th><td>${value}</td></tr>`;
+
+/** A spatial reference as ArcGIS's pages show one: `wkid (latestWkid)`. */
+export function spatialReferenceHtml(sr: ReturnType<typeof spatialReference>): string {
+  return "wkid" in sr ? escapeHtml(`${sr.wkid} (${sr.latestWkid})`) : muted("unknown");
+}
+
+/** An extent as ArcGIS's pages show one: its corners and its spatial reference. */
+export function extentHtml(extent: ReturnType<typeof extentJson>): string {
+  const corner = (v: number | null) => (v === null ? muted("null") : escapeHtml(String(v)));
+  return (
+    `<table class="extent">${row("XMin", corner(extent.xmin))}${row("YMin", corner(extent.ymin))}` +
+    `${row("XMax", corner(extent.xmax))}${row("YMax", corner(extent.ymax))}` +
+    `${row("Spatial Reference", spatialReferenceHtml(extent.spatialReference))}</table>`
+  );
+}
+
+/** An attribute as a person reads it: dates (epoch milliseconds on the wire) in ISO 8601, UTC. */
+function attributeHtml(value: string | number | null, type: string): string {
+  if (value === null) return muted("null");
+  if (type === "esriFieldTypeDate" && typeof value === "number" && Number.isFinite(value)) {
+    const date = new Date(value);
+    if (!Number.isNaN(date.getTime())) return escapeHtml(date.toISOString());
+  }
+  return escapeHtml(String(value));
+}
+
+const counted = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * A feature's geometry in one line, as its f=json answer holds it: a point's coordinates, or how many parts and
+ * vertices a shape has (a page of polygons written out in full would bury its attributes).
+ */
+function geometryHtml(g: EsriGeometry | null): string {
+  if (g === null) return muted("null");
+  if ("x" in g) return escapeHtml(`Point (${[g.x, g.y, ...(g.z !== undefined ? [g.z] : [])].join(", ")})`);
+  if ("points" in g) return escapeHtml(`Multipoint: ${counted(g.points.length, "point")}`);
+  const [kind, parts, part]: [string, number[][][], string] =
+    "paths" in g ? ["Polyline", g.paths, "path"] : ["Polygon", g.rings, "ring"];
+  const vertices = parts.reduce((n, p) => n + p.length, 0);
+  return escapeHtml(`${kind}: ${counted(parts.length, part)}, ${counted(vertices, "vertex", "vertices")}`);
+}
+
+/** The answer as HTML: the count, the ids, the extent, or the page of features as a table. */
+export function answerHtml(a: QueryAnswer): string {
+  switch (a.kind) {
+    case "count":
+      return `<table class="answer">${row("Count", escapeHtml(String(a.count)))}</table>`;
+    case "ids":
+      return (
+        `<table class="answer">${row("Object ID Field", escapeHtml(a.objectIdFieldName))}` +
+        `${row("Object IDs", a.ids.length === 0 ? muted("(none)") : escapeHtml(a.ids.join(", ")))}` +
+        `${row("Count", escapeHtml(String(a.ids.length)))}</table>`
+      );
+    case "extent":
+      return (
+        (a.count !== undefined ? `<table class="answer">${row("Count", escapeHtml(String(a.count)))}</table>` : "") +
+        `<h3>Extent</h3>${extentHtml(extentJson(a.bounds, a.srid))}`
+      );
+    case "features": {
+      const g = a.geometry;
+      const dims = { hasZ: a.schema.geometry?.hasZ ?? false, hasM: false };
+      const head = [...a.fields.map((f) => escapeHtml(f.name)), ...(g ? ["Geometry"] : [])];
+      const rows = a.features.map((f) => {
+        const cells = a.fields.map((field) => attributeHtml(f.attributes[field.name] ?? null, field.type));
+        if (g) cells.push(geometryHtml(toEsriGeometry(f.geometry ?? null, g.type, dims)));
+        return `<tr>${cells.map((c) => `<td>${c}</td>`).join("")}</tr>`;
+      });
+      const limit = a.exceededTransferLimit
+        ? "exceededTransferLimit: true — more features match than this page holds."
+        : "exceededTransferLimit: false — no more features match.";
+      const summary =
+        `<table class="answer">${row("Features", escapeHtml(String(a.features.length)))}` +
+        (g
+          ? `${row("Geometry Type", escapeHtml(g.type))}${row("Spatial Reference", spatialReferenceHtml(spatialReference(g.srid)))}`
+          : "") +
+        `</table><p class="limit">${escapeHtml(limit)}</p>`;
+      const table =
+        a.features.length === 0
+          ? `<p>${muted("No features match.")}</p>`
+          : `<table class="features"><tr>${head.map((h) => `<th>${h}</th>`).join("")}</tr>${rows.join("")}</table>`;
+      return summary + table;
+    }
+  }
 }

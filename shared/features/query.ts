@@ -100,7 +100,13 @@ function shapeGeometry(
   return g;
 }
 
+/** The query's answer in the asked format (JSON data for the pipeline, or GeoJSON/PBF content). */
 export async function runQuery(req: RestRequest, dataset: OpenDataset): Promise<object> {
+  return renderAnswer(await answerQuery(req, dataset), req.contentFormat);
+}
+
+/** The query's answer in no format yet: what every output format (HTML included) is rendered from. */
+export async function answerQuery(req: RestRequest, dataset: OpenDataset): Promise<QueryAnswer> {
   const { schema } = dataset;
   const srid = schema.geometry?.srid ?? 0;
   // Awaited only for a system the projection library does not know (rare): see OpenDataset.run for why.
@@ -112,8 +118,7 @@ export async function runQuery(req: RestRequest, dataset: OpenDataset): Promise<
   const resolved = resolveSpatial(plan, dataset);
   const emitted = emitQuery(dataset.dialect, plan, schema, resolved?.filter);
   const rows = await run(dataset, emitted, resolved);
-  const answer = toAnswer(dataset, plan, emitted, rows, srid, outSR);
-  return renderAnswer(answer, req.contentFormat);
+  return toAnswer(dataset, plan, emitted, rows, srid, outSR);
 }
 
 function toAnswer(

@@ -1,5 +1,6 @@
 // A bulk-published FeatureServer at its URL: the service, its one layer (or table) and `query`, read from the
-// dataset where it lies. The caller's access to the service was checked before (shared/catalog.ts).
+// dataset where it lies, as JSON or, with f=html, as pages (layer-html.ts). The caller's access to the service
+// was checked before (shared/catalog.ts).
 import { DatasetError } from "#shared/features/geopackage.ts";
 import { featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
 import { openDataset } from "#shared/features/sources.ts";
@@ -15,6 +16,18 @@ export const unavailable = () =>
 
 const invalidUrl = () => new ApiError(400, "Invalid URL", ["Invalid URL"]);
 
+/**
+ * A resource's f=html page, rendered here: the service function's HTML renderer passes it through instead of
+ * showing the data as generic tables.
+ */
+export class FeaturePage {
+  readonly html: string;
+
+  constructor(html: string) {
+    this.html = html;
+  }
+}
+
 /** A source that cannot be read (now or midway): the request fails clearly, the log says why. */
 function sourceFault(service: Service, err: unknown): never {
   if (err instanceof DatasetError || err instanceof StorageError) {
@@ -28,6 +41,10 @@ function sourceFault(service: Service, err: unknown): never {
   throw err;
 }
 
+/**
+ * The resource a path below the service names, as JSON (or GeoJSON/PBF content for `query`), or with f=html as
+ * its page: rendered from the same JSON, and for `query` the form with the answer, when one was asked, below it.
+ */
 export async function featureResource(
   req: RestRequest,
   service: Service,
@@ -38,19 +55,34 @@ export async function featureResource(
   if (req.contentFormat && !isQuery) {
     throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by 'query' only.`]);
   }
+  if (!req.server) throw new Error("a feature resource without its server");
   const source = service.source;
   if (!source) throw new Error("a feature layer without a source");
   try {
     // Loaded by the first query, before the file is opened (no await between opening and reading): tiles and
-    // service JSON never pay for the query's libraries (JTS, proj4).
+    // service JSON never pay for the query's libraries (JTS, proj4), nor for the pages' modules.
     const query = isQuery ? await import("#shared/features/query.ts") : undefined;
+    const pages =
+      req.format === "html"
+        ? (await import("#shared/features/layer-html.ts")).featurePages(req.server, service)
+        : undefined;
     const dataset = await openDataset(source);
-    if (first === undefined) return featureServiceJson(service, dataset.schema);
-    if (first === "layers" && second === undefined) return layersJson(service, dataset.schema);
+    if (first === undefined) {
+      const json = featureServiceJson(service, dataset.schema);
+      return pages ? new FeaturePage(pages.service(json)) : json;
+    }
+    if (first === "layers" && second === undefined) {
+      const json = layersJson(service, dataset.schema);
+      return pages ? new FeaturePage(pages.layers(json)) : json;
+    }
     if (first !== "0") throw invalidUrl();
-    if (second === undefined) return layerJson(service, dataset.schema);
-    if (query) return await query.runQuery(req, dataset);
-    throw invalidUrl();
+    const layer = layerJson(service, dataset.schema);
+    if (second === undefined) return pages ? new FeaturePage(pages.layer(layer)) : layer;
+    if (!query) throw invalidUrl();
+    if (!pages) return await query.runQuery(req, dataset);
+    // normalize (what the form shows; whether a query was asked) → validate and compute (the plan, run) → respond.
+    const answer = pages.asked(req.params) ? await query.answerQuery(req, dataset) : undefined;
+    return new FeaturePage(pages.query(layer, req.params, answer));
   } catch (err) {
     return sourceFault(service, err);
   }

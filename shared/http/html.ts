@@ -81,6 +81,11 @@ export interface FormField {
   readonly type?: "text" | "password" | "textarea" | "number" | "checkbox" | "hidden";
   readonly required?: boolean;
   readonly options?: readonly string[];
+  /**
+   * A select's first option, with an empty value and this text: what leaving the field unset means. A form sent
+   * by GET sends every field, so "not given" must be a value the operation reads as absent.
+   */
+  readonly blank?: string;
 }
 
 /** A form that performs the operation: POSTs to the same URL, asking for an HTML answer by default. */
@@ -96,8 +101,12 @@ export function renderForm(
     const value = values.get(f.name) ?? "";
     const required = f.required ? " required" : "";
     if (f.options) {
+      const blank =
+        f.blank === undefined
+          ? ""
+          : `<option value=""${value === "" ? " selected" : ""}>${escapeHtml(f.blank)}</option>`;
       const opts = f.options.map((o) => `<option${o === value ? " selected" : ""}>${escapeHtml(o)}</option>`).join("");
-      return `${label}<select id="${id}" name="${escapeHtml(f.name)}">${opts}</select>`;
+      return `${label}<select id="${id}" name="${escapeHtml(f.name)}">${blank}${opts}</select>`;
     }
     if (f.type === "textarea") {
       return `${label}<textarea id="${id}" name="${escapeHtml(f.name)}"${required}>${escapeHtml(value)}</textarea>`;
