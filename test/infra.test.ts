@@ -109,6 +109,7 @@ describe("infrastructure", () => {
         ...route.secrets.map((s) => SECRETS[s].env),
         ...(route.startsWorkflow ? ["STATE_MACHINE_ARN"] : []),
         ...(route.emits ? ["EVENT_BUS_NAME"] : []),
+        ...(route.readsStorage ? ["DATASTORE_SECRET_PREFIX"] : []),
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",
       ];
@@ -213,6 +214,26 @@ describe("infrastructure", () => {
       ]);
     }
     expect(template.toJSON().Outputs.CloudStoreBuckets.Value).toBe(BUCKET);
+  });
+
+  it("lets only the functions that read data stores read database stores' passwords, under the stack's prefix", () => {
+    const policies = ofType("AWS::IAM::Policy");
+    const prefix = template.toJSON().Outputs.DatastoreSecretPrefix.Value as string;
+    expect(prefix).toMatch(/\/datastores\/$/);
+    for (const spec of [...ROUTES, ...WORKFLOW.tasks]) {
+      const policy = policies.find(([id]) => id.startsWith(`${pascal(spec.id)}RoleDefaultPolicy`));
+      if (!policy) throw new Error(`no policy for ${spec.id}`);
+      const statements = (
+        policy[1].Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }
+      ).Statement.filter((st) => JSON.stringify(st.Resource).includes("/datastores/"));
+      if (!spec.readsStorage) {
+        expect(statements, spec.id).toEqual([]);
+        continue;
+      }
+      expect(statements, spec.id).toHaveLength(1);
+      expect(statements[0]?.Action).toBe("secretsmanager:GetSecretValue");
+      expect(JSON.stringify(statements[0]?.Resource)).toContain(`:secret:${prefix}*`);
+    }
   });
 
   it("keeps function logs and access logs with a retention, and logs API access", () => {

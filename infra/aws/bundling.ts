@@ -15,8 +15,10 @@ export const BUNDLE = {
   /**
    * Nothing is left out: the AWS SDK goes into each bundle, tree-shaken to the clients the function uses, so
    * the SDK that runs on Lambda is the one the tests ran (the runtime's own copy differs by region and date).
+   * Only node-postgres's optional native binding is left out: pg requires it only when `pg.native` is read,
+   * which mapgate never does.
    */
-  external: [] as string[],
+  external: ["pg-native"] as string[],
   /**
    * Source maps are written beside the bundle for reading stack traces later, never loaded at start
    * (`--enable-source-maps` would parse them on every cold start).
