@@ -216,6 +216,13 @@ describe("infrastructure", () => {
     expect(template.toJSON().Outputs.CloudStoreBuckets.Value).toBe(BUCKET);
   });
 
+  it("gives the functions that read data stores 2 GB of temporary storage for cloud GeoPackages, the others the default", () => {
+    for (const spec of [...ROUTES, ...WORKFLOW.tasks]) {
+      const fn = functionFor(spec.id).Properties;
+      expect(fn.EphemeralStorage, spec.id).toEqual(spec.readsStorage ? { Size: 2048 } : undefined);
+    }
+  });
+
   it("lets only the functions that read data stores read database stores' passwords, under the stack's prefix", () => {
     const policies = ofType("AWS::IAM::Policy");
     const prefix = template.toJSON().Outputs.DatastoreSecretPrefix.Value as string;

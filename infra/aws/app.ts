@@ -18,6 +18,10 @@ const buckets = String(app.node.tryGetContext("cloudStoreBuckets") ?? "")
   .split(",")
   .map((b) => b.trim())
   .filter(Boolean);
+// `-c ephemeralStorageMb=4096`: the temporary storage of the functions that read data stores, which hold a copy
+// of each cloud store GeoPackage they query (512–10240; 2048 unless given).
+const ephemeral = app.node.tryGetContext("ephemeralStorageMb") as unknown;
+const ephemeralStorageMb = ephemeral === undefined ? undefined : Number(ephemeral);
 // `-c SIGNIN_MAX_FAILURES=10` etc.: the README's tunables, checked here by the rules the functions apply at
 // cold start, so a bad value stops the synth instead of every function.
 const tunables = Object.fromEntries(
@@ -30,6 +34,7 @@ readConfig(tunables);
 new MapgateStack(app, (app.node.tryGetContext("stackName") as string | undefined) ?? "mapgate", {
   ...(publicOrigin ? { publicOrigin } : {}),
   cloudStoreBuckets: buckets,
+  ...(ephemeralStorageMb !== undefined ? { ephemeralStorageMb } : {}),
   tunables,
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
 });

@@ -9,6 +9,7 @@ import {
   CfnOutput,
   Duration,
   RemovalPolicy,
+  Size,
   Stack,
   type StackProps,
   Validations,
@@ -59,6 +60,11 @@ export interface MapgateStackProps extends StackProps {
    * these buckets only; registering a cloud store in another bucket is refused by `npm run admin`.
    */
   readonly cloudStoreBuckets?: readonly string[];
+  /**
+   * The temporary storage (MB) of the functions that read data stores: a cloud store's GeoPackage is copied
+   * there once per version to be queried, so it bounds the largest one served (512–10240; 2048 by default).
+   */
+  readonly ephemeralStorageMb?: number;
   /** The README's tunables (`SIGNIN_*`, `OAUTH_*`, `SOAP_*`, `MAX_BODY_BYTES`), set on every function. */
   readonly tunables?: Readonly<Record<string, string>>;
 }
@@ -115,6 +121,11 @@ export class MapgateStack extends Stack {
       },
     });
 
+    const ephemeralMb = props.ephemeralStorageMb ?? 2048;
+    if (!Number.isInteger(ephemeralMb) || ephemeralMb < 512 || ephemeralMb > 10240)
+      throw new Error(
+        `ephemeralStorageMb must be an integer from 512 to 10240, got ${String(props.ephemeralStorageMb)}`,
+      );
     const buckets = [...(props.cloudStoreBuckets ?? [])];
     for (const b of buckets) {
       if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(b))
@@ -200,6 +211,7 @@ export class MapgateStack extends Stack {
         runtime: Runtime.NODEJS_24_X,
         architecture: Architecture.ARM_64,
         memorySize: FUNCTION_MEMORY_MB,
+        ...(readsStorage ? { ephemeralStorageSize: Size.mebibytes(ephemeralMb) } : {}),
         timeout,
         role,
         logGroup,

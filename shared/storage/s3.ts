@@ -10,7 +10,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, stat, statfs } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -145,6 +145,7 @@ export class S3Storage implements Storage {
     // (A copy still being written by a concurrent request is its own to finish or remove.)
     for (const old of await readdir(COPIES))
       if (old.startsWith(`${name}-`) && !old.endsWith(".part")) await rm(join(COPIES, old), { force: true });
+    await makeRoom(head.ContentLength ?? 0);
     const response = await this.#client.send(
       new GetObjectCommand({ Bucket: this.#bucket, Key: key, ...(head.ETag ? { IfMatch: head.ETag } : {}) }),
     );
@@ -190,6 +191,41 @@ export class S3Storage implements Storage {
 
 // HeadObject has no body to carry an error code: its 404 is named NotFound.
 const isMissing = (err: unknown) => err instanceof Error && (err.name === "NoSuchKey" || err.name === "NotFound");
+
+const free = async () => {
+  const fs = await statfs(COPIES);
+  return fs.bavail * fs.bsize;
+};
+
+/**
+ * Room in the temporary storage for a copy of `bytes`: other objects' copies are removed, least recently
+ * copied first, until it fits (a reader that has one open keeps reading it: Linux frees a removed file's space
+ * when its last reader closes it). A file that cannot fit is refused, saying what to change.
+ */
+async function makeRoom(bytes: number): Promise<void> {
+  // A little to spare: SQLite's own temporary files (sorting) live on the same storage.
+  const needed = bytes + 16 * 1024 ** 2;
+  if ((await free()) >= needed) return;
+  const copies = await Promise.all(
+    (await readdir(COPIES))
+      .filter((f) => !f.endsWith(".part"))
+      .map(async (f) => ({
+        f,
+        at: await stat(join(COPIES, f)).then(
+          (st) => st.mtimeMs,
+          () => 0,
+        ),
+      })),
+  );
+  for (const { f } of copies.sort((a, b) => a.at - b.at)) {
+    await rm(join(COPIES, f), { force: true });
+    if ((await free()) >= needed) return;
+  }
+  const mb = (n: number) => Math.ceil(n / 1024 ** 2);
+  throw new StorageError(
+    `The file (${mb(bytes)} MB) is larger than the function's free temporary storage (${mb(await free())} MB): deploy with a larger -c ephemeralStorageMb.`,
+  );
+}
 
 const tooLarge = (maxBytes: number) => new StorageError(`The file is larger than ${maxBytes} bytes.`);
 
