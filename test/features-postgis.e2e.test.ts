@@ -427,3 +427,27 @@ describe("when the database fails", () => {
     expect(answer).toEqual({ count: cities.length });
   }, 60_000);
 });
+
+describe("the sessions mapgate opens", () => {
+  /** A pool of this process, as a warm function holds one, with its secret in a folder of the test's own. */
+  async function database(user: string, password: string) {
+    process.env.DATASTORE_SECRETS_DIR = join(work, "secrets");
+    const { writeDataStorePassword } = await import("#shared/stores/datastore-secrets.ts");
+    const { postGisAt } = await import("#shared/features/postgis.ts");
+    const id = "0123456789abcdef0123456789abcdef";
+    await writeDataStorePassword(id, password);
+    return postGisAt(id, { host: "127.0.0.1", port: db.port, database: db.database, user, sslmode: "disable" });
+  }
+
+  it("are read-only, even for a login that may write; and every statement ends at its timeout", async () => {
+    const { QueryTimeoutError } = await import("#shared/features/geopackage.ts");
+    const session = await database(db.superuser.user, db.superuser.password);
+    await expect(session.all("CREATE TABLE public.written (a integer)", [])).rejects.toThrow(/read-only/);
+    await expect(session.all("UPDATE public.cities SET pop = 0", [])).rejects.toThrow(/read-only/);
+    expect((await db.admin.query("SELECT count(*)::int AS n FROM public.cities WHERE pop = 0")).rows[0]?.n).toBe(1);
+    const started = Date.now();
+    await expect(session.all("SELECT pg_sleep(30)", [])).rejects.toBeInstanceOf(QueryTimeoutError);
+    expect(Date.now() - started).toBeLessThan(13_000);
+    await session.close();
+  }, 30_000);
+});

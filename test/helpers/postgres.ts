@@ -13,8 +13,10 @@ import pg from "pg";
 export interface Postgres {
   readonly port: number;
   readonly database: string;
-  /** A superuser's client of the test database (for setting up, and for checking what is there). */
+  /** A superuser's client of the test database (for setting up, and for checking what is there; a new one after restart). */
   readonly admin: pg.Client;
+  /** The superuser's name and password. */
+  readonly superuser: { readonly user: string; readonly password: string };
   /** A login that may only read, and its password: what a data store is registered with. */
   readonly reader: { readonly user: string; readonly password: string };
   readonly uri: (user?: string, password?: string) => string;
@@ -106,7 +108,7 @@ export async function startPostgres(): Promise<Postgres> {
   const bootstrap = await connect("postgres");
   await bootstrap.query(`CREATE DATABASE ${database}`);
   await bootstrap.end();
-  const admin = await connect(database);
+  let admin = await connect(database);
   await admin.query("CREATE EXTENSION postgis");
   const reader = { user: "mapgate_reader", password: `read'er;@:/pw-${Math.random().toString(36).slice(2)}` };
   await admin.query(`CREATE ROLE ${reader.user} LOGIN PASSWORD '${reader.password.replaceAll("'", "''")}'`);
@@ -116,7 +118,10 @@ export async function startPostgres(): Promise<Postgres> {
   const handle: Postgres = {
     port,
     database,
-    admin,
+    get admin() {
+      return admin;
+    },
+    superuser: { user: SUPERUSER, password: adminPassword },
     reader,
     uri: (user = reader.user, password = reader.password) =>
       `postgresql://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}?sslmode=disable`,
@@ -136,6 +141,8 @@ export async function startPostgres(): Promise<Postgres> {
     },
     restart: async () => {
       start();
+      await admin.end().catch(() => undefined);
+      admin = await connect(database);
     },
   };
   return handle;
