@@ -410,6 +410,14 @@ describe("when the database fails", () => {
       const started = Date.now();
       expect(await count()).toMatchObject({ error: { code: 500 } });
       expect(Date.now() - started).toBeLessThan(10_000);
+      // The layer still describes itself (as it was when last read), so clients list it.
+      expect(await get(`${pgLayer("cities")}/0?f=json&token=${token}`)).toMatchObject({
+        name: "public.cities",
+        objectIdField: "fid",
+      });
+      expect(await get(`${pgLayer("cities")}?f=json&token=${token}`)).toMatchObject({
+        layers: [{ id: 0, name: "public.cities" }],
+      });
       expect(await get(`${engine.ready.https}/arcgis/rest/services/Pg?f=json&token=${token}`)).toMatchObject({
         services: expect.arrayContaining([expect.objectContaining({ type: "FeatureServer" })]),
       });

@@ -3,6 +3,7 @@
 // was checked before (shared/catalog.ts).
 import { DatasetError } from "#shared/features/geopackage.ts";
 import { featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
+import type { LayerSchema } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
@@ -28,9 +29,19 @@ export class FeaturePage {
   }
 }
 
+const isSourceFault = (err: unknown) => err instanceof DatasetError || err instanceof StorageError;
+
+/** Each layer's schema when its source last answered in this warm function (bounded, oldest dropped). */
+const lastKnown = new Map<string, LayerSchema>();
+function remember(itemId: string, schema: LayerSchema): void {
+  lastKnown.delete(itemId);
+  lastKnown.set(itemId, schema);
+  if (lastKnown.size > 256) lastKnown.delete(lastKnown.keys().next().value as string);
+}
+
 /** A source that cannot be read (now or midway): the request fails clearly, the log says why. */
 function sourceFault(service: Service, err: unknown): never {
-  if (err instanceof DatasetError || err instanceof StorageError) {
+  if (isSourceFault(err)) {
     logger.warn("feature layer unavailable", {
       itemId: service.itemId,
       datastoreId: service.source?.datastoreId,
@@ -58,32 +69,45 @@ export async function featureResource(
   if (!req.server) throw new Error("a feature resource without its server");
   const source = service.source;
   if (!source) throw new Error("a feature layer without a source");
+  const pages =
+    req.format === "html"
+      ? (await import("#shared/features/layer-html.ts")).featurePages(req.server, service)
+      : undefined;
+  /** The service, its layers or its layer, from what the dataset is. */
+  const describe = (schema: LayerSchema): object => {
+    if (first === undefined) {
+      const json = featureServiceJson(service, schema);
+      return pages ? new FeaturePage(pages.service(json)) : json;
+    }
+    if (first === "layers" && second === undefined) {
+      const json = layersJson(service, schema);
+      return pages ? new FeaturePage(pages.layers(json)) : json;
+    }
+    if (first !== "0" || second !== undefined) throw invalidUrl();
+    const layer = layerJson(service, schema);
+    return pages ? new FeaturePage(pages.layer(layer)) : layer;
+  };
   try {
     // Loaded by the first query, before the file is opened (no await between opening and reading): tiles and
     // service JSON never pay for the query's libraries (JTS, proj4), nor for the pages' modules.
     const query = isQuery ? await import("#shared/features/query.ts") : undefined;
-    const pages =
-      req.format === "html"
-        ? (await import("#shared/features/layer-html.ts")).featurePages(req.server, service)
-        : undefined;
     const dataset = await openDataset(source);
-    if (first === undefined) {
-      const json = featureServiceJson(service, dataset.schema);
-      return pages ? new FeaturePage(pages.service(json)) : json;
-    }
-    if (first === "layers" && second === undefined) {
-      const json = layersJson(service, dataset.schema);
-      return pages ? new FeaturePage(pages.layers(json)) : json;
-    }
-    if (first !== "0") throw invalidUrl();
-    const layer = layerJson(service, dataset.schema);
-    if (second === undefined) return pages ? new FeaturePage(pages.layer(layer)) : layer;
-    if (!query) throw invalidUrl();
+    remember(service.itemId, dataset.schema);
+    if (!query) return describe(dataset.schema);
     if (!pages) return await query.runQuery(req, dataset);
     // normalize (what the form shows; whether a query was asked) → validate and compute (the plan, run) → respond.
+    const layer = layerJson(service, dataset.schema);
     const answer = pages.asked(req.params) ? await query.answerQuery(req, dataset) : undefined;
     return new FeaturePage(pages.query(layer, req.params, answer));
   } catch (err) {
-    return sourceFault(service, err);
+    // While its source is down, a layer this function has read still describes itself (clients list it, and
+    // its queries say the source is unavailable).
+    const known = !isQuery && isSourceFault(err) ? lastKnown.get(service.itemId) : undefined;
+    if (!known) return sourceFault(service, err);
+    logger.warn("feature layer described from its last known schema", {
+      itemId: service.itemId,
+      reason: (err as Error).message,
+    });
+    return describe(known);
   }
 }
