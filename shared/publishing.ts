@@ -5,7 +5,7 @@ import { badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
 import { DatasetError, isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
-import { databaseDatasets, geoPackageDatasets } from "#shared/features/sources.ts";
+import { databaseDatasets, geoPackageDatasets, type SourceDataset } from "#shared/features/sources.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { type Entry, joinPath, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
 import { type CacheType, type DataStore, type DataStoreContents, getDataStore } from "#shared/stores/datastores.ts";
@@ -199,6 +199,16 @@ export interface Described {
   readonly children: readonly Child[];
 }
 
+/** A dataset a store's source holds, as describe lists it. */
+const datasetChild = (datastoreId: string, d: SourceDataset): Child => ({
+  name: d.name,
+  displayName: d.displayName,
+  type: d.type,
+  datastoreId,
+  path: d.path,
+  ...(d.unpublishable ? { unpublishable: d.unpublishable } : {}),
+});
+
 /**
  * One level of a data store below `path`: the registered datasets and the folders that hold more, and what
  * its storage really holds there, each folder recognised as a cache by its own files (or a plain folder).
@@ -244,14 +254,7 @@ export async function describePath(contents: DataStoreContents, rawPath: string)
     }
     return {
       type: "folder",
-      children: datasets.map((d) => ({
-        name: d.name,
-        displayName: d.displayName,
-        type: d.type,
-        datastoreId: id,
-        path: d.path,
-        ...(d.unpublishable ? { unpublishable: d.unpublishable } : {}),
-      })),
+      children: datasets.map((d) => datasetChild(id, d)),
     };
   }
   if (contents.store.location) {
@@ -266,14 +269,7 @@ export async function describePath(contents: DataStoreContents, rawPath: string)
       if (datasets) {
         return {
           type: "geoPackage",
-          children: datasets.map((d) => ({
-            name: d.name,
-            displayName: d.displayName,
-            type: d.type,
-            datastoreId: id,
-            path: d.path,
-            ...(d.unpublishable ? { unpublishable: d.unpublishable } : {}),
-          })),
+          children: datasets.map((d) => datasetChild(id, d)),
         };
       }
     }

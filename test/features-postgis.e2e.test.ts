@@ -397,6 +397,9 @@ describe("when the database fails", () => {
     await db.admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'mapgate_reader'");
     const refused = await count();
     expect(refused).toMatchObject({ error: { code: 500, details: ["The layer's data source is unavailable."] } });
+    // The engine's log arrives through a pipe: give it a moment.
+    for (let i = 0; i < 40 && !engine.lines.join("\n").includes("refused the login"); i++)
+      await new Promise((r) => setTimeout(r, 50));
     expect(engine.lines.join("\n")).toContain("refused the login");
     // What refreshing the data store does with a new password (the portal's operation), here by hand.
     writeFileSync(join(engine.dataDir, "datastore-secrets", `${pgStore}.json`), JSON.stringify({ password: next }));

@@ -13,7 +13,7 @@ import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-fun
 import {
   type Bounds,
   type EsriFieldType,
-  type EsriGeometryType,
+  esriGeometryTypeOf,
   type Field,
   type GeometryColumn,
   type LayerSchema,
@@ -216,7 +216,7 @@ export class GeoPackage {
         .get(table) as
         { column_name: string; geometry_type_name: string; srs_id: number; z: number; m: number } | undefined;
       if (!g) throw new DatasetError(`The feature table '${table}' has no entry in gpkg_geometry_columns.`);
-      const type = GEOMETRY_TYPES[g.geometry_type_name.toUpperCase()];
+      const type = esriGeometryTypeOf(g.geometry_type_name);
       if (!type) {
         throw new DatasetError(
           `The geometry type ${g.geometry_type_name.slice(0, 32)} of '${table}' has no feature layer type (a GEOMETRY or collection column mixes types).`,
@@ -312,20 +312,6 @@ export class GeoPackage {
     this.db.close();
   }
 }
-
-const GEOMETRY_TYPES: Readonly<Record<string, EsriGeometryType>> = {
-  POINT: "esriGeometryPoint",
-  MULTIPOINT: "esriGeometryMultipoint",
-  LINESTRING: "esriGeometryPolyline",
-  MULTILINESTRING: "esriGeometryPolyline",
-  CURVE: "esriGeometryPolyline",
-  MULTICURVE: "esriGeometryPolyline",
-  POLYGON: "esriGeometryPolygon",
-  MULTIPOLYGON: "esriGeometryPolygon",
-  SURFACE: "esriGeometryPolygon",
-  MULTISURFACE: "esriGeometryPolygon",
-  CURVEPOLYGON: "esriGeometryPolygon",
-};
 
 /**
  * The Esri type of a GeoPackage column type (GeoPackage 1.3 table 1). INTEGER is 64-bit in GeoPackage, but

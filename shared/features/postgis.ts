@@ -11,7 +11,7 @@ import { DatasetError, QueryTimeoutError } from "#shared/features/geopackage.ts"
 import {
   type Bounds,
   type EsriFieldType,
-  type EsriGeometryType,
+  esriGeometryTypeOf,
   type Field,
   type GeometryColumn,
   type LayerSchema,
@@ -207,7 +207,7 @@ export class PostGisDatabase {
     let geometry: GeometryColumn | undefined;
     if (geometryRow) {
       const [column, , , , , srid, dims, type] = geometryRow;
-      const esri = GEOMETRY_TYPES[(type ?? "").replace(/M$/, "")];
+      const esri = esriGeometryTypeOf((type ?? "").replace(/M$/, ""));
       if (!esri)
         return new DatasetError(
           `The geometry type ${String(type).slice(0, 32)} of ${name} has no feature layer type (a GEOMETRY or collection column mixes types).`,
@@ -309,15 +309,6 @@ function keyProblem(kind: string, key: string | null): string | undefined {
     ? "The table has no single-column integer primary key to serve as object ids."
     : "A view has no primary key: publish a table, or a materialized view's source table, with one.";
 }
-
-const GEOMETRY_TYPES: Readonly<Record<string, EsriGeometryType>> = {
-  POINT: "esriGeometryPoint",
-  MULTIPOINT: "esriGeometryMultipoint",
-  LINESTRING: "esriGeometryPolyline",
-  MULTILINESTRING: "esriGeometryPolyline",
-  POLYGON: "esriGeometryPolygon",
-  MULTIPOLYGON: "esriGeometryPolygon",
-};
 
 /**
  * The Esri type of a PostgreSQL column type, as the GeoPackage reader maps its types (bigint is an Integer,

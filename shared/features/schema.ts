@@ -41,6 +41,24 @@ export const GEOMETRY_TYPES = [
 ] as const;
 export type EsriGeometryType = (typeof GEOMETRY_TYPES)[number];
 
+/** The layer geometry type of an OGC geometry type name (GeoPackage's and PostGIS's); undefined for mixed ones. */
+export const esriGeometryTypeOf = (name: string): EsriGeometryType | undefined =>
+  OGC_GEOMETRY_TYPES[name.toUpperCase()];
+
+const OGC_GEOMETRY_TYPES: Readonly<Record<string, EsriGeometryType>> = {
+  POINT: "esriGeometryPoint",
+  MULTIPOINT: "esriGeometryMultipoint",
+  LINESTRING: "esriGeometryPolyline",
+  MULTILINESTRING: "esriGeometryPolyline",
+  CURVE: "esriGeometryPolyline",
+  MULTICURVE: "esriGeometryPolyline",
+  POLYGON: "esriGeometryPolygon",
+  MULTIPOLYGON: "esriGeometryPolygon",
+  SURFACE: "esriGeometryPolygon",
+  MULTISURFACE: "esriGeometryPolygon",
+  CURVEPOLYGON: "esriGeometryPolygon",
+};
+
 export interface GeometryColumn {
   readonly column: string;
   readonly type: EsriGeometryType;
