@@ -3,6 +3,7 @@
 // FeatureCollection (quantized coordinates). HTML is the pipeline's rendering of the JSON answer.
 import { toEsriGeometry, toRfc7946 } from "#shared/features/geometry/esri-json.ts";
 import { encodeCount, encodeFeatureCollection, encodeIds } from "#shared/features/geometry/pbf.ts";
+import { xyResolution } from "#shared/features/geometry/projection.ts";
 import { extentJson, spatialReference } from "#shared/features/layer-json.ts";
 import type { Bounds, EsriGeometryType, FeatureRow, Field, LayerSchema } from "#shared/features/schema.ts";
 import { badRequest } from "#shared/http/errors.ts";
@@ -99,6 +100,9 @@ function pbf(a: QueryAnswer): Uint8Array {
       ]);
     case "features": {
       const g = a.geometry;
+      // Without quantizationParameters the grid is the coordinate system's resolution, as ArcGIS's own: the
+      // answer is as exact as the JSON one to within a tolerance clients ignore, whatever the page's extent.
+      const tolerance = g ? xyResolution(g.srid) : undefined;
       return encodeFeatureCollection({
         objectIdFieldName: a.schema.objectIdField,
         uniqueIdField: { name: a.schema.objectIdField, isSystemMaintained: true },
@@ -108,6 +112,7 @@ function pbf(a: QueryAnswer): Uint8Array {
         exceededTransferLimit: a.exceededTransferLimit,
         fields: a.fields.map((f) => ({ name: f.name, type: f.type, alias: f.alias })),
         features: g ? a.features : a.features.map((f) => ({ attributes: f.attributes })),
+        ...(tolerance ? { quantization: { tolerance } } : {}),
       });
     }
   }
