@@ -43,6 +43,8 @@ interface Load {
   p50: number;
   requests: number;
   errors: number;
+  /** Each run's rate, in the order taken, when the figure is a median of several. */
+  runs?: number[];
 }
 
 /** Answers a run must count before its rate is read: a server taking seconds per answer gets a longer run. */
@@ -52,7 +54,7 @@ const MAX_SECONDS = 30;
  * Runs per server, taken in turns (a, b, c, a, b, c…) and read by their median: a neighbour's burst of work on a
  * shared machine then slows one run of each server rather than all the runs of one.
  */
-const ROUNDS = 3;
+const ROUNDS = 5;
 /** The run length a slow server was found to need, kept for its later runs. */
 const longer = new Map<string, number>();
 
@@ -87,6 +89,7 @@ async function inTurns(urls: readonly string[], seconds: number, rounds = ROUNDS
       ...median,
       requests: list.reduce((n, l) => n + l.requests, 0),
       errors: list.reduce((n, l) => n + l.errors, 0),
+      runs: list.map((l) => l.rps),
     };
   });
 }
@@ -190,7 +193,7 @@ async function measure(engine: RunningEngine, seconds: number, children: ChildPr
   );
   const row = (name: string, l: Load, ratio?: number, goal?: string) =>
     console.log(
-      `${name.padEnd(44)}${fmt(l.rps, 1)}${fmt(l.p50, 1)}${fmt(l.errors, 0)}${ratio === undefined ? "".padStart(9) : fmt(ratio, 2)}${(goal ?? "").padStart(9)}`,
+      `${name.padEnd(44)}${fmt(l.rps, 1)}${fmt(l.p50, 1)}${fmt(l.errors, 0)}${ratio === undefined ? "".padStart(9) : fmt(ratio, 2)}${(goal ?? "").padStart(9)}   runs ${(l.runs ?? []).map((r) => r.toFixed(1)).join(" ")}`,
     );
 
   const [mapgateJson, floorJson, koopJson] = (await inTurns([jsonUrl, floor.url, koopJsonUrl], seconds)) as [
