@@ -1,6 +1,7 @@
 // `npm run bench`: figures side by side with a baseline measured in the same run, never bare times.
 //   1. the shared pipeline on the local engine vs a bare node:http server answering the same bytes
-//   2. each function bundle's size and import time in a fresh Node process vs an empty ES module
+//   2. feature layer queries vs Koop and vs a bare node:sqlite floor, PBF size, memory per query (bench/features.ts)
+//   3. each function bundle's size and import time in a fresh Node process vs an empty ES module
 import { execFileSync } from "node:child_process";
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,6 +13,8 @@ import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";
 import { bareTwin } from "./bare.ts";
+import { featureBench } from "./features.ts";
+import { importMs } from "./import-time.ts";
 import { readLoad } from "./reads.ts";
 import { roleLatency, roleRequests } from "./roles.ts";
 import { soapBench } from "./soap.ts";
@@ -20,7 +23,10 @@ import { tileFunction, tileLoad } from "./tiles.ts";
 import { tokenBench } from "./tokens.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
-/** `BENCH_ONLY=reads` or `cold`: only the read figures, or only the bundles' import (quick before/after checks). */
+/**
+ * `BENCH_ONLY=reads`, `cold` or `features`: only the read figures, the bundles' import, or the feature layer figures
+ * (quick before/after checks).
+ */
 const ONLY = process.env.BENCH_ONLY;
 const CONNECTIONS = 10;
 
@@ -72,28 +78,6 @@ async function pipeline(): Promise<void> {
   }
 }
 
-function importMs(file: string, runs = 5): number {
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const out = execFileSync(
-      process.execPath,
-      [
-        "--input-type=module",
-        "-e",
-        `const t=performance.now(); await import(${JSON.stringify(file)}); console.log(performance.now()-t)`,
-      ],
-      {
-        cwd: ROOT,
-        encoding: "utf8",
-        env: { ...process.env, AWS_REGION: "us-east-1", TABLE_PORTALS: "p", TABLE_USERS: "u", TABLE_TOKENS: "t" },
-      },
-    );
-    times.push(Number(out.trim()));
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)] ?? Number.NaN;
-}
-
 async function coldStart(): Promise<void> {
   // Bundled exactly as the CDK bundles them (infra/aws/bundling.ts): the AWS SDK inside, no source map loaded.
   const out = join(ROOT, "node_modules", ".cache", "mapgate-bench");
@@ -121,6 +105,10 @@ async function coldStart(): Promise<void> {
   }
 }
 
+if (ONLY === "features") {
+  await featureBench(DURATION_S);
+  process.exit(0);
+}
 if (ONLY === "cold") {
   await coldStart();
   process.exit(0);
@@ -128,6 +116,7 @@ if (ONLY === "cold") {
 await readLoad(DURATION_S);
 if (ONLY === "reads") process.exit(0);
 await pipeline();
+await featureBench(DURATION_S);
 await coldStart();
 // Jobs run with the engine inside their own process, so requests and transitions are counted exactly.
 execFileSync(process.execPath, [join(ROOT, "bench/jobs.ts")], { stdio: "inherit", env: process.env });

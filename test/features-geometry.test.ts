@@ -30,6 +30,7 @@ import {
   registerCrs,
   requireCrs,
   roundCoordinates,
+  xyResolution,
 } from "#shared/features/geometry/projection.ts";
 import { generalize, simplifyRing } from "#shared/features/geometry/generalize.ts";
 
@@ -577,6 +578,12 @@ describe("projection", () => {
     expect(crsInfo(4326).geographic).toBe(true);
     expect(crsInfo(2277)).toMatchObject({ geographic: false, metersPerUnit: expect.closeTo(1200 / 3937, 9) });
     expect(hasCrs(3067)).toBe(true); // ETRS-TM35FIN, from the index
+    // ArcGIS's default grids: 1e-9 degree, 0.1 mm in the system's unit; none for an unknown system.
+    expect(xyResolution(4326)).toBe(1e-9);
+    expect(xyResolution(102100)).toBe(1e-4);
+    expect(xyResolution(2277)).toBeCloseTo(1e-4 / (1200 / 3937), 12);
+    expect(xyResolution(0)).toBeUndefined();
+    expect(xyResolution(999_999)).toBeUndefined();
     expect(hasCrs(999_999)).toBe(false);
     expect(hasCrs(-1)).toBe(false);
     expect(() => requireCrs(123456789, "outSR")).toThrow(ApiError);

@@ -76,6 +76,20 @@ describe("planQuery: features", () => {
     expect(byId.orderBy).toHaveLength(1);
   });
 
+  it("reads a where that holds on every row (1=1, literals only) as no filter, and keeps any other", () => {
+    for (const where of ["1=1", "1 = 1 AND 'a' = 'a'", "2 > 1 OR pop = 3", "(0 <> 1)"])
+      expect(plan({ where }).where).toBeUndefined();
+    for (const where of [
+      "1=0",
+      "1=1 AND pop = 3",
+      "'a' < 'b'",
+      "NULL IS NULL",
+      "pop = pop",
+      "(1 = 1 OR 1 = 2) AND 1 = 0",
+    ])
+      expect(plan({ where }).where, where).toBeDefined();
+  });
+
   it("reads objectIds, distinct and sorted", () => {
     expect(plan({ objectIds: "3, 1,3,-2" }).objectIds).toEqual([-2, 1, 3]);
   });

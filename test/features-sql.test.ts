@@ -194,6 +194,10 @@ describe("SQLite: output kinds", () => {
 
   it("counts, lists ids, and counts distinct values", () => {
     expect(rows({ where: "kind = 'city'", returnCountOnly: "true" }).rows).toEqual([{ n: 4 }]);
+    // What clients send for "everything": SQLite's own count, no test or deadline per row.
+    const all = rows({ where: "1=1", returnCountOnly: "true" });
+    expect(all.rows).toEqual([{ n: cities.length }]);
+    expect(all.query.sql).not.toContain("WHERE");
     expect(rows({ where: "pop > 300000", returnIdsOnly: "true", orderByFields: "pop" }).rows.map((r) => r.c0)).toEqual([
       8, 4, 2, 1,
     ]);

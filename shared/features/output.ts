@@ -3,6 +3,7 @@
 // FeatureCollection (quantized coordinates) and HTML (the result shown below the query form of layer-html.ts).
 import { type EsriGeometry, toEsriGeometry, toRfc7946 } from "#shared/features/geometry/esri-json.ts";
 import { encodeCount, encodeFeatureCollection, encodeIds } from "#shared/features/geometry/pbf.ts";
+import { xyResolution } from "#shared/features/geometry/projection.ts";
 import { extentJson, spatialReference } from "#shared/features/layer-json.ts";
 import type { Bounds, EsriGeometryType, FeatureRow, Field, LayerSchema } from "#shared/features/schema.ts";
 import { badRequest } from "#shared/http/errors.ts";
@@ -100,6 +101,9 @@ function pbf(a: QueryAnswer): Uint8Array {
       ]);
     case "features": {
       const g = a.geometry;
+      // Without quantizationParameters the grid is the coordinate system's resolution, as ArcGIS's own: the
+      // answer is as exact as the JSON one to within a tolerance clients ignore, whatever the page's extent.
+      const tolerance = g ? xyResolution(g.srid) : undefined;
       return encodeFeatureCollection({
         objectIdFieldName: a.schema.objectIdField,
         uniqueIdField: { name: a.schema.objectIdField, isSystemMaintained: true },
@@ -109,6 +113,7 @@ function pbf(a: QueryAnswer): Uint8Array {
         exceededTransferLimit: a.exceededTransferLimit,
         fields: a.fields.map((f) => ({ name: f.name, type: f.type, alias: f.alias })),
         features: g ? a.features : a.features.map((f) => ({ attributes: f.attributes })),
+        ...(tolerance ? { quantization: { tolerance } } : {}),
       });
     }
   }

@@ -4,7 +4,15 @@
 // plan, never the request, so nothing a client wrote reaches a data source except as a checked value.
 import { canonicalWkid } from "#shared/features/geometry/projection.ts";
 import { type Field, fieldByName, type LayerSchema } from "#shared/features/schema.ts";
-import { excerpt, type Expr, fieldValueType, invalidParameter, nodes, parseWhere } from "#shared/features/where.ts";
+import {
+  excerpt,
+  type Expr,
+  fieldValueType,
+  holdsForEveryRow,
+  invalidParameter,
+  nodes,
+  parseWhere,
+} from "#shared/features/where.ts";
 
 /** The page size a layer answers when it sets none (ArcGIS's own default for hosted layers). */
 export const DEFAULT_MAX_RECORD_COUNT = 2000;
@@ -434,7 +442,8 @@ export function planQuery(params: ParamSource, schema: LayerSchema, limits: Quer
   const now = limits.now;
 
   const whereRaw = params.get("where");
-  const where = whereRaw === undefined ? undefined : parseWhere(whereRaw, schema, { parameter: "where", now });
+  const parsed = whereRaw === undefined ? undefined : parseWhere(whereRaw, schema, { parameter: "where", now });
+  const where = parsed && holdsForEveryRow(parsed) ? undefined : parsed;
   const idsRaw = params.get("objectIds");
   const objectIds = present(idsRaw) ? objectIdList(idsRaw) : undefined;
   const spatial = spatialRequest(params);

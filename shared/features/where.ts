@@ -919,3 +919,29 @@ export function* nodes(e: Expr): Generator<Expr> {
       return;
   }
 }
+
+/**
+ * True when a where holds for every row whatever the row holds: literals compared to literals (`1=1`, what
+ * clients send to mean "every row"), and AND/OR of such. Read as no filter, it lets an unfiltered count keep
+ * SQLite's own shortcut instead of a test and a deadline call per row. Strings are only compared for equality,
+ * which no collation changes; anything else (a field, a function, NULL) is left to the database.
+ */
+export function holdsForEveryRow(e: Expr): boolean {
+  switch (e.kind) {
+    case "and":
+      return e.parts.every(holdsForEveryRow);
+    case "or":
+      // TRUE OR UNKNOWN is TRUE in SQL: one part that always holds is enough.
+      return e.parts.some(holdsForEveryRow);
+    case "compare": {
+      const { left: a, right: b, op } = e;
+      if (a.kind === "string" && b.kind === "string")
+        return op === "=" ? a.value === b.value : op === "<>" && a.value !== b.value;
+      if (a.kind !== "number" || b.kind !== "number") return false;
+      const [x, y] = [a.value, b.value];
+      return { "=": x === y, "<>": x !== y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y }[op];
+    }
+    default:
+      return false;
+  }
+}

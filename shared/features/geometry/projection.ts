@@ -161,6 +161,17 @@ export function crsInfo(code: number): CrsInfo {
   return { geographic, metersPerUnit };
 }
 
+/**
+ * The XY resolution ArcGIS gives a coordinate system by default: 1e-9 degree for a geographic system, 0.1 mm for a
+ * projected one (in its own unit). A coordinate snapped to it lies within half of it of the exact value, far inside
+ * the XY tolerance (ten resolutions) clients compare coordinates with. Undefined for an unknown system.
+ */
+export function xyResolution(code: number): number | undefined {
+  if (code === 0 || !hasCrs(code)) return undefined;
+  const { geographic, metersPerUnit } = crsInfo(code);
+  return geographic ? 1e-9 : 1e-4 / metersPerUnit;
+}
+
 type Transform = (p: Position) => Position;
 const transforms = new Map<string, Transform>();
 
