@@ -395,6 +395,7 @@ describe("when the database fails", () => {
     const next = `rotated-${Math.random().toString(36).slice(2)}`;
     await db.admin.query(`ALTER ROLE mapgate_reader PASSWORD '${next}'`);
     await db.admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'mapgate_reader'");
+    // The pooled connections the server ended are replaced at once; the new ones are refused.
     const refused = await count();
     expect(refused).toMatchObject({ error: { code: 500, details: ["The layer's data source is unavailable."] } });
     // The engine's log arrives through a pipe: give it a moment.

@@ -90,6 +90,15 @@ export function classifyPgError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
+const connectionLost = (err: unknown) => {
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e.code === "string" ? e.code : "";
+  return (
+    ["57P01", "57P02", "57P03", "08006", "08003"].includes(code) ||
+    /Connection terminated|ECONNRESET/.test(String(e.message))
+  );
+};
+
 function sslOf(c: PostgresConnection, plain: boolean): PoolConfig["ssl"] {
   if (c.sslmode === "disable" || plain) return false;
   if (c.sslmode === "verify-full") return { rejectUnauthorized: true, servername: c.host };
@@ -136,9 +145,16 @@ export class PostGisDatabase {
 
   /** Runs a statement; rows as arrays, columns in SELECT order. Errors classified (classifyPgError). */
   async all(sql: string, params: readonly unknown[]): Promise<unknown[][]> {
+    const run = () => this.#pool.query({ text: sql, values: params as unknown[], rowMode: "array" });
     try {
-      const out = await this.#pool.query({ text: sql, values: params as unknown[], rowMode: "array" });
-      return out.rows as unknown[][];
+      try {
+        return (await run()).rows as unknown[][];
+      } catch (err) {
+        // A pooled connection the server ended (a restart, a failover, an administrator): the statement only
+        // reads, so it runs once more on a fresh connection before the request fails.
+        if (!connectionLost(err)) throw err;
+        return (await run()).rows as unknown[][];
+      }
     } catch (err) {
       // A new connection of the pool was refused (the password changed): the next request makes a new pool,
       // reading the secret again.

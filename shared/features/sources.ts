@@ -125,7 +125,7 @@ export interface OpenDataset {
   definitionOf(srid: number): Promise<string | undefined>;
 }
 
-function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDataset {
+export function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDataset {
   return {
     schema,
     dialect: "sqlite",
