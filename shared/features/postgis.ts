@@ -18,6 +18,7 @@ import {
 } from "#shared/features/schema.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import { logger } from "#shared/log.ts";
+import { databaseAddress } from "#shared/stores/database-address.ts";
 import { readDataStorePassword } from "#shared/stores/datastore-secrets.ts";
 import type { PostgresConnection } from "#shared/stores/datastores.ts";
 
@@ -99,8 +100,10 @@ function sslOf(c: PostgresConnection, plain: boolean): PoolConfig["ssl"] {
 
 async function makePool(datastoreId: string, c: PostgresConnection, password: string, plain = false): Promise<Pool> {
   const { Pool } = await loadPg();
+  // The address checked against the deployment's rule, so the name cannot resolve elsewhere when connecting.
+  const host = await databaseAddress(c.host);
   const pool = new Pool({
-    host: c.host,
+    host,
     port: c.port,
     database: c.database,
     user: c.user,
