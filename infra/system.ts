@@ -353,46 +353,14 @@ function dataStoreRoutes(): RouteSpec[] {
       path: `${stores}/allDatasets/getLayers`,
       tables: { datastores: "read", layers: "read", cursors: "write" },
     }),
-    // Registration through the portal: proving a store, the servers it is registered with, pushing a changed
-    // connection to what was published from it, and removing its bulk-published layers.
+    // The operations on a data store registered through the portal (validate, addToServer, getServers,
+    // refreshServer, removeFromServer, allDatasets/deleteLayers): one function, its grants the union of theirs.
     route({
-      id: "datastore-validate",
+      id: "datastore-manage",
       methods: GP,
-      path: `${stores}/validate`,
-      tables: { datastores: "read", servers: "read" },
+      path: `${stores}/{operation+}`,
+      tables: { datastores: "write", servers: "read", items: "write", layers: "write", services: "write" },
       datastoreSecrets: "read",
-    }),
-    route({
-      id: "datastore-add-to-server",
-      methods: GP,
-      path: `${stores}/addToServer`,
-      tables: { datastores: "write", servers: "read" },
-      datastoreSecrets: "read",
-    }),
-    route({
-      id: "datastore-get-servers",
-      methods: GP,
-      path: `${stores}/getServers`,
-      tables: { datastores: "read", servers: "read" },
-    }),
-    route({
-      id: "datastore-refresh-server",
-      methods: GP,
-      path: `${stores}/refreshServer`,
-      tables: { datastores: "write", servers: "read", items: "read", layers: "read", services: "write" },
-      datastoreSecrets: "read",
-    }),
-    route({
-      id: "datastore-remove-from-server",
-      methods: GP,
-      path: `${stores}/removeFromServer`,
-      tables: { datastores: "write", servers: "read", layers: "read" },
-    }),
-    route({
-      id: "datastore-delete-layers",
-      methods: GP,
-      path: `${stores}/allDatasets/deleteLayers`,
-      tables: { datastores: "read", layers: "write", items: "write", services: "write" },
       emits: true,
     }),
   ];
