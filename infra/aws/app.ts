@@ -31,11 +31,32 @@ const tunables = Object.fromEntries(
   }),
 );
 readConfig(tunables);
+// The databases' VPC (README, "Reaching databases on AWS"): `-c databaseVpcId=vpc-… -c databaseSubnetIds=subnet-a,
+// subnet-b -c databaseSecurityGroupId=sg-… -c databaseRouteTableIds=rtb-…` [-c databaseVpcEndpoints=false].
+const list = (name: string) =>
+  String(app.node.tryGetContext(name) ?? "")
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean);
+const flag = (name: string) => String(app.node.tryGetContext(name) ?? "") === "true";
+const vpcId = app.node.tryGetContext("databaseVpcId") as string | undefined;
+const databaseVpc = vpcId
+  ? {
+      vpcId,
+      subnetIds: list("databaseSubnetIds"),
+      securityGroupId: String(app.node.tryGetContext("databaseSecurityGroupId") ?? ""),
+      routeTableIds: list("databaseRouteTableIds"),
+      endpoints: String(app.node.tryGetContext("databaseVpcEndpoints") ?? "true") !== "false",
+    }
+  : undefined;
 new MapgateStack(app, (app.node.tryGetContext("stackName") as string | undefined) ?? "mapgate", {
   ...(publicOrigin ? { publicOrigin } : {}),
   cloudStoreBuckets: buckets,
   ...(ephemeralStorageMb !== undefined ? { ephemeralStorageMb } : {}),
   tunables,
+  ...(databaseVpc ? { databaseVpc } : {}),
+  allowLocalDatabaseHosts: flag("allowLocalDatabaseHosts"),
+  databaseTlsOptional: flag("databaseTlsOptional"),
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

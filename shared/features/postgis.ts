@@ -16,6 +16,7 @@ import {
   type GeometryColumn,
   type LayerSchema,
 } from "#shared/features/schema.ts";
+import { config } from "#shared/config.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import { logger } from "#shared/log.ts";
 import { databaseAddress } from "#shared/stores/database-address.ts";
@@ -98,7 +99,24 @@ function sslOf(c: PostgresConnection, plain: boolean): PoolConfig["ssl"] {
   return { rejectUnauthorized: false };
 }
 
-async function makePool(datastoreId: string, c: PostgresConnection, password: string, plain = false): Promise<Pool> {
+/**
+ * Where the deployment requires TLS (DATASTORE_TLS=require), a store registered otherwise still never connects in
+ * plain text: `disable` is refused and `prefer`, which would fall back to plain text, is held to `require`.
+ */
+function held(c: PostgresConnection, plain: boolean): PostgresConnection {
+  if (!config().datastorePolicy.requireTls) return c;
+  if (c.sslmode === "disable" || plain)
+    throw new DatasetError("This deployment connects to databases over TLS only, and this one offers no TLS.");
+  return c.sslmode === "prefer" ? { ...c, sslmode: "require" } : c;
+}
+
+async function makePool(
+  datastoreId: string,
+  given: PostgresConnection,
+  password: string,
+  plain = false,
+): Promise<Pool> {
+  const c = held(given, plain);
   const { Pool } = await loadPg();
   // The address checked against the deployment's rule, so the name cannot resolve elsewhere when connecting.
   const host = await databaseAddress(c.host);
