@@ -243,6 +243,9 @@ describe("infrastructure", () => {
     const policies = ofType("AWS::IAM::Policy");
     const prefix = template.toJSON().Outputs.DatastoreSecretPrefix.Value as string;
     expect(prefix).toMatch(/\/datastores\/$/);
+    // The operator command registers for the stack under the same rules (infra/admin/cli.ts reads these).
+    expect(template.toJSON().Outputs.DatabaseLocalHosts.Value).toBe("refuse");
+    expect(template.toJSON().Outputs.DatabaseTls.Value).toBe("require");
     const levels = new Map<string, string | undefined>();
     for (const spec of [...ROUTES, ...WORKFLOW.tasks]) {
       const policy = policies.find(([id]) => id.startsWith(`${pascal(spec.id)}RoleDefaultPolicy`));
@@ -439,7 +442,10 @@ describe("infrastructure in the databases' VPC", () => {
   it("lets the operator allow local database hosts and plain connections, refused by default", () => {
     const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
     const stack = new MapgateStack(app, "mapgate-open", { allowLocalDatabaseHosts: true, databaseTlsOptional: true });
-    const fns = Object.entries(Template.fromStack(stack).toJSON().Resources as Record<string, Resource>).filter(
+    const open = Template.fromStack(stack).toJSON();
+    expect(open.Outputs.DatabaseLocalHosts.Value).toBe("allow");
+    expect(open.Outputs.DatabaseTls.Value).toBe("allow");
+    const fns = Object.entries(open.Resources as Record<string, Resource>).filter(
       ([id, r]) => r.Type === "AWS::Lambda::Function" && id.startsWith("ItemAddFunction"),
     );
     expect((fns[0]?.[1].Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({

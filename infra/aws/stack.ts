@@ -221,6 +221,9 @@ export class MapgateStack extends Stack {
       DATASTORE_TLS: props.databaseTlsOptional ? "allow" : "require",
       CLOUD_STORE_BUCKETS: buckets.join(","),
     };
+    // The operator command applies the same rules when it registers a store for this stack.
+    new CfnOutput(this, "DatabaseLocalHosts", { value: datastorePolicy.DATASTORE_LOCAL_HOSTS });
+    new CfnOutput(this, "DatabaseTls", { value: datastorePolicy.DATASTORE_TLS });
     const network = props.databaseVpc ? this.databaseNetwork(props.databaseVpc) : undefined;
 
     /**
