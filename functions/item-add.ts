@@ -56,6 +56,9 @@ export const handler = restHandler(
     }
     const store = await registering(FAILED, async () => {
       const spec = await readDataStoreJson(text);
+      // A folder of the serving machine is the operator's to give: only administrators register one.
+      if (spec.kind === "folder" && user.role !== "org_admin")
+        throw forbidden(["Only administrators register a folder of the machine that serves mapgate."]);
       return registerDataStore(portal.portalId, {
         title,
         owner,

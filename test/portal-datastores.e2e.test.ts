@@ -249,16 +249,25 @@ async function countries(): Promise<number> {
 describe("who may, and hostile registrations", () => {
   it("50 concurrent registrations of one name: one store, one secret, the others told the name is taken", async () => {
     const before = secretFiles();
-    const answers = await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        post(`${rest()}/content/users/publisher/addItem`, {
-          token,
-          type: "Data Store",
-          title: `Race ${i}`,
-          text: storeJson("race", arcgisString(password)),
-        }),
+    // Validations of the same JSON run meanwhile: they read, and change nothing.
+    const [answers, validations] = await Promise.all([
+      Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          post(`${rest()}/content/users/publisher/addItem`, {
+            token,
+            type: "Data Store",
+            title: `Race ${i}`,
+            text: storeJson("race", arcgisString(password)),
+          }),
+        ),
       ),
-    );
+      Promise.all(
+        Array.from({ length: 10 }, () =>
+          op("validate", { serverId: org.serverId, datastore: storeJson("race", arcgisString(password)) }),
+        ),
+      ),
+    ]);
+    expect(validations).toEqual(Array.from({ length: 10 }, () => ({ status: "success" })));
     const won = answers.filter((a) => a.success === true);
     expect(won).toHaveLength(1);
     for (const a of answers.filter((x) => x.success !== true)) {
@@ -274,7 +283,7 @@ describe("who may, and hostile registrations", () => {
     expect(list.items.filter((i) => i.type === "Data Store" && i.title.startsWith("Race "))).toHaveLength(1);
     await post(`${rest()}/content/users/publisher/items/${String(won[0]?.id)}/delete`, { token });
     expect(secretFiles()).toEqual(before);
-    neverShown(answers);
+    neverShown(answers, validations);
   });
 
   it("only those who may register data stores add, validate or change them; nobody reads a password", async () => {
@@ -357,6 +366,67 @@ describe("who may, and hostile registrations", () => {
       expect(JSON.stringify(a)).not.toContain(secret);
     }
     expect(engine.lines.join("\n")).not.toContain(secret);
+  });
+
+  it("registers folders (administrators) and buckets too, each validated by reading it", async () => {
+    const folder = (path: string, name = "caches") =>
+      JSON.stringify({
+        type: "folder",
+        path: `/fileShares/${name}`,
+        info: { path, dataStorePath: `/fileShares/${name}` },
+      });
+    const add = (text: string, as = adminToken) =>
+      post(`${rest()}/content/users/publisher/addItem`, { token: as, type: "Data Store", title: "Files", text });
+    const storeFolder = join(engine.dataDir, "demo-store");
+    expect(await add(folder(storeFolder), token)).toMatchObject({ error: { code: 403 } });
+    const added = await add(folder(storeFolder));
+    expect(added).toMatchObject({ success: true });
+    const id = String(added.id);
+    expect(await get(`${rest()}/content/items/${id}/data?f=json&token=${token}`)).toEqual({
+      type: "folder",
+      path: "/fileShares/caches",
+      info: { isManaged: false, path: storeFolder, dataStorePath: "/fileShares/caches" },
+    });
+    expect(await op("validate", { datastoreId: id, serverId: org.serverId })).toEqual({ status: "success" });
+    expect(await op("addToServer", { datastoreId: id, serverId: org.serverId })).toEqual({ success: true });
+    const described = await job("describe", { datastoreId: id, serverId: org.serverId, path: "/" });
+    expect((described.result as { children: { name: string }[] }).children.map((c) => c.name)).toContain("caches");
+    expect(await op("removeFromServer", { datastoreId: id, serverId: org.serverId })).toEqual({ success: true });
+    expect(await post(`${rest()}/content/users/publisher/items/${id}/delete`, { token })).toMatchObject({
+      success: true,
+    });
+    // Not a folder here; the engine's own data folder (its keys, the stores' passwords).
+    expect(await add(folder(join(engine.dataDir, "no-such-folder"), "none"))).toMatchObject({
+      error: { details: [expect.stringMatching(/is not a folder on this machine/)] },
+    });
+    expect(await add(folder(engine.dataDir, "keys"))).toMatchObject({
+      error: { details: [expect.stringMatching(/mapgate's own data folder/)] },
+    });
+    expect(await add(folder(join(engine.dataDir, "datastore-secrets"), "keys"))).toMatchObject({
+      error: { details: [expect.stringMatching(/mapgate's own data folder/)] },
+    });
+
+    const cloud = (objectStore: string, name: string) =>
+      JSON.stringify({
+        type: "cloudStore",
+        path: `/cloudStores/${name}`,
+        provider: "amazon",
+        info: { isManaged: false, connectionString: JSON.stringify({ credentialType: "IAMRole" }), objectStore },
+      });
+    const bucket = await add(cloud("mapgate-demo/demo-store", "demo_bucket"), token);
+    expect(bucket).toMatchObject({ success: true });
+    const bucketId = String(bucket.id);
+    expect(await get(`${rest()}/content/items/${bucketId}/data?f=json&token=${token}`)).toMatchObject({
+      type: "cloudStore",
+      path: "/cloudStores/demo_bucket",
+      info: { objectStore: "mapgate-demo/demo-store" },
+    });
+    expect(await op("validate", { datastoreId: bucketId, serverId: org.serverId })).toEqual({ status: "success" });
+    const missing = await op("validate", { serverId: org.serverId, datastore: cloud("no-such-bucket", "x") });
+    expect(missing.status).toMatch(/cannot be listed/);
+    expect(await post(`${rest()}/content/users/publisher/items/${bucketId}/delete`, { token })).toMatchObject({
+      success: true,
+    });
   });
 
   it("every operation has its form (f=html), and the directory links them", async () => {
