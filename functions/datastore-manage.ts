@@ -5,13 +5,13 @@
 //   addToServer         registers it with a federated server, once validated → {success}
 //   getServers          the servers it is registered with → {servers}
 //   refreshServer       pushes its (changed) connection to what was published from it → {success}
-//   removeFromServer    unregisters it from a server; refused while its bulk-published layers exist → {success}
+//   removeFromServer    unregisters it from a server; refused while services published from it there exist → {success}
 //   allDatasets/deleteLayers  deletes those layers → {success, deleted, more}
 // The route is `datastores/{operation+}`: describe, publish, publishLayers and getLayers have routes of their
 // own, which API Gateway prefers to this one.
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
 import {
-  layersProblem,
+  publishedProblem,
   readDataStoreJson,
   refreshDataStore,
   validateDataStore,
@@ -145,7 +145,7 @@ const removeFromServer = restHandler(
     const store = await managedDataStore(req, REMOVE_FAILED);
     const server = await registeredServer(store, req.params.get("serverId"));
     if (typeof server === "string") throw badRequest(REMOVE_FAILED, [server]);
-    const problem = await layersProblem(store.datastoreId);
+    const problem = await publishedProblem(store, [server.serverId]);
     if (problem) throw badRequest(REMOVE_FAILED, [problem]);
     await registering(REMOVE_FAILED, () =>
       updateDataStore(store, { serverIds: store.serverIds.filter((id) => id !== server.serverId) }),

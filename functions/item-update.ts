@@ -8,7 +8,7 @@ import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";
 import { registering, tagsOf } from "#shared/publishing.ts";
-import { getDataStore } from "#shared/stores/datastores.ts";
+import { getDataStore, updateDataStore } from "#shared/stores/datastores.ts";
 import { DATA_STORE_TYPE, type ItemChanges, updateItem } from "#shared/stores/items.ts";
 
 const FAILED = "Unable to update item.";
@@ -73,10 +73,17 @@ export const handler = restHandler(
     if (problems.length > 0) throw badRequest(FAILED, problems);
     const item = await managedItem(req, FAILED, true);
     const text = req.params.get("text");
-    if (item.type === DATA_STORE_TYPE && text !== undefined && text.trim() !== "") {
+    if (item.type === DATA_STORE_TYPE) {
       const store = await getDataStore(item.itemId);
       if (!store) throw badRequest(FAILED, ["The item's data store is no longer registered."]);
-      await registering(FAILED, () => changeConnection(store, text));
+      const connected =
+        text !== undefined && text.trim() !== ""
+          ? await registering(FAILED, () => changeConnection(store, text))
+          : store;
+      // The store carries its item's title (the directory and the operator's list show it).
+      const title = changes.title;
+      if (title !== undefined && title !== connected.title)
+        await registering(FAILED, () => updateDataStore(connected, { title }));
     }
     if (Object.keys(changes).length > 0) await changing(item, () => updateItem(item, changes));
     return { success: true, id: item.itemId };

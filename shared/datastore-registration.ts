@@ -41,9 +41,10 @@ import {
 } from "#shared/stores/datastores.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
 import { getItem, getItems } from "#shared/stores/items.ts";
-import { forEachPairPage, type LayerPair } from "#shared/stores/layers.ts";
+import { forEachPairPage } from "#shared/stores/layers.ts";
 import { catalogBump, serviceKey } from "#shared/stores/service-keys.ts";
 import { getServer } from "#shared/stores/servers.ts";
+import { readCatalog } from "#shared/stores/services.ts";
 import { getUser } from "#shared/stores/users.ts";
 
 /** A registration that cannot be made as asked; the message says why (never the password). */
@@ -356,7 +357,15 @@ export async function validateDataStore(
   target: Pick<DataStore, "datastoreId" | "kind" | "location" | "connection"> & { readonly password?: string },
 ): Promise<string> {
   if (target.connection) {
-    const password = target.password ?? (await readDataStorePassword(target.datastoreId));
+    let password = target.password;
+    if (password === undefined) {
+      try {
+        password = await readDataStorePassword(target.datastoreId);
+      } catch (err) {
+        logger.warn("data store secret unreadable", { datastoreId: target.datastoreId, reason: (err as Error).name });
+        return "The data store's password cannot be read: update its item with the connection string again.";
+      }
+    }
     return (await connectionProblem(target.connection, password)) ?? "success";
   }
   if (target.location && "folder" in target.location) {
@@ -430,22 +439,32 @@ export async function changeConnection(store: DataStore, text: string): Promise<
   return updateDataStore(store, { connection: { ...next.database.connection, revision } });
 }
 
-/** Up to `limit` of the layers bulk-published from a data store (layer–dataset pairs). */
-export async function publishedLayers(datastoreId: string, limit: number): Promise<LayerPair[]> {
-  const found: LayerPair[] = [];
-  await forEachPairPage(datastoreId, (pairs) => {
-    found.push(...pairs.slice(0, limit - found.length));
-    return found.length < limit;
-  });
-  return found;
-}
-
-/** The refusal of an operation that needs a data store without layers, naming some of them. */
-export async function layersProblem(datastoreId: string): Promise<string | undefined> {
-  const some = await publishedLayers(datastoreId, 11);
-  if (some.length === 0) return undefined;
-  const names = some.slice(0, 10).map((p) => `${p.layer.title} (${p.layer.id})`);
-  return `Layers published from this data store exist: ${names.join(", ")}${some.length > 10 ? " and more" : ""}. Delete them first (allDatasets/deleteLayers).`;
+/**
+ * The refusal of an operation that needs a data store nothing is published from on the given servers (all its
+ * servers by default), naming up to ten services: bulk-published layers and services published by reference
+ * would be left reading a store that is no longer registered there.
+ */
+export async function publishedProblem(
+  store: DataStore,
+  serverIds: readonly string[] = store.serverIds,
+): Promise<string | undefined> {
+  const names: string[] = [];
+  for (const serverId of serverIds) {
+    for (const s of (await readCatalog(serverId)).services) {
+      if (s.source?.datastoreId === store.datastoreId)
+        names.push(`${s.folder ? `${s.folder}/` : ""}${s.name} (${s.type})`);
+    }
+  }
+  // Bulk-published layers whose service is gone (a pair left behind) still hold the store.
+  if (names.length === 0) {
+    await forEachPairPage(store.datastoreId, (pairs) => {
+      names.push(...pairs.map((p) => `${p.layer.title} (${p.layer.id})`));
+      return names.length <= 10;
+    });
+  }
+  if (names.length === 0) return undefined;
+  const shown = names.slice(0, 10).join(", ");
+  return `Services published from this data store exist: ${shown}${names.length > 10 ? ` and ${names.length - 10} more` : ""}. Delete them first (allDatasets/deleteLayers removes the bulk-published layers; delete the other services' items).`;
 }
 
 /**
@@ -500,7 +519,7 @@ export async function refreshDataStore(store: DataStore): Promise<{ store: DataS
  * left reading a store that is gone.
  */
 export async function removeDataStore(store: DataStore): Promise<void> {
-  const problem = await layersProblem(store.datastoreId);
+  const problem = await publishedProblem(store);
   if (problem) throw new DataStoreInputError(problem);
   const item = await getItem(store.datastoreId);
   await deleteDataStore(store, item);

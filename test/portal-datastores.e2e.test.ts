@@ -203,7 +203,9 @@ describe("a publisher's database, from registration to removal", () => {
   it("removeFromServer is refused while its layers exist (naming them); deleteLayers, then it is removed and deleted", async () => {
     const refused = await op("removeFromServer", { datastoreId: storeId, serverId: org.serverId });
     expect(refused).toMatchObject({ error: { code: 400 } });
-    expect(String((refused.error as { details: string[] }).details[0])).toMatch(/public\.countries.*deleteLayers/);
+    expect(String((refused.error as { details: string[] }).details[0])).toMatch(
+      /^Services published from this data store exist: PortalPg\/public_countries_[0-9a-f]{6} \(FeatureServer\)\. .*deleteLayers/,
+    );
     const deletingItem = await post(`${rest()}/content/users/publisher/items/${storeId}/delete`, { token });
     expect(deletingItem).toMatchObject({ error: { code: 400 } });
     expect(await op("allDatasets/deleteLayers", { datastoreId: storeId })).toEqual({

@@ -294,7 +294,11 @@ async function putStore(
  */
 export async function updateDataStore(
   store: DataStore,
-  changes: { readonly serverIds?: readonly string[]; readonly connection?: PostgresConnection },
+  changes: {
+    readonly serverIds?: readonly string[];
+    readonly connection?: PostgresConnection;
+    readonly title?: string;
+  },
 ): Promise<DataStore> {
   const modified = Math.max(Date.now(), store.modified + 1);
   const next: DataStore = { ...store, ...changes, modified };
@@ -303,11 +307,12 @@ export async function updateDataStore(
       new UpdateCommand({
         TableName: tableName("datastores"),
         Key: { datastoreId: store.datastoreId, entry: STORE_ENTRY },
-        UpdateExpression: "SET serverIds = :s, modified = :m" + (next.connection ? ", #c = :c" : ""),
+        UpdateExpression: "SET serverIds = :s, title = :t, modified = :m" + (next.connection ? ", #c = :c" : ""),
         ConditionExpression: "modified = :old",
         ...(next.connection ? { ExpressionAttributeNames: { "#c": "connection" } } : {}),
         ExpressionAttributeValues: {
           ":s": [...next.serverIds],
+          ":t": next.title,
           ":m": modified,
           ":old": store.modified,
           ...(next.connection ? { ":c": { ...next.connection } } : {}),
