@@ -10,6 +10,7 @@ import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { config, tableName } from "#shared/config.ts";
 import { DatasetError } from "#shared/features/geopackage.ts";
 import { itemId } from "#shared/ids.ts";
+import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { dataStoreItem } from "#shared/items.ts";
 import { logger } from "#shared/log.ts";
 import { storageAt } from "#shared/storage/open.ts";
@@ -99,7 +100,9 @@ export async function readDataStoreJson(text: string): Promise<PortalDataStore> 
   } catch {
     throw new DataStoreInputError("The data store's JSON ('text') is not JSON.");
   }
-  if (!isObject(parsed)) throw new DataStoreInputError("The data store's JSON ('text') must be an object.");
+  // Only a few known members are read; nothing deeper than these is ever walked.
+  if (!isObject(parsed) || nestedDeeperThan(parsed, 8))
+    throw new DataStoreInputError("The data store's JSON ('text') must be an object (at most 8 levels deep).");
   const type = parsed.type;
   if (typeof type !== "string" || !Object.hasOwn(PORTAL_TYPES, type))
     throw new DataStoreInputError(`'type' must be one of ${Object.keys(PORTAL_TYPES).join(", ")}.`);

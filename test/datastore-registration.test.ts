@@ -55,6 +55,10 @@ describe("where a database connection may go", () => {
       "[fd00:ec2::254]",
       "localhost",
       "db.localhost",
+      // Forms the resolver reads as IPv4 (inet_aton): caught by resolving them, as the driver would.
+      "127.1",
+      "2130706433",
+      "0x7f000001",
     ]) {
       expect(await refusal(egdb(`postgresql://u:${SECRET}@${host}:5432/gis`)), host).toMatch(/loopback or link-local/);
     }
@@ -157,6 +161,7 @@ describe("what a registration may name", () => {
       expect(await refusal(JSON.stringify({ type: "egdb", path, info: {} })), path).toMatch(/'path' must be/);
     }
     expect(await refusal("{")).toMatch(/not JSON/);
+    expect(await refusal(`{"type":"egdb","x":${"[".repeat(2000)}${"]".repeat(2000)}}`)).toMatch(/at most 8 levels/);
     expect(await refusal(JSON.stringify({ type: "sqlServer", path: "/x/y" }))).toMatch(/'type' must be one of/);
     expect(await refusal("x".repeat(rules.MAX_DATA_STORE_JSON + 1))).toMatch(/at most/);
   });
