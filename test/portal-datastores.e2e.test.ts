@@ -448,5 +448,24 @@ describe("who may, and hostile registrations", () => {
     const directory = await page(`${rest()}?f=html&token=${token}`);
     expect(directory).toContain("Register a data store");
     expect(directory).toContain("datastores/validate?");
+    // A data store's item page leads to its operations, and offers no sharing.
+    const added = await post(`${rest()}/content/users/publisher/addItem`, {
+      token,
+      type: "Data Store",
+      title: "Paged",
+      text: storeJson("paged", arcgisString(password)),
+    });
+    const id = String(added.id);
+    const itemPage = await page(`${rest()}/content/items/${id}?f=html&token=${token}`);
+    expect(itemPage).toContain(`datastores/refreshServer?datastoreId=${id}`);
+    expect(itemPage).toContain(`/content/items/${id}/data?f=html`);
+    expect(itemPage).not.toContain("Make private");
+    expect(itemPage).not.toContain(password);
+    const dataPage = await page(`${rest()}/content/items/${id}/data?f=html&token=${token}`);
+    expect(dataPage).toContain("********");
+    expect(dataPage).not.toContain(password);
+    expect(await post(`${rest()}/content/users/publisher/items/${id}/delete`, { token })).toMatchObject({
+      success: true,
+    });
   });
 });
