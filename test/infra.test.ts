@@ -439,6 +439,47 @@ describe("infrastructure in the databases' VPC", () => {
     expect(() => bad({ ...VPC, routeTableIds: [] })).toThrow(/route tables/);
   });
 
+  it("puts an RDS Proxy (TLS required, its own login's secret) in front of one instance when asked, cdk-nag clean", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const secretArn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gis/proxy-login-AbCdEf";
+    const databaseProxy = {
+      instanceIdentifier: "gis-db",
+      endpoint: "gis-db.abc.eu-west-1.rds.amazonaws.com",
+      port: 5432,
+      secretArn,
+    };
+    const stack = new MapgateStack(app, "mapgate-proxy", { databaseVpc: VPC, databaseProxy });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
+    const json = Template.fromStack(stack).toJSON();
+    const all = Object.values(json.Resources as Record<string, Resource>);
+    const proxies = all.filter((r) => r.Type === "AWS::RDS::DBProxy").map((r) => r.Properties);
+    expect(proxies).toEqual([
+      expect.objectContaining({
+        EngineFamily: "POSTGRESQL",
+        RequireTLS: true,
+        VpcSubnetIds: VPC.subnetIds,
+        VpcSecurityGroupIds: [VPC.securityGroupId],
+        Auth: [expect.objectContaining({ AuthScheme: "SECRETS", IAMAuth: "DISABLED", SecretArn: secretArn })],
+      }),
+    ]);
+    const group = all.find((r) => r.Type === "AWS::RDS::DBProxyTargetGroup")?.Properties;
+    expect(group).toMatchObject({
+      DBInstanceIdentifiers: ["gis-db"],
+      ConnectionPoolConfigurationInfo: expect.objectContaining({ MaxConnectionsPercent: 50 }),
+    });
+    expect(JSON.stringify(json.Outputs.DatabaseProxyEndpoint.Value)).toContain("DatabaseProxy");
+    expect(all.length).toBeLessThan(470);
+    const bad = (p: Partial<typeof databaseProxy>, vpc = true) =>
+      new MapgateStack(new App({ context: { "aws:cdk:bundling-stacks": [] } }), "bad", {
+        ...(vpc ? { databaseVpc: VPC } : {}),
+        databaseProxy: { ...databaseProxy, ...p },
+      });
+    expect(() => bad({}, false)).toThrow(/give databaseVpc too/);
+    expect(() => bad({ secretArn: "gis/proxy-login" })).toThrow(/complete ARN/);
+    expect(() => bad({ port: 0 })).toThrow(/not a port/);
+  });
+
   it("lets the operator allow local database hosts and plain connections, refused by default", () => {
     const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
     const stack = new MapgateStack(app, "mapgate-open", { allowLocalDatabaseHosts: true, databaseTlsOptional: true });

@@ -49,12 +49,24 @@ const databaseVpc = vpcId
       endpoints: String(app.node.tryGetContext("databaseVpcEndpoints") ?? "true") !== "false",
     }
   : undefined;
+// An RDS Proxy in front of one instance of that VPC: `-c databaseProxyInstance=<identifier> -c
+// databaseProxyEndpoint=<address> -c databaseProxyPort=5432 -c databaseProxySecretArn=<the proxy's login's secret>`.
+const proxyInstance = app.node.tryGetContext("databaseProxyInstance") as string | undefined;
+const databaseProxy = proxyInstance
+  ? {
+      instanceIdentifier: proxyInstance,
+      endpoint: String(app.node.tryGetContext("databaseProxyEndpoint") ?? ""),
+      port: Number(app.node.tryGetContext("databaseProxyPort") ?? 5432),
+      secretArn: String(app.node.tryGetContext("databaseProxySecretArn") ?? ""),
+    }
+  : undefined;
 new MapgateStack(app, (app.node.tryGetContext("stackName") as string | undefined) ?? "mapgate", {
   ...(publicOrigin ? { publicOrigin } : {}),
   cloudStoreBuckets: buckets,
   ...(ephemeralStorageMb !== undefined ? { ephemeralStorageMb } : {}),
   tunables,
   ...(databaseVpc ? { databaseVpc } : {}),
+  ...(databaseProxy ? { databaseProxy } : {}),
   allowLocalDatabaseHosts: flag("allowLocalDatabaseHosts"),
   databaseTlsOptional: flag("databaseTlsOptional"),
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

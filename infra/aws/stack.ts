@@ -37,6 +37,8 @@ import {
   Vpc,
 } from "aws-cdk-lib/aws-ec2";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import { DatabaseInstance, DatabaseInstanceEngine, DatabaseProxy, ProxyTarget } from "aws-cdk-lib/aws-rds";
+import { Secret } from "aws-cdk-lib/aws-secretsmanager";
 import { EventBus, Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
@@ -86,6 +88,12 @@ export interface MapgateStackProps extends StackProps {
    * here. Without it those functions run outside any VPC and databases must be reachable from the internet.
    */
   readonly databaseVpc?: DatabaseVpc;
+  /**
+   * An RDS Proxy in front of one PostgreSQL instance of that VPC, bounding the connections of every function
+   * together (each warm function keeps up to 4 per data store): data stores then name the proxy's endpoint
+   * (the `DatabaseProxyEndpoint` output) as their host.
+   */
+  readonly databaseProxy?: DatabaseProxySpec;
   /** Database hosts at loopback or link-local addresses (refused by default: they are the functions' own). */
   readonly allowLocalDatabaseHosts?: boolean;
   /** Database connections without TLS (refused by default: `sslmode=disable` refused, `prefer` made `require`). */
@@ -106,6 +114,20 @@ export interface DatabaseVpc {
    * or a NAT gateway.
    */
   readonly endpoints?: boolean;
+}
+
+export interface DatabaseProxySpec {
+  /** The RDS instance's identifier, endpoint address and port. */
+  readonly instanceIdentifier: string;
+  readonly endpoint: string;
+  readonly port: number;
+  /**
+   * The proxy's own login to the database: a Secrets Manager secret (`{"username","password"}`) of the account,
+   * which the proxy alone reads (not a data store's secret).
+   */
+  readonly secretArn: string;
+  /** The share of the database's max_connections the proxy may use (1–100; 50 unless given). */
+  readonly maxConnectionsPercent?: number;
 }
 
 /** The AWS services the functions in the databases' VPC call besides DynamoDB and S3. */
@@ -225,6 +247,10 @@ export class MapgateStack extends Stack {
     new CfnOutput(this, "DatabaseLocalHosts", { value: datastorePolicy.DATASTORE_LOCAL_HOSTS });
     new CfnOutput(this, "DatabaseTls", { value: datastorePolicy.DATASTORE_TLS });
     const network = props.databaseVpc ? this.databaseNetwork(props.databaseVpc) : undefined;
+    if (props.databaseProxy) {
+      if (!network) throw new Error("databaseProxy: the proxy lives in the databases' VPC: give databaseVpc too");
+      this.databaseProxy(props.databaseProxy, network);
+    }
 
     /**
      * A function in a VPC creates and removes its network interfaces. EC2's Describe actions take no resource,
@@ -426,6 +452,43 @@ export class MapgateStack extends Stack {
       schedule: Schedule.rate(Duration.minutes(1)),
       targets: [new LambdaTarget(redelivery, { retryAttempts: 2 })],
     });
+  }
+
+  /**
+   * The proxy: TLS required from the functions, password authentication with its own secret, in the functions'
+   * subnets and security group (which must let the proxy reach the database).
+   */
+  private databaseProxy(
+    spec: DatabaseProxySpec,
+    network: { vpc: IVpc; subnets: readonly ISubnet[]; securityGroup: ISecurityGroup },
+  ): void {
+    if (!/^[A-Za-z][A-Za-z0-9-]{0,62}$/.test(spec.instanceIdentifier))
+      throw new Error(`databaseProxy: ${spec.instanceIdentifier} is not an RDS instance identifier`);
+    if (!Number.isInteger(spec.port) || spec.port < 1 || spec.port > 65535)
+      throw new Error(`databaseProxy: port ${String(spec.port)} is not a port`);
+    if (!/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/.test(spec.secretArn))
+      throw new Error("databaseProxy: the secret is given by its complete ARN");
+    const percent = spec.maxConnectionsPercent ?? 50;
+    if (!Number.isInteger(percent) || percent < 1 || percent > 100)
+      throw new Error("databaseProxy: maxConnectionsPercent is 1–100");
+    const instance = DatabaseInstance.fromDatabaseInstanceAttributes(this, "Database", {
+      instanceIdentifier: spec.instanceIdentifier,
+      instanceEndpointAddress: spec.endpoint,
+      port: spec.port,
+      securityGroups: [network.securityGroup],
+      engine: DatabaseInstanceEngine.POSTGRES,
+    });
+    const proxy = new DatabaseProxy(this, "DatabaseProxy", {
+      proxyTarget: ProxyTarget.fromInstance(instance),
+      secrets: [Secret.fromSecretCompleteArn(this, "DatabaseProxySecret", spec.secretArn)],
+      vpc: network.vpc,
+      vpcSubnets: { subnets: [...network.subnets] },
+      securityGroups: [network.securityGroup],
+      requireTLS: true,
+      iamAuth: false,
+      maxConnectionsPercent: percent,
+    });
+    new CfnOutput(this, "DatabaseProxyEndpoint", { value: proxy.endpoint });
   }
 
   /**
