@@ -62,6 +62,15 @@ const NETWORK = new Set([
   "EAI_AGAIN",
 ]);
 
+/** Whether a statement failed because its connection had ended (not a connect timeout, nor the statement's own). */
+function endedWhileIdle(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e.code === "string" ? e.code : "";
+  // 57P01 admin_shutdown, 57P02 crash_shutdown: the server ended the session.
+  if (code === "57P01" || code === "57P02" || code === "ECONNRESET" || code === "EPIPE") return true;
+  return e.message === "Connection terminated unexpectedly";
+}
+
 /**
  * An error of node-postgres as mapgate answers it: a data source that cannot be read (DatasetError, which
  * serving turns into "unavailable" and the log explains), a statement past its time, a value the request's own
@@ -157,14 +166,19 @@ export class PostGisDatabase {
 
   /** Runs a statement; rows as arrays, columns in SELECT order. Errors classified (classifyPgError). */
   async all(sql: string, params: readonly unknown[]): Promise<unknown[][]> {
-    try {
-      const out = await this.#pool.query({ text: sql, values: params as unknown[], rowMode: "array" });
-      return out.rows as unknown[][];
-    } catch (err) {
-      // A new connection of the pool was refused (the password changed): the next request makes a new pool,
-      // reading the secret again.
-      if (LOGIN_REFUSED.has(String((err as { code?: unknown }).code))) this.#onLoginRefused();
-      throw classifyPgError(err);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const out = await this.#pool.query({ text: sql, values: params as unknown[], rowMode: "array" });
+        return out.rows as unknown[][];
+      } catch (err) {
+        // An idle connection the server ended (a restart, an administrator, a password change) can be handed out
+        // before its end is read: the statement, read-only, runs once more on a new connection.
+        if (attempt === 0 && endedWhileIdle(err)) continue;
+        // A new connection of the pool was refused (the password changed): the next request makes a new pool,
+        // reading the secret again.
+        if (LOGIN_REFUSED.has(String((err as { code?: unknown }).code))) this.#onLoginRefused();
+        throw classifyPgError(err);
+      }
     }
   }
 
