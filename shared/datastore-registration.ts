@@ -329,7 +329,7 @@ export async function registerDataStore(portalId: string, spec: NewDataStore): P
       { ...dataStoreItem(store), tags: [...(spec.tags ?? [])] },
     );
   } catch (err) {
-    if (database) await deleteDataStorePassword(store.datastoreId).catch(() => undefined);
+    if (database) await forgetSecret(store.datastoreId);
     if (err instanceof DataStoreNameTakenError)
       throw new DataStoreInputError(
         `A data store named ${spec.name ?? ""} is registered in this organization already.`,
@@ -337,6 +337,16 @@ export async function registerDataStore(portalId: string, spec: NewDataStore): P
     throw err;
   }
   return store;
+}
+
+/**
+ * Removes a store's secret once the store is gone (or was never made). A failure leaves a password with no store:
+ * logged for the operator (by the store's id, never the password) rather than failing what already happened.
+ */
+async function forgetSecret(datastoreId: string): Promise<void> {
+  await deleteDataStorePassword(datastoreId).catch((err: unknown) =>
+    logger.error("data store secret left behind: delete it", { datastoreId, reason: (err as Error).name }),
+  );
 }
 
 /** Why a database cannot serve (it cannot be reached, refuses the login, lacks PostGIS), or undefined. */
@@ -527,7 +537,7 @@ export async function removeDataStore(store: DataStore): Promise<void> {
   const item = await getItem(store.datastoreId);
   await deleteDataStore(store, item);
   if (store.connection) {
-    await deleteDataStorePassword(store.datastoreId);
+    await forgetSecret(store.datastoreId);
     const { forgetPostGis } = await import("#shared/features/postgis.ts");
     await forgetPostGis(store.datastoreId);
   }
