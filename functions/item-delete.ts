@@ -1,14 +1,22 @@
 // POST …/content/users/<owner>/items/<id>/delete: deletes an item, unpublishing its service in the same
 // transaction (gone from the directory, the SOAP catalog and its URL, its name free again, its layer–dataset
-// pair removed). A data store's item goes only with the data store (an operator's action).
+// pair removed). A data store's item goes with its data store and its secret, once no layer published from it
+// remains (deleteLayers first).
+import { removeDataStore } from "#shared/datastore-registration.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";
-import { deleteItem } from "#shared/stores/items.ts";
+import { registering } from "#shared/publishing.ts";
+import { getDataStore } from "#shared/stores/datastores.ts";
+import { DATA_STORE_TYPE, deleteItem } from "#shared/stores/items.ts";
 import { emit } from "#shared/events.ts";
 
+const FAILED = "Unable to delete item.";
+
 export const handler = restHandler({ name: "Delete Item", postOnly: true }, async (req) => {
-  const item = await managedItem(req, "Unable to delete item.");
-  await changing(item, () => deleteItem(item));
+  const item = await managedItem(req, FAILED, true);
+  const store = item.type === DATA_STORE_TYPE ? await getDataStore(item.itemId) : undefined;
+  if (store) await registering(FAILED, () => removeDataStore(store));
+  else await changing(item, () => deleteItem(item));
   if (item.service) {
     await emit("serviceUnpublished", {
       portalId: item.portalId,

@@ -1,11 +1,15 @@
 // POST …/content/users/<owner>/items/<id>/update: an item's title, tags, summary (snippet) and description;
-// a service's description and tags change with its item. Other item fields a client sends back (ArcGIS
-// clients send the whole item) are ignored: access changes through share, the rest is the server's.
+// a service's description and tags change with its item. A data store's item also takes `text`, its JSON with
+// a new connection (a new password goes to the store's secret), which published layers take on
+// `refreshServer`. Other item fields a client sends back (ArcGIS clients send the whole item) are ignored:
+// access changes through share, the rest is the server's.
+import { changeConnection } from "#shared/datastore-registration.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";
-import { tagsOf } from "#shared/publishing.ts";
-import { type ItemChanges, updateItem } from "#shared/stores/items.ts";
+import { registering, tagsOf } from "#shared/publishing.ts";
+import { getDataStore, updateDataStore } from "#shared/stores/datastores.ts";
+import { DATA_STORE_TYPE, type ItemChanges, updateItem } from "#shared/stores/items.ts";
 
 const FAILED = "Unable to update item.";
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
@@ -30,15 +34,17 @@ export const handler = restHandler(
   {
     name: "Update Item",
     postOnly: true,
+    bodyOnly: ["text"],
     form: [
       { name: "title", label: "Title", required: true },
       { name: "tags", label: "Tags (comma-separated)" },
       { name: "snippet", label: "Summary" },
       { name: "description", label: "Description", type: "textarea" },
+      { name: "text", label: "Data store JSON (a data store's item: its new connection)", type: "textarea" },
     ],
     // The form edits the item as it is: a field left alone is sent back unchanged.
     formValues: async (req) => {
-      const item = await managedItem(req, FAILED);
+      const item = await managedItem(req, FAILED, true);
       return { title: item.title, tags: item.tags.join(", "), snippet: item.snippet, description: item.description };
     },
   },
@@ -65,7 +71,20 @@ export const handler = restHandler(
       else changes.description = description;
     }
     if (problems.length > 0) throw badRequest(FAILED, problems);
-    const item = await managedItem(req, FAILED);
+    const item = await managedItem(req, FAILED, true);
+    const text = req.params.get("text");
+    if (item.type === DATA_STORE_TYPE) {
+      const store = await getDataStore(item.itemId);
+      if (!store) throw badRequest(FAILED, ["The item's data store is no longer registered."]);
+      const connected =
+        text !== undefined && text.trim() !== ""
+          ? await registering(FAILED, () => changeConnection(store, text))
+          : store;
+      // The store carries its item's title (the directory and the operator's list show it).
+      const title = changes.title;
+      if (title !== undefined && title !== connected.title)
+        await registering(FAILED, () => updateDataStore(connected, { title }));
+    }
     if (Object.keys(changes).length > 0) await changing(item, () => updateItem(item, changes));
     return { success: true, id: item.itemId };
   },

@@ -52,6 +52,16 @@ function render(data: object, req: RestRequest): string {
       a(`${portal}/datastores/publish?${q}`, "Publish a service"),
       ...(may(BULK_PRIVILEGE) ? [a(`${portal}/datastores/allDatasets/publishLayers?${q}`, "Publish all layers")] : []),
       a(`${portal}/datastores/getLayers?${q}`, "Layers and datasets"),
+      ...(may(DESCRIBE_PRIVILEGE)
+        ? [
+            a(`${portal}/datastores/validate?${q}`, "Validate"),
+            a(`${portal}/datastores/getServers?${q}`, "Servers"),
+            a(`${portal}/datastores/addToServer?${q}`, "Add to a server"),
+            a(`${portal}/datastores/refreshServer?${q}`, "Refresh on a server"),
+            a(`${portal}/datastores/removeFromServer?${q}`, "Remove from a server"),
+            a(`${portal}/datastores/allDatasets/deleteLayers?${q}`, "Delete all layers"),
+          ]
+        : []),
     ];
     return `${escapeHtml(s.title)} <span class="muted">(${escapeHtml(s.kind)})</span> · ${ops.join(" · ")}`;
   });
@@ -83,7 +93,16 @@ function render(data: object, req: RestRequest): string {
     `<h2>Account and tokens</h2>${list(account)}`,
     `<h2>Content</h2>${list(content)}${searchForm}`,
     d.user.role === "org_admin" ? `<h2>Roles</h2>${list(roles)}` : "",
-    `<h2>Data stores and publishing</h2>${stores.length ? list(stores) : '<p class="muted">No data stores.</p>'}`,
+    `<h2>Data stores and publishing</h2>${stores.length ? list(stores) : '<p class="muted">No data stores.</p>'}${
+      may(DESCRIBE_PRIVILEGE)
+        ? list([
+            a(
+              `${root}/content/users/${encodeURIComponent(d.user.username)}/addItem?type=Data%20Store&f=html`,
+              "Register a data store",
+            ),
+          ])
+        : ""
+    }`,
     `<h2>Jobs</h2>${jobForm}`,
     may(APP_ADMIN_PRIVILEGE)
       ? `<h2>Applications</h2>${list([a(`${portal}/apps?f=html`, "Applications"), a(`${portal}/apps/register?f=html`, "Register an application")])}`

@@ -27,8 +27,16 @@ export interface RouteSpec {
   readonly path: string;
   readonly tables: Readonly<Record<string, Access>>;
   readonly secrets: readonly SecretName[];
-  /** Reads data stores' content: on AWS it is granted the registered cloud-store buckets (read only). */
+  /**
+   * Reads data stores' content: on AWS it is granted the registered cloud-store buckets (read only) and the
+   * database stores' passwords, and runs in the databases' VPC when the stack is given one.
+   */
   readonly readsStorage?: boolean;
+  /**
+   * Data store secrets beyond reading content: `read` connects to databases (validating a registration) and
+   * runs in the VPC like a reader; `write` registers, changes and removes them (creates and deletes secrets).
+   */
+  readonly datastoreSecrets?: "read" | "write";
   /** Sends events to mapgate's bus (PutEvents on that bus only), keeping what the bus refused in `outbox`. */
   readonly emits?: boolean;
 }
@@ -238,13 +246,36 @@ function contentRoutes(): RouteSpec[] {
       path: `${userItem}/unshare`,
       tables: sharing,
     }),
+    // A data store's item changes and goes with the data store (its connection, its secret).
     route({
       id: "item-update",
       methods: GP,
       path: `${userItem}/update`,
-      tables: { items: "write", services: "write" },
+      tables: { items: "write", services: "write", datastores: "write" },
+      datastoreSecrets: "write",
     }),
-    route({ id: "item-delete", methods: GP, path: `${userItem}/delete`, tables: sharing, emits: true }),
+    route({
+      id: "item-delete",
+      methods: GP,
+      path: `${userItem}/delete`,
+      tables: { ...sharing, datastores: "write" },
+      emits: true,
+      datastoreSecrets: "write",
+    }),
+    // Registering a data store is adding its item (the only item type added here).
+    route({
+      id: "item-add",
+      methods: GP,
+      path: `${content}/users/{username}/addItem`,
+      tables: { items: "write", datastores: "write", servers: "read" },
+      datastoreSecrets: "write",
+    }),
+    route({
+      id: "item-data",
+      methods: GP,
+      path: `${content}/items/{itemId}/data`,
+      tables: { items: "read", datastores: "read" },
+    }),
     route({ id: "user-content", methods: GP, path: `${content}/users/{username}`, tables: { items: "read" } }),
     route({ id: "item-search", methods: GP, path: `${PORTAL_ROOT}/search`, tables: { items: "read" } }),
     route({
@@ -322,6 +353,16 @@ function dataStoreRoutes(): RouteSpec[] {
       path: `${stores}/allDatasets/getLayers`,
       tables: { datastores: "read", layers: "read", cursors: "write" },
     }),
+    // The operations on a data store registered through the portal (validate, addToServer, getServers,
+    // refreshServer, removeFromServer, allDatasets/deleteLayers): one function, its grants the union of theirs.
+    route({
+      id: "datastore-manage",
+      methods: GP,
+      path: `${stores}/{operation+}`,
+      tables: { datastores: "write", servers: "read", items: "write", layers: "write", services: "write" },
+      datastoreSecrets: "read",
+      emits: true,
+    }),
   ];
 }
 
@@ -346,8 +387,10 @@ export const WORKFLOW = {
       readsStorage: true,
     },
     {
+      // It lists the datasets of the store's folder, bucket or database, so it reads them as describe does.
       id: "task-publish-layers",
       tables: { datastores: "read", servers: "read", services: "write", layers: "write", items: "write" },
+      readsStorage: true,
     },
     { id: "task-complete-job", tables: { jobs: "write", ...EMITTER_TABLES }, emits: true },
     { id: "task-fail-job", tables: { jobs: "write", services: "write", ...EMITTER_TABLES }, emits: true },

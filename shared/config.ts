@@ -27,6 +27,31 @@ export interface Config {
    * name prefix (AWS), or a folder of files readable only by the engine's user (local engine).
    */
   readonly datastoreSecrets: { readonly prefix: string } | { readonly dir: string } | undefined;
+  /** What users may register as data stores, and where a database connection may go. */
+  readonly datastorePolicy: DataStorePolicy;
+}
+
+/**
+ * The stack sets the stricter side of each on AWS (where a function's loopback and link-local addresses are its
+ * runtime's and the instance metadata's, and no folder of the operator's is mounted); the local engine leaves
+ * them open, as its databases and folders are the operator's own machine.
+ */
+export interface DataStorePolicy {
+  /** `DATASTORE_FOLDERS=refuse`: folder stores cannot be registered through the portal. */
+  readonly folders: boolean;
+  /** `DATASTORE_LOCAL_HOSTS=refuse`: a database at a loopback, link-local or unspecified address is refused. */
+  readonly localHosts: boolean;
+  /** `DATASTORE_TLS=require`: a database connection is encrypted (sslmode disable refused, prefer made require). */
+  readonly requireTls: boolean;
+  /** `CLOUD_STORE_BUCKETS=a,b`: the buckets cloud stores may name (the ones the stack grants); unset: any. */
+  readonly cloudStoreBuckets: readonly string[] | undefined;
+}
+
+function choice(env: Env, name: string, strict: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "" || raw === "allow") return false;
+  if (raw === strict) return true;
+  throw new Error(`${name} must be allow or ${strict}, got ${JSON.stringify(raw)}`);
 }
 
 const SOAP_FORMATS = [
@@ -114,6 +139,17 @@ export function readConfig(env: Env): Config {
       : env.DATASTORE_SECRETS_DIR
         ? { dir: env.DATASTORE_SECRETS_DIR }
         : undefined,
+    datastorePolicy: {
+      folders: !choice(env, "DATASTORE_FOLDERS", "refuse"),
+      localHosts: !choice(env, "DATASTORE_LOCAL_HOSTS", "refuse"),
+      requireTls: choice(env, "DATASTORE_TLS", "require"),
+      cloudStoreBuckets:
+        env.CLOUD_STORE_BUCKETS === undefined
+          ? undefined
+          : env.CLOUD_STORE_BUCKETS.split(",")
+              .map((b) => b.trim())
+              .filter(Boolean),
+    },
   };
 }
 

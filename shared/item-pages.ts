@@ -3,6 +3,7 @@
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { escapeHtml, page, renderForm } from "#shared/http/html.ts";
 import { PORTAL_ROOT } from "#infra/system.ts";
+import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 
 type View = Record<string, unknown>;
 
@@ -34,6 +35,31 @@ export function itemPage(data: object, req: RestRequest): string {
   let forms = "";
   if (item.itemControl && req.csrf) {
     const base = `${PORTAL_ROOT}/content/users/${encodeURIComponent(String(item.owner))}/items/${encodeURIComponent(id)}`;
+    const remove = renderForm([], new Map(), req.csrf, { action: `${base}/delete`, submit: "Delete", formats: false });
+    if (item.type === DATA_STORE_TYPE) {
+      // A data store's item is never shared: its page leads to what its owner does with the store instead.
+      const stores = `${PORTAL_ROOT}/portals/self/datastores`;
+      const q = `datastoreId=${encodeURIComponent(id)}&f=html`;
+      const links = [
+        [`${PORTAL_ROOT}/content/items/${encodeURIComponent(id)}/data?f=html`, "Its JSON (the password never shown)"],
+        [`${base}/update?f=html`, "Change its title or connection"],
+        [`${stores}/validate?${q}`, "Validate"],
+        [`${stores}/getServers?${q}`, "Servers"],
+        [`${stores}/addToServer?${q}`, "Add to a server"],
+        [`${stores}/refreshServer?${q}`, "Refresh on a server"],
+        [`${stores}/removeFromServer?${q}`, "Remove from a server"],
+        [`${stores}/allDatasets/deleteLayers?${q}`, "Delete its bulk-published layers"],
+      ]
+        .map(([href, label]) => `<li><a href="${escapeHtml(href ?? "")}">${escapeHtml(label ?? "")}</a></li>`)
+        .join("");
+      const note = "Deleting it removes the data store and its password, once nothing published from it remains.";
+      return page(
+        String(item.title),
+        `<h1>${text(item.title)}</h1><table>${rows}</table><h2>Data store</h2><ul>${links}</ul>` +
+          `<h2>Delete</h2><p class="muted">${note}</p>${remove}` +
+          `<p><a href="${escapeHtml(`${PORTAL_ROOT}?f=html`)}">Directory</a></p>`,
+      );
+    }
     const access = String(item.access);
     const share = renderForm(
       [
@@ -61,7 +87,6 @@ export function itemPage(data: object, req: RestRequest): string {
       req.csrf,
       { action: `${base}/unshare`, submit: "Make private", formats: false },
     );
-    const remove = renderForm([], new Map(), req.csrf, { action: `${base}/delete`, submit: "Delete", formats: false });
     forms =
       `<h2>Share</h2>${share}${unshare}` +
       `<p><a href="${escapeHtml(`${base}/update?f=html`)}">Edit title, tags, summary and description</a></p>` +

@@ -198,18 +198,23 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
 
 /**
  * The item a `content/users/<username>/items/<id>/…` operation changes, if the caller may change it: its
- * owner or an administrator of its organization (`what` names the operation in a refusal). The path's username must be the owner's (or, as clients
+ * owner or an administrator of its organization (`what` names the operation in a refusal); a data store's
+ * item only where `dataStores` says the operation handles one. The path's username must be the owner's (or, as clients
  * send when an administrator acts, the caller's).
  */
-export async function managedItem(req: RestRequest, what: string): Promise<Item> {
-  const { user } = requireUser(req);
+export async function managedItem(req: RestRequest, what: string, dataStores = false): Promise<Item> {
+  const identity = requireUser(req);
+  const { user } = identity;
   const item = await visibleItem(req.identity, req.pathParameters.itemId);
   const named = req.pathParameters.username;
   if (named !== undefined && named !== item.owner && named !== user.username) throw itemNotFound(item.itemId);
   if (!canManage(req.identity, item)) throw forbidden();
-  // A data store's item stands for the registration an operator made: it changes only with it.
   if (item.type === DATA_STORE_TYPE) {
-    throw badRequest(what, ["A data store's item is changed with the data store itself, by an operator."]);
+    // A data store's item stands for its registration: updated and deleted with it (by those who may register
+    // data stores), never shared.
+    if (!dataStores) throw badRequest(what, ["A data store's item is not shared: it stays private."]);
+    if (user.role !== "org_admin" && !identity.privileges.includes("portal:publisher:registerDataStores"))
+      throw forbidden();
   }
   return item;
 }

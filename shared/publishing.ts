@@ -1,8 +1,9 @@
 // The rules of data stores and publishing, shared by the request handlers (synchronous validation) and the
 // workflow tasks (which check them again when they run: the world may have changed in between).
 import { createHash } from "node:crypto";
-import { badRequest } from "#shared/http/errors.ts";
-import type { RestRequest } from "#shared/http/pipeline.ts";
+import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
+import { type RestRequest, requirePrivilege } from "#shared/http/pipeline.ts";
+import { DataStoreChangedError, DataStoreInputError } from "#shared/datastore-registration.ts";
 import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
 import { DatasetError, isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
 import { databaseDatasets, geoPackageDatasets, type SourceDataset } from "#shared/features/sources.ts";
@@ -54,6 +55,29 @@ export async function dataStoreOf(portalId: string, datastoreId: string | undefi
     throw badRequest(what, [`Data store '${datastoreId.slice(0, 64)}' does not exist or is inaccessible.`]);
   }
   return store;
+}
+
+/**
+ * A data store of the caller's organization the caller may manage: its owner holding
+ * `portal:publisher:registerDataStores`, or an administrator. No one is ever answered its password.
+ */
+export async function managedDataStore(req: RestRequest, what: string): Promise<DataStore> {
+  const { user, portal } = requirePrivilege(req, DESCRIBE_PRIVILEGE);
+  const store = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), what);
+  if (store.owner !== user.username && user.role !== "org_admin") throw forbidden();
+  return store;
+}
+
+/** Runs a rule of registration, its refusals answered as a 400 and a concurrent change as a 409. */
+export async function registering<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof DataStoreInputError) throw badRequest(what, [err.message]);
+    if (err instanceof DataStoreChangedError)
+      throw new ApiError(409, what, ["The data store was changed by another request meanwhile; try again."]);
+    throw err;
+  }
 }
 
 /** The server a data store is registered with, or the problem (as text for a 400 or a JobError). */

@@ -5,8 +5,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DynamoDBClient, GetItemCommand, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { DynamoDBClient, GetItemCommand, PutItemCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
+import { CreateSecretCommand, GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import {
   CreateStateMachineCommand,
   DescribeExecutionCommand,
@@ -355,6 +355,72 @@ describe("the synthesized bundles, each with its template environment and IAM po
     });
   });
 
+  it("registers a database through the portal: its password a secret under the stack's prefix, TLS required, the functions' own addresses refused", async () => {
+    const add = (connectionString: string, type = "egdb") =>
+      json(`${rest()}/content/users/publisher/addItem`, {
+        token: tokens.publisher ?? "",
+        type: "Data Store",
+        title: "Parcels",
+        text: JSON.stringify({
+          type,
+          path: type === "folder" ? "/fileShares/parcels" : "/enterpriseDatabases/parcels",
+          info: type === "folder" ? { path: work } : { connectionString },
+        }),
+      });
+    const password = "Artifact-Secret-9";
+    // A documentation address (never connected to here): the registration connects to nothing.
+    const added = await add(`postgresql://reader:${password}@192.0.2.10:5432/gis`);
+    expect(added).toMatchObject({ success: true, id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    const id = String(added.id);
+    expect(system.standIn.secretNames()).toContain(`${STACK}/datastores/${id}`);
+    const data = await json(`${rest()}/content/items/${id}/data?f=json&token=${tokens.publisher ?? ""}`);
+    // `prefer` would fall back to plain text: on AWS it is held to `require`.
+    expect((data.info as { connectionString: string }).connectionString).toBe(
+      "postgresql://reader:********@192.0.2.10:5432/gis?sslmode=require",
+    );
+    for (const [text, why] of [
+      [`postgresql://reader:${password}@127.0.0.1:5432/gis`, /loopback or link-local/],
+      [`postgresql://reader:${password}@169.254.169.254:5432/gis`, /loopback or link-local/],
+      [`postgresql://reader:${password}@[::ffff:127.0.0.1]:5432/gis`, /loopback or link-local/],
+      [`postgresql://reader:${password}@localhost:5432/gis`, /loopback or link-local/],
+      [`postgresql://reader:${password}@192.0.2.10:5432/gis?sslmode=disable`, /TLS only/],
+    ] as const) {
+      const refused = await add(text);
+      expect(refused, text).toMatchObject({ error: { code: 400, details: [expect.stringMatching(why)] } });
+      expect(JSON.stringify(refused)).not.toContain(password);
+    }
+    expect(await add("", "folder")).toMatchObject({
+      error: { details: [expect.stringMatching(/cannot be registered on this deployment/)] },
+    });
+    // A store whose host became a local address (renamed, re-resolved, or registered before the rule) is
+    // refused where it is connected to: the password is read, no connection made.
+    const ddb = new DynamoDBClient({ endpoint: dynamo.endpoint, region: REGION });
+    await ddb.send(
+      new UpdateItemCommand({
+        TableName: localTableName("datastores"),
+        Key: { datastoreId: { S: id }, entry: { S: "#" } },
+        UpdateExpression: "SET #c.host = :h",
+        ExpressionAttributeNames: { "#c": "connection" },
+        ExpressionAttributeValues: { ":h": { S: "127.0.0.1" } },
+      }),
+    );
+    ddb.destroy();
+    const validated = await post("/datastores/validate", "publisher", { datastoreId: id, serverId: org.serverId });
+    expect(validated).toEqual({ status: expect.stringMatching(/loopback or link-local/) });
+    expect(system.standIn.decisions).toContainEqual({
+      caller: "datastore-manage",
+      action: "secretsmanager:GetSecretValue",
+      resource: expect.stringContaining(`:secret:${STACK}/datastores/${id}-`),
+      allowed: true,
+    });
+    const deleted = await json(`${rest()}/content/users/publisher/items/${id}/delete`, {
+      token: tokens.publisher ?? "",
+    });
+    expect(deleted).toMatchObject({ success: true });
+    expect(system.standIn.secretNames()).not.toContain(`${STACK}/datastores/${id}`);
+    for (const h of system.hosts.values()) expect(h.logs.join("\n"), h.fn.id).not.toContain(password);
+  });
+
   it("made no call the template's policies refuse, and logged no error, on all of the above", () => {
     expect(denied()).toEqual([]);
     expect(system.invokeDenials).toEqual([]);
@@ -373,6 +439,8 @@ describe("the synthesized bundles, each with its template environment and IAM po
         "s3:GetObject",
         "events:PutEvents",
         "states:SendTaskSuccess",
+        "secretsmanager:CreateSecret",
+        "secretsmanager:DeleteSecret",
       ]),
     );
     expect([...new Set(system.standIn.decisions.map((d) => d.caller))]).toEqual(
@@ -425,6 +493,17 @@ describe("what the template does not allow is refused", () => {
       secrets.send(new GetSecretValueCommand({ SecretId: env("TOKEN_KEY_SECRET_ID") })),
     ).rejects.toMatchObject({ name: "AccessDeniedException" });
     secrets.destroy();
+    // Registering writes data stores' secrets and never reads one; connecting reads them and never writes.
+    const writer = new SecretsManagerClient(as("item-add"));
+    await expect(
+      writer.send(new GetSecretValueCommand({ SecretId: `${STACK}/datastores/${"0".repeat(32)}` })),
+    ).rejects.toMatchObject({ name: "AccessDeniedException" });
+    writer.destroy();
+    const reader = new SecretsManagerClient(as("datastore-manage"));
+    await expect(
+      reader.send(new CreateSecretCommand({ Name: `${STACK}/datastores/${"0".repeat(32)}`, SecretString: "{}" })),
+    ).rejects.toMatchObject({ name: "AccessDeniedException" });
+    reader.destroy();
     const sfn = new SFNClient(as("item-search"));
     await expect(
       sfn.send(new StartExecutionCommand({ stateMachineArn: env("STATE_MACHINE_ARN"), name: "x" })),
@@ -438,6 +517,8 @@ describe("what the template does not allow is refused", () => {
       "community-self dynamodb:PutItem",
       "community-self dynamodb:GetItem",
       "task-complete-job secretsmanager:GetSecretValue",
+      "item-add secretsmanager:GetSecretValue",
+      "datastore-manage secretsmanager:CreateSecret",
       "item-search states:StartExecution",
     ]);
   });

@@ -3,7 +3,6 @@
 // bulk-published, and queried — answering exactly what the same data answers from a GeoPackage, for every
 // part of the query grammar — and failing clearly when the database is down, black-holed or refuses the login.
 import { statSync, readFileSync, readdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +13,7 @@ import { adminCommand, demoOrganization, type DemoOrganization, registerFolderSt
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { cities } from "./helpers/feature-layer.ts";
 import { call } from "./helpers/http.ts";
-import { copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
+import { blackHole, copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
 
 let engine: RunningEngine;
 let db: Postgres;
@@ -53,24 +52,6 @@ async function job(operation: string, fields: Record<string, string>): Promise<R
 
 const publishAll = (datastoreId: string, folder: string) =>
   job("allDatasets/publishLayers", { datastoreId, serverId: org.serverId, serverFolder: folder });
-
-/** A tiny server that accepts connections and never answers: a database host that swallows packets. */
-async function blackHole(): Promise<{ port: number; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((s) => {
-    sockets.add(s);
-    s.on("error", () => undefined);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const address = server.address();
-  return {
-    port: typeof address === "object" && address ? address.port : 0,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
 
 beforeAll(async () => {
   [engine, db] = await Promise.all([startEngine(), startPostgres()]);

@@ -29,6 +29,22 @@ beforeAll(() => {
 });
 
 const ofType = (type: string) => resources.filter(([, r]) => r.Type === type);
+
+/** What a function may do with data stores' passwords (the stack's rule, restated). */
+const secretsLevel = (spec: { readsStorage?: boolean; datastoreSecrets?: "read" | "write" }) =>
+  spec.datastoreSecrets === "write"
+    ? "write"
+    : spec.readsStorage || spec.datastoreSecrets === "read"
+      ? "read"
+      : undefined;
+/** The variables set beside those grants: the secrets' prefix and the rules of registration on AWS. */
+const DATASTORE_ENV = [
+  "DATASTORE_SECRET_PREFIX",
+  "DATASTORE_FOLDERS",
+  "DATASTORE_LOCAL_HOSTS",
+  "DATASTORE_TLS",
+  "CLOUD_STORE_BUCKETS",
+];
 const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
 
 function functionFor(routeId: string): Resource {
@@ -109,7 +125,7 @@ describe("infrastructure", () => {
         ...route.secrets.map((s) => SECRETS[s].env),
         ...(route.startsWorkflow ? ["STATE_MACHINE_ARN"] : []),
         ...(route.emits ? ["EVENT_BUS_NAME"] : []),
-        ...(route.readsStorage ? ["DATASTORE_SECRET_PREFIX"] : []),
+        ...(secretsLevel(route) ? DATASTORE_ENV : []),
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",
       ];
@@ -223,24 +239,52 @@ describe("infrastructure", () => {
     }
   });
 
-  it("lets only the functions that read data stores read database stores' passwords, under the stack's prefix", () => {
+  it("lets the functions that connect read database stores' passwords, and those that register write them, under the stack's prefix only", () => {
     const policies = ofType("AWS::IAM::Policy");
     const prefix = template.toJSON().Outputs.DatastoreSecretPrefix.Value as string;
     expect(prefix).toMatch(/\/datastores\/$/);
+    // The operator command registers for the stack under the same rules (infra/admin/cli.ts reads these).
+    expect(template.toJSON().Outputs.DatabaseLocalHosts.Value).toBe("refuse");
+    expect(template.toJSON().Outputs.DatabaseTls.Value).toBe("require");
+    const levels = new Map<string, string | undefined>();
     for (const spec of [...ROUTES, ...WORKFLOW.tasks]) {
       const policy = policies.find(([id]) => id.startsWith(`${pascal(spec.id)}RoleDefaultPolicy`));
       if (!policy) throw new Error(`no policy for ${spec.id}`);
-      const statements = (
+      const all = (
         policy[1].Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }
-      ).Statement.filter((st) => JSON.stringify(st.Resource).includes("/datastores/"));
-      if (!spec.readsStorage) {
+      ).Statement;
+      // Secrets Manager is never granted on `*`: the token key's ARN, or the data stores' prefix.
+      for (const st of all.filter((x) => JSON.stringify(x.Action).includes("secretsmanager:")))
+        expect(JSON.stringify(st.Resource), spec.id).not.toBe('"*"');
+      const statements = all.filter((st) => JSON.stringify(st.Resource).includes("/datastores/"));
+      const level = secretsLevel(spec);
+      levels.set(spec.id, level);
+      if (!level) {
         expect(statements, spec.id).toEqual([]);
         continue;
       }
       expect(statements, spec.id).toHaveLength(1);
-      expect(statements[0]?.Action).toBe("secretsmanager:GetSecretValue");
+      expect(statements[0]?.Action, spec.id).toEqual(
+        level === "read"
+          ? "secretsmanager:GetSecretValue"
+          : ["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue", "secretsmanager:DeleteSecret"],
+      );
       expect(JSON.stringify(statements[0]?.Resource)).toContain(`:secret:${prefix}*`);
+      const env = (functionFor(spec.id).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(env, spec.id).toMatchObject({
+        DATASTORE_FOLDERS: "refuse",
+        DATASTORE_LOCAL_HOSTS: "refuse",
+        DATASTORE_TLS: "require",
+        CLOUD_STORE_BUCKETS: BUCKET,
+      });
     }
+    // Registering, changing and deleting a store's item write its secret; validating and serving read it.
+    expect(levels.get("item-add")).toBe("write");
+    expect(levels.get("item-update")).toBe("write");
+    expect(levels.get("item-delete")).toBe("write");
+    expect(levels.get("datastore-manage")).toBe("read");
+    expect(levels.get("task-publish-layers")).toBe("read");
+    expect(levels.get("item-get")).toBeUndefined();
   });
 
   it("keeps function logs and access logs with a retention, and logs API access", () => {
@@ -289,5 +333,165 @@ describe("infrastructure", () => {
     // The synth command checks context values with the functions' own rules (infra/aws/app.ts).
     expect(() => readConfig({ OAUTH_CODE_SECONDS: "900" })).toThrow(/OAUTH_CODE_SECONDS may be at most 600/);
     expect(() => readConfig({ SIGNIN_MAX_FAILURES: "-1" })).toThrow(/SIGNIN_MAX_FAILURES must be a positive/);
+  });
+});
+
+describe("infrastructure in the databases' VPC", () => {
+  const VPC = {
+    vpcId: "vpc-0a1b2c3d",
+    subnetIds: ["subnet-0a1", "subnet-0b2"],
+    securityGroupId: "sg-0c3d",
+    routeTableIds: ["rtb-0e4", "rtb-0e4"],
+  };
+  let vpcResources: [string, Resource][];
+  let vpcError: unknown;
+
+  beforeAll(() => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new MapgateStack(app, "mapgate-vpc", { cloudStoreBuckets: [BUCKET], databaseVpc: VPC });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    try {
+      app.synth();
+    } catch (err) {
+      vpcError = err;
+    }
+    vpcResources = Object.entries(Template.fromStack(stack).toJSON().Resources as Record<string, Resource>);
+  });
+
+  const of = (type: string) => vpcResources.filter(([, r]) => r.Type === type);
+  const fnOf = (id: string) => of("AWS::Lambda::Function").find(([rid]) => rid.startsWith(`${pascal(id)}Function`));
+  /** The functions that connect to databases or read data stores' content: the ones in the VPC. */
+  const connecting = [...ROUTES, ...WORKFLOW.tasks, invocationFunction()].filter(
+    (s) => s.readsStorage || ("datastoreSecrets" in s && s.datastoreSecrets === "read"),
+  );
+
+  it("passes cdk-nag's AwsSolutions checks and stays under CloudFormation's 500 resources", () => {
+    expect(vpcError).toBeUndefined();
+    expect(vpcResources.length).toBeLessThan(470);
+  });
+
+  it("puts exactly the functions that connect to databases in the given subnets, with the given security group", () => {
+    expect(connecting.map((s) => s.id)).toEqual(
+      expect.arrayContaining(["service", "datastore-manage", "task-describe", "task-publish-layers", "operations"]),
+    );
+    const inVpc = new Set(connecting.map((s) => s.id));
+    for (const spec of [...ROUTES, ...WORKFLOW.tasks, invocationFunction(), REDELIVERY]) {
+      const fn = fnOf(spec.id)?.[1].Properties;
+      if (!inVpc.has(spec.id)) {
+        expect(fn?.VpcConfig, spec.id).toBeUndefined();
+        continue;
+      }
+      expect(fn?.VpcConfig, spec.id).toEqual({ SubnetIds: VPC.subnetIds, SecurityGroupIds: [VPC.securityGroupId] });
+      // Lambda manages their network interfaces: granted inline (no managed policy), to them alone.
+      const policy = of("AWS::IAM::Policy").find(([id]) => id.startsWith(`${pascal(spec.id)}RoleDefaultPolicy`));
+      expect(JSON.stringify(policy?.[1].Properties.PolicyDocument), spec.id).toContain("ec2:CreateNetworkInterface");
+    }
+    for (const [id, policy] of of("AWS::IAM::Policy")) {
+      const owner = connecting.find((s) => id.startsWith(`${pascal(s.id)}Role`));
+      if (!owner) expect(JSON.stringify(policy.Properties.PolicyDocument), id).not.toContain("ec2:");
+    }
+    for (const [, role] of of("AWS::IAM::Role")) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+  });
+
+  it("reaches DynamoDB and S3 by gateway endpoints, Secrets Manager, Step Functions and EventBridge by interface endpoints", () => {
+    const endpoints = of("AWS::EC2::VPCEndpoint").map(([, r]) => r.Properties);
+    const gateways = endpoints.filter((e) => e.VpcEndpointType === "Gateway");
+    expect(gateways.map((e) => JSON.stringify(e.ServiceName)).sort()).toEqual([
+      expect.stringContaining(".dynamodb"),
+      expect.stringContaining(".s3"),
+    ]);
+    for (const g of gateways) {
+      expect(g.VpcId).toBe(VPC.vpcId);
+      expect(g.RouteTableIds).toEqual(["rtb-0e4"]);
+    }
+    const interfaces = endpoints.filter((e) => e.VpcEndpointType === "Interface");
+    expect(interfaces.map((e) => JSON.stringify(e.ServiceName)).sort()).toEqual([
+      expect.stringContaining(".events"),
+      expect.stringContaining(".secretsmanager"),
+      expect.stringContaining(".states"),
+    ]);
+    for (const i of interfaces) {
+      expect(i).toMatchObject({
+        VpcId: VPC.vpcId,
+        SubnetIds: VPC.subnetIds,
+        SecurityGroupIds: [VPC.securityGroupId],
+        PrivateDnsEnabled: true,
+      });
+    }
+    // No security group or rule is made: the given group is the operator's.
+    expect(of("AWS::EC2::SecurityGroup")).toEqual([]);
+    expect(of("AWS::EC2::SecurityGroupIngress")).toEqual([]);
+  });
+
+  it("makes no endpoint when told the VPC has its own, and refuses ids that are not ids", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new MapgateStack(app, "mapgate-vpc-own", { databaseVpc: { ...VPC, endpoints: false } });
+    const own = Object.values(Template.fromStack(stack).toJSON().Resources as Record<string, Resource>);
+    expect(own.filter((r) => r.Type === "AWS::EC2::VPCEndpoint")).toEqual([]);
+    expect(own.filter((r) => r.Type === "AWS::Lambda::Function" && r.Properties.VpcConfig !== undefined)).toHaveLength(
+      connecting.length,
+    );
+    const bad = (databaseVpc: typeof VPC) =>
+      new MapgateStack(new App({ context: { "aws:cdk:bundling-stacks": [] } }), "bad", { databaseVpc });
+    expect(() => bad({ ...VPC, vpcId: "my-vpc" })).toThrow(/not a VPC id/);
+    expect(() => bad({ ...VPC, subnetIds: [] })).toThrow(/subnet/);
+    expect(() => bad({ ...VPC, securityGroupId: "default" })).toThrow(/security group/);
+    expect(() => bad({ ...VPC, routeTableIds: [] })).toThrow(/route tables/);
+  });
+
+  it("puts an RDS Proxy (TLS required, its own login's secret) in front of one instance when asked, cdk-nag clean", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const secretArn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gis/proxy-login-AbCdEf";
+    const databaseProxy = {
+      instanceIdentifier: "gis-db",
+      endpoint: "gis-db.abc.eu-west-1.rds.amazonaws.com",
+      port: 5432,
+      secretArn,
+    };
+    const stack = new MapgateStack(app, "mapgate-proxy", { databaseVpc: VPC, databaseProxy });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
+    const json = Template.fromStack(stack).toJSON();
+    const all = Object.values(json.Resources as Record<string, Resource>);
+    const proxies = all.filter((r) => r.Type === "AWS::RDS::DBProxy").map((r) => r.Properties);
+    expect(proxies).toEqual([
+      expect.objectContaining({
+        EngineFamily: "POSTGRESQL",
+        RequireTLS: true,
+        VpcSubnetIds: VPC.subnetIds,
+        VpcSecurityGroupIds: [VPC.securityGroupId],
+        Auth: [expect.objectContaining({ AuthScheme: "SECRETS", IAMAuth: "DISABLED", SecretArn: secretArn })],
+      }),
+    ]);
+    const group = all.find((r) => r.Type === "AWS::RDS::DBProxyTargetGroup")?.Properties;
+    expect(group).toMatchObject({
+      DBInstanceIdentifiers: ["gis-db"],
+      ConnectionPoolConfigurationInfo: expect.objectContaining({ MaxConnectionsPercent: 50 }),
+    });
+    expect(JSON.stringify(json.Outputs.DatabaseProxyEndpoint.Value)).toContain("DatabaseProxy");
+    expect(all.length).toBeLessThan(470);
+    const bad = (p: Partial<typeof databaseProxy>, vpc = true) =>
+      new MapgateStack(new App({ context: { "aws:cdk:bundling-stacks": [] } }), "bad", {
+        ...(vpc ? { databaseVpc: VPC } : {}),
+        databaseProxy: { ...databaseProxy, ...p },
+      });
+    expect(() => bad({}, false)).toThrow(/give databaseVpc too/);
+    expect(() => bad({ secretArn: "gis/proxy-login" })).toThrow(/complete ARN/);
+    expect(() => bad({ port: 0 })).toThrow(/not a port/);
+  });
+
+  it("lets the operator allow local database hosts and plain connections, refused by default", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new MapgateStack(app, "mapgate-open", { allowLocalDatabaseHosts: true, databaseTlsOptional: true });
+    const open = Template.fromStack(stack).toJSON();
+    expect(open.Outputs.DatabaseLocalHosts.Value).toBe("allow");
+    expect(open.Outputs.DatabaseTls.Value).toBe("allow");
+    const fns = Object.entries(open.Resources as Record<string, Resource>).filter(
+      ([id, r]) => r.Type === "AWS::Lambda::Function" && id.startsWith("ItemAddFunction"),
+    );
+    expect((fns[0]?.[1].Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
+      DATASTORE_LOCAL_HOSTS: "allow",
+      DATASTORE_TLS: "allow",
+    });
   });
 });

@@ -332,21 +332,21 @@ describe("who may share, and what", () => {
     expect(await share(engine, tokens.publisher ?? "", id, { everyone: "true" })).toMatchObject({ itemId: id });
   });
 
-  it("refuses to share or update a data store's item, which changes only with the data store", async () => {
-    for (const op of ["share", "update"]) {
-      const answer = await postJson(
-        `${rest()}/content/users/publisher/items/${org.folderStore}/${op}`,
-        tokens.admin ?? "",
-        {
-          everyone: "true",
-          title: "Renamed",
-        },
-      );
-      expect(answer, op).toMatchObject({ error: { code: 400 } });
-    }
+  it("refuses to share a data store's item, which stays private; updating it renames the data store with it", async () => {
+    const item = `${rest()}/content/users/publisher/items/${org.folderStore}`;
+    const shared = await postJson(`${item}/share`, tokens.admin ?? "", { everyone: "true" });
+    expect(shared).toMatchObject({ error: { code: 400 } });
+    expect(await postJson(`${item}/update`, tokens.admin ?? "", { title: "Renamed" })).toMatchObject({ success: true });
     expect(await getJson(`${rest()}/content/items/${org.folderStore}`, tokens.admin)).toMatchObject({
       access: "private",
-      title: "Demo Data Store",
+      title: "Renamed",
+    });
+    const stores = (JSON.parse(adminCommand(engine.dataDir, ["list"])) as { datastores: { datastoreId: string }[] }[])
+      .flatMap((o) => o.datastores)
+      .filter((d) => d.datastoreId === org.folderStore);
+    expect(stores).toEqual([expect.objectContaining({ title: "Renamed" })]);
+    expect(await postJson(`${item}/update`, tokens.admin ?? "", { title: "Demo Data Store" })).toMatchObject({
+      success: true,
     });
   });
 

@@ -209,6 +209,9 @@ async function connect(): Promise<Target> {
     // Database stores registered through this command keep their passwords where the stack's functions read them.
     const secretPrefix = outputs.get("DatastoreSecretPrefix");
     if (secretPrefix) process.env.DATASTORE_SECRET_PREFIX = secretPrefix;
+    // And under the stack's rules: its functions' own addresses refused, TLS required (unless it allows them).
+    process.env.DATASTORE_LOCAL_HOSTS = outputs.get("DatabaseLocalHosts") ?? "refuse";
+    process.env.DATASTORE_TLS = outputs.get("DatabaseTls") ?? "require";
     const sm = new SecretsManagerClient({});
     // Asked for only by the caller commands: a stack deployed before callers existed still serves the others.
     const operationsFunction = outputs.get("OperationsFunctionArn") ?? "";

@@ -2,27 +2,15 @@
 // first-start bootstrap. They go through the same stores the handlers use.
 import { generatePassword, hashPassword } from "#shared/auth/passwords.ts";
 import { itemId, shortId } from "#shared/ids.ts";
-import { statSync } from "node:fs";
 import { cacheTypeOf, readCacheInfo } from "#shared/caches/probe.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { safeRelativePath } from "#shared/storage/storage.ts";
-import { isAbsolute } from "node:path";
-import { DatasetError } from "#shared/features/geopackage.ts";
 import {
-  ConnectionStringError,
-  type ParsedConnection,
-  parseConnectionString,
-  redactedConnectionString,
-} from "#shared/stores/connection-string.ts";
-import { deleteDataStorePassword, writeDataStorePassword } from "#shared/stores/datastore-secrets.ts";
-import {
-  createDataStore,
-  DATASET_TYPES,
-  type DataStore,
-  type Dataset,
-  listPortalDataStores,
-  type StoreLocation,
-} from "#shared/stores/datastores.ts";
+  DataStoreInputError,
+  type NewDataStore as SharedNewDataStore,
+  registerDataStore as registerSharedDataStore,
+} from "#shared/datastore-registration.ts";
+import { type DataStore, listPortalDataStores } from "#shared/stores/datastores.ts";
 import {
   claimDefaultPortal,
   createPortal,
@@ -199,117 +187,22 @@ export async function registerServer(portalId: string, spec: NewServer): Promise
   return server;
 }
 
-export interface NewDataStore {
-  readonly title: string;
-  readonly owner: string;
-  readonly kind: DataStore["kind"];
-  readonly serverIds: readonly string[];
-  readonly datasets: readonly Dataset[];
-  /** Required for folder and cloudStore kinds; a database store has none. */
-  readonly location?: StoreLocation;
-  /**
-   * A database store's connection string (a libpq URI or ArcGIS's form): checked by logging in, its password
-   * kept as the store's secret, the rest in the store. Without one a database store lists `datasets`.
-   */
-  readonly postgres?: string;
-}
+export type NewDataStore = Omit<SharedNewDataStore, "checkConnection" | "database" | "name">;
 
-/** S3 bucket names as AWS accepts them (general purpose buckets). */
-const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
-
-/** Checks a location for its kind: a folder must exist here (absolute); a bucket must be a valid name. */
-export function checkLocation(kind: DataStore["kind"], location: StoreLocation | undefined): StoreLocation | undefined {
-  if (kind === "folder") {
-    if (!location || !("folder" in location)) throw new AdminInputError("a folder data store needs --path <folder>");
-    if (!isAbsolute(location.folder)) throw new AdminInputError("--path must be an absolute path");
-    let isDir = false;
-    try {
-      isDir = statSync(location.folder).isDirectory();
-    } catch {
-      isDir = false;
-    }
-    if (!isDir) throw new AdminInputError(`${location.folder} is not a folder on this machine`);
-    return { folder: location.folder };
-  }
-  if (kind === "cloudStore") {
-    if (!location || !("bucket" in location))
-      throw new AdminInputError("a cloudStore data store needs --bucket <name>");
-    if (!BUCKET.test(location.bucket) || location.bucket.includes(".."))
-      throw new AdminInputError(`${JSON.stringify(location.bucket)} is not a valid S3 bucket name`);
-    const prefix = location.prefix.replace(/^\/+|\/+$/g, "");
-    if (prefix.length > 512 || prefix.split("/").some((s) => (s === "" && prefix !== "") || s === "." || s === ".."))
-      throw new AdminInputError(`${JSON.stringify(location.prefix)} is not a valid prefix`);
-    return { bucket: location.bucket, prefix };
-  }
-  if (location) throw new AdminInputError(`a ${kind} data store has no --path or --bucket`);
-  return undefined;
-}
-
+/**
+ * Registers a data store by the shared rules (shared/datastore-registration.ts), a database's connection
+ * proven by logging in first.
+ */
 export async function registerDataStore(portalId: string, spec: NewDataStore): Promise<DataStore> {
-  const owner = await getUser(spec.owner);
-  if (!owner || owner.portalId !== portalId) throw new AdminInputError(`no user ${spec.owner} in portal ${portalId}`);
+  if (!(await getPortal(portalId))) throw new AdminInputError(`no portal ${portalId}`);
+  // The operator registers a store where it serves; the portal's registration adds servers after (addToServer).
   if (spec.serverIds.length === 0) throw new AdminInputError("a data store is registered with at least one server");
-  for (const id of spec.serverIds) {
-    const server = await getServer(id);
-    if (!server || server.portalId !== portalId) throw new AdminInputError(`no server ${id} in portal ${portalId}`);
-  }
-  const paths = new Set<string>();
-  const location = checkLocation(spec.kind, spec.location);
-  for (const entry of spec.datasets) {
-    if (!entry.path.startsWith("/") || entry.path.length > 1024) throw new AdminInputError(`bad path ${entry.path}`);
-    if (paths.has(entry.path)) throw new AdminInputError(`path ${entry.path} is listed twice`);
-    paths.add(entry.path);
-  }
-  for (const d of spec.datasets) {
-    if (!(DATASET_TYPES as readonly string[]).includes(d.type)) throw new AdminInputError(`bad dataset type ${d.type}`);
-  }
-  const database = spec.postgres === undefined ? undefined : await checkDatabase(spec.kind, spec.postgres);
-  if (database && spec.datasets.length > 0)
-    throw new AdminInputError("a database store lists what its database holds: give no datasets with --postgres");
-  const now = Date.now();
-  const store: DataStore = {
-    datastoreId: itemId(),
-    portalId,
-    title: spec.title,
-    owner: spec.owner,
-    kind: spec.kind,
-    serverIds: [...spec.serverIds],
-    ...(location ? { location } : {}),
-    ...(database ? { connection: database.connection } : {}),
-    created: now,
-    modified: now,
-  };
-  // The secret first: a store is never registered without the password it needs; a failed registration
-  // removes the secret it wrote.
-  if (database) await writeDataStorePassword(store.datastoreId, database.password);
   try {
-    await createDataStore({ store, datasets: spec.datasets }, dataStoreItem(store));
+    return await registerSharedDataStore(portalId, { ...spec, checkConnection: true });
   } catch (err) {
-    if (database) await deleteDataStorePassword(store.datastoreId).catch(() => undefined);
+    if (err instanceof DataStoreInputError) throw new AdminInputError(err.message);
     throw err;
   }
-  return store;
-}
-
-/** A database store's connection string, parsed and proven (it logs in, PostGIS is there). */
-async function checkDatabase(kind: DataStore["kind"], text: string): Promise<ParsedConnection> {
-  if (kind !== "database") throw new AdminInputError(`a ${kind} data store has no --postgres connection`);
-  let parsed: ParsedConnection;
-  try {
-    parsed = parseConnectionString(text);
-  } catch (err) {
-    if (err instanceof ConnectionStringError) throw new AdminInputError(`--postgres: ${err.message}`);
-    throw err;
-  }
-  const { checkPostGis } = await import("#shared/features/postgis.ts");
-  try {
-    await checkPostGis(parsed.connection, parsed.password);
-  } catch (err) {
-    if (err instanceof DatasetError)
-      throw new AdminInputError(`${redactedConnectionString(parsed.connection)}: ${err.message}`);
-    throw err;
-  }
-  return parsed;
 }
 
 export async function describeOrganizations() {

@@ -31,11 +31,44 @@ const tunables = Object.fromEntries(
   }),
 );
 readConfig(tunables);
+// The databases' VPC (README, "Reaching databases on AWS"): `-c databaseVpcId=vpc-… -c databaseSubnetIds=subnet-a,
+// subnet-b -c databaseSecurityGroupId=sg-… -c databaseRouteTableIds=rtb-…` [-c databaseVpcEndpoints=false].
+const list = (name: string) =>
+  String(app.node.tryGetContext(name) ?? "")
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean);
+const flag = (name: string) => String(app.node.tryGetContext(name) ?? "") === "true";
+const vpcId = app.node.tryGetContext("databaseVpcId") as string | undefined;
+const databaseVpc = vpcId
+  ? {
+      vpcId,
+      subnetIds: list("databaseSubnetIds"),
+      securityGroupId: String(app.node.tryGetContext("databaseSecurityGroupId") ?? ""),
+      routeTableIds: list("databaseRouteTableIds"),
+      endpoints: String(app.node.tryGetContext("databaseVpcEndpoints") ?? "true") !== "false",
+    }
+  : undefined;
+// An RDS Proxy in front of one instance of that VPC: `-c databaseProxyInstance=<identifier> -c
+// databaseProxyEndpoint=<address> -c databaseProxyPort=5432 -c databaseProxySecretArn=<the proxy's login's secret>`.
+const proxyInstance = app.node.tryGetContext("databaseProxyInstance") as string | undefined;
+const databaseProxy = proxyInstance
+  ? {
+      instanceIdentifier: proxyInstance,
+      endpoint: String(app.node.tryGetContext("databaseProxyEndpoint") ?? ""),
+      port: Number(app.node.tryGetContext("databaseProxyPort") ?? 5432),
+      secretArn: String(app.node.tryGetContext("databaseProxySecretArn") ?? ""),
+    }
+  : undefined;
 new MapgateStack(app, (app.node.tryGetContext("stackName") as string | undefined) ?? "mapgate", {
   ...(publicOrigin ? { publicOrigin } : {}),
   cloudStoreBuckets: buckets,
   ...(ephemeralStorageMb !== undefined ? { ephemeralStorageMb } : {}),
   tunables,
+  ...(databaseVpc ? { databaseVpc } : {}),
+  ...(databaseProxy ? { databaseProxy } : {}),
+  allowLocalDatabaseHosts: flag("allowLocalDatabaseHosts"),
+  databaseTlsOptional: flag("databaseTlsOptional"),
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

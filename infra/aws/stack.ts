@@ -24,7 +24,21 @@ import {
   LogGroupLogDestination,
 } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import {
+  CfnVPCEndpoint,
+  GatewayVpcEndpointAwsService,
+  InterfaceVpcEndpoint,
+  InterfaceVpcEndpointAwsService,
+  type ISecurityGroup,
+  type ISubnet,
+  type IVpc,
+  SecurityGroup,
+  Subnet,
+  Vpc,
+} from "aws-cdk-lib/aws-ec2";
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import { DatabaseInstance, DatabaseInstanceEngine, DatabaseProxy, ProxyTarget } from "aws-cdk-lib/aws-rds";
+import { Secret } from "aws-cdk-lib/aws-secretsmanager";
 import { EventBus, Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
@@ -36,6 +50,7 @@ import type { Construct } from "constructs";
 import {
   type Access,
   EVENTS,
+  type RouteSpec,
   invocationFunction,
   REDELIVERY,
   ROUTES,
@@ -67,7 +82,56 @@ export interface MapgateStackProps extends StackProps {
   readonly ephemeralStorageMb?: number;
   /** The README's tunables (`SIGNIN_*`, `OAUTH_*`, `SOAP_*`, `MAX_BODY_BYTES`), set on every function. */
   readonly tunables?: Readonly<Record<string, string>>;
+  /**
+   * The VPC of the databases data stores connect to: the functions that connect to them (and read data stores'
+   * content) run in its subnets with its security group, and reach AWS services through the endpoints made
+   * here. Without it those functions run outside any VPC and databases must be reachable from the internet.
+   */
+  readonly databaseVpc?: DatabaseVpc;
+  /**
+   * An RDS Proxy in front of one PostgreSQL instance of that VPC, bounding the connections of every function
+   * together (each warm function keeps up to 4 per data store): data stores then name the proxy's endpoint
+   * (the `DatabaseProxyEndpoint` output) as their host.
+   */
+  readonly databaseProxy?: DatabaseProxySpec;
+  /** Database hosts at loopback or link-local addresses (refused by default: they are the functions' own). */
+  readonly allowLocalDatabaseHosts?: boolean;
+  /** Database connections without TLS (refused by default: `sslmode=disable` refused, `prefer` made `require`). */
+  readonly databaseTlsOptional?: boolean;
 }
+
+export interface DatabaseVpc {
+  readonly vpcId: string;
+  /** Private subnets (one per availability zone the databases are in, two at least for Lambda's availability). */
+  readonly subnetIds: readonly string[];
+  /** The functions' and the endpoints' group: it must reach the databases, and itself on 443 (the endpoints). */
+  readonly securityGroupId: string;
+  /** The subnets' route tables, for the DynamoDB and S3 gateway endpoints (free). */
+  readonly routeTableIds: readonly string[];
+  /**
+   * Whether to make the endpoints the functions need (true by default): gateway endpoints for DynamoDB and S3,
+   * interface endpoints for Secrets Manager, Step Functions and EventBridge. False when the VPC already has them
+   * or a NAT gateway.
+   */
+  readonly endpoints?: boolean;
+}
+
+export interface DatabaseProxySpec {
+  /** The RDS instance's identifier, endpoint address and port. */
+  readonly instanceIdentifier: string;
+  readonly endpoint: string;
+  readonly port: number;
+  /**
+   * The proxy's own login to the database: a Secrets Manager secret (`{"username","password"}`) of the account,
+   * which the proxy alone reads (not a data store's secret).
+   */
+  readonly secretArn: string;
+  /** The share of the database's max_connections the proxy may use (1–100; 50 unless given). */
+  readonly maxConnectionsPercent?: number;
+}
+
+/** The AWS services the functions in the databases' VPC call besides DynamoDB and S3. */
+export const VPC_INTERFACE_ENDPOINTS = ["SECRETS_MANAGER", "STEP_FUNCTIONS", "EVENTBRIDGE"] as const;
 
 /** Every function's memory (and so its CPU share): the cost model of `npm run bench` prices with it. */
 export const FUNCTION_MEMORY_MB = 1024;
@@ -153,18 +217,63 @@ export class MapgateStack extends Stack {
     // the functions that connect to data stores.
     const datastoreSecretPrefix = `${this.stackName}/datastores/`;
     new CfnOutput(this, "DatastoreSecretPrefix", { value: datastoreSecretPrefix });
-    const grantDatastoreSecrets = (role: Role) => {
+    const grantDatastoreSecrets = (role: Role, level: "read" | "write") => {
       const arn = this.formatArn({
         service: "secretsmanager",
         resource: "secret",
         resourceName: `${datastoreSecretPrefix}*`,
         arnFormat: ArnFormat.COLON_RESOURCE_NAME,
       });
-      role.addToPolicy(new PolicyStatement({ actions: ["secretsmanager:GetSecretValue"], resources: [arn] }));
+      // Reading is connecting; writing is registering, changing and removing stores (which never read one back).
+      const actions =
+        level === "read"
+          ? ["secretsmanager:GetSecretValue"]
+          : ["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue", "secretsmanager:DeleteSecret"];
+      role.addToPolicy(new PolicyStatement({ actions, resources: [arn] }));
       Validations.of(role).acknowledge({
         id: `AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${datastoreSecretPrefix}*]`,
         reason:
-          "Reading the password of any database data store: stores are registered after deployment, each with its own secret under this prefix.",
+          "The password of any database data store: stores are registered after deployment, each with its own secret under this prefix.",
+      });
+    };
+    /** The rules of registration on AWS (shared/config.ts DataStorePolicy), beside the grants they go with. */
+    const datastorePolicy = {
+      DATASTORE_FOLDERS: "refuse",
+      DATASTORE_LOCAL_HOSTS: props.allowLocalDatabaseHosts ? "allow" : "refuse",
+      DATASTORE_TLS: props.databaseTlsOptional ? "allow" : "require",
+      CLOUD_STORE_BUCKETS: buckets.join(","),
+    };
+    // The operator command applies the same rules when it registers a store for this stack.
+    new CfnOutput(this, "DatabaseLocalHosts", { value: datastorePolicy.DATASTORE_LOCAL_HOSTS });
+    new CfnOutput(this, "DatabaseTls", { value: datastorePolicy.DATASTORE_TLS });
+    const network = props.databaseVpc ? this.databaseNetwork(props.databaseVpc) : undefined;
+    if (props.databaseProxy) {
+      if (!network) throw new Error("databaseProxy: the proxy lives in the databases' VPC: give databaseVpc too");
+      this.databaseProxy(props.databaseProxy, network);
+    }
+
+    /**
+     * A function in a VPC creates and removes its network interfaces. EC2's Describe actions take no resource,
+     * and the others are scoped here to the stack's own subnets and security group where IAM allows it.
+     */
+    const grantNetworkInterfaces = (role: Role) => {
+      role.addToPolicy(
+        new PolicyStatement({
+          actions: [
+            "ec2:CreateNetworkInterface",
+            "ec2:DescribeNetworkInterfaces",
+            "ec2:DescribeSubnets",
+            "ec2:DeleteNetworkInterface",
+            "ec2:AssignPrivateIpAddresses",
+            "ec2:UnassignPrivateIpAddresses",
+          ],
+          resources: ["*"],
+        }),
+      );
+      Validations.of(role).acknowledge({
+        id: "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+        reason:
+          "Lambda manages the network interfaces of a function in a VPC; EC2's network-interface actions take no narrower resource (AWS's own AWSLambdaVPCAccessExecutionRole grants them on *).",
       });
     };
 
@@ -196,15 +305,20 @@ export class MapgateStack extends Stack {
       entry: string,
       timeout: Duration,
       access: Readonly<Record<string, Access>>,
-      readsStorage = false,
+      { readsStorage = false, datastoreSecrets }: Pick<RouteSpec, "readsStorage" | "datastoreSecrets"> = {},
     ) => {
       const name = pascal(id);
       const logGroup = new LogGroup(this, `${name}Logs`, { retention: RetentionDays.ONE_MONTH, removalPolicy });
       // An explicit role with only this function's log group, instead of the managed basic-execution policy.
       const role = new Role(this, `${name}Role`, { assumedBy: new ServicePrincipal("lambda.amazonaws.com") });
       logGroup.grantWrite(role);
+      // What connects to databases (and reads stores' content) is what runs in their VPC.
+      const connects = readsStorage || datastoreSecrets === "read";
+      const secretsLevel = datastoreSecrets === "write" ? "write" : connects ? "read" : undefined;
       if (readsStorage) grantStorage(role);
-      if (readsStorage) grantDatastoreSecrets(role);
+      if (secretsLevel) grantDatastoreSecrets(role, secretsLevel);
+      const inVpc = connects && network ? network : undefined;
+      if (inVpc) grantNetworkInterfaces(role);
       const fn = new NodejsFunction(this, `${name}Function`, {
         entry: join(ROOT, "functions", `${entry}.ts`),
         handler: "handler",
@@ -215,6 +329,9 @@ export class MapgateStack extends Stack {
         timeout,
         role,
         logGroup,
+        ...(inVpc
+          ? { vpc: inVpc.vpc, vpcSubnets: { subnets: [...inVpc.subnets] }, securityGroups: [inVpc.securityGroup] }
+          : {}),
         projectRoot: ROOT,
         depsLockFilePath: join(ROOT, "package-lock.json"),
         environment: {
@@ -236,7 +353,10 @@ export class MapgateStack extends Stack {
         },
       });
       // The grant and the variable naming what it grants, together (shared/stores/datastore-secrets.ts).
-      if (readsStorage) fn.addEnvironment("DATASTORE_SECRET_PREFIX", datastoreSecretPrefix);
+      if (secretsLevel) {
+        fn.addEnvironment("DATASTORE_SECRET_PREFIX", datastoreSecretPrefix);
+        for (const [k, v] of Object.entries(datastorePolicy)) fn.addEnvironment(k, v);
+      }
       for (const [table, level] of Object.entries(access)) {
         const t = tables.get(table as TableName);
         if (!t) throw new Error(`${id} names unknown table ${table}`);
@@ -247,7 +367,7 @@ export class MapgateStack extends Stack {
 
     // The workflow: its task functions, then the state machine running the definition file.
     const taskFunctions = WORKFLOW.tasks.map((task) => {
-      const fn = makeFunction(task.id, task.id, Duration.minutes(5), task.tables, task.readsStorage);
+      const fn = makeFunction(task.id, task.id, Duration.minutes(5), task.tables, task);
       grantIntegrations(fn, task);
       return { task, fn };
     });
@@ -280,13 +400,7 @@ export class MapgateStack extends Stack {
 
     for (const route of ROUTES) {
       const name = pascal(route.id);
-      const fn = makeFunction(
-        route.id,
-        route.handler ?? route.id,
-        Duration.seconds(29),
-        route.tables,
-        route.readsStorage,
-      );
+      const fn = makeFunction(route.id, route.handler ?? route.id, Duration.seconds(29), route.tables, route);
       for (const secret of route.secrets) secrets.get(secret)?.grantTo(fn);
       grantIntegrations(fn, route);
       if (route.startsWorkflow) {
@@ -322,7 +436,7 @@ export class MapgateStack extends Stack {
       operations.id,
       Duration.seconds(60),
       operations.tables,
-      operations.readsStorage,
+      operations,
     );
     grantIntegrations(operationsFn, operations);
     this.stateMachine.grantStartExecution(operationsFn);
@@ -338,5 +452,98 @@ export class MapgateStack extends Stack {
       schedule: Schedule.rate(Duration.minutes(1)),
       targets: [new LambdaTarget(redelivery, { retryAttempts: 2 })],
     });
+  }
+
+  /**
+   * The proxy: TLS required from the functions, password authentication with its own secret, in the functions'
+   * subnets and security group (which must let the proxy reach the database).
+   */
+  private databaseProxy(
+    spec: DatabaseProxySpec,
+    network: { vpc: IVpc; subnets: readonly ISubnet[]; securityGroup: ISecurityGroup },
+  ): void {
+    if (!/^[A-Za-z][A-Za-z0-9-]{0,62}$/.test(spec.instanceIdentifier))
+      throw new Error(`databaseProxy: ${spec.instanceIdentifier} is not an RDS instance identifier`);
+    if (!Number.isInteger(spec.port) || spec.port < 1 || spec.port > 65535)
+      throw new Error(`databaseProxy: port ${String(spec.port)} is not a port`);
+    if (!/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/.test(spec.secretArn))
+      throw new Error("databaseProxy: the secret is given by its complete ARN");
+    const percent = spec.maxConnectionsPercent ?? 50;
+    if (!Number.isInteger(percent) || percent < 1 || percent > 100)
+      throw new Error("databaseProxy: maxConnectionsPercent is 1–100");
+    const instance = DatabaseInstance.fromDatabaseInstanceAttributes(this, "Database", {
+      instanceIdentifier: spec.instanceIdentifier,
+      instanceEndpointAddress: spec.endpoint,
+      port: spec.port,
+      securityGroups: [network.securityGroup],
+      engine: DatabaseInstanceEngine.POSTGRES,
+    });
+    const proxy = new DatabaseProxy(this, "DatabaseProxy", {
+      proxyTarget: ProxyTarget.fromInstance(instance),
+      secrets: [Secret.fromSecretCompleteArn(this, "DatabaseProxySecret", spec.secretArn)],
+      vpc: network.vpc,
+      vpcSubnets: { subnets: [...network.subnets] },
+      securityGroups: [network.securityGroup],
+      requireTLS: true,
+      iamAuth: false,
+      maxConnectionsPercent: percent,
+    });
+    new CfnOutput(this, "DatabaseProxyEndpoint", { value: proxy.endpoint });
+  }
+
+  /**
+   * The databases' VPC as given (nothing about it is looked up, so synth needs no account), and the endpoints
+   * through which functions in it still reach DynamoDB and S3 (gateway endpoints, free) and Secrets Manager,
+   * Step Functions and EventBridge (interface endpoints, billed per hour and per GB: see the README).
+   */
+  private databaseNetwork(spec: DatabaseVpc): {
+    vpc: IVpc;
+    subnets: readonly ISubnet[];
+    securityGroup: ISecurityGroup;
+  } {
+    if (!/^vpc-[0-9a-f]+$/.test(spec.vpcId)) throw new Error(`databaseVpc: ${spec.vpcId} is not a VPC id`);
+    if (spec.subnetIds.length === 0 || spec.subnetIds.some((s) => !/^subnet-[0-9a-f]+$/.test(s)))
+      throw new Error("databaseVpc: give the subnets as subnet-… ids");
+    if (!/^sg-[0-9a-f]+$/.test(spec.securityGroupId))
+      throw new Error(`databaseVpc: ${spec.securityGroupId} is not a security group id`);
+    if (spec.routeTableIds.some((r) => !/^rtb-[0-9a-f]+$/.test(r)))
+      throw new Error("databaseVpc: give the route tables as rtb-… ids");
+    const vpc = Vpc.fromVpcAttributes(this, "DatabaseVpc", {
+      vpcId: spec.vpcId,
+      availabilityZones: this.availabilityZones,
+    });
+    const subnets = spec.subnetIds.map((id, i) => Subnet.fromSubnetId(this, `DatabaseSubnet${i}`, id));
+    const securityGroup = SecurityGroup.fromSecurityGroupId(this, "DatabaseSecurityGroup", spec.securityGroupId, {
+      allowAllOutbound: false,
+      mutable: false,
+    });
+    if (spec.endpoints !== false) {
+      if (spec.routeTableIds.length === 0)
+        throw new Error("databaseVpc: give the subnets' route tables (for the DynamoDB and S3 gateway endpoints)");
+      // Gateway endpoints attach to route tables (several subnets often share one), not to subnets.
+      const routeTableIds = [...new Set(spec.routeTableIds)];
+      for (const [name, service] of [
+        ["DynamoDb", GatewayVpcEndpointAwsService.DYNAMODB],
+        ["S3", GatewayVpcEndpointAwsService.S3],
+      ] as const) {
+        new CfnVPCEndpoint(this, `${name}Endpoint`, {
+          vpcId: spec.vpcId,
+          serviceName: service.name,
+          vpcEndpointType: "Gateway",
+          routeTableIds,
+        });
+      }
+      for (const key of VPC_INTERFACE_ENDPOINTS) {
+        new InterfaceVpcEndpoint(this, `${pascal(key.toLowerCase().replace(/_/g, "-"))}Endpoint`, {
+          vpc,
+          service: InterfaceVpcEndpointAwsService[key],
+          subnets: { subnets: [...subnets] },
+          securityGroups: [securityGroup],
+          privateDnsEnabled: true,
+          open: false,
+        });
+      }
+    }
+    return { vpc, subnets, securityGroup };
   }
 }

@@ -16,8 +16,10 @@ import {
   type GeometryColumn,
   type LayerSchema,
 } from "#shared/features/schema.ts";
+import { config } from "#shared/config.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import { logger } from "#shared/log.ts";
+import { databaseAddress } from "#shared/stores/database-address.ts";
 import { readDataStorePassword } from "#shared/stores/datastore-secrets.ts";
 import type { PostgresConnection } from "#shared/stores/datastores.ts";
 
@@ -60,6 +62,15 @@ const NETWORK = new Set([
   "EAI_AGAIN",
 ]);
 
+/** Whether a statement failed because its connection had ended (not a connect timeout, nor the statement's own). */
+function endedWhileIdle(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e.code === "string" ? e.code : "";
+  // 57P01 admin_shutdown, 57P02 crash_shutdown: the server ended the session.
+  if (code === "57P01" || code === "57P02" || code === "ECONNRESET" || code === "EPIPE") return true;
+  return e.message === "Connection terminated unexpectedly";
+}
+
 /**
  * An error of node-postgres as mapgate answers it: a data source that cannot be read (DatasetError, which
  * serving turns into "unavailable" and the log explains), a statement past its time, a value the request's own
@@ -90,15 +101,6 @@ export function classifyPgError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
-const connectionLost = (err: unknown) => {
-  const e = err as { code?: unknown; message?: unknown };
-  const code = typeof e.code === "string" ? e.code : "";
-  return (
-    ["57P01", "57P02", "57P03", "08006", "08003"].includes(code) ||
-    /Connection terminated|ECONNRESET/.test(String(e.message))
-  );
-};
-
 function sslOf(c: PostgresConnection, plain: boolean): PoolConfig["ssl"] {
   if (c.sslmode === "disable" || plain) return false;
   if (c.sslmode === "verify-full") return { rejectUnauthorized: true, servername: c.host };
@@ -106,10 +108,29 @@ function sslOf(c: PostgresConnection, plain: boolean): PoolConfig["ssl"] {
   return { rejectUnauthorized: false };
 }
 
-async function makePool(datastoreId: string, c: PostgresConnection, password: string, plain = false): Promise<Pool> {
+/**
+ * Where the deployment requires TLS (DATASTORE_TLS=require), a store registered otherwise still never connects in
+ * plain text: `disable` is refused and `prefer`, which would fall back to plain text, is held to `require`.
+ */
+function held(c: PostgresConnection, plain: boolean): PostgresConnection {
+  if (!config().datastorePolicy.requireTls) return c;
+  if (c.sslmode === "disable" || plain)
+    throw new DatasetError("This deployment connects to databases over TLS only, and this one offers no TLS.");
+  return c.sslmode === "prefer" ? { ...c, sslmode: "require" } : c;
+}
+
+async function makePool(
+  datastoreId: string,
+  given: PostgresConnection,
+  password: string,
+  plain = false,
+): Promise<Pool> {
+  const c = held(given, plain);
   const { Pool } = await loadPg();
+  // The address checked against the deployment's rule, so the name cannot resolve elsewhere when connecting.
+  const host = await databaseAddress(c.host);
   const pool = new Pool({
-    host: c.host,
+    host,
     port: c.port,
     database: c.database,
     user: c.user,
@@ -145,21 +166,19 @@ export class PostGisDatabase {
 
   /** Runs a statement; rows as arrays, columns in SELECT order. Errors classified (classifyPgError). */
   async all(sql: string, params: readonly unknown[]): Promise<unknown[][]> {
-    const run = () => this.#pool.query({ text: sql, values: params as unknown[], rowMode: "array" });
-    try {
+    for (let attempt = 0; ; attempt++) {
       try {
-        return (await run()).rows as unknown[][];
+        const out = await this.#pool.query({ text: sql, values: params as unknown[], rowMode: "array" });
+        return out.rows as unknown[][];
       } catch (err) {
-        // A pooled connection the server ended (a restart, a failover, an administrator): the statement only
-        // reads, so it runs once more on a fresh connection before the request fails.
-        if (!connectionLost(err)) throw err;
-        return (await run()).rows as unknown[][];
+        // An idle connection the server ended (a restart, an administrator, a password change) can be handed out
+        // before its end is read: the statement, read-only, runs once more on a new connection.
+        if (attempt === 0 && endedWhileIdle(err)) continue;
+        // A new connection of the pool was refused (the password changed): the next request makes a new pool,
+        // reading the secret again.
+        if (LOGIN_REFUSED.has(String((err as { code?: unknown }).code))) this.#onLoginRefused();
+        throw classifyPgError(err);
       }
-    } catch (err) {
-      // A new connection of the pool was refused (the password changed): the next request makes a new pool,
-      // reading the secret again.
-      if (LOGIN_REFUSED.has(String((err as { code?: unknown }).code))) this.#onLoginRefused();
-      throw classifyPgError(err);
     }
   }
 

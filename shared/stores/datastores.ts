@@ -1,7 +1,13 @@
-import { BatchWriteCommand, GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import {
+  BatchWriteCommand,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from "@aws-sdk/lib-dynamodb";
 import { type Item, itemPut } from "#shared/stores/items.ts";
 import { tableName } from "#shared/config.ts";
-import { ddb, queryAll, queryByPortal } from "#shared/stores/dynamo.ts";
+import { ddb, failedConditions, isConditionFailure, queryAll, queryByPortal } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
 export const DATASET_TYPES = ["table", "featureClass", "relationshipClass"] as const;
@@ -27,12 +33,23 @@ export interface PostgresConnection {
   readonly database: string;
   readonly user: string;
   readonly sslmode: SslMode;
+  /**
+   * Advanced by every change of the connection or its password. Published layers keep a copy of the
+   * connection, and a warm function keeps one pool per copy: a new revision makes a new pool, which reads the
+   * secret again.
+   */
+  readonly revision?: number;
 }
 
 export interface DataStore {
   readonly datastoreId: string;
   readonly portalId: string;
   readonly title: string;
+  /**
+   * The name registered through the portal (`/enterpriseDatabases/<name>`, `/cloudStores/<name>`,
+   * `/fileShares/<name>`), unique per kind in the organization whatever its letter case.
+   */
+  readonly name?: string;
   readonly owner: string;
   /** The item type on the original, e.g. `Data Store`; `kind` says what it connects to. */
   readonly kind: "database" | "folder" | "cloudStore" | "objectStore";
@@ -79,6 +96,7 @@ export function toConnection(value: unknown): PostgresConnection | undefined {
     database: r.string("database"),
     user: r.string("user"),
     sslmode: r.oneOf("sslmode", SSL_MODES),
+    ...(r.optionalNumber("revision") !== undefined ? { revision: r.number("revision") } : {}),
   };
 }
 
@@ -90,6 +108,7 @@ function toStore(item: Record<string, unknown>): DataStore {
     datastoreId: r.string("datastoreId"),
     portalId: r.string("portalId"),
     title: r.string("title"),
+    ...(r.optionalString("name") !== undefined ? { name: r.string("name") } : {}),
     owner: r.string("owner"),
     kind: r.oneOf("kind", ["database", "folder", "cloudStore", "objectStore"] as const),
     serverIds: r.strings("serverIds"),
@@ -169,6 +188,40 @@ export async function listPortalDataStores(portalId: string): Promise<DataStore[
   return items.map(toStore);
 }
 
+/** A registered name is taken: another data store of the organization holds it. */
+export class DataStoreNameTakenError extends Error {
+  constructor() {
+    super("A data store of this organization has this name.");
+    this.name = "DataStoreNameTakenError";
+  }
+}
+
+/** The data store changed or went while a change was computed from what was read: read it again. */
+export class DataStoreChangedError extends Error {
+  constructor() {
+    super("The data store changed meanwhile.");
+    this.name = "DataStoreChangedError";
+  }
+}
+
+/**
+ * A name's reservation: a record of its own (no `portalId`, so the byPortal index never lists it), which the
+ * transaction creating the store creates on condition it does not exist, so of concurrent registrations of
+ * one name exactly one lands.
+ */
+const nameKey = (store: DataStore) =>
+  store.name === undefined
+    ? undefined
+    : { datastoreId: `name#${store.portalId}#${store.kind}#${store.name.normalize("NFKC").toLowerCase()}`, entry: "#" };
+
+const storeRecord = (store: DataStore) => ({
+  ...store,
+  serverIds: [...store.serverIds],
+  ...(store.location ? { location: { ...store.location } } : {}),
+  ...(store.connection ? { connection: { ...store.connection } } : {}),
+  entry: STORE_ENTRY,
+});
+
 /** Registers a data store with its contents. The store entry is written last, so a half-written
  * registration is invisible: readers only see a store once its entry exists. */
 export async function createDataStore(contents: DataStoreContents, item: Item): Promise<void> {
@@ -184,24 +237,149 @@ export async function createDataStore(contents: DataStoreContents, item: Item): 
       if (pending.length > 0) await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
     }
   }
-  // The store entry and its portal item are one transaction: a data store is never without its item.
+  // The store entry, its name's reservation and its portal item are one transaction: a data store is never
+  // without its item, and a name never held twice.
+  const reservation = nameKey(store);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await putStore(table, store, item, reservation);
+      return;
+    } catch (err) {
+      if (reservation && failedConditions(err)?.includes(2)) throw new DataStoreNameTakenError();
+      // Concurrent registrations of one name cancel each other's transactions: tried again, one lands and
+      // the others find the name taken.
+      const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
+      if (!reasons.some((r) => r.Code === "TransactionConflict") || attempt >= 8) throw err;
+      await new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** attempt));
+    }
+  }
+}
+
+async function putStore(
+  table: string,
+  store: DataStore,
+  item: Item,
+  reservation: ReturnType<typeof nameKey>,
+): Promise<void> {
   await ddb.send(
     new TransactWriteCommand({
       TransactItems: [
         {
           Put: {
             TableName: table,
-            Item: {
-              ...store,
-              ...(store.location ? { location: { ...store.location } } : {}),
-              ...(store.connection ? { connection: { ...store.connection } } : {}),
-              entry: STORE_ENTRY,
-            },
+            Item: storeRecord(store),
             ConditionExpression: "attribute_not_exists(datastoreId)",
           },
         },
         itemPut(item),
+        ...(reservation
+          ? [
+              {
+                Put: {
+                  TableName: table,
+                  Item: { ...reservation, reservedBy: store.datastoreId },
+                  ConditionExpression: "attribute_not_exists(datastoreId)",
+                },
+              },
+            ]
+          : []),
       ],
     }),
   );
+}
+
+/**
+ * Replaces what may change of a registered store (its servers, its connection), on condition it is still as
+ * read (`modified`): a change computed from a stale read never lands (DataStoreChangedError).
+ */
+export async function updateDataStore(
+  store: DataStore,
+  changes: {
+    readonly serverIds?: readonly string[];
+    readonly connection?: PostgresConnection;
+    readonly title?: string;
+  },
+): Promise<DataStore> {
+  const modified = Math.max(Date.now(), store.modified + 1);
+  const next: DataStore = { ...store, ...changes, modified };
+  try {
+    await ddb.send(
+      new UpdateCommand({
+        TableName: tableName("datastores"),
+        Key: { datastoreId: store.datastoreId, entry: STORE_ENTRY },
+        UpdateExpression: "SET serverIds = :s, title = :t, modified = :m" + (next.connection ? ", #c = :c" : ""),
+        ConditionExpression: "modified = :old",
+        ...(next.connection ? { ExpressionAttributeNames: { "#c": "connection" } } : {}),
+        ExpressionAttributeValues: {
+          ":s": [...next.serverIds],
+          ":t": next.title,
+          ":m": modified,
+          ":old": store.modified,
+          ...(next.connection ? { ":c": { ...next.connection } } : {}),
+        },
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) throw new DataStoreChangedError();
+    throw err;
+  }
+  return next;
+}
+
+/**
+ * Removes a data store: its entry, its name's reservation and its item at once (on condition it is as read),
+ * then its registered datasets, which nothing reads without the store entry.
+ */
+export async function deleteDataStore(store: DataStore, item: Item | undefined): Promise<void> {
+  const table = tableName("datastores");
+  const reservation = nameKey(store);
+  try {
+    await ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Delete: {
+              TableName: table,
+              Key: { datastoreId: store.datastoreId, entry: STORE_ENTRY },
+              ConditionExpression: "modified = :old",
+              ExpressionAttributeValues: { ":old": store.modified },
+            },
+          },
+          ...(reservation
+            ? [
+                {
+                  Delete: {
+                    TableName: table,
+                    Key: reservation,
+                    ConditionExpression: "reservedBy = :id",
+                    ExpressionAttributeValues: { ":id": store.datastoreId },
+                  },
+                },
+              ]
+            : []),
+          ...(item ? [{ Delete: { TableName: tableName("items"), Key: { itemId: item.itemId } } }] : []),
+        ],
+      }),
+    );
+  } catch (err) {
+    if (failedConditions(err)?.length) throw new DataStoreChangedError();
+    throw err;
+  }
+  const datasets = await queryAll({
+    TableName: table,
+    KeyConditionExpression: "datastoreId = :d",
+    ExpressionAttributeValues: { ":d": store.datastoreId },
+    ProjectionExpression: "datastoreId, entry",
+  });
+  for (let i = 0; i < datasets.length; i += 25) {
+    let pending: Record<string, unknown>[] = datasets
+      .slice(i, i + 25)
+      .map((Key) => ({ DeleteRequest: { Key: { datastoreId: Key.datastoreId, entry: Key.entry } } }));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt > 8) throw new Error("data store entries could not be deleted (throttled)");
+      const out = await ddb.send(new BatchWriteCommand({ RequestItems: { [table]: pending } }));
+      pending = (out.UnprocessedItems?.[table] ?? []) as Record<string, unknown>[];
+      if (pending.length > 0) await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
+    }
+  }
 }

@@ -1,5 +1,5 @@
 // Layer–dataset pairs recorded by bulk publishing, per data store; read with paged Queries, never a Scan.
-import { GetCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import type { Dataset } from "#shared/stores/datastores.ts";
 import { ddb, isConditionFailure } from "#shared/stores/dynamo.ts";
@@ -282,4 +282,9 @@ export async function pageStart(datastoreId: string, client: string, start: numb
   // Expiry on read, whatever DynamoDB's TTL has or has not deleted.
   if (!Item || typeof Item.path !== "string" || Number(Item.expiresAt) * 1000 <= Date.now()) return undefined;
   return Item.path;
+}
+
+/** Removes a pair whose layer's item is gone (the item's own delete removes the pair with it otherwise). */
+export async function deletePair(datastoreId: string, path: string): Promise<void> {
+  await ddb.send(new DeleteCommand({ TableName: tableName("layers"), Key: { datastoreId, entry: pairEntry(path) } }));
 }

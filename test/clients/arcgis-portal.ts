@@ -3,7 +3,9 @@
 // options get the session as `authentication` (isServiceNameAvailable takes [name, type]). Needs
 // NODE_EXTRA_CA_CERTS for the local certificate.
 import {
+  createItem,
   getItem,
+  getItemData,
   getUser,
   getUserContent,
   isServiceNameAvailable,
@@ -24,6 +26,8 @@ const { input, session: authentication } = await signedIn<{ calls: Call[] }>();
 /** Every helper the tests drive, called as its documentation shows. */
 const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = {
   getItem: (o) => getItem(String(o.id), { authentication }),
+  createItem: (o) => createItem({ item: o.item as { title: string; type: string }, authentication }),
+  getItemData: (o) => getItemData(String(o.id), { authentication }),
   getUserContent: (o) => getUserContent({ ...o, authentication }),
   searchItems: (o) => searchItems({ ...(o as { q: string }), authentication }),
   updateItem: (o) => updateItem({ item: o.item as { id: string }, authentication }),

@@ -46,6 +46,8 @@ export interface AwsStandIn {
   readonly decisions: Decision[];
   /** Requests whose credentials belong to no function, or whose service is not modelled. */
   readonly unknown: string[];
+  /** The secrets held now: the stack's, and those the functions created (names, without their values). */
+  secretNames(): string[];
   credentialsOf(fn: FunctionArtifact): Credentials;
   close(): Promise<void>;
 }
@@ -178,7 +180,8 @@ export async function startAwsStandIn(options: StandInOptions): Promise<AwsStand
     res.end(text);
   };
 
-  const secrets = options.secrets;
+  // The stack's own secrets, and those the functions create (data stores' passwords).
+  const secrets: { arn: string; value: string }[] = options.secrets.map((x) => ({ ...x }));
   const findSecret = (id: string) =>
     secrets.find((s) => s.arn === id || s.arn.split(":secret:")[1]?.replace(/-[A-Za-z0-9]{6}$/, "") === id);
 
@@ -212,22 +215,43 @@ export async function startAwsStandIn(options: StandInOptions): Promise<AwsStand
 
     if (service === "secretsmanager") {
       const operation = target.replace(/^secretsmanager\./, "");
-      const id = String(input().SecretId ?? "");
+      const given = input();
+      // CreateSecret names the secret; the others give its id (a name or an ARN). A new secret's ARN ends with
+      // six random characters, as Secrets Manager makes them.
+      const id = String((operation === "CreateSecret" ? given.Name : given.SecretId) ?? "");
       const secret = findSecret(id);
+      const suffix = operation === "CreateSecret" ? `-${randomUUID().replace(/-/g, "").slice(0, 6)}` : "";
       const resource =
-        secret?.arn ?? (id.startsWith("arn:") ? id : `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:${id}`);
+        secret?.arn ??
+        (id.startsWith("arn:") ? id : `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:${id}${suffix}`);
       const denied = authorize(fn, [{ action: `secretsmanager:${operation}`, resource }]);
       const type = "application/x-amz-json-1.1";
       if (denied) return json(res, 400, type, { __type: "AccessDeniedException", Message: refusal(fn, denied) });
-      if (operation !== "GetSecretValue") {
-        return json(res, 400, type, { __type: "InvalidRequestException", Message: `${operation} is not served here` });
-      }
-      if (!secret) {
-        return json(res, 400, type, {
+      const notFound = () =>
+        json(res, 400, type, {
           __type: "ResourceNotFoundException",
           Message: "Secrets Manager can't find the specified secret.",
         });
+      if (operation === "CreateSecret") {
+        if (secret)
+          return json(res, 400, type, { __type: "ResourceExistsException", Message: "The secret already exists." });
+        secrets.push({ arn: resource, value: String(given.SecretString ?? "") });
+        return json(res, 200, type, { ARN: resource, Name: id, VersionId: randomUUID() });
       }
+      if (operation === "PutSecretValue") {
+        if (!secret) return notFound();
+        secret.value = String(given.SecretString ?? "");
+        return json(res, 200, type, { ARN: secret.arn, VersionId: randomUUID(), VersionStages: ["AWSCURRENT"] });
+      }
+      if (operation === "DeleteSecret") {
+        if (!secret) return notFound();
+        secrets.splice(secrets.indexOf(secret), 1);
+        return json(res, 200, type, { ARN: secret.arn, DeletionDate: Math.floor(Date.now() / 1000) });
+      }
+      if (operation !== "GetSecretValue") {
+        return json(res, 400, type, { __type: "InvalidRequestException", Message: `${operation} is not served here` });
+      }
+      if (!secret) return notFound();
       return json(res, 200, type, {
         ARN: secret.arn,
         Name: secret.arn.split(":secret:")[1]?.replace(/-[A-Za-z0-9]{6}$/, ""),
@@ -305,6 +329,7 @@ export async function startAwsStandIn(options: StandInOptions): Promise<AwsStand
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     decisions,
     unknown,
+    secretNames: () => secrets.map((x) => x.arn.split(":secret:")[1]?.replace(/-[A-Za-z0-9]{6}$/, "") ?? ""),
     credentialsOf: (fn) => {
       const c = credentials.get(fn.arn);
       if (!c) throw new Error(`no credentials for ${fn.id}`);

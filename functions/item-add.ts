@@ -1,0 +1,76 @@
+// POST …/content/users/<username>/addItem: adds an item. The one kind of item added here is a data store's
+// registration (type `Data Store`, its JSON in `text`), as ArcGIS clients register a database, a bucket or a
+// folder: the item and the store are made at once, a database's password moved to the store's secret (the
+// item's data shows it redacted). Nothing is connected to: `validate` says whether the store can be read.
+import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { requireUser, restHandler } from "#shared/http/pipeline.ts";
+import { readDataStoreJson, registerDataStore } from "#shared/datastore-registration.ts";
+import { DESCRIBE_PRIVILEGE, registering, tagsOf } from "#shared/publishing.ts";
+import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
+import { getUser } from "#shared/stores/users.ts";
+
+const FAILED = "Unable to add item.";
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export const handler = restHandler(
+  {
+    name: "Add Item",
+    postOnly: true,
+    // The data store's JSON may hold a password: never in a URL, which logs and histories keep.
+    bodyOnly: ["text"],
+    form: [
+      { name: "type", label: "Type", options: [DATA_STORE_TYPE], required: true },
+      { name: "title", label: "Title", required: true },
+      { name: "tags", label: "Tags (comma-separated)" },
+      {
+        name: "text",
+        label:
+          'Data store JSON, e.g. {"type":"egdb","path":"/enterpriseDatabases/parcels","info":{"isManaged":false,"dataStoreConnectionType":"shared","connectionString":"postgresql://reader:…@db.example.com:5432/gis?sslmode=require"}}',
+        type: "textarea",
+        required: true,
+      },
+    ],
+  },
+  async (req) => {
+    const identity = requireUser(req);
+    const { user, portal } = identity;
+    if (user.role !== "org_admin" && !identity.privileges.includes(DESCRIBE_PRIVILEGE)) throw forbidden();
+    const problems: string[] = [];
+    const type = req.params.get("type") ?? "";
+    if (type !== DATA_STORE_TYPE)
+      problems.push(`Only items of type '${DATA_STORE_TYPE}' can be added here (got '${type.slice(0, 64)}').`);
+    const title = (req.params.get("title") ?? "").trim();
+    if (title === "" || title.length > 250 || CONTROL.test(title))
+      problems.push("'title' must have 1–250 characters and no control characters.");
+    const text = req.params.get("text") ?? "";
+    if (text.trim() === "") problems.push("'text' (the data store's JSON) must be specified.");
+    if (problems.length > 0) throw badRequest(FAILED, problems);
+    // Administrators may add to another member's content; anyone else to their own.
+    const owner = req.pathParameters.username ?? "";
+    if (owner !== user.username) {
+      if (user.role !== "org_admin") throw forbidden();
+      const member = await getUser(owner);
+      if (!member || member.portalId !== portal.portalId)
+        throw badRequest(FAILED, [`User '${owner.slice(0, 128)}' does not exist.`]);
+    }
+    const store = await registering(FAILED, async () => {
+      const spec = await readDataStoreJson(text);
+      // A folder of the serving machine is the operator's to give: only administrators register one.
+      if (spec.kind === "folder" && user.role !== "org_admin")
+        throw forbidden(["Only administrators register a folder of the machine that serves mapgate."]);
+      return registerDataStore(portal.portalId, {
+        title,
+        owner,
+        kind: spec.kind,
+        name: spec.name,
+        serverIds: [],
+        datasets: [],
+        tags: tagsOf(req.params.get("tags")),
+        ...(spec.location ? { location: spec.location } : {}),
+        ...(spec.database ? { database: spec.database } : {}),
+      });
+    });
+    return { success: true, id: store.datastoreId, folder: null };
+  },
+);
