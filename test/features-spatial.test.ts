@@ -176,6 +176,56 @@ describe("distance", () => {
     expect(spatialTest("esriSpatialRelContains", q, box(-10, -10, 200, 10), { distance: 100, srid: 3857 })).toBe(false);
     expect(() => prepareSpatialFilter("esriSpatialRelIntersects", q, { distance: -1 })).toThrow(ApiError);
   });
+
+  it("refuses a distance JTS cannot buffer by (it fails inside on 1e305 m) as the distance's fault", () => {
+    for (const [q, srid] of [
+      [box(2, 48, 3, 49), 4326],
+      [line([0, 0], [1, 1]), 3857],
+      [line([0, 0], [1, 1]), 0],
+    ] as const) {
+      let refusal: unknown;
+      try {
+        prepareSpatialFilter("esriSpatialRelContains", q, { distance: 1e308, srid });
+      } catch (err) {
+        refusal = err;
+      }
+      expect(refusal).toBeInstanceOf(ApiError);
+      expect((refusal as ApiError).details[0]).toBe("'distance' parameter is invalid");
+    }
+  });
+});
+
+describe("geometry JTS cannot node", () => {
+  // A hole crossing its shell, as simplified boundaries in real data have (three of the demo's countries).
+  const invalid: Geometry = {
+    type: "Polygon",
+    coordinates: [
+      [
+        [0, 0],
+        [10, 0],
+        [10, 10],
+        [0, 10],
+        [0, 0],
+      ],
+      [
+        [5, 5],
+        [15, 5],
+        [15, 15],
+        [5, 15],
+        [5, 5],
+      ],
+    ],
+  };
+
+  it("is repaired (a zero-width buffer) and related, as a feature or as the query", () => {
+    expect(() => toJts(box(1, 1, 2, 2)).relate(toJts(invalid))).toThrow(/side location conflict/);
+    expect(spatialTest("esriSpatialRelWithin", box(1, 1, 2, 2), invalid)).toBe(true);
+    expect(spatialTest("esriSpatialRelWithin", box(6, 6, 7, 7), invalid)).toBe(false);
+    expect(spatialTest("esriSpatialRelOverlaps", box(8, -2, 20, 2), invalid)).toBe(true);
+    expect(spatialTest("esriSpatialRelCrosses", line([-5, 1], [5, 1]), invalid)).toBe(true);
+    expect(spatialTest("esriSpatialRelContains", invalid, box(1, 1, 2, 2))).toBe(true);
+    expect(spatialTest("esriSpatialRelIntersects", line([-5, 1], [-1, 1]), invalid)).toBe(false);
+  });
 });
 
 describe("per-row cost", () => {
@@ -207,6 +257,39 @@ describe("per-row cost", () => {
     const us2 = ((performance.now() - t2) * 1000) / boxes.length;
     console.log(`intersects, small polygon vs 1000-vertex polygon: ${us2.toFixed(2)} µs per row`);
     expect(us2).toBeLessThan(500);
+  });
+
+  it("tests point features against a query of many points, or a line of many vertices, by lookup", () => {
+    const n = 100_000;
+    const many = prepareSpatialFilter("esriSpatialRelIntersects", {
+      type: "MultiPoint",
+      coordinates: Array.from({ length: n }, (_, i) => [i, i % 7]),
+    });
+    const zigzag = (length: number): Geometry => ({
+      type: "LineString",
+      coordinates: Array.from({ length }, (_, i) => [i, i % 2]),
+    });
+    const onLine = prepareSpatialFilter("esriSpatialRelIntersects", zigzag(n));
+    // JTS's own test (a walk of every segment) is the reference, on a shorter line.
+    const short = prepareSpatialFilter("esriSpatialRelIntersects", zigzag(100));
+    const jtsShort = toJts(zigzag(100));
+    for (let i = 0; i < 400; i++) {
+      const p = pt((i * 0.37) % 100, (i * 0.13) % 1.5);
+      expect(short.test(p), JSON.stringify(p)).toBe(jtsShort.intersects(toJts(p)));
+    }
+    const started = performance.now();
+    for (let i = 0; i < 2000; i++) {
+      const x = (i * 7919) % n;
+      expect(many.test(pt(x, x % 7))).toBe(true);
+      expect(many.test(pt(x, (x + 1) % 7))).toBe(false);
+      expect(onLine.test(pt(x + 0.5, 0.5))).toBe(true);
+      expect(onLine.test(pt(x + 0.5, 0.25))).toBe(false);
+    }
+    expect(onLine.test(pt(0, 0))).toBe(true);
+    expect(onLine.test(pt(n - 1, (n - 1) % 2))).toBe(true);
+    expect(onLine.test(pt(n, 0))).toBe(false);
+    // A walk of the query for each feature would take minutes here.
+    expect(performance.now() - started).toBeLessThan(3000);
   });
 
   it("bounds a geometry", () => {

@@ -5,9 +5,9 @@ import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import { ApiError } from "#shared/http/errors.ts";
 import { planQuery, type QueryPlan } from "#shared/features/plan.ts";
-import { type Dialect, emitQuery, type SpatialFilter } from "#shared/features/sql.ts";
-import { likeMatch, roundDecimal } from "#shared/features/sqlite-functions.ts";
-import { type Expr, nodes } from "#shared/features/where.ts";
+import { collapsePercents, type Dialect, emitQuery, type SpatialFilter } from "#shared/features/sql.ts";
+import { ExpressionError, likeMatch, roundDecimal } from "#shared/features/sqlite-functions.ts";
+import { type Expr, MAX_WHERE_DEPTH, MAX_WHERE_LENGTH, nodes } from "#shared/features/where.ts";
 import { cities, citiesDatabase, citiesSchema, type City, gpkgPoint, pointOf } from "./helpers/feature-layer.ts";
 
 const NOW = Date.UTC(2024, 4, 6, 7, 8, 9, 10);
@@ -280,6 +280,24 @@ describe("SQLite: output kinds", () => {
     });
   });
 
+  it("lists each output kind's columns in the order its SQL selects them (the answer reads them by index)", () => {
+    const outputs: Record<string, string>[] = [
+      { returnExtentOnly: "true", returnCountOnly: "true" },
+      { returnExtentOnly: "true" },
+      { returnCountOnly: "true" },
+      { returnIdsOnly: "true" },
+      { outFields: "name,kind", returnDistinctValues: "true" },
+      { outStatistics: '[{"statisticType":"max","onStatisticField":"pop"}]', groupByFieldsForStatistics: "kind" },
+      { outFields: "*" },
+    ];
+    for (const params of outputs) {
+      const { rows: r, query } = rows({ where: "1=1", ...params });
+      expect(Object.keys(r[0] ?? {}), JSON.stringify(params)).toEqual(query.columns.map((c) => c.alias));
+    }
+    const pg = emitQuery("postgres", plan({ returnExtentOnly: "true", returnCountOnly: "true" }), citiesSchema);
+    expect(pg.columns.map((c) => c.alias)).toEqual(["xmin", "ymin", "xmax", "ymax", "n"]);
+  });
+
   it("computes statistics, grouped, with having and order", () => {
     const stats = JSON.stringify([
       { statisticType: "count", onStatisticField: "objectid", outStatisticFieldName: "n" },
@@ -417,6 +435,50 @@ describe("SQLite functions", () => {
   });
 });
 
+describe("SQLite: what hostile texts make of the SQL", () => {
+  it("runs long runs of OR and AND, and the deepest nesting the parser accepts (SQLite refuses 1000 levels)", () => {
+    const ors = Array.from({ length: 1000 }, (_, i) => `pop = ${i * 1000}`).join(" OR ");
+    expect(ors.length).toBeLessThanOrEqual(MAX_WHERE_LENGTH);
+    expect(ids(ors)).toEqual(expected((c) => c.pop !== null && c.pop % 1000 === 0 && c.pop < 1_000_000));
+    expect(ids(Array.from({ length: 1200 }, () => "pop > -1").join(" AND "))).toEqual(expected((c) => c.pop !== null));
+    const depth = MAX_WHERE_DEPTH;
+    for (const where of [
+      `${"NOT ".repeat(depth)}pop IS NOT NULL`,
+      `pop${" / 1".repeat(depth)} > -1`,
+      `${"ABS(".repeat(depth - 1)}pop${")".repeat(depth - 1)} > -1`,
+      `${"(".repeat(depth / 2)}pop${" * 1".repeat(depth / 2)}${")".repeat(depth / 2)} > -1`,
+      `${"CHAR_LENGTH(CAST(".repeat(depth / 2 - 1)}pop${" AS VARCHAR(40)))".repeat(depth / 2 - 1)} > -1`,
+    ])
+      expect(ids(where), where.slice(0, 40)).toEqual(expected((c) => c.pop !== null));
+  });
+
+  it("takes the absolute value of the smallest integer, which SQLite's abs() fails on", () => {
+    expect(ids("ABS(CAST('-9223372036854775808' AS INTEGER)) > 0")).toEqual(expected(() => true));
+    expect(ids("ABS(CAST(-1e300 AS INTEGER)) > 0")).toEqual(expected(() => true));
+  });
+
+  it("matches a computed pattern past SQLite's LIKE limit, and a literal one whose runs of % are made one", () => {
+    expect(ids(`name LIKE CONCAT(UPPER('${"ΐ".repeat(9000)}'), '%')`)).toEqual([]);
+    expect(ids("name LIKE CONCAT('L', '%')")).toEqual(expected((c) => c.name?.startsWith("L") === true));
+    expect(ids("name LIKE CONCAT('l', '%')")).toEqual([]);
+    expect(ids(`name LIKE '${"%".repeat(10_000)}'`)).toEqual(expected((c) => c.name !== null));
+    expect(collapsePercents("%%a%%%b%", undefined)).toBe("%a%b%");
+    expect(collapsePercents("!%%%a!!%%", "!")).toBe("!%%a!!%");
+    expect(ids("name LIKE '%!%%%' ESCAPE '!'")).toEqual(ids("name LIKE '%!%' ESCAPE '!'"));
+  });
+
+  it("fails a negative SUBSTRING length as the expression's fault, as PostgreSQL does", () => {
+    expect(() => ids("SUBSTRING(name FROM 1 FOR pop - 1000000000) = 'x'")).toThrow(ExpressionError);
+    expect(ids("SUBSTRING(name FROM 1 FOR 0) = ''")).toEqual(expected((c) => c.name !== null));
+  });
+
+  it("binds a literal TRIM set with each character once (the databases walk it for every row)", () => {
+    const where = "TRIM(BOTH 'LsLsLsLs' FROM name) = 'ille_Nord'";
+    expect(emitQuery("postgres", plan({ where }), citiesSchema).params).toContain("Ls");
+    expect(ids(where)).toEqual(expected((c) => c.objectid === 7));
+  });
+});
+
 describe("PostgreSQL text", () => {
   const pg = (params: Record<string, string>, spatial?: SpatialFilter) =>
     emitQuery("postgres", plan(params), citiesSchema, spatial);
@@ -500,6 +562,17 @@ describe("PostgreSQL text", () => {
     );
   });
 });
+
+/** The texts the SQLite emitter binds in another form: LIKE patterns with runs of % made one, TRIM sets deduped. */
+function boundForms(e: Expr | undefined): Map<unknown, string> {
+  const forms = new Map<unknown, string>();
+  for (const n of e === undefined ? [] : nodes(e)) {
+    if (n.kind === "like" && n.pattern.kind === "string")
+      forms.set(n.pattern.value, collapsePercents(n.pattern.value, n.escape));
+    if (n.kind === "trim" && n.chars?.kind === "string") forms.set(n.chars.value, [...new Set(n.chars.value)].join(""));
+  }
+  return forms;
+}
 
 /** The literal values of a tree, as the emitters must bind them. */
 function literals(e: Expr | undefined): unknown[] {
@@ -627,8 +700,11 @@ describe("fuzz: hostile where texts", () => {
         const q = emitQuery(dialect, p, citiesSchema);
         // The SQL holds no quote, semicolon or comment of its own, so none can come from a request either.
         expect(q.sql).not.toMatch(/'|;|--|\/\*/);
+        const forms = boundForms(p.where);
         for (const value of literals(p.where)) {
-          const bound = q.params.some((b) => b === value || (typeof b === "bigint" && Number(b) === value));
+          const bound = q.params.some(
+            (b) => b === value || b === forms.get(value) || (typeof b === "bigint" && Number(b) === value),
+          );
           expect(bound, `${String(value)} bound in ${dialect}`).toBe(true);
           if (typeof value === "string" && value.length >= 3 && !/^[\w ]+$/.test(value))
             expect(q.sql).not.toContain(value);

@@ -280,6 +280,8 @@ describe("where: refusals and their reasons", () => {
     ["name LIKE 5", /LIKE needs a string, not a number/],
     ["pop LIKE 'x'", /LIKE needs a string, not a number/],
     ["name LIKE 'x' ESCAPE 'ab'", /ESCAPE needs a string of one character/],
+    // SQLite reads NUL as the end of the text: no character at all.
+    ["name LIKE 'x' ESCAPE '\u0000'", /ESCAPE needs a string of one character/],
     ["name + 1 = 2", /Arithmetic needs a number, not a string/],
     ["pop + name = 2", /Arithmetic needs a number, not a string/],
     ["-name = 'x'", /Unary '-' needs a number/],
@@ -367,12 +369,25 @@ describe("where: caps", () => {
     expect(reason(deep("(", ")", "pop = 1", MAX_WHERE_DEPTH + 1))).toMatch(/nests more than/);
   });
 
+  it("counts each operator of an arithmetic chain as a level: SQL nests them (SQLite refuses 1000 levels)", () => {
+    const chain = (operators: number) => Array.from({ length: operators + 1 }, () => "1").join(" + ");
+    expect(parse(`pop = ${chain(MAX_WHERE_DEPTH)}`)).toMatchObject({ kind: "compare", right: { kind: "arithmetic" } });
+    expect(reason(`pop = ${chain(MAX_WHERE_DEPTH + 1)}`)).toMatch(`nests more than ${MAX_WHERE_DEPTH} levels`);
+    expect(reason(`pop = ${Array.from({ length: 2500 }, () => "pop").join(" * ")}`)).toMatch(/nests more than/);
+    // Nested in parentheses, the levels add up; side by side (each chain ended), they do not.
+    const half = MAX_WHERE_DEPTH / 2;
+    expect(reason(`pop = ${"(".repeat(half + 1)}${chain(half)}${")".repeat(half + 1)}`)).toMatch(/nests more than/);
+    expect(parse(Array.from({ length: 50 }, () => `pop = ${chain(MAX_WHERE_DEPTH)}`).join(" OR "))).toMatchObject({
+      kind: "or",
+    });
+  });
+
   it("takes time linear in the input", () => {
     // The worst shapes for a parser that backtracks or rescans: long chains, long strings with quotes, long lists.
     const shapes = (k: number) => [
       Array.from({ length: k }, (_, i) => `pop = ${i}`).join(" OR "),
       `name = '${"''".repeat(k * 4)}'`,
-      `pop = ${Array.from({ length: k }, () => "1").join(" + ")}`,
+      Array.from({ length: k / 40 }, () => `pop = ${Array.from({ length: 40 }, () => "1").join(" + ")}`).join(" OR "),
       `name LIKE '${"%a".repeat(k * 2)}'`,
     ];
     const time = (texts: string[]) => {

@@ -3,8 +3,10 @@
 // geometry column and R*Tree), and the statements a query plan emits for the SQLite dialect.
 //
 // SQLite runs on the function's own thread. What bounds it: every statement is read-only (an authorizer
-// refuses anything but reading, whatever the SQL), and a statement with a filter calls a deadline function on
-// each row it examines, which aborts it past its time; an unfiltered statement is bounded by the table's size.
+// refuses anything but reading, whatever the SQL), a statement with a filter calls a deadline function on
+// each row it examines (and before each exact spatial test), which aborts it past its time, and the text it hands
+// the query's functions is counted against a bound on its memory; an unfiltered statement is bounded by the
+// table's size.
 import type { AggregateOptions, DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 
 type SqlFunction = (...args: SQLOutputValue[]) => SQLInputValue;
@@ -34,6 +36,24 @@ export class QueryTimeoutError extends Error {
     this.name = "QueryTimeoutError";
   }
 }
+
+/**
+ * A statement that handed the query's functions more text than MAX_FUNCTION_TEXT: an expression carrying a long
+ * text into a function on every row (the caller answers that the expression is too costly).
+ */
+export class QueryTextError extends Error {
+  constructor() {
+    super("The query hands its functions more text than it may.");
+    this.name = "QueryTextError";
+  }
+}
+
+/**
+ * The most text (in characters, arguments and results) one statement may hand the query's JavaScript functions.
+ * Node keeps every value a function received or returned until the statement ends, so this bounds a statement's
+ * memory as the deadline bounds its time: a 16,000-character pattern tested on 171,000 rows would hold 2.7 GB.
+ */
+export const MAX_FUNCTION_TEXT = 128 * 1024 * 1024;
 
 /** A file that is no GeoPackage, or one whose tables say something impossible: the data is at fault. */
 export class DatasetError extends Error {
@@ -74,6 +94,7 @@ export class GeoPackage {
   readonly #statements = new Map<string, StatementSync>();
   #deadline = Number.POSITIVE_INFINITY;
   #examined = 0;
+  #text = 0;
   /** The exact spatial test of the running statement (set by the caller around each run). */
   spatialTest: ((blob: Uint8Array | null) => boolean) | undefined;
 
@@ -104,13 +125,19 @@ export class GeoPackage {
     }
     // What the SQLite dialect's statements call beside SQLite's own (statistics, EXTRACT, LIKE as both dialects
     // read it…), once per connection.
-    for (const f of SQLITE_FUNCTIONS)
-      db.function(f.name, { deterministic: true, directOnly: true, varargs: f.varargs }, f.fn as SqlFunction);
+    for (const f of SQLITE_FUNCTIONS) {
+      const fn = f.fn as SqlFunction;
+      // Counted on the way in and out. The wrapper takes any number of arguments, so it is registered as such:
+      // the SQL of sql.ts calls each function with its own.
+      db.function(f.name, { deterministic: true, directOnly: true, varargs: true }, (...args) =>
+        gpkg.#counted(fn(...gpkg.#counted(args))),
+      );
+    }
     for (const a of SQLITE_AGGREGATES)
       db.aggregate(a.name, { ...(a.options as unknown as AggregateOptions), directOnly: true });
     db.function(SQLITE_DEADLINE, { deterministic: false, directOnly: true }, () => gpkg.#tick());
     db.function("mapgate_spatial", { deterministic: false, directOnly: true }, (blob) =>
-      gpkg.spatialTest?.(blob instanceof Uint8Array ? blob : null) ? 1 : 0,
+      gpkg.#spatial(blob instanceof Uint8Array ? blob : null),
     );
     db.setAuthorizer((action, arg1) => {
       if (action === SQLITE_SELECT || action === SQLITE_READ || action === SQLITE_FUNCTION) return SQLITE_OK;
@@ -124,6 +151,20 @@ export class GeoPackage {
       return SQLITE_DENY;
     });
     return gpkg;
+  }
+
+  #spatial(blob: Uint8Array | null): number {
+    // One exact test may cost far more than a row (a polygon of many vertices against another): the deadline is
+    // checked before each, not every 256 rows.
+    if (Date.now() > this.#deadline) throw new QueryTimeoutError();
+    return this.spatialTest?.(blob) ? 1 : 0;
+  }
+
+  /** Counts the text of values passing to or from a function toward MAX_FUNCTION_TEXT. */
+  #counted<T>(values: T): T {
+    for (const v of Array.isArray(values) ? values : [values]) if (typeof v === "string") this.#text += v.length;
+    if (this.#text > MAX_FUNCTION_TEXT) throw new QueryTextError();
+    return values;
   }
 
   #tick(): number {
@@ -143,9 +184,11 @@ export class GeoPackage {
     }
     this.#deadline = deadline;
     this.#examined = 0;
+    this.#text = 0;
     try {
       return statement.all(...(params as never[])) as unknown as unknown[][];
     } catch (err) {
+      if (err instanceof QueryTextError) throw err;
       if (Date.now() > deadline || err instanceof QueryTimeoutError) throw new QueryTimeoutError();
       throw err;
     } finally {

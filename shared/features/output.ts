@@ -97,7 +97,8 @@ function pbf(a: QueryAnswer): Uint8Array {
     case "extent":
       // The FeatureCollection message this encoder writes has no extent result.
       throw badRequest("Unable to complete operation.", [
-        "'returnExtentOnly' is answered as f=json or f=geojson, not f=pbf.",
+        "'returnExtentOnly' parameter is invalid",
+        "An extent is answered as f=json or f=geojson, not f=pbf.",
       ]);
     case "features": {
       const g = a.geometry;

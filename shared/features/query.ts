@@ -3,10 +3,17 @@
 // plan's SQL, run on the dataset) → respond (rows into the asked format, in the asked spatial reference). The
 // page is what bounds the work and the memory: the SQL fetches one row more than the page, never the layer.
 import type { Geometry } from "geojson";
-import { DatasetError, QueryTimeoutError } from "#shared/features/geopackage.ts";
+import { DatasetError, QueryTextError, QueryTimeoutError } from "#shared/features/geopackage.ts";
 import { fromEsriGeometry } from "#shared/features/geometry/esri-json.ts";
 import { generalize } from "#shared/features/geometry/generalize.ts";
-import { hasCrs, project, projectBounds, registerCrs, roundCoordinates } from "#shared/features/geometry/projection.ts";
+import {
+  hasCrs,
+  project,
+  projectBounds,
+  registerCrs,
+  requireCrs,
+  roundCoordinates,
+} from "#shared/features/geometry/projection.ts";
 import { prepareSpatialFilter, type SpatialRelation as EsriRelation } from "#shared/features/geometry/spatial.ts";
 import { MAX_RECORD_COUNT } from "#shared/features/layer-json.ts";
 import { renderAnswer, type QueryAnswer } from "#shared/features/output.ts";
@@ -14,6 +21,8 @@ import { DISTANCE_UNITS, planQuery, type QueryPlan, type SpatialRelation } from 
 import type { Bounds, FeatureRow } from "#shared/features/schema.ts";
 import { type EmittedQuery, emitQuery, type SpatialFilter } from "#shared/features/sql.ts";
 import type { OpenDataset, SpatialTest } from "#shared/features/sources.ts";
+import { ExpressionError } from "#shared/features/sqlite-functions.ts";
+import { type Expr, invalidParameter, nodes, type ScalarFunction } from "#shared/features/where.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
@@ -54,6 +63,8 @@ function resolveSpatial(plan: QueryPlan, dataset: OpenDataset): Resolved | undef
   if (!g)
     throw badRequest("Unable to complete operation.", ["'geometry' parameter is invalid", "the layer is a table"]);
   const parsed = fromEsriGeometry(request.geometry, request.geometryType);
+  // The geometry's own spatial reference wins over inSR: one mapgate cannot project from is the geometry's fault.
+  if (parsed.spatialReference !== undefined && g.srid !== 0) requireCrs(parsed.spatialReference, "geometry");
   const inSR = parsed.spatialReference ?? request.inSR ?? g.srid;
   const geometry = g.srid === 0 || inSR === 0 ? parsed.geometry : project(parsed.geometry, inSR, g.srid);
   const metres = request.distance ? request.distance * DISTANCE_UNITS[request.units ?? "esriSRUnit_Meter"] : 0;
@@ -70,7 +81,19 @@ function resolveSpatial(plan: QueryPlan, dataset: OpenDataset): Resolved | undef
   };
 }
 
-async function run(dataset: OpenDataset, emitted: EmittedQuery, resolved: Resolved | undefined): Promise<unknown[][]> {
+/** The clause whose expression calls `fn`, so a failing call is answered as that parameter's fault. */
+function clauseCalling(plan: QueryPlan, fn: ScalarFunction): "where" | "having" {
+  const calls = (e: Expr | undefined) =>
+    e !== undefined && [...nodes(e)].some((n) => n.kind === "call" && n.name === fn);
+  return plan.output === "statistics" && !calls(plan.where) && calls(plan.having) ? "having" : "where";
+}
+
+async function run(
+  plan: QueryPlan,
+  dataset: OpenDataset,
+  emitted: EmittedQuery,
+  resolved: Resolved | undefined,
+): Promise<unknown[][]> {
   try {
     return await dataset.run(emitted, resolved?.test, Date.now() + QUERY_TIME_MS);
   } catch (err) {
@@ -79,6 +102,13 @@ async function run(dataset: OpenDataset, emitted: EmittedQuery, resolved: Resolv
         "The query took too long: narrow it with 'where', 'geometry' or 'objectIds'.",
       ]);
     if (err instanceof ApiError || err instanceof DatasetError) throw err;
+    if (err instanceof ExpressionError) throw invalidParameter(clauseCalling(plan, err.fn), err.message);
+    // Only where (tested on every row) and having (on every group) hand text to functions.
+    if (err instanceof QueryTextError)
+      throw invalidParameter(
+        plan.where !== undefined ? "where" : "having",
+        "The expression hands its functions too much text for the rows it is tested on: shorten its texts.",
+      );
     logger.error("feature query failed", { layer: dataset.schema.name, error: String(err).slice(0, 500) });
     throw new ApiError(500, "Error performing query operation", []);
   }
@@ -117,7 +147,7 @@ export async function answerQuery(req: RestRequest, dataset: OpenDataset): Promi
   if (plan.outSR !== undefined && srid !== 0 && !hasCrs(plan.outSR)) await knowCrs(dataset, plan.outSR);
   const resolved = resolveSpatial(plan, dataset);
   const emitted = emitQuery(dataset.dialect, plan, schema, resolved?.filter);
-  const rows = await run(dataset, emitted, resolved);
+  const rows = await run(plan, dataset, emitted, resolved);
   return toAnswer(dataset, plan, emitted, rows, srid, outSR);
 }
 

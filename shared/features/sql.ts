@@ -56,6 +56,15 @@ export interface EmittedQuery {
  */
 export const SQLITE_DEADLINE = "mapgate_deadline";
 
+/**
+ * The most operands joined by one run of AND or OR. SQLite parses a run as a left-deep tree and refuses trees
+ * over 1000 levels deep, so longer runs (a client's long list of ORs) are grouped in parenthesized runs of this
+ * many: AND and OR are associative, so both dialects read the groups as the run they replace.
+ */
+const MAX_RUN = 64;
+/** The longest pattern SQLite's own LIKE accepts, in bytes (SQLITE_MAX_LIKE_PATTERN_LENGTH): longer ones fail. */
+const SQLITE_LIKE_PATTERN_BYTES = 50_000;
+
 /** The table alias every column is qualified with, so no field name can clash with a joined table's. */
 const T = "t";
 const MS_PER_DAY = 86_400_000;
@@ -156,8 +165,16 @@ class Sql {
       case "compare":
         return `(${this.expr(e.left)} ${e.op} ${this.expr(e.right)})`;
       case "and":
-      case "or":
-        return `(${e.parts.map((p) => this.expr(p)).join(e.kind === "and" ? " AND " : " OR ")})`;
+      case "or": {
+        const op = e.kind === "and" ? " AND " : " OR ";
+        let run = e.parts.map((p) => this.expr(p));
+        while (run.length > MAX_RUN) {
+          const groups: string[] = [];
+          for (let i = 0; i < run.length; i += MAX_RUN) groups.push(`(${run.slice(i, i + MAX_RUN).join(op)})`);
+          run = groups;
+        }
+        return `(${run.join(op)})`;
+      }
       case "not":
         return `(NOT ${this.expr(e.operand)})`;
       case "in":
@@ -186,7 +203,10 @@ class Sql {
       }
       case "trim": {
         const x = this.typed(e.operand, "string");
-        const chars = e.chars === undefined ? "" : `, ${this.typed(e.chars, "string")}`;
+        // The characters to strip are a set: a literal one is bound with each character once (the databases walk
+        // the whole text for every row).
+        const set = e.chars?.kind === "string" ? this.text([...new Set(e.chars.value)].join("")) : undefined;
+        const chars = e.chars === undefined ? "" : `, ${set ?? this.typed(e.chars, "string")}`;
         const fn = e.side === "leading" ? "ltrim" : e.side === "trailing" ? "rtrim" : this.pg ? "btrim" : "trim";
         return `${fn}(${x}${chars})`;
       }
@@ -201,16 +221,26 @@ class Sql {
 
   like(e: Extract<Expr, { kind: "like" }>): string {
     const x = this.typed(e.operand, "string");
-    const p = this.typed(e.pattern, "string");
     const not = e.negated ? "NOT " : "";
     if (this.pg) {
+      const p = this.typed(e.pattern, "string");
       // ESCAPE '' switches off PostgreSQL's default escape character, the backslash.
       return `(${x} ${not}LIKE ${p} ESCAPE ${this.text(e.escape ?? "")})`;
     }
+    // A literal pattern is bound with its runs of % made one (the same pattern): the pattern travels to
+    // mapgate_like with every row it is tested on.
+    const p =
+      e.pattern.kind === "string" ? this.text(collapsePercents(e.pattern.value, e.escape)) : this.expr(e.pattern);
     const escape = e.escape === undefined ? undefined : this.text(e.escape);
+    const decide = `mapgate_like(${x}, ${p}, ${escape ?? "NULL"})`;
+    // SQLite's own LIKE (in C, cheaper) narrows first, but fails on a pattern over its length limit: it narrows
+    // only by a literal pattern, whose length is known here; a computed one (UPPER can triple a text) is left to
+    // mapgate_like alone.
+    if (e.pattern.kind !== "string" || Buffer.byteLength(e.pattern.value) > SQLITE_LIKE_PATTERN_BYTES)
+      return `(${not}${decide})`;
     // The parameters are referenced twice by number: bound once, read twice.
     const narrow = `${x} LIKE ${p}${escape === undefined ? "" : ` ESCAPE ${escape}`}`;
-    return `(${not}(${narrow} AND mapgate_like(${x}, ${p}, ${escape ?? "NULL"})))`;
+    return `(${not}(${narrow} AND ${decide}))`;
   }
 
   cast(e: Extract<Expr, { kind: "cast" }>): string {
@@ -255,7 +285,8 @@ class Sql {
     const str = (i: number) => this.typed(e.args[i] as Expr, "string");
     switch (e.name) {
       case "abs":
-        return `abs(${num(0)})`;
+        // SQLite's abs() fails on the smallest 64-bit integer (what CAST(-1e300 AS INTEGER) saturates to).
+        return pg ? `abs(${num(0)})` : `mapgate_abs(${num(0)})`;
       case "ceiling":
         return pg ? `ceiling(${num(0)})` : `mapgate_ceiling(${num(0)})`;
       case "floor":
@@ -349,6 +380,24 @@ class Sql {
     // One row past the page tells the caller whether more follow (exceededTransferLimit).
     return `LIMIT ${this.number(pageSize + 1)} OFFSET ${this.number(offset)}`;
   }
+}
+
+/** A LIKE pattern with each run of unescaped % made one %, which matches what the run matches. */
+export function collapsePercents(pattern: string, escape: string | undefined): string {
+  let out = "";
+  let afterPercent = false;
+  const chars = Array.from(pattern);
+  for (let i = 0; i < chars.length; i++) {
+    const c = chars[i] as string;
+    if (c === escape) {
+      out += c + (chars[++i] ?? "");
+      afterPercent = false;
+    } else if (c !== "%" || !afterPercent) {
+      out += c;
+      afterPercent = c === "%";
+    }
+  }
+  return out;
 }
 
 function table(schema: LayerSchema): string {
@@ -475,29 +524,29 @@ export function emitQuery(
       const g = sql.column(geometry.column);
       const corners = ["xmin", "ymin", "xmax", "ymax"] as const;
       const count = plan.withCount ? `, ${sql.pg ? "CAST(COUNT(*) AS double precision)" : "COUNT(*)"} AS n` : "";
-      // The count comes after the four corners in every statement below, and so in the columns.
-      const countColumn = () => {
+      // The corners, then the count, listed in the order every form below selects them: the answer reads each
+      // value at its column's index.
+      const selectCorners = (expression: (corner: (typeof corners)[number]) => string) => {
+        const list = corners.map((c) => select(c, expression(c), { role: c, name: c }));
         if (plan.withCount) columns.push({ alias: "n", role: "count", name: "count" });
+        return list;
       };
       if (sql.pg) {
         const where = conditions(sql, plan, schema, oid, spatial);
         const fn = { xmin: "ST_XMin", ymin: "ST_YMin", xmax: "ST_XMax", ymax: "ST_YMax" };
-        const list = corners.map((c) => select(c, `${fn[c]}(e)`, { role: c, name: c }));
-        countColumn();
+        const list = selectCorners((c) => `${fn[c]}(e)`);
         const text = `SELECT ${list.join(", ")}${count ? ", n" : ""} FROM (SELECT ST_Extent(${g}) AS e${count}${from}${where}) AS s`;
         return { sql: text, params: sql.params, columns };
       }
       if (geometry.index !== undefined) {
         const r = quoteIdentifier(geometry.index);
         const agg = { xmin: "MIN(r.minx)", ymin: "MIN(r.miny)", xmax: "MAX(r.maxx)", ymax: "MAX(r.maxy)" };
-        const list = corners.map((c) => select(c, agg[c], { role: c, name: c }));
-        countColumn();
+        const list = selectCorners((c) => agg[c]);
         const where = conditions(sql, plan, schema, oid, spatial);
         const text = `SELECT ${list.join(", ")}${count}${from} LEFT JOIN ${r} AS r ON r.id = ${sql.column(oid)}${where}`;
         return { sql: text, params: sql.params, columns };
       }
-      const list = corners.map((c) => select(c, `mapgate_${c}(${g})`, { role: c, name: c }));
-      countColumn();
+      const list = selectCorners((c) => `mapgate_${c}(${g})`);
       const where = conditions(sql, plan, schema, oid, spatial);
       return { sql: `SELECT ${list.join(", ")}${count}${from}${where}`, params: sql.params, columns };
     }

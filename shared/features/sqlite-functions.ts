@@ -1,11 +1,27 @@
 // The functions the SQLite SQL of sql.ts calls as mapgate_<name>: those SQLite lacks (sample deviation and
 // variance, percentiles, EXTRACT, a case-sensitive LIKE) and those it has with semantics of its own (lower/upper
 // only for ASCII, round only to whole digits after the point, substr counting from the end for a negative
-// start), written to answer as PostgreSQL does. The GeoPackage reader registers them on each connection:
+// start, abs failing on the smallest integer), written to answer as PostgreSQL does. The GeoPackage reader
+// registers them on each connection (counting the text each call is handed):
 //   for (const f of SQLITE_FUNCTIONS) db.function(f.name, { deterministic: true, varargs: f.varargs }, f.fn);
 //   for (const a of SQLITE_AGGREGATES) db.aggregate(a.name, { ...a.options });
 // mapgate_spatial is not here: it depends on each query's geometry, so the reader registers it per query.
 import { EXTRACT_CODES } from "#shared/features/sql.ts";
+import type { ScalarFunction } from "#shared/features/where.ts";
+
+/**
+ * A function of the query given a value it cannot take (SUBSTRING with a negative length): a fault of the
+ * request, as PostgreSQL's data exceptions are, so the reader answers it as the request's parameter's fault.
+ */
+export class ExpressionError extends Error {
+  readonly fn: ScalarFunction;
+
+  constructor(fn: ScalarFunction, message: string) {
+    super(message);
+    this.name = "ExpressionError";
+    this.fn = fn;
+  }
+}
 
 type SqlValue = number | bigint | string | Uint8Array | null;
 type Scalar = (...args: SqlValue[]) => SqlValue;
@@ -65,12 +81,18 @@ function likeItems(pattern: string, escape: string | null): LikeItem[] | undefin
   return items;
 }
 
+// The last pattern read: a statement calls LIKE once per row with the same pattern, which is read once, not
+// once per row (a pattern may be as long as the where text).
+let lastLike: { pattern: string; escape: string | null; items: LikeItem[] | undefined } | undefined;
+
 /**
  * SQL LIKE, case-sensitive, by characters (code points). Greedy with a return to the last `%` only, so a
  * hostile pattern costs at most len(value) × len(pattern) steps, never the exponential time of a regex.
  */
 export function likeMatch(value: string, pattern: string, escape: string | null = null): boolean {
-  const items = likeItems(pattern, escape);
+  if (lastLike?.pattern !== pattern || lastLike.escape !== escape)
+    lastLike = { pattern, escape, items: likeItems(pattern, escape) };
+  const items = lastLike.items;
   if (items === undefined) return false;
   const text = Array.from(value);
   let t = 0;
@@ -122,6 +144,7 @@ export const SQLITE_FUNCTIONS: readonly SqliteFunction[] = [
       return Number.isNaN(d.getTime()) ? null : part(d);
     },
   },
+  { name: "mapgate_abs", varargs: false, fn: unary(Math.abs) },
   { name: "mapgate_ceiling", varargs: false, fn: unary(Math.ceil) },
   { name: "mapgate_floor", varargs: false, fn: unary(Math.floor) },
   { name: "mapgate_ln", varargs: false, fn: unary((x) => (x > 0 ? Math.log(x) : NaN)) },
@@ -177,7 +200,7 @@ export const SQLITE_FUNCTIONS: readonly SqliteFunction[] = [
       const start = Math.round(a);
       const b = count === null ? Infinity : num(count);
       if (b === null) return null;
-      if (b < 0) throw new Error("negative substring length not allowed");
+      if (b < 0) throw new ExpressionError("substring", "SUBSTRING was given a negative length.");
       const end = start + Math.round(b);
       return chars.slice(Math.max(start, 1) - 1, Math.max(end - 1, 0)).join("");
     },

@@ -10,8 +10,10 @@ import { type Field, fieldByName, type LayerSchema } from "#shared/features/sche
 /** The longest `where` accepted, in UTF-16 code units: far above what clients build, far below a DoS. */
 export const MAX_WHERE_LENGTH = 16_384;
 /**
- * The deepest nesting accepted (parentheses, NOT, unary minus and function calls each count one level). Keeps
- * the parser's recursion and every later walk of the tree shallow; real filters nest a handful of levels.
+ * The deepest nesting accepted (parentheses, NOT, unary minus and function calls each count one level, and so
+ * does each operator of an arithmetic chain, which SQL nests as a left-deep tree). Keeps the parser's recursion,
+ * every later walk of the tree and the emitted SQL shallow (SQLite refuses expressions over 1000 levels deep);
+ * real filters nest a handful of levels.
  */
 export const MAX_WHERE_DEPTH = 64;
 /** The longest excerpt of the input an error message repeats. */
@@ -87,7 +89,10 @@ export type Expr =
       readonly negated: boolean;
     }
   | { readonly kind: "isNull"; readonly type: "boolean"; readonly operand: Expr; readonly negated: boolean }
-  /** A left-associative chain of one precedence level (`a - b + c`), kept flat so the tree stays shallow. */
+  /**
+   * A left-associative chain of one precedence level (`a - b + c`), kept flat so the tree stays shallow (its
+   * operators still count toward the nesting cap: the SQL nests them).
+   */
   | {
       readonly kind: "arithmetic";
       readonly type: "number";
@@ -516,7 +521,8 @@ export function parseWhere(input: string, schema: LayerSchema, options: WhereOpt
       if (isWord(peek(), "ESCAPE")) {
         pos++;
         const et = peek();
-        if (et.kind !== "string" || Array.from(et.text).length !== 1)
+        // NUL ends a C string: SQLite would read it as no character at all.
+        if (et.kind !== "string" || Array.from(et.text).length !== 1 || et.text === "\u0000")
           fail(et.pos, `ESCAPE needs a string of one character ${at(et)}.`);
         escape = et.text;
         pos++;
@@ -535,10 +541,12 @@ export function parseWhere(input: string, schema: LayerSchema, options: WhereOpt
     const rest: { op: ArithmeticOp; operand: Expr }[] = [];
     while (peek().kind === "op" && ops.includes(peek().text)) {
       const op = peek().text as ArithmeticOp;
+      enter(peek());
       pos++;
       const ot = peek();
       rest.push({ op, operand: need(next(), "number", ot, "Arithmetic") });
     }
+    depth -= rest.length;
     return { kind: "arithmetic", type: "number", first, rest };
   }
 

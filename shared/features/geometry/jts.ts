@@ -12,6 +12,10 @@ import PointLocatorJs from "jsts/org/locationtech/jts/algorithm/PointLocator.js"
 import FastSegmentSetIntersectionFinderJs from "jsts/org/locationtech/jts/noding/FastSegmentSetIntersectionFinder.js";
 import SegmentStringUtilJs from "jsts/org/locationtech/jts/noding/SegmentStringUtil.js";
 import RectangleIntersectsJs from "jsts/org/locationtech/jts/operation/predicate/RectangleIntersects.js";
+import TopologyExceptionJs from "jsts/org/locationtech/jts/geom/TopologyException.js";
+import EnvelopeJs from "jsts/org/locationtech/jts/geom/Envelope.js";
+import OrientationJs from "jsts/org/locationtech/jts/algorithm/Orientation.js";
+import STRtreeJs from "jsts/org/locationtech/jts/index/strtree/STRtree.js";
 // Installs relate, buffer, isWithinDistance… on Geometry (jsts keeps them apart to break import cycles).
 import "jsts/org/locationtech/jts/monkey.js";
 import type { Geometry as GeoJsonGeometry } from "geojson";
@@ -51,6 +55,8 @@ export interface JtsGeometry {
   isWithinDistance(other: JtsGeometry, distance: number): boolean;
   buffer(distance: number, quadrantSegments?: number): JtsGeometry;
   getGeometryType(): string;
+  getNumGeometries(): number;
+  getGeometryN(n: number): JtsGeometry;
 }
 
 export const Location = { INTERIOR: 0, BOUNDARY: 1, EXTERIOR: 2 } as const;
@@ -105,3 +111,40 @@ export const rectangleIntersects = (rectangle: JtsGeometry, g: JtsGeometry): boo
     rectangle,
     g,
   );
+
+/** JTS's error for geometry its graph operations cannot node: an invalid polygon (a ring crossing itself). */
+export const isTopologyError = (err: unknown): boolean =>
+  err instanceof (TopologyExceptionJs as unknown as new () => Error);
+
+interface SegmentTree {
+  insert(envelope: unknown, segment: readonly [Coordinate, Coordinate]): void;
+  query(envelope: unknown): { size(): number; get(i: number): readonly [Coordinate, Coordinate] };
+}
+const envelopeOf = (...corners: Coordinate[]): unknown =>
+  new (EnvelopeJs as unknown as new (...c: Coordinate[]) => unknown)(...corners);
+const orientation = OrientationJs as unknown as { index(p: Coordinate, q: Coordinate, r: Coordinate): number };
+
+/**
+ * An index of a lineal geometry's segments answering "does this point lie on the line", in time logarithmic in
+ * its vertices (JTS's point locator walks every segment for every point).
+ */
+export function pointOnLine(g: JtsGeometry): (c: Coordinate) => boolean {
+  const tree = new (STRtreeJs as unknown as new () => SegmentTree)();
+  for (let n = 0; n < g.getNumGeometries(); n++) {
+    const line = g.getGeometryN(n).getCoordinates();
+    for (let i = 1; i < line.length; i++) {
+      const a = line[i - 1] as Coordinate;
+      const b = line[i] as Coordinate;
+      tree.insert(envelopeOf(a, b), [a, b]);
+    }
+  }
+  return (c) => {
+    const near = tree.query(envelopeOf(c));
+    // Within a segment's box (what the query found) and collinear with it: on it.
+    for (let i = 0; i < near.size(); i++) {
+      const [a, b] = near.get(i);
+      if (orientation.index(a, b, c) === 0) return true;
+    }
+    return false;
+  };
+}

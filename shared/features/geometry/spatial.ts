@@ -19,13 +19,15 @@
 import type { Geometry, Position } from "geojson";
 import proj4 from "proj4";
 import type { Bounds } from "#shared/features/schema.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/http/errors.ts";
 import {
   Location,
   coordinate,
   fromJts,
   indexedLocator,
+  isTopologyError,
   locateInArea,
+  pointOnLine,
   pointIntersects,
   rectangleIntersects,
   segmentFinder,
@@ -52,6 +54,8 @@ export type SpatialRelation = (typeof SPATIAL_RELATIONS)[number];
 
 const boundsCover = (outer: Bounds, inner: Bounds): boolean =>
   outer[0] <= inner[0] && outer[1] <= inner[1] && outer[2] >= inner[2] && outer[3] >= inner[3];
+
+const inBounds = (c: Coordinate, b: Bounds) => c.x >= b[0] && c.x <= b[2] && c.y >= b[1] && c.y <= b[3];
 
 const isPuntal = (g: Geometry) => g.type === "Point" || g.type === "MultiPoint";
 const isAreal = (g: Geometry) => g.type === "Polygon" || g.type === "MultiPolygon";
@@ -142,6 +146,12 @@ class PreparedQuery {
   private readonly locator?: { locate(c: Coordinate): number };
   private readonly segments?: (other: JtsGeometry) => boolean;
   private readonly vertices: Coordinate[];
+  /** The query geometry made valid, once one was found not to be. */
+  private repaired?: JtsGeometry;
+  /** A puntal query's positions, as `x y` keys. */
+  private positions?: Set<string>;
+  /** A lineal query's segments, indexed for point features. */
+  private onLine?: (c: Coordinate) => boolean;
 
   constructor(source: Geometry) {
     const bounds = geometryBounds(source);
@@ -156,6 +166,22 @@ class PreparedQuery {
     if (this.areal) {
       this.locator = indexedLocator(this.geometry);
       this.segments = segmentFinder(this.geometry);
+    }
+  }
+
+  /**
+   * `op` on the query geometry and a feature. JTS's relate cannot node an invalid polygon (a ring crossing
+   * itself, as simplified boundaries in real data often have): on that error, both are repaired the usual way
+   * (a zero-width buffer) and `op` tried once more.
+   */
+  private tolerant<T>(feature: Geometry, op: (q: JtsGeometry, f: JtsGeometry) => T): T {
+    const f = toJts(feature);
+    try {
+      return op(this.geometry, f);
+    } catch (err) {
+      if (!isTopologyError(err)) throw err;
+      this.repaired ??= this.areal ? this.geometry.buffer(0) : this.geometry;
+      return op(this.repaired, f.getDimension() === 2 ? f.buffer(0) : f);
     }
   }
 
@@ -176,15 +202,22 @@ class PreparedQuery {
       if (this.segments?.(f)) return true;
       return isAreal(feature) && this.vertices.some((c) => locateInArea(c, f) !== Location.EXTERIOR);
     }
+    // Point features against a query of many points or vertices: a lookup each, not a walk of the query.
     if (isPuntal(this.source)) {
       if (isPuntal(feature)) {
-        const fp = puntalPositions(feature);
-        return puntalPositions(this.source).some((q) => fp.some((p) => p[0] === q[0] && p[1] === q[1]));
+        this.positions ??= new Set(puntalPositions(this.source).map(([x, y]) => `${x} ${y}`));
+        const positions = this.positions;
+        return puntalPositions(feature).some(([x, y]) => positions.has(`${x} ${y}`));
       }
       const f = toJts(feature);
-      return this.vertices.some((c) => pointIntersects(c, f));
+      return this.vertices.some((c) => inBounds(c, fb) && pointIntersects(c, f));
     }
-    return this.geometry.intersects(toJts(feature));
+    if (isPuntal(feature)) {
+      this.onLine ??= pointOnLine(this.geometry);
+      const onLine = this.onLine;
+      return puntalPositions(feature).some((p) => onLine(coordinate(p[0] as number, p[1] as number)));
+    }
+    return this.tolerant(feature, (q, f) => q.intersects(f));
   }
 
   /** Relations other than intersects: fast answers where the shapes allow, the DE-9IM matrix otherwise. */
@@ -225,9 +258,7 @@ class PreparedQuery {
       default:
         return this.intersects(feature, fb);
     }
-    const f = toJts(feature);
-    const m = this.geometry.relate(f);
-    const fd = f.getDimension();
+    const [m, fd] = this.tolerant(feature, (q, f) => [q.relate(f), f.getDimension()] as const);
     switch (relation) {
       case "esriSpatialRelContains":
         return m.isContains();
@@ -264,7 +295,16 @@ export function prepareSpatialFilter(
     if (!(metres > 0)) return query;
     if (!buffer) {
       const frame = metricFrame(queryBounds, metres, options.srid);
-      buffer = frame.fromFrame(fromJts(toJts(frame.toFrame(query)).buffer(frame.distance, 8)));
+      try {
+        buffer = frame.fromFrame(fromJts(toJts(frame.toFrame(query)).buffer(frame.distance, 8)));
+      } catch (err) {
+        if (err instanceof ApiError) throw err;
+        // JTS's buffer breaks down on distances and coordinates far past any on Earth (1e305 m).
+        throw badRequest("Unable to complete operation.", [
+          "'distance' parameter is invalid",
+          "The geometry cannot be buffered by this distance.",
+        ]);
+      }
     }
     return buffer;
   };
@@ -283,7 +323,10 @@ export function prepareSpatialFilter(
 
   if (metres > 0 && relation === "esriSpatialRelIntersects") {
     const frame = metricFrame(queryBounds, metres, options.srid);
-    const framed = toJts(frame.toFrame(query));
+    const framedQuery = frame.toFrame(query);
+    const framed = toJts(framedQuery);
+    // From a point to a point, the distance is between two positions: no JTS geometry for each feature.
+    const origin = framedQuery.type === "Point" ? (framedQuery.coordinates as [number, number]) : undefined;
     return {
       relation,
       bounds,
@@ -291,7 +334,12 @@ export function prepareSpatialFilter(
       test: (feature) => {
         const fb = feature && geometryBounds(feature);
         if (!fb || !boundsIntersect(bounds, fb)) return false;
-        return framed.isWithinDistance(toJts(frame.toFrame(feature as Geometry)), frame.distance);
+        const f = frame.toFrame(feature as Geometry);
+        if (origin && f.type === "Point") {
+          const [x, y] = f.coordinates as [number, number];
+          return Math.hypot(x - origin[0], y - origin[1]) <= frame.distance;
+        }
+        return framed.isWithinDistance(toJts(f), frame.distance);
       },
     };
   }
