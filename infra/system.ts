@@ -31,6 +31,11 @@ export interface RouteSpec {
   readonly readsStorage?: boolean;
   /** Sends events to mapgate's bus (PutEvents on that bus only), keeping what the bus refused in `outbox`. */
   readonly emits?: boolean;
+  /**
+   * A read that map clients and apps wait on (services, their content, the catalogs, items): its latency is
+   * watched as one group, the read-latency alarm's p99. Sign-ins (slow by design) and changes are not.
+   */
+  readonly read?: boolean;
 }
 
 export type SecretName = "tokenKey";
@@ -159,10 +164,22 @@ function route(spec: Omit<RouteSpec, "secrets" | "tables"> & { tables?: Readonly
 }
 
 export const ROUTES: readonly RouteSpec[] = [
-  route({ id: "sharing-root", methods: ["GET", "POST"], path: PORTAL_ROOT, tables: { datastores: "read" } }),
-  route({ id: "sharing-info", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
-  route({ id: "portal-self", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
-  route({ id: "server-info", methods: ["GET", "POST"], path: "/{server}/rest/info", tables: { servers: "read" } }),
+  route({
+    id: "sharing-root",
+    read: true,
+    methods: ["GET", "POST"],
+    path: PORTAL_ROOT,
+    tables: { datastores: "read" },
+  }),
+  route({ id: "sharing-info", read: true, methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
+  route({ id: "portal-self", read: true, methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
+  route({
+    id: "server-info",
+    read: true,
+    methods: ["GET", "POST"],
+    path: "/{server}/rest/info",
+    tables: { servers: "read" },
+  }),
   ...servingRoutes(),
   route({
     id: "generate-token",
@@ -184,6 +201,7 @@ export const ROUTES: readonly RouteSpec[] = [
   ...signInRoutes(),
   route({
     id: "soap-catalog",
+    read: true,
     methods: ["GET", "POST"],
     path: "/{server}/services",
     tables: { servers: "read", services: "read" },
@@ -199,15 +217,23 @@ function servingRoutes(): RouteSpec[] {
   const GP = ["GET", "POST"] as const;
   const tables = { servers: "read", services: "read" } as const;
   return [
-    route({ id: "services-directory", methods: GP, path: "/{server}/rest/services", tables }),
+    route({ id: "services-directory", read: true, methods: GP, path: "/{server}/rest/services", tables }),
     route({
       id: "services-folder",
       handler: "services-directory",
+      read: true,
       methods: GP,
       path: "/{server}/rest/services/{folder}",
       tables,
     }),
-    route({ id: "service", methods: GP, path: "/{server}/rest/services/{path+}", tables, readsStorage: true }),
+    route({
+      id: "service",
+      read: true,
+      methods: GP,
+      path: "/{server}/rest/services/{path+}",
+      tables,
+      readsStorage: true,
+    }),
   ];
 }
 
@@ -221,7 +247,7 @@ function contentRoutes(): RouteSpec[] {
   const GP = ["GET", "POST"] as const;
   const sharing = { items: "write", services: "write", layers: "write" } as const;
   return [
-    route({ id: "item-get", methods: GP, path: `${content}/items/{itemId}`, tables: { items: "read" } }),
+    route({ id: "item-get", read: true, methods: GP, path: `${content}/items/{itemId}`, tables: { items: "read" } }),
     route({ id: "item-share", methods: GP, path: `${content}/items/{itemId}/share`, tables: sharing }),
     route({
       id: "item-unshare",
@@ -246,7 +272,7 @@ function contentRoutes(): RouteSpec[] {
     }),
     route({ id: "item-delete", methods: GP, path: `${userItem}/delete`, tables: sharing, emits: true }),
     route({ id: "user-content", methods: GP, path: `${content}/users/{username}`, tables: { items: "read" } }),
-    route({ id: "item-search", methods: GP, path: `${PORTAL_ROOT}/search`, tables: { items: "read" } }),
+    route({ id: "item-search", read: true, methods: GP, path: `${PORTAL_ROOT}/search`, tables: { items: "read" } }),
     route({
       id: "service-name-available",
       methods: GP,

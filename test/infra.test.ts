@@ -112,6 +112,9 @@ describe("infrastructure", () => {
         ...(route.readsStorage ? ["DATASTORE_SECRET_PREFIX"] : []),
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",
+        // The metrics' Stack dimension, and the CDN's origin (absolute URLs point at it: no custom domain here).
+        "MAPGATE_STACK",
+        "PUBLIC_HTTPS_ORIGIN",
       ];
       expect(Object.keys(env).sort()).toEqual(expectedEnv.sort());
       // No source maps parsed at start (they ship beside the bundle for reading traces later).

@@ -27,7 +27,7 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import { PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { EventBus, Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
-import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
+import { Architecture, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction, OutputFormat, SourceMapMode } from "aws-cdk-lib/aws-lambda-nodejs";
 import { BUNDLE } from "./bundling.ts";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
@@ -46,7 +46,9 @@ import {
   taskVariable,
   WORKFLOW,
 } from "#infra/system.ts";
+import { MapgateCdn } from "./cdn.ts";
 import { MapgateSecret, MapgateTable } from "./constructs.ts";
+import { Monitoring, type Thresholds } from "./monitoring.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -67,6 +69,12 @@ export interface MapgateStackProps extends StackProps {
   readonly ephemeralStorageMb?: number;
   /** The README's tunables (`SIGNIN_*`, `OAUTH_*`, `SOAP_*`, `MAX_BODY_BYTES`), set on every function. */
   readonly tunables?: Readonly<Record<string, string>>;
+  /** A CloudFront distribution in front of the API (true by default); public content is cached there. */
+  readonly cdn?: boolean;
+  /** Alarm thresholds other than the defaults (infra/aws/monitoring.ts). */
+  readonly alarmThresholds?: Partial<Thresholds>;
+  /** An email address subscribed to the alarm topic. */
+  readonly alarmEmail?: string;
 }
 
 /** Every function's memory (and so its CPU share): the cost model of `npm run bench` prices with it. */
@@ -77,6 +85,8 @@ const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c
 export class MapgateStack extends Stack {
   readonly api: HttpApi;
   readonly stateMachine: StateMachine;
+  readonly cdn: MapgateCdn | undefined;
+  readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: MapgateStackProps = {}) {
     super(scope, id, props);
@@ -120,6 +130,15 @@ export class MapgateStack extends Stack {
         }),
       },
     });
+
+    // The CDN, unless turned off: absolute URLs point at it when no custom domain is given.
+    this.cdn = props.cdn === false ? undefined : new MapgateCdn(this, "Cdn", { api: this.api, removalPolicy });
+    const publicOrigin =
+      props.publicOrigin ?? (this.cdn ? `https://${this.cdn.distribution.distributionDomainName}` : undefined);
+    if (this.cdn) {
+      new CfnOutput(this, "CdnUrl", { value: `https://${this.cdn.distribution.distributionDomainName}` });
+      new CfnOutput(this, "DistributionId", { value: this.cdn.distribution.distributionId });
+    }
 
     const ephemeralMb = props.ephemeralStorageMb ?? 2048;
     if (!Number.isInteger(ephemeralMb) || ephemeralMb < 512 || ephemeralMb > 10240)
@@ -181,16 +200,14 @@ export class MapgateStack extends Stack {
       }
       if (spec.answersCallers && fn.role) {
         // Task tokens are not resources IAM can name: SendTaskSuccess/Failure take `*` only.
+        // (Acknowledged with the role's X-Ray grant, the other `*` it holds: see makeFunction.)
         fn.addToRolePolicy(
           new PolicyStatement({ actions: ["states:SendTaskSuccess", "states:SendTaskFailure"], resources: ["*"] }),
         );
-        Validations.of(fn.role).acknowledge({
-          id: "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-          reason: `${spec.id} answers callers' task tokens; states:SendTaskSuccess and SendTaskFailure accept no narrower resource.`,
-        });
       }
     };
 
+    const functions: { id: string; fn: NodejsFunction }[] = [];
     const makeFunction = (
       id: string,
       entry: string,
@@ -215,12 +232,16 @@ export class MapgateStack extends Stack {
         timeout,
         role,
         logGroup,
+        // Each invocation is traced (the state machine's executions too), its log lines carry the trace id.
+        tracing: Tracing.ACTIVE,
         projectRoot: ROOT,
         depsLockFilePath: join(ROOT, "package-lock.json"),
         environment: {
           POWERTOOLS_SERVICE_NAME: "mapgate",
           POWERTOOLS_LOG_LEVEL: "INFO",
-          ...(props.publicOrigin ? { PUBLIC_HTTPS_ORIGIN: props.publicOrigin } : {}),
+          // The `Stack` dimension of every metric the function writes (shared/metrics.ts).
+          MAPGATE_STACK: this.stackName,
+          ...(publicOrigin ? { PUBLIC_HTTPS_ORIGIN: publicOrigin } : {}),
           ...props.tunables,
         },
         bundling: {
@@ -242,6 +263,12 @@ export class MapgateStack extends Stack {
         if (!t) throw new Error(`${id} names unknown table ${table}`);
         t.grantTo(fn, level);
       }
+      const answersCallers = [...WORKFLOW.tasks, invocationFunction()].some((f) => f.id === id && f.answersCallers);
+      Validations.of(role).acknowledge({
+        id: "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+        reason: `${id} sends its traces to X-Ray (PutTraceSegments, PutTelemetryRecords)${answersCallers ? " and answers callers' task tokens (states:SendTaskSuccess/Failure)" : ""}; neither accepts a narrower resource.`,
+      });
+      functions.push({ id, fn });
       return fn;
     };
 
@@ -327,8 +354,8 @@ export class MapgateStack extends Stack {
     grantIntegrations(operationsFn, operations);
     this.stateMachine.grantStartExecution(operationsFn);
     operationsFn.addEnvironment("STATE_MACHINE_ARN", this.stateMachine.stateMachineArn);
-    // The absolute URLs its answers hold (job results, service URLs) are the API's.
-    if (!props.publicOrigin) operationsFn.addEnvironment("PUBLIC_HTTPS_ORIGIN", this.api.apiEndpoint);
+    // The absolute URLs its answers hold (job results, service URLs) are the API's when nothing fronts it.
+    if (!publicOrigin) operationsFn.addEnvironment("PUBLIC_HTTPS_ORIGIN", this.api.apiEndpoint);
     new CfnOutput(this, "OperationsFunctionArn", { value: operationsFn.functionArn });
 
     // Every minute: the events the bus did not take at once are sent again.
@@ -337,6 +364,32 @@ export class MapgateStack extends Stack {
     new Rule(this, "EventsRedeliverySchedule", {
       schedule: Schedule.rate(Duration.minutes(1)),
       targets: [new LambdaTarget(redelivery, { retryAttempts: 2 })],
+    });
+
+    // Alarms, the composite "unhealthy" alarm, their topic and the dashboard, in a nested stack of their own.
+    const written = new Set(
+      [...ROUTES, ...WORKFLOW.tasks, operations, REDELIVERY].flatMap((f) =>
+        Object.entries(f.tables).flatMap(([t, a]) => (a === "write" ? [t] : [])),
+      ),
+    );
+    this.monitoring = new Monitoring(this, "Monitoring", {
+      stackName: this.stackName,
+      api: this.api,
+      functions,
+      tables: TABLES.map((spec) => ({
+        name: spec.name,
+        tableName: tables.get(spec.name)?.table.tableName ?? "",
+        written: written.has(spec.name),
+      })),
+      stateMachine: this.stateMachine,
+      ...(this.cdn ? { distributionId: this.cdn.distribution.distributionId } : {}),
+      ...(props.alarmThresholds ? { thresholds: props.alarmThresholds } : {}),
+      ...(props.alarmEmail ? { alarmEmail: props.alarmEmail } : {}),
+      removalPolicy,
+    });
+    new CfnOutput(this, "AlarmTopicArn", { value: this.monitoring.topic.topicArn });
+    new CfnOutput(this, "DashboardUrl", {
+      value: `https://${this.region}.console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards/dashboard/${this.stackName}`,
     });
   }
 }
