@@ -138,16 +138,20 @@ export interface RequestFigures {
 }
 
 /**
- * The request line: count, latency and response bytes by operation and outcome, by outcome alone (the error
- * rate), and by kind (the read latency the alarm watches).
+ * The request line: its count by operation and outcome, and by outcome alone (the error rate); its latency and
+ * response bytes by operation, and by kind (the read latency the alarm watches). Latency is not split by outcome:
+ * each series is billed, and an error's latency is rarely the question.
  */
 export function requestMetrics(r: RequestFigures): void {
   const outcome = outcomeOf(r.code);
   const directives: Directive[] = [
     {
-      dimensions: [["Operation", "Outcome"], ["Outcome"], ["Kind"]],
+      dimensions: [["Operation", "Outcome"], ["Outcome"]],
+      metrics: { [METRIC.requests]: { value: 1, unit: "Count" } },
+    },
+    {
+      dimensions: [["Operation"], ["Kind"]],
       metrics: {
-        [METRIC.requests]: { value: 1, unit: "Count" },
         [METRIC.latency]: { value: r.ms, unit: "Milliseconds" },
         [METRIC.responseBytes]: { value: r.bytes, unit: "Bytes" },
       },

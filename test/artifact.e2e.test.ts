@@ -26,6 +26,7 @@ import { WORKFLOW } from "#infra/system.ts";
 import { createJob, newJob } from "#shared/stores/jobs.ts";
 import { REGION, synthesize } from "./helpers/artifact.ts";
 import { type ArtifactSystem, startArtifactSystem } from "./helpers/artifact-system.ts";
+import { checkEmf, emfLines } from "./helpers/emf.ts";
 import { PASSWORDS } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
 
@@ -353,6 +354,20 @@ describe("the synthesized bundles, each with its template environment and IAM po
       status: "completed",
       result: { services: [{ serviceUrl: expect.stringMatching(/\/Artifact_Invoked\/MapServer$/) }] },
     });
+  });
+
+  it("wrote one EMF metric line per request from the bundles, by the specification's schema", () => {
+    const service = [...system.hosts.values()].find((h) => h.fn.id === "service");
+    const docs = emfLines(service?.logs ?? []);
+    expect(docs.length).toBeGreaterThan(0);
+    for (const doc of docs) checkEmf(doc);
+    // The template's MAPGATE_STACK names the deployment; the route key names the operation.
+    expect(new Set(docs.map((d) => `${String(d.Stack)} ${String(d.Operation)} ${String(d.Kind)}`))).toEqual(
+      new Set([`${STACK} service read`]),
+    );
+    expect(docs.some((d) => d.Served === 1 && d.Resource === "tile")).toBe(true);
+    const jobs = emfLines([...system.hosts.values()].flatMap((h) => h.logs)).filter((d) => "Jobs" in d);
+    expect(jobs.map((d) => d.Outcome)).toEqual(expect.arrayContaining(["completed", "failed"]));
   });
 
   it("made no call the template's policies refuse, and logged no error, on all of the above", () => {

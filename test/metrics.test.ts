@@ -7,81 +7,15 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { Ajv } from "ajv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CDN_MAX_TTL_SECONDS } from "#infra/aws/cdn.ts";
 import { ROUTES } from "#infra/system.ts";
 import type { Service } from "#shared/stores/services.ts";
 import { newDataDir, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { checkEmf, emfLines } from "./helpers/emf.ts";
 import { call } from "./helpers/http.ts";
 import { apiEvent, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
 import { tileOrganization } from "./helpers/tile-organization.ts";
-
-/**
- * The JSON schema the Embedded Metric Format specification gives for validating documents (CloudWatch user
- * guide, "Specification: Embedded metric format"), without its `$id`s and titles.
- */
-const EMF_SCHEMA = {
-  type: "object",
-  required: ["_aws"],
-  properties: {
-    _aws: {
-      type: "object",
-      required: ["Timestamp", "CloudWatchMetrics"],
-      properties: {
-        Timestamp: { type: "integer" },
-        CloudWatchMetrics: {
-          type: "array",
-          items: {
-            type: "object",
-            required: ["Namespace", "Dimensions", "Metrics"],
-            properties: {
-              Namespace: { type: "string", pattern: "^(.*)$", minLength: 1, maxLength: 255 },
-              Dimensions: {
-                type: "array",
-                minItems: 1,
-                items: {
-                  type: "array",
-                  minItems: 0,
-                  maxItems: 9,
-                  items: { type: "string", pattern: "^(.*)$", minLength: 1, maxLength: 255 },
-                },
-              },
-              Metrics: {
-                type: "array",
-                items: {
-                  type: "object",
-                  required: ["Name"],
-                  properties: {
-                    Name: { type: "string", pattern: "^(.*)$", minLength: 1, maxLength: 255 },
-                    Unit: {
-                      type: "string",
-                      pattern:
-                        "^(Seconds|Microseconds|Milliseconds|Bytes|Kilobytes|Megabytes|Gigabytes|Terabytes|Bits|Kilobits|Megabits|Gigabits|Terabits|Percent|Count|Bytes\\/Second|Kilobytes\\/Second|Megabytes\\/Second|Gigabytes\\/Second|Terabytes\\/Second|Bits\\/Second|Kilobits\\/Second|Megabits\\/Second|Gigabits\\/Second|Terabits\\/Second|Count\\/Second|None)$",
-                    },
-                  },
-                },
-              },
-            },
-          },
-        },
-      },
-    },
-  },
-} as const;
-
-const validate = new Ajv({ strict: false }).compile(EMF_SCHEMA);
-
-/** What the schema cannot say: every dimension and metric a directive names is a root member of the right type. */
-function checkEmf(doc: Record<string, unknown>): void {
-  expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
-  const directives = (doc._aws as { CloudWatchMetrics: { Dimensions: string[][]; Metrics: { Name: string }[] }[] })
-    .CloudWatchMetrics;
-  for (const d of directives) {
-    for (const key of d.Dimensions.flat()) expect(typeof doc[key], key).toBe("string");
-    for (const m of d.Metrics) expect(typeof doc[m.Name], m.Name).toBe("number");
-  }
-}
 
 const DIMENSIONS = new Set(["Stack", "Operation", "Outcome", "Kind", "Resource", "EventType"]);
 
@@ -92,8 +26,7 @@ function dimensionsOf(doc: Record<string, unknown>): Record<string, string> {
   return Object.fromEntries([...keys].map((k) => [k, String(doc[k])]));
 }
 
-const parseLines = (lines: readonly string[]) =>
-  lines.filter((l) => l.startsWith('{"_aws"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+const parseLines = emfLines;
 
 describe("metrics and shared caching, in-process through the real pipeline", () => {
   let dynamo: Awaited<ReturnType<typeof inProcessStore>>;

@@ -329,7 +329,7 @@ export class Monitoring extends NestedStack {
       }),
       new GraphWidget({
         title: "Latency p99 by operation (ms)",
-        left: [search(METRIC.latency, ["Operation", "Outcome"], "p99", "")],
+        left: [search(METRIC.latency, ["Operation"], "p99", "")],
         width: 12,
       }),
       new GraphWidget({
@@ -339,7 +339,7 @@ export class Monitoring extends NestedStack {
       }),
       new GraphWidget({
         title: "Response bytes by operation",
-        left: [search(METRIC.responseBytes, ["Operation", "Outcome"], "Sum", "")],
+        left: [search(METRIC.responseBytes, ["Operation"], "Sum", "")],
         width: 12,
       }),
       new GraphWidget({
