@@ -175,7 +175,7 @@ function bodyBytes(response: APIGatewayProxyStructuredResultV2 | null | undefine
 
 /**
  * Logs one line per request (never parameters, tokens or bodies) once the response is known, and writes its
- * metrics line (shared/metrics.ts): count, latency and bytes by operation and outcome.
+ * metrics line (shared/metrics.ts): its count by operation and outcome class, its latency and response bytes.
  */
 export const accessLog = (op: Operation): RestMiddleware => {
   const operation = op.name;
