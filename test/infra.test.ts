@@ -8,6 +8,7 @@ import { DEFAULT_THRESHOLDS } from "#infra/aws/monitoring.ts";
 import { MapgateStack } from "#infra/aws/stack.ts";
 import { invocationFunction, REDELIVERY, ROUTES, SECRETS, TABLES, tableEnvName, WORKFLOW } from "#infra/system.ts";
 import { readConfig, TUNABLES } from "#shared/config.ts";
+import { EDGE_KEY_HEADER, VIEWER_ADDRESS_HEADER } from "#shared/http/edge.ts";
 import { METRIC, NAMESPACE } from "#shared/metrics.ts";
 
 const BUCKET = "mapgate-caches-test";
@@ -116,9 +117,11 @@ describe("infrastructure", () => {
         ...(route.readsStorage ? ["DATASTORE_SECRET_PREFIX"] : []),
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",
-        // The metrics' Stack dimension, and the CDN's origin (absolute URLs point at it: no custom domain here).
+        // The metrics' Stack dimension, and the CDN's origin (absolute URLs point at it: no custom domain here) and
+        // edge key (viewer addresses through it).
         "MAPGATE_STACK",
         "PUBLIC_HTTPS_ORIGIN",
+        "EDGE_KEY_SECRET_ID",
       ];
       expect(Object.keys(env).sort()).toEqual(expectedEnv.sort());
       // No source maps parsed at start (they ship beside the bundle for reading traces later).
@@ -261,8 +264,14 @@ describe("infrastructure", () => {
     const secrets = Object.entries(template.toJSON().Resources as Record<string, Record<string, unknown>>).filter(
       ([, r]) => r.Type === "AWS::SecretsManager::Secret",
     );
-    expect(secrets).toHaveLength(1);
-    const [, secret] = secrets[0] ?? [];
+    // The token key, and the CDN's edge key (see below).
+    expect(secrets).toHaveLength(2);
+    const [, secret] =
+      secrets.find(([, s]) =>
+        JSON.stringify((s.Properties as Record<string, unknown>).GenerateSecretString).includes(
+          '"GenerateStringKey":"k"',
+        ),
+      ) ?? [];
     expect((secret?.Properties as Record<string, unknown>).GenerateSecretString).toMatchObject({
       GenerateStringKey: "k",
     });
@@ -563,6 +572,7 @@ describe("the CDN in front of the API", () => {
     };
   };
   const request = (o: { headers?: Record<string, string>; query?: string[]; cookies?: string[] } = {}) => ({
+    viewer: { ip: "198.51.100.7" },
     request: {
       method: "GET",
       uri: "/arcgis/rest/services/World/MapServer/tile/1/0/1",
@@ -589,8 +599,19 @@ describe("the CDN in front of the API", () => {
       expect(b.ViewerProtocolPolicy).toBe("https-only");
       expect(b.AllowedMethods).toContain("POST");
     }
-    const origins = distribution.Origins as { CustomOriginConfig: Record<string, unknown>; DomainName: unknown }[];
+    const origins = distribution.Origins as {
+      CustomOriginConfig: Record<string, unknown>;
+      DomainName: unknown;
+      OriginCustomHeaders: { HeaderName: string; HeaderValue: unknown }[];
+    }[];
     expect(origins).toHaveLength(1);
+    // Every request to the API carries the edge key, from Secrets Manager by a dynamic reference (in no template).
+    const [edge] = origins[0]?.OriginCustomHeaders ?? [];
+    expect(edge?.HeaderName).toBe(EDGE_KEY_HEADER);
+    expect(JSON.stringify(edge?.HeaderValue)).toMatch(/\{\{resolve:secretsmanager:.*:SecretString:::\}\}/);
+    // The viewer-request function runs on every request (it passes the viewer's address on).
+    for (const b of behaviors)
+      expect(b.FunctionAssociations).toEqual([expect.objectContaining({ EventType: "viewer-request" })]);
     expect(origins[0]?.CustomOriginConfig).toEqual({
       OriginProtocolPolicy: "https-only",
       OriginSSLProtocols: ["TLSv1.2"],
@@ -620,7 +641,10 @@ describe("the CDN in front of the API", () => {
     expect(forwarded).toMatchObject({
       CookiesConfig: { CookieBehavior: "all" },
       QueryStringsConfig: { QueryStringBehavior: "all" },
-      HeadersConfig: { HeaderBehavior: "whitelist", Headers: ["x-esri-authorization", "referer", "origin"] },
+      HeadersConfig: {
+        HeaderBehavior: "whitelist",
+        Headers: ["x-esri-authorization", "referer", "origin", VIEWER_ADDRESS_HEADER],
+      },
     });
     expect(content.FunctionAssociations).toEqual([{ EventType: "viewer-request", FunctionARN: expect.anything() }]);
   });
@@ -653,6 +677,10 @@ describe("the CDN in front of the API", () => {
       request({ cookies: ["anything"] }),
     ])
       expect(marked(e)).toBe("1");
+    // The viewer's address, as CloudFront saw it, replacing whatever a viewer claims.
+    expect(run(request({ headers: { [VIEWER_ADDRESS_HEADER]: "192.0.2.1" } })).headers[VIEWER_ADDRESS_HEADER]).toEqual({
+      value: "198.51.100.7",
+    });
     // Authorization travels on as X-Esri-Authorization (the same bearer token), unless that is set already.
     expect(run(request({ headers: { authorization: "Bearer t" } })).headers["x-esri-authorization"]).toEqual({
       value: "Bearer t",
@@ -681,6 +709,25 @@ describe("the CDN in front of the API", () => {
       expect((fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables.PUBLIC_HTTPS_ORIGIN).toBe(
         "https://gis.example.com",
       );
+    }
+  });
+});
+
+describe("viewer addresses through the CDN", () => {
+  it("lets only the route functions read the edge key, each told where it is", () => {
+    const [edgeId] =
+      ofType("AWS::SecretsManager::Secret").find(([id]) => id.startsWith("CdnEdgeKey")) ?? ([] as string[]);
+    expect(edgeId).toBeDefined();
+    const readers = new Set<string>();
+    for (const [id, policy] of ofType("AWS::IAM::Policy")) {
+      const statements = (policy.Properties.PolicyDocument as { Statement: { Resource: unknown }[] }).Statement;
+      if (statements.some((st) => JSON.stringify(st.Resource) === JSON.stringify({ Ref: edgeId })))
+        readers.add(id.replace(/RoleDefaultPolicy.*$/, ""));
+    }
+    expect([...readers].sort()).toEqual(ROUTES.map((r) => pascal(r.id)).sort());
+    for (const route of ROUTES) {
+      const env = (functionFor(route.id).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      expect(env.EDGE_KEY_SECRET_ID).toEqual({ Ref: edgeId });
     }
   });
 });

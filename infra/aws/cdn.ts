@@ -5,6 +5,9 @@
 // a cookie. A request that carries any of those is marked by a viewer-request function, and the mark is part of
 // the key: such requests never share an entry with anonymous ones, and their answers (private) are never stored.
 import { Duration, Stack, Validations } from "aws-cdk-lib";
+import type { Function as LambdaFunction } from "aws-cdk-lib/aws-lambda";
+import { Secret } from "aws-cdk-lib/aws-secretsmanager";
+import { EDGE_KEY_HEADER, VIEWER_ADDRESS_HEADER } from "#shared/http/edge.ts";
 import type { HttpApi } from "aws-cdk-lib/aws-apigatewayv2";
 import {
   AllowedMethods,
@@ -46,14 +49,17 @@ export const CACHED_PATH = "/*/rest/services/*";
 export const CREDENTIALS_HEADER = "x-mapgate-credentials";
 
 /**
- * The viewer-request function (CloudFront Functions, JavaScript 2.0 runtime). It marks credentialed requests (a
- * `token` parameter in any case, either authorization header, any cookie), drops a mark a viewer sent itself,
- * and passes `Authorization` on as `X-Esri-Authorization` (the same Bearer token, which mapgate reads too):
- * CloudFront forwards `Authorization` to the origin only when it is in the cache key, where no token may be.
+ * The viewer-request function (CloudFront Functions, JavaScript 2.0 runtime), on every request. It passes the
+ * viewer's address on (replacing any a viewer sent: the origin believes it only with the edge key CloudFront adds,
+ * shared/http/edge.ts), marks credentialed requests (a `token` parameter in any case, either authorization header,
+ * any cookie), drops a mark a viewer sent itself, and passes `Authorization` on as `X-Esri-Authorization` (the
+ * same Bearer token, which mapgate reads too): CloudFront forwards `Authorization` to the origin of a cached path
+ * only when it is in the cache key, where no token may be.
  */
 export const VIEWER_REQUEST_CODE = `function handler(event) {
   var request = event.request;
   var headers = request.headers;
+  headers['${VIEWER_ADDRESS_HEADER}'] = { value: event.viewer.ip };
   var credentialed = Boolean(headers.authorization || headers['x-esri-authorization']) ||
     Object.keys(request.cookies || {}).length > 0 ||
     Object.keys(request.querystring || {}).some(function (name) { return name.toLowerCase() === 'token'; });
@@ -73,13 +79,27 @@ export interface CdnProps {
 export class MapgateCdn extends Construct {
   readonly distribution: Distribution;
   readonly contentPolicy: CachePolicy;
+  /** What CloudFront adds to every request it sends to the API, so the API may believe the viewer's address. */
+  readonly edgeKey: Secret;
 
   constructor(scope: Construct, id: string, props: CdnProps) {
     super(scope, id);
     const stack = Stack.of(this);
+    this.edgeKey = new Secret(this, "EdgeKey", {
+      description: "Sent by mapgate's CloudFront distribution with every request to the API (viewer addresses)",
+      generateSecretString: { passwordLength: 48, excludePunctuation: true },
+      removalPolicy: props.removalPolicy,
+    });
+    Validations.of(this.edgeKey).acknowledge({
+      id: "AwsSolutions-SMG4",
+      reason:
+        "The distribution holds the edge key as an origin header set at deployment: a rotation outside a deployment would make the API disbelieve every viewer address until the next one.",
+    });
     const origin = new HttpOrigin(`${props.api.apiId}.execute-api.${stack.region}.${stack.urlSuffix}`, {
       protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY,
       originSslProtocols: [OriginSslPolicy.TLS_V1_2],
+      // A dynamic reference, resolved by CloudFormation: the key is in no template.
+      customHeaders: { [EDGE_KEY_HEADER]: this.edgeKey.secretValue.unsafeUnwrap() },
     });
     this.contentPolicy = new CachePolicy(this, "ContentCache", {
       comment: "mapgate: services' content marked Cache-Control: public; never keyed on a credential",
@@ -96,14 +116,19 @@ export class MapgateCdn extends Construct {
     });
     const forwarded = new OriginRequestPolicy(this, "ContentOrigin", {
       comment: "mapgate: what the origin needs besides the cache key (credentials, referer, cookies)",
-      headerBehavior: OriginRequestHeaderBehavior.allowList("x-esri-authorization", "referer", "origin"),
+      headerBehavior: OriginRequestHeaderBehavior.allowList(
+        "x-esri-authorization",
+        "referer",
+        "origin",
+        VIEWER_ADDRESS_HEADER,
+      ),
       queryStringBehavior: OriginRequestQueryStringBehavior.all(),
       cookieBehavior: OriginRequestCookieBehavior.all(),
     });
     const marker = new CloudFrontFunction(this, "MarkCredentials", {
       code: FunctionCode.fromInline(VIEWER_REQUEST_CODE),
       runtime: FunctionRuntime.JS_2_0,
-      comment: "mapgate: marks requests that carry a credential, so they bypass the shared cache",
+      comment: "mapgate: the viewer's address; marks requests that carry a credential (they bypass the cache)",
     });
     const logs = new Bucket(this, "Logs", {
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
@@ -132,6 +157,7 @@ export class MapgateCdn extends Construct {
         cachePolicy: CachePolicy.CACHING_DISABLED,
         // API Gateway routes by its own host name: every viewer header but Host.
         originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+        functionAssociations: [{ function: marker, eventType: FunctionEventType.VIEWER_REQUEST }],
         compress: false,
       },
       additionalBehaviors: {
@@ -161,5 +187,11 @@ export class MapgateCdn extends Construct {
       reason:
         "The API's own throttling limits every request; a WAF web ACL (billed per rule and request) is the operator's choice and attaches to this distribution.",
     });
+  }
+
+  /** Lets a function read the edge key, and tells it where (EDGE_KEY_SECRET_ID): both or neither. */
+  grantTo(fn: LambdaFunction): void {
+    this.edgeKey.grantRead(fn);
+    fn.addEnvironment("EDGE_KEY_SECRET_ID", this.edgeKey.secretArn);
   }
 }

@@ -317,6 +317,8 @@ export class MapgateStack extends Stack {
         route.readsStorage,
       );
       for (const secret of route.secrets) secrets.get(secret)?.grantTo(fn);
+      // Requests through the CDN carry the viewer's address, which a route believes with the edge key.
+      this.cdn?.grantTo(fn);
       grantIntegrations(fn, route);
       if (route.startsWorkflow) {
         this.stateMachine.grantStartExecution(fn);

@@ -45,6 +45,7 @@ import {
   renderContent,
   renderRedirect,
 } from "#shared/http/render.ts";
+import { clientAddress } from "#shared/http/edge.ts";
 import { inRequest, logger } from "#shared/log.ts";
 import { routeOf, requestMetrics } from "#shared/metrics.ts";
 import { requestOrigins } from "#shared/urls.ts";
@@ -391,6 +392,7 @@ export const caller = (op: Operation): RestMiddleware => ({
     }
     const params = s.params as Params;
     const rendering = s.rendering as Rendering;
+    s.sourceIp = await clientAddress(event);
     if (op.httpsOnly && !rendering.https) throw sslRequired();
     const server = await addressedServer(op, event);
     const method = event.requestContext.http.method.toUpperCase();

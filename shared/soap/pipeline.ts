@@ -8,6 +8,7 @@ import { ANONYMOUS, anonymousView, findCredential, type Identity, resolveIdentit
 import { config } from "#shared/config.ts";
 import { ApiError } from "#shared/http/errors.ts";
 import { bodyBytes, Params } from "#shared/http/params.ts";
+import { clientAddress } from "#shared/http/edge.ts";
 import { inRequest, logger } from "#shared/log.ts";
 import { routeOf, requestMetrics } from "#shared/metrics.ts";
 import { fault } from "#shared/soap/catalog-xml.ts";
@@ -127,7 +128,7 @@ export function soapHandler(service: SoapService) {
           ? await resolveIdentityWith(
               findCredential({ ...event, headers: {} }, query, false),
               {
-                sourceIp: event.requestContext.http.sourceIp,
+                sourceIp: await clientAddress(event),
                 referer: event.headers?.referer,
                 at: { kind: "server", serverId: server.serverId, portalId: server.portalId },
               },
