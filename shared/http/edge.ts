@@ -5,6 +5,9 @@
 // believed only with that key. Anything else, and every deployment without a CDN, keeps API Gateway's address.
 import { timingSafeEqual } from "node:crypto";
 import { isIP } from "node:net";
+// Imported as the token key's reader imports it (shared/auth/keys.ts), so every bundle holds the client once and
+// only the commands it uses: a dynamic import would carry the whole package into every route.
+import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { config } from "#shared/config.ts";
 
@@ -19,12 +22,9 @@ let edgeKey: Promise<Buffer | undefined> | undefined;
 function loadEdgeKey(): Promise<Buffer | undefined> {
   const secretId = config().edgeKeySecretId;
   if (!secretId) return Promise.resolve(undefined);
-  edgeKey ??= import("@aws-sdk/client-secrets-manager").then(
-    async ({ SecretsManagerClient, GetSecretValueCommand }) => {
-      const out = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: secretId }));
-      return out.SecretString ? Buffer.from(out.SecretString) : undefined;
-    },
-  );
+  edgeKey ??= new SecretsManagerClient({})
+    .send(new GetSecretValueCommand({ SecretId: secretId }))
+    .then((out) => (out.SecretString ? Buffer.from(out.SecretString) : undefined));
   // A failed read is not kept: the next request tries again (and meanwhile the API's address is used).
   edgeKey.catch(() => {
     edgeKey = undefined;
