@@ -5,6 +5,8 @@
 // of the order of magnitude and of what dominates, not a bill.
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2 } from "aws-lambda";
 import { FUNCTION_MEMORY_MB } from "#infra/aws/stack.ts";
+
+type Json = Record<string, unknown>;
 import { observeStore } from "#shared/stores/dynamo.ts";
 import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
 import { tileOrganization } from "../test/helpers/tile-organization.ts";
@@ -19,7 +21,25 @@ export const PRICES = {
   httpApiPerRequest: 1.0 / 1e6,
   dynamoPerReadUnit: 0.125 / 1e6,
   dynamoPerWriteUnit: 0.625 / 1e6,
+  /** Data transfer out of the region to the internet (first 10 TB a month); to CloudFront it is free. */
+  dataOutPerGb: 0.09,
+  /** CloudFront, price class 100 (North America and Europe): HTTPS requests and data transfer out. */
+  cloudFrontPerRequest: 0.01 / 10_000,
+  cloudFrontPerGb: 0.085,
+  cloudFrontFunctionPerInvocation: 0.1 / 1e6,
+  /** CloudWatch Logs ingestion (the request and metric lines), custom metrics, alarms, dashboards. */
+  logsPerGb: 0.5,
+  customMetricPerMonth: 0.3,
+  alarmMetricPerMonth: 0.1,
+  compositeAlarmPerMonth: 0.5,
+  dashboardPerMonth: 3,
+  /** X-Ray traces recorded; Lambda's default sampling records the first request each second and 5% of the rest. */
+  xrayPerTrace: 5 / 1e6,
+  xraySampled: 0.05,
 } as const;
+
+/** The share of public tile requests the CDN answers from its cache in the figures below (`BENCH_CDN_HIT_RATIO`). */
+const CDN_HIT_RATIO = Number(process.env.BENCH_CDN_HIT_RATIO ?? 0.9);
 
 interface Units {
   read: number;
@@ -171,12 +191,126 @@ export async function costModel(): Promise<void> {
       .map((h) => h.padStart(10))
       .join("")}`,
   );
+  const measured = new Map<string, { ms: number; units: Units }>();
   for (const op of operations) {
     const { ms, units: u } = await measure(op);
+    measured.set(op.name, { ms, units: u });
     const c = perMillion(ms, u);
     const cells = [ms.toFixed(2), u.read.toFixed(2), u.write.toFixed(2), c.lambda, c.api, c.dynamo, c.total].map((v) =>
       (typeof v === "number" ? v.toFixed(2) : v).padStart(10),
     );
     console.log(`  ${op.name.padEnd(30)}${cells.join("")}`);
   }
+  const tile = operations.find((o) => o.name === "map tile (public)");
+  const tileCost = measured.get("map tile (public)");
+  if (tile && tileCost) await cdnCost(tile, tileCost);
+  await monitoringCost();
+}
+
+/** The bytes a request writes to its log on AWS (its INFO request line and its metric line), and its answer's. */
+async function requestBytes(op: Operation): Promise<{ log: number; body: number }> {
+  const { logger } = await import("#shared/log.ts");
+  const { setMetricsSink } = await import("#shared/metrics.ts");
+  let log = 0;
+  setMetricsSink((line) => {
+    log += Buffer.byteLength(line) + 1;
+  });
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string | Uint8Array) => {
+    log += typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length;
+    return true;
+  }) as typeof process.stdout.write;
+  const level = logger.getLevelName();
+  logger.setLogLevel("INFO");
+  let res: { body?: string; isBase64Encoded?: boolean };
+  try {
+    res = (await op.handler(op.event(), lambdaContext())) as typeof res;
+  } finally {
+    logger.setLogLevel(level);
+    process.stdout.write = write;
+    setMetricsSink(() => undefined);
+  }
+  const body = res.isBase64Encoded ? Buffer.byteLength(res.body ?? "", "base64") : Buffer.byteLength(res.body ?? "");
+  return { log, body };
+}
+
+/**
+ * A million public tile requests straight to the API and through the CDN: at the origin each costs its Lambda
+ * invocation, the HTTP API request, its DynamoDB read, its log lines and its share of traces, and the tile leaves
+ * the region; through the CDN every request costs CloudFront's request, function and transfer, and only misses
+ * reach the origin (whose transfer to CloudFront is free).
+ */
+async function cdnCost(op: Operation, m: { ms: number; units: Units }): Promise<void> {
+  const bytes = await requestBytes(op);
+  const origin = perMillion(m.ms, m.units);
+  const gb = (b: number) => (1e6 * b) / 1024 ** 3;
+  const logs = gb(bytes.log) * PRICES.logsPerGb;
+  const traces = 1e6 * PRICES.xraySampled * PRICES.xrayPerTrace;
+  const atOrigin = origin.total + logs + traces;
+  const direct = { origin: atOrigin, transfer: gb(bytes.body) * PRICES.dataOutPerGb, cdn: 0 };
+  const cdn = {
+    origin: (1 - CDN_HIT_RATIO) * atOrigin,
+    transfer: gb(bytes.body) * PRICES.cloudFrontPerGb,
+    cdn: 1e6 * (PRICES.cloudFrontPerRequest + PRICES.cloudFrontFunctionPerInvocation),
+  };
+  console.log(
+    `
+Public map tiles: USD per million requests of a ${bytes.body} B tile, straight to the API and through the CDN at a ${Math.round(CDN_HIT_RATIO * 100)}% hit ratio`,
+  );
+  console.log(
+    `  at the origin each request costs Lambda $${origin.lambda.toFixed(2)}, HTTP API $${origin.api.toFixed(2)}, DynamoDB $${origin.dynamo.toFixed(2)}, logs $${logs.toFixed(2)} (${bytes.log} B of log lines), X-Ray $${traces.toFixed(2)} (${PRICES.xraySampled * 100}% sampled) per million`,
+  );
+  console.log(
+    `  prices: data out $${PRICES.dataOutPerGb}/GB; CloudFront (price class 100) $${(PRICES.cloudFrontPerRequest * 1e6).toFixed(2)}/M HTTPS requests, $${PRICES.cloudFrontPerGb}/GB out, function $${(PRICES.cloudFrontFunctionPerInvocation * 1e6).toFixed(2)}/M`,
+  );
+  console.log(
+    `  ${"".padEnd(30)}${["origin", "transfer", "CloudFront", "total $/M"].map((h) => h.padStart(11)).join("")}`,
+  );
+  for (const [name, c] of [
+    ["straight to the API", direct],
+    [`through the CDN (${Math.round(CDN_HIT_RATIO * 100)}% hits)`, cdn],
+  ] as const) {
+    const cells = [c.origin, c.transfer, c.cdn, c.origin + c.transfer + c.cdn].map((v) => v.toFixed(2).padStart(11));
+    console.log(`  ${name.padEnd(30)}${cells.join("")}`);
+  }
+}
+
+/** What watching costs a month, whatever the traffic: the stack's alarms, its dashboard and mapgate's metrics. */
+async function monitoringCost(): Promise<void> {
+  const { App } = await import("aws-cdk-lib");
+  const { Template } = await import("aws-cdk-lib/assertions");
+  const { MapgateStack } = await import("#infra/aws/stack.ts");
+  const { ROUTES } = await import("#infra/system.ts");
+  const { EVENTS } = await import("#infra/system.ts");
+  const { OUTCOMES, SERVED_RESOURCES } = await import("#shared/metrics.ts");
+  const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+  const stack = new MapgateStack(app, "mapgate-cost", {});
+  const resources = Object.values(Template.fromStack(stack.monitoring).toJSON().Resources as Record<string, Json>);
+  const alarms = resources.filter((r) => r.Type === "AWS::CloudWatch::Alarm");
+  const alarmMetrics = alarms.reduce((n, r) => {
+    const metrics = (r.Properties as { Metrics?: { MetricStat?: unknown }[] }).Metrics;
+    return n + (metrics ? metrics.filter((m) => m.MetricStat).length : 1);
+  }, 0);
+  const composites = resources.filter((r) => r.Type === "AWS::CloudWatch::CompositeAlarm").length;
+  // Every series mapgate can write: requests by operation and outcome and by outcome, latency and bytes by
+  // operation and by kind, content served, jobs, events (outboxed and lost, by type and in all), redelivery (4),
+  // lockouts. A series is billed only for the hours it receives data: most operations never see a server error.
+  const requestSeries = (outcomes: number) => ROUTES.length * outcomes + OUTCOMES.length + 2 * (ROUTES.length + 2);
+  const series =
+    requestSeries(OUTCOMES.length) +
+    SERVED_RESOURCES.length +
+    (3 * 2 + 1) +
+    2 * (Object.keys(EVENTS.types).length + 1) +
+    4 +
+    1;
+  const alarmCost = alarmMetrics * PRICES.alarmMetricPerMonth + composites * PRICES.compositeAlarmPerMonth;
+  console.log(`
+Monitoring: USD a month, whatever the traffic (CloudWatch, ${PRICES.region})`);
+  console.log(
+    `  alarms: ${alarms.length} reading ${alarmMetrics} metrics ($${PRICES.alarmMetricPerMonth} each) + ${composites} composite: $${alarmCost.toFixed(2)}`,
+  );
+  console.log(`  dashboard: $${PRICES.dashboardPerMonth.toFixed(2)} (the account's first three are free)`);
+  console.log(
+    `  custom metrics: at most ${series} series ($${PRICES.customMetricPerMonth} each a month, prorated by the hour they receive data): up to $${(series * PRICES.customMetricPerMonth).toFixed(2)}; an API whose routes each see ok and client errors, about $${((requestSeries(2) + 20) * PRICES.customMetricPerMonth).toFixed(2)}`,
+  );
 }

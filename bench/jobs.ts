@@ -7,10 +7,14 @@ import { join } from "node:path";
 import { BatchWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { startEngine } from "#infra/local/engine.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
+import { setMetricsSink } from "#shared/metrics.ts";
 import { forEachPairPage } from "#shared/stores/layers.ts";
 import { call, form } from "../test/helpers/http.ts";
 import { readFileSync } from "node:fs";
 import { dynamoRequests } from "./requests.ts";
+
+// The handlers' metric lines are built and dropped: this process prints its figures, not its log.
+setMetricsSink(() => undefined);
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 100);
 const PAGED_PAIRS = Number(process.env.BENCH_PAGED_PAIRS ?? 50_000);

@@ -6,6 +6,7 @@ import { DeleteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import { entryOf, type OutboxEntry } from "#shared/events.ts";
 import { logger } from "#shared/log.ts";
+import { METRIC, putMetrics } from "#shared/metrics.ts";
 import { ddb, scanAll } from "#shared/stores/dynamo.ts";
 import { taskHandler } from "#shared/tasks.ts";
 
@@ -25,6 +26,8 @@ export const handler = taskHandler("events-redeliver", async () => {
     .map((item) => item as unknown as OutboxEntry)
     .sort((a, b) => a.created - b.created)
     .slice(0, MAX_PER_RUN);
+  // Before sending: how long the oldest event has waited (0 when none waits), for the outbox-age alarm.
+  const oldest = pending[0] ? Math.max(0, Math.round((now - pending[0].created) / 1000)) : 0;
   let sent = 0;
   let expired = 0;
   let refused = 0;
@@ -55,5 +58,17 @@ export const handler = taskHandler("events-redeliver", async () => {
       } else refused++;
     }
   }
+  // Written every run, zeros included: the alarms see a steady series, and a missing one means no run.
+  putMetrics([
+    {
+      dimensions: [[]],
+      metrics: {
+        [METRIC.eventsRedelivered]: { value: sent, unit: "Count" },
+        [METRIC.redeliveryRefused]: { value: refused, unit: "Count" },
+        [METRIC.eventsGivenUp]: { value: expired, unit: "Count" },
+        [METRIC.outboxOldestAge]: { value: oldest, unit: "Seconds" },
+      },
+    },
+  ]);
   return { sent, refused, expired };
 });

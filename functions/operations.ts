@@ -11,7 +11,7 @@ import type { Invocation, RestContext } from "#shared/http/pipeline.ts";
 import { identifyCaller } from "#shared/invocation/caller.ts";
 import { type InvokedEvent, MAX_TASK_TOKEN, readInvokedEvent } from "#shared/invocation/event.ts";
 import { sendTaskFailure, TASK_ERRORS } from "#shared/invocation/task-tokens.ts";
-import { logger } from "#shared/log.ts";
+import { inRequest, logger } from "#shared/log.ts";
 
 type RouteHandler = (event: APIGatewayProxyEventV2, context: RestContext) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -48,16 +48,17 @@ function routeRequest(e: InvokedEvent) {
     return encodeURIComponent(value ?? "");
   });
   if (missing.length > 0) throw new ApiError(400, "Invalid invocation.", missing);
-  return { path, pathParameters, params };
+  return { path, pathParameters, params, routeKey: `POST ${route.path}` };
 }
 
 function apiEvent(e: InvokedEvent, requestId: string): APIGatewayProxyEventV2 {
-  const { path, pathParameters, params } = routeRequest(e);
+  // The route key is the route's template, as API Gateway sets it (the metrics name the route by it).
+  const { path, pathParameters, params, routeKey } = routeRequest(e);
   const origin = new URL(process.env.PUBLIC_HTTPS_ORIGIN ?? "https://localhost");
   const body = new URLSearchParams([...params, ["f", "json"]]).toString();
   return {
     version: "2.0",
-    routeKey: `POST ${path}`,
+    routeKey,
     rawPath: path,
     rawQueryString: "",
     headers: { host: origin.host, "content-type": "application/x-www-form-urlencoded", "x-forwarded-proto": "https" },
@@ -68,7 +69,7 @@ function apiEvent(e: InvokedEvent, requestId: string): APIGatewayProxyEventV2 {
       domainPrefix: origin.hostname.split(".")[0] ?? "",
       http: { method: "POST", path, protocol: "HTTP/1.1", sourceIp: "0.0.0.0", userAgent: "mapgate-invoke" },
       requestId,
-      routeKey: `POST ${path}`,
+      routeKey,
       stage: "$default",
       time: new Date().toUTCString(),
       timeEpoch: Date.now(),
@@ -116,7 +117,10 @@ function operationName(event: unknown): string | undefined {
   return typeof op === "string" && Object.hasOwn(MODULES, op) ? op : undefined;
 }
 
-export const handler = async (event: unknown, context: Context): Promise<object> => {
+export const handler = (event: unknown, context: Context): Promise<object> =>
+  inRequest(context.awsRequestId, () => invoked(event, context));
+
+async function invoked(event: unknown, context: Context): Promise<object> {
   const started = performance.now();
   const { answer, taskToken } = await run(event, context);
   const error = (answer as { error?: { code?: number } }).error;
@@ -129,4 +133,4 @@ export const handler = async (event: unknown, context: Context): Promise<object>
     ms: Math.round(performance.now() - started),
   });
   return answer;
-};
+}

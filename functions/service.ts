@@ -12,6 +12,7 @@ import { sceneLayer, sceneResource, sceneService } from "#shared/serving/scene.t
 import { parseServicePath } from "#shared/serving/service-path.ts";
 import { tiledServiceJson, tiledTile } from "#shared/serving/tiled.ts";
 import { vectorJson, vectorResource, vectorTile } from "#shared/serving/vector.ts";
+import type { ServedResource } from "#shared/metrics.ts";
 import { serverUrl } from "#shared/stores/servers.ts";
 import type { Service } from "#shared/stores/services.ts";
 import { SERVER_REST_VERSION } from "#shared/urls.ts";
@@ -108,9 +109,20 @@ function render(data: object, req: RestRequest): string {
   );
 }
 
+/** What a path asks for, for the dashboard's count of content served (the `Served` metric's `Resource`). */
+const RESOURCES: readonly [RegExp, ServedResource][] = [
+  [/\/(MapServer|ImageServer)\/tile\//, "tile"],
+  [/\/VectorTileServer\/tile\//, "vector-tile"],
+  [/\/VectorTileServer\/resources\//, "style"],
+  [/\/SceneServer\/./, "scene"],
+  [/\/FeatureServer\/\d+\/query$/, "query"],
+];
+const resourceOf = (path: string) => RESOURCES.find(([re]) => re.test(path))?.[1];
+
 export const handler = restHandler(
   {
     name: "Service",
+    resourceOf,
     html: render,
     at: "server",
     defaultFormat: (path) => (JSON_BY_DEFAULT.test(path) ? "json" : "html"),

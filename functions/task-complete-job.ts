@@ -2,6 +2,7 @@
 import type { LayerPage } from "#functions/task-publish-layers.ts";
 import type { JobInput } from "#shared/jobs.ts";
 import { emit } from "#shared/events.ts";
+import { count, METRIC } from "#shared/metrics.ts";
 import { finishJob } from "#shared/stores/jobs.ts";
 import { taskHandler } from "#shared/tasks.ts";
 
@@ -35,6 +36,7 @@ export const handler = taskHandler("complete-job", async (input: Finished) => {
   // Only the run that finished the job raises its events (a repeated task finds it finished already).
   if (await finishJob(input.jobId, "completed", result, "")) {
     const job = { jobId: input.jobId, operation: input.operation, portalId: input.portalId, owner: input.owner };
+    count(METRIC.jobs, { Operation: input.operation, Outcome: "completed" });
     await emit("jobCompleted", { ...job, result });
     for (const service of publishedServices(input)) {
       await emit("servicePublished", { portalId: input.portalId, owner: input.owner, jobId: input.jobId, ...service });

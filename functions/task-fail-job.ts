@@ -4,6 +4,7 @@
 import type { JobInput } from "#shared/jobs.ts";
 import { reservationOf } from "#shared/publishing.ts";
 import { emit } from "#shared/events.ts";
+import { count, METRIC } from "#shared/metrics.ts";
 import { finishJob } from "#shared/stores/jobs.ts";
 import { releaseServiceName } from "#shared/stores/services.ts";
 import { taskHandler } from "#shared/tasks.ts";
@@ -32,6 +33,7 @@ export const handler = taskHandler("fail-job", async (input: Failed) => {
   const message = messageOf(input.error);
   if (await finishJob(input.jobId, "failed", null, message)) {
     const job = { jobId: input.jobId, operation: input.operation, portalId: input.portalId, owner: input.owner };
+    count(METRIC.jobs, { Operation: input.operation, Outcome: "failed" });
     await emit("jobFailed", { ...job, error: message });
   }
   return { jobId: input.jobId, status: "failed" };

@@ -39,6 +39,11 @@ export interface RouteSpec {
   readonly datastoreSecrets?: "read" | "write";
   /** Sends events to mapgate's bus (PutEvents on that bus only), keeping what the bus refused in `outbox`. */
   readonly emits?: boolean;
+  /**
+   * A read that map clients and apps wait on (services, their content, the catalogs, items): its latency is
+   * watched as one group, the read-latency alarm's p99. Sign-ins (slow by design) and changes are not.
+   */
+  readonly read?: boolean;
 }
 
 export type SecretName = "tokenKey";
@@ -167,10 +172,22 @@ function route(spec: Omit<RouteSpec, "secrets" | "tables"> & { tables?: Readonly
 }
 
 export const ROUTES: readonly RouteSpec[] = [
-  route({ id: "sharing-root", methods: ["GET", "POST"], path: PORTAL_ROOT, tables: { datastores: "read" } }),
-  route({ id: "sharing-info", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
-  route({ id: "portal-self", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
-  route({ id: "server-info", methods: ["GET", "POST"], path: "/{server}/rest/info", tables: { servers: "read" } }),
+  route({
+    id: "sharing-root",
+    read: true,
+    methods: ["GET", "POST"],
+    path: PORTAL_ROOT,
+    tables: { datastores: "read" },
+  }),
+  route({ id: "sharing-info", read: true, methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
+  route({ id: "portal-self", read: true, methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
+  route({
+    id: "server-info",
+    read: true,
+    methods: ["GET", "POST"],
+    path: "/{server}/rest/info",
+    tables: { servers: "read" },
+  }),
   ...servingRoutes(),
   route({
     id: "generate-token",
@@ -192,6 +209,7 @@ export const ROUTES: readonly RouteSpec[] = [
   ...signInRoutes(),
   route({
     id: "soap-catalog",
+    read: true,
     methods: ["GET", "POST"],
     path: "/{server}/services",
     tables: { servers: "read", services: "read" },
@@ -207,15 +225,23 @@ function servingRoutes(): RouteSpec[] {
   const GP = ["GET", "POST"] as const;
   const tables = { servers: "read", services: "read" } as const;
   return [
-    route({ id: "services-directory", methods: GP, path: "/{server}/rest/services", tables }),
+    route({ id: "services-directory", read: true, methods: GP, path: "/{server}/rest/services", tables }),
     route({
       id: "services-folder",
       handler: "services-directory",
+      read: true,
       methods: GP,
       path: "/{server}/rest/services/{folder}",
       tables,
     }),
-    route({ id: "service", methods: GP, path: "/{server}/rest/services/{path+}", tables, readsStorage: true }),
+    route({
+      id: "service",
+      read: true,
+      methods: GP,
+      path: "/{server}/rest/services/{path+}",
+      tables,
+      readsStorage: true,
+    }),
   ];
 }
 
@@ -229,7 +255,7 @@ function contentRoutes(): RouteSpec[] {
   const GP = ["GET", "POST"] as const;
   const sharing = { items: "write", services: "write", layers: "write" } as const;
   return [
-    route({ id: "item-get", methods: GP, path: `${content}/items/{itemId}`, tables: { items: "read" } }),
+    route({ id: "item-get", read: true, methods: GP, path: `${content}/items/{itemId}`, tables: { items: "read" } }),
     route({ id: "item-share", methods: GP, path: `${content}/items/{itemId}/share`, tables: sharing }),
     route({
       id: "item-unshare",
@@ -277,7 +303,7 @@ function contentRoutes(): RouteSpec[] {
       tables: { items: "read", datastores: "read" },
     }),
     route({ id: "user-content", methods: GP, path: `${content}/users/{username}`, tables: { items: "read" } }),
-    route({ id: "item-search", methods: GP, path: `${PORTAL_ROOT}/search`, tables: { items: "read" } }),
+    route({ id: "item-search", read: true, methods: GP, path: `${PORTAL_ROOT}/search`, tables: { items: "read" } }),
     route({
       id: "service-name-available",
       methods: GP,

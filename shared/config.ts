@@ -7,6 +7,8 @@ export interface Config {
   readonly tables: Readonly<Partial<Record<TableName, string>>>;
   /** Either a Secrets Manager id (AWS) or a file path (local engine) holding the token key. */
   readonly tokenKey: { readonly secretId: string } | { readonly file: string } | undefined;
+  /** The CDN's edge key (AWS, with a CDN): what proves a request came through mapgate's own distribution. */
+  readonly edgeKeySecretId: string | undefined;
   readonly maxBodyBytes: number;
   /** Sign-in lockout: this many failures within the window lock the account for lockoutMs. */
   readonly signin: { readonly maxFailures: number; readonly failureWindowMs: number; readonly lockoutMs: number };
@@ -117,6 +119,7 @@ export function readConfig(env: Env): Config {
   return {
     tables,
     tokenKey: secretId ? { secretId } : file ? { file } : undefined,
+    edgeKeySecretId: env.EDGE_KEY_SECRET_ID || undefined,
     // A form body travels base64-encoded in Lambda's 6 MB event: past ~4.4 MB no request could reach the limit.
     maxBodyBytes: bounded(env, "MAX_BODY_BYTES", 1024 * 1024, 4_400_000),
     signin: {

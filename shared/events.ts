@@ -8,6 +8,7 @@ import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import { EVENTS, type EventType } from "#infra/system.ts";
 import { config, tableName } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
+import { count, METRIC } from "#shared/metrics.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
 
 /** PutEvents takes 256 KiB per request: a detail past this leaves its `result` out (the job still has it). */
@@ -93,7 +94,9 @@ export async function emit(type: EventType, detail: Readonly<Record<string, unkn
   logger.warn("event kept for redelivery", { type: entry.detailType, eventId, reason });
   try {
     await ddb.send(new PutCommand({ TableName: outbox, Item: { ...entry } }));
+    count(METRIC.eventsOutboxed, { EventType: entry.detailType });
   } catch (err) {
+    count(METRIC.eventsLost, { EventType: entry.detailType });
     // The bus and the table both failed: the operation itself stands; the event is in the log, not lost silently.
     logger.error("event lost", {
       type: entry.detailType,

@@ -1,5 +1,35 @@
-import { Logger } from "@aws-lambda-powertools/logger";
+import { AsyncLocalStorage } from "node:async_hooks";
+import { LogFormatter, LogItem, Logger } from "@aws-lambda-powertools/logger";
+import type { LogAttributes, UnformattedAttributes } from "@aws-lambda-powertools/logger/types";
 
-// Request-scoped fields are passed on each call, never appended to the shared logger: the local engine
-// serves concurrent requests from one process, where appended keys would leak between requests.
-export const logger = new Logger({ serviceName: "mapgate" });
+/**
+ * The request (or workflow task run) a log line belongs to. Kept in async-local storage rather than appended to
+ * the shared logger: the local engine serves concurrent requests from one process, where appended keys would
+ * leak between requests.
+ */
+const scope = new AsyncLocalStorage<{ readonly requestId: string }>();
+
+/** Runs `fn` with every log line it writes carrying `requestId`. */
+export function inRequest<T>(requestId: string | undefined, fn: () => T): T {
+  return requestId ? scope.run({ requestId }, fn) : fn();
+}
+
+/** Powertools' own keys, plus the request id of the scope the line was written in (and the X-Ray trace id). */
+class RequestFormatter extends LogFormatter {
+  override formatAttributes(attributes: UnformattedAttributes, additional: LogAttributes): LogItem {
+    const requestId = scope.getStore()?.requestId;
+    return new LogItem({
+      attributes: {
+        level: attributes.logLevel,
+        message: attributes.message,
+        timestamp: this.formatTimestamp(attributes.timestamp),
+        service: attributes.serviceName,
+        sampling_rate: attributes.sampleRateValue,
+        xray_trace_id: attributes.xRayTraceId,
+        ...(requestId ? { requestId } : {}),
+      },
+    }).addAttributes(additional);
+  }
+}
+
+export const logger = new Logger({ serviceName: "mapgate", logFormatter: new RequestFormatter() });

@@ -1,7 +1,7 @@
 // Workflow task handlers: one small wrapper, so each task reads config at cold start, logs one line and
 // reports failures the way the workflow's Retry/Catch expect (by error name).
 import { config } from "#shared/config.ts";
-import { logger } from "#shared/log.ts";
+import { inRequest, logger } from "#shared/log.ts";
 
 /** A failure retrying cannot fix; its message is what the job's owner reads. */
 export class JobError extends Error {
@@ -13,7 +13,10 @@ export class JobError extends Error {
 
 export function taskHandler<I, O>(name: string, fn: (input: I) => Promise<O>) {
   config();
-  return async (input: I): Promise<O> => {
+  // Lambda passes its context (the request id every log line of the run carries); the local interpreter none.
+  return (input: I, context?: { readonly awsRequestId?: string }): Promise<O> =>
+    inRequest(context?.awsRequestId, () => run(input));
+  async function run(input: I): Promise<O> {
     const started = performance.now();
     const jobId = (input as { jobId?: unknown } | null)?.jobId;
     try {
@@ -26,5 +29,5 @@ export function taskHandler<I, O>(name: string, fn: (input: I) => Promise<O>) {
         logger.error("task error", { task: name, jobId, error: err instanceof Error ? err : new Error(String(err)) });
       throw err;
     }
-  };
+  }
 }

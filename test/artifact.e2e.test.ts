@@ -26,6 +26,8 @@ import { WORKFLOW } from "#infra/system.ts";
 import { createJob, newJob } from "#shared/stores/jobs.ts";
 import { REGION, synthesize } from "./helpers/artifact.ts";
 import { type ArtifactSystem, startArtifactSystem } from "./helpers/artifact-system.ts";
+import { EDGE_KEY_HEADER, VIEWER_ADDRESS_HEADER } from "#shared/http/edge.ts";
+import { checkEmf, emfLines } from "./helpers/emf.ts";
 import { PASSWORDS } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
 
@@ -169,6 +171,32 @@ describe("the synthesized bundles, each with its template environment and IAM po
       orgId: org.portalId,
     });
     expect(await json(`${rest()}/portals/self?f=json`)).toMatchObject({ id: org.portalId });
+  });
+
+  it("believes a viewer's address only with the CDN's edge key: tokens bound to it work through the CDN", async () => {
+    const edge = system.edgeKey ?? "";
+    expect(edge).toMatch(/^[A-Za-z0-9]{48}$/);
+    // What CloudFront adds: the viewer's address (its function) and the edge key (an origin header).
+    const through = (key: string) => ({ [VIEWER_ADDRESS_HEADER]: "203.0.113.7", [EDGE_KEY_HEADER]: key });
+    const token = async (headers: Record<string, string>) => {
+      const fields = { f: "json", username: "user", password: PASSWORDS.user, client: "requestip" };
+      const answer = await call(`${rest()}/generateToken`, { body: form(fields), headers });
+      return String(answer.json().token);
+    };
+    const self = async (t: string, headers: Record<string, string>) =>
+      (await call(`${rest()}/community/self?f=json&token=${t}`, { headers })).json();
+    const viaCdn = await token(through(edge));
+    expect(await self(viaCdn, through(edge))).toMatchObject({ username: "user" });
+    // The same token straight to the API (its own view of the caller: this machine) is bound elsewhere.
+    expect(await self(viaCdn, {})).toMatchObject({ error: { code: 498 } });
+    // A claimed address without the right key is ignored: the token binds to the API's own view of the caller.
+    const forged = await token(through("x".repeat(edge.length)));
+    expect(await self(forged, {})).toMatchObject({ username: "user" });
+    expect(await self(forged, through("x".repeat(edge.length)))).toMatchObject({ username: "user" });
+    // The key was read with the route's own grant.
+    expect(system.standIn.decisions).toContainEqual(
+      expect.objectContaining({ caller: "generate-token", action: "secretsmanager:GetSecretValue", allowed: true }),
+    );
   });
 
   it("creates and updates a custom role (DynamoDB transactions)", async () => {
@@ -419,6 +447,20 @@ describe("the synthesized bundles, each with its template environment and IAM po
     expect(deleted).toMatchObject({ success: true });
     expect(system.standIn.secretNames()).not.toContain(`${STACK}/datastores/${id}`);
     for (const h of system.hosts.values()) expect(h.logs.join("\n"), h.fn.id).not.toContain(password);
+  });
+
+  it("wrote one EMF metric line per request from the bundles, by the specification's schema", () => {
+    const service = [...system.hosts.values()].find((h) => h.fn.id === "service");
+    const docs = emfLines(service?.logs ?? []);
+    expect(docs.length).toBeGreaterThan(0);
+    for (const doc of docs) checkEmf(doc);
+    // The template's MAPGATE_STACK names the deployment; the route key names the operation.
+    expect(new Set(docs.map((d) => `${String(d.Stack)} ${String(d.Operation)} ${String(d.Kind)}`))).toEqual(
+      new Set([`${STACK} service read`]),
+    );
+    expect(docs.some((d) => d.Served === 1 && d.Resource === "tile")).toBe(true);
+    const jobs = emfLines([...system.hosts.values()].flatMap((h) => h.logs)).filter((d) => "Jobs" in d);
+    expect(jobs.map((d) => d.Outcome)).toEqual(expect.arrayContaining(["completed", "failed"]));
   });
 
   it("made no call the template's policies refuse, and logged no error, on all of the above", () => {

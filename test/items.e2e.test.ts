@@ -266,11 +266,14 @@ describe("access follows the item on every surface", () => {
           search: sees,
         });
       }
-      // Caching: a public tile may be kept by shared caches, the others only by the caller's own.
+      // Caching: a public tile asked for without a credential may be kept by shared caches; asked for with a token,
+      // or of any other service, only by the caller's own.
       const tile = await call(`${serviceUrl}/tile/0/0/0?token=${encodeURIComponent(tokens.admin ?? "")}`, {
         ca: engine.ca,
       });
-      expect(tile.headers["cache-control"]).toMatch(access === "public" ? /^public/ : /^private/);
+      expect(tile.headers["cache-control"]).toMatch(/^private/);
+      const anonymous = await call(`${serviceUrl}/tile/0/0/0`, { ca: engine.ca });
+      expect(anonymous.headers["cache-control"]).toMatch(access === "public" ? /^public/ : /^no-store/);
     });
   }
 

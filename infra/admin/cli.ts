@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { followEvents } from "./events.ts";
+import { formatMetrics, sumMetrics } from "./metrics.ts";
 import { OPERATIONS_FUNCTION_ARN } from "../local/lambda.ts";
 import { TABLES, tableEnvName } from "#infra/system.ts";
 import { generatePassword } from "#shared/auth/passwords.ts";
@@ -59,6 +60,8 @@ commands:
   remove-caller      --principal <IAM role ARN>
   list-callers
   events             [--follow]                            (local: the events the bus took, one JSON per line)
+  metrics            [--file <log>] [--json]               (sums the metric lines of a local engine's log, read
+                                                          from the file or standard input: npm start | tee log)
   list
 
 target (one of):
@@ -96,6 +99,7 @@ function parse() {
         "exchange-without-secret": { type: "boolean" },
         principal: { type: "string" },
         follow: { type: "boolean" },
+        json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -420,6 +424,23 @@ const command = positionals[0];
 if (values.help || !command) {
   console.log(USAGE);
   process.exit(command ? 0 : 2);
+}
+if (command === "metrics") {
+  if (values.stack) {
+    console.error(
+      "mapgate admin: on AWS, the metrics are in CloudWatch (namespace mapgate): see the stack's dashboard (output DashboardUrl)",
+    );
+    process.exit(2);
+  }
+  const file = values.file;
+  if (!file && process.stdin.isTTY) {
+    console.error("mapgate admin: metrics reads a log: --file <log>, or pipe it in (npm run admin -- metrics < log)");
+    process.exit(2);
+  }
+  const text = file ? readFileSync(resolve(file), "utf8") : readFileSync(0, "utf8");
+  const summary = sumMetrics(text.split("\n"));
+  console.log(values.json ? JSON.stringify(summary, null, 2) : formatMetrics(summary));
+  process.exit(0);
 }
 if (command === "events") {
   if (values.stack) {

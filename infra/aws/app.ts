@@ -2,6 +2,7 @@
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { readConfig, TUNABLES } from "#shared/config.ts";
+import { DEFAULT_THRESHOLDS, type Thresholds } from "./monitoring.ts";
 import { MapgateStack } from "./stack.ts";
 
 const app = new App();
@@ -60,6 +61,20 @@ const databaseProxy = proxyInstance
       secretArn: String(app.node.tryGetContext("databaseProxySecretArn") ?? ""),
     }
   : undefined;
+// `-c cdn=false`: no CloudFront distribution in front of the API (there is one unless told otherwise).
+const cdn = String(app.node.tryGetContext("cdn") ?? "true") !== "false";
+// `-c alarmReadP99Ms=800` etc.: alarm thresholds other than the defaults (infra/aws/monitoring.ts).
+const alarmThresholds: Partial<Thresholds> = {};
+for (const name of Object.keys(DEFAULT_THRESHOLDS) as (keyof Thresholds)[]) {
+  const raw = app.node.tryGetContext(name) as unknown;
+  if (raw === undefined) continue;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`${name} must be a number of at least 0, got ${String(raw)}`);
+  alarmThresholds[name] = value;
+}
+// `-c alarmEmail=ops@example.com`: subscribes an address to the alarm topic (it confirms by mail).
+const alarmEmail = app.node.tryGetContext("alarmEmail") as string | undefined;
 new MapgateStack(app, (app.node.tryGetContext("stackName") as string | undefined) ?? "mapgate", {
   ...(publicOrigin ? { publicOrigin } : {}),
   cloudStoreBuckets: buckets,
@@ -69,6 +84,9 @@ new MapgateStack(app, (app.node.tryGetContext("stackName") as string | undefined
   ...(databaseProxy ? { databaseProxy } : {}),
   allowLocalDatabaseHosts: flag("allowLocalDatabaseHosts"),
   databaseTlsOptional: flag("databaseTlsOptional"),
+  cdn,
+  alarmThresholds,
+  ...(alarmEmail ? { alarmEmail } : {}),
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

@@ -45,7 +45,9 @@ import {
   renderContent,
   renderRedirect,
 } from "#shared/http/render.ts";
-import { logger } from "#shared/log.ts";
+import { clientAddress } from "#shared/http/edge.ts";
+import { inRequest, logger } from "#shared/log.ts";
+import { routeOf, requestMetrics } from "#shared/metrics.ts";
 import { requestOrigins } from "#shared/urls.ts";
 import { getDefaultPortalId, type Portal } from "#shared/stores/portals.ts";
 import { hostedServer, type Server } from "#shared/stores/servers.ts";
@@ -88,6 +90,11 @@ export interface Operation {
    * pbf); errors of such a request are JSON envelopes, as ArcGIS answers them.
    */
   readonly contentFormats?: readonly string[];
+  /**
+   * What kind of content a path asks for (tile, scene, style, query), counted as `Served` when answered: the
+   * dashboard's tiles and queries. A function of the path alone, so it costs nothing when nothing is served.
+   */
+  readonly resourceOf?: (path: string) => string | undefined;
 }
 
 export interface RestRequest {
@@ -161,23 +168,43 @@ function state(request: RestMiddyRequest): Partial<Normalized> & { request?: Res
   return request.context.mapgate;
 }
 
-/** Logs one line per request (never parameters, tokens or bodies) once the response is known. */
-export const accessLog = (operation: string): RestMiddleware => {
+/** The size of an answer's body as sent (a base64 body decoded). */
+function bodyBytes(response: APIGatewayProxyStructuredResultV2 | null | undefined): number {
+  const body = response?.body ?? "";
+  return response?.isBase64Encoded ? Buffer.byteLength(body, "base64") : Buffer.byteLength(body);
+}
+
+/**
+ * Logs one line per request (never parameters, tokens or bodies) once the response is known, and writes its
+ * metrics line (shared/metrics.ts): its count by operation and outcome class, its latency and response bytes.
+ */
+export const accessLog = (op: Operation): RestMiddleware => {
+  const operation = op.name;
   const done = (request: RestMiddyRequest) => {
     const s = state(request);
     const caller = s.request?.identity;
+    const ms = s.started === undefined ? 0 : performance.now() - s.started;
+    const event = request.event;
     logger.info("request", {
-      requestId: request.event.requestContext.requestId,
+      requestId: event.requestContext.requestId,
       operation,
-      method: request.event.requestContext.http.method,
-      path: request.event.rawPath,
+      method: event.requestContext.http.method,
+      path: event.rawPath,
       https: s.rendering?.https,
       format: s.rendering?.format,
       user: caller?.kind === "user" ? caller.user.username : undefined,
       caller: s.invocation?.callerId,
       app: caller?.kind === "app" ? caller.app.clientId : undefined,
       errorCode: s.errorCode,
-      ms: s.started === undefined ? undefined : Math.round(performance.now() - s.started),
+      ms: Math.round(ms),
+    });
+    requestMetrics({
+      ...routeOf(event.routeKey, operation),
+      code: s.errorCode ?? request.response?.statusCode ?? 200,
+      ms: Math.round(ms * 10) / 10,
+      bytes: bodyBytes(request.response),
+      requestId: event.requestContext.requestId,
+      resource: op.resourceOf?.(event.rawPath),
     });
   };
   return {
@@ -365,6 +392,7 @@ export const caller = (op: Operation): RestMiddleware => ({
     }
     const params = s.params as Params;
     const rendering = s.rendering as Rendering;
+    s.sourceIp = await clientAddress(event);
     if (op.httpsOnly && !rendering.https) throw sslRequired();
     const server = await addressedServer(op, event);
     const method = event.requestContext.http.method.toUpperCase();
@@ -485,7 +513,9 @@ export const respond = (op: Operation): RestMiddleware => ({
     if (s.showForm) request.response = formPage(op, req, data);
     else if (data instanceof Redirect) request.response = renderRedirect(data, req.https);
     else if (data instanceof Content)
-      request.response = renderContent(data, req.https, req.event.headers?.["if-none-match"]);
+      request.response = renderContent(data, req.https, req.event.headers?.["if-none-match"], {
+        shareable: !carriesCredentials(req.event, req.params),
+      });
     else if (req.format === "html") {
       const custom = op.html?.(data, req);
       const html = custom ?? page(op.name, `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`);
@@ -503,14 +533,30 @@ export const respond = (op: Operation): RestMiddleware => ({
   },
 });
 
+/**
+ * Whether a request carries anything that could be a credential: a token (parameter or either header) or any
+ * cookie. Its answer is never marked `public`, so no shared cache (the CDN) stores what a credential was
+ * answered, even where the content itself is public.
+ */
+export function carriesCredentials(event: APIGatewayProxyEventV2, params: Params): boolean {
+  const h = event.headers ?? {};
+  return (
+    params.get("token") !== undefined ||
+    h.authorization !== undefined ||
+    h["x-esri-authorization"] !== undefined ||
+    (event.cookies?.length ?? 0) > 0 ||
+    h.cookie !== undefined
+  );
+}
+
 export type Compute = (req: RestRequest) => Promise<object>;
 
 /** A REST handler: the operation's rules plus its compute step, wrapped in the shared stack. */
 export function restHandler(op: Operation, compute: Compute) {
   // Read and validated at cold start (module load), so a misconfigured function fails before serving.
   config();
-  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>()
-    .use(accessLog(op.name))
+  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>()
+    .use(accessLog(op))
     .use(errorEnvelope(op))
     .use(normalize(op))
     .use(caller(op))
@@ -531,4 +577,7 @@ export function restHandler(op: Operation, compute: Compute) {
       // The handler's data travels to respond() as the response; respond() replaces it with the rendering.
       return (await compute(req)) as unknown as APIGatewayProxyStructuredResultV2;
     });
+  // Every line logged while the request runs (in shared code too) carries its request id.
+  return (event: APIGatewayProxyEventV2, context: RestContext): Promise<APIGatewayProxyStructuredResultV2> =>
+    inRequest(event.requestContext?.requestId, () => chain(event, context));
 }

@@ -153,6 +153,7 @@ export function renderContent(
   c: Content,
   https: boolean,
   ifNoneMatch: string | undefined,
+  { shareable = true }: { shareable?: boolean } = {},
 ): APIGatewayProxyStructuredResultV2 {
   const base: Record<string, string> = {
     "x-content-type-options": "nosniff",
@@ -168,7 +169,7 @@ export function renderContent(
     ...base,
     "content-type": c.contentType,
     etag,
-    "cache-control": `${c.shared ? "public" : "private"}, max-age=${c.maxAge}`,
+    "cache-control": `${c.shared && shareable ? "public" : "private"}, max-age=${c.maxAge}`,
     ...(c.encoding ? { "content-encoding": c.encoding, vary: "Accept-Encoding" } : {}),
   };
   if (matches(ifNoneMatch, etag)) return { statusCode: 304, headers, body: "" };

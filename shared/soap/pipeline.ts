@@ -8,7 +8,9 @@ import { ANONYMOUS, anonymousView, findCredential, type Identity, resolveIdentit
 import { config } from "#shared/config.ts";
 import { ApiError } from "#shared/http/errors.ts";
 import { bodyBytes, Params } from "#shared/http/params.ts";
-import { logger } from "#shared/log.ts";
+import { clientAddress } from "#shared/http/edge.ts";
+import { inRequest, logger } from "#shared/log.ts";
+import { routeOf, requestMetrics } from "#shared/metrics.ts";
 import { fault } from "#shared/soap/catalog-xml.ts";
 import { ClientFault, type Operation, readOperation } from "#shared/soap/envelope.ts";
 import type { Portal } from "#shared/stores/portals.ts";
@@ -69,9 +71,44 @@ const faults = (
   },
 });
 
+/** A SOAP answer's outcome class: every fault is HTTP 500, so the fault's own code says whose it was. */
+function soapCode(response: APIGatewayProxyStructuredResultV2 | undefined): number {
+  const status = response?.statusCode ?? 500;
+  if (status === 500 && response?.body?.includes("<faultcode>soap:Client</faultcode>")) return 400;
+  return status;
+}
+
+/** The request's metrics line, as the REST pipeline writes it (shared/metrics.ts), once the answer is known. */
+const soapMetrics = (
+  name: string,
+): MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context> => {
+  const started = new WeakMap<object, number>();
+  const done = (request: {
+    event: APIGatewayProxyEventV2;
+    response?: APIGatewayProxyStructuredResultV2 | null | undefined;
+  }) => {
+    const ms = performance.now() - (started.get(request.event) ?? performance.now());
+    requestMetrics({
+      ...routeOf(request.event.routeKey, name),
+      code: soapCode(request.response ?? undefined),
+      ms: Math.round(ms * 10) / 10,
+      bytes: Buffer.byteLength(request.response?.body ?? ""),
+      requestId: request.event.requestContext.requestId,
+    });
+  };
+  return {
+    before: (request) => {
+      started.set(request.event, performance.now());
+    },
+    after: done,
+    onError: done,
+  };
+};
+
 export function soapHandler(service: SoapService) {
   config();
-  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>()
+  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>()
+    .use(soapMetrics(service.name))
     .use(faults(service.name))
     .handler(async (event) => {
       const started = performance.now();
@@ -91,7 +128,7 @@ export function soapHandler(service: SoapService) {
           ? await resolveIdentityWith(
               findCredential({ ...event, headers: {} }, query, false),
               {
-                sourceIp: event.requestContext.http.sourceIp,
+                sourceIp: await clientAddress(event),
                 referer: event.headers?.referer,
                 at: { kind: "server", serverId: server.serverId, portalId: server.portalId },
               },
@@ -141,4 +178,6 @@ export function soapHandler(service: SoapService) {
       }
       return result;
     });
+  return (event: APIGatewayProxyEventV2, context: Context): Promise<APIGatewayProxyStructuredResultV2> =>
+    inRequest(event.requestContext?.requestId, () => chain(event, context));
 }

@@ -6,6 +6,7 @@
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { config, tableName } from "#shared/config.ts";
 import { emit } from "#shared/events.ts";
+import { count, METRIC } from "#shared/metrics.ts";
 import { ddb, isConditionFailure } from "#shared/stores/dynamo.ts";
 
 const key = (username: string) => ({ pk: `signin#${username}`, sk: "-" });
@@ -44,6 +45,7 @@ async function lock(username: string, now: number): Promise<void> {
     return;
   }
   // Whether or not such a user exists (the lockout says nothing about that to the client, nor does this).
+  count(METRIC.signInLockouts);
   await emit("signInLocked", { username, lockedUntil: new Date(now + lockoutMs).toISOString() });
 }
 

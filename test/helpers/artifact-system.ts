@@ -31,6 +31,8 @@ export interface ArtifactSystem {
   readonly hosts: ReadonlyMap<string, FunctionHost>;
   readonly functions: readonly FunctionArtifact[];
   readonly tokenKey: { readonly kid: string; readonly k: string };
+  /** The key the stack's CDN sends with every request (what CloudFront would add), when there is a CDN. */
+  readonly edgeKey?: string;
   host(id: string): FunctionHost;
   /** Step Functions for callers' own state machines (task tokens), beside the template's. */
   readonly stepFunctions: string;
@@ -55,6 +57,7 @@ function generateSecret(spec: Json): string {
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   const length = Number(spec.PasswordLength ?? 32);
   const value = Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join("");
+  if (spec.SecretStringTemplate === undefined) return value;
   return JSON.stringify({
     ...(JSON.parse(String(spec.SecretStringTemplate)) as Json),
     [String(spec.GenerateStringKey)]: value,
@@ -70,9 +73,14 @@ export async function startArtifactSystem(
   const invokeDenials: Decision[] = [];
   const cleanups: (() => Promise<void>)[] = [];
   try {
-    const [secret] = assembly.ofType("AWS::SecretsManager::Secret");
-    if (!secret) throw new Error("the template holds no secret");
-    const secretValue = generateSecret(secret[1].Properties?.GenerateSecretString as Json);
+    // Every secret the template generates: the token key (a JSON {kid, k}) and the CDN's edge key (a string).
+    const secrets = assembly
+      .ofType("AWS::SecretsManager::Secret")
+      .map(([id, r]) => ({ id, value: generateSecret(r.Properties?.GenerateSecretString as Json) }));
+    const tokenSecret = secrets.find((s) => s.value.startsWith("{"));
+    if (!tokenSecret) throw new Error("the template holds no token key");
+    const secretValue = tokenSecret.value;
+    const edgeKey = secrets.find((s) => s.id.startsWith("CdnEdgeKey"))?.value;
 
     // The state machine as the template defines it: its definition with its substitutions made.
     const [machine] = assembly.ofType("AWS::StepFunctions::StateMachine");
@@ -134,7 +142,7 @@ export async function startArtifactSystem(
       dynamodb: upstreams.dynamodb,
       stepFunctions: workflows.endpoint,
       s3: upstreams.s3,
-      secrets: [{ arn: assembly.ref(secret[0]), value: secretValue }],
+      secrets: secrets.map((s) => ({ arn: assembly.ref(s.id), value: s.value })),
     });
     cleanups.push(() => standIn.close());
     for (const fn of functions) hosts.set(fn.arn, new FunctionHost(fn, standIn.endpoint, standIn.credentialsOf(fn)));
@@ -243,6 +251,7 @@ export async function startArtifactSystem(
       hosts: byId,
       functions,
       tokenKey: key,
+      ...(edgeKey ? { edgeKey } : {}),
       host: (id) => {
         const h = byId.get(id);
         if (!h) throw new Error(`no function ${id}`);

@@ -128,6 +128,8 @@ export class Assembly {
         const bus = String(r.Properties?.Name ?? name);
         return { ref: bus, attrs: { Arn: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${bus}`, Name: bus } };
       }
+      case "AWS::CloudFront::Distribution":
+        return { ref: name, attrs: { DomainName: `${name.toLowerCase().slice(0, 14)}.cloudfront.net` } };
       case "AWS::Logs::LogGroup":
         return { ref: name, attrs: { Arn: `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${name}:*` } };
       default:

@@ -23,6 +23,9 @@ export async function inProcessStore() {
   );
   process.env.MAPGATE_TEST_EVENT_LOG = eventFiles(dir).log;
   process.env.POWERTOOLS_LOG_LEVEL ??= "WARN";
+  // Metric lines are built as on Lambda and dropped here (a test that checks them collects them itself).
+  const { setMetricsSink } = await import("#shared/metrics.ts");
+  setMetricsSink(() => undefined);
   return dynamo;
 }
 
