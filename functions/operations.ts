@@ -4,7 +4,7 @@
 // (`{error:{code,message,details}}`). A job operation given a task token answers it when the job ends; if the
 // operation is refused before a job starts, the token is failed at once, so no workflow waits for nothing.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import { INVOCATION, type InvokedOperation, ROUTES } from "#infra/system.ts";
+import { INVOCATION, type InvokedOperation, ROUTES, routeKeys } from "#infra/system.ts";
 import { config } from "#shared/config.ts";
 import { ApiError, errorBody, INTERNAL_ERROR } from "#shared/http/errors.ts";
 import type { Invocation, RestContext } from "#shared/http/pipeline.ts";
@@ -48,7 +48,7 @@ function routeRequest(e: InvokedEvent) {
     return encodeURIComponent(value ?? "");
   });
   if (missing.length > 0) throw new ApiError(400, "Invalid invocation.", missing);
-  return { path, pathParameters, params, routeKey: `POST ${route.path}` };
+  return { path, pathParameters, params, routeKey: routeKeys(route)[0] ?? `POST ${route.path}` };
 }
 
 function apiEvent(e: InvokedEvent, requestId: string): APIGatewayProxyEventV2 {

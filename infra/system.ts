@@ -519,6 +519,20 @@ function roleRoutes(): RouteSpec[] {
   ];
 }
 
+/**
+ * Whether a route takes any method: one `ANY` route instead of a GET and a POST route (a stack holds at most 500
+ * resources, and every route is one); the shared pipeline refuses methods other than GET and POST itself.
+ */
+export const takesAnyMethod = (route: RouteSpec): boolean =>
+  route.methods !== "$default" && route.methods.includes("GET") && route.methods.includes("POST");
+
+/** The route keys API Gateway matches a route by (and sets on the event): `ANY /path`, `GET /path`, `$default`. */
+export function routeKeys(route: RouteSpec): string[] {
+  if (route.methods === "$default") return ["$default"];
+  if (takesAnyMethod(route)) return [`ANY ${route.path}`];
+  return route.methods.map((m) => `${m} ${route.path}`);
+}
+
 export function tableEnvName(table: string): string {
   return `TABLE_${table.toUpperCase()}`;
 }

@@ -5,7 +5,7 @@
 // Dimensions are kept low-cardinality by construction: operation names, outcome classes, event and job kinds.
 // Never a user, an item, a path or a request id (those ride along as plain members, searchable in the log).
 
-import { ROUTES, type RouteSpec } from "#infra/system.ts";
+import { ROUTES, type RouteSpec, routeKeys } from "#infra/system.ts";
 
 /** The CloudWatch namespace of every mapgate metric. */
 export const NAMESPACE = "mapgate";
@@ -57,11 +57,7 @@ let routesByKey: Map<string, RouteSpec> | undefined;
  * handler run outside a declared route (a test's) is named after its operation.
  */
 export function routeOf(routeKey: string, name: string): { operation: string; kind: Kind } {
-  routesByKey ??= new Map(
-    ROUTES.flatMap((r): [string, RouteSpec][] =>
-      r.methods === "$default" ? [["$default", r]] : r.methods.map((m) => [`${m} ${r.path}`, r]),
-    ),
-  );
+  routesByKey ??= new Map(ROUTES.flatMap((r): [string, RouteSpec][] => routeKeys(r).map((key) => [key, r])));
   const route = routesByKey.get(routeKey);
   if (route) return { operation: route.id, kind: route.read ? "read" : "other" };
   return { operation: name.toLowerCase().replace(/[^a-z0-9]+/g, "-"), kind: "other" };

@@ -18,7 +18,11 @@ function answer(event: APIGatewayProxyEventV2): APIGatewayProxyStructuredResultV
   return {
     statusCode: 200,
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ query: event.queryStringParameters ?? null, body: event.body ?? null }),
+    body: JSON.stringify(
+      kind === "route"
+        ? { routeKey: event.routeKey, method: event.requestContext.http.method }
+        : { query: event.queryStringParameters ?? null, body: event.body ?? null },
+    ),
   };
 }
 
@@ -31,6 +35,13 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
 describe("gateway", () => {
+  it("matches a path's GET and POST as one ANY route, as API Gateway does, with the request's own method", async () => {
+    for (const method of ["GET", "POST", "PUT"]) {
+      const got = (await call(`${base}?answer=route`, { method, ...(method === "GET" ? {} : { body: "" }) })).json();
+      expect(got).toMatchObject({ routeKey: "ANY /portal/sharing/rest/info", method });
+    }
+  });
+
   it("gives every query parameter as its own, named __proto__ or constructor too, repeated values joined", async () => {
     const res = await call(`${base}?constructor=a&__proto__=b&x=1&x=2`);
     expect(res.text).toBe('{"query":{"constructor":"a","__proto__":"b","x":"1,2"},"body":null}');

@@ -89,8 +89,13 @@ describe("infrastructure", () => {
 
   it("routes every declared path and method (and $default) to its own function", () => {
     const keys = ofType("AWS::ApiGatewayV2::Route").map(([, r]) => r.Properties.RouteKey);
+    // A path's GET and POST are one ANY route (the pipeline refuses other methods).
     const expected = ROUTES.flatMap((r) =>
-      r.methods === "$default" ? ["$default"] : r.methods.map((m) => `${m} ${r.path}`),
+      r.methods === "$default"
+        ? ["$default"]
+        : r.methods.includes("GET") && r.methods.includes("POST")
+          ? [`ANY ${r.path}`]
+          : r.methods.map((m) => `${m} ${r.path}`),
     );
     expect([...keys].sort()).toEqual([...expected].sort());
     // Routes, workflow tasks, the operations function and events-redeliver.
@@ -115,9 +120,9 @@ describe("infrastructure", () => {
       const fn = JSON.stringify(p.FunctionName);
       expect(JSON.stringify(p.SourceArn)).toMatch(fn.includes("NotFound") ? /\/\*\/\*"/ : /\/\*\/\*\/\*"/);
     }
-    // CloudFormation refuses a stack of more than 500 resources: keep room for what comes next. 457 today, most of
-    // it 97 routes (GET and POST of a path are two): the next routes need ANY routes or a nested stack first.
-    expect(Object.keys(template.toJSON().Resources as object).length).toBeLessThan(465);
+    // CloudFormation refuses a stack of more than 500 resources: keep room for what comes next (409 today; each
+    // new route costs about 7: function, role, policy, log group, permission, integration, route).
+    expect(Object.keys(template.toJSON().Resources as object).length).toBeLessThan(450);
   });
 
   it("runs each function on nodejs24.x arm64 with its tables' names and the token key's id, and nothing more", () => {
@@ -560,7 +565,7 @@ describe("operating on AWS: alarms, dashboard, tracing", () => {
 
   it("puts the monitoring in a nested stack, keeping the parent well under CloudFormation's 500 resources", () => {
     const parent = Object.keys(template.toJSON().Resources as object).length;
-    expect(parent).toBeLessThan(465);
+    expect(parent).toBeLessThan(450);
     expect(ofType("AWS::CloudFormation::Stack")).toHaveLength(1);
     expect(Object.keys(nested).length).toBeLessThan(200);
   });

@@ -9,7 +9,7 @@ import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CDN_MAX_TTL_SECONDS } from "#infra/aws/cdn.ts";
-import { ROUTES } from "#infra/system.ts";
+import { ROUTES, routeKeys } from "#infra/system.ts";
 import type { Service } from "#shared/stores/services.ts";
 import { newDataDir, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { checkEmf, emfLines } from "./helpers/emf.ts";
@@ -43,7 +43,7 @@ describe("metrics and shared caching, in-process through the real pipeline", () 
   const tileEvent = (name: string, o: Parameters<typeof apiEvent>[1] = {}) => {
     const path = `${name}/MapServer/tile/1/0/1`;
     const event = apiEvent(`/${SERVER}/rest/services/${path}`, { ...o, pathParameters: { server: SERVER, path } });
-    return { ...event, routeKey: `GET ${SERVICE_ROUTE?.path}` };
+    return { ...event, routeKey: SERVICE_ROUTE ? (routeKeys(SERVICE_ROUTE)[0] ?? "") : "" };
   };
   const answer = async (event: APIGatewayProxyEventV2) =>
     (await service(event, lambdaContext())) as APIGatewayProxyStructuredResultV2;

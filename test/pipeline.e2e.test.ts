@@ -150,8 +150,13 @@ describe("routes and callers", () => {
         details: ["Nothing is served at GET /no/such/thing."],
       },
     });
-    const put = await call(`${rest()}/info?f=json`, { method: "PUT", ca: engine.ca });
-    expect(put.json()).toMatchObject({ error: { code: 404 } });
+    // A path's GET and POST are one ANY route, as on API Gateway: other methods reach the pipeline, which refuses them.
+    for (const method of ["PUT", "DELETE", "PATCH"]) {
+      const other = await call(`${rest()}/info?f=json`, { method, ca: engine.ca });
+      expect(other.json()).toEqual({
+        error: { code: 405, message: "Method not supported.", details: ["Only GET and POST are supported."] },
+      });
+    }
   });
 
   it("serves the hosted server's rest/info pointing at the portal's token service", async () => {

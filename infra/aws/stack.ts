@@ -55,6 +55,7 @@ import {
   invocationFunction,
   REDELIVERY,
   ROUTES,
+  takesAnyMethod,
   type SecretName,
   TABLES,
   type TableName,
@@ -448,7 +449,11 @@ export class MapgateStack extends Stack {
       const apiRoutes =
         route.methods === "$default"
           ? [new HttpRoute(this, `${name}Route`, { httpApi: this.api, routeKey: HttpRouteKey.DEFAULT, integration })]
-          : this.api.addRoutes({ path: route.path, methods: route.methods.map((m) => HttpMethod[m]), integration });
+          : this.api.addRoutes({
+              path: route.path,
+              methods: takesAnyMethod(route) ? [HttpMethod.ANY] : route.methods.map((m) => HttpMethod[m]),
+              integration,
+            });
       for (const r of apiRoutes) {
         Validations.of(r).acknowledge({
           id: "AwsSolutions-APIG4",

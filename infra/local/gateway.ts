@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { pathToFileURL } from "node:url";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { lambdaContext } from "./lambda-context.ts";
-import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec } from "#infra/system.ts";
+import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec, takesAnyMethod } from "#infra/system.ts";
 import { grants } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
 
@@ -109,12 +109,14 @@ export class Gateway {
     path: string,
   ): { route: CompiledRoute; routeKey: string; pathParameters?: Record<string, string> } {
     for (const route of this.#routes) {
-      if (route.spec.methods === "$default" || !route.spec.methods.includes(method as "GET" | "POST")) continue;
+      if (route.spec.methods === "$default") continue;
+      const any = takesAnyMethod(route.spec);
+      if (!any && !route.spec.methods.includes(method as "GET" | "POST")) continue;
       const m = route.pattern.exec(path);
       if (!m) continue;
       try {
         const pathParameters = Object.fromEntries(route.names.map((n, i) => [n, decodeURIComponent(m[i + 1] ?? "")]));
-        return { route, routeKey: `${method} ${route.spec.path}`, pathParameters };
+        return { route, routeKey: `${any ? "ANY" : method} ${route.spec.path}`, pathParameters };
       } catch {
         break; // a malformed escape in the path: nothing can match it
       }

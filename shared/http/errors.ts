@@ -38,7 +38,8 @@ export const invalidToken = () => new ApiError(498, "Invalid token.", ["Invalid 
 
 export const tokenRequired = () => new ApiError(499, "Token Required", ["Token Required"], "GWM_0003");
 
-export const methodNotAllowed = () => new ApiError(405, "Method not supported.", ["This operation requires POST."]);
+export const methodNotAllowed = (detail = "This operation requires POST.") =>
+  new ApiError(405, "Method not supported.", [detail]);
 
 export const tooLarge = (limit: number) =>
   new ApiError(413, "Request body too large.", [`The request body may hold at most ${limit} bytes.`]);

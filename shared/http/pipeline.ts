@@ -393,6 +393,9 @@ export const caller = (op: Operation): RestMiddleware => ({
     const params = s.params as Params;
     const rendering = s.rendering as Rendering;
     s.sourceIp = await clientAddress(event);
+    // A path's GET and POST are one `ANY` route (infra/system.ts): every other method stops here.
+    const verb = event.requestContext.http.method.toUpperCase();
+    if (verb !== "GET" && verb !== "POST") throw methodNotAllowed("Only GET and POST are supported.");
     if (op.httpsOnly && !rendering.https) throw sslRequired();
     const server = await addressedServer(op, event);
     const method = event.requestContext.http.method.toUpperCase();

@@ -14,7 +14,7 @@ import { Gateway } from "#infra/local/gateway.ts";
 import { type LocalWorkflows, startWorkflows, type TaskFn, taskStates } from "#infra/local/workflows.ts";
 import { eventFiles, startEvents } from "#infra/local/events.ts";
 import { callerWorkflows } from "#infra/local/caller-workflows.ts";
-import type { RouteSpec } from "#infra/system.ts";
+import { type RouteSpec, routeKeys } from "#infra/system.ts";
 import { ACCOUNT, allows, arnLike, type Assembly, type FunctionArtifact, REGION } from "./artifact.ts";
 import { type AwsStandIn, type Decision, startAwsStandIn } from "./aws-stand-in.ts";
 import { ROOT } from "./engine.ts";
@@ -205,7 +205,7 @@ export async function startArtifactSystem(
       );
     };
     const handlerFor = (spec: RouteSpec) => {
-      const keys = spec.methods === "$default" ? ["$default"] : spec.methods.map((m) => `${m} ${spec.path}`);
+      const keys = routeKeys(spec);
       const targets = new Set(keys.map(functionOf));
       const [fn] = targets;
       if (!fn || targets.size !== 1) throw new Error(`${spec.id}: its route keys reach ${targets.size} functions`);
