@@ -118,6 +118,7 @@ export const handler = restHandler(
         access: item.access,
         description: item.description,
         snippet: item.snippet,
+        ...(item.groups ? { groups: item.groups } : {}),
       });
     const hits = (await candidates(req, parsed)).filter(hit);
     // Without a sort field: newest first. A sort field sorts ascending unless told otherwise; ties by id.

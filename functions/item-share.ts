@@ -3,12 +3,16 @@
 // counts as org) set the access when either is given: everyone → public, org → org, neither → private.
 // unshare takes them away: everyone → no longer public (org stays), org → private. Making an item public takes
 // `portal:user:shareToPublic`, sharing it with the organization `portal:user:shareToOrg` (administrators hold
-// both). Groups are not modelled: any group named comes back in notSharedWith / notUnsharedFrom.
+// both). `groups` (comma-separated ids) shares with those groups: each one the caller may share to (shared/groups.ts:
+// mayShareWith) is added, the others come back in notSharedWith; unshare takes groups away (whoever manages the
+// item may take it from any group), unknown ones in notUnsharedFrom. The access and the groups change in one transaction with the service and the group's records.
 import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { listParam, mayShareWith } from "#shared/groups.ts";
+import { getGroups } from "#shared/stores/groups.ts";
 import { boolParam } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";
-import { changeItemAccess } from "#shared/stores/items.ts";
+import { changeItemSharing, MAX_GROUP_CHANGES, MAX_ITEM_GROUPS } from "#shared/stores/items.ts";
 import type { Access } from "#shared/stores/service-keys.ts";
 
 const FAILED = "Unable to share item.";
@@ -52,27 +56,39 @@ export const handler = restHandler(
     if (problems.length > 0) throw badRequest(FAILED, problems);
     const org = orgFlag === undefined && account === undefined ? undefined : Boolean(orgFlag || account);
     const boxes = !unsharing && req.params.get(CHECKBOX_FORM) === "true";
+    const groups = listParam(req.params.get("groups"), "groups", MAX_GROUP_CHANGES, problems);
+    if (problems.length > 0) throw badRequest(FAILED, problems);
     const item = await managedItem(req, FAILED);
-    const groups = (req.params.get("groups") ?? "")
-      .split(",")
-      .map((g) => g.trim())
-      .filter((g) => g !== "")
-      .slice(0, 100);
+    // Groups the caller may share to (or, unsharing, any group the item is in: its manager may take it out).
+    const found = await getGroups(groups);
+    const allowed = new Set<string>();
+    for (const id of groups) {
+      const group = found.get(id);
+      if (!group) continue;
+      if (unsharing || (await mayShareWith(req.identity, group, item.portalId))) allowed.add(id);
+    }
+    const refused = groups.filter((g) => !allowed.has(g));
     await changing(item, () =>
-      changeItemAccess(item, (current) => {
+      changeItemSharing(item, (current) => {
         const access = nextAccess(
-          current,
+          current.access,
           unsharing,
           everyone ?? (boxes ? false : undefined),
           org ?? (boxes ? false : undefined),
         );
-        if (access !== current && !mayShare(req, access))
+        if (access !== current.access && !mayShare(req, access))
           throw forbidden([`Your role may not share items as ${access}.`]);
-        return access;
+        const next = unsharing
+          ? current.groups.filter((g) => !allowed.has(g))
+          : [...new Set([...current.groups, ...allowed])];
+        if (next.length > MAX_ITEM_GROUPS) {
+          throw badRequest(FAILED, [`An item may be shared with at most ${MAX_ITEM_GROUPS} groups.`]);
+        }
+        return { access, groups: next };
       }),
     );
     return unsharing
-      ? { notUnsharedFrom: groups, itemId: item.itemId }
-      : { notSharedWith: groups, itemId: item.itemId };
+      ? { notUnsharedFrom: refused, itemId: item.itemId }
+      : { notSharedWith: refused, itemId: item.itemId };
   },
 );

@@ -43,7 +43,7 @@ export function itemPage(data: object, req: RestRequest): string {
       ],
       new Map([
         ["everyone", access === "public" ? "true" : ""],
-        ["org", access !== "private" ? "true" : ""],
+        ["org", access === "org" || access === "public" ? "true" : ""],
         ["checkboxForm", "true"],
       ]),
       req.csrf,

@@ -177,7 +177,8 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     properties: null,
     url: item.url.startsWith("/") ? `${origin}${item.url}` : item.url || null,
     proxyFilter: null,
-    access: item.access,
+    // As ArcGIS: a private item shared with groups reads as "shared".
+    access: item.access === "private" && (item.groups?.length ?? 0) > 0 ? "shared" : item.access,
     size: -1,
     appCategories: [],
     industries: [],
@@ -192,7 +193,9 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     numRatings: 0,
     avgRating: 0,
     numViews: 0,
-    ...(canManage(identity, item) ? { itemControl: "admin" } : {}),
+    ...(canManage(identity, item)
+      ? { itemControl: "admin", sharing: { access: item.access, groups: [...(item.groups ?? [])] } }
+      : {}),
   };
 }
 

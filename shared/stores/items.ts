@@ -47,6 +47,8 @@ export interface Item {
   readonly description: string;
   readonly snippet: string;
   readonly access: Access;
+  /** The groups the item is shared with besides its access: their members see it too (absent: none). */
+  readonly groups?: readonly string[];
   readonly created: number;
   readonly modified: number;
   /** WGS84 `[[xmin, ymin], [xmax, ymax]]` where the content says where it is. */
@@ -78,6 +80,7 @@ export function toItem(record: Record<string, unknown>): Item {
     description: r.string("description"),
     snippet: r.string("snippet"),
     access: r.oneOf("access", ACCESS),
+    ...(record.groups !== undefined ? { groups: r.strings("groups") } : {}),
     created: r.number("created"),
     modified: r.number("modified"),
     ...(Array.isArray(extent) ? { extent: extent as number[][] } : {}),
@@ -104,6 +107,7 @@ function record(item: Item): Record<string, unknown> {
     ...item,
     typeKeywords: [...item.typeKeywords],
     tags: [...item.tags],
+    ...(item.groups ? { groups: [...item.groups] } : {}),
     ...(item.extent ? { extent: item.extent.map((p) => [...p]) } : {}),
     ...(item.service ? { service: { ...item.service } } : {}),
     ...(item.pair ? { pair: { ...item.pair } } : {}),
@@ -240,20 +244,40 @@ const pairOf = (item: Item) => ({
   Key: { datastoreId: item.pair?.datastoreId, entry: `pair#${item.pair?.path}` },
 });
 
+/** Who an item is shared with: its access, and the groups whose members see it too. */
+export interface Sharing {
+  readonly access: Access;
+  readonly groups: readonly string[];
+}
+
+/** The most groups one item (and its service) may be shared with: the service record carries them all. */
+export const MAX_ITEM_GROUPS = 100;
+/** Group changes one share request may make: each is a write in the item's transaction (at most 100 writes). */
+export const MAX_GROUP_CHANGES = 90;
+
+/** The partition key and entry of a group's record of an item shared with it (the group's content). */
+export const groupItemKey = (groupId: string, itemId: string) => ({ groupId, entry: `item#${itemId}` });
+
+const sameGroups = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((g) => b.includes(g));
+
 /**
- * Shares an item (public, org or private) with its service and layer pair, in one transaction that also
- * advances the catalog version. `next` computes the new access from the current one; the write applies only
- * if the access is still what it was computed from (else the item is read again and `next` asked again), so
- * a change computed from a stale read never lands. A concurrent delete wins cleanly (ItemGoneError).
+ * Shares an item (public, org or private, and with groups) with its service and layer pair, in one
+ * transaction that also advances the catalog version and records the item in each group it joins or leaves.
+ * `next` computes the new sharing from the current one; the write applies only if the item is still as it was
+ * read (its `modified`), else it is read again and `next` asked again, so a change computed from a stale read
+ * never lands. A concurrent delete wins cleanly (ItemGoneError).
  */
-export async function changeItemAccess(item: Item, next: (current: Access) => Access): Promise<Item> {
+export async function changeItemSharing(item: Item, next: (current: Sharing) => Sharing): Promise<Item> {
   let current = item;
   for (let attempt = 0; attempt < 10; attempt++) {
-    const access = next(current.access);
-    if (access === current.access) return current;
+    const was: Sharing = { access: current.access, groups: current.groups ?? [] };
+    const wanted = next(was);
+    const groups = [...new Set(wanted.groups)];
+    if (wanted.access === was.access && sameGroups(groups, was.groups)) return current;
     try {
-      await writeAccess(current, access);
-      return { ...current, access };
+      await writeSharing(current, wanted.access, groups);
+      return { ...current, access: wanted.access, groups };
     } catch (err) {
       if (!(err instanceof ItemChangedError)) throw err;
       const fresh = await getItem(current.itemId);
@@ -264,8 +288,21 @@ export async function changeItemAccess(item: Item, next: (current: Access) => Ac
   throw new ItemBusyError();
 }
 
-async function writeAccess(item: Item, access: Access): Promise<void> {
+/** Changes only an item's access (public, org or private), keeping its groups. */
+export const changeItemAccess = (item: Item, next: (current: Access) => Access): Promise<Item> =>
+  changeItemSharing(item, (s) => ({ access: next(s.access), groups: s.groups }));
+
+async function writeSharing(item: Item, access: Access, groups: readonly string[]): Promise<void> {
   const now = Math.max(Date.now(), item.modified + 1);
+  const before = item.groups ?? [];
+  const added = groups.filter((g) => !before.includes(g));
+  const removed = before.filter((g) => !groups.includes(g));
+  // Lists, written whole: an empty list is removed rather than stored.
+  const setGroups = groups.length > 0;
+  const groupsPart = setGroups ? ", #g = :g" : "";
+  const groupsRemove = setGroups ? "" : " REMOVE #g";
+  const groupValues = setGroups ? { ":g": [...groups] } : {};
+  const groupsTable = tableName("groups");
   await transact(
     [
       {
@@ -273,14 +310,16 @@ async function writeAccess(item: Item, access: Access): Promise<void> {
           ...itemKey(item),
           UpdateExpression:
             access === "public"
-              ? "SET #a = :a, modified = :m, listed = :l"
-              : "SET #a = :a, modified = :m REMOVE listed",
-          ConditionExpression: "#a = :was",
-          ExpressionAttributeNames: { "#a": "access" },
+              ? `SET #a = :a, modified = :m, listed = :l${groupsPart}${groupsRemove}`
+              : `SET #a = :a, modified = :m${groupsPart} REMOVE listed${setGroups ? "" : ", #g"}`,
+          ConditionExpression: "#a = :was AND modified = :wasm",
+          ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
           ExpressionAttributeValues: {
             ":a": access,
             ":was": item.access,
+            ":wasm": item.modified,
             ":m": now,
+            ...groupValues,
             ...(access === "public" ? { ":l": PUBLIC } : {}),
           },
         },
@@ -290,9 +329,9 @@ async function writeAccess(item: Item, access: Access): Promise<void> {
             {
               Update: {
                 ...serviceOf(item),
-                UpdateExpression: "SET #a = :a",
-                ExpressionAttributeNames: { "#a": "access" },
-                ExpressionAttributeValues: { ":a": access, ":id": item.itemId },
+                UpdateExpression: `SET #a = :a${groupsPart}${groupsRemove}`,
+                ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
+                ExpressionAttributeValues: { ":a": access, ":id": item.itemId, ...groupValues },
               },
             },
             catalogBump(item.service.serverId),
@@ -303,14 +342,21 @@ async function writeAccess(item: Item, access: Access): Promise<void> {
             {
               Update: {
                 ...pairOf(item),
-                UpdateExpression: "SET #a = :a",
+                UpdateExpression: `SET #a = :a${groupsPart}${groupsRemove}`,
                 ConditionExpression: "attribute_exists(entry)",
-                ExpressionAttributeNames: { "#a": "access" },
-                ExpressionAttributeValues: { ":a": access },
+                ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
+                ExpressionAttributeValues: { ":a": access, ...groupValues },
               },
             },
           ]
         : []),
+      ...added.map((groupId) => ({
+        Put: {
+          TableName: groupsTable,
+          Item: { ...groupItemKey(groupId, item.itemId), itemId: item.itemId, shared: now },
+        },
+      })),
+      ...removed.map((groupId) => ({ Delete: { TableName: groupsTable, Key: groupItemKey(groupId, item.itemId) } })),
     ],
     true,
   );

@@ -3,7 +3,21 @@
 // options get the session as `authentication` (isServiceNameAvailable takes [name, type]). Needs
 // NODE_EXTRA_CA_CERTS for the local certificate.
 import {
+  addGroupUsers,
+  createGroup,
+  getGroup,
+  getGroupContent,
+  getGroupUsers,
+  getItemGroups,
   getItem,
+  joinGroup,
+  leaveGroup,
+  removeGroup,
+  removeGroupUsers,
+  searchGroups,
+  shareItemWithGroup,
+  unshareItemWithGroup,
+  updateGroup,
   getUser,
   getUserContent,
   isServiceNameAvailable,
@@ -32,6 +46,20 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   removeItem: (o) => removeItem({ ...(o as { id: string }), authentication }),
   isServiceNameAvailable: (o) => isServiceNameAvailable(String(o.name), String(o.type) as never, authentication),
   getUser: (o) => getUser({ ...o, authentication }),
+  createGroup: (o) => createGroup({ group: o.group as never, authentication }),
+  getGroup: (o) => getGroup(String(o.id), { authentication }),
+  searchGroups: (o) => searchGroups({ ...(o as { q: string }), authentication }),
+  updateGroup: (o) => updateGroup({ group: o.group as never, authentication }),
+  joinGroup: (o) => joinGroup({ id: String(o.id), authentication }),
+  leaveGroup: (o) => leaveGroup({ id: String(o.id), authentication }),
+  addGroupUsers: (o) => addGroupUsers({ ...(o as { id: string }), authentication }),
+  removeGroupUsers: (o) => removeGroupUsers({ ...(o as { id: string; users: string[] }), authentication }),
+  getGroupUsers: (o) => getGroupUsers(String(o.id), { authentication }),
+  getGroupContent: (o) => getGroupContent(String(o.id), { authentication, paging: { start: 1, num: 100 } }),
+  getItemGroups: (o) => getItemGroups(String(o.id), { authentication }),
+  shareItemWithGroup: (o) => shareItemWithGroup({ ...(o as { id: string; groupId: string }), authentication }),
+  unshareItemWithGroup: (o) => unshareItemWithGroup({ ...(o as { id: string; groupId: string }), authentication }),
+  removeGroup: (o) => removeGroup({ id: String(o.id), authentication }),
 };
 
 const results: unknown[] = [];
