@@ -15,10 +15,12 @@
 // Administrators of the group's organization act with portal:admin:viewGroups, updateGroups, deleteGroups,
 // reassignGroups and assignToGroups.
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
+import { PORTAL_ROOT } from "#infra/system.ts";
 import { badRequest, forbidden, noSuchResource, tokenRequired } from "#shared/http/errors.ts";
 import { intParam } from "#shared/http/params.ts";
 import { type Compute, type Operation, type RestRequest, requireUser, restHandler } from "#shared/http/pipeline.ts";
 import {
+  groupItems,
   groupView,
   groupVisibleTo,
   holds,
@@ -29,8 +31,9 @@ import {
   readGroupFields,
   visibleGroup,
 } from "#shared/groups.ts";
-import { groupsPage } from "#shared/group-pages.ts";
-import { changing } from "#shared/items.ts";
+import { groupPage, groupPageHref, groupsPage } from "#shared/group-pages.ts";
+import { Redirect } from "#shared/http/render.ts";
+import { changing, itemView } from "#shared/items.ts";
 import { itemId as newId } from "#shared/ids.ts";
 import { pageOf } from "#shared/paging.ts";
 import { matches, parseQuery, type Query, QueryError } from "#shared/search-query.ts";
@@ -167,22 +170,42 @@ const search: Compute = async (req) => {
   return { query: q, ...page, results: shown.map((g) => groupView(g)) };
 };
 
-const read: Compute = async (req) => {
-  const group = await visibleGroup(req.identity, groupId(req));
-  if (req.identity.kind !== "user") return groupView(group);
-  const member = await membershipOf(req.identity, group);
-  return groupView(group, member, req.identity.user.username);
-};
+/** What a group's page shows besides the group: its members and the items the caller may see. */
+const PAGE = Symbol("page");
+interface GroupPageData {
+  [PAGE]?: { members: Awaited<ReturnType<typeof memberLists>> | undefined; items: Record<string, unknown>[] };
+}
 
-const users: Compute = async (req) => {
-  const group = await visibleGroup(req.identity, groupId(req));
-  if (req.identity.kind === "anonymous") throw tokenRequired();
+async function memberLists(group: Group) {
   const members = await listMembers(group.groupId);
   return {
     owner: group.owner,
     admins: members.filter((m) => m.memberType !== "member").map((m) => m.username),
     users: members.filter((m) => m.memberType === "member").map((m) => m.username),
   };
+}
+
+const read: Compute = async (req) => {
+  const group = await visibleGroup(req.identity, groupId(req));
+  const view =
+    req.identity.kind === "user"
+      ? groupView(group, await membershipOf(req.identity, group), req.identity.user.username)
+      : groupView(group);
+  if (req.format !== "html") return view;
+  // A symbol key: never part of a JSON answer, only of the page.
+  const extra: GroupPageData = {
+    [PAGE]: {
+      members: req.identity.kind === "anonymous" ? undefined : await memberLists(group),
+      items: (await groupItems(req.identity, group)).map((i) => itemView(i, req.identity, req.httpsOrigin)),
+    },
+  };
+  return Object.assign(view, extra);
+};
+
+const users: Compute = async (req) => {
+  const group = await visibleGroup(req.identity, groupId(req));
+  if (req.identity.kind === "anonymous") throw tokenRequired();
+  return memberLists(group);
 };
 
 const update: Compute = async (req) => {
@@ -440,7 +463,18 @@ const ROUTES: readonly Route[] = [
     op: { name: "Groups", html: (data, req) => groupsPage("Groups", data, req) },
     compute: search,
   },
-  { pattern: new RegExp(`^groups/${ID}$`), names: ["groupId"], op: { name: "Group" }, compute: read },
+  {
+    pattern: new RegExp(`^groups/${ID}$`),
+    names: ["groupId"],
+    op: {
+      name: "Group",
+      html: (data, req) => {
+        const extra = (data as GroupPageData)[PAGE];
+        return groupPage(data as Record<string, unknown>, extra?.members, extra?.items ?? [], req);
+      },
+    },
+    compute: read,
+  },
   { pattern: new RegExp(`^groups/${ID}/users$`), names: ["groupId"], op: { name: "Group Users" }, compute: users },
   {
     pattern: new RegExp(`^groups/${ID}/update$`),
@@ -496,7 +530,28 @@ const ROUTES: readonly Route[] = [
   },
 ];
 
-const handlers = ROUTES.map((r) => ({ ...r, handle: restHandler(r.op, r.compute) }));
+/**
+ * A form of a group's page (or the create form) answers a browser with the group's page, where the change shows
+ * (a deleted group: the list of groups); clients asking for JSON get the operation's answer.
+ */
+function thenPage(compute: Compute): Compute {
+  return async (req) => {
+    const out = await compute(req);
+    if (req.format !== "html") return out;
+    const created = (out as { group?: { id?: unknown } }).group?.id;
+    const id = typeof created === "string" ? created : groupId(req);
+    return new Redirect(
+      req.pathParameters.decision === undefined && req.path.endsWith("/delete")
+        ? `${PORTAL_ROOT}/community/groups?f=html`
+        : groupPageHref(id),
+    );
+  };
+}
+
+const handlers = ROUTES.map((r) => ({
+  ...r,
+  handle: restHandler(r.op, r.op.postOnly && r.names[0] !== "username" ? thenPage(r.compute) : r.compute),
+}));
 const fallback = restHandler({ name: "Not Found" }, notFound);
 
 export const handler = async (event: APIGatewayProxyEventV2, context: Context) => {

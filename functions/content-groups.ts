@@ -4,16 +4,14 @@
 //                                  membership: {admin, member, other}
 // One function for both (the stack's resource budget counts functions); anything else is the usual 404.
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
-import { visibleTo } from "#shared/catalog.ts";
-import { groupPage } from "#shared/group-pages.ts";
-import { groupVisibleTo, groupView, membershipOf, visibleGroup } from "#shared/groups.ts";
+import { itemsPage } from "#shared/item-pages.ts";
+import { groupItems, groupVisibleTo, groupView, membershipOf, visibleGroup } from "#shared/groups.ts";
 import { badRequest, noSuchResource } from "#shared/http/errors.ts";
 import { intParam } from "#shared/http/params.ts";
 import { type Compute, restHandler } from "#shared/http/pipeline.ts";
 import { itemView, visibleItem } from "#shared/items.ts";
 import { pageOf } from "#shared/paging.ts";
-import { getGroups, listGroupItemIds } from "#shared/stores/groups.ts";
-import { getItems } from "#shared/stores/items.ts";
+import { getGroups } from "#shared/stores/groups.ts";
 
 const groupContent: Compute = async (req) => {
   const problems: string[] = [];
@@ -21,10 +19,7 @@ const groupContent: Compute = async (req) => {
   const num = intParam(req.params.get("num"), "num", 10, 0, 100, problems);
   if (problems.length > 0) throw badRequest("Unable to list the group's content.", problems);
   const group = await visibleGroup(req.identity, req.pathParameters.groupId ?? "");
-  // The group's records of its items say where to look; each item's own record says whether it is still shared.
-  const items = [...(await getItems(await listGroupItemIds(group.groupId))).values()]
-    .filter((i) => i.groups?.includes(group.groupId) && visibleTo(req.identity, i))
-    .sort((a, b) => b.created - a.created || a.itemId.localeCompare(b.itemId));
+  const items = await groupItems(req.identity, group);
   const { shown, ...page } = pageOf(items, start, num);
   return { ...page, items: shown.map((i) => itemView(i, req.identity, req.httpsOrigin)) };
 };
@@ -49,13 +44,8 @@ const ROUTES = [
     handle: restHandler(
       {
         name: "Group Content",
-        html: (data, req) =>
-          groupPage(
-            { id: req.pathParameters.groupId, title: "Group content" },
-            undefined,
-            ((data as { items?: Record<string, unknown>[] }).items ?? []) as Record<string, unknown>[],
-            req,
-          ),
+        html: (data) =>
+          itemsPage("Group content", (data as { items?: Record<string, unknown>[] }).items ?? [], undefined),
       },
       groupContent,
     ),

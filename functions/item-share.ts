@@ -11,6 +11,7 @@ import { listParam, mayShareWith } from "#shared/groups.ts";
 import { getGroups } from "#shared/stores/groups.ts";
 import { boolParam } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
+import { GROUP_BOX, OFFERED_GROUPS } from "#shared/item-pages.ts";
 import { changing, managedItem } from "#shared/items.ts";
 import { changeItemSharing, MAX_GROUP_CHANGES, MAX_ITEM_GROUPS } from "#shared/stores/items.ts";
 import type { Access } from "#shared/stores/service-keys.ts";
@@ -57,6 +58,11 @@ export const handler = restHandler(
     const org = orgFlag === undefined && account === undefined ? undefined : Boolean(orgFlag || account);
     const boxes = !unsharing && req.params.get(CHECKBOX_FORM) === "true";
     const groups = listParam(req.params.get("groups"), "groups", MAX_GROUP_CHANGES, problems);
+    // The item page's form: a checked group box shares, an offered box left unchecked unshares.
+    const offered = boxes ? listParam(req.params.get(OFFERED_GROUPS), OFFERED_GROUPS, MAX_GROUP_CHANGES, problems) : [];
+    const checked = offered.filter((g) => req.params.get(`${GROUP_BOX}${g}`) === "true");
+    const unchecked = new Set(offered.filter((g) => !checked.includes(g)));
+    groups.push(...checked.filter((g) => !groups.includes(g)));
     if (problems.length > 0) throw badRequest(FAILED, problems);
     const item = await managedItem(req, FAILED);
     // Groups the caller may share to (or, unsharing, any group the item is in: its manager may take it out).
@@ -80,7 +86,7 @@ export const handler = restHandler(
           throw forbidden([`Your role may not share items as ${access}.`]);
         const next = unsharing
           ? current.groups.filter((g) => !allowed.has(g))
-          : [...new Set([...current.groups, ...allowed])];
+          : [...new Set([...current.groups.filter((g) => !unchecked.has(g)), ...allowed])];
         if (next.length > MAX_ITEM_GROUPS) {
           throw badRequest(FAILED, [`An item may be shared with at most ${MAX_ITEM_GROUPS} groups.`]);
         }

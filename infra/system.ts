@@ -238,7 +238,13 @@ function contentRoutes(): RouteSpec[] {
   const GP = ["GET", "POST"] as const;
   const sharing = { items: "write", services: "write", layers: "write", groups: "write" } as const;
   return [
-    route({ id: "item-get", methods: GP, path: `${content}/items/{itemId}`, tables: { items: "read" } }),
+    // Its page offers the groups the item may be shared with.
+    route({
+      id: "item-get",
+      methods: GP,
+      path: `${content}/items/{itemId}`,
+      tables: { items: "read", groups: "read" },
+    }),
     route({ id: "item-share", methods: GP, path: `${content}/items/{itemId}/share`, tables: sharing }),
     route({
       id: "item-unshare",

@@ -1,6 +1,7 @@
 // The rules of groups: who sees a group, who manages it, who may share with it, how it reads on the wire, and
 // the fields createGroup and update take.
 import type { Identity } from "#shared/auth/identity.ts";
+import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, forbidden, tokenRequired } from "#shared/http/errors.ts";
 import { boolParam } from "#shared/http/params.ts";
 import type { Params } from "#shared/http/params.ts";
@@ -12,8 +13,10 @@ import {
   type GroupFields,
   GROUP_SORT_FIELDS,
   isGroupId,
+  listGroupItemIds,
   type Member,
 } from "#shared/stores/groups.ts";
+import { getItems, type Item } from "#shared/stores/items.ts";
 import { ACCESS, type Access } from "#shared/stores/service-keys.ts";
 
 type UserIdentity = Extract<Identity, { kind: "user" }>;
@@ -86,6 +89,16 @@ export async function mayShareWith(identity: Identity, group: Group, itemPortalI
   const member = await membershipOf(identity, group);
   if (!member) return false;
   return !group.isViewOnly || member.memberType !== "member";
+}
+
+/**
+ * The group's items the caller may see, newest first. The group's records of its items say where to look; each
+ * item's own record says whether it is still shared with the group (and a deleted item is simply not found).
+ */
+export async function groupItems(identity: Identity, group: Group): Promise<Item[]> {
+  return [...(await getItems(await listGroupItemIds(group.groupId))).values()]
+    .filter((i) => i.groups?.includes(group.groupId) && visibleTo(identity, i))
+    .sort((a, b) => b.created - a.created || a.itemId.localeCompare(b.itemId));
 }
 
 /** A group as the sharing API answers it, with the caller's membership when signed in. */

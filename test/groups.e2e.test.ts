@@ -493,3 +493,25 @@ describe("concurrent membership and sharing", () => {
     }
   });
 });
+
+describe("limits", () => {
+  it("keeps a member to 512 groups, and still answers their profile and the directory", async () => {
+    // A fresh member, so the other tests' groups do not count.
+    adminCommand(engine.dataDir, ["add-user", "--portal", org.portalId, "--username", "busy", "--role", "org_user"], {
+      MAPGATE_USER_PASSWORD: password("busy"),
+    });
+    const token = await signIn("busy", password("busy"));
+    for (let i = 0; i < 512; i += 16) {
+      const batch = Array.from({ length: Math.min(16, 512 - i) }, (_, j) =>
+        postJson(`${community()}/createGroup`, token, { title: `Busy ${i + j}` }),
+      );
+      for (const answer of await Promise.all(batch)) expect(answer).toMatchObject({ success: true });
+    }
+    expect(await postJson(`${community()}/createGroup`, token, { title: "One too many" })).toMatchObject({
+      error: { code: 400, details: ["A member may belong to at most 512 groups."] },
+    });
+    const self = await getJson(`${community()}/self`, token);
+    expect(self.groups).toHaveLength(512);
+    expect(await getJson(`${server()}/rest/services`, token)).toHaveProperty("services");
+  }, 120_000);
+});
