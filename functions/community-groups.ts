@@ -47,6 +47,7 @@ import {
   getMember,
   getRequest,
   type Group,
+  isGroupId,
   GroupGoneError,
   invitationsOf,
   listGroupItemIds,
@@ -146,7 +147,10 @@ const search: Compute = async (req) => {
   const parsed = query;
   // Groups are read per organization (the sparse byPortal index): the caller's, or the default one for
   // anonymous callers, who see its public groups only.
-  const groups = (await listPortalGroups(req.portal.portalId)).slice(0, MAX_CANDIDATES);
+  const groups = await listPortalGroups(req.portal.portalId, MAX_CANDIDATES + 1);
+  if (groups.length > MAX_CANDIDATES) {
+    throw badRequest("Unable to search.", [`The search would read more than ${MAX_CANDIDATES} groups.`]);
+  }
   const hits = groups.filter(
     (g) =>
       groupVisibleTo(req.identity, g) &&
@@ -224,7 +228,10 @@ const update: Compute = async (req) => {
  */
 const remove: Compute = async (req) => {
   const identity = requireUser(req);
-  const group = await visibleGroup(identity, groupId(req));
+  // A group whose delete stopped half-way is hidden from everyone, yet its owner and administrators finish it.
+  const found = isGroupId(groupId(req)) ? await getGroup(groupId(req)) : undefined;
+  const group =
+    found?.deleting && identity.user.portalId === found.portalId ? found : await visibleGroup(identity, groupId(req));
   if (group.owner !== identity.user.username && !orgAdminFor(identity, group, "portal:admin:deleteGroups")) {
     throw forbidden(["Only the group's owner and administrators may delete it."]);
   }

@@ -251,6 +251,22 @@ describe("a group-shared service on every surface", () => {
       groupId,
     });
     await expectSeenBy(["member", "owner", "admin"], "shared with the group, after one member left");
+    // I3S content follows the same rule: a scene layer shared with the group, read as each caller.
+    const scene = await publish(engine, {
+      token: tokens.publisher ?? "",
+      serverId: org.serverId,
+      type: "SceneServer",
+      serviceName: "Group_Scene",
+      store: org.folderStore,
+      path: "/caches/scene/Buildings3D",
+    });
+    expect(await shareWith(tokens.publisher ?? "", scene.serviceItemId, groupId)).toMatchObject({ notSharedWith: [] });
+    for (const caller of CALLERS) {
+      const layer = await getJson(`${scene.serviceUrl}/layers/0`, tokenOf(caller));
+      expect("error" in layer, `${caller} reading a group-shared scene layer`).toBe(
+        !["member", "owner", "admin"].includes(caller),
+      );
+    }
     // Another organization's token is refused by this organization's servers; on the portal it sees nothing.
     expect(await getJson(`${server()}/rest/services`, tokens.other)).toMatchObject({ error: { code: 498 } });
     // A private tile is never for shared caches.

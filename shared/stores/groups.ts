@@ -170,8 +170,8 @@ export async function getRequest(
   };
 }
 
-/** An organization's groups (the sparse `byPortal` index holds group records only). */
-export async function listPortalGroups(portalId: string): Promise<Group[]> {
+/** An organization's groups, newest first, at most `max` (the sparse `byPortal` index holds group records only). */
+export async function listPortalGroups(portalId: string, max: number): Promise<Group[]> {
   const out: Group[] = [];
   let start: Record<string, unknown> | undefined;
   do {
@@ -182,12 +182,13 @@ export async function listPortalGroups(portalId: string): Promise<Group[]> {
         KeyConditionExpression: "portalId = :p",
         ExpressionAttributeValues: { ":p": portalId },
         ScanIndexForward: false,
+        Limit: max - out.length,
         ExclusiveStartKey: start,
       }),
     );
     out.push(...(page.Items ?? []).map(toGroup));
     start = page.LastEvaluatedKey;
-  } while (start);
+  } while (start && out.length < max);
   return out;
 }
 
