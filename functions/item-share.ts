@@ -9,6 +9,7 @@
 import { badRequest, forbidden } from "#shared/http/errors.ts";
 import { listParam, mayShareWith } from "#shared/groups.ts";
 import { getGroups } from "#shared/stores/groups.ts";
+import { MAX_USER_GROUPS } from "#shared/stores/users.ts";
 import { boolParam } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { GROUP_BOX, OFFERED_GROUPS } from "#shared/item-pages.ts";
@@ -59,7 +60,9 @@ export const handler = restHandler(
     const boxes = !unsharing && req.params.get(CHECKBOX_FORM) === "true";
     const groups = listParam(req.params.get("groups"), "groups", MAX_GROUP_CHANGES, problems);
     // The item page's form: a checked group box shares, an offered box left unchecked unshares.
-    const offered = boxes ? listParam(req.params.get(OFFERED_GROUPS), OFFERED_GROUPS, MAX_GROUP_CHANGES, problems) : [];
+    const offered = boxes
+      ? listParam(req.params.get(OFFERED_GROUPS), OFFERED_GROUPS, MAX_USER_GROUPS + MAX_ITEM_GROUPS, problems)
+      : [];
     const checked = offered.filter((g) => req.params.get(`${GROUP_BOX}${g}`) === "true");
     const unchecked = new Set(offered.filter((g) => !checked.includes(g)));
     groups.push(...checked.filter((g) => !groups.includes(g)));

@@ -510,6 +510,29 @@ describe("concurrent membership and sharing", () => {
   });
 });
 
+describe("deleting a group under concurrent shares", () => {
+  it("leaves no item shared with the deleted group, whichever request wins", async () => {
+    const { serviceItemId: id } = await publishBasemap("Group_Deleted_Meanwhile");
+    for (let round = 0; round < 3; round++) {
+      const groupId = await newGroup(tokens.publisher ?? "", { title: `Short-lived ${round}`, access: "org" });
+      const requests = Array.from({ length: 12 }, (_, i) =>
+        i === 4 + round
+          ? postJson(`${community()}/groups/${groupId}/delete`, tokens.publisher ?? "")
+          : shareWith(tokens.publisher ?? "", id, groupId, i % 3 === 2),
+      );
+      for (const a of await Promise.all(requests)) {
+        // A share either landed before the delete (and was undone by it) or was refused cleanly.
+        if ("error" in a) expect((a.error as { code: number }).code, JSON.stringify(a)).toBe(400);
+      }
+      const item = await getJson(`${rest()}/content/items/${id}`, tokens.publisher);
+      expect((item.sharing as { groups: string[] }).groups, `round ${round}`).not.toContain(groupId);
+      expect(await getJson(`${community()}/groups/${groupId}`, tokens.publisher)).toMatchObject({
+        error: { code: 400 },
+      });
+    }
+  });
+});
+
 describe("limits", () => {
   it("keeps a member to 512 groups, and still answers their profile and the directory", async () => {
     // A fresh member, so the other tests' groups do not count.

@@ -199,6 +199,21 @@ export class GroupGoneError extends Error {}
 /** The user is a member already (adding) or not a member (removing), or is the owner (who cannot leave). */
 export class MembershipError extends Error {}
 
+/**
+ * The group, still there and not being deleted, as the condition of a transaction. Written as an update that
+ * stamps the group (not a ConditionCheck): the local engine carries a ConditionCheck out as a delete put back at
+ * once, which a concurrent reader could glimpse as a missing group.
+ */
+export const groupTouched = (groupId: string) => ({
+  Update: {
+    TableName: tableName("groups"),
+    Key: { groupId, entry: GROUP },
+    UpdateExpression: "SET touched = :now",
+    ConditionExpression: "attribute_exists(entry) AND attribute_not_exists(deleting)",
+    ExpressionAttributeValues: { ":now": Date.now() },
+  },
+});
+
 const groupLive = (groupId: string, extra: Record<string, unknown> = {}) => ({
   TableName: table(),
   Key: { groupId, entry: GROUP },
@@ -311,7 +326,7 @@ export async function addMember(
 ): Promise<void> {
   await transact(
     [
-      { ConditionCheck: groupLive(group.groupId) },
+      groupTouched(group.groupId),
       {
         Put: {
           TableName: table(),
@@ -441,7 +456,7 @@ export async function putRequest(
 ): Promise<void> {
   await transact(
     [
-      { ConditionCheck: groupLive(group.groupId) },
+      groupTouched(group.groupId),
       {
         Put: {
           TableName: table(),

@@ -5,6 +5,7 @@
 import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import { batchGet, ddb, failedConditions, isConditionFailure } from "#shared/stores/dynamo.ts";
+import { groupTouched } from "#shared/stores/groups.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import {
   ACCESS,
@@ -252,8 +253,19 @@ export interface Sharing {
 
 /** The most groups one item (and its service) may be shared with: the service record carries them all. */
 export const MAX_ITEM_GROUPS = 100;
-/** Group changes one share request may make: each is a write in the item's transaction (at most 100 writes). */
-export const MAX_GROUP_CHANGES = 90;
+/**
+ * Group changes one share request may make: each added group is two actions of the item's transaction (its record
+ * of the item, and a check that the group is not being deleted), and a transaction holds at most 100.
+ */
+export const MAX_GROUP_CHANGES = 45;
+
+/** A group the item was being shared with is gone or being deleted (a concurrent delete won). */
+export class SharedGroupGoneError extends Error {
+  constructor() {
+    super("A group the item was being shared with no longer exists.");
+    this.name = "SharedGroupGoneError";
+  }
+}
 
 /** The partition key and entry of a group's record of an item shared with it (the group's content). */
 export const groupItemKey = (groupId: string, itemId: string) => ({ groupId, entry: `item#${itemId}` });
@@ -303,63 +315,70 @@ async function writeSharing(item: Item, access: Access, groups: readonly string[
   const groupsRemove = setGroups ? "" : " REMOVE #g";
   const groupValues = setGroups ? { ":g": [...groups] } : {};
   const groupsTable = tableName("groups");
-  await transact(
-    [
-      {
-        Update: {
-          ...itemKey(item),
-          UpdateExpression:
-            access === "public"
-              ? `SET #a = :a, modified = :m, listed = :l${groupsPart}${groupsRemove}`
-              : `SET #a = :a, modified = :m${groupsPart} REMOVE listed${setGroups ? "" : ", #g"}`,
-          ConditionExpression: "#a = :was AND modified = :wasm",
-          ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
-          ExpressionAttributeValues: {
-            ":a": access,
-            ":was": item.access,
-            ":wasm": item.modified,
-            ":m": now,
-            ...groupValues,
-            ...(access === "public" ? { ":l": PUBLIC } : {}),
-          },
+  const actions = [
+    {
+      Update: {
+        ...itemKey(item),
+        UpdateExpression:
+          access === "public"
+            ? `SET #a = :a, modified = :m, listed = :l${groupsPart}${groupsRemove}`
+            : `SET #a = :a, modified = :m${groupsPart} REMOVE listed${setGroups ? "" : ", #g"}`,
+        ConditionExpression: "#a = :was AND modified = :wasm",
+        ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
+        ExpressionAttributeValues: {
+          ":a": access,
+          ":was": item.access,
+          ":wasm": item.modified,
+          ":m": now,
+          ...groupValues,
+          ...(access === "public" ? { ":l": PUBLIC } : {}),
         },
       },
-      ...(item.service
-        ? [
-            {
-              Update: {
-                ...serviceOf(item),
-                UpdateExpression: `SET #a = :a${groupsPart}${groupsRemove}`,
-                ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
-                ExpressionAttributeValues: { ":a": access, ":id": item.itemId, ...groupValues },
-              },
+    },
+    ...(item.service
+      ? [
+          {
+            Update: {
+              ...serviceOf(item),
+              UpdateExpression: `SET #a = :a${groupsPart}${groupsRemove}`,
+              ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
+              ExpressionAttributeValues: { ":a": access, ":id": item.itemId, ...groupValues },
             },
-            catalogBump(item.service.serverId),
-          ]
-        : []),
-      ...(item.pair
-        ? [
-            {
-              Update: {
-                ...pairOf(item),
-                UpdateExpression: `SET #a = :a${groupsPart}${groupsRemove}`,
-                ConditionExpression: "attribute_exists(entry)",
-                ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
-                ExpressionAttributeValues: { ":a": access, ...groupValues },
-              },
+          },
+          catalogBump(item.service.serverId),
+        ]
+      : []),
+    ...(item.pair
+      ? [
+          {
+            Update: {
+              ...pairOf(item),
+              UpdateExpression: `SET #a = :a${groupsPart}${groupsRemove}`,
+              ConditionExpression: "attribute_exists(entry)",
+              ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
+              ExpressionAttributeValues: { ":a": access, ...groupValues },
             },
-          ]
-        : []),
-      ...added.map((groupId) => ({
-        Put: {
-          TableName: groupsTable,
-          Item: { ...groupItemKey(groupId, item.itemId), itemId: item.itemId, shared: now },
-        },
-      })),
-      ...removed.map((groupId) => ({ Delete: { TableName: groupsTable, Key: groupItemKey(groupId, item.itemId) } })),
-    ],
-    true,
-  );
+          },
+        ]
+      : []),
+    ...removed.map((groupId) => ({ Delete: { TableName: groupsTable, Key: groupItemKey(groupId, item.itemId) } })),
+    ...added.map((groupId) => ({
+      Put: {
+        TableName: groupsTable,
+        Item: { ...groupItemKey(groupId, item.itemId), itemId: item.itemId, shared: now },
+      },
+    })),
+    // Last: a group deleted meanwhile cancels the share, so no item is left shared with a deleted group (a
+    // delete marks the group before it reads the items to unshare).
+    ...added.map((groupId) => groupTouched(groupId)),
+  ];
+  try {
+    await transact(actions, true);
+  } catch (err) {
+    const checksFrom = actions.length - added.length;
+    if (failedConditions(err)?.some((i) => i >= checksFrom)) throw new SharedGroupGoneError();
+    throw err;
+  }
 }
 
 /** Changes an item's title, tags, description or snippet (the service's copies with it). */
