@@ -533,6 +533,29 @@ describe("deleting a group under concurrent shares", () => {
   });
 });
 
+describe("deleting a shared item", () => {
+  it("takes it out of its groups' content, and search finds group-only items as shared", async () => {
+    const { serviceItemId: id } = await publishBasemap("Group_Item_Deleted");
+    const groupId = await newGroup(tokens.publisher ?? "", { title: "Item crew", access: "org" });
+    await shareWith(tokens.publisher ?? "", id, groupId);
+    const found = await getJson(`${rest()}/search?q=${encodeURIComponent(`group:${groupId}`)}`, tokens.publisher);
+    expect(found).toMatchObject({ total: 1, results: [{ id, access: "shared" }] });
+    const shared = await getJson(
+      `${rest()}/search?q=${encodeURIComponent(`access:shared AND id:${id}`)}`,
+      tokens.admin,
+    );
+    expect(shared).toMatchObject({ total: 1 });
+    expect(await postJson(`${rest()}/content/users/publisher/items/${id}/delete`, tokens.publisher ?? "")).toEqual({
+      success: true,
+      itemId: id,
+    });
+    expect(await getJson(`${rest()}/content/groups/${groupId}`, tokens.publisher)).toMatchObject({
+      total: 0,
+      items: [],
+    });
+  });
+});
+
 describe("limits", () => {
   it("keeps a member to 512 groups, and still answers their profile and the directory", async () => {
     // A fresh member, so the other tests' groups do not count.

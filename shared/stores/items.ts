@@ -2,7 +2,7 @@
 // An item is the source of truth for who sees its service; the service record keeps a copy of `access` (and
 // of the description and tags the catalog shows), changed in the same transaction as the item, with the
 // server's catalog version, so every cached catalog sees the change on its next request.
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import { batchGet, ddb, failedConditions, isConditionFailure } from "#shared/stores/dynamo.ts";
 import { groupTouched } from "#shared/stores/groups.ts";
@@ -444,4 +444,9 @@ export async function deleteItem(item: Item): Promise<void> {
       : []),
     ...(item.pair ? [{ Delete: pairOf(item) }] : []),
   ]);
+  // The groups' records of the item are an index that group content checks against the item itself: removed
+  // after the item, so a failure here leaves only entries that no longer find an item.
+  for (const groupId of item.groups ?? []) {
+    await ddb.send(new DeleteCommand({ TableName: tableName("groups"), Key: groupItemKey(groupId, item.itemId) }));
+  }
 }
