@@ -5,16 +5,17 @@
 // `portal:user:shareToPublic`, sharing it with the organization `portal:user:shareToOrg` (administrators hold
 // both). `groups` (comma-separated ids) shares with those groups: each one the caller may share to (shared/groups.ts:
 // mayShareWith) is added, the others come back in notSharedWith; unshare takes groups away (whoever manages the
-// item may take it from any group), unknown ones in notUnsharedFrom. The access and the groups change in one transaction with the service and the group's records.
-import { badRequest, forbidden } from "#shared/http/errors.ts";
-import { listParam, mayShareWith } from "#shared/groups.ts";
+// item may take it from any group, a group's owner and managers any item from their group), the others in
+// notUnsharedFrom. The access and the groups change in one transaction with the service and the group's records.
+import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
+import { listParam, managesGroup, mayShareWith } from "#shared/groups.ts";
 import { getGroups } from "#shared/stores/groups.ts";
 import { MAX_USER_GROUPS } from "#shared/stores/users.ts";
 import { boolParam } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { GROUP_BOX, OFFERED_GROUPS } from "#shared/item-pages.ts";
-import { changing, managedItem } from "#shared/items.ts";
-import { changeItemSharing, MAX_GROUP_CHANGES, MAX_ITEM_GROUPS } from "#shared/stores/items.ts";
+import { changing, managedItem, visibleItem } from "#shared/items.ts";
+import { changeItemSharing, type Item, MAX_GROUP_CHANGES, MAX_ITEM_GROUPS } from "#shared/stores/items.ts";
 import type { Access } from "#shared/stores/service-keys.ts";
 
 const FAILED = "Unable to share item.";
@@ -67,14 +68,28 @@ export const handler = restHandler(
     const unchecked = new Set(offered.filter((g) => !checked.includes(g)));
     groups.push(...checked.filter((g) => !groups.includes(g)));
     if (problems.length > 0) throw badRequest(FAILED, problems);
-    const item = await managedItem(req, FAILED);
-    // Groups the caller may share to (or, unsharing, any group the item is in: its manager may take it out).
+    // A group's owner and managers may take an item they see out of their group (unshare with groups alone), as
+    // on ArcGIS; everything else takes whoever manages the item.
+    let item: Item;
+    let managesItem = true;
+    try {
+      item = await managedItem(req, FAILED);
+    } catch (err) {
+      const groupsOnly = unsharing && everyone === undefined && org === undefined && groups.length > 0;
+      if (!groupsOnly || !(err instanceof ApiError) || err.code !== 403) throw err;
+      item = await visibleItem(req.identity, req.pathParameters.itemId);
+      managesItem = false;
+    }
+    // Groups the caller may share to; unsharing, any group for the item's manager, else the groups they manage.
     const found = await getGroups(groups);
     const allowed = new Set<string>();
     for (const id of groups) {
       const group = found.get(id);
       if (!group) continue;
-      if (unsharing || (await mayShareWith(req.identity, group, item.portalId))) allowed.add(id);
+      const may = unsharing
+        ? managesItem || (await managesGroup(req.identity, group))
+        : await mayShareWith(req.identity, group, item.portalId);
+      if (may) allowed.add(id);
     }
     const refused = groups.filter((g) => !allowed.has(g));
     await changing(item, () =>

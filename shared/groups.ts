@@ -62,6 +62,13 @@ export async function membershipOf(identity: Identity, group: Group): Promise<Me
   return getMember(group.groupId, identity.user.username);
 }
 
+/** Whether the caller is the group's owner or a manager, or an administrator of its organization who may update groups. */
+export async function managesGroup(identity: Identity, group: Group): Promise<boolean> {
+  if (orgAdminFor(identity, group, "portal:admin:updateGroups")) return true;
+  const member = await membershipOf(identity, group);
+  return member?.memberType === "owner" || member?.memberType === "admin";
+}
+
 /** The group's owner and managers, and the organization's administrators who may update groups. */
 export async function managedGroup(
   identity: Identity,
@@ -70,9 +77,7 @@ export async function managedGroup(
   if (identity.kind === "app") throw forbidden(["An application token does not act for a user."]);
   if (identity.kind !== "user") throw tokenRequired();
   const group = await visibleGroup(identity, groupId);
-  if (orgAdminFor(identity, group, "portal:admin:updateGroups")) return { group, caller: identity };
-  const member = await membershipOf(identity, group);
-  if (member?.memberType === "owner" || member?.memberType === "admin") return { group, caller: identity };
+  if (await managesGroup(identity, group)) return { group, caller: identity };
   throw forbidden(["Only the group's owner and managers, and administrators, may do this."]);
 }
 

@@ -179,6 +179,41 @@ describe("groups through @esri/arcgis-rest-portal", () => {
   });
 });
 
+describe("sharing another member's item through @esri/arcgis-rest-portal", () => {
+  it("lets an administrator share it with a group, and the group's owner take it out again", async () => {
+    const { serviceItemId: id } = await publishBasemap("Group_Others_Item");
+    const groupId = await newGroup(tokens.user ?? "", { title: "User's crew", access: "org" });
+    // The administrator is not in the group: the client adds them, shares, and takes them out again.
+    const [shared, groups] = (await portalCalls(engine, "admin", PASSWORDS.admin, [
+      { fn: "shareItemWithGroup", options: { id, groupId, owner: "publisher" } },
+      { fn: "getItemGroups", options: { id } },
+    ])) as Record<string, unknown>[];
+    expect(shared).toMatchObject({ itemId: id, notSharedWith: [] });
+    expect((groups?.other as { id: string }[]).map((g) => g.id)).toEqual([groupId]);
+    const users = await getJson(`${community()}/groups/${groupId}/users`, tokens.user);
+    expect(users).toEqual({ owner: "user", admins: ["user"], users: [] });
+    // The group's owner sees the item through the group and may take it out, though not its owner.
+    const [unshared, after] = (await portalCalls(engine, "user", PASSWORDS.user, [
+      { fn: "unshareItemWithGroup", options: { id, groupId, owner: "publisher" } },
+      { fn: "getItem", options: { id } },
+    ])) as Record<string, unknown>[];
+    expect(unshared).toMatchObject({ itemId: id, notUnsharedFrom: [] });
+    expect(after).toMatchObject({ error: {} });
+    // A plain member may not: nothing is taken out.
+    await shareWith(tokens.admin ?? "", id, groupId);
+    await postJson(`${community()}/groups/${groupId}/addUsers`, tokens.user ?? "", { users: "viewer" });
+    expect(await shareWith(tokens.viewer ?? "", id, groupId, true)).toEqual({
+      notUnsharedFrom: [groupId],
+      itemId: id,
+    });
+    expect(await postJson(`${rest()}/content/items/${id}/unshare`, tokens.viewer ?? "", { org: "true" })).toMatchObject(
+      {
+        error: { code: 403 },
+      },
+    );
+  });
+});
+
 describe("a group-shared service on every surface", () => {
   const CALLERS = ["anonymous", "member", "nonmember", "former", "owner", "admin", "other"] as const;
   type Caller = (typeof CALLERS)[number];
