@@ -34,7 +34,13 @@ export function groupsPage(title: string, data: object, req: RestRequest): strin
     req.identity.kind === "user"
       ? `<p><a href="${escapeHtml(`${community}/createGroup?f=html`)}">Create a group</a></p>`
       : "";
-  return page(title, `<h1>${escapeHtml(title)}</h1>${create}${table}${more}`);
+  const search = renderForm(
+    [{ name: "q", label: "Search groups" }],
+    new Map([["q", String((data as View).query ?? "")]]),
+    undefined,
+    { action: req.path, method: "get", submit: "Search" },
+  );
+  return page(title, `<h1>${escapeHtml(title)}</h1>${create}${search}${table}${more}`);
 }
 
 /** One group: its fields, members and items, and the forms the caller may use (join, leave, manage). */

@@ -31,16 +31,18 @@ export const orgAdminFor = (identity: Identity, group: Group, privilege: string)
   identity.kind === "user" && identity.user.portalId === group.portalId && holds(identity, privilege);
 
 /**
- * Public groups are seen by anyone, org groups by members of the organization (and its applications), private
- * ones by their members and the organization's administrators who may view groups.
+ * Public groups are seen by anyone, org groups by members of the organization whose role may view them (and its
+ * applications), private ones by their members and the organization's administrators who may view groups.
  */
 export function groupVisibleTo(identity: Identity, group: Group): boolean {
   if (group.deleting) return false;
   if (group.access === "public") return true;
   if (identity.kind === "anonymous" || identity.portal.portalId !== group.portalId) return false;
-  if (group.access === "org") return true;
-  if (identity.kind !== "user") return false;
-  return identity.user.groups.has(group.groupId) || orgAdminFor(identity, group, "portal:admin:viewGroups");
+  if (identity.kind === "app") return group.access === "org";
+  if (identity.user.groups.has(group.groupId)) return true;
+  // Org groups take the role's portal:user:viewOrgGroups (every default role holds it), as on ArcGIS.
+  if (group.access === "org" && holds(identity, "portal:user:viewOrgGroups")) return true;
+  return orgAdminFor(identity, group, "portal:admin:viewGroups");
 }
 
 const groupNotFound = (groupId: string) =>

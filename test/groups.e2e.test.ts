@@ -492,6 +492,12 @@ describe("who may do what with groups", () => {
     expect(await postJson(`${community()}/createGroup`, tokens.viewer ?? "", { title: "Mine" })).toMatchObject({
       error: { code: 403 },
     });
+    // Without viewOrgGroups the organization's groups are not even seen.
+    expect(await getJson(`${community()}/groups/${open}`, tokens.viewer)).toMatchObject({ id: open });
+    await postJson(`${portal}/roles/${role}/setPrivileges`, admin, {
+      privileges: JSON.stringify({ privileges: privileges.filter((p) => p !== "portal:user:viewOrgGroups") }),
+    });
+    expect(await getJson(`${community()}/groups/${open}`, tokens.viewer)).toMatchObject({ error: { code: 400 } });
     await postJson(`${portal}/updateuserrole`, admin, { user: "viewer", role: "org_user" });
     expect(await postJson(`${community()}/groups/${open}/join`, tokens.viewer ?? "")).toEqual({
       success: true,
