@@ -2,7 +2,7 @@
 // the fields createGroup and update take.
 import type { Identity } from "#shared/auth/identity.ts";
 import { visibleTo } from "#shared/catalog.ts";
-import { ApiError, badRequest, forbidden, tokenRequired } from "#shared/http/errors.ts";
+import { ApiError, forbidden, tokenRequired } from "#shared/http/errors.ts";
 import { boolParam } from "#shared/http/params.ts";
 import type { Params } from "#shared/http/params.ts";
 import { readTags } from "#shared/publishing.ts";
@@ -217,5 +217,3 @@ export function listParam(raw: string | undefined, name: string, max: number, pr
   if (list.some((s) => s.length > 128)) problems.push(`'${name}' holds a name of more than 128 characters.`);
   return list.slice(0, max);
 }
-
-export const failed = (what: string, details: string[]) => badRequest(what, details);
