@@ -2,6 +2,7 @@
 //   1. the shared pipeline on the local engine vs a bare node:http server answering the same bytes
 //   2. feature layer queries vs Koop and vs a bare node:sqlite floor, PBF size, memory per query (bench/features.ts)
 //   3. each function bundle's size and import time in a fresh Node process vs an empty ES module
+//   4. the directory and SOAP catalog for a member of 512 groups vs the same answer through org sharing (bench/groups.ts)
 import { execFileSync } from "node:child_process";
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,6 +15,7 @@ import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";
 import { bareTwin } from "./bare.ts";
 import { featureBench } from "./features.ts";
+import { groupsBench } from "./groups.ts";
 import { importMs } from "./import-time.ts";
 import { readLoad } from "./reads.ts";
 import { roleLatency, roleRequests } from "./roles.ts";
@@ -24,8 +26,8 @@ import { tokenBench } from "./tokens.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
 /**
- * `BENCH_ONLY=reads`, `cold` or `features`: only the read figures, the bundles' import, or the feature layer figures
- * (quick before/after checks).
+ * `BENCH_ONLY=reads`, `cold`, `features` or `groups`: only the read figures, the bundles' import, the feature layer
+ * figures, or the group figures (quick before/after checks).
  */
 const ONLY = process.env.BENCH_ONLY;
 const CONNECTIONS = 10;
@@ -113,6 +115,10 @@ if (ONLY === "features") {
   await featureBench(DURATION_S);
   process.exit(0);
 }
+if (ONLY === "groups") {
+  await groupsBench(DURATION_S);
+  process.exit(0);
+}
 if (ONLY === "cold") {
   await coldStart();
   process.exit(0);
@@ -121,6 +127,7 @@ await readLoad(DURATION_S);
 if (ONLY === "reads") process.exit(0);
 await pipeline();
 await featureBench(DURATION_S);
+await groupsBench(DURATION_S);
 await coldStart();
 // Jobs run with the engine inside their own process, so requests and transitions are counted exactly.
 execFileSync(process.execPath, [join(ROOT, "bench/jobs.ts")], { stdio: "inherit", env: process.env });

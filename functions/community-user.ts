@@ -1,9 +1,12 @@
 // GET|POST …/sharing/rest/community/users/<username>: a user's profile. Members of the user's organization
 // see the profile; the user themselves and the organization's administrators also see email, role and
-// privileges. Anyone else is told the user does not exist, whether or not they do.
+// privileges. Anyone else is told the user does not exist, whether or not they do. `groups` lists the user's
+// groups the caller may see.
 import { privilegesOf } from "#shared/auth/identity.ts";
+import { groupView, groupVisibleTo } from "#shared/groups.ts";
 import { ApiError, tokenRequired } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
+import { groupsOf } from "#shared/stores/groups.ts";
 import { getUser } from "#shared/stores/users.ts";
 import { fullProfile, publicProfile } from "#shared/user-views.ts";
 
@@ -17,7 +20,8 @@ export const handler = restHandler({ name: "User" }, async (req) => {
   }
   const self = identity.kind === "user" && identity.user.username === user.username;
   const admin = identity.kind === "user" && identity.user.role === "org_admin";
-  if (!self && !admin) return publicProfile(user);
+  const groups = (await groupsOf(user)).filter((g) => groupVisibleTo(identity, g)).map((g) => groupView(g));
+  if (!self && !admin) return { ...publicProfile(user), groups };
   const privileges = self ? identity.privileges : await privilegesOf(user);
-  return fullProfile(user, privileges);
+  return { ...fullProfile(user, privileges), groups };
 });

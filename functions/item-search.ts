@@ -115,9 +115,11 @@ export const handler = restHandler(
         type: item.type,
         tags: item.tags,
         typeKeywords: item.typeKeywords,
-        access: item.access,
+        // As the item reads: private but shared with groups is "shared".
+        access: item.access === "private" && (item.groups?.length ?? 0) > 0 ? "shared" : item.access,
         description: item.description,
         snippet: item.snippet,
+        ...(item.groups ? { groups: item.groups } : {}),
       });
     const hits = (await candidates(req, parsed)).filter(hit);
     // Without a sort field: newest first. A sort field sorts ascending unless told otherwise; ties by id.

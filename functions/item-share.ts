@@ -3,12 +3,19 @@
 // counts as org) set the access when either is given: everyone → public, org → org, neither → private.
 // unshare takes them away: everyone → no longer public (org stays), org → private. Making an item public takes
 // `portal:user:shareToPublic`, sharing it with the organization `portal:user:shareToOrg` (administrators hold
-// both). Groups are not modelled: any group named comes back in notSharedWith / notUnsharedFrom.
-import { badRequest, forbidden } from "#shared/http/errors.ts";
+// both). `groups` (comma-separated ids) shares with those groups: each one the caller may share to (shared/groups.ts:
+// mayShareWith) is added, the others come back in notSharedWith; unshare takes groups away (whoever manages the
+// item may take it from any group, a group's owner and managers any item from their group), the others in
+// notUnsharedFrom. The access and the groups change in one transaction with the service and the group's records.
+import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
+import { listParam, managesGroup, mayShareWith } from "#shared/groups.ts";
+import { getGroups } from "#shared/stores/groups.ts";
+import { MAX_USER_GROUPS } from "#shared/stores/users.ts";
 import { boolParam } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
-import { changing, managedItem } from "#shared/items.ts";
-import { changeItemAccess } from "#shared/stores/items.ts";
+import { GROUP_BOX, OFFERED_GROUPS } from "#shared/item-pages.ts";
+import { changing, managedItem, visibleItem } from "#shared/items.ts";
+import { changeItemSharing, type Item, MAX_GROUP_CHANGES, MAX_ITEM_GROUPS } from "#shared/stores/items.ts";
 import type { Access } from "#shared/stores/service-keys.ts";
 
 const FAILED = "Unable to share item.";
@@ -52,27 +59,60 @@ export const handler = restHandler(
     if (problems.length > 0) throw badRequest(FAILED, problems);
     const org = orgFlag === undefined && account === undefined ? undefined : Boolean(orgFlag || account);
     const boxes = !unsharing && req.params.get(CHECKBOX_FORM) === "true";
-    const item = await managedItem(req, FAILED);
-    const groups = (req.params.get("groups") ?? "")
-      .split(",")
-      .map((g) => g.trim())
-      .filter((g) => g !== "")
-      .slice(0, 100);
+    const groups = listParam(req.params.get("groups"), "groups", MAX_GROUP_CHANGES, problems);
+    // The item page's form: a checked group box shares, an offered box left unchecked unshares.
+    const offered = boxes
+      ? listParam(req.params.get(OFFERED_GROUPS), OFFERED_GROUPS, MAX_USER_GROUPS + MAX_ITEM_GROUPS, problems)
+      : [];
+    const checked = offered.filter((g) => req.params.get(`${GROUP_BOX}${g}`) === "true");
+    const unchecked = new Set(offered.filter((g) => !checked.includes(g)));
+    groups.push(...checked.filter((g) => !groups.includes(g)));
+    if (problems.length > 0) throw badRequest(FAILED, problems);
+    // A group's owner and managers may take an item they see out of their group (unshare with groups alone), as
+    // on ArcGIS; everything else takes whoever manages the item.
+    let item: Item;
+    let managesItem = true;
+    try {
+      item = await managedItem(req, FAILED);
+    } catch (err) {
+      const groupsOnly = unsharing && everyone === undefined && org === undefined && groups.length > 0;
+      if (!groupsOnly || !(err instanceof ApiError) || err.code !== 403) throw err;
+      item = await visibleItem(req.identity, req.pathParameters.itemId);
+      managesItem = false;
+    }
+    // Groups the caller may share to; unsharing, any group for the item's manager, else the groups they manage.
+    const found = await getGroups(groups);
+    const allowed = new Set<string>();
+    for (const id of groups) {
+      const group = found.get(id);
+      if (!group) continue;
+      const may = unsharing
+        ? managesItem || (await managesGroup(req.identity, group))
+        : await mayShareWith(req.identity, group, item.portalId);
+      if (may) allowed.add(id);
+    }
+    const refused = groups.filter((g) => !allowed.has(g));
     await changing(item, () =>
-      changeItemAccess(item, (current) => {
+      changeItemSharing(item, (current) => {
         const access = nextAccess(
-          current,
+          current.access,
           unsharing,
           everyone ?? (boxes ? false : undefined),
           org ?? (boxes ? false : undefined),
         );
-        if (access !== current && !mayShare(req, access))
+        if (access !== current.access && !mayShare(req, access))
           throw forbidden([`Your role may not share items as ${access}.`]);
-        return access;
+        const next = unsharing
+          ? current.groups.filter((g) => !allowed.has(g))
+          : [...new Set([...current.groups.filter((g) => !unchecked.has(g)), ...allowed])];
+        if (next.length > MAX_ITEM_GROUPS) {
+          throw badRequest(FAILED, [`An item may be shared with at most ${MAX_ITEM_GROUPS} groups.`]);
+        }
+        return { access, groups: next };
       }),
     );
     return unsharing
-      ? { notUnsharedFrom: groups, itemId: item.itemId }
-      : { notSharedWith: groups, itemId: item.itemId };
+      ? { notUnsharedFrom: refused, itemId: item.itemId }
+      : { notSharedWith: refused, itemId: item.itemId };
   },
 );

@@ -7,28 +7,13 @@ import { changeConnection } from "#shared/datastore-registration.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";
-import { registering, tagsOf } from "#shared/publishing.ts";
+import { readTags, registering } from "#shared/publishing.ts";
 import { getDataStore, updateDataStore } from "#shared/stores/datastores.ts";
 import { DATA_STORE_TYPE, type ItemChanges, updateItem } from "#shared/stores/items.ts";
 
 const FAILED = "Unable to update item.";
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
 const CONTROL = /[\u0000-\u001f\u007f]/;
-
-/** Tags as clients send them: comma-separated, or a JSON array of strings. */
-function readTags(raw: string, problems: string[]): string[] {
-  if (raw.trim().startsWith("[")) {
-    try {
-      const parsed: unknown = JSON.parse(raw);
-      if (Array.isArray(parsed) && parsed.every((t) => typeof t === "string")) return tagsOf(parsed.join(","));
-    } catch {
-      // falls through to the problem below
-    }
-    problems.push("'tags' must be a comma-separated list or a JSON array of strings.");
-    return [];
-  }
-  return tagsOf(raw);
-}
 
 export const handler = restHandler(
   {

@@ -1,6 +1,6 @@
 // GET|POST /<server>/rest/services[/<folder>]: the REST services directory of a hosted server — the same
 // catalog and the same visibility as the SOAP catalog (shared/catalog.ts), as ArcGIS answers it.
-import { catalogPrefetch, requestCatalog, findFolder, visibleTo } from "#shared/catalog.ts";
+import { catalogPrefetch, requestCatalog, findFolder, viewerKey, visibleTo } from "#shared/catalog.ts";
 import { ApiError } from "#shared/http/errors.ts";
 import { escapeHtml, page } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
@@ -37,6 +37,11 @@ function render(data: object, req: RestRequest): string {
   );
 }
 
+// Listings per server, catalog version, viewer and folder, as the SOAP catalog keeps its answers: a member of
+// hundreds of groups is matched against the catalog once per version, not on every request. The viewer's key
+// carries their groups, so joining or leaving one is never answered from here. Bounded; older versions age out.
+const listings = new Map<string, Directory["services"]>();
+
 export const handler = restHandler(
   { name: "Services Directory", at: "server", html: render, openCors: true, prefetch: catalogPrefetch },
   async (req) => {
@@ -46,12 +51,19 @@ export const handler = restHandler(
     const asked = req.pathParameters.folder;
     const folder = asked === undefined ? "" : findFolder(catalog, asked);
     if (folder === undefined) throw folderNotFound(asked ?? "");
-    const services: { name: string; type: string }[] = [];
-    for (const s of catalog.services) {
-      if (s.folder !== folder || !visibleTo(req.identity, s)) continue;
-      const name = folder ? `${folder}/${s.name}` : s.name;
-      services.push({ name, type: s.type });
-      for (const x of s.extensions) services.push({ name, type: x.type });
+    const key = [server.serverId, catalog.version, viewerKey(req.identity), folder].join("\u0000");
+    let services = listings.get(key);
+    if (!services) {
+      const list: { name: string; type: string }[] = [];
+      for (const s of catalog.services) {
+        if (s.folder !== folder || !visibleTo(req.identity, s)) continue;
+        const name = folder ? `${folder}/${s.name}` : s.name;
+        list.push({ name, type: s.type });
+        for (const x of s.extensions) list.push({ name, type: x.type });
+      }
+      if (listings.size >= 256) listings.delete(listings.keys().next().value as string);
+      listings.set(key, list);
+      services = list;
     }
     const answer: Directory = {
       currentVersion: SERVER_REST_VERSION,

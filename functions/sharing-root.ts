@@ -88,6 +88,8 @@ function render(data: object, req: RestRequest): string {
   const content = [
     a(`${root}/content/users/${encodeURIComponent(d.user.username)}?f=html`, "My content"),
     ...(d.user.role === "org_admin" ? [a(`${portal}/users?f=html`, "Users")] : []),
+    a(`${root}/community/groups?f=html`, "Groups"),
+    a(`${root}/community/createGroup?f=html`, "Create a group"),
   ];
   const sections = [
     `<h2>Account and tokens</h2>${list(account)}`,

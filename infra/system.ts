@@ -114,6 +114,18 @@ export const TABLES = [
    * so a busy bus neither fails nor slows the operation that raised them.
    */
   { name: "outbox", partitionKey: "eventId", ttlAttribute: "expiresAt" },
+  /**
+   * Groups (`group`), their members (`member#<username>`), the items shared with them (`item#<itemId>`), join
+   * requests (`application#<username>`) and invitations (`invite#<username>`). Only `group` entries carry
+   * `portalId`, so `byPortal` is a sparse index of an organization's groups. A member's group ids are also kept on
+   * their user record, and an item's on the item, its service and its pair: whoever reads those knows the groups.
+   */
+  {
+    name: "groups",
+    partitionKey: "groupId",
+    sortKey: "entry",
+    indexes: [{ name: "byPortal", partitionKey: "portalId", sortKey: "createdKey" }],
+  },
   /** Registered OAuth 2.0 applications (client ids, redirect URIs, hashed secrets). */
   {
     name: "apps",
@@ -196,7 +208,12 @@ export const ROUTES: readonly RouteSpec[] = [
     tables: { tokens: "write", servers: "read" },
     emits: true,
   }),
-  route({ id: "community-self", methods: ["GET", "POST"], path: `${PORTAL_ROOT}/community/self` }),
+  route({
+    id: "community-self",
+    methods: ["GET", "POST"],
+    path: `${PORTAL_ROOT}/community/self`,
+    tables: { groups: "read" },
+  }),
   route({
     id: "portal-servers",
     methods: ["GET", "POST"],
@@ -253,9 +270,16 @@ function contentRoutes(): RouteSpec[] {
   const content = `${PORTAL_ROOT}/content`;
   const userItem = `${content}/users/{username}/items/{itemId}`;
   const GP = ["GET", "POST"] as const;
-  const sharing = { items: "write", services: "write", layers: "write" } as const;
+  const sharing = { items: "write", services: "write", layers: "write", groups: "write" } as const;
   return [
-    route({ id: "item-get", read: true, methods: GP, path: `${content}/items/{itemId}`, tables: { items: "read" } }),
+    // Its page offers the groups the item may be shared with.
+    route({
+      id: "item-get",
+      read: true,
+      methods: GP,
+      path: `${content}/items/{itemId}`,
+      tables: { items: "read", groups: "read" },
+    }),
     route({ id: "item-share", methods: GP, path: `${content}/items/{itemId}/share`, tables: sharing }),
     route({
       id: "item-unshare",
@@ -310,7 +334,24 @@ function contentRoutes(): RouteSpec[] {
       path: `${PORTAL_ROOT}/portals/{portalId}/isServiceNameAvailable`,
       tables: { servers: "read", services: "read" },
     }),
-    route({ id: "community-user", methods: GP, path: `${PORTAL_ROOT}/community/users/{username}` }),
+    route({
+      id: "community-user",
+      methods: GP,
+      path: `${PORTAL_ROOT}/community/users/{username}`,
+      tables: { groups: "read" },
+    }),
+    // Groups, their members, invitations and join requests: everything under community/ that no other route
+    // serves (community/createGroup, community/groups[/<id>[/<operation>]], community/users/<u>/invitations…).
+    // Deleting a group unshares its items, so it writes what sharing writes.
+    route({
+      id: "community-groups",
+      methods: GP,
+      path: `${PORTAL_ROOT}/community/{path+}`,
+      tables: { ...sharing, users: "write" },
+    }),
+    // What no other content route serves: a group's items (content/groups/<id>) and an item's groups
+    // (content/items/<id>/groups).
+    route({ id: "content-groups", methods: GP, path: `${content}/{path+}`, tables: { groups: "read", items: "read" } }),
     route({ id: "portal-users", methods: GP, path: `${PORTAL_ROOT}/portals/{portalId}/users` }),
   ];
 }

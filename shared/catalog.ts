@@ -1,6 +1,7 @@
 // The catalog of a hosted server as every surface shows it (the SOAP catalog, the REST services directory,
 // each service's URL): one cache per warm function, re-read only when the server's catalog version moved, and
 // one rule for who sees what.
+import { createHash } from "node:crypto";
 import type { ExtraRead, Identity } from "#shared/auth/identity.ts";
 import type { CacheInfo } from "#shared/caches/probe.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
@@ -40,25 +41,53 @@ export async function catalogOf(serverId: string, known?: number): Promise<Catal
 
 /**
  * Public services for anyone the server admits; org services for members of the service's organization (and
- * its applications); private ones for the owner and the organization's administrators.
+ * its applications); private ones for the owner, the organization's administrators and the members of the
+ * groups the item is shared with. Groups belong to one organization and admit only its members, so a group
+ * never shows a service to another organization. The caller's groups come with the read of the caller (their
+ * user record), the service's with the catalog: deciding costs no read of its own.
  */
 export function visibleTo(
   identity: Identity,
-  s: { readonly access: Access; readonly portalId: string; readonly owner: string },
+  s: {
+    readonly access: Access;
+    readonly portalId: string;
+    readonly owner: string;
+    readonly groups?: readonly string[] | undefined;
+  },
 ): boolean {
   if (s.access === "public") return true;
   if (identity.kind === "anonymous" || identity.portal.portalId !== s.portalId) return false;
   if (s.access === "org") return true;
-  return identity.kind === "user" && (s.owner === identity.user.username || identity.user.role === "org_admin");
+  if (identity.kind !== "user") return false;
+  if (s.owner === identity.user.username || identity.user.role === "org_admin") return true;
+  const mine = identity.user.groups;
+  return s.groups !== undefined && mine.size > 0 && s.groups.some((g) => mine.has(g));
 }
 
-/** Whose view of the catalog an answer is, for caches of finished answers. */
+// A user's groups, digested once per read of the user (the record object), for cache keys.
+const digests = new WeakMap<object, string>();
+function groupsDigest(groups: ReadonlySet<string>): string {
+  let d = digests.get(groups);
+  if (d === undefined) {
+    d = createHash("sha256")
+      .update([...groups].sort().join(","))
+      .digest("base64url");
+    digests.set(groups, d);
+  }
+  return d;
+}
+
+/**
+ * Whose view of the catalog an answer is, for caches of finished answers: a member's view depends on their
+ * groups too, so joining or leaving one changes the key and no answer cached before is served after.
+ */
 export function viewerKey(identity: Identity): string {
   if (identity.kind === "anonymous") return "anonymous";
   if (identity.kind === "app") return `org:${identity.portal.portalId}`;
-  return identity.user.role === "org_admin"
-    ? `admin:${identity.portal.portalId}`
-    : `user:${identity.portal.portalId}:${identity.user.username}`;
+  if (identity.user.role === "org_admin") return `admin:${identity.portal.portalId}`;
+  const groups = identity.user.groups;
+  const base = `user:${identity.portal.portalId}:${identity.user.username}`;
+  return groups.size > 0 ? `${base}:${groupsDigest(groups)}` : base;
 }
 
 /** A service of the catalog by folder, name and type (folder and name match case-insensitively, as ArcGIS). */

@@ -7,6 +7,16 @@ import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 
 type View = Record<string, unknown>;
 
+/** What an item's page shows besides the item (a symbol key: never part of a JSON answer). */
+export const ITEM_PAGE = Symbol("itemPage");
+export interface ItemPageData {
+  [ITEM_PAGE]?: { groups: View[] };
+}
+
+/** The share form's checkbox of a group; `offeredGroups` lists the boxes shown, so an unchecked one unshares. */
+export const GROUP_BOX = "group:";
+export const OFFERED_GROUPS = "offeredGroups";
+
 /** Where an item's page is. */
 export const itemPageHref = (itemId: string) => `${PORTAL_ROOT}/content/items/${encodeURIComponent(itemId)}?f=html`;
 
@@ -61,16 +71,29 @@ export function itemPage(data: object, req: RestRequest): string {
       );
     }
     const access = String(item.access);
+    const groups = (data as ItemPageData)[ITEM_PAGE]?.groups ?? [];
+    const sharedWith = new Set(((item.sharing as { groups?: string[] } | undefined)?.groups ?? []).map(String));
     const share = renderForm(
       [
         { name: "everyone", label: "Everyone (public)", type: "checkbox" },
         { name: "org", label: "Organization", type: "checkbox" },
+        ...groups.map((g) => ({
+          name: `${GROUP_BOX}${String(g.id)}`,
+          label: `Group: ${String(g.title)}`,
+          type: "checkbox" as const,
+        })),
         { name: "checkboxForm", type: "hidden" },
+        { name: OFFERED_GROUPS, type: "hidden" },
       ],
       new Map([
         ["everyone", access === "public" ? "true" : ""],
-        ["org", access !== "private" ? "true" : ""],
+        ["org", access === "org" || access === "public" ? "true" : ""],
+        ...groups.map((g): [string, string] => [
+          `${GROUP_BOX}${String(g.id)}`,
+          sharedWith.has(String(g.id)) ? "true" : "",
+        ]),
         ["checkboxForm", "true"],
+        [OFFERED_GROUPS, groups.map((g) => String(g.id)).join(",")],
       ]),
       req.csrf,
       { action: `${base}/share`, submit: "Share", formats: false },

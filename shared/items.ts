@@ -7,7 +7,15 @@ import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, forbidden, notFound, tokenRequired } from "#shared/http/errors.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import type { DataStore } from "#shared/stores/datastores.ts";
-import { DATA_STORE_TYPE, getItem, type Item, ItemBusyError, ItemGoneError, ITEM_TYPES } from "#shared/stores/items.ts";
+import {
+  DATA_STORE_TYPE,
+  getItem,
+  type Item,
+  ItemBusyError,
+  ItemGoneError,
+  ITEM_TYPES,
+  SharedGroupGoneError,
+} from "#shared/stores/items.ts";
 import type { Service } from "#shared/stores/services.ts";
 
 /** What clients look for in `typeKeywords` to know what they can do with a service. */
@@ -138,6 +146,9 @@ export async function changing<T>(item: Item, change: () => Promise<T>): Promise
     return await change();
   } catch (err) {
     if (err instanceof ItemGoneError) throw itemNotFound(item.itemId);
+    if (err instanceof SharedGroupGoneError) {
+      throw badRequest("Unable to share item.", ["A group named was deleted meanwhile; nothing was shared."]);
+    }
     if (err instanceof ItemBusyError) {
       throw new ApiError(409, "Unable to change the item.", [
         "The item is being changed by other requests; try again.",
@@ -177,7 +188,8 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     properties: null,
     url: item.url.startsWith("/") ? `${origin}${item.url}` : item.url || null,
     proxyFilter: null,
-    access: item.access,
+    // As ArcGIS: a private item shared with groups reads as "shared".
+    access: item.access === "private" && (item.groups?.length ?? 0) > 0 ? "shared" : item.access,
     size: -1,
     appCategories: [],
     industries: [],
@@ -192,7 +204,9 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     numRatings: 0,
     avgRating: 0,
     numViews: 0,
-    ...(canManage(identity, item) ? { itemControl: "admin" } : {}),
+    ...(canManage(identity, item)
+      ? { itemControl: "admin", sharing: { access: item.access, groups: [...(item.groups ?? [])] } }
+      : {}),
   };
 }
 

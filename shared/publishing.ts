@@ -376,3 +376,18 @@ export function reservationOf(
     ? { serverId: params.serverId, folder: params.serverFolder ?? "", name: config.serviceName }
     : undefined;
 }
+
+/** Tags as clients send them: comma-separated, or a JSON array of strings. */
+export function readTags(raw: string, problems: string[]): string[] {
+  if (raw.trim().startsWith("[")) {
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (Array.isArray(parsed) && parsed.every((t) => typeof t === "string")) return tagsOf(parsed.join(","));
+    } catch {
+      // falls through to the problem below
+    }
+    problems.push("'tags' must be a comma-separated list or a JSON array of strings.");
+    return [];
+  }
+  return tagsOf(raw);
+}

@@ -4,7 +4,17 @@
 // nesting, and evaluation stays linear in the query and the item's text.
 
 export type SearchField =
-  "owner" | "type" | "tags" | "title" | "id" | "orgid" | "access" | "typekeywords" | "description" | "snippet";
+  | "owner"
+  | "type"
+  | "tags"
+  | "title"
+  | "id"
+  | "orgid"
+  | "access"
+  | "typekeywords"
+  | "description"
+  | "snippet"
+  | "group";
 
 export type Query =
   | { readonly kind: "all" }
@@ -32,6 +42,8 @@ export interface Searchable {
   readonly access: string;
   readonly description: string;
   readonly snippet: string;
+  /** The groups an item is shared with (`group:<id>`). */
+  readonly groups?: readonly string[];
 }
 
 const MAX_LENGTH = 2048;
@@ -42,9 +54,21 @@ const ALL: Query = Object.freeze({ kind: "all" });
 
 // A Map rather than an object literal, so that names like `constructor` or `__proto__` are simply unknown.
 const FIELDS = new Map<string, SearchField>(
-  (["owner", "type", "tags", "title", "id", "orgid", "access", "typekeywords", "description", "snippet"] as const).map(
-    (f) => [f, f],
-  ),
+  (
+    [
+      "owner",
+      "type",
+      "tags",
+      "title",
+      "id",
+      "orgid",
+      "access",
+      "typekeywords",
+      "description",
+      "snippet",
+      "group",
+    ] as const
+  ).map((f) => [f, f]),
 );
 
 type Token =
@@ -183,12 +207,22 @@ function tokenize(q: string): Token[] {
       const field = FIELDS.get(name.toLowerCase());
       if (field === undefined) throw new QueryError(`Unknown search field '${name}'.`);
       const value = word.slice(colon + 1);
+      // `field: value` (a space after the colon, as ArcGIS REST JS writes `id: <id> AND group: <id>`).
+      if (value === "") while (i < q.length && isSpace(q.charAt(i))) i++;
       if (value !== "") pushTerm(field, value, false);
       else if (q.charAt(i) === '"') i = readPhrase(i, field);
       else if (q.charAt(i) === "(") {
         tokens.push({ kind: "(", field });
         i++;
-      } else throw new QueryError(`Missing a value after '${word}' in 'q'.`);
+      } else {
+        const from = i;
+        while (i < q.length && !isDelimiter(q.charAt(i))) i++;
+        const next = q.slice(from, i);
+        if (next === "" || next === "AND" || next === "OR" || next === "NOT") {
+          throw new QueryError(`Missing a value after '${word}' in 'q'.`);
+        }
+        pushTerm(field, next, false);
+      }
     }
   }
   return tokens;
@@ -331,6 +365,10 @@ function termMatcher(term: Extract<Query, { kind: "term" }>): Matcher {
       const want = norm(raw).trim();
       return (item) => item.tags().some((tag) => equalOrPrefix(tag, want, prefix));
     }
+    case "group": {
+      const want = norm(raw).trim();
+      return (item) => item.groups().some((g) => equalOrPrefix(g, want, prefix));
+    }
     case "typekeywords": {
       const want = norm(raw).trim();
       return (item) => item.typeKeywords().some((k) => equalOrPrefix(k, want, prefix));
@@ -358,6 +396,7 @@ function view(item: Searchable) {
     id: once(() => norm(item.id)),
     orgId: once(() => norm(item.orgId)),
     access: once(() => norm(item.access)),
+    groups: once(() => (item.groups ?? []).map(norm)),
   };
 }
 

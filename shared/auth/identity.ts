@@ -131,7 +131,8 @@ export async function resolveIdentityWith(
   const appId = claims.kind === "app" ? claims.username : claims.clientId;
   const extraTable = extra ? tableName(extra.table) : undefined;
   const keys: BatchGetRequest = {
-    ...(claims.kind === "user" ? { [users]: { Keys: [{ username: claims.username }] } } : {}),
+    // Strongly consistent: a role or group membership changed a moment ago applies to this very request.
+    ...(claims.kind === "user" ? { [users]: { Keys: [{ username: claims.username }], ConsistentRead: true } } : {}),
     ...(appId ? { [apps]: { Keys: [{ clientId: appId }] } } : {}),
     [portals]: { Keys: [{ portalId: claims.portalId }] },
     [tokens]: { Keys: revocations },

@@ -2,9 +2,10 @@
 // An item is the source of truth for who sees its service; the service record keeps a copy of `access` (and
 // of the description and tags the catalog shows), changed in the same transaction as the item, with the
 // server's catalog version, so every cached catalog sees the change on its next request.
-import { GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import { batchGet, ddb, failedConditions, isConditionFailure } from "#shared/stores/dynamo.ts";
+import { groupTouched } from "#shared/stores/groups.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import {
   ACCESS,
@@ -47,6 +48,8 @@ export interface Item {
   readonly description: string;
   readonly snippet: string;
   readonly access: Access;
+  /** The groups the item is shared with besides its access: their members see it too (absent: none). */
+  readonly groups?: readonly string[];
   readonly created: number;
   readonly modified: number;
   /** WGS84 `[[xmin, ymin], [xmax, ymax]]` where the content says where it is. */
@@ -78,6 +81,7 @@ export function toItem(record: Record<string, unknown>): Item {
     description: r.string("description"),
     snippet: r.string("snippet"),
     access: r.oneOf("access", ACCESS),
+    ...(record.groups !== undefined ? { groups: r.strings("groups") } : {}),
     created: r.number("created"),
     modified: r.number("modified"),
     ...(Array.isArray(extent) ? { extent: extent as number[][] } : {}),
@@ -104,6 +108,7 @@ function record(item: Item): Record<string, unknown> {
     ...item,
     typeKeywords: [...item.typeKeywords],
     tags: [...item.tags],
+    ...(item.groups ? { groups: [...item.groups] } : {}),
     ...(item.extent ? { extent: item.extent.map((p) => [...p]) } : {}),
     ...(item.service ? { service: { ...item.service } } : {}),
     ...(item.pair ? { pair: { ...item.pair } } : {}),
@@ -240,20 +245,51 @@ const pairOf = (item: Item) => ({
   Key: { datastoreId: item.pair?.datastoreId, entry: `pair#${item.pair?.path}` },
 });
 
+/** Who an item is shared with: its access, and the groups whose members see it too. */
+export interface Sharing {
+  readonly access: Access;
+  readonly groups: readonly string[];
+}
+
+/** The most groups one item (and its service) may be shared with: the service record carries them all. */
+export const MAX_ITEM_GROUPS = 100;
 /**
- * Shares an item (public, org or private) with its service and layer pair, in one transaction that also
- * advances the catalog version. `next` computes the new access from the current one; the write applies only
- * if the access is still what it was computed from (else the item is read again and `next` asked again), so
- * a change computed from a stale read never lands. A concurrent delete wins cleanly (ItemGoneError).
+ * Group changes one share request may make: each added group is two actions of the item's transaction (its record
+ * of the item, and a check that the group is not being deleted), and a transaction holds at most 100.
  */
-export async function changeItemAccess(item: Item, next: (current: Access) => Access): Promise<Item> {
+export const MAX_GROUP_CHANGES = 45;
+
+/** A group the item was being shared with is gone or being deleted (a concurrent delete won). */
+export class SharedGroupGoneError extends Error {
+  constructor() {
+    super("A group the item was being shared with no longer exists.");
+    this.name = "SharedGroupGoneError";
+  }
+}
+
+/** The partition key and entry of a group's record of an item shared with it (the group's content). */
+export const groupItemKey = (groupId: string, itemId: string) => ({ groupId, entry: `item#${itemId}` });
+
+const sameGroups = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((g) => b.includes(g));
+
+/**
+ * Shares an item (public, org or private, and with groups) with its service and layer pair, in one
+ * transaction that also advances the catalog version and records the item in each group it joins or leaves.
+ * `next` computes the new sharing from the current one; the write applies only if the item is still as it was
+ * read (its `modified`), else it is read again and `next` asked again, so a change computed from a stale read
+ * never lands. A concurrent delete wins cleanly (ItemGoneError).
+ */
+export async function changeItemSharing(item: Item, next: (current: Sharing) => Sharing): Promise<Item> {
   let current = item;
   for (let attempt = 0; attempt < 10; attempt++) {
-    const access = next(current.access);
-    if (access === current.access) return current;
+    const was: Sharing = { access: current.access, groups: current.groups ?? [] };
+    const wanted = next(was);
+    const groups = [...new Set(wanted.groups)];
+    if (wanted.access === was.access && sameGroups(groups, was.groups)) return current;
     try {
-      await writeAccess(current, access);
-      return { ...current, access };
+      await writeSharing(current, wanted.access, groups);
+      return { ...current, access: wanted.access, groups };
     } catch (err) {
       if (!(err instanceof ItemChangedError)) throw err;
       const fresh = await getItem(current.itemId);
@@ -264,56 +300,85 @@ export async function changeItemAccess(item: Item, next: (current: Access) => Ac
   throw new ItemBusyError();
 }
 
-async function writeAccess(item: Item, access: Access): Promise<void> {
+/** Changes only an item's access (public, org or private), keeping its groups. */
+export const changeItemAccess = (item: Item, next: (current: Access) => Access): Promise<Item> =>
+  changeItemSharing(item, (s) => ({ access: next(s.access), groups: s.groups }));
+
+async function writeSharing(item: Item, access: Access, groups: readonly string[]): Promise<void> {
   const now = Math.max(Date.now(), item.modified + 1);
-  await transact(
-    [
-      {
-        Update: {
-          ...itemKey(item),
-          UpdateExpression:
-            access === "public"
-              ? "SET #a = :a, modified = :m, listed = :l"
-              : "SET #a = :a, modified = :m REMOVE listed",
-          ConditionExpression: "#a = :was",
-          ExpressionAttributeNames: { "#a": "access" },
-          ExpressionAttributeValues: {
-            ":a": access,
-            ":was": item.access,
-            ":m": now,
-            ...(access === "public" ? { ":l": PUBLIC } : {}),
-          },
+  const before = item.groups ?? [];
+  const added = groups.filter((g) => !before.includes(g));
+  const removed = before.filter((g) => !groups.includes(g));
+  // Lists, written whole: an empty list is removed rather than stored.
+  const setGroups = groups.length > 0;
+  const groupsPart = setGroups ? ", #g = :g" : "";
+  const groupsRemove = setGroups ? "" : " REMOVE #g";
+  const groupValues = setGroups ? { ":g": [...groups] } : {};
+  const groupsTable = tableName("groups");
+  const actions = [
+    {
+      Update: {
+        ...itemKey(item),
+        UpdateExpression:
+          access === "public"
+            ? `SET #a = :a, modified = :m, listed = :l${groupsPart}${groupsRemove}`
+            : `SET #a = :a, modified = :m${groupsPart} REMOVE listed${setGroups ? "" : ", #g"}`,
+        ConditionExpression: "#a = :was AND modified = :wasm",
+        ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
+        ExpressionAttributeValues: {
+          ":a": access,
+          ":was": item.access,
+          ":wasm": item.modified,
+          ":m": now,
+          ...groupValues,
+          ...(access === "public" ? { ":l": PUBLIC } : {}),
         },
       },
-      ...(item.service
-        ? [
-            {
-              Update: {
-                ...serviceOf(item),
-                UpdateExpression: "SET #a = :a",
-                ExpressionAttributeNames: { "#a": "access" },
-                ExpressionAttributeValues: { ":a": access, ":id": item.itemId },
-              },
+    },
+    ...(item.service
+      ? [
+          {
+            Update: {
+              ...serviceOf(item),
+              UpdateExpression: `SET #a = :a${groupsPart}${groupsRemove}`,
+              ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
+              ExpressionAttributeValues: { ":a": access, ":id": item.itemId, ...groupValues },
             },
-            catalogBump(item.service.serverId),
-          ]
-        : []),
-      ...(item.pair
-        ? [
-            {
-              Update: {
-                ...pairOf(item),
-                UpdateExpression: "SET #a = :a",
-                ConditionExpression: "attribute_exists(entry)",
-                ExpressionAttributeNames: { "#a": "access" },
-                ExpressionAttributeValues: { ":a": access },
-              },
+          },
+          catalogBump(item.service.serverId),
+        ]
+      : []),
+    ...(item.pair
+      ? [
+          {
+            Update: {
+              ...pairOf(item),
+              UpdateExpression: `SET #a = :a${groupsPart}${groupsRemove}`,
+              ConditionExpression: "attribute_exists(entry)",
+              ExpressionAttributeNames: { "#a": "access", "#g": "groups" },
+              ExpressionAttributeValues: { ":a": access, ...groupValues },
             },
-          ]
-        : []),
-    ],
-    true,
-  );
+          },
+        ]
+      : []),
+    ...removed.map((groupId) => ({ Delete: { TableName: groupsTable, Key: groupItemKey(groupId, item.itemId) } })),
+    ...added.map((groupId) => ({
+      Put: {
+        TableName: groupsTable,
+        Item: { ...groupItemKey(groupId, item.itemId), itemId: item.itemId, shared: now },
+      },
+    })),
+    // Last: a group deleted meanwhile cancels the share, so no item is left shared with a deleted group (a
+    // delete marks the group before it reads the items to unshare).
+    ...added.map((groupId) => groupTouched(groupId)),
+  ];
+  try {
+    await transact(actions, true);
+  } catch (err) {
+    const checksFrom = actions.length - added.length;
+    if (failedConditions(err)?.some((i) => i >= checksFrom)) throw new SharedGroupGoneError();
+    throw err;
+  }
 }
 
 /** Changes an item's title, tags, description or snippet (the service's copies with it). */
@@ -379,4 +444,9 @@ export async function deleteItem(item: Item): Promise<void> {
       : []),
     ...(item.pair ? [{ Delete: pairOf(item) }] : []),
   ]);
+  // The groups' records of the item are an index that group content checks against the item itself: removed
+  // after the item, so a failure here leaves only entries that no longer find an item.
+  for (const groupId of item.groups ?? []) {
+    await ddb.send(new DeleteCommand({ TableName: tableName("groups"), Key: groupItemKey(groupId, item.itemId) }));
+  }
 }

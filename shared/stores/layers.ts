@@ -31,6 +31,8 @@ export interface PairAccess {
   readonly access: Access;
   readonly owner: string;
   readonly portalId: string;
+  /** The groups the item is shared with (absent: none). */
+  readonly groups?: readonly string[];
 }
 
 /**
@@ -113,9 +115,14 @@ export async function pairMaker(datastoreId: string, path: string): Promise<stri
 
 /** Who may see a stored pair (absent on pairs recorded before items existed). */
 function accessOf(item: Record<string, unknown>): PairAccess | undefined {
-  return typeof item.access === "string"
-    ? { access: item.access as Access, owner: String(item.owner), portalId: String(item.portalId) }
-    : undefined;
+  if (typeof item.access !== "string") return undefined;
+  const groups = Array.isArray(item.groups) ? (item.groups as string[]) : undefined;
+  return {
+    access: item.access as Access,
+    owner: String(item.owner),
+    portalId: String(item.portalId),
+    ...(groups && groups.length > 0 ? { groups } : {}),
+  };
 }
 
 function toPair(item: Record<string, unknown>): LayerPair {
@@ -181,8 +188,14 @@ async function* accepted(
         // Who may see each pair, for `accepts`: counting to a position never loads whole pairs.
         ...(keysOnly
           ? {
-              ProjectionExpression: "#e, #a, #o, #p",
-              ExpressionAttributeNames: { "#e": "entry", "#a": "access", "#o": "owner", "#p": "portalId" },
+              ProjectionExpression: "#e, #a, #o, #p, #g",
+              ExpressionAttributeNames: {
+                "#e": "entry",
+                "#a": "access",
+                "#o": "owner",
+                "#p": "portalId",
+                "#g": "groups",
+              },
             }
           : { ExpressionAttributeNames: { "#e": "entry" } }),
         ExclusiveStartKey: start,

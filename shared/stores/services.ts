@@ -48,6 +48,8 @@ export interface Service {
   readonly itemId: string;
   readonly owner: string;
   readonly access: Access;
+  /** The groups the service's item is shared with, whose members see it too (absent: none). */
+  readonly groups?: readonly string[];
   /** Capabilities exposed as services of their own (e.g. a FeatureServer on a MapServer): ParentType set. */
   readonly extensions: readonly ServiceExtension[];
   /** Services published by reference read their content here (listed-only services have none). */
@@ -91,6 +93,7 @@ function toService(item: Record<string, unknown>): Service {
     itemId: r.string("itemId"),
     owner: r.string("owner"),
     access: r.oneOf("access", ACCESS),
+    ...(item.groups !== undefined ? { groups: r.strings("groups") } : {}),
     extensions: extensions.map((e) => {
       const x = new RecordReader("service extension", e);
       return { type: x.oneOf("type", SERVICE_TYPES), capabilities: x.string("capabilities") };

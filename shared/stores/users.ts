@@ -17,7 +17,15 @@ export interface User {
   readonly passwordHash: string;
   readonly created: number;
   readonly modified: number;
+  /**
+   * The groups the user is a member of (at most MAX_USER_GROUPS), kept on the user's own record so the read of
+   * the caller every request makes already says which group-shared services they see.
+   */
+  readonly groups: ReadonlySet<string>;
 }
+
+/** ArcGIS's limit of groups per member. */
+export const MAX_USER_GROUPS = 512;
 
 export function toUser(item: Record<string, unknown>): User {
   const r = new RecordReader("user", item);
@@ -30,6 +38,7 @@ export function toUser(item: Record<string, unknown>): User {
     passwordHash: r.string("passwordHash"),
     created: r.number("created"),
     modified: r.number("modified"),
+    groups: new Set(r.strings("groups")),
   };
 }
 
@@ -39,7 +48,7 @@ export async function getUser(username: string): Promise<User | undefined> {
   return Item ? toUser(Item) : undefined;
 }
 
-export async function createUser(user: User): Promise<void> {
+export async function createUser(user: Omit<User, "groups">): Promise<void> {
   await ddb.send(
     new PutCommand({
       TableName: tableName("users"),

@@ -1,0 +1,130 @@
+// The group pages in a real headless Chromium over HTTPS, scripts disabled: an administrator creates a group from
+// the directory and shares an item with it from the item's page (a group checkbox); a member finds the group,
+// joins it, sees the item in the group's content and in the services directory, and loses it on leaving.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+
+const DIRECTORY = "/portal/sharing/rest";
+const ARTIFACTS = join(ROOT, "test-artifacts");
+
+let engine: RunningEngine;
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+
+const https = (path = "") => `${engine.ready.https}${DIRECTORY}${path}`;
+
+async function signedIn(username: string, password: string): Promise<Page> {
+  const context = await browser.newContext({ ignoreHTTPSErrors: true, javaScriptEnabled: false });
+  contexts.push(context);
+  const page = await context.newPage();
+  await page.goto(https(`/oauth2/signin?redirect=${encodeURIComponent(DIRECTORY)}`));
+  await page.getByLabel("Username").fill(username);
+  await page.getByLabel("Password").fill(password);
+  await submit(page, "Sign in");
+  return page;
+}
+
+async function submit(page: Page, button: string): Promise<void> {
+  const loaded = page.waitForEvent("load");
+  await page.getByRole("button", { name: button, exact: true }).click();
+  await loaded;
+}
+
+async function follow(page: Page, link: string): Promise<void> {
+  const loaded = page.waitForEvent("load");
+  await page.getByRole("link", { name: link, exact: true }).first().click();
+  await loaded;
+}
+
+const cell = (page: Page, key: string) =>
+  page
+    .locator("tr")
+    .filter({ has: page.locator("th", { hasText: new RegExp(`^${key}$`) }) })
+    .locator("td")
+    .first();
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await Promise.all([
+    startEngine().then((e) => (engine = e)),
+    chromium
+      .launch({
+        executablePath: "/usr/bin/chromium",
+        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+      })
+      .then((b) => (browser = b)),
+  ]);
+}, 120_000);
+
+afterAll(async () => {
+  for (const context of contexts) await context.close().catch(() => undefined);
+  await browser?.close();
+  await engine?.stop();
+});
+
+describe("group pages", () => {
+  it("create a group, share an item with it by its checkbox, join it, see its content, leave it", async () => {
+    const admin = await signedIn("admin", PASSWORDS.admin);
+    await follow(admin, "Create a group");
+    await admin.getByLabel("Title").fill("Browser crew");
+    await admin.getByLabel("Summary").fill("Maps for the <crew>");
+    await admin.getByLabel("Access (private, org or public)").fill("org");
+    await admin.getByLabel("Anyone who sees it may join").check();
+    await submit(admin, "Submit");
+    await expect(admin.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Browser crew");
+    await expect(cell(admin, "Summary").textContent()).resolves.toBe("Maps for the <crew>");
+    await expect(cell(admin, "Your membership").textContent()).resolves.toBe("owner");
+    const groupId = (await cell(admin, "Id").textContent()) ?? "";
+    expect(groupId).toMatch(/^[0-9a-f]{32}$/);
+
+    // The demo basemap, shared with the group only (not everyone, not the organization).
+    await admin.goto(https());
+    await follow(admin, "My content");
+    await follow(admin, "World_Basemap");
+    const itemUrl = admin.url();
+    const box = admin.getByLabel("Group: Browser crew");
+    expect(await box.isChecked()).toBe(false);
+    await box.check();
+    await admin.getByLabel("Everyone (public)").uncheck();
+    await admin.getByLabel("Organization").uncheck();
+    await submit(admin, "Share");
+    await admin.goto(itemUrl);
+    await expect(cell(admin, "Access").textContent()).resolves.toBe("shared");
+    expect(await admin.getByLabel("Group: Browser crew").isChecked()).toBe(true);
+
+    const member = await signedIn("user", PASSWORDS.user);
+    const directory = async () =>
+      (
+        (await (await member.request.get(`${engine.ready.https}/arcgis/rest/services?f=json`)).json()) as {
+          services: { name: string }[];
+        }
+      ).services.some((s) => s.name === "World_Basemap");
+    expect(await directory()).toBe(false);
+    await follow(member, "Groups");
+    await follow(member, "Browser crew");
+    await expect(cell(member, "Your membership").textContent()).resolves.toBe("none");
+    await expect(member.getByText("No items.")).toBeTruthy();
+    await submit(member, "Join");
+    await expect(cell(member, "Your membership").textContent()).resolves.toBe("member");
+    await expect(member.getByRole("link", { name: "World_Basemap" }).count()).resolves.toBe(1);
+    await member.screenshot({ path: join(ARTIFACTS, "group.png"), fullPage: true });
+    expect(await directory()).toBe(true);
+    await follow(member, "World_Basemap");
+    await expect(member.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("World_Basemap");
+    await member.goBack();
+    await submit(member, "Leave");
+    await expect(cell(member, "Your membership").textContent()).resolves.toBe("none");
+    await expect(member.getByRole("link", { name: "World_Basemap" }).count()).resolves.toBe(0);
+    expect(await directory()).toBe(false);
+
+    // The owner deletes the group from its page: the item is no longer shared with it.
+    await admin.goto(https(`/community/groups/${groupId}?f=html`));
+    await submit(admin, "Delete group");
+    await expect(admin.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Groups");
+    await admin.goto(itemUrl);
+    await expect(cell(admin, "Access").textContent()).resolves.toBe("private");
+  }, 120_000);
+});
