@@ -32,7 +32,7 @@ const POOL_MAX = 4;
 /** A database's tables change: what was learnt of them is kept this long. */
 const SCHEMA_TTL_MS = 60_000;
 /** The most datasets a database lists (beyond it, describe and bulk publishing see the first ones). */
-export const MAX_DATASETS = 10_000;
+const MAX_DATASETS = 10_000;
 
 /** What a database holds, as a data store's describe lists it: `schema.table`. */
 export interface PostGisDataset {

@@ -172,10 +172,7 @@ export async function openDataset(source: ServiceSource): Promise<OpenDataset> {
   return geoPackageDataset(gpkg, schema);
 }
 
-/**
- * Up to `limit` publishable datasets of a database store after the path `after`, in path order, and every
- * dataset (with why it cannot be published) for describe.
- */
+/** Every dataset of a database store in path order, each with why it cannot be published if so (describe's list). */
 export async function databaseDatasets(datastoreId: string, connection: PostgresConnection): Promise<SourceDataset[]> {
   const { postGisAt } = await import("#shared/features/postgis.ts");
   const db = await postGisAt(datastoreId, connection);
@@ -189,6 +186,10 @@ export async function databaseDatasets(datastoreId: string, connection: Postgres
   return datasets.sort(byPath);
 }
 
+/**
+ * Up to `limit` publishable datasets of a database store after the path `after`, in path order (bulk
+ * publishing's pages; the listing is the pool's, kept a minute, so paging does not list the database again).
+ */
 export async function databaseDatasetPage(
   datastoreId: string,
   connection: PostgresConnection,
