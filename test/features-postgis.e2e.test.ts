@@ -54,7 +54,12 @@ const publishAll = (datastoreId: string, folder: string) =>
   job("allDatasets/publishLayers", { datastoreId, serverId: org.serverId, serverFolder: folder });
 
 beforeAll(async () => {
-  [engine, db] = await Promise.all([startEngine(), startPostgres()]);
+  const [started, cluster] = await Promise.allSettled([startEngine(), startPostgres()]);
+  // Whichever started is stopped after, even when the other did not.
+  if (started.status === "fulfilled") engine = started.value;
+  if (cluster.status === "fulfilled") db = cluster.value;
+  if (started.status === "rejected") throw started.reason;
+  if (cluster.status === "rejected") throw cluster.reason;
   org = demoOrganization(engine.dataDir);
   token = (await post(`${rest()}/generateToken`, { f: "json", username: "publisher", password: PASSWORDS.publisher }))
     .token as string;
@@ -84,6 +89,18 @@ beforeAll(async () => {
   await copyGeoPackageTable(join(work, "cities.gpkg"), "cities", db.admin);
   // A table mapgate cannot publish (no integer key), listed with the reason.
   await db.admin.query("CREATE TABLE public.nokey (code text, label text)");
+  // Types the wire has no field type of its own for: served as ArcGIS maps them.
+  await db.admin.query("CREATE TABLE public.kinds (id integer PRIMARY KEY, flag boolean, tag uuid, meta jsonb)");
+  await db.admin.query(
+    "INSERT INTO public.kinds VALUES (1, true, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{\"a\": 1}'), " +
+      "(2, false, '00000000-0000-0000-0000-00000000beef', '[1, 2]'), (3, NULL, NULL, NULL)",
+  );
+  // Views: one over one table showing its key (renamed), which keeps rows one for one; one that does not.
+  await db.admin.query(
+    "CREATE VIEW public.san_places AS SELECT fid AS place_id, name, country, geom FROM public.places WHERE name LIKE 'San %'",
+  );
+  await db.admin.query("CREATE VIEW public.place_names AS SELECT DISTINCT name, country FROM public.places");
+  await db.admin.query("CREATE VIEW public.renamed AS SELECT CAST(fid AS integer) + 0 AS fid, name FROM public.places");
   await db.admin.query("GRANT SELECT ON ALL TABLES IN SCHEMA public TO mapgate_reader");
   citiesStore = registerFolderStore(engine.dataDir, org, "Cities", work);
   const out = adminCommand(
@@ -97,7 +114,7 @@ beforeAll(async () => {
   );
   expect(out).not.toContain(db.reader.password);
   pgStore = (JSON.parse(out) as { datastoreId: string }).datastoreId;
-  expect(await publishAll(pgStore, "Pg")).toMatchObject({ status: "completed", result: { published: 4 } });
+  expect(await publishAll(pgStore, "Pg")).toMatchObject({ status: "completed", result: { published: 6 } });
   expect(await publishAll(citiesStore, "Cities")).toMatchObject({ status: "completed", result: { published: 1 } });
 }, 120_000);
 
@@ -193,6 +210,13 @@ describe("describe", () => {
     expect(byName.get("public.attribution")).toMatchObject({ type: "table" });
     expect(String(byName.get("public.nokey")?.unpublishable)).toContain("primary key");
     expect(byName.has("public.spatial_ref_sys")).toBe(false);
+    expect(byName.get("public.san_places")).toMatchObject({
+      name: "public.san_places",
+      type: "featureClass",
+      path: "/public.san_places",
+    });
+    expect(String(byName.get("public.place_names")?.unpublishable)).toContain("one for one");
+    expect(String(byName.get("public.renamed")?.unpublishable)).toContain("primary key");
   });
 });
 
@@ -278,6 +302,34 @@ const PLACES: Record<string, string>[] = [
   { where: "admin1 IS NULL AND country = 'US'", returnCountOnly: "true" },
 ];
 const COUNTRIES: Record<string, string>[] = [
+  // Many points at once (PostGIS probes its index point by point), and a line crossing borders.
+  {
+    geometry: JSON.stringify({
+      points: [
+        [2.35, 48.85],
+        [13.4, 52.5],
+        [-3.7, 40.4],
+        [0, -60],
+      ],
+    }),
+    geometryType: "esriGeometryMultipoint",
+    outFields: "name",
+  },
+  {
+    geometry: JSON.stringify({
+      paths: [
+        [
+          [2, 45],
+          [10, 50],
+          [16, 50],
+        ],
+      ],
+    }),
+    geometryType: "esriGeometryPolyline",
+    spatialRel: "esriSpatialRelCrosses",
+    outFields: "name",
+    orderByFields: "name",
+  },
   {
     geometry: "-25,63,-13,67",
     geometryType: "esriGeometryEnvelope",
@@ -365,6 +417,60 @@ describe("the same answers from PostGIS as from a GeoPackage", () => {
     const conversion = new URLSearchParams({ f: "json", token, where: "CAST(name AS INTEGER) = 1" }).toString();
     const answer = await get(`${pgLayer("places")}/0/query?${conversion}`);
     expect(answer).not.toMatchObject({ error: { code: 500 } });
+  });
+});
+
+describe("what only PostgreSQL has", () => {
+  it("serves a boolean as a SmallInteger, a uuid as a GUID and JSON as text, in answers, where, order and statistics", async () => {
+    const layer = `${pgLayer("kinds")}/0`;
+    const fields = ((await get(`${layer}?f=json&token=${token}`)).fields as { name: string; type: string }[]).map(
+      (f) => [f.name, f.type],
+    );
+    expect(fields).toEqual([
+      ["id", "esriFieldTypeOID"],
+      ["flag", "esriFieldTypeSmallInteger"],
+      ["tag", "esriFieldTypeGUID"],
+      ["meta", "esriFieldTypeString"],
+    ]);
+    const query = async (params: Record<string, string>) =>
+      get(`${layer}/query?${new URLSearchParams({ f: "json", token, outFields: "*", ...params }).toString()}`);
+    const rows = (answer: Record<string, unknown>) =>
+      (expect(answer.error).toBeUndefined(), answer.features as { attributes: Record<string, unknown> }[]).map(
+        (f) => f.attributes,
+      );
+    expect(rows(await query({ where: "1=1" }))).toEqual([
+      { id: 1, flag: 1, tag: "{A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11}", meta: '{"a": 1}' },
+      { id: 2, flag: 0, tag: "{00000000-0000-0000-0000-00000000BEEF}", meta: "[1, 2]" },
+      { id: 3, flag: null, tag: null, meta: null },
+    ]);
+    expect(rows(await query({ where: "flag = 1", outFields: "id" }))).toEqual([{ id: 1 }]);
+    expect(rows(await query({ where: "tag = '{00000000-0000-0000-0000-00000000BEEF}'", outFields: "id" }))).toEqual([
+      { id: 2 },
+    ]);
+    expect(rows(await query({ where: "meta LIKE '[%'", outFields: "id" }))).toEqual([{ id: 2 }]);
+    expect(rows(await query({ where: "flag IS NOT NULL", outFields: "id", orderByFields: "flag" }))).toEqual([
+      { id: 2 },
+      { id: 1 },
+    ]);
+    const stats = await query({
+      outStatistics: JSON.stringify([{ statisticType: "sum", onStatisticField: "flag", outStatisticFieldName: "n" }]),
+    });
+    expect(rows(stats)).toEqual([{ n: 1 }]);
+  });
+
+  it("publishes a view that keeps its table's rows one for one, its key the table's, renamed or not", async () => {
+    const layer = `${pgLayer("san_places")}/0`;
+    const json = await get(`${layer}?f=json&token=${token}`);
+    expect(json).toMatchObject({ objectIdField: "place_id", geometryType: "esriGeometryPoint" });
+    const expected = await db.admin.query(
+      "SELECT fid AS place_id, name FROM public.places WHERE name LIKE 'San %' AND country = 'ES' " +
+        "AND ST_Intersects(geom, ST_MakeEnvelope(-10, 35, 5, 44, 4326)) ORDER BY fid",
+    );
+    const params = { where: "country = 'ES'", outFields: "place_id,name", geometry: "-10,35,5,44" };
+    const answer = await get(`${layer}/query?${new URLSearchParams({ f: "json", token, ...params }).toString()}`);
+    const got = (answer.features as { attributes: Record<string, unknown> }[]).map((f) => f.attributes);
+    expect(got.length).toBeGreaterThan(10);
+    expect(got).toEqual(expected.rows);
   });
 });
 

@@ -41,6 +41,17 @@ export class QueryTimeoutError extends Error {
  * A statement that handed the query's functions more text than MAX_FUNCTION_TEXT: an expression carrying a long
  * text into a function on every row (the caller answers that the expression is too costly).
  */
+/**
+ * The database's geometry engine met a feature geometry it cannot relate (an invalid polygon: GEOS's
+ * TopologyException). The query is run again with the features' geometries repaired, as the JTS path repairs them.
+ */
+export class GeometryTopologyError extends Error {
+  constructor() {
+    super("a feature geometry could not be related");
+    this.name = "GeometryTopologyError";
+  }
+}
+
 export class QueryTextError extends Error {
   constructor() {
     super("The query hands its functions more text than it may.");

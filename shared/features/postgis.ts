@@ -7,7 +7,7 @@
 // that stops answering). The password is read from the data store's secret when a pool is made, and a refused
 // login drops the pool, so a changed password is read again by the next request.
 import type { Pool, PoolConfig } from "pg";
-import { DatasetError, QueryTimeoutError } from "#shared/features/geopackage.ts";
+import { DatasetError, GeometryTopologyError, QueryTimeoutError } from "#shared/features/geopackage.ts";
 import {
   type Bounds,
   type EsriFieldType,
@@ -81,6 +81,7 @@ export function classifyPgError(err: unknown): Error {
   const code = typeof e.code === "string" ? e.code : "";
   const message = typeof e.message === "string" ? e.message : "";
   if (code === "57014" || /query read timeout/.test(message)) return new QueryTimeoutError();
+  if (code === "XX000" && /TopologyException/.test(message)) return new GeometryTopologyError();
   if (LOGIN_REFUSED.has(code)) return new DatasetError("The database refused the login (user or password).");
   if (code === "3D000") return new DatasetError("The database does not exist.");
   if (GONE.has(code))
@@ -262,6 +263,7 @@ export class PostGisDatabase {
       if (geometryRow && column === geometryRow[0]) continue;
       const type = column === key ? "esriFieldTypeOID" : FIELD_TYPES[typname];
       if (!type) continue;
+      const convert = CONVERSIONS[typname];
       const length = (typname === "varchar" || typname === "bpchar") && typmod > 4 ? typmod - 4 : undefined;
       fields.push({
         name: column,
@@ -270,6 +272,7 @@ export class PostGisDatabase {
         ...(length ? { length } : {}),
         nullable: column !== key && !notNull,
         column,
+        ...(convert ? { convert } : {}),
       });
     }
     const firstString = fields.find((f) => f.type === "esriFieldTypeString");
@@ -310,12 +313,30 @@ export class PostGisDatabase {
 }
 
 /**
+ * The key of a view that keeps its table's rows one for one (PostgreSQL can update it: one table, no DISTINCT,
+ * GROUP BY, UNION, LIMIT or aggregate) and shows that table's single-column integer primary key as one of its
+ * columns. Which view column is which table column is read from the view's stored query: each output column
+ * records the table column it reads as-is (`resorigtbl`/`resorigcol`), so a renamed key counts and an integer
+ * renamed to the key's name does not. A view over a view has no key here (its origin is the inner view).
+ */
+const VIEW_KEY = `SELECT va.attname::text FROM pg_rewrite r
+    CROSS JOIN LATERAL regexp_matches(r.ev_action::text,
+      ':resname ((?:\\\\.|[^\\s\\\\])+) :ressortgroupref \\d+ :resorigtbl (\\d+) :resorigcol (\\d+)', 'g') AS m
+    JOIN pg_index i ON i.indrelid = CAST(m[2] AS oid) AND i.indisprimary AND i.indnkeyatts = 1
+      AND i.indkey[0] = CAST(m[3] AS int2)
+    JOIN pg_attribute va ON va.attrelid = c.oid AND va.attname = regexp_replace(m[1], '\\\\(.)', '\\1', 'g')
+      AND va.atttypid IN (21, 23, 20)
+    WHERE r.ev_class = c.oid AND r.rulename = '_RETURN' AND pg_relation_is_updatable(c.oid, false) & 20 = 20
+    LIMIT 1`;
+
+/**
  * Tables, views and materialized views the login may read, not part of an extension (PostGIS's own tables
  * and views), not partitions: name, kind, single-column integer key, geometry columns, oid, schema, table.
  */
 const RELATIONS = `SELECT n.nspname || '.' || c.relname AS name, c.relkind::text AS kind,
+  CASE WHEN c.relkind = 'v' THEN (${VIEW_KEY}) ELSE
   (SELECT a.attname::text FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-    WHERE i.indrelid = c.oid AND i.indisprimary AND i.indnkeyatts = 1 AND a.atttypid IN (21, 23, 20)) AS key,
+    WHERE i.indrelid = c.oid AND i.indisprimary AND i.indnkeyatts = 1 AND a.atttypid IN (21, 23, 20)) END AS key,
   (SELECT array_agg(g.f_geometry_column::text) FROM geometry_columns g
     WHERE g.f_table_schema = n.nspname AND g.f_table_name = c.relname) AS geometry_columns,
   c.oid::int8::float8 AS oid, n.nspname::text AS schema_name, c.relname::text AS table_name
@@ -342,13 +363,16 @@ function keyProblem(kind: string, key: string | null): string | undefined {
   if (key) return undefined;
   return kind === "r" || kind === "p"
     ? "The table has no single-column integer primary key to serve as object ids."
-    : "A view has no primary key: publish a table, or a materialized view's source table, with one.";
+    : kind === "v"
+      ? "The view does not show its table's single-column integer primary key as a column, or does not keep its table's rows one for one (a join, DISTINCT, GROUP BY, UNION or LIMIT)."
+      : "A materialized view has no primary key: publish its source table, or a view, instead.";
 }
 
 /**
  * The Esri type of a PostgreSQL column type, as the GeoPackage reader maps its types (bigint is an Integer,
- * date and timestamps are Dates in epoch milliseconds). Undefined: the column is not served (boolean, uuid,
- * json, arrays, ranges…: types whose comparisons with a text or number parameter PostgreSQL refuses).
+ * date and timestamps are Dates in epoch milliseconds; a boolean is a SmallInteger 0/1 and a uuid a GUID, as
+ * ArcGIS maps them; JSON is served as its text). Undefined: the column is not served (arrays, ranges, intervals,
+ * geography…: types with no field type of the wire to stand for them).
  */
 const FIELD_TYPES: Readonly<Record<string, EsriFieldType>> = {
   int2: "esriFieldTypeSmallInteger",
@@ -365,6 +389,18 @@ const FIELD_TYPES: Readonly<Record<string, EsriFieldType>> = {
   timestamp: "esriFieldTypeDate",
   timestamptz: "esriFieldTypeDate",
   bytea: "esriFieldTypeBlob",
+  bool: "esriFieldTypeSmallInteger",
+  uuid: "esriFieldTypeGUID",
+  json: "esriFieldTypeString",
+  jsonb: "esriFieldTypeString",
+};
+
+/** The conversions the types above need (read in SQL, so `where`, order and statistics see the same value). */
+const CONVERSIONS: Readonly<Record<string, Field["convert"]>> = {
+  bool: "boolean",
+  uuid: "guid",
+  json: "text",
+  jsonb: "text",
 };
 
 // Open databases by data store, while the function is warm.

@@ -3,7 +3,7 @@
 // plan's SQL, run on the dataset) → respond (rows into the asked format, in the asked spatial reference). The
 // page is what bounds the work and the memory: the SQL fetches one row more than the page, never the layer.
 import type { Geometry } from "geojson";
-import { DatasetError, QueryTextError, QueryTimeoutError } from "#shared/features/geopackage.ts";
+import { DatasetError, GeometryTopologyError, QueryTextError, QueryTimeoutError } from "#shared/features/geopackage.ts";
 import { fromEsriGeometry } from "#shared/features/geometry/esri-json.ts";
 import { generalize } from "#shared/features/geometry/generalize.ts";
 import {
@@ -101,7 +101,7 @@ async function run(
       throw new ApiError(500, "Error performing query operation", [
         "The query took too long: narrow it with 'where', 'geometry' or 'objectIds'.",
       ]);
-    if (err instanceof ApiError || err instanceof DatasetError) throw err;
+    if (err instanceof ApiError || err instanceof DatasetError || err instanceof GeometryTopologyError) throw err;
     if (err instanceof ExpressionError) throw invalidParameter(clauseCalling(plan, err.fn), err.message);
     // Only where (tested on every row) and having (on every group) hand text to functions.
     if (err instanceof QueryTextError)
@@ -146,8 +146,20 @@ export async function answerQuery(req: RestRequest, dataset: OpenDataset): Promi
   const outSR = req.contentFormat === "geojson" ? 4326 : (plan.outSR ?? srid);
   if (plan.outSR !== undefined && srid !== 0 && !hasCrs(plan.outSR)) await knowCrs(dataset, plan.outSR);
   const resolved = resolveSpatial(plan, dataset);
-  const emitted = emitQuery(dataset.dialect, plan, schema, resolved?.filter);
-  const rows = await run(plan, dataset, emitted, resolved);
+  let emitted = emitQuery(dataset.dialect, plan, schema, resolved?.filter);
+  let rows: unknown[][];
+  try {
+    rows = await run(plan, dataset, emitted, resolved);
+  } catch (err) {
+    if (!(err instanceof GeometryTopologyError) || !resolved) throw err;
+    emitted = emitQuery(dataset.dialect, plan, schema, { ...resolved.filter, repair: true });
+    rows = await run(plan, dataset, emitted, resolved).catch((again: unknown) => {
+      // The features repaired, what still cannot be related is the query geometry.
+      if (again instanceof GeometryTopologyError)
+        throw invalidParameter("geometry", "The geometry cannot be related to this layer's features.");
+      throw again;
+    });
+  }
   return toAnswer(dataset, plan, emitted, rows, srid, outSR);
 }
 

@@ -31,6 +31,12 @@ export interface Field {
   readonly nullable: boolean;
   /** The column in the source table (the same as `name` today; kept apart so emitters never quote a name). */
   readonly column: string;
+  /**
+   * How the column's own type becomes the field's, where the source holds a type the wire has not: a boolean as
+   * a SmallInteger 0/1, a uuid as a GUID (`{XXXXXXXX-…}`, as ArcGIS writes them), JSON as its text. Every use of
+   * the field (answers, `where`, order, statistics) reads it through the same conversion.
+   */
+  readonly convert?: "boolean" | "guid" | "text";
 }
 
 export const GEOMETRY_TYPES = [

@@ -72,10 +72,13 @@ export function spawnEngine(options: StartOptions = {}) {
 export async function startEngine(options: StartOptions = {}): Promise<RunningEngine> {
   const { dataDir, child, lines, errLines, exited } = spawnEngine(options);
   const ready = await new Promise<Ready>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`engine not ready in 30 s:\n${lines.join("\n")}\n${errLines.join("\n")}`)),
-      30_000,
-    );
+    // A first start writes the demo data (171,000 places): on a machine busy with other work that takes a while.
+    const timer = setTimeout(() => {
+      clearInterval(poll);
+      // Not left running behind a failed hook.
+      child.kill("SIGKILL");
+      reject(new Error(`engine not ready in 80 s:\n${lines.join("\n")}\n${errLines.join("\n")}`));
+    }, 80_000);
     const poll = setInterval(() => {
       const line = lines.find((l) => l.startsWith("mapgate: ready "));
       if (line) {

@@ -99,6 +99,16 @@ interface MetricFrame {
 
 const METRES_PER_DEGREE = 111_320;
 
+/**
+ * The largest distance a query geometry is buffered by in projected data (in geographic data, past the longest
+ * geodesic the buffer is the world): far past any two places on Earth in any projection's units, so a longer
+ * distance would select nothing more.
+ */
+export const MAX_BUFFER_METRES = 1e9;
+
+/** The longest geodesic between two places on the WGS 84 ellipsoid (pole to pole along a meridian), rounded up. */
+const MAX_GEODESIC_METRES = 20_004_000;
+
 function metricFrame(bounds: Bounds, metres: number, srid: number | undefined): MetricFrame {
   const identity = (g: Geometry) => g;
   if (!srid) return { toFrame: identity, fromFrame: identity, distance: metres };
@@ -294,7 +304,27 @@ export function prepareSpatialFilter(
   const sqlGeometry = () => {
     if (!(metres > 0)) return query;
     if (!buffer) {
-      const frame = metricFrame(queryBounds, metres, options.srid);
+      // Past the span of the Earth a larger buffer holds nothing more, and near the doubles' limit JTS and the
+      // frame's inverse projection stop making progress (a 1e308 m buffer held the event loop for minutes).
+      const geographic = !!options.srid && crsInfo(options.srid).geographic;
+      if (geographic && metres >= MAX_GEODESIC_METRES) {
+        // Every place on Earth lies within this distance of any other: the buffer is the whole world (the
+        // azimuthal frame cannot draw it: past half the globe its inverse folds back on itself).
+        buffer = {
+          type: "Polygon",
+          coordinates: [
+            [
+              [-180, -90],
+              [180, -90],
+              [180, 90],
+              [-180, 90],
+              [-180, -90],
+            ],
+          ],
+        };
+        return buffer;
+      }
+      const frame = metricFrame(queryBounds, Math.min(metres, MAX_BUFFER_METRES), options.srid);
       try {
         buffer = frame.fromFrame(fromJts(toJts(frame.toFrame(query)).buffer(frame.distance, 8)));
       } catch (err) {
