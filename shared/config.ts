@@ -63,8 +63,8 @@ const SOAP_FORMATS = [
 ];
 
 /**
- * What an operator may tune (README, "Configuration"): environment variables locally, CDK context of the same
- * name on AWS (`-c SIGNIN_MAX_FAILURES=10`), set on every function and checked by the same rules at synth.
+ * What an operator may tune (docs/local-engine.md, "Configuration"): environment variables locally, CDK context of
+ * the same name on AWS (`-c SIGNIN_MAX_FAILURES=10`), set on every function and checked by the same rules at synth.
  */
 export const TUNABLES = [
   "MAX_BODY_BYTES",

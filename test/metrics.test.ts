@@ -166,7 +166,8 @@ describe("metrics and shared caching, in-process through the real pipeline", () 
     const after = await answer(tileEvent("Open"));
     expect(JSON.parse(after.body ?? "{}")).toMatchObject({ error: { code: 499 } });
     expect(after.headers?.["cache-control"]).toBe("no-store");
-    // What a CDN fetched before keeps being served until its TTL ends: the README promises this bound.
+    // What a CDN fetched before keeps being served until its TTL ends: docs/aws.md ("The CDN") promises this
+    // bound.
     expect(CDN_MAX_TTL_SECONDS).toBeLessThanOrEqual(300);
     expect(orgService.access).toBe("org");
   });

@@ -23,8 +23,8 @@ const buckets = String(app.node.tryGetContext("cloudStoreBuckets") ?? "")
 // of each cloud store GeoPackage they query (512–10240; 2048 unless given).
 const ephemeral = app.node.tryGetContext("ephemeralStorageMb") as unknown;
 const ephemeralStorageMb = ephemeral === undefined ? undefined : Number(ephemeral);
-// `-c SIGNIN_MAX_FAILURES=10` etc.: the README's tunables, checked here by the rules the functions apply at
-// cold start, so a bad value stops the synth instead of every function.
+// `-c SIGNIN_MAX_FAILURES=10` etc.: the tunables (docs/local-engine.md), checked here by the rules the functions
+// apply at cold start, so a bad value stops the synth instead of every function.
 const tunables = Object.fromEntries(
   TUNABLES.flatMap((name) => {
     const value = app.node.tryGetContext(name) as unknown;
@@ -32,8 +32,9 @@ const tunables = Object.fromEntries(
   }),
 );
 readConfig(tunables);
-// The databases' VPC (README, "Reaching databases on AWS"): `-c databaseVpcId=vpc-… -c databaseSubnetIds=subnet-a,
-// subnet-b -c databaseSecurityGroupId=sg-… -c databaseRouteTableIds=rtb-…` [-c databaseVpcEndpoints=false].
+// The databases' VPC (docs/aws.md, "Reaching databases on AWS"): `-c databaseVpcId=vpc-…
+// -c databaseSubnetIds=subnet-a,subnet-b -c databaseSecurityGroupId=sg-… -c databaseRouteTableIds=rtb-…`
+// [-c databaseVpcEndpoints=false].
 const list = (name: string) =>
   String(app.node.tryGetContext(name) ?? "")
     .split(",")

@@ -84,7 +84,7 @@ export interface MapgateStackProps extends StackProps {
    * there once per version to be queried, so it bounds the largest one served (512–10240; 2048 by default).
    */
   readonly ephemeralStorageMb?: number;
-  /** The README's tunables (`SIGNIN_*`, `OAUTH_*`, `SOAP_*`, `MAX_BODY_BYTES`), set on every function. */
+  /** The tunables (`SIGNIN_*`, `OAUTH_*`, `SOAP_*`, `MAX_BODY_BYTES`; docs/local-engine.md), set on every function. */
   readonly tunables?: Readonly<Record<string, string>>;
   /**
    * The VPC of the databases data stores connect to: the functions that connect to them (and read data stores'
@@ -556,7 +556,7 @@ export class MapgateStack extends Stack {
   /**
    * The databases' VPC as given (nothing about it is looked up, so synth needs no account), and the endpoints
    * through which functions in it still reach DynamoDB and S3 (gateway endpoints, free) and Secrets Manager,
-   * Step Functions and EventBridge (interface endpoints, billed per hour and per GB: see the README).
+   * Step Functions and EventBridge (interface endpoints, billed per hour and per GB: see docs/aws.md).
    */
   private databaseNetwork(spec: DatabaseVpc): {
     vpc: IVpc;

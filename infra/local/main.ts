@@ -1,5 +1,5 @@
 // `npm start`: the whole system on this machine. Configuration comes from documented environment
-// variables (see the README), so scripts and several instances can run side by side.
+// variables (see docs/local-engine.md), so scripts and several instances can run side by side.
 // Before any store or handler module loads: the engine's SDK clients reach its store in-process.
 import "./in-process-dynamo.ts";
 import { resolve } from "node:path";

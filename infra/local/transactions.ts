@@ -5,8 +5,8 @@
 // (target, headers, body) and returns the answer (status, headers, body), so it serves both the SDK clients of
 // the engine's own process (in-process, see in-process-dynamo.ts) and, through a thin HTTP server, everything
 // still on a socket (the operator command, tests).
-// Limit (documented in the README): reads are not serialised, so a reader may glimpse a transaction
-// half-applied for the few milliseconds it takes. Writers never can.
+// Limit (documented in docs/local-engine.md, "The store"): reads are not serialised, so a reader may glimpse a
+// transaction half-applied for the few milliseconds it takes. Writers never can.
 // A crash cannot leave one half-applied: with a journal file (the engine's data folder has one), each
 // transaction's pre-images are made durable there before its first write, and the next start rolls back
 // whatever the journal still holds before the layer serves anyone.
