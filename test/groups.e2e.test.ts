@@ -594,6 +594,11 @@ describe("join requests at ArcGIS's paths, and each user's membership", () => {
       { fn: "getUserMembership", options: { groupId } },
     ]);
     expect(declined).toBe("none");
+    // A manager adding an applicant answers their request.
+    expect(await postJson(`${group}/createApplication`, tokens.former ?? "")).toEqual({ success: true, groupId });
+    expect(await postJson(`${group}/addUsers`, tokens.publisher ?? "", { users: "former" })).toEqual({ notAdded: [] });
+    expect(await getJson(`${group}/applications`, tokens.publisher)).toEqual({ applications: [] });
+    expect(await getJson(group, tokens.publisher)).toMatchObject({ userMembership: { applications: 0 } });
   });
 });
 

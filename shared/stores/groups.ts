@@ -442,6 +442,14 @@ export async function addMember(
             ? new TooManyGroupsError()
             : new MembershipError(),
   );
+  // A join request the member had pending (added by a manager, or by an invitation) is answered by this.
+  if (answers !== "application" && (await getRequest(group.groupId, "application", username))) {
+    try {
+      await deleteRequest(group.groupId, "application", username);
+    } catch (err) {
+      if (!(err instanceof RequestError || err instanceof GroupGoneError)) throw err;
+    }
+  }
 }
 
 /** Takes a member (never the owner) out of a group: their entry and the group on their user record. */
