@@ -236,7 +236,8 @@ const update: Compute = async (req) => {
       await membership("Unable to update group.", () => updateGroup(group, fields), fields.title);
       return { success: true, groupId: group.groupId };
     } catch (err) {
-      if (!(err instanceof StaleGroupError) || attempt >= 3) throw err;
+      if (!(err instanceof StaleGroupError)) throw err;
+      if (attempt >= 3) throw badRequest("Unable to update group.", ["The group changed meanwhile: try again."]);
     }
   }
 };

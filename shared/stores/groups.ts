@@ -312,15 +312,22 @@ const reserveTitle = (group: Pick<Group, "groupId" | "portalId">, title: string)
   },
 });
 
-/** Gives a title back (a group made before titles were reserved has none: nothing to give back). */
+/** Gives a title back, if the group still holds it. */
 const releaseTitle = (group: Pick<Group, "groupId" | "portalId">, title: string) => ({
   Delete: {
     TableName: table(),
     Key: titleKey(group.portalId, title),
-    ConditionExpression: "attribute_not_exists(entry) OR titleOf = :g",
+    ConditionExpression: "titleOf = :g",
     ExpressionAttributeValues: { ":g": group.groupId },
   },
 });
+
+/** The group holding a group's current title in its organization, if any. */
+async function titleHolder(group: Pick<Group, "portalId" | "title">): Promise<string | undefined> {
+  const found = await batchGet({ [table()]: { Keys: [titleKey(group.portalId, group.title)], ConsistentRead: true } });
+  const holder = found[table()]?.[0]?.titleOf;
+  return typeof holder === "string" ? holder : undefined;
+}
 
 /**
  * Creates a group with its owner as its first member and its title reserved, in one transaction: of two
@@ -378,7 +385,8 @@ export async function updateGroup(group: Group, fields: Partial<GroupFields>): P
     return;
   }
   const title = fields.title;
-  const moved = nameKey(title) !== nameKey(group.title);
+  // The old title is given back only if this group holds it (a group made before titles were reserved may not).
+  const moved = nameKey(title) !== nameKey(group.title) && (await titleHolder(group)) === group.groupId;
   await transact(
     [
       {
