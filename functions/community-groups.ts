@@ -27,13 +27,14 @@ import {
   holds,
   listParam,
   managedGroup,
+  managesGroup,
   membershipOf,
   orgAdminFor,
   readGroupFields,
   userMembership,
   visibleGroup,
 } from "#shared/groups.ts";
-import { groupPage, groupPageHref, groupsPage } from "#shared/group-pages.ts";
+import { groupPage, groupPageHref, groupsPage, type JoinRequests } from "#shared/group-pages.ts";
 import { Redirect } from "#shared/http/render.ts";
 import { changing, itemView } from "#shared/items.ts";
 import { itemId as newId } from "#shared/ids.ts";
@@ -187,10 +188,17 @@ const search: Compute = async (req) => {
   return { query: q, ...page, results: shown.map((g) => groupView(g)) };
 };
 
-/** What a group's page shows besides the group: its members and the items the caller may see. */
+/**
+ * What a group's page shows besides the group: its members, the items the caller may see, and join requests
+ * (the pending ones to its managers; whether the caller's own is pending).
+ */
 const PAGE = Symbol("page");
 interface GroupPageData {
-  [PAGE]?: { members: Awaited<ReturnType<typeof memberLists>> | undefined; items: Record<string, unknown>[] };
+  [PAGE]?: {
+    members: Awaited<ReturnType<typeof memberLists>> | undefined;
+    items: Record<string, unknown>[];
+    requests: JoinRequests;
+  };
 }
 
 async function memberLists(group: Group) {
@@ -209,11 +217,19 @@ const read: Compute = async (req) => {
       ? groupView(group, userMembership(group, req.identity.user.username, await membershipOf(req.identity, group)))
       : groupView(group);
   if (req.format !== "html") return view;
+  const identity = req.identity;
+  const requests: JoinRequests =
+    identity.kind !== "user"
+      ? { pending: false }
+      : (await managesGroup(identity, group))
+        ? { pending: false, applications: (await listRequests(group.groupId, "application")).map((a) => a.username) }
+        : { pending: (await getRequest(group.groupId, "application", identity.user.username)) !== undefined };
   // A symbol key: never part of a JSON answer, only of the page.
   const extra: GroupPageData = {
     [PAGE]: {
-      members: req.identity.kind === "anonymous" ? undefined : await memberLists(group),
-      items: (await groupItems(req.identity, group)).map((i) => itemView(i, req.identity, req.httpsOrigin)),
+      members: identity.kind === "anonymous" ? undefined : await memberLists(group),
+      items: (await groupItems(identity, group)).map((i) => itemView(i, identity, req.httpsOrigin)),
+      requests,
     },
   };
   return Object.assign(view, extra);
@@ -550,7 +566,7 @@ const ROUTES: readonly Route[] = [
       name: "Group",
       html: (data, req) => {
         const extra = (data as GroupPageData)[PAGE];
-        return groupPage(data as Record<string, unknown>, extra?.members, extra?.items ?? [], req);
+        return groupPage(data as Record<string, unknown>, extra?.members, extra?.items ?? [], req, extra?.requests);
       },
     },
     compute: read,
