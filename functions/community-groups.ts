@@ -6,9 +6,10 @@
 //   GET  groups/<id>                                   the group, with the caller's membership
 //   GET  groups/<id>/users                             owner, managers and members
 //   POST groups/<id>/update | delete | reassign        the group's owner and managers (delete, reassign: owner)
-//   POST groups/<id>/join | leave                      the caller
+//   POST groups/<id>/join | leave                      the caller (join asks the managers unless autoJoin)
+//   POST groups/<id>/createApplication                 the caller asks to join (invitation-only groups too)
 //   POST groups/<id>/addUsers | removeUsers | invite   the group's owner and managers
-//   GET  groups/<id>/applications                      join requests, to the owner and managers
+//   GET  groups/<id>/applications[/<u>]                join requests, to the owner and managers
 //   POST groups/<id>/applications/<u>/accept | decline
 //   GET  users/<u>/invitations                         the user's invitations
 //   POST users/<u>/invitations/<groupId>/accept | decline
@@ -26,12 +27,14 @@ import {
   holds,
   listParam,
   managedGroup,
+  managesGroup,
   membershipOf,
   orgAdminFor,
   readGroupFields,
+  userMembership,
   visibleGroup,
 } from "#shared/groups.ts";
-import { groupPage, groupPageHref, groupsPage } from "#shared/group-pages.ts";
+import { groupPage, groupPageHref, groupsPage, type JoinRequests } from "#shared/group-pages.ts";
 import { Redirect } from "#shared/http/render.ts";
 import { changing, itemView } from "#shared/items.ts";
 import { itemId as newId } from "#shared/ids.ts";
@@ -60,7 +63,10 @@ import {
   putRequest,
   reassignGroup,
   removeMember,
+  RequestError,
   setMemberType,
+  StaleGroupError,
+  TitleTakenError,
   TooManyGroupsError,
   updateGroup,
 } from "#shared/stores/groups.ts";
@@ -82,11 +88,17 @@ async function settled(change: () => Promise<void>): Promise<void> {
   }
 }
 
-/** Turns the store's refusals into the envelope (a concurrent delete, the 512-group limit, membership). */
-async function membership<T>(what: string, change: () => Promise<T>): Promise<T> {
+/**
+ * Turns the store's refusals into the envelope (a concurrent delete, the 512-group limit, membership, a title
+ * another group of the organization has: ArcGIS's words).
+ */
+async function membership<T>(what: string, change: () => Promise<T>, title = ""): Promise<T> {
   try {
     return await change();
   } catch (err) {
+    if (err instanceof TitleTakenError) {
+      throw badRequest(what, [`You already have a group named '${title}'. Try a different name.`]);
+    }
     if (err instanceof GroupGoneError) throw badRequest(what, ["The group does not exist or is being deleted."]);
     if (err instanceof TooManyGroupsError) {
       throw badRequest(what, [`A member may belong to at most ${MAX_USER_GROUPS} groups.`]);
@@ -113,9 +125,11 @@ const create: Compute = async (req) => {
     created: now,
     modified: now,
     deleting: false,
+    applications: 0,
   } satisfies Group;
-  await membership("Unable to create group.", () => createGroup(group));
-  return { success: true, group: groupView(group, { username: group.owner, memberType: "owner", joined: now }) };
+  await membership("Unable to create group.", () => createGroup(group), group.title);
+  const owner = { username: group.owner, memberType: "owner" as const, joined: now };
+  return { success: true, group: groupView(group, userMembership(group, group.owner, owner)) };
 };
 
 function compare(field: (typeof SORT_FIELDS)[number], a: Group, b: Group): number {
@@ -174,10 +188,17 @@ const search: Compute = async (req) => {
   return { query: q, ...page, results: shown.map((g) => groupView(g)) };
 };
 
-/** What a group's page shows besides the group: its members and the items the caller may see. */
+/**
+ * What a group's page shows besides the group: its members, the items the caller may see, and join requests
+ * (the pending ones to its managers; whether the caller's own is pending).
+ */
 const PAGE = Symbol("page");
 interface GroupPageData {
-  [PAGE]?: { members: Awaited<ReturnType<typeof memberLists>> | undefined; items: Record<string, unknown>[] };
+  [PAGE]?: {
+    members: Awaited<ReturnType<typeof memberLists>> | undefined;
+    items: Record<string, unknown>[];
+    requests: JoinRequests;
+  };
 }
 
 async function memberLists(group: Group) {
@@ -193,14 +214,22 @@ const read: Compute = async (req) => {
   const group = await visibleGroup(req.identity, groupId(req));
   const view =
     req.identity.kind === "user"
-      ? groupView(group, await membershipOf(req.identity, group), req.identity.user.username)
+      ? groupView(group, userMembership(group, req.identity.user.username, await membershipOf(req.identity, group)))
       : groupView(group);
   if (req.format !== "html") return view;
+  const identity = req.identity;
+  const requests: JoinRequests =
+    identity.kind !== "user"
+      ? { pending: false }
+      : (await managesGroup(identity, group))
+        ? { pending: false, applications: (await listRequests(group.groupId, "application")).map((a) => a.username) }
+        : { pending: (await getRequest(group.groupId, "application", identity.user.username)) !== undefined };
   // A symbol key: never part of a JSON answer, only of the page.
   const extra: GroupPageData = {
     [PAGE]: {
-      members: req.identity.kind === "anonymous" ? undefined : await memberLists(group),
-      items: (await groupItems(req.identity, group)).map((i) => itemView(i, req.identity, req.httpsOrigin)),
+      members: identity.kind === "anonymous" ? undefined : await memberLists(group),
+      items: (await groupItems(identity, group)).map((i) => itemView(i, identity, req.httpsOrigin)),
+      requests,
     },
   };
   return Object.assign(view, extra);
@@ -213,12 +242,20 @@ const users: Compute = async (req) => {
 };
 
 const update: Compute = async (req) => {
-  const { group } = await managedGroup(req.identity, groupId(req));
   const problems: string[] = [];
   const fields = readGroupFields(req.params, false, problems);
   if (problems.length > 0) throw badRequest("Unable to update group.", problems);
-  await membership("Unable to update group.", () => updateGroup(group, fields));
-  return { success: true, groupId: group.groupId };
+  // A rename is conditioned on the title read: a concurrent rename makes it read the group again.
+  for (let attempt = 0; ; attempt++) {
+    const { group } = await managedGroup(req.identity, groupId(req));
+    try {
+      await membership("Unable to update group.", () => updateGroup(group, fields), fields.title);
+      return { success: true, groupId: group.groupId };
+    } catch (err) {
+      if (!(err instanceof StaleGroupError)) throw err;
+      if (attempt >= 3) throw badRequest("Unable to update group.", ["The group changed meanwhile: try again."]);
+    }
+  }
 };
 
 /**
@@ -283,9 +320,35 @@ const join: Compute = async (req) => {
     await membership("Unable to join group.", () => settled(() => addMember(group, identity.user.username, "member")));
   } else {
     // As ArcGIS: a join request the group's owner and managers accept or decline.
-    await membership("Unable to join group.", () => putRequest(group, "application", identity.user.username));
+    await apply(group, identity.user.username, "Unable to join group.");
   }
   return answer;
+};
+
+/** Records the caller's join request; one already pending stands (asking again changes nothing). */
+async function apply(group: Group, username: string, what: string): Promise<void> {
+  await membership(what, async () => {
+    try {
+      await putRequest(group, "application", username);
+    } catch (err) {
+      if (!(err instanceof RequestError)) throw err;
+    }
+  });
+}
+
+/**
+ * The caller asks to join: a join request the group's owner and managers accept or decline, for an
+ * invitation-only group too (its managers still decide who joins).
+ */
+const createApplication: Compute = async (req) => {
+  const identity = requireUser(req);
+  const group = await visibleGroup(identity, groupId(req));
+  if (!holds(identity, "portal:user:joinGroup")) throw forbidden(["Your role may not join groups."]);
+  if (group.portalId !== identity.user.portalId) throw forbidden(["Only the group's organization may join it."]);
+  if (!identity.user.groups.has(group.groupId)) {
+    await apply(group, identity.user.username, "Unable to create the application.");
+  }
+  return { success: true, groupId: group.groupId };
 };
 
 const leave: Compute = async (req) => {
@@ -376,21 +439,47 @@ const invite: Compute = async (req) => {
   return { success: true, notInvited: missing };
 };
 
+/** A join request as ArcGIS answers it: the applicant's name and full name, and when it came. */
+async function applicationView(username: string, received: number) {
+  const user = await getUser(username);
+  return { username, fullname: user?.fullName ?? username, received };
+}
+
 const applications: Compute = async (req) => {
   const { group } = await managedGroup(req.identity, groupId(req));
   const list = await listRequests(group.groupId, "application");
-  return { applications: list.map((a) => ({ username: a.username, received: a.created })) };
+  return { applications: await Promise.all(list.map((a) => applicationView(a.username, a.created))) };
+};
+
+const noApplication = (username: string) =>
+  badRequest("Unable to answer the application.", [`No application from '${username.slice(0, 128)}'.`]);
+
+const application: Compute = async (req) => {
+  const { group } = await managedGroup(req.identity, groupId(req));
+  const username = req.pathParameters.username ?? "";
+  const found = await getRequest(group.groupId, "application", username);
+  if (!found) throw noApplication(username);
+  return applicationView(found.username, found.created);
 };
 
 const answerApplication: Compute = async (req) => {
   const { group } = await managedGroup(req.identity, groupId(req));
   const username = req.pathParameters.username ?? "";
-  const accept = req.pathParameters.decision === "accept";
-  const application = await getRequest(group.groupId, "application", username);
-  if (!application) throw badRequest("Unable to answer the application.", [`No application from '${username}'.`]);
-  if (accept)
+  const found = await getRequest(group.groupId, "application", username);
+  if (!found) throw noApplication(username);
+  if (req.pathParameters.decision === "accept") {
     await membership("Unable to accept the application.", () => addMember(group, username, "member", "application"));
-  else await deleteRequest(group.groupId, "application", username);
+    return { success: true, username, groupId: group.groupId };
+  }
+  try {
+    await deleteRequest(group.groupId, "application", username);
+  } catch (err) {
+    // Answered by another manager meanwhile, or the group went.
+    if (err instanceof RequestError) throw noApplication(username);
+    if (err instanceof GroupGoneError)
+      throw badRequest("Unable to decline the application.", ["The group does not exist."]);
+    throw err;
+  }
   return { success: true, username, groupId: group.groupId };
 };
 
@@ -477,7 +566,7 @@ const ROUTES: readonly Route[] = [
       name: "Group",
       html: (data, req) => {
         const extra = (data as GroupPageData)[PAGE];
-        return groupPage(data as Record<string, unknown>, extra?.members, extra?.items ?? [], req);
+        return groupPage(data as Record<string, unknown>, extra?.members, extra?.items ?? [], req, extra?.requests);
       },
     },
     compute: read,
@@ -503,6 +592,12 @@ const ROUTES: readonly Route[] = [
   { pattern: new RegExp(`^groups/${ID}/reassign$`), names: ["groupId"], op: post("Reassign Group"), compute: reassign },
   { pattern: new RegExp(`^groups/${ID}/join$`), names: ["groupId"], op: post("Join Group"), compute: join },
   { pattern: new RegExp(`^groups/${ID}/leave$`), names: ["groupId"], op: post("Leave Group"), compute: leave },
+  {
+    pattern: new RegExp(`^groups/${ID}/createApplication$`),
+    names: ["groupId"],
+    op: post("Create Group Application"),
+    compute: createApplication,
+  },
   { pattern: new RegExp(`^groups/${ID}/addUsers$`), names: ["groupId"], op: post("Add Users"), compute: addUsers },
   {
     pattern: new RegExp(`^groups/${ID}/removeUsers$`),
@@ -518,9 +613,15 @@ const ROUTES: readonly Route[] = [
     compute: applications,
   },
   {
+    pattern: new RegExp(`^groups/${ID}/applications/${NAME}$`),
+    names: ["groupId", "username"],
+    op: { name: "Group Application" },
+    compute: application,
+  },
+  {
     pattern: new RegExp(`^groups/${ID}/applications/${NAME}/(accept|decline)$`),
     names: ["groupId", "username", "decision"],
-    op: post("Group Application"),
+    op: post("Answer Group Application"),
     compute: answerApplication,
   },
   {

@@ -1,11 +1,19 @@
-// GET|POST …/sharing/rest/community/self: the signed-in user, with their groups; 499 to anonymous callers
-// (clients rely on it).
-import { groupView } from "#shared/groups.ts";
+// GET|POST …/sharing/rest/community/self: the signed-in user, with their groups (each with the user's
+// membership, as ArcGIS answers it); 499 to anonymous callers (clients rely on it).
+import { groupView, userMembership } from "#shared/groups.ts";
 import { requireUser, restHandler } from "#shared/http/pipeline.ts";
-import { groupsOf } from "#shared/stores/groups.ts";
+import { groupsOf, membershipsOf } from "#shared/stores/groups.ts";
 import { fullProfile } from "#shared/user-views.ts";
 
 export const handler = restHandler({ name: "User" }, async (req) => {
   const { user, privileges } = requireUser(req);
-  return { ...fullProfile(user, privileges), groups: (await groupsOf(user)).map((g) => groupView(g)) };
+  const groups = await groupsOf(user);
+  const members = await membershipsOf(
+    user.username,
+    groups.map((g) => g.groupId),
+  );
+  return {
+    ...fullProfile(user, privileges),
+    groups: groups.map((g) => groupView(g, userMembership(g, user.username, members.get(g.groupId)))),
+  };
 });

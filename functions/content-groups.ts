@@ -1,25 +1,50 @@
 // What no other content route serves (…/sharing/rest/content/…), as ArcGIS has it:
-//   GET content/groups/<id>        the group's items the caller may see, newest first: start (1-based), num (≤ 100)
+//   GET content/groups/<id>        the group's items the caller may see: start (1-based), num (≤ 100), in the
+//                                  order sortField/sortOrder ask for, else the group's own sortField and sortOrder
 //   GET content/items/<id>/groups  the groups the item is shared with that the caller may see, by the caller's
 //                                  membership: {admin, member, other}
 // One function for both (the stack's resource budget counts functions); anything else is the usual 404.
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
 import { itemsPage } from "#shared/item-pages.ts";
-import { groupItems, groupVisibleTo, groupView, membershipOf, visibleGroup } from "#shared/groups.ts";
+import {
+  groupItems,
+  type GroupSortField,
+  groupVisibleTo,
+  groupView,
+  type ItemOrder,
+  membershipOf,
+  visibleGroup,
+} from "#shared/groups.ts";
 import { badRequest, noSuchResource } from "#shared/http/errors.ts";
 import { intParam } from "#shared/http/params.ts";
 import { type Compute, restHandler } from "#shared/http/pipeline.ts";
 import { itemView, visibleItem } from "#shared/items.ts";
 import { pageOf } from "#shared/paging.ts";
-import { getGroups } from "#shared/stores/groups.ts";
+import { getGroups, GROUP_SORT_FIELDS } from "#shared/stores/groups.ts";
 
 const groupContent: Compute = async (req) => {
   const problems: string[] = [];
   const start = intParam(req.params.get("start"), "start", 1, 1, 10_000, problems);
   const num = intParam(req.params.get("num"), "num", 10, 0, 100, problems);
+  const sortField = req.params.get("sortField")?.trim().toLowerCase() || undefined;
+  if (sortField !== undefined && !(GROUP_SORT_FIELDS as readonly string[]).includes(sortField)) {
+    problems.push(`'sortField' must be one of ${GROUP_SORT_FIELDS.join(", ")}.`);
+  }
+  const sortOrder = req.params.get("sortOrder")?.trim().toLowerCase() || undefined;
+  if (sortOrder !== undefined && sortOrder !== "asc" && sortOrder !== "desc") {
+    problems.push("'sortOrder' must be asc or desc.");
+  }
   if (problems.length > 0) throw badRequest("Unable to list the group's content.", problems);
   const group = await visibleGroup(req.identity, req.pathParameters.groupId ?? "");
-  const items = await groupItems(req.identity, group);
+  // The request's order, else the group's (a sortOrder alone turns the group's field around).
+  const order: ItemOrder | undefined =
+    sortField !== undefined || sortOrder !== undefined
+      ? {
+          field: (sortField as GroupSortField | undefined) ?? (group.sortField as GroupSortField),
+          order: (sortOrder as "asc" | "desc" | undefined) ?? "asc",
+        }
+      : undefined;
+  const items = await groupItems(req.identity, group, order);
   const { shown, ...page } = pageOf(items, start, num);
   return { ...page, items: shown.map((i) => itemView(i, req.identity, req.httpsOrigin)) };
 };

@@ -4,7 +4,7 @@
 // (`{error:{code,message,details}}`). A job operation given a task token answers it when the job ends; if the
 // operation is refused before a job starts, the token is failed at once, so no workflow waits for nothing.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import { INVOCATION, type InvokedOperation, ROUTES, routeKeys } from "#infra/system.ts";
+import { invokedRoute, type InvokedOperation, ROUTES, routeKeys } from "#infra/system.ts";
 import { config } from "#shared/config.ts";
 import { ApiError, errorBody, INTERNAL_ERROR } from "#shared/http/errors.ts";
 import type { Invocation, RestContext } from "#shared/http/pipeline.ts";
@@ -29,24 +29,41 @@ export const MODULES = {
   unshareItem: () => import("#functions/item-share.ts"),
   listRoles: () => import("#functions/role-list.ts"),
   createRole: () => import("#functions/role-create.ts"),
+  searchGroups: () => import("#functions/community-groups.ts"),
+  createGroup: () => import("#functions/community-groups.ts"),
+  getGroup: () => import("#functions/community-groups.ts"),
+  updateGroup: () => import("#functions/community-groups.ts"),
+  deleteGroup: () => import("#functions/community-groups.ts"),
+  getGroupUsers: () => import("#functions/community-groups.ts"),
+  addGroupUsers: () => import("#functions/community-groups.ts"),
+  removeGroupUsers: () => import("#functions/community-groups.ts"),
+  getGroupContent: () => import("#functions/content-groups.ts"),
 } satisfies Record<InvokedOperation, () => Promise<{ handler: unknown }>>;
 
 config();
 
-/** The route's path with its parameters filled: `portalId` from the event, the others taken out of `params`. */
+/**
+ * The route's path with its parameters filled: `portalId` from the event, the others taken out of `params`; a
+ * greedy `{path+}` takes the operation's own sub-path, filled the same way.
+ */
 function routeRequest(e: InvokedEvent) {
-  const route = ROUTES.find((r) => r.id === INVOCATION.operations[e.operation]);
+  const { route: id, path: subPath } = invokedRoute(e.operation);
+  const route = ROUTES.find((r) => r.id === id);
   if (!route) throw new Error(`no route for ${e.operation}`);
   const params = new Map(e.params);
   const pathParameters: Record<string, string> = {};
   const missing: string[] = [];
-  const path = route.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
-    const value = name === "portalId" ? e.portalId : params.get(name);
-    params.delete(name);
-    if (!value) missing.push(`'params.${name}' must be specified.`);
-    pathParameters[name] = value ?? "";
-    return encodeURIComponent(value ?? "");
-  });
+  const fill = (template: string) =>
+    template.replace(/\{(\w+)\}/g, (_m, name: string) => {
+      const value = name === "portalId" ? e.portalId : params.get(name);
+      params.delete(name);
+      if (!value) missing.push(`'params.${name}' must be specified.`);
+      pathParameters[name] = value ?? "";
+      return encodeURIComponent(value ?? "");
+    });
+  const greedy = subPath === undefined ? undefined : fill(subPath);
+  if (greedy !== undefined) pathParameters.path = decodeURIComponent(greedy);
+  const path = fill(route.path).replace("{path+}", greedy ?? "");
   if (missing.length > 0) throw new ApiError(400, "Invalid invocation.", missing);
   return { path, pathParameters, params, routeKey: routeKeys(route)[0] ?? `POST ${route.path}` };
 }

@@ -468,7 +468,9 @@ export const WORKFLOW = {
 /**
  * The operations function: what other AWS services invoke (Lambda Invoke, IAM the authority) to call mapgate
  * without a password or token. `{operation, portalId, params, taskToken?}` runs the named route's own handler
- * as the registered member the caller acts as, and answers the JSON that route answers.
+ * as the registered member the caller acts as, and answers the JSON that route answers. An operation names its
+ * route by id, or, for a route with a greedy `{path+}`, its id and the sub-path it fills it with; the path's
+ * `{name}` parameters are taken out of `params`.
  */
 export const INVOCATION = {
   id: "operations",
@@ -485,12 +487,27 @@ export const INVOCATION = {
     unshareItem: "item-unshare",
     listRoles: "role-list",
     createRole: "role-create",
+    searchGroups: { route: "community-groups", path: "groups" },
+    createGroup: { route: "community-groups", path: "createGroup" },
+    getGroup: { route: "community-groups", path: "groups/{groupId}" },
+    updateGroup: { route: "community-groups", path: "groups/{groupId}/update" },
+    deleteGroup: { route: "community-groups", path: "groups/{groupId}/delete" },
+    getGroupUsers: { route: "community-groups", path: "groups/{groupId}/users" },
+    addGroupUsers: { route: "community-groups", path: "groups/{groupId}/addUsers" },
+    removeGroupUsers: { route: "community-groups", path: "groups/{groupId}/removeUsers" },
+    getGroupContent: { route: "content-groups", path: "groups/{groupId}" },
   },
   /** Operations that start a job: they take a task token, answered when the job ends. */
   jobs: ["describe", "publish", "publishLayers"],
 } as const;
 
 export type InvokedOperation = keyof typeof INVOCATION.operations;
+
+/** The route an operation runs, and the sub-path its greedy `{path+}` takes (if it has one). */
+export function invokedRoute(operation: InvokedOperation): { readonly route: string; readonly path?: string } {
+  const spec: string | { readonly route: string; readonly path: string } = INVOCATION.operations[operation];
+  return typeof spec === "string" ? { route: spec } : spec;
+}
 
 /** A function that no route serves: the operations function, and events-redeliver. */
 export interface FunctionSpec extends TaskSpec {
@@ -500,7 +517,8 @@ export interface FunctionSpec extends TaskSpec {
 
 /** The operations function's reach: the union of its routes', the callers it reads, and task tokens it fails. */
 export function invocationFunction(): FunctionSpec {
-  const routes = Object.values(INVOCATION.operations).map((id) => {
+  const routes = (Object.keys(INVOCATION.operations) as InvokedOperation[]).map((operation) => {
+    const id = invokedRoute(operation).route;
     const found = ROUTES.find((r) => r.id === id);
     if (!found) throw new Error(`INVOCATION names ${id}, which is no route`);
     return found;

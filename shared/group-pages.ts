@@ -43,12 +43,22 @@ export function groupsPage(title: string, data: object, req: RestRequest): strin
   return page(title, `<h1>${escapeHtml(title)}</h1>${create}${search}${table}${more}`);
 }
 
-/** One group: its fields, members and items, and the forms the caller may use (join, leave, manage). */
+/** Join requests as a group's page shows them: the pending ones to its managers, the caller's own otherwise. */
+export interface JoinRequests {
+  readonly pending: boolean;
+  readonly applications?: readonly string[];
+}
+
+/**
+ * One group: its fields, members and items, and the forms the caller may use (join, or ask to join an
+ * invitation-only group; leave; manage, with the pending join requests to accept or decline).
+ */
 export function groupPage(
   group: View,
   members: { owner: string; admins: string[]; users: string[] } | undefined,
   items: readonly View[],
   req: RestRequest,
+  requests: JoinRequests = { pending: false },
 ): string {
   const id = String(group.id);
   const base = `${community}/groups/${encodeURIComponent(id)}`;
@@ -88,8 +98,10 @@ export function groupPage(
   if (req.csrf && req.identity.kind === "user") {
     const button = (op: string, label: string) =>
       renderForm([], new Map(), req.csrf, { action: `${base}/${op}`, submit: label, formats: false });
-    if (!membership || membership === "none") forms += button("join", "Join");
-    else if (membership !== "owner") forms += button("leave", "Leave");
+    if (membership && membership !== "none") {
+      if (membership !== "owner") forms += button("leave", "Leave");
+    } else if (requests.pending) forms += '<p class="muted">Your request to join is pending.</p>';
+    else forms += group.isInvitationOnly === true ? button("createApplication", "Ask to join") : button("join", "Join");
     if (membership === "owner" || membership === "admin" || req.identity.user.role === "org_admin") {
       forms +=
         `<h2>Manage</h2>` +
@@ -99,6 +111,16 @@ export function groupPage(
           formats: false,
         }) +
         `<p><a href="${escapeHtml(`${base}/update?f=html`)}">Edit the group</a></p>` +
+        (requests.applications && requests.applications.length > 0
+          ? `<h2>Join requests</h2><ul>${requests.applications
+              .map((u) => {
+                const at = `${base}/applications/${encodeURIComponent(u)}`;
+                const answer = (op: string, label: string) =>
+                  renderForm([], new Map(), req.csrf, { action: `${at}/${op}`, submit: label, formats: false });
+                return `<li>${text(u)}${answer("accept", `Accept ${u}`)}${answer("decline", `Decline ${u}`)}</li>`;
+              })
+              .join("")}</ul>`
+          : "") +
         button("delete", "Delete group");
     }
   }

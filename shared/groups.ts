@@ -15,6 +15,7 @@ import {
   isGroupId,
   listGroupItemIds,
   type Member,
+  type MemberType,
 } from "#shared/stores/groups.ts";
 import { getItems, type Item } from "#shared/stores/items.ts";
 import { ACCESS, type Access } from "#shared/stores/service-keys.ts";
@@ -98,18 +99,74 @@ export async function mayShareWith(identity: Identity, group: Group, itemPortalI
   return !group.isViewOnly || member.memberType !== "member";
 }
 
-/**
- * The group's items the caller may see, newest first. The group's records of its items say where to look; each
- * item's own record says whether it is still shared with the group (and a deleted item is simply not found).
- */
-export async function groupItems(identity: Identity, group: Group): Promise<Item[]> {
-  return [...(await getItems(await listGroupItemIds(group.groupId))).values()]
-    .filter((i) => i.groups?.includes(group.groupId) && visibleTo(identity, i))
-    .sort((a, b) => b.created - a.created || a.itemId.localeCompare(b.itemId));
+export type GroupSortField = (typeof GROUP_SORT_FIELDS)[number];
+export interface ItemOrder {
+  readonly field: GroupSortField;
+  readonly order: "asc" | "desc";
 }
 
-/** A group as the sharing API answers it, with the caller's membership when signed in. */
-export function groupView(group: Group, member?: Member, username?: string): Record<string, unknown> {
+/** An item's value for a group's sort field (ratings and views are not kept: every item has none). */
+function sortValue(item: Item, field: GroupSortField): string | number {
+  switch (field) {
+    case "title":
+      return item.title;
+    case "owner":
+      return item.owner;
+    case "created":
+      return item.created;
+    case "modified":
+      return item.modified;
+    default:
+      return 0;
+  }
+}
+
+function compareItems(a: Item, b: Item, { field, order }: ItemOrder): number {
+  const x = sortValue(a, field);
+  const y = sortValue(b, field);
+  const by =
+    typeof x === "number" && typeof y === "number"
+      ? x - y
+      : String(x).localeCompare(String(y), "en", { sensitivity: "base" });
+  // Ties: newest first, then by id, so pages never skip nor repeat an item.
+  return (order === "desc" ? -by : by) || b.created - a.created || a.itemId.localeCompare(b.itemId);
+}
+
+/**
+ * The group's items the caller may see, in the order asked for or else the group's own (`sortField`,
+ * `sortOrder`). The group's records of its items say where to look; each item's own record says whether it is
+ * still shared with the group (and a deleted item is simply not found).
+ */
+export async function groupItems(identity: Identity, group: Group, order?: ItemOrder): Promise<Item[]> {
+  const asked = order ?? { field: group.sortField as GroupSortField, order: group.sortOrder };
+  // A group's field is checked when set; one stored otherwise reads as the default.
+  const by = (GROUP_SORT_FIELDS as readonly string[]).includes(asked.field)
+    ? asked
+    : { ...asked, field: "title" as const };
+  return [...(await getItems(await listGroupItemIds(group.groupId))).values()]
+    .filter((i) => i.groups?.includes(group.groupId) && visibleTo(identity, i))
+    .sort((a, b) => compareItems(a, b, by));
+}
+
+/** A user's membership of a group as ArcGIS answers it (`userMembership`). */
+export interface UserMembership {
+  readonly username: string;
+  readonly memberType: MemberType | "none";
+  /** Pending join requests: only to the group's owner and managers. */
+  readonly applications?: number;
+}
+
+export function userMembership(group: Group, username: string, member: Member | undefined): UserMembership {
+  const memberType = member?.memberType ?? "none";
+  return {
+    username,
+    memberType,
+    ...(memberType === "owner" || memberType === "admin" ? { applications: group.applications } : {}),
+  };
+}
+
+/** A group as the sharing API answers it, with a user's membership (the caller's, or the profile's user's). */
+export function groupView(group: Group, membership?: UserMembership): Record<string, unknown> {
   return {
     id: group.groupId,
     title: group.title,
@@ -141,9 +198,7 @@ export function groupView(group: Group, member?: Member, username?: string): Rec
     hiddenMembers: false,
     displaySettings: { itemTypes: "" },
     orgId: group.portalId,
-    ...(username !== undefined
-      ? { userMembership: { username, memberType: member?.memberType ?? "none", applications: 0 } }
-      : {}),
+    ...(membership ? { userMembership: membership } : {}),
   };
 }
 
@@ -189,7 +244,7 @@ export function readGroupFields(params: Params, creating: boolean, problems: str
     if (v !== undefined) out[flag] = v;
     else if (creating) out[flag] = false;
   }
-  const sortField = params.get("sortField")?.trim();
+  const sortField = params.get("sortField")?.trim().toLowerCase();
   if (sortField) {
     if (!(GROUP_SORT_FIELDS as readonly string[]).includes(sortField)) {
       problems.push(`'sortField' must be one of ${GROUP_SORT_FIELDS.join(", ")}.`);

@@ -1,6 +1,7 @@
 // The group pages in a real headless Chromium over HTTPS, scripts disabled: an administrator creates a group from
 // the directory and shares an item with it from the item's page (a group checkbox); a member finds the group,
-// joins it, sees the item in the group's content and in the services directory, and loses it on leaving.
+// joins it, sees the item in the group's content and in the services directory, and loses it on leaving; asks to
+// join an invitation-only group from its page, and the owner accepts the request on the group's page.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
@@ -126,5 +127,22 @@ describe("group pages", () => {
     await expect(admin.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Groups");
     await admin.goto(itemUrl);
     await expect(cell(admin, "Access").textContent()).resolves.toBe("private");
+
+    // An invitation-only group offers no Join, only a request its managers answer on its page.
+    await admin.goto(https("/community/createGroup?f=html"));
+    await admin.getByLabel("Title").fill("Invited browser crew");
+    await admin.getByLabel("Access (private, org or public)").fill("org");
+    await admin.getByLabel("By invitation only").check();
+    await submit(admin, "Submit");
+    const invited = admin.url();
+    await member.goto(invited);
+    await expect(member.getByRole("button", { name: "Join", exact: true }).count()).resolves.toBe(0);
+    await submit(member, "Ask to join");
+    await expect(member.getByText("Your request to join is pending.").count()).resolves.toBe(1);
+    await admin.goto(invited);
+    await submit(admin, "Accept user");
+    await expect(admin.getByRole("button", { name: "Accept user" }).count()).resolves.toBe(0);
+    await member.goto(invited);
+    await expect(cell(member, "Your membership").textContent()).resolves.toBe("member");
   }, 120_000);
 });

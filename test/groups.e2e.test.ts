@@ -506,6 +506,214 @@ describe("who may do what with groups", () => {
   });
 });
 
+describe("join requests at ArcGIS's paths, and each user's membership", () => {
+  it("createApplication, applications, applications/<u>, accept and decline; userMembership on self, users/<u> and the group", async () => {
+    const groupId = await newGroup(tokens.publisher ?? "", {
+      title: "Applied crew",
+      access: "org",
+      isInvitationOnly: "true",
+    });
+    const group = `${community()}/groups/${groupId}`;
+    // join keeps to invitations in an invitation-only group; createApplication asks its managers.
+    expect(await postJson(`${group}/join`, tokens.joiner ?? "")).toMatchObject({ error: { code: 403 } });
+    for (const who of ["joiner", "former"]) {
+      expect(await postJson(`${group}/createApplication`, tokens[who] ?? "")).toEqual({ success: true, groupId });
+    }
+    // Asking again changes nothing.
+    expect(await postJson(`${group}/createApplication`, tokens.joiner ?? "")).toEqual({ success: true, groupId });
+    expect(await getJson(`${group}/createApplication`, tokens.joiner)).toMatchObject({ error: { code: 405 } });
+    expect(await getJson(group, tokens.publisher)).toMatchObject({
+      userMembership: { username: "publisher", memberType: "owner", applications: 2 },
+    });
+    const listed = await getJson(`${group}/applications`, tokens.publisher);
+    expect(listed).toEqual({
+      applications: expect.arrayContaining([
+        { username: "joiner", fullname: "joiner", received: expect.any(Number) },
+        { username: "former", fullname: "former", received: expect.any(Number) },
+      ]),
+    });
+    expect(listed.applications).toHaveLength(2);
+    expect(await getJson(`${group}/applications/joiner`, tokens.publisher)).toEqual({
+      username: "joiner",
+      fullname: "joiner",
+      received: expect.any(Number),
+    });
+    // Only the group's managers (and administrators) read or answer them.
+    expect(await getJson(`${group}/applications/joiner`, tokens.joiner)).toMatchObject({ error: { code: 403 } });
+    expect(await postJson(`${group}/applications/former/accept`, tokens.joiner ?? "")).toMatchObject({
+      error: { code: 403 },
+    });
+    expect(await getJson(`${group}/applications/user`, tokens.publisher)).toMatchObject({ error: { code: 400 } });
+    expect(await postJson(`${group}/applications/joiner/accept`, tokens.publisher ?? "")).toEqual({
+      success: true,
+      username: "joiner",
+      groupId,
+    });
+    expect(await postJson(`${group}/applications/former/decline`, tokens.admin ?? "")).toEqual({
+      success: true,
+      username: "former",
+      groupId,
+    });
+    expect(await postJson(`${group}/applications/former/decline`, tokens.publisher ?? "")).toMatchObject({
+      error: { code: 400 },
+    });
+    expect(await getJson(`${group}/applications`, tokens.publisher)).toEqual({ applications: [] });
+    expect(await getJson(group, tokens.publisher)).toMatchObject({ userMembership: { applications: 0 } });
+
+    // Each group on community/self and community/users/<u> carries that user's membership; the count of
+    // pending applications only for the group's owner and managers, and only to the user and administrators.
+    const mine = async (token: string | undefined, url: string) =>
+      ((await getJson(url, token)).groups as { id: string; userMembership?: unknown }[]).find((g) => g.id === groupId)
+        ?.userMembership;
+    expect(await mine(tokens.joiner, `${community()}/self`)).toEqual({ username: "joiner", memberType: "member" });
+    expect(await mine(tokens.publisher, `${community()}/self`)).toEqual({
+      username: "publisher",
+      memberType: "owner",
+      applications: 0,
+    });
+    expect(await mine(tokens.admin, `${community()}/users/publisher`)).toEqual({
+      username: "publisher",
+      memberType: "owner",
+      applications: 0,
+    });
+    expect(await mine(tokens.joiner, `${community()}/users/publisher`)).toEqual({
+      username: "publisher",
+      memberType: "owner",
+    });
+    // The client reads a group's userMembership to tell what the caller is in it.
+    const [joined, self] = (await portalCalls(engine, "joiner", password("joiner"), [
+      { fn: "getUserMembership", options: { groupId } },
+      { fn: "getUser", options: {} },
+    ])) as [string, { groups: { id: string; userMembership: unknown }[] }];
+    expect(joined).toBe("member");
+    expect(self.groups.find((g) => g.id === groupId)?.userMembership).toEqual({
+      username: "joiner",
+      memberType: "member",
+    });
+    const [declined] = await portalCalls(engine, "former", password("former"), [
+      { fn: "getUserMembership", options: { groupId } },
+    ]);
+    expect(declined).toBe("none");
+    // A manager adding an applicant answers their request.
+    expect(await postJson(`${group}/createApplication`, tokens.former ?? "")).toEqual({ success: true, groupId });
+    expect(await postJson(`${group}/addUsers`, tokens.publisher ?? "", { users: "former" })).toEqual({ notAdded: [] });
+    expect(await getJson(`${group}/applications`, tokens.publisher)).toEqual({ applications: [] });
+    expect(await getJson(group, tokens.publisher)).toMatchObject({ userMembership: { applications: 0 } });
+  });
+});
+
+describe("group titles", () => {
+  const created = (answer: Record<string, unknown>) => (answer.group as { id?: string } | undefined)?.id;
+  const taken = (title: string, what = "create") => ({
+    error: {
+      code: 400,
+      message: `Unable to ${what} group.`,
+      details: [`You already have a group named '${title}'. Try a different name.`],
+    },
+  });
+
+  it("are unique within an organization in any letter case, on create and update, and free again once changed", async () => {
+    const first = await newGroup(tokens.publisher ?? "", { title: "Unique crew", access: "org" });
+    expect(await postJson(`${community()}/createGroup`, tokens.user ?? "", { title: "UNIQUE crew" })).toEqual(
+      taken("UNIQUE crew"),
+    );
+    // Another organization has its own titles.
+    expect(created(await postJson(`${community()}/createGroup`, tokens.other ?? "", { title: "Unique crew" }))).toMatch(
+      /^[0-9a-f]{32}$/,
+    );
+    const second = await newGroup(tokens.user ?? "", { title: "Second crew" });
+    expect(
+      await postJson(`${community()}/groups/${second}/update`, tokens.user ?? "", { title: "unique CREW" }),
+    ).toEqual(taken("unique CREW", "update"));
+    // The same group may change its title's letter case; a renamed group's old title is free again.
+    expect(
+      await postJson(`${community()}/groups/${first}/update`, tokens.publisher ?? "", { title: "UNIQUE Crew" }),
+    ).toEqual({ success: true, groupId: first });
+    expect(
+      await postJson(`${community()}/groups/${first}/update`, tokens.publisher ?? "", { title: "Renamed crew" }),
+    ).toEqual({ success: true, groupId: first });
+    expect(
+      await postJson(`${community()}/groups/${second}/update`, tokens.user ?? "", { title: "Unique crew" }),
+    ).toEqual({
+      success: true,
+      groupId: second,
+    });
+    expect(await postJson(`${community()}/createGroup`, tokens.user ?? "", { title: "renamed crew" })).toEqual(
+      taken("renamed crew"),
+    );
+    // A deleted group's title is free again.
+    await postJson(`${community()}/groups/${first}/delete`, tokens.publisher ?? "");
+    const third = await newGroup(tokens.user ?? "", { title: "Renamed crew" });
+    await postJson(`${community()}/groups/${third}/delete`, tokens.user ?? "");
+    await postJson(`${community()}/groups/${second}/delete`, tokens.user ?? "");
+  });
+
+  it("of concurrent creates and renames to one title, exactly one wins", async () => {
+    const who = ["publisher", "user", "viewer", "joiner", "former", "admin"] as const;
+    const creates = await Promise.all(
+      who.map((name, i) =>
+        postJson(`${community()}/createGroup`, tokens[name] ?? "", { title: i % 2 ? "RACED crew" : "Raced crew" }),
+      ),
+    );
+    expect(creates.filter((a) => created(a) !== undefined)).toHaveLength(1);
+    for (const a of creates.filter((a) => created(a) === undefined)) {
+      expect((a.error as { details: string[] }).details[0], JSON.stringify(a)).toMatch(
+        /^You already have a group named/,
+      );
+    }
+    const groups = await Promise.all(
+      ["Rename one", "Rename two", "Rename three"].map((title) => newGroup(tokens.publisher ?? "", { title })),
+    );
+    const renames = await Promise.all(
+      groups.map((id) =>
+        postJson(`${community()}/groups/${id}/update`, tokens.publisher ?? "", { title: "Raced rename" }),
+      ),
+    );
+    expect(renames.filter((a) => a.success === true)).toHaveLength(1);
+    const found = await getJson(`${community()}/groups?q=${encodeURIComponent('title:"Raced"')}&num=100`, tokens.admin);
+    const titles = (found.results as { title: string }[]).map((g) => g.title.toLowerCase());
+    expect(titles.filter((t) => t === "raced crew")).toHaveLength(1);
+    expect(titles.filter((t) => t === "raced rename")).toHaveLength(1);
+  });
+});
+
+describe("a group's sort order", () => {
+  it("orders content/groups when the request gives none, and is checked on create and update", async () => {
+    // Published oldest first: title order and newest-first order differ.
+    const a = await publishBasemap("Group_Sort_A");
+    const b = await publishBasemap("Group_Sort_B");
+    expect(
+      await postJson(`${community()}/createGroup`, tokens.publisher ?? "", { title: "Sorted", sortField: "views" }),
+    ).toMatchObject({ error: { code: 400 } });
+    const groupId = await newGroup(tokens.publisher ?? "", { title: "Sorted crew", access: "org" });
+    expect(await getJson(`${community()}/groups/${groupId}`, tokens.publisher)).toMatchObject({
+      sortField: "title",
+      sortOrder: "asc",
+    });
+    for (const id of [a.serviceItemId, b.serviceItemId]) await shareWith(tokens.publisher ?? "", id, groupId);
+    const order = async (query = "") =>
+      ((await getJson(`${rest()}/content/groups/${groupId}${query}`, tokens.publisher)).items as { id: string }[]).map(
+        (i) => i.id,
+      );
+    expect(await order()).toEqual([a.serviceItemId, b.serviceItemId]);
+    expect(
+      await postJson(`${community()}/groups/${groupId}/update`, tokens.publisher ?? "", { sortOrder: "sideways" }),
+    ).toMatchObject({ error: { code: 400 } });
+    expect(
+      await postJson(`${community()}/groups/${groupId}/update`, tokens.publisher ?? "", {
+        sortField: "created",
+        sortOrder: "desc",
+      }),
+    ).toEqual({ success: true, groupId });
+    expect(await order()).toEqual([b.serviceItemId, a.serviceItemId]);
+    // The request's own order wins; an unknown one is refused.
+    expect(await order("?sortField=title&sortOrder=asc")).toEqual([a.serviceItemId, b.serviceItemId]);
+    expect(await getJson(`${rest()}/content/groups/${groupId}?sortField=size`, tokens.publisher)).toMatchObject({
+      error: { code: 400 },
+    });
+  });
+});
+
 describe("concurrent membership and sharing", () => {
   it("50 concurrent joins, leaves, shares and unshares leave one consistent state", async () => {
     const { serviceItemId: id } = await publishBasemap("Group_Contended");

@@ -1,11 +1,14 @@
 // Groups: the portal's unit of sharing. A group's partition holds its record, its members, the items shared
 // with it, join requests and invitations. Membership is written twice in one transaction: the member's entry
 // in the group (who is in it) and the group's id on the member's user record (what the member sees), so the
-// read of the caller that every request makes already carries their groups.
+// read of the caller that every request makes already carries their groups. A group's title is reserved in its
+// organization's partition (`org#<portalId>`, entry `title#<folded title>`) in the transaction that creates,
+// renames or deletes the group, so two groups of one organization never share a title in any letter case.
 import { DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import { batchGet, ddb, failedConditions, queryAll } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
+import { nameKey } from "#shared/stores/roles.ts";
 import { ACCESS, type Access } from "#shared/stores/service-keys.ts";
 import { MAX_USER_GROUPS, type User } from "#shared/stores/users.ts";
 
@@ -33,10 +36,15 @@ export interface Group {
   readonly modified: number;
   /** Set while the group is being deleted: nobody joins it nor shares with it any more. */
   readonly deleting: boolean;
+  /** Pending join requests, kept in the transactions that add and remove them. */
+  readonly applications: number;
 }
 
 /** Group fields set by createGroup and update. */
-export type GroupFields = Omit<Group, "groupId" | "portalId" | "owner" | "created" | "modified" | "deleting">;
+export type GroupFields = Omit<
+  Group,
+  "groupId" | "portalId" | "owner" | "created" | "modified" | "deleting" | "applications"
+>;
 
 export interface Member {
   readonly username: string;
@@ -62,6 +70,12 @@ const invitedKey = (username: string, groupId: string) => ({
   entry: `invite#${groupId}`,
 });
 
+/** Where a title is reserved: its organization's partition, the title folded as role names are. */
+const titleKey = (portalId: string, title: string) => ({
+  groupId: `org#${portalId}`,
+  entry: `title#${nameKey(title)}`,
+});
+
 const table = () => tableName("groups");
 const usersTable = () => tableName("users");
 
@@ -84,6 +98,7 @@ export function toGroup(record: Record<string, unknown>): Group {
     created: r.number("created"),
     modified: r.number("modified"),
     deleting: record.deleting === true,
+    applications: Math.max(0, r.optionalNumber("applications") ?? 0),
   };
 }
 
@@ -111,6 +126,18 @@ export async function getGroups(groupIds: readonly string[]): Promise<Map<string
     const keys = ids.slice(i, i + 100).map((groupId) => ({ groupId, entry: GROUP }));
     const found = await batchGet({ [table()]: { Keys: keys, ConsistentRead: true } });
     for (const record of found[table()] ?? []) out.set(String(record.groupId), toGroup(record));
+  }
+  return out;
+}
+
+/** A user's entries in the given groups (groups they are not in are left out), by group id. */
+export async function membershipsOf(username: string, groupIds: readonly string[]): Promise<Map<string, Member>> {
+  const ids = [...new Set(groupIds)].filter(isGroupId);
+  const out = new Map<string, Member>();
+  for (let i = 0; i < ids.length; i += 100) {
+    const keys = ids.slice(i, i + 100).map((groupId) => ({ groupId, entry: memberEntry(username) }));
+    const found = await batchGet({ [table()]: { Keys: keys, ConsistentRead: true } });
+    for (const record of found[table()] ?? []) out.set(String(record.groupId), toMember(record));
   }
   return out;
 }
@@ -196,6 +223,12 @@ export async function listPortalGroups(portalId: string, max: number): Promise<G
 export class TooManyGroupsError extends Error {}
 /** The group is gone, or being deleted. */
 export class GroupGoneError extends Error {}
+/** Another group of the organization has the title (in any letter case). */
+export class TitleTakenError extends Error {}
+/** The group changed since it was read (its title): read it again. */
+export class StaleGroupError extends Error {}
+/** No such join request (answered or withdrawn meanwhile), or one is pending already. */
+export class RequestError extends Error {}
 /** The user is a member already (adding) or not a member (removing), or is the owner (who cannot leave). */
 export class MembershipError extends Error {}
 
@@ -204,13 +237,14 @@ export class MembershipError extends Error {}
  * stamps the group (not a ConditionCheck): the local engine carries a ConditionCheck out as a delete put back at
  * once, which a concurrent reader could glimpse as a missing group.
  */
-export const groupTouched = (groupId: string) => ({
+export const groupTouched = (groupId: string, applications = 0) => ({
   Update: {
     TableName: tableName("groups"),
     Key: { groupId, entry: GROUP },
-    UpdateExpression: "SET touched = :now",
+    // The pending join requests' count moves in the transaction that adds or removes one.
+    UpdateExpression: applications === 0 ? "SET touched = :now" : "SET touched = :now ADD applications :a",
     ConditionExpression: "attribute_exists(entry) AND attribute_not_exists(deleting)",
-    ExpressionAttributeValues: { ":now": Date.now() },
+    ExpressionAttributeValues: { ":now": Date.now(), ...(applications === 0 ? {} : { ":a": applications }) },
   },
 });
 
@@ -268,11 +302,42 @@ function groupRecord(group: Group): Record<string, unknown> {
   };
 }
 
-/** Creates a group with its owner as its first member, in one transaction. */
+/** Reserves a title for a group: no other group of the organization has it, in any letter case. */
+const reserveTitle = (group: Pick<Group, "groupId" | "portalId">, title: string) => ({
+  Put: {
+    TableName: table(),
+    Item: { ...titleKey(group.portalId, title), titleOf: group.groupId },
+    ConditionExpression: "attribute_not_exists(entry) OR titleOf = :g",
+    ExpressionAttributeValues: { ":g": group.groupId },
+  },
+});
+
+/** Gives a title back, if the group still holds it. */
+const releaseTitle = (group: Pick<Group, "groupId" | "portalId">, title: string) => ({
+  Delete: {
+    TableName: table(),
+    Key: titleKey(group.portalId, title),
+    ConditionExpression: "titleOf = :g",
+    ExpressionAttributeValues: { ":g": group.groupId },
+  },
+});
+
+/** The group holding a group's current title in its organization, if any. */
+async function titleHolder(group: Pick<Group, "portalId" | "title">): Promise<string | undefined> {
+  const found = await batchGet({ [table()]: { Keys: [titleKey(group.portalId, group.title)], ConsistentRead: true } });
+  const holder = found[table()]?.[0]?.titleOf;
+  return typeof holder === "string" ? holder : undefined;
+}
+
+/**
+ * Creates a group with its owner as its first member and its title reserved, in one transaction: of two
+ * concurrent creates with one title, exactly one wins.
+ */
 export async function createGroup(group: Group): Promise<void> {
   const { deleting: _, ...stored } = groupRecord(group);
   await transact(
     [
+      reserveTitle(group, group.title),
       { Put: { TableName: table(), Item: stored, ConditionExpression: "attribute_not_exists(entry)" } },
       {
         Put: {
@@ -282,13 +347,16 @@ export async function createGroup(group: Group): Promise<void> {
       },
       userJoins(group.owner, group.portalId, group.groupId),
     ],
-    () => new TooManyGroupsError(),
+    (failed) => (failed.includes(0) ? new TitleTakenError() : new TooManyGroupsError()),
   );
 }
 
 const memberFields = (username: string, memberType: MemberType) => ({ username, memberType, joined: Date.now() });
 
-/** Changes a group's fields (not its owner, organization or creation time). */
+/**
+ * Changes a group's fields (not its owner, organization or creation time). A new title is reserved and the old
+ * one given back in the same transaction, on the condition that the title is still the one read.
+ */
 export async function updateGroup(group: Group, fields: Partial<GroupFields>): Promise<void> {
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = { ":m": Math.max(Date.now(), group.modified + 1) };
@@ -299,19 +367,41 @@ export async function updateGroup(group: Group, fields: Partial<GroupFields>): P
     values[`:${key}`] = Array.isArray(value) ? [...(value as string[])] : value;
     sets.push(`#${key} = :${key}`);
   }
-  try {
-    await ddb.send(
-      new UpdateCommand({
-        ...groupLive(group.groupId),
-        UpdateExpression: `SET ${sets.join(", ")}`,
-        ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
-        ExpressionAttributeValues: values,
-      }),
-    );
-  } catch (err) {
-    if ((err as Error).name === "ConditionalCheckFailedException") throw new GroupGoneError();
-    throw err;
+  const retitled = fields.title !== undefined && fields.title !== group.title;
+  const live = groupLive(group.groupId);
+  const update = {
+    ...live,
+    UpdateExpression: `SET ${sets.join(", ")}`,
+    ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
+    ExpressionAttributeValues: values,
+  };
+  if (!retitled || fields.title === undefined) {
+    try {
+      await ddb.send(new UpdateCommand(update));
+    } catch (err) {
+      if ((err as Error).name === "ConditionalCheckFailedException") throw new GroupGoneError();
+      throw err;
+    }
+    return;
   }
+  const title = fields.title;
+  // The old title is given back only if this group holds it (a group made before titles were reserved may not).
+  const moved = nameKey(title) !== nameKey(group.title) && (await titleHolder(group)) === group.groupId;
+  await transact(
+    [
+      {
+        Update: {
+          ...update,
+          ConditionExpression: `${live.ConditionExpression} AND #title = :was`,
+          ExpressionAttributeValues: { ...values, ":was": group.title },
+        },
+      },
+      reserveTitle(group, title),
+      // The same title in another letter case keeps its reservation (made now for a group older than them).
+      ...(moved ? [releaseTitle(group, group.title)] : []),
+    ],
+    (failed) => (failed.includes(1) ? new TitleTakenError() : new StaleGroupError()),
+  );
 }
 
 /**
@@ -326,7 +416,7 @@ export async function addMember(
 ): Promise<void> {
   await transact(
     [
-      groupTouched(group.groupId),
+      groupTouched(group.groupId, answers === "application" ? -1 : 0),
       {
         Put: {
           TableName: table(),
@@ -360,6 +450,14 @@ export async function addMember(
             ? new TooManyGroupsError()
             : new MembershipError(),
   );
+  // A join request the member had pending (added by a manager, or by an invitation) is answered by this.
+  if (answers !== "application" && (await getRequest(group.groupId, "application", username))) {
+    try {
+      await deleteRequest(group.groupId, "application", username);
+    } catch (err) {
+      if (!(err instanceof RequestError || err instanceof GroupGoneError)) throw err;
+    }
+  }
 }
 
 /** Takes a member (never the owner) out of a group: their entry and the group on their user record. */
@@ -447,7 +545,10 @@ export async function reassignGroup(group: Group, to: User, alreadyMember: boole
   );
 }
 
-/** Records a join request or an invitation (again: the newer one stands). */
+/**
+ * Records a join request (once: a pending one stands, RequestError) or an invitation (again: the newer one
+ * stands). A join request counts in the group's pending applications.
+ */
 export async function putRequest(
   group: Group,
   kind: "application" | "invite",
@@ -456,7 +557,7 @@ export async function putRequest(
 ): Promise<void> {
   await transact(
     [
-      groupTouched(group.groupId),
+      groupTouched(group.groupId, kind === "application" ? 1 : 0),
       {
         Put: {
           TableName: table(),
@@ -467,6 +568,7 @@ export async function putRequest(
             created: Date.now(),
             ...(memberType ? { memberType } : {}),
           },
+          ...(kind === "application" ? { ConditionExpression: "attribute_not_exists(entry)" } : {}),
         },
       },
       ...(kind === "invite"
@@ -480,23 +582,43 @@ export async function putRequest(
           ]
         : []),
     ],
-    () => new GroupGoneError(),
+    (failed) => (failed.includes(0) ? new GroupGoneError() : new RequestError()),
   );
 }
 
+/** Removes a join request (RequestError: there is none) or an invitation. */
 export async function deleteRequest(groupId: string, kind: "application" | "invite", username: string) {
-  await ddb.send(
-    new TransactWriteCommand({
-      TransactItems: [
-        {
-          Delete: {
-            TableName: table(),
-            Key: { groupId, entry: kind === "application" ? applicationEntry(username) : inviteEntry(username) },
-          },
+  if (kind === "invite") {
+    await ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          { Delete: { TableName: table(), Key: { groupId, entry: inviteEntry(username) } } },
+          { Delete: { TableName: table(), Key: invitedKey(username, groupId) } },
+        ],
+      }),
+    );
+    return;
+  }
+  await transact(
+    [
+      {
+        Delete: {
+          TableName: table(),
+          Key: { groupId, entry: applicationEntry(username) },
+          ConditionExpression: "attribute_exists(entry)",
         },
-        ...(kind === "invite" ? [{ Delete: { TableName: table(), Key: invitedKey(username, groupId) } }] : []),
-      ],
-    }),
+      },
+      {
+        Update: {
+          TableName: table(),
+          Key: { groupId, entry: GROUP },
+          UpdateExpression: "ADD applications :a",
+          ConditionExpression: "attribute_exists(entry)",
+          ExpressionAttributeValues: { ":a": -1 },
+        },
+      },
+    ],
+    (failed) => (failed.includes(0) ? new RequestError() : new GroupGoneError()),
   );
 }
 
@@ -536,6 +658,15 @@ export async function dropGroup(groupId: string): Promise<void> {
   for (const r of rest) {
     if (String(r.entry).startsWith("invite#")) await deleteRequest(groupId, "invite", String(r.username));
     else await ddb.send(new DeleteCommand({ TableName: table(), Key: { groupId, entry: r.entry } }));
+  }
+  const group = await getGroup(groupId);
+  if (group) {
+    // The title goes with the group (and the group record last, so a delete that stopped half-way is found again).
+    try {
+      await ddb.send(new DeleteCommand(releaseTitle(group, group.title).Delete));
+    } catch (err) {
+      if ((err as Error).name !== "ConditionalCheckFailedException") throw err;
+    }
   }
   await ddb.send(new DeleteCommand({ TableName: table(), Key: { groupId, entry: GROUP } }));
 }

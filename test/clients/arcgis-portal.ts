@@ -22,6 +22,7 @@ import {
   updateGroup,
   getUser,
   getUserContent,
+  getUserMembership,
   isServiceNameAvailable,
   removeItem,
   searchItems,
@@ -59,6 +60,8 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   addGroupUsers: (o) => addGroupUsers({ ...(o as { id: string }), authentication }),
   removeGroupUsers: (o) => removeGroupUsers({ ...(o as { id: string; users: string[] }), authentication }),
   getGroupUsers: (o) => getGroupUsers(String(o.id), { authentication }),
+  // It reads the group's userMembership (and answers "none" for any error).
+  getUserMembership: (o) => getUserMembership({ id: "", groupId: String(o.groupId), authentication }),
   getGroupContent: (o) => getGroupContent(String(o.id), { authentication, paging: { start: 1, num: 100 } }),
   getItemGroups: (o) => getItemGroups(String(o.id), { authentication }),
   shareItemWithGroup: (o) => shareItemWithGroup({ ...(o as { id: string; groupId: string }), authentication }),
