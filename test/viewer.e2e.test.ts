@@ -260,7 +260,9 @@ describe("the map viewer, anonymously", () => {
   it("says so in words when a layer cannot be read, and asks to sign in for a service not shared with everyone", async () => {
     const missingLayer = countriesUrl.replace(/\/0$/, "/99");
     expect(await view(seen, missingLayer)).toBe("failed");
-    await expect(seen.page.locator("#viewer-status").textContent()).resolves.toMatch(/could not be read/);
+    await expect(seen.page.locator("#viewer-status").textContent()).resolves.toMatch(/could not be read: Invalid URL$/);
+    // No empty map box is left where the map would have been.
+    expect(await seen.page.locator("#map").isHidden()).toBe(true);
     await seen.page.screenshot({ path: join(ARTIFACTS, "viewer-unreadable.png"), fullPage: true });
     await seen.page.goto(https(viewer(sceneUrl)));
     await expect(seen.page.locator("#viewer-status").textContent()).resolves.toMatch(/sign in to view it/);

@@ -240,8 +240,9 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     cleanups.push(() => events.close());
     const endpoints = { sfn: workflows.endpoint, s3: s3.endpoint, events: events.endpoint, lambda: lambda.endpoint };
     // Set before any handler or task module loads: they read their configuration once, at cold start.
-    Object.assign(process.env, localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, endpoints));
-    await copyViewerAssets(process.env.VIEWER_ASSETS_DIR ?? "");
+    const environment = localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, endpoints);
+    Object.assign(process.env, environment);
+    await copyViewerAssets(environment.VIEWER_ASSETS_DIR as string);
     await workflows.load();
     await lambda.load(ROOT);
     // What EventBridge Scheduler does every minute on AWS: send again the events the bus did not take.

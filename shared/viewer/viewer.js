@@ -18,9 +18,13 @@
     status.className = isError ? "error" : "muted";
     status.setAttribute("role", isError ? "alert" : "status");
   }
+  let drawing = false;
   function fail(text) {
     say(text, true);
     body.dataset.viewer = "failed";
+    // No map was made: no empty box where one would be.
+    const box = document.getElementById("map");
+    if (box && !drawing) box.hidden = true;
   }
 
   /** A JSON answer of this site, or an Error with its envelope's message and details. */
@@ -36,8 +40,9 @@
       throw new Error(`${url} did not answer JSON.`);
     });
     if (json && json.error) {
-      const more = Array.isArray(json.error.details) ? json.error.details.join(" ") : "";
-      throw new Error(`${json.error.message || "Error"} ${more}`.trim());
+      const message = json.error.message || "Error";
+      const more = Array.isArray(json.error.details) ? json.error.details.filter((d) => d !== message) : [];
+      throw new Error([message, ...more].join(" "));
     }
     return json;
   }
@@ -71,6 +76,7 @@
   }
 
   function newMap(style, bounds) {
+    drawing = true;
     maplibregl.setWorkerUrl(config.workerUrl);
     const map = new maplibregl.Map({
       container: "map",
