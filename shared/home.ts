@@ -58,7 +58,8 @@ export async function home(req: RestRequest): Promise<Home> {
     name: "mapgate",
     portal: { name: req.portal.name, directory: PORTAL_ROOT },
     signedIn: req.identity.kind === "user" ? req.identity.user.username : null,
-    signIn: `${PORTAL_ROOT}/oauth2/signin?redirect=${encodeURIComponent("/")}`,
+    // Signing in takes HTTPS (the cookie is Secure): from a plain HTTP page, the link goes there.
+    signIn: `${req.https ? "" : req.httpsOrigin}${PORTAL_ROOT}/oauth2/signin?redirect=${encodeURIComponent("/")}`,
     servers: listed,
   };
 }
@@ -72,7 +73,7 @@ export function homePage(data: object, req: RestRequest): string {
     : `<p>${link(h.signIn, "Sign in")} to see and manage what your organization shares; public services are listed below without signing in.</p>` +
       (req.https
         ? ""
-        : '<p class="muted">This page came over plain HTTP: signing in needs the HTTPS address of this site.</p>');
+        : `<p class="muted">This page came over plain HTTP: signing in takes ${link(`${req.httpsOrigin}/`, "this site's HTTPS address")}.</p>`);
   const servers = h.servers
     .map((s) => {
       const rows = s.services

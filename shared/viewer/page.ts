@@ -163,7 +163,7 @@ export function viewerPage(data: object, req: RestRequest): HtmlPage {
   if (config.signIn) {
     const back = `${VIEWER_PATH}?url=${encodeURIComponent(config.url)}`;
     links.push(
-      `<a href="${escapeHtml(`${PORTAL_ROOT}/oauth2/signin?redirect=${encodeURIComponent(back)}`)}">Sign in</a>`,
+      `<a href="${escapeHtml(`${req.https ? "" : req.httpsOrigin}${PORTAL_ROOT}/oauth2/signin?redirect=${encodeURIComponent(back)}`)}">Sign in</a>`,
     );
   }
   links.push('<a href="/">Home</a>');
