@@ -26,6 +26,8 @@ const contexts: BrowserContext[] = [];
 /** Published here: a vector tile service shared with everyone, and a scene service left private. */
 let vectorUrl: string;
 let sceneUrl: string;
+let sceneItemId: string;
+let publisherToken: string;
 /** The demo's public countries layer (bulk-published into World under a generated name). */
 let countriesUrl: string;
 
@@ -97,6 +99,7 @@ beforeAll(async () => {
   ]);
   org = demoOrganization(engine.dataDir);
   const publisher = await token("publisher", PASSWORDS.publisher);
+  publisherToken = publisher;
   const common = { token: publisher, serverId: org.serverId, store: org.folderStore };
   const [vector, scene] = await Promise.all([
     publish(engine, {
@@ -117,6 +120,7 @@ beforeAll(async () => {
   });
   vectorUrl = vector.serviceUrl;
   sceneUrl = scene.serviceUrl;
+  sceneItemId = scene.serviceItemId;
   const world = await call(https("/arcgis/rest/services/World?f=json"), { ca: engine.ca });
   const countries = world
     .json<{ services: { name: string; type: string }[] }>()
@@ -292,10 +296,22 @@ describe("the map viewer, signed in with the sign-in cookie", () => {
 
   it("is linked from the directory, the service page and the home page", async () => {
     await seen.page.goto(https("/arcgis/rest/services?f=html"));
-    expect(await seen.page.getByRole("link", { name: "View" }).count()).toBeGreaterThan(1);
+    expect(await seen.page.getByRole("link", { name: "View", exact: true }).count()).toBeGreaterThan(1);
     await seen.page.goto(https(`${new URL(sceneUrl).pathname}?f=html`));
-    expect(await seen.page.getByRole("link", { name: "View" }).getAttribute("href")).toBe(viewer(sceneUrl));
+    expect(await seen.page.getByRole("link", { name: "View", exact: true }).getAttribute("href")).toBe(
+      viewer(sceneUrl),
+    );
     await seen.page.goto(https("/"));
     expect(await seen.page.locator(`a[href="${viewer(sceneUrl)}"]`).count()).toBe(1);
+    await seen.page.goto(https(`${REST}/content/items/${sceneItemId}?f=html`));
+    expect(await seen.page.getByRole("link", { name: "View", exact: true }).getAttribute("href")).toBe(
+      viewer(sceneUrl),
+    );
+    // getLayers lists the world store's layers, each with its map.
+    const layers = await call(
+      https(`${REST}/portals/self/datastores/getLayers?f=html&datastoreId=${org.worldStore}&token=${publisherToken}`),
+      { ca: engine.ca },
+    );
+    expect(layers.text).toContain(`href="${viewer(countriesUrl.replace(/\/0$/, ""))}"`);
   });
 });
