@@ -243,9 +243,8 @@ export const ROUTES: readonly RouteSpec[] = [
 
 /**
  * Where a person starts: the home page, the health check, and the map viewer of any service or layer with its
- * files (the map library's, served here so an offline site works) — three routes, as each costs about seven of
- * the stack's resources. `/portal/home` and the server's short
- * addresses are answered by not-found, which costs no route.
+ * files (the map library's, served here so an offline site works): three routes, as each costs about seven of
+ * the stack's resources. `/portal/home` and a server's short addresses are answered by not-found (no route).
  */
 function homeRoutes(): RouteSpec[] {
   const GP = ["GET", "POST"] as const;

@@ -1,5 +1,5 @@
 // HTML pages for `f=html`: escaped, UTF-8, no scripts, one hashed stylesheet so the
-// Content-Security-Policy can forbid everything else.
+// Content-Security-Policy can forbid everything else. The map viewer's page alone loads scripts, this site's own.
 import { createHash } from "node:crypto";
 
 export function escapeHtml(value: string): string {
@@ -29,9 +29,14 @@ export function contentSecurityPolicy(formActions: readonly string[] = [], { scr
     // A map viewer's page runs this site's own scripts (no inline script, no eval: the map library's CSP build),
     // its map worker, and reads this site's services; maps draw data: and blob: images of their own.
     ...(scripts
-      ? ["script-src 'self'", `style-src 'self' ${STYLE_HASH}`, "img-src 'self' data: blob:", "connect-src 'self'"]
+      ? [
+          "script-src 'self'",
+          `style-src 'self' ${STYLE_HASH}`,
+          "img-src 'self' data: blob:",
+          "connect-src 'self'",
+          "worker-src 'self'",
+        ]
       : [`style-src ${STYLE_HASH}`, "img-src 'self'"]),
-    ...(scripts ? ["worker-src 'self'"] : []),
     `form-action ${["'self'", ...formActions].join(" ")}`,
     "base-uri 'none'",
     "frame-ancestors 'none'",
