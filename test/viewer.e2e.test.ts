@@ -30,6 +30,8 @@ let sceneItemId: string;
 let publisherToken: string;
 /** The demo's public countries layer (bulk-published into World under a generated name). */
 let countriesUrl: string;
+/** The demo's public places service (points), as the directory and the home page link it: the service itself. */
+let placesUrl: string;
 
 const https = (path: string) => `${engine.ready.https}${path}`;
 const viewer = (url: string) => `/viewer/map?url=${encodeURIComponent(new URL(url, engine.ready.https).pathname)}`;
@@ -126,6 +128,8 @@ beforeAll(async () => {
     .json<{ services: { name: string; type: string }[] }>()
     .services.find((s) => s.name.startsWith("World/countries"));
   countriesUrl = `/arcgis/rest/services/${countries?.name}/FeatureServer/0`;
+  const places = world.json<{ services: { name: string }[] }>().services.find((s) => s.name.startsWith("World/places"));
+  placesUrl = `/arcgis/rest/services/${places?.name}/FeatureServer`;
 }, 120_000);
 
 afterAll(async () => {
@@ -259,6 +263,12 @@ describe("the map viewer, anonymously", () => {
     expect(clicked).toMatch(/^\d+$/);
     await expect(seen.page.locator("#viewer-details th").first().textContent()).resolves.toBeTruthy();
     await seen.page.screenshot({ path: join(ARTIFACTS, "viewer-feature-attributes.png"), fullPage: true });
+  });
+
+  it("draws every layer of a feature service linked as a whole (points here)", async () => {
+    expect(await view(seen, placesUrl)).toBe("drawn");
+    await expect(seen.page.locator("#viewer-status").textContent()).resolves.toMatch(/^places: \d+ features/);
+    expect(await drawnPixels(seen.page, "feature-service")).toBeGreaterThan(500);
   });
 
   it("says so in words when a layer cannot be read, and asks to sign in for a service not shared with everyone", async () => {
