@@ -167,13 +167,14 @@ describe("the home page, the health check and the short addresses", () => {
     expect(plain.text).toContain("plain HTTP");
   });
 
-  it("sends /portal/home, /<server> and /<server>/rest where they lead, and answers other paths with a 404", async () => {
+  it("sends /portal/home, /<server>, /<server>/rest and /viewer where they lead, and answers other paths with a 404", async () => {
     for (const [path, to] of [
       ["/portal/home", "/"],
       ["/portal", "/"],
       ["/arcgis", "/arcgis/rest/services"],
       ["/arcgis/rest", "/arcgis/rest/services"],
       ["/arcgis/rest/", "/arcgis/rest/services"],
+      ["/viewer?url=%2Fa", "/viewer/map?url=%2Fa"],
     ] as const) {
       const res = await call(https(path), { ca: engine.ca });
       expect([path, res.status, res.headers.location]).toEqual([path, 303, to]);
