@@ -15,7 +15,8 @@ interface HomeService {
   readonly name: string;
   readonly type: string;
   readonly url: string;
-  readonly viewer: string;
+  /** Its map, for a service with content to draw (a cache or data); a service only listed has none. */
+  readonly viewer?: string;
 }
 
 export interface Home {
@@ -48,7 +49,8 @@ export async function home(req: RestRequest): Promise<Home> {
             break;
           }
           const url = `/${server.name}/rest/services/${name}/${type}`;
-          services.push({ name, type, url, viewer: viewerHref(url) });
+          const drawn = s.source !== undefined && VIEWABLE_TYPES.has(type);
+          services.push({ name, type, url, ...(drawn ? { viewer: viewerHref(url) } : {}) });
         }
       }
       return { name: server.name, directory: `/${server.name}/rest/services`, services, more };
@@ -80,7 +82,7 @@ export function homePage(data: object, req: RestRequest): string {
         .map(
           (x) =>
             `<tr><td>${link(`${x.url}?f=html`, x.name)}</td><td>${escapeHtml(x.type)}</td><td>` +
-            (VIEWABLE_TYPES.has(x.type) ? link(x.viewer, "View") : "") +
+            (x.viewer ? link(x.viewer, "View") : '<span class="muted">(listed only)</span>') +
             "</td></tr>",
         )
         .join("");

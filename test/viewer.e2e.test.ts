@@ -314,6 +314,7 @@ describe("the map viewer, signed in with the sign-in cookie", () => {
     );
     await seen.page.goto(https("/"));
     expect(await seen.page.locator(`a[href="${viewer(sceneUrl)}"]`).count()).toBe(1);
+    await seen.page.screenshot({ path: join(ARTIFACTS, "home-signed-in.png"), fullPage: true });
     await seen.page.goto(https(`${REST}/content/items/${sceneItemId}?f=html`));
     expect(await seen.page.getByRole("link", { name: "View", exact: true }).getAttribute("href")).toBe(
       viewer(sceneUrl),
