@@ -2,7 +2,7 @@
 // scene's footprint) drawn in the browser by this site's own copy of maplibre-gl; f=json answers what the page
 // draws. Whoever may see the service sees the map (the sign-in cookie works here too); anyone else reads why not.
 // GET /viewer/<file>: the page's scripts and stylesheets (maplibre-gl's CSP build, its worker, the viewer's own),
-// served from this site so an offline one works; public, kept by browsers and the CDN for a day.
+// served from this site so an offline one works; public, kept by browsers for a day (the CDN caches only services).
 import { noSuchResource } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { acceptsGzip } from "#shared/serving/read.ts";
