@@ -10,7 +10,9 @@
 // only keys and access. Memory holds one DynamoDB page and the answer, never the data store.
 import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
+import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
+import { viewLink } from "#shared/viewer/links.ts";
 import { dataStoreOf } from "#shared/publishing.ts";
 import {
   type LayerPair,
@@ -32,8 +34,24 @@ function count(raw: string | undefined, name: string, min: number, problems: str
   return n;
 }
 
+/** The layers as the JSON answers them, after a list linking each to its map. */
+function layersPage(data: object): string {
+  const pairs = (data as { layerAndDatasets?: LayerPair[] }).layerAndDatasets ?? [];
+  const rows = pairs
+    .map(
+      (p) =>
+        `<li>${escapeHtml(p.layer.title)} (${escapeHtml(p.dataset.path)}) · ` +
+        `<a href="${escapeHtml(`${p.layer.url}?f=html`)}">Layer</a> · ${viewLink(p.layer.url)}</li>`,
+    )
+    .join("");
+  return page(
+    "Get Layers",
+    `<h1>Get Layers</h1>${rows ? `<ul>${rows}</ul>` : '<p class="muted">No layers.</p>'}${renderValue(data)}`,
+  );
+}
+
 /** The data store alone: its datasets (as many as the store holds) are not needed to list its layers. */
-export const handler = restHandler({ name: "Get Layers" }, async (req) => {
+export const handler = restHandler({ name: "Get Layers", html: layersPage }, async (req) => {
   const identity = requireMember(req);
   const { user, portal } = identity;
   const store = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);

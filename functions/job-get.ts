@@ -5,6 +5,7 @@ import { jobView } from "#shared/jobs.ts";
 import { notFound } from "#shared/http/errors.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
+import { viewLink } from "#shared/viewer/links.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { JOB_DEADLINE_MS, reservationOf } from "#shared/publishing.ts";
 import { finishJob, getJob, keyMatches } from "#shared/stores/jobs.ts";
@@ -23,7 +24,7 @@ function jobPage(data: object): string {
           (s) =>
             `<li><a href="${escapeHtml(itemPageHref(String(s.serviceItemId)))}">Item ${escapeHtml(String(s.serviceItemId))}</a>` +
             (typeof s.serviceUrl === "string"
-              ? ` · <a href="${escapeHtml(`${s.serviceUrl}?f=html`)}">Service</a>`
+              ? ` · <a href="${escapeHtml(`${s.serviceUrl}?f=html`)}">Service</a> · ${viewLink(s.serviceUrl)}`
               : "") +
             "</li>",
         )

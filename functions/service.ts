@@ -4,6 +4,7 @@
 import { catalogPrefetch, requestCatalog, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, tokenRequired } from "#shared/http/errors.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
+import { viewLink } from "#shared/viewer/links.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { FeaturePage, featureResource } from "#shared/features/serve.ts";
@@ -105,7 +106,7 @@ function render(data: object, req: RestRequest): string {
   const item = typeof itemId === "string" ? ` · <a href="${escapeHtml(itemPageHref(itemId))}">Item</a>` : "";
   return page(
     title,
-    `<h1>${escapeHtml(title)}</h1><p><a href="${escapeHtml(home)}">Folder: ${escapeHtml(folder ? decodeURIComponent(folder.slice(1)) : "/")}</a> · <a href="?f=pjson">JSON</a>${item}</p>${renderValue(data)}`,
+    `<h1>${escapeHtml(title)}</h1><p><a href="${escapeHtml(home)}">Folder: ${escapeHtml(folder ? decodeURIComponent(folder.slice(1)) : "/")}</a> · <a href="?f=pjson">JSON</a> · ${viewLink(req.path)}${item}</p>${renderValue(data)}`,
   );
 }
 

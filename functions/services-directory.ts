@@ -3,6 +3,7 @@
 import { catalogPrefetch, requestCatalog, findFolder, viewerKey, visibleTo } from "#shared/catalog.ts";
 import { ApiError } from "#shared/http/errors.ts";
 import { escapeHtml, page } from "#shared/http/html.ts";
+import { VIEWABLE_TYPES, viewLink } from "#shared/viewer/links.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { SERVER_REST_VERSION } from "#shared/urls.ts";
 
@@ -23,9 +24,11 @@ function render(data: object, req: RestRequest): string {
   const link = (href: string, text: string) => `<li><a href="${escapeHtml(href)}">${escapeHtml(text)}</a></li>`;
   const folders = d.folders.map((f) => link(`${root}/${encodeURIComponent(f)}?f=html`, f)).join("");
   const services = d.services
-    .map((s) =>
-      link(`${root}/${s.name.split("/").map(encodeURIComponent).join("/")}/${s.type}?f=html`, `${s.name} (${s.type})`),
-    )
+    .map((s) => {
+      const url = `${root}/${s.name.split("/").map(encodeURIComponent).join("/")}/${s.type}`;
+      const entry = link(`${url}?f=html`, `${s.name} (${s.type})`);
+      return VIEWABLE_TYPES.has(s.type) ? entry.replace(/<\/li>$/, ` · ${viewLink(url)}</li>`) : entry;
+    })
     .join("");
   const title = folder === undefined ? "Folder: /" : `Folder: ${folder}`;
   return page(

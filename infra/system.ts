@@ -44,6 +44,11 @@ export interface RouteSpec {
    * watched as one group, the read-latency alarm's p99. Sign-ins (slow by design) and changes are not.
    */
   readonly read?: boolean;
+  /**
+   * Serves the map viewer's files (shared/viewer/assets.ts), which the stack copies beside the function's bundle
+   * and the local engine into its data folder.
+   */
+  readonly viewerAssets?: boolean;
 }
 
 export type SecretName = "tokenKey";
@@ -224,6 +229,7 @@ export const ROUTES: readonly RouteSpec[] = [
   ...dataStoreRoutes(),
   ...contentRoutes(),
   ...signInRoutes(),
+  ...homeRoutes(),
   route({
     id: "soap-catalog",
     read: true,
@@ -231,8 +237,25 @@ export const ROUTES: readonly RouteSpec[] = [
     path: "/{server}/services",
     tables: { servers: "read", services: "read" },
   }),
-  route({ id: "not-found", methods: "$default", path: "$default" }),
+  // It sends `/<server>` and `/<server>/rest` to the server's directory.
+  route({ id: "not-found", methods: "$default", path: "$default", tables: { servers: "read" } }),
 ];
+
+/**
+ * Where a person starts: the home page, the health check, and the map viewer of any service or layer with its
+ * files (the map library's, served here so an offline site works): three routes, as each costs about seven of
+ * the stack's resources. `/portal/home` and a server's short addresses are answered by not-found (no route).
+ */
+function homeRoutes(): RouteSpec[] {
+  const GP = ["GET", "POST"] as const;
+  const catalog = { servers: "read", services: "read" } as const;
+  return [
+    route({ id: "home", read: true, methods: GP, path: "/", tables: catalog }),
+    route({ id: "health", methods: GP, path: "/health" }),
+    // The viewer's page (`/viewer/map`) and its files (`/viewer/maplibre-gl.js`, …): one function.
+    route({ id: "viewer", read: true, methods: GP, path: "/viewer/{name}", tables: catalog, viewerAssets: true }),
+  ];
+}
 
 /**
  * What is published, served: the REST services directory (root and folders) and every service at its URL

@@ -4,6 +4,7 @@ import type { RestRequest } from "#shared/http/pipeline.ts";
 import { escapeHtml, page, renderForm } from "#shared/http/html.ts";
 import { PORTAL_ROOT } from "#infra/system.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
+import { viewLink } from "#shared/viewer/links.ts";
 
 type View = Record<string, unknown>;
 
@@ -33,7 +34,9 @@ export function itemPage(data: object, req: RestRequest): string {
     ["Access", text(item.access)],
     [
       "URL",
-      url ? `<a href="${escapeHtml(`${url}?f=html`)}">${escapeHtml(url)}</a>` : '<span class="muted">(none)</span>',
+      url
+        ? `<a href="${escapeHtml(`${url}?f=html`)}">${escapeHtml(url)}</a> · ${viewLink(url)}`
+        : '<span class="muted">(none)</span>',
     ],
     ["Tags", tags.length ? escapeHtml(tags.join(", ")) : '<span class="muted">(none)</span>'],
     ["Summary", text(item.snippet)],

@@ -565,6 +565,19 @@ describe("what the template does not allow is refused", () => {
     ]);
   });
 
+  it("serves the home page, the health check and the map viewer with its files, copied beside its bundle by the synth", async () => {
+    expect(await json(`${system.url}/health?f=json`)).toMatchObject({ status: "ok", store: "answering" });
+    expect(await json(`${system.url}/?f=json`)).toMatchObject({ servers: [{ name: "arcgis" }] });
+    const lib = await call(`${system.url}/viewer/maplibre-gl.js`);
+    expect([lib.status, lib.headers["content-type"]]).toEqual([200, "text/javascript; charset=utf-8"]);
+    expect(lib.body.length).toBeGreaterThan(100_000);
+    const page = await call(
+      `${system.url}/viewer/map?url=${encodeURIComponent("/arcgis/rest/services/World_Basemap/MapServer")}`,
+    );
+    expect(page.text).toContain('<script src="/viewer/viewer.js" defer></script>');
+    expect(page.headers["content-security-policy"]).toContain("script-src 'self'");
+  });
+
   it("lets API Gateway invoke every route's function, the $default route's included (unmatched paths: the 404 envelope)", async () => {
     // API Gateway invokes a route's function as `<api>/<stage>/<METHOD>/<path>` and the $default route's as
     // `<api>/<stage>/$default`: an API-wide `<api>/*/*/*` permission alone would leave the latter a bare 500.

@@ -114,7 +114,7 @@ const extentRows = (e: Extent, sr: string) => [
 ];
 
 describe("the service's page", () => {
-  it("describes the service, links its layer, its layers page, its folder, its item and its JSON", async () => {
+  it("describes the service, links its layer, its layers page, its folder, its item, its JSON and its map", async () => {
     const path = servicePath("places");
     const html = await getPage(`${path}?f=html`);
     const name = path.split("/").at(-2);
@@ -136,6 +136,7 @@ describe("the service's page", () => {
       ["World", "/arcgis/rest/services/World?f=html"],
       [`World/${name} (FeatureServer)`, `${path}?f=html`],
       ["JSON", `${path}?f=pjson`],
+      ["View", `/viewer/map?url=${encodeURIComponent(path)}`],
       [itemId, `/portal/sharing/rest/content/items/${itemId}?f=html`],
       ["places", `${path}/0?f=html`],
       ["All Layers and Tables", `${path}/layers?f=html`],

@@ -155,7 +155,7 @@ export async function registerServer(portalId: string, spec: NewServer): Promise
   if (!(await getPortal(portalId))) throw new AdminInputError(`no portal ${portalId}`);
   if (!SERVER_NAME.test(spec.name) || RESERVED_SERVER_NAMES.has(spec.name.toLowerCase())) {
     throw new AdminInputError(
-      `server name ${JSON.stringify(spec.name)} must be a letter then letters, digits, _ or -, and not "portal"`,
+      `server name ${JSON.stringify(spec.name)} must be a letter then letters, digits, _ or -, and not ${[...RESERVED_SERVER_NAMES].map((n) => `"${n}"`).join(", ")}`,
     );
   }
   if (spec.url !== undefined) {

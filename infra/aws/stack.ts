@@ -43,7 +43,7 @@ import { Secret } from "aws-cdk-lib/aws-secretsmanager";
 import { EventBus, Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
 import { Architecture, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
-import { NodejsFunction, OutputFormat, SourceMapMode } from "aws-cdk-lib/aws-lambda-nodejs";
+import { type ICommandHooks, NodejsFunction, OutputFormat, SourceMapMode } from "aws-cdk-lib/aws-lambda-nodejs";
 import { BUNDLE } from "./bundling.ts";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from "aws-cdk-lib/aws-stepfunctions";
@@ -63,6 +63,7 @@ import {
   taskVariable,
   WORKFLOW,
 } from "#infra/system.ts";
+import { VIEWER_ASSETS, VIEWER_ASSETS_FOLDER } from "#shared/viewer/assets.ts";
 import { MapgateCdn } from "./cdn.ts";
 import { MapgateSecret, MapgateTable } from "./constructs.ts";
 import { Monitoring, type Thresholds } from "./monitoring.ts";
@@ -145,6 +146,21 @@ export const VPC_INTERFACE_ENDPOINTS = ["SECRETS_MANAGER", "STEP_FUNCTIONS", "EV
 
 /** Every function's memory (and so its CPU share): the cost model of `npm run bench` prices with it. */
 export const FUNCTION_MEMORY_MB = 1024;
+
+/**
+ * The map viewer's files (maplibre-gl's CSP build and the viewer's own script and styles), copied beside the
+ * bundle of the function that serves them after esbuild ran: read from disk there, never bundled as code.
+ */
+const viewerAssetHooks: ICommandHooks = {
+  beforeBundling: () => [],
+  beforeInstall: () => [],
+  afterBundling: (inputDir, outputDir) => [
+    `mkdir -p "${outputDir}/${VIEWER_ASSETS_FOLDER}"`,
+    ...Object.entries(VIEWER_ASSETS).map(
+      ([name, { source }]) => `cp "${inputDir}/${source}" "${outputDir}/${VIEWER_ASSETS_FOLDER}/${name}"`,
+    ),
+  ],
+};
 
 const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
 
@@ -325,7 +341,11 @@ export class MapgateStack extends Stack {
       entry: string,
       timeout: Duration,
       access: Readonly<Record<string, Access>>,
-      { readsStorage = false, datastoreSecrets }: Pick<RouteSpec, "readsStorage" | "datastoreSecrets"> = {},
+      {
+        readsStorage = false,
+        datastoreSecrets,
+        viewerAssets = false,
+      }: Pick<RouteSpec, "readsStorage" | "datastoreSecrets" | "viewerAssets"> = {},
     ) => {
       const name = pascal(id);
       const logGroup = new LogGroup(this, `${name}Logs`, { retention: RetentionDays.ONE_MONTH, removalPolicy });
@@ -374,6 +394,7 @@ export class MapgateStack extends Stack {
           externalModules: [...BUNDLE.external],
           sourceMap: true,
           sourceMapMode: SourceMapMode.EXTERNAL,
+          ...(viewerAssets ? { commandHooks: viewerAssetHooks } : {}),
         },
       });
       // The grant and the variable naming what it grants, together (shared/stores/datastore-secrets.ts).

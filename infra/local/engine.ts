@@ -1,6 +1,6 @@
 // The local engine: one process running dynalite, the gateway and (later) the workflow runner over a
 // data folder, serving the same handler modules the CDK deploys.
-import { readFile, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -20,6 +20,13 @@ import { LOCAL_STATE_MACHINE_ARN, startWorkflows } from "./workflows.ts";
 import { processingJobs } from "#shared/stores/jobs.ts";
 import { getDefaultPortalId } from "#shared/stores/portals.ts";
 import { startS3 } from "./s3.ts";
+import { VIEWER_ASSETS, VIEWER_ASSETS_FOLDER } from "#shared/viewer/assets.ts";
+
+/** The map viewer's files, from this checkout into the folder its function reads them from (as on AWS). */
+async function copyViewerAssets(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (const [name, { source }] of Object.entries(VIEWER_ASSETS)) await copyFile(join(ROOT, source), join(dir, name));
+}
 
 /** The local bucket the demo's cloud data store reads (a copy of the demo folder store's caches). */
 const DEMO_BUCKET = "mapgate-demo";
@@ -103,6 +110,8 @@ export function localEnvironment(
     // Beside the token key, in the data folder: database stores' passwords, one file each, owner-only.
     DATASTORE_SECRETS_DIR: join(dirname(tokenKeyFile), DATASTORE_SECRETS_FOLDER),
     PUBLIC_HTTPS_ORIGIN: httpsOrigin,
+    // Where the stack puts them beside the function's bundle: the map viewer's files (copied at each start).
+    VIEWER_ASSETS_DIR: join(dirname(tokenKeyFile), VIEWER_ASSETS_FOLDER),
   };
   for (const t of TABLES) env[tableEnvName(t.name)] = localTableName(t.name);
   return env;
@@ -231,7 +240,9 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     cleanups.push(() => events.close());
     const endpoints = { sfn: workflows.endpoint, s3: s3.endpoint, events: events.endpoint, lambda: lambda.endpoint };
     // Set before any handler or task module loads: they read their configuration once, at cold start.
-    Object.assign(process.env, localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, endpoints));
+    const environment = localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, endpoints);
+    Object.assign(process.env, environment);
+    await copyViewerAssets(environment.VIEWER_ASSETS_DIR as string);
     await workflows.load();
     await lambda.load(ROOT);
     // What EventBridge Scheduler does every minute on AWS: send again the events the bus did not take.

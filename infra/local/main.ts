@@ -46,10 +46,14 @@ try {
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 out(`mapgate: data folder ${dataDir}`);
+out(`mapgate: home        ${engine.httpsUrl}/  (open it in a browser; see below)`);
 out(`mapgate: portal      ${engine.httpsUrl}/portal/sharing/rest`);
 out(`mapgate: server      ${engine.httpsUrl}/arcgis/rest/info`);
 out(`mapgate: plain HTTP  ${engine.httpUrl}/portal/sharing/rest`);
 out(`mapgate: certificate ${engine.certFile}  (curl --cacert, or NODE_EXTRA_CA_CERTS for Node clients)`);
+out(
+  `mapgate: in a browser: trust that certificate (import it as an authority) or accept the warning once, then open ${engine.httpsUrl}/ ; or open ${engine.httpUrl}/ (plain HTTP, this machine only: public services, no sign-in; refused if the organization requires HTTPS)`,
+);
 out(
   `mapgate: AWS SDK endpoints for local callers: lambda ${engine.endpoints.lambda}  stepfunctions ${engine.endpoints.sfn}  eventbridge ${engine.endpoints.events}`,
 );

@@ -14,6 +14,7 @@ import { DISTANCE_UNITS, QUERY_GEOMETRY_TYPES } from "#shared/features/plan.ts";
 import { escapeHtml, type FormField, page, renderForm } from "#shared/http/html.ts";
 import type { Params } from "#shared/http/params.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
+import { viewLink } from "#shared/viewer/links.ts";
 import type { Server } from "#shared/stores/servers.ts";
 import type { Service } from "#shared/stores/services.ts";
 
@@ -65,7 +66,8 @@ function trail(
     ...(layer ? [link(`${layerHref(links, layer.id)}?f=html`, `${layer.name} (${layer.id})`)] : []),
     ...(query ? ["Query"] : []),
   ];
-  return `<p>${steps.join(" › ")}</p>${json ? `<p>${link(json, "JSON")}</p>` : ""}`;
+  const view = viewLink(layer ? layerHref(links, layer.id) : links.service);
+  return `<p>${steps.join(" › ")}</p>${json ? `<p>${link(json, "JSON")} · ${view}</p>` : `<p>${view}</p>`}`;
 }
 
 function entryList(links: FeatureLinks, entries: ServiceJson["layers"]): string {

@@ -1,5 +1,5 @@
 // HTML pages for `f=html`: escaped, UTF-8, no scripts, one hashed stylesheet so the
-// Content-Security-Policy can forbid everything else.
+// Content-Security-Policy can forbid everything else. The map viewer's page alone loads scripts, this site's own.
 import { createHash } from "node:crypto";
 
 export function escapeHtml(value: string): string {
@@ -23,11 +23,20 @@ const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE).digest("base64"
  * consent page) the one checked redirect URI a form's answer sends the browser to, since Chromium and Safari
  * apply form-action to the redirect after a form POST too.
  */
-export function contentSecurityPolicy(formActions: readonly string[] = []): string {
+export function contentSecurityPolicy(formActions: readonly string[] = [], { scripts = false } = {}): string {
   return [
     "default-src 'none'",
-    `style-src ${STYLE_HASH}`,
-    "img-src 'self'",
+    // A map viewer's page runs this site's own scripts (no inline script, no eval: the map library's CSP build),
+    // its map worker, and reads this site's services; maps draw data: and blob: images of their own.
+    ...(scripts
+      ? [
+          "script-src 'self'",
+          `style-src 'self' ${STYLE_HASH}`,
+          "img-src 'self' data: blob:",
+          "connect-src 'self'",
+          "worker-src 'self'",
+        ]
+      : [`style-src ${STYLE_HASH}`, "img-src 'self'"]),
     `form-action ${["'self'", ...formActions].join(" ")}`,
     "base-uri 'none'",
     "frame-ancestors 'none'",
@@ -38,12 +47,15 @@ export function contentSecurityPolicy(formActions: readonly string[] = []): stri
 export interface HtmlPage {
   readonly body: string;
   readonly formActions: readonly string[];
+  /** Whether the page loads this site's scripts and stylesheets (a map viewer's): see contentSecurityPolicy. */
+  readonly scripts?: boolean;
 }
 
-export function page(title: string, body: string): string {
+/** A page; `head` adds elements to its head (a viewer's scripts and stylesheets, allowed by its policy). */
+export function page(title: string, body: string, head = ""): string {
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>${escapeHtml(title)} · mapgate</title><style>${STYLE}</style></head>
+<title>${escapeHtml(title)} · mapgate</title><style>${STYLE}</style>${head}</head>
 <body><header><strong>mapgate</strong> · ${escapeHtml(title)}</header><main>
 ${body}
 </main></body></html>

@@ -523,7 +523,9 @@ export const respond = (op: Operation): RestMiddleware => ({
       const custom = op.html?.(data, req);
       const html = custom ?? page(op.name, `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`);
       request.response =
-        typeof html === "string" ? renderHtml(html, req.https) : renderHtml(html.body, req.https, html.formActions);
+        typeof html === "string"
+          ? renderHtml(html, req.https)
+          : renderHtml(html.body, req.https, html.formActions, { scripts: html.scripts === true });
     } else request.response = renderJson(data, s.rendering as Rendering);
     finish(request.response, s, op);
     // What Lambda returns is the whole result (headers, base64 body): past 6 MB, AWS answers a bare 500.

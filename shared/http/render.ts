@@ -54,12 +54,13 @@ export function renderHtml(
   html: string,
   https: boolean,
   formActions: readonly string[] = [],
+  { scripts = false }: { scripts?: boolean } = {},
 ): APIGatewayProxyStructuredResultV2 {
   return {
     statusCode: 200,
     headers: {
       ...headers("text/html; charset=utf-8", https),
-      "content-security-policy": contentSecurityPolicy(formActions),
+      "content-security-policy": contentSecurityPolicy(formActions, { scripts }),
     },
     body: html,
   };

@@ -19,7 +19,7 @@ export interface Server {
 
 /** Path segments a hosted server may not take: they would shadow the portal or look like a file. */
 export const SERVER_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
-export const RESERVED_SERVER_NAMES = new Set(["portal"]);
+export const RESERVED_SERVER_NAMES = new Set(["portal", "viewer", "health"]);
 
 function toServer(item: Record<string, unknown>): Server {
   const r = new RecordReader("server", item);

@@ -1,0 +1,329 @@
+// The home page, the health check, the short addresses, and the map viewer in a real headless Chromium against the
+// local engine with the demo data: each kind of service drawn (cached tiles, vector tiles with their own style, a
+// feature layer queried by extent, a scene layer's footprint) with non-blank pixels where the map is, a clicked
+// feature's attributes shown, and what cannot be read said in words; anonymously and signed in with the cookie.
+// Screenshots go to test-artifacts/.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { PNG } from "pngjs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
+import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { call, form } from "./helpers/http.ts";
+import { CHROMIUM_ARGS, countNonBackground } from "./helpers/map-render.ts";
+import { publish, share } from "./helpers/publish.ts";
+
+const ARTIFACTS = join(ROOT, "test-artifacts");
+const REST = "/portal/sharing/rest";
+/** The viewer's map background (shared/viewer/viewer.js): what an empty map shows. */
+const BACKGROUND: [number, number, number] = [0xee, 0xf1, 0xf4];
+
+let engine: RunningEngine;
+let browser: Browser;
+let org: DemoOrganization;
+const contexts: BrowserContext[] = [];
+/** Published here: a vector tile service shared with everyone, and a scene service left private. */
+let vectorUrl: string;
+let sceneUrl: string;
+let sceneItemId: string;
+let publisherToken: string;
+/** The demo's public countries layer (bulk-published into World under a generated name). */
+let countriesUrl: string;
+/** The demo's public places service (points), as the directory and the home page link it: the service itself. */
+let placesUrl: string;
+
+const https = (path: string) => `${engine.ready.https}${path}`;
+const viewer = (url: string) => `/viewer/map?url=${encodeURIComponent(new URL(url, engine.ready.https).pathname)}`;
+
+async function token(username: string, password: string): Promise<string> {
+  const res = await call(https(`${REST}/generateToken`), {
+    ca: engine.ca,
+    body: form({ f: "json", username, password }),
+  });
+  return res.json<{ token: string }>().token;
+}
+
+interface Seen {
+  readonly page: Page;
+  /** Console errors, page errors (CSP violations among them) and failed requests. */
+  readonly errors: string[];
+}
+
+async function newPage(signedIn: boolean): Promise<Seen> {
+  const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1000, height: 900 } });
+  contexts.push(context);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/^Failed to load resource: .* 404/.test(m.text())) errors.push(m.text());
+  });
+  page.on("pageerror", (e) => errors.push(e.message));
+  page.on("requestfailed", (r) => {
+    if (r.failure()?.errorText !== "net::ERR_ABORTED") errors.push(`${r.url()} ${r.failure()?.errorText}`);
+  });
+  if (signedIn) {
+    await page.goto(https(`${REST}/oauth2/signin?redirect=/`));
+    await page.getByLabel("Username").fill("publisher");
+    await page.getByLabel("Password").fill(PASSWORDS.publisher);
+    await Promise.all([page.waitForURL(https("/")), page.getByRole("button", { name: "Sign in" }).click()]);
+  }
+  return { page, errors };
+}
+
+/** Opens a viewer page and waits until it says it drew the map or could not (`data-viewer`). */
+async function view(seen: Seen, url: string): Promise<string> {
+  await seen.page.goto(https(viewer(url)));
+  await seen.page.waitForFunction(
+    () => {
+      const state = (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body
+        .dataset.viewer;
+      return state === "drawn" || state === "failed";
+    },
+    undefined,
+    { timeout: 20_000 },
+  );
+  return (await seen.page.locator("body").getAttribute("data-viewer")) ?? "";
+}
+
+/** The map's pixels that are not its empty background, from a screenshot kept in test-artifacts. */
+async function drawnPixels(page: Page, name: string): Promise<number> {
+  const shot = await page.locator("#map").screenshot();
+  await page.screenshot({ path: join(ARTIFACTS, `viewer-${name}.png`), fullPage: true });
+  return countNonBackground(PNG.sync.read(shot), BACKGROUND);
+}
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await Promise.all([
+    startEngine().then((e) => (engine = e)),
+    chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS }).then((b) => (browser = b)),
+  ]);
+  org = demoOrganization(engine.dataDir);
+  const publisher = await token("publisher", PASSWORDS.publisher);
+  publisherToken = publisher;
+  const common = { token: publisher, serverId: org.serverId, store: org.folderStore };
+  const [vector, scene] = await Promise.all([
+    publish(engine, {
+      ...common,
+      type: "VectorTileServer",
+      serviceName: "Viewer_Streets",
+      path: "/caches/vectortiles/Streets",
+    }),
+    publish(engine, {
+      ...common,
+      type: "SceneServer",
+      serviceName: "Viewer_Buildings",
+      path: "/caches/scene/Buildings3D",
+    }),
+  ]);
+  expect(await share(engine, publisher, vector.serviceItemId, { everyone: "true" })).toMatchObject({
+    notSharedWith: [],
+  });
+  vectorUrl = vector.serviceUrl;
+  sceneUrl = scene.serviceUrl;
+  sceneItemId = scene.serviceItemId;
+  const world = await call(https("/arcgis/rest/services/World?f=json"), { ca: engine.ca });
+  const countries = world
+    .json<{ services: { name: string; type: string }[] }>()
+    .services.find((s) => s.name.startsWith("World/countries"));
+  countriesUrl = `/arcgis/rest/services/${countries?.name}/FeatureServer/0`;
+  const places = world.json<{ services: { name: string }[] }>().services.find((s) => s.name.startsWith("World/places"));
+  placesUrl = `/arcgis/rest/services/${places?.name}/FeatureServer`;
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => undefined);
+  await browser?.close();
+  await engine?.stop();
+});
+
+describe("the home page, the health check and the short addresses", () => {
+  it("answers / with what this is, sign-in, the directories and the services with View links", async () => {
+    const res = await call(https("/"), { ca: engine.ca });
+    expect(res.status).toBe(200);
+    expect(res.headers["content-type"]).toMatch(/^text\/html/);
+    expect(res.text).toContain(`href="${REST}/oauth2/signin?redirect=%2F"`);
+    expect(res.text).toContain(`href="${REST}?f=html"`);
+    expect(res.text).toContain('href="/arcgis/rest/services?f=html"');
+    expect(res.text).toContain(
+      `href="/viewer/map?url=${encodeURIComponent("/arcgis/rest/services/World_Basemap/MapServer")}"`,
+    );
+    // The vector tile service is public; the scene service is not, so anonymously it is not listed.
+    expect(res.text).toContain("Viewer_Streets");
+    expect(res.text).not.toContain("Viewer_Buildings");
+    const json = (await call(https("/?f=json"), { ca: engine.ca })).json<{
+      signedIn: string | null;
+      servers: { name: string; directory: string; services: { name: string; type: string; viewer: string }[] }[];
+    }>();
+    expect(json.signedIn).toBeNull();
+    expect(json.servers.map((s) => [s.name, s.directory])).toEqual([["arcgis", "/arcgis/rest/services"]]);
+    expect(json.servers[0]?.services).toContainEqual(
+      expect.objectContaining({ name: "World_Basemap", type: "MapServer" }),
+    );
+    // Plain HTTP answers too, and says signing in needs HTTPS.
+    const plain = await call(`${engine.ready.http}/`);
+    expect(plain.status).toBe(200);
+    expect(plain.text).toContain("plain HTTP");
+  });
+
+  it("sends /portal/home, /<server>, /<server>/rest and /viewer where they lead, and answers other paths with a 404", async () => {
+    for (const [path, to] of [
+      ["/portal/home", "/"],
+      ["/portal", "/"],
+      ["/arcgis", "/arcgis/rest/services"],
+      ["/arcgis/rest", "/arcgis/rest/services"],
+      ["/arcgis/rest/", "/arcgis/rest/services"],
+      ["/viewer?url=%2Fa", "/viewer/map?url=%2Fa"],
+    ] as const) {
+      const res = await call(https(path), { ca: engine.ca });
+      expect([path, res.status, res.headers.location]).toEqual([path, 303, to]);
+    }
+    const missing = await call(https("/nowhere/rest?f=json"), { ca: engine.ca });
+    expect(missing.json()).toMatchObject({ error: { code: 404 } });
+  });
+
+  it("says the engine and its store answer at /health, as JSON and as a page", async () => {
+    const json = (await call(https("/health?f=json"), { ca: engine.ca })).json();
+    expect(json).toEqual({ status: "ok", engine: "answering", store: "answering", time: expect.any(String) });
+    const page = await call(https("/health"), { ca: engine.ca });
+    expect(page.text).toContain("Health: ok");
+  });
+});
+
+describe("the viewer's files", () => {
+  it("are served by mapgate itself, compressed, for any cache to keep; nothing else is", async () => {
+    const lib = await call(https("/viewer/maplibre-gl.js"), { ca: engine.ca, headers: { "accept-encoding": "gzip" } });
+    expect(lib.status).toBe(200);
+    expect(lib.headers["content-type"]).toBe("text/javascript; charset=utf-8");
+    expect(lib.headers["content-encoding"]).toBe("gzip");
+    expect(lib.headers["cache-control"]).toBe("public, max-age=86400");
+    const again = await call(https("/viewer/maplibre-gl.js"), {
+      ca: engine.ca,
+      headers: { "accept-encoding": "gzip", "if-none-match": String(lib.headers.etag) },
+    });
+    expect(again.status).toBe(304);
+    const css = await call(https("/viewer/viewer.css"), { ca: engine.ca });
+    expect([css.status, css.headers["content-type"], css.headers["content-encoding"]]).toEqual([
+      200,
+      "text/css; charset=utf-8",
+      undefined,
+    ]);
+    for (const name of ["nothing.js", "..%2Fpackage.json", "assets.ts"]) {
+      const res = await call(https(`/viewer/${name}`), { ca: engine.ca });
+      expect(res.json(), name).toMatchObject({ error: { code: 404 } });
+    }
+    // Without a url, the page asks for one; the JSON says what a page would draw.
+    expect((await call(https("/viewer/map?f=json"), { ca: engine.ca })).json()).toMatchObject({ error: { code: 400 } });
+    expect(
+      (
+        await call(https(`${viewer("/arcgis/rest/services/World_Basemap/MapServer")}&f=json`), { ca: engine.ca })
+      ).json(),
+    ).toMatchObject({ kind: "tiles", tiles: { minzoom: 0, maxzoom: 2, tileSize: 256 } });
+  });
+});
+
+describe("the map viewer, anonymously", () => {
+  let seen: Seen;
+  beforeAll(async () => {
+    seen = await newPage(false);
+  });
+
+  it("draws a cached tile service, with a strict policy (own scripts, no inline script, no eval)", async () => {
+    const answer = await seen.page.goto(https(viewer("/arcgis/rest/services/World_Basemap/MapServer")));
+    const csp = answer?.headers()["content-security-policy"] ?? "";
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toMatch(/unsafe-eval|unsafe-inline/);
+    expect(await view(seen, "/arcgis/rest/services/World_Basemap/MapServer")).toBe("drawn");
+    expect(await drawnPixels(seen.page, "tiles")).toBeGreaterThan(10_000);
+  });
+
+  it("draws a vector tile service with its own style", async () => {
+    expect(await view(seen, vectorUrl)).toBe("drawn");
+    expect(await drawnPixels(seen.page, "vector-tiles")).toBeGreaterThan(10_000);
+  });
+
+  it("draws a feature layer from query and shows a clicked feature's attributes", async () => {
+    expect(await view(seen, countriesUrl)).toBe("drawn");
+    expect(await drawnPixels(seen.page, "features")).toBeGreaterThan(10_000);
+    await expect(seen.page.locator("#viewer-status").textContent()).resolves.toMatch(/\d+ features?/);
+    // A click in the middle of the map lands on a country (the map shows the layer's whole extent).
+    const box = await seen.page.locator("#map").boundingBox();
+    if (!box) throw new Error("no map");
+    let clicked = "";
+    for (const [fx, fy] of [
+      [0.55, 0.35],
+      [0.3, 0.3],
+      [0.6, 0.5],
+      [0.75, 0.3],
+    ] as const) {
+      await seen.page.mouse.click(box.x + box.width * fx, box.y + box.height * fy);
+      clicked = (await seen.page.locator("body").getAttribute("data-feature")) ?? "";
+      if (clicked) break;
+    }
+    expect(clicked).toMatch(/^\d+$/);
+    await expect(seen.page.locator("#viewer-details th").first().textContent()).resolves.toBeTruthy();
+    await seen.page.screenshot({ path: join(ARTIFACTS, "viewer-feature-attributes.png"), fullPage: true });
+  });
+
+  it("draws every layer of a feature service linked as a whole (points here)", async () => {
+    expect(await view(seen, placesUrl)).toBe("drawn");
+    await expect(seen.page.locator("#viewer-status").textContent()).resolves.toMatch(/^places: \d+ features/);
+    expect(await drawnPixels(seen.page, "feature-service")).toBeGreaterThan(500);
+  });
+
+  it("says so in words when a layer cannot be read, and asks to sign in for a service not shared with everyone", async () => {
+    const missingLayer = countriesUrl.replace(/\/0$/, "/99");
+    expect(await view(seen, missingLayer)).toBe("failed");
+    await expect(seen.page.locator("#viewer-status").textContent()).resolves.toMatch(/could not be read: Invalid URL$/);
+    // No empty map box is left where the map would have been.
+    expect(await seen.page.locator("#map").isHidden()).toBe(true);
+    await seen.page.screenshot({ path: join(ARTIFACTS, "viewer-unreadable.png"), fullPage: true });
+    await seen.page.goto(https(viewer(sceneUrl)));
+    await expect(seen.page.locator("#viewer-status").textContent()).resolves.toMatch(/sign in to view it/);
+    expect(await seen.page.getByRole("link", { name: "Sign in" }).getAttribute("href")).toContain("oauth2/signin");
+    expect(await seen.page.locator("#map").count()).toBe(0);
+    expect(seen.errors.filter((e) => !/\/FeatureServer\/99/.test(e))).toEqual([]);
+  });
+});
+
+describe("the map viewer, signed in with the sign-in cookie", () => {
+  let seen: Seen;
+  beforeAll(async () => {
+    seen = await newPage(true);
+  });
+
+  it("draws a private scene service's footprint for its owner", async () => {
+    expect(await view(seen, sceneUrl)).toBe("drawn");
+    await expect(seen.page.getByText("Signed in as publisher")).toBeTruthy();
+    expect(await drawnPixels(seen.page, "scene-footprint")).toBeGreaterThan(10_000);
+  });
+
+  it("says a listed-only service has nothing to draw", async () => {
+    await seen.page.goto(https(viewer("/arcgis/rest/services/Utilities/Hydrant_Inspections/FeatureServer")));
+    await expect(seen.page.locator("#viewer-status").textContent()).resolves.toMatch(/listed only/);
+    expect(seen.errors).toEqual([]);
+  });
+
+  it("is linked from the directory, the service page and the home page", async () => {
+    await seen.page.goto(https("/arcgis/rest/services?f=html"));
+    expect(await seen.page.getByRole("link", { name: "View", exact: true }).count()).toBeGreaterThan(1);
+    await seen.page.goto(https(`${new URL(sceneUrl).pathname}?f=html`));
+    expect(await seen.page.getByRole("link", { name: "View", exact: true }).getAttribute("href")).toBe(
+      viewer(sceneUrl),
+    );
+    await seen.page.goto(https("/"));
+    expect(await seen.page.locator(`a[href="${viewer(sceneUrl)}"]`).count()).toBe(1);
+    await seen.page.screenshot({ path: join(ARTIFACTS, "home-signed-in.png"), fullPage: true });
+    await seen.page.goto(https(`${REST}/content/items/${sceneItemId}?f=html`));
+    expect(await seen.page.getByRole("link", { name: "View", exact: true }).getAttribute("href")).toBe(
+      viewer(sceneUrl),
+    );
+    // getLayers lists the world store's layers, each with its map.
+    const layers = await call(
+      https(`${REST}/portals/self/datastores/getLayers?f=html&datastoreId=${org.worldStore}&token=${publisherToken}`),
+      { ca: engine.ca },
+    );
+    expect(layers.text).toContain(`href="${viewer(countriesUrl.replace(/\/0$/, ""))}"`);
+  });
+});
