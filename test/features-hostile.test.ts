@@ -6,7 +6,9 @@
 // in the test's name). Every answer is a valid one or the 400 envelope naming a parameter that was sent, never a
 // 500; none holds SQL, a path of this machine or a stack frame; each comes within a bound; the engine answers
 // afterwards and logs no fault; and the source is unchanged (its row counts and checksums before and after).
-// Another data source joins the run as another target: its layers' URLs and a snapshot of what it holds.
+// Two targets run the same cases: the demo GeoPackage in its folder store, and the same tables copied into a
+// throwaway PostgreSQL + PostGIS cluster on loopback, registered with a read-only login (what it holds is
+// snapshotted as row counts and digests of every row, and the schema's definition).
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
@@ -19,8 +21,11 @@ import { MAX_QUERY_VERTICES } from "#shared/features/geometry/esri-json.ts";
 import { MAX_GEOMETRY_LENGTH, MAX_OBJECT_IDS, MAX_OUT_STATISTICS } from "#shared/features/plan.ts";
 import { MAX_WHERE_DEPTH, MAX_WHERE_LENGTH } from "#shared/features/where.ts";
 import { stableItemId } from "#shared/publishing.ts";
-import { demoOrganization } from "./helpers/admin.ts";
-import { ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { adminCommand, demoOrganization } from "./helpers/admin.ts";
+import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { call, form } from "./helpers/http.ts";
+import { copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
+import { share, waitForJob } from "./helpers/publish.ts";
 
 /** Requests in flight at once: enough to keep the engine busy, few enough that latency stays its own. */
 const CONCURRENCY = 4;
@@ -35,6 +40,7 @@ const MAX_GET_CHARS = 8_000;
 const SEED = Number(process.env.MAPGATE_FUZZ_SEED ?? 20_260_521);
 
 let engine: RunningEngine;
+let db: Postgres | undefined;
 // A connection each: the engine closes an idle kept-alive socket while a heavy query holds it, and the next request
 // written on that socket would be reset.
 const agent = new Agent({ keepAlive: false, maxSockets: CONCURRENCY });
@@ -45,6 +51,7 @@ beforeAll(async () => {
 afterAll(async () => {
   agent.destroy();
   await engine?.stop();
+  await db?.stop();
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -111,8 +118,83 @@ function geoPackageTarget(): FuzzTarget {
   };
 }
 
+const WORLD_TABLES = ["places", "countries", "attribution"] as const;
+
+/** Each table's row count and the digest of its rows in key order, and the digest of the schema's definition. */
+async function postgisSnapshot(client: Postgres["admin"]): Promise<Snapshot> {
+  const out: Record<string, string | number> = {};
+  const schema = await client.query(
+    "SELECT c.relname, c.relkind, a.attname, format_type(a.atttypid, a.atttypmod) AS type FROM pg_class c " +
+      "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid " +
+      "WHERE n.nspname = 'public' AND a.attnum > 0 ORDER BY 1, 3",
+  );
+  out["schema sha256"] = sha256(JSON.stringify(schema.rows));
+  for (const table of WORLD_TABLES) {
+    const { rows } = await client.query(
+      `SELECT count(*)::int AS n, md5(string_agg(t::text, '|' ORDER BY t.fid)) AS digest FROM public.${table} t`,
+    );
+    out[`${table} rows`] = Number(rows[0]?.n);
+    out[`${table} md5`] = String(rows[0]?.digest);
+  }
+  return out;
+}
+
+/**
+ * The same demo world copied into a throwaway PostgreSQL + PostGIS cluster on loopback, registered by the operator
+ * command with a read-only login, bulk-published into a folder of its own and shared with everyone (the fuzz
+ * calls anonymously, as it does the GeoPackage's public layers).
+ */
+async function postgisTarget(): Promise<FuzzTarget> {
+  const started = await startPostgres();
+  db = started;
+  const file = join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH);
+  for (const table of WORLD_TABLES) await copyGeoPackageTable(file, table, started.admin);
+  await started.admin.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${started.reader.user}`);
+  const org = demoOrganization(engine.dataDir);
+  const registered = adminCommand(
+    engine.dataDir,
+    [
+      "register-datastore",
+      ...["--portal", org.portalId, "--title", "World in PostGIS", "--owner", "publisher"],
+      ...["--server", org.serverId, "--postgres", "-"],
+    ],
+    { MAPGATE_POSTGRES: started.uri() },
+  );
+  const datastoreId = (JSON.parse(registered) as { datastoreId: string }).datastoreId;
+  const rest = `${engine.ready.https}/portal/sharing/rest`;
+  const post = (url: string, fields: Record<string, string>) =>
+    call(url, { ca: engine.ca, body: form({ f: "json", ...fields }) }).then((r) => r.json<Record<string, unknown>>());
+  const token = String(
+    (await post(`${rest}/generateToken`, { username: "publisher", password: PASSWORDS.publisher })).token,
+  );
+  const job = await post(`${rest}/portals/self/datastores/allDatasets/publishLayers`, {
+    token,
+    datastoreId,
+    serverId: org.serverId,
+    serverFolder: "PgFuzz",
+  });
+  await waitForJob(engine, token, String(job.jobId), String(job.key));
+  const layer = (table: string) =>
+    `${engine.ready.http}/arcgis/rest/services/PgFuzz/public_${table}_${stableItemId(datastoreId, `/public.${table}`).slice(0, 6)}/FeatureServer/0`;
+  for (const table of WORLD_TABLES) {
+    const server = layer(table).replace(/\/0$/, "");
+    const service = (await call(`${server}?f=json&token=${token}`, { ca: engine.ca })).json<{
+      serviceItemId: string;
+    }>();
+    expect(await share(engine, token, service.serviceItemId, { everyone: "true" })).toMatchObject({
+      notSharedWith: [],
+    });
+  }
+  return {
+    layers: { points: layer("places"), polygons: layer("countries"), table: layer("attribution") },
+    snapshot: () => postgisSnapshot(started.admin),
+    secrets: [engine.dataDir, started.reader.password, started.superuser.password, started.uri()],
+  };
+}
+
 const TARGETS: readonly { readonly name: string; readonly open: () => FuzzTarget | Promise<FuzzTarget> }[] = [
   { name: "a GeoPackage in a folder store", open: geoPackageTarget },
+  { name: "a PostGIS database", open: postgisTarget },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -252,6 +334,13 @@ const LEAKS: readonly RegExp[] = [
   /Cannot (read|convert|destructure) (propert|undefined|null|object)\w*/g,
   /\/tmp\/\S*/g,
   /\S*\.gpkg\b/gi,
+  // PostgreSQL's own words: its catalogue, PostGIS's functions, its error texts.
+  /\bpg_\w+/gi,
+  /\bst_\w+\(/gi,
+  /\bpostg(res|is)\w*/gi,
+  /\b(relation|column|function|operator) "?\S+"? does not exist\b/gi,
+  /\binvalid input syntax\b/gi,
+  /\bstatement timeout\b/gi,
 ];
 
 /** Every string of a JSON text, keys included (the text is read once; answers are a page at most). */

@@ -535,6 +535,42 @@ describe("PostgreSQL text", () => {
     ).not.toMatch(/ST_GeomFromGeoJSON/);
   });
 
+  it("probes the index point by point for many points, and repairs feature geometries when asked", () => {
+    const geometry = {
+      type: "MultiPoint" as const,
+      coordinates: [
+        [1, 2],
+        [3, 4],
+      ],
+    };
+    const base = { bbox: [1, 2, 3, 4] as const, geometry, relation: "intersects" as const };
+    const q = pg({ geometry: '{"points":[[1,2],[3,4]]}', geometryType: "esriGeometryMultipoint" }, base);
+    expect(q.sql).toContain(
+      't."objectid" IN (SELECT p."objectid" FROM "cities" AS p JOIN ST_Dump(ST_SetSRID(ST_GeomFromGeoJSON(CAST($6 AS text)), CAST($5 AS integer))) AS d ON p."geom" && d.geom WHERE ST_Intersects(d.geom, p."geom"))',
+    );
+    const repaired = pg(
+      { geometry: "1,2", spatialRel: "esriSpatialRelCrosses" },
+      {
+        ...base,
+        geometry: { type: "Point", coordinates: [1, 2] },
+        relation: "crosses",
+        repair: true,
+      },
+    );
+    expect(repaired.sql).toMatch(/ST_Crosses\(ST_SetSRID\(.*\), ST_Buffer\(t\."geom", 0\)\)/);
+  });
+
+  it("folds a constant CONCAT once (|| over COALESCE) and bounds ROUND's places", () => {
+    const concat = pg({ where: "name LIKE CONCAT('%', UPPER('x'), '%')" });
+    expect(concat.sql).toContain("(COALESCE(CAST($1 AS text), '') || COALESCE(upper(CAST($2 AS text)), '') ||");
+    expect(pg({ where: "ROUND(area, 1000000000) > 0" }).sql).toContain(
+      'round(CAST(t."area" AS numeric), CAST(LEAST(GREATEST(CAST(CAST($1 AS bigint) AS bigint), -400), 400) AS integer))',
+    );
+    expect(roundDecimal(48.85341, 1_000_000_000)).toBe(48.85341);
+    expect(roundDecimal(48.85341, -1_000_000_000)).toBe(0);
+    expect(roundDecimal(1234.5678, 13)).toBe(1234.5678);
+  });
+
   it("emits each output kind", () => {
     expect(pg({ returnIdsOnly: "true", objectIds: "3,1" }).sql).toBe(
       'SELECT CAST(t."objectid" AS double precision) AS c0 FROM "cities" AS t WHERE t."objectid" = ANY(CAST($1 AS bigint[])) ORDER BY t."objectid" ASC',

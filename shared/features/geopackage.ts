@@ -52,6 +52,17 @@ export class GeometryTopologyError extends Error {
   }
 }
 
+/**
+ * The database met a value the request's expression cannot take (PostgreSQL's class 22: a text cast to a number,
+ * an integer out of range…): the caller answers that `where` (or `having`) cannot be evaluated on this data.
+ */
+export class DataExceptionError extends Error {
+  constructor() {
+    super("the expression cannot be evaluated on this data");
+    this.name = "DataExceptionError";
+  }
+}
+
 export class QueryTextError extends Error {
   constructor() {
     super("The query hands its functions more text than it may.");

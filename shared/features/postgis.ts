@@ -7,7 +7,12 @@
 // that stops answering). The password is read from the data store's secret when a pool is made, and a refused
 // login drops the pool, so a changed password is read again by the next request.
 import type { Pool, PoolConfig } from "pg";
-import { DatasetError, GeometryTopologyError, QueryTimeoutError } from "#shared/features/geopackage.ts";
+import {
+  DataExceptionError,
+  DatasetError,
+  GeometryTopologyError,
+  QueryTimeoutError,
+} from "#shared/features/geopackage.ts";
 import {
   type Bounds,
   type EsriFieldType,
@@ -17,7 +22,6 @@ import {
   type LayerSchema,
 } from "#shared/features/schema.ts";
 import { config } from "#shared/config.ts";
-import { badRequest } from "#shared/http/errors.ts";
 import { logger } from "#shared/log.ts";
 import { databaseAddress } from "#shared/stores/database-address.ts";
 import { readDataStorePassword } from "#shared/stores/datastore-secrets.ts";
@@ -94,11 +98,7 @@ export function classifyPgError(err: unknown): Error {
   if (code.startsWith("08") || code.startsWith("53") || code.startsWith("57"))
     return new DatasetError(`The database cannot serve the request now (SQLSTATE ${code}).`);
   // Class 22, data exception: the request's expression met a value it cannot take (a text cast to a number…).
-  if (code.startsWith("22"))
-    return badRequest("Unable to complete operation.", [
-      "'where' parameter is invalid",
-      "The expression cannot be evaluated on this layer's data (a conversion or arithmetic error).",
-    ]);
+  if (code.startsWith("22")) return new DataExceptionError();
   return err instanceof Error ? err : new Error(String(err));
 }
 

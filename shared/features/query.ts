@@ -3,7 +3,13 @@
 // plan's SQL, run on the dataset) → respond (rows into the asked format, in the asked spatial reference). The
 // page is what bounds the work and the memory: the SQL fetches one row more than the page, never the layer.
 import type { Geometry } from "geojson";
-import { DatasetError, GeometryTopologyError, QueryTextError, QueryTimeoutError } from "#shared/features/geopackage.ts";
+import {
+  DataExceptionError,
+  DatasetError,
+  GeometryTopologyError,
+  QueryTextError,
+  QueryTimeoutError,
+} from "#shared/features/geopackage.ts";
 import { fromEsriGeometry } from "#shared/features/geometry/esri-json.ts";
 import { generalize } from "#shared/features/geometry/generalize.ts";
 import {
@@ -103,6 +109,13 @@ async function run(
       ]);
     if (err instanceof ApiError || err instanceof DatasetError || err instanceof GeometryTopologyError) throw err;
     if (err instanceof ExpressionError) throw invalidParameter(clauseCalling(plan, err.fn), err.message);
+    // Only where (on rows) and having (on groups) hold expressions the data can refuse.
+    const having = plan.output === "statistics" ? plan.having : undefined;
+    if (err instanceof DataExceptionError && (plan.where !== undefined || having !== undefined))
+      throw invalidParameter(
+        plan.where !== undefined ? "where" : "having",
+        "The expression cannot be evaluated on this layer's data (a conversion or arithmetic error).",
+      );
     // Only where (tested on every row) and having (on every group) hand text to functions.
     if (err instanceof QueryTextError)
       throw invalidParameter(

@@ -6,7 +6,7 @@
 //   for (const f of SQLITE_FUNCTIONS) db.function(f.name, { deterministic: true, varargs: f.varargs }, f.fn);
 //   for (const a of SQLITE_AGGREGATES) db.aggregate(a.name, { ...a.options });
 // mapgate_spatial is not here: it depends on each query's geometry, so the reader registers it per query.
-import { EXTRACT_CODES } from "#shared/features/sql.ts";
+import { EXTRACT_CODES, MAX_ROUND_PLACES } from "#shared/features/sql.ts";
 import type { ScalarFunction } from "#shared/features/where.ts";
 
 /**
@@ -40,11 +40,13 @@ function unary(fn: (x: number) => number): Scalar {
   };
 }
 
-/** Decimal rounding of x to `digits` places (negative: tens, hundreds…), half away from zero, as numeric does. */
-export function roundDecimal(x: number, digits: number, truncate = false): number {
+/** Decimal rounding of x to `places` places (negative: tens, hundreds…), half away from zero, as numeric does. */
+export function roundDecimal(x: number, places: number, truncate = false): number {
   if (!Number.isFinite(x)) return x;
   // Fifteen significant digits: the decimal PostgreSQL's float-to-numeric cast sees.
   const [mantissa = "0", exp = "0"] = Math.abs(x).toExponential(14).split("e");
+  // Past the fifteenth significant digit there is nothing left to round (and 10^places would overflow).
+  const digits = Math.min(Math.max(places, -MAX_ROUND_PLACES), MAX_ROUND_PLACES, 14 - Number(exp));
   const shifted = Number(`${mantissa}e${Number(exp) + digits}`);
   const whole = truncate ? Math.floor(shifted) : Math.floor(shifted + 0.5);
   const [m2 = "0", e2 = "0"] = whole.toExponential().split("e");
