@@ -41,7 +41,8 @@ import {
 } from "#shared/stores/services.ts";
 import { putMissingItem } from "#shared/stores/items.ts";
 import { forEachPairPage } from "#shared/stores/layers.ts";
-import { BUILT_IN_ROLES, createUser, getUser, listPortalUsers } from "#shared/stores/users.ts";
+import { clearAttempts } from "#shared/stores/signin.ts";
+import { BUILT_IN_ROLES, createUser, getUser, listPortalUsers, resetPassword } from "#shared/stores/users.ts";
 
 export class AdminInputError extends Error {
   constructor(message: string) {
@@ -104,6 +105,20 @@ export async function addUser(portalId: string, spec: NewUser): Promise<CreatedU
     role: spec.role,
     ...(spec.password === undefined ? { generatedPassword: password } : {}),
   };
+}
+
+/**
+ * Gives a user a new password. In the same write the user's token generation goes up, so every token, sign-in
+ * session, refresh token and authorization code issued before stops working on its next use (each request reads
+ * the user); failed sign-ins counted against the user are forgotten, a lock included.
+ */
+export async function resetUserPassword(username: string, password: string): Promise<{ username: string }> {
+  checkUsername(username);
+  checkPassword(password);
+  const user = await resetPassword(username, await hashPassword(password));
+  if (!user) throw new AdminInputError(`no user ${username}`);
+  await clearAttempts(username);
+  return { username: user.username };
 }
 
 export interface NewOrganization {
