@@ -231,7 +231,9 @@ export const ROUTES: readonly RouteSpec[] = [
     path: "/{server}/services",
     tables: { servers: "read", services: "read" },
   }),
-  route({ id: "not-found", methods: "$default", path: "$default" }),
+  // Below a server's SOAP endpoint it answers a SOAP fault naming the catalog: it reads the server and its catalog
+  // version as the catalog does.
+  route({ id: "not-found", methods: "$default", path: "$default", tables: { servers: "read", services: "read" } }),
 ];
 
 /**

@@ -36,6 +36,17 @@ export const PUBLISH_TYPES: Readonly<
   },
 };
 
+/**
+ * What a service served from a cache answers, as ArcGIS reports it: tiles (no export, identify or query) for map
+ * and image caches, I3S views and queries for scenes.
+ */
+export const CACHED_CAPABILITIES: Readonly<Record<string, string>> = {
+  SceneServer: "View,Query",
+  MapServer: "Map,TilesOnly",
+  ImageServer: "Image,TilesOnly",
+  VectorTileServer: "TilesOnly",
+};
+
 export const DESCRIBE_PRIVILEGE = "portal:publisher:registerDataStores";
 export const BULK_PRIVILEGE = "portal:publisher:bulkPublishFromDataStores";
 

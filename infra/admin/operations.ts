@@ -30,7 +30,7 @@ import {
   serverUrl,
 } from "#shared/stores/servers.ts";
 import { dataStoreItem, serviceItem } from "#shared/items.ts";
-import { restServiceUrl } from "#shared/publishing.ts";
+import { CACHED_CAPABILITIES, restServiceUrl } from "#shared/publishing.ts";
 import type { Access, ServiceType } from "#shared/stores/service-keys.ts";
 import {
   createService,
@@ -286,6 +286,8 @@ export async function registerService(serverId: string, spec: NewService): Promi
   const info = await readCacheInfo(storage, path, type);
   const served: Service = {
     ...service,
+    // What the cache answers, whatever was asked for: a tile cache has no export, identify or query.
+    capabilities: CACHED_CAPABILITIES[spec.type] ?? service.capabilities,
     source: { datastoreId: store.datastoreId, location: store.location, path: info.path },
   };
   await createService(served, serviceItem(served, url, { info }), info);
