@@ -447,6 +447,13 @@ describe("refusals", () => {
     expect(await shown?.headerValues("set-cookie")).toEqual([]);
     await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("SSL Required");
     expect(await page.getByLabel("Password").count()).toBe(0);
+    // It says why, and links to the same page over HTTPS, where the form is.
+    expect(await page.locator("main").textContent()).toContain(
+      "Sign In answers over HTTPS only, so that passwords and tokens never travel in clear.",
+    );
+    const https = `${engine.ready.https}${DIRECTORY}/oauth2/signin`;
+    const link = page.getByRole("link", { name: https });
+    expect(await link.getAttribute("href")).toBe(https);
     // Posting credentials there anyway (as a script or a stale form would) is refused too.
     const posted = await page.request.post(url, {
       form: { username: "admin", password: PASSWORDS.admin, persistent: "true", redirect: DIRECTORY },

@@ -157,6 +157,9 @@ describe("applications", () => {
     expect(serverApp.client_id).toMatch(/^[A-Za-z0-9_-]{16}$/);
     expect(serverApp.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(browserApp.client_secret).toBeUndefined();
+    // Said truthfully: the OAuth 2.0 endpoints answer.
+    const self = await call(`${rest()}/portals/self?f=json`, { ca: engine.ca });
+    expect(self.json()).toMatchObject({ supportsOAuth: true });
     const listed = await call(`${rest()}/portals/self/apps?f=json&token=${adminToken}`, { ca: engine.ca });
     const apps = listed.json<{ apps: Record<string, unknown>[] }>().apps;
     expect(apps.map((a) => a.client_id)).toEqual(expect.arrayContaining([serverApp.client_id, browserApp.client_id]));

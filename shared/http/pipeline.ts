@@ -396,7 +396,13 @@ export const caller = (op: Operation): RestMiddleware => ({
     // A path's GET and POST are one `ANY` route (infra/system.ts): every other method stops here.
     const verb = event.requestContext.http.method.toUpperCase();
     if (verb !== "GET" && verb !== "POST") throw methodNotAllowed("Only GET and POST are supported.");
-    if (op.httpsOnly && !rendering.https) throw sslRequired();
+    if (op.httpsOnly && !rendering.https) {
+      // Why, and the way there (a page shows the address as a link); never the query, which may hold secrets.
+      throw sslRequired([
+        `${op.name} answers over HTTPS only, so that passwords and tokens never travel in clear. The same address over HTTPS:`,
+        `${requestOrigins(event).httpsOrigin}${event.rawPath}`,
+      ]);
+    }
     const server = await addressedServer(op, event);
     const method = event.requestContext.http.method.toUpperCase();
     // What a browser's Origin header says of our pages: scheme and host, never the base path.
