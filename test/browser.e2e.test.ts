@@ -205,7 +205,11 @@ describe("signed in through the sign-in page", () => {
     expect((await submit(page, "Submit")).status()).toBe(200);
     const token = (await cell(page, "token").textContent()) ?? "";
     expect(token.length).toBeGreaterThan(20);
-    const expires = Number(await cell(page, "expires").textContent());
+    // A date, shown as a UTC ISO date (the number it was sent as is kept in the element's title).
+    const shown = (await cell(page, "expires").textContent()) ?? "";
+    expect(shown).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/);
+    const expires = Date.parse(shown);
+    expect(Number(await cell(page, "expires").locator("time").getAttribute("title"))).toBe(expires);
     expect(Math.abs(expires - (Date.now() + 30 * 60_000))).toBeLessThan(60_000);
     expect(["true", "false"]).toContain(await cell(page, "ssl").textContent());
     // The token works for that user. It is bound to the browser's address: asked from the same browser (another
@@ -221,12 +225,37 @@ describe("signed in through the sign-in page", () => {
     await page.getByLabel("Name").fill("Browser Crew");
     await page.getByLabel("Description").fill("Made in a browser");
     expect((await submit(page, "Submit")).status()).toBe(200);
-    await expect(cell(page, "success").textContent()).resolves.toBe("true");
-    const id = (await cell(page, "id").textContent()) ?? "";
-    expect(id).toMatch(/^[A-Za-z0-9]{16}$/);
+    // The result says what happened in words, and leads on.
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "Created the role “Browser Crew”. It grants no privileges yet: set them next.",
+    );
+    const id = /\/roles\/([A-Za-z0-9]{16})\?f=html$/.exec(
+      (await page.getByRole("link", { name: "The role", exact: true }).getAttribute("href")) ?? "",
+    )?.[1] as string;
+    expect(id).toBeDefined();
     const roleJson = async () =>
       (await (await page.request.get(https(`/portals/self/roles/${id}?f=json`))).json()) as Record<string, unknown>;
     expect(await roleJson()).toMatchObject({ id, name: "Browser Crew", description: "Made in a browser" });
+
+    // Privileges as checkboxes with ArcGIS's names, the standard ones this server keeps without acting on included.
+    await follow(page, "Set its privileges");
+    expect(page.url()).toBe(https(`/portals/self/roles/${id}/setPrivileges?f=html`));
+    expect(await page.locator("form input[type=checkbox]").count()).toBeGreaterThan(40);
+    await page.getByLabel("portal:user:createItem", { exact: true }).check();
+    await page.getByLabel("features:user:edit", { exact: true }).check();
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "The role “Browser Crew” now grants 2 privileges: portal:user:createItem, features:user:edit.",
+    );
+    const privileges = async () =>
+      (await (await page.request.get(https(`/portals/self/roles/${id}/privileges?f=json`))).json()) as unknown;
+    expect(await privileges()).toEqual({ privileges: ["portal:user:createItem", "features:user:edit"] });
+    // The form shows the role's privileges checked; unchecking one takes it away.
+    await follow(page, "Set its privileges");
+    await expect(page.getByLabel("features:user:edit", { exact: true }).isChecked()).resolves.toBe(true);
+    await page.getByLabel("features:user:edit", { exact: true }).uncheck();
+    await submit(page, "Submit");
+    expect(await privileges()).toEqual({ privileges: ["portal:user:createItem"] });
 
     // From the roles page to the role's page to its update form, by following links as a person would.
     const updateUrl = https(`/portals/self/roles/${id}/update?f=html`);
@@ -241,9 +270,12 @@ describe("signed in through the sign-in page", () => {
     expect((await submit(page, "Submit")).status()).toBe(200);
     // Forms post to their path: the query's values never compete with what the user typed.
     expect(page.url()).toBe(https(`/portals/self/roles/${id}/update`));
-    await expect(cell(page, "success").textContent()).resolves.toBe("true");
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "The role “Browser Crew Renamed”: renamed from “Browser Crew”.",
+    );
+    await follow(page, "All roles");
 
-    await page.goto(https("/portals/self/roles?f=html"));
+    expect(page.url()).toBe(https("/portals/self/roles?f=html"));
     const roles = (await page.locator("main").textContent()) ?? "";
     expect(roles).toContain("Browser Crew Renamed");
     expect(roles).toContain(id);
@@ -330,11 +362,13 @@ describe("signed in through the sign-in page", () => {
     await page.getByLabel("Name").fill("Keeps Description");
     await page.getByLabel("Description").fill("Must survive a rename");
     expect((await submit(page, "Submit")).status()).toBe(200);
-    const id = (await cell(page, "id").textContent()) ?? "";
-    await page.goto(https(`/portals/self/roles/${id}/update?f=html`));
+    await follow(page, "Rename or describe it");
+    const id = /\/roles\/([A-Za-z0-9]{16})\/update\?f=html$/.exec(page.url())?.[1] as string;
     await page.getByLabel("Name").fill("Kept Description");
     expect((await submit(page, "Submit")).status()).toBe(200);
-    await expect(cell(page, "success").textContent()).resolves.toBe("true");
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "The role “Kept Description”: renamed from “Keeps Description”.",
+    );
     const role = await (await page.request.get(https(`/portals/self/roles/${id}?f=json`))).json();
     expect(role).toMatchObject({ name: "Kept Description", description: "Must survive a rename" });
   });
