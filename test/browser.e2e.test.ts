@@ -306,6 +306,68 @@ describe("signed in through the sign-in page", () => {
     expect(await roleJson()).toMatchObject({ id, name: "Browser Crew Final" });
   });
 
+  it("describes a data store from a form of choices, follows its contents and publishes a cache from its link", async () => {
+    // The describe form offers the caller's data stores and their servers by name: nothing to type but the path.
+    await page.goto(https("/portals/self/datastores/describe?f=html"));
+    const store = page.getByLabel("Data store");
+    expect(await store.locator("option").allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^Demo Data Store \(folder, [0-9a-f]{32}\)$/)]),
+    );
+    await store.selectOption({
+      label: (await store.locator("option", { hasText: "Demo Data Store" }).first().textContent()) ?? "",
+    });
+    expect(await page.getByLabel("Server").locator("option").allTextContents()).toEqual([
+      expect.stringMatching(/^arcgis \([A-Za-z0-9]+\)$/),
+    ]);
+    await page.getByLabel("Path").fill("/caches/tiles");
+    await page.getByLabel("Type").fill("folder");
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "The job started and runs in the background: follow it to see its result (reload its page as it runs).",
+    );
+    await follow(page, "Follow the job");
+    const jobUrl = page.url();
+    for (let i = 0; i < 50 && (await page.getByRole("link", { name: "Publish as MapServer" }).count()) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      await page.goto(jobUrl);
+    }
+    // Each child describes the next level; a cache offers Publish with its serviceConfiguration filled in.
+    const describeNext = new URL(
+      (await page
+        .getByRole("row", { name: /Basemap/ })
+        .getByRole("link", { name: "Describe" })
+        .getAttribute("href")) ?? "",
+      jobUrl,
+    );
+    expect(describeNext.searchParams.get("path")).toBe("/caches/tiles/Basemap");
+    expect(describeNext.searchParams.get("type")).toBe("tileCache");
+    await follow(page, "Publish as MapServer");
+    const config = JSON.parse(await page.getByLabel("serviceConfiguration (JSON)").inputValue()) as Record<
+      string,
+      unknown
+    >;
+    expect(config).toMatchObject({
+      type: "MapServer",
+      serviceName: "Basemap",
+      properties: { pathInCachedStore: "/caches/tiles/Basemap" },
+    });
+    // A ready example per service type is shown under the field.
+    const hint = (await page.locator("p.hint").first().textContent()) ?? "";
+    for (const type of ["SceneServer", "MapServer", "VectorTileServer", "ImageServer"])
+      expect(hint).toContain(`${type}:\n{"type":"${type}"`);
+    await page.getByLabel("Server folder").fill("Browser");
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    await follow(page, "Follow the job");
+    const published = page.url();
+    for (let i = 0; i < 50 && (await page.getByRole("link", { name: "Service" }).count()) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      await page.goto(published);
+    }
+    await follow(page, "Service");
+    expect(page.url()).toBe(`${engine.ready.https}/arcgis/rest/services/Browser/Basemap/MapServer?f=html`);
+    expect(await page.locator("main").textContent()).toContain("Map,TilesOnly");
+  });
+
   it("shares, makes private and deletes an item from its page, and refuses those forms without their CSRF field", async () => {
     const itemJson = async (id: string) =>
       (await (await page.request.get(https(`/content/items/${id}?f=json`))).json()) as Record<string, unknown>;
@@ -330,12 +392,19 @@ describe("signed in through the sign-in page", () => {
     // Share with the organization only: the box for everyone is unchecked (the browser sends nothing for it).
     await page.getByLabel("Everyone (public)").uncheck();
     expect((await submit(page, "Share")).status()).toBe(200);
-    await expect(cell(page, "itemId").textContent()).resolves.toBe(id);
+    // The result says who sees it now, and leads back to the item.
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "“World_Basemap” is now visible to the organization.",
+    );
     expect(await itemJson(id)).toMatchObject({ access: "org" });
     expect(await anonymousSees()).toBe(false);
 
-    await page.goto(itemUrl);
+    await follow(page, "The item");
+    expect(page.url()).toBe(itemUrl);
     expect((await submit(page, "Make private")).status()).toBe(200);
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "“World_Basemap” is now private (its owner and administrators).",
+    );
     expect(await itemJson(id)).toMatchObject({ access: "private" });
 
     // The same POSTs from the browser's session without the form's field are refused.
