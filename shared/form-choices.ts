@@ -1,4 +1,4 @@
-// What the data store forms offer as choices: the caller's data stores (every one for an administrator) and the
+// What the data store forms offer as choices: the organization's data stores (the caller's own first) and the
 // servers they are registered with, by title and name rather than ids to type; and a ready serviceConfiguration per
 // service type publishing takes, naming the chosen store.
 import type { FormField } from "#shared/http/html.ts";
@@ -15,18 +15,18 @@ export interface StoreChoices {
   readonly servers: readonly Server[];
 }
 
-/** The stores the caller manages and the servers those stores are registered with. */
+/**
+ * The organization's stores (describe and publish take any of them; the caller's own come first) and the servers
+ * those stores are registered with.
+ */
 export async function storeChoices(req: RestRequest): Promise<StoreChoices> {
   const { user, portal } = requireUser(req);
-  const admin = user.role === "org_admin";
   const [stores, servers] = await Promise.all([
     listPortalDataStores(portal.portalId),
     listPortalServers(portal.portalId),
   ]);
-  const mine = stores
-    .filter((s) => admin || s.owner === user.username)
-    .sort((a, b) => a.title.localeCompare(b.title))
-    .slice(0, MAX_CHOICES);
+  const own = (s: DataStore) => (s.owner === user.username ? 0 : 1);
+  const mine = stores.sort((a, b) => own(a) - own(b) || a.title.localeCompare(b.title)).slice(0, MAX_CHOICES);
   const registered = new Set(mine.flatMap((s) => s.serverIds));
   return { stores: mine, servers: servers.filter((s) => registered.has(s.serverId)) };
 }

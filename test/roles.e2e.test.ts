@@ -373,6 +373,21 @@ describe("privileges take effect", () => {
     expect(await post(`/roles/${id}/delete`, "admin")).toEqual({ success: true, roleId: id });
   });
 
+  it("offers the organization's users and roles to choose from, and says what it did", async () => {
+    const id = await newRole("Chosen Crew");
+    const choices = (await call(`${roles()}/updateuserrole?f=html&token=${tokens.admin}`, { ca: engine.ca })).text;
+    expect(choices).toContain('<option value="roleuser">roleuser (now org_user)</option>');
+    expect(choices).not.toContain('<option value="admin">');
+    expect(choices).toContain(`<option>org_admin</option><option>org_publisher</option><option>org_user</option>`);
+    expect(choices).toContain(`<option value="${id}">Chosen Crew (${id})</option>`);
+    const done = await call(`${roles()}/updateuserrole`, {
+      ca: engine.ca,
+      body: form({ f: "html", user: "roleuser", role: "org_user", token: tokens.admin as string }),
+    });
+    expect(done.text).toContain('<p role="status">roleuser now has the role org_user.</p>');
+    expect(done.text).toContain('href="/portal/sharing/rest/portals/self/users?f=html">Users</a>');
+  });
+
   it("refuses an administrator changing their own role", async () => {
     expect(await post("/updateuserrole", "admin", { user: "admin", role: "org_user" })).toMatchObject({
       error: { code: 400, details: ["Administrators cannot change their own role."] },
