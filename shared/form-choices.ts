@@ -12,7 +12,10 @@ const MAX_CHOICES = 200;
 
 export interface StoreChoices {
   readonly stores: readonly DataStore[];
+  /** The servers the offered stores are registered with. */
   readonly servers: readonly Server[];
+  /** Every server of the organization (a store may be added to any). */
+  readonly allServers: readonly Server[];
 }
 
 /**
@@ -28,29 +31,40 @@ export async function storeChoices(req: RestRequest): Promise<StoreChoices> {
   const own = (s: DataStore) => (s.owner === user.username ? 0 : 1);
   const mine = stores.sort((a, b) => own(a) - own(b) || a.title.localeCompare(b.title)).slice(0, MAX_CHOICES);
   const registered = new Set(mine.flatMap((s) => s.serverIds));
-  return { stores: mine, servers: servers.filter((s) => registered.has(s.serverId)) };
+  return { stores: mine, servers: servers.filter((s) => registered.has(s.serverId)), allServers: servers };
 }
 
-/** A data store field: a choice of the caller's stores when there are any, else the id to type. */
-export function storeField(name: string, choices: StoreChoices, required = true): FormField {
+/**
+ * A data store field: a choice of the organization's stores when there are any, else the id to type. `blank`
+ * offers no store first, sent as an empty value the operation reads as "none".
+ */
+export function storeField(name: string, choices: StoreChoices, blank?: string): FormField {
   if (choices.stores.length === 0) {
-    return { name, label: "Data store id", required, hint: "You own no registered data store yet." };
+    return { name, label: "Data store id", required: blank === undefined, hint: "No data store is registered yet." };
   }
   return {
     name,
     label: "Data store",
+    ...(blank !== undefined ? { blank } : {}),
     options: choices.stores.map((s) => ({ value: s.datastoreId, label: `${s.title} (${s.kind}, ${s.datastoreId})` })),
   };
 }
 
-/** A server field: a choice of the servers the caller's stores are registered with. */
-export function serverField(choices: StoreChoices): FormField {
-  if (choices.servers.length === 0) return { name: "serverId", label: "Server id", required: true };
+/** A server field: a choice of the servers the stores are registered with (or of every server, with `all`). */
+export function serverField(choices: StoreChoices, all = false): FormField {
+  const servers = all ? choices.allServers : choices.servers;
+  if (servers.length === 0) return { name: "serverId", label: "Server id", required: true };
   return {
     name: "serverId",
     label: "Server",
-    options: choices.servers.map((s) => ({ value: s.serverId, label: `${s.name} (${s.serverId})` })),
+    options: servers.map((s) => ({ value: s.serverId, label: `${s.name} (${s.serverId})` })),
   };
+}
+
+/** The fields of an operation on one store and one server, as choices. */
+export async function storeAndServerFields(req: RestRequest, allServers = false): Promise<readonly FormField[]> {
+  const choices = await storeChoices(req);
+  return [storeField("datastoreId", choices), serverField(choices, allServers)];
 }
 
 /** Where each kind of cache lies in the demo store, as an example path (any cache path of the store will do). */

@@ -384,6 +384,7 @@ describe("signed in through the sign-in page", () => {
     expect(id).not.toBe("");
     await expect(cell(page, "Access").textContent()).resolves.toBe("public");
     await expect(cell(page, "Type").textContent()).resolves.toBe("Map Service");
+    await expect(cell(page, "Created").textContent()).resolves.toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/);
     expect(await page.getByLabel("Everyone (public)").isChecked()).toBe(true);
     expect(await page.getByLabel("Organization").isChecked()).toBe(true);
     expect(await anonymousSees()).toBe(true);

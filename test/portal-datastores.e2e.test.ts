@@ -444,6 +444,12 @@ describe("who may, and hostile registrations", () => {
     ]) {
       const html = await page(`${stores()}/${operation}?f=html&token=${token}`);
       expect(html, operation).toContain('name="datastoreId"');
+      // The store is chosen by its title, the server (where one is needed) by its name.
+      expect(html, operation).toMatch(/<option value="[0-9a-f]{32}">Demo Data Store \(folder, /);
+      if (operation !== "allDatasets/deleteLayers" && operation !== "validate")
+        expect(html, operation).toMatch(
+          /<select id="field-serverId" name="serverId"><option value="[A-Za-z0-9]+">arcgis /,
+        );
     }
     const directory = await page(`${rest()}?f=html&token=${token}`);
     expect(directory).toContain("Register a data store");
