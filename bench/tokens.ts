@@ -173,6 +173,7 @@ async function oauthBench(base: {
     clientId: app.clientId,
     username: "bench",
     portalId: base.portalId,
+    generation: 0,
     expires: Date.now() + 14 * 24 * 3600_000,
   });
   let oauthToken = "";

@@ -545,7 +545,7 @@ const ROUTES: readonly Route[] = [
         { name: "tags", label: "Tags (comma-separated)" },
         { name: "snippet", label: "Summary" },
         { name: "description", label: "Description", type: "textarea" },
-        { name: "access", label: "Access (private, org or public)" },
+        { name: "access", label: "Access", options: ["private", "org", "public"] },
         { name: "autoJoin", label: "Anyone who sees it may join", type: "checkbox" },
         { name: "isInvitationOnly", label: "By invitation only", type: "checkbox" },
         { name: "isViewOnly", label: "View only (only managers share)", type: "checkbox" },
@@ -583,8 +583,19 @@ const ROUTES: readonly Route[] = [
         { name: "tags", label: "Tags (comma-separated)" },
         { name: "snippet", label: "Summary" },
         { name: "description", label: "Description", type: "textarea" },
-        { name: "access", label: "Access (private, org or public)" },
+        { name: "access", label: "Access", options: ["private", "org", "public"] },
       ],
+      // The form edits the group as it is: a field left alone is sent back unchanged (an empty one would clear it).
+      formValues: async (req) => {
+        const { group } = await managedGroup(req.identity, groupId(req));
+        return {
+          title: group.title,
+          tags: group.tags.join(", "),
+          snippet: group.snippet,
+          description: group.description,
+          access: group.access,
+        };
+      },
     },
     compute: update,
   },

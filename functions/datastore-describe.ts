@@ -6,6 +6,7 @@ import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
 import { startJob, jobStartedPage } from "#shared/jobs.ts";
 import { DESCRIBE_PRIVILEGE, dataStoreOf, describePath, registeredServer } from "#shared/publishing.ts";
 import { StorageError } from "#shared/storage/storage.ts";
+import { serverField, storeChoices, storeField } from "#shared/form-choices.ts";
 
 const FAILED = "Unable to describe the data store.";
 
@@ -14,6 +15,19 @@ export const handler = restHandler(
     name: "Describe Data Store",
     postOnly: true,
     html: jobStartedPage("Describe Data Store"),
+    formFields: async (req) => {
+      const choices = await storeChoices(req);
+      return [
+        storeField("datastoreId", choices),
+        serverField(choices),
+        {
+          name: "path",
+          label: "Path",
+          hint: "Empty or /: the store's root; a folder's path as an earlier Describe lists it.",
+        },
+        { name: "type", label: "Type", hint: "Empty: datastore at the root, else as Describe listed the path." },
+      ];
+    },
     form: [
       { name: "datastoreId", label: "Data store id", required: true },
       { name: "serverId", label: "Server id", required: true },

@@ -25,6 +25,7 @@ import { deleteItem, getItems, ItemGoneError } from "#shared/stores/items.ts";
 import { deletePair, forEachPairPage, type LayerPair } from "#shared/stores/layers.ts";
 import { getServer, serverUrl } from "#shared/stores/servers.ts";
 import { hostAndPath } from "#shared/urls.ts";
+import { serverField, storeAndServerFields, storeChoices, storeField } from "#shared/form-choices.ts";
 
 const STORE_AND_SERVER = [
   { name: "datastoreId", label: "Data store id", required: true },
@@ -56,6 +57,14 @@ const validate = restHandler(
       { name: "datastore", label: "Or the data store's JSON (not registered yet)", type: "textarea" },
       { name: "serverId", label: "Server id", required: true },
     ],
+    formFields: async (req) => {
+      const choices = await storeChoices(req);
+      return [
+        storeField("datastoreId", choices, "(none: validate the JSON below)"),
+        { name: "datastore", label: "Or the data store's JSON (not registered yet)", type: "textarea" },
+        serverField(choices, true),
+      ];
+    },
   },
   async (req) => {
     const { portal } = requirePrivilege(req, DESCRIBE_PRIVILEGE);
@@ -83,7 +92,12 @@ const validate = restHandler(
 const ADD_FAILED = "Unable to add the data store to the server.";
 
 const addToServer = restHandler(
-  { name: "Add Data Store to Server", postOnly: true, form: STORE_AND_SERVER },
+  {
+    name: "Add Data Store to Server",
+    postOnly: true,
+    form: STORE_AND_SERVER,
+    formFields: (req) => storeAndServerFields(req, true),
+  },
   async (req) => {
     const store = await managedDataStore(req, ADD_FAILED);
     const server = await serverOf(store.portalId, req.params.get("serverId"), ADD_FAILED);
@@ -125,7 +139,12 @@ const REFRESH_FAILED = "Unable to refresh the data store on the server.";
  * revision of the connection on its next request, and opens a new pool reading the secret again.
  */
 const refreshServer = restHandler(
-  { name: "Refresh Data Store on Server", postOnly: true, form: STORE_AND_SERVER },
+  {
+    name: "Refresh Data Store on Server",
+    postOnly: true,
+    form: STORE_AND_SERVER,
+    formFields: (req) => storeAndServerFields(req),
+  },
   async (req) => {
     const store = await managedDataStore(req, REFRESH_FAILED);
     const server = await registeredServer(store, req.params.get("serverId"));
@@ -140,7 +159,12 @@ const refreshServer = restHandler(
 const REMOVE_FAILED = "Unable to remove the data store from the server.";
 
 const removeFromServer = restHandler(
-  { name: "Remove Data Store from Server", postOnly: true, form: STORE_AND_SERVER },
+  {
+    name: "Remove Data Store from Server",
+    postOnly: true,
+    form: STORE_AND_SERVER,
+    formFields: (req) => storeAndServerFields(req),
+  },
   async (req) => {
     const store = await managedDataStore(req, REMOVE_FAILED);
     const server = await registeredServer(store, req.params.get("serverId"));
@@ -166,6 +190,7 @@ const deleteLayers = restHandler(
     name: "Delete Layers",
     postOnly: true,
     form: [{ name: "datastoreId", label: "Data store id", required: true }],
+    formFields: async (req) => [storeField("datastoreId", await storeChoices(req))],
   },
   async (req) => {
     const store = await managedDataStore(req, "Unable to delete the data store's layers.");

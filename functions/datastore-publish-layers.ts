@@ -4,6 +4,7 @@ import { badRequest } from "#shared/http/errors.ts";
 import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
 import { startJob, jobStartedPage } from "#shared/jobs.ts";
 import { BULK_PRIVILEGE, dataStoreOf, folderProblem, registeredServer } from "#shared/publishing.ts";
+import { serverField, storeChoices, storeField } from "#shared/form-choices.ts";
 
 const FAILED = "Unable to publish layers.";
 
@@ -12,6 +13,21 @@ export const handler = restHandler(
     name: "Publish Layers",
     postOnly: true,
     html: jobStartedPage("Publish Layers"),
+    formFields: async (req) => {
+      const choices = await storeChoices(req);
+      return [
+        storeField("datastoreId", choices),
+        serverField(choices),
+        { name: "serverFolder", label: "Server folder", hint: "Empty: the root folder." },
+        { name: "portalFolderId", label: "Portal folder id", hint: "Empty: the owner's root folder." },
+        {
+          name: "templateSvcConfig",
+          label: "templateSvcConfig (JSON)",
+          type: "textarea",
+          hint: "Empty: each layer as a feature service with the defaults.",
+        },
+      ];
+    },
     form: [
       { name: "datastoreId", label: "Data store id", required: true },
       { name: "serverId", label: "Server id", required: true },

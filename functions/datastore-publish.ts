@@ -15,6 +15,12 @@ import {
   reserveName,
 } from "#shared/publishing.ts";
 import { releaseServiceName, ServiceExistsError } from "#shared/stores/services.ts";
+import {
+  defaultServiceConfiguration,
+  serverField,
+  serviceConfigurationExamples,
+  storeChoices,
+} from "#shared/form-choices.ts";
 
 const FAILED = "Unable to publish the service.";
 
@@ -23,6 +29,29 @@ export const handler = restHandler(
     name: "Publish From Data Store",
     postOnly: true,
     html: jobStartedPage("Publish From Data Store"),
+    // The page's form: the servers of the caller's stores to choose from, and a ready configuration per type
+    // naming the caller's first store (describe's "Publish" links fill in the exact one).
+    formFields: async (req) => {
+      const choices = await storeChoices(req);
+      const store = choices.stores[0]?.datastoreId ?? "<data store id>";
+      return [
+        {
+          name: "serviceConfiguration",
+          label: "serviceConfiguration (JSON)",
+          type: "textarea",
+          required: true,
+          hint: `pathInCachedStore is a cached layer's path, as Describe lists it. One example per service type:\n${serviceConfigurationExamples(store)}`,
+        },
+        serverField(choices),
+        { name: "serverFolder", label: "Server folder", hint: "Empty: the root folder." },
+        { name: "tags", label: "Tags (comma-separated)" },
+        { name: "description", label: "Description", type: "textarea" },
+      ];
+    },
+    formValues: async (req): Promise<Record<string, string>> => {
+      const first = (await storeChoices(req)).stores[0];
+      return first ? { serviceConfiguration: defaultServiceConfiguration(first.datastoreId) } : {};
+    },
     form: [
       { name: "serviceConfiguration", label: "serviceConfiguration (JSON)", type: "textarea", required: true },
       { name: "serverId", label: "Server id", required: true },

@@ -128,6 +128,7 @@ export const handler = restHandler(
         clientId: signedIn.claims.clientId,
         family: signedIn.claims.family,
         parent: signedIn.claims.parent ?? signedIn.claims.id,
+        generation: signedIn.user.tokenGeneration,
       });
       return { token: issued.token, expires: issued.expires, ssl: signedIn.portal.allSSL };
     }
@@ -145,6 +146,7 @@ export const handler = restHandler(
       client: input.binding.client,
       bound: input.binding.bound,
       expires: Date.now() + minutes * 60_000,
+      generation: user.tokenGeneration,
     });
     return { token: issued.token, expires: issued.expires, ssl: portal.allSSL };
   },

@@ -13,7 +13,9 @@ import { getGroups } from "#shared/stores/groups.ts";
 import { MAX_USER_GROUPS } from "#shared/stores/users.ts";
 import { boolParam } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
-import { GROUP_BOX, OFFERED_GROUPS } from "#shared/item-pages.ts";
+import { GROUP_BOX, itemPageHref, OFFERED_GROUPS } from "#shared/item-pages.ts";
+import { resultPage } from "#shared/http/html.ts";
+import { PORTAL_ROOT } from "#infra/system.ts";
 import { changing, managedItem, visibleItem } from "#shared/items.ts";
 import { changeItemSharing, type Item, MAX_GROUP_CHANGES, MAX_ITEM_GROUPS } from "#shared/stores/items.ts";
 import type { Access } from "#shared/stores/service-keys.ts";
@@ -39,10 +41,50 @@ function mayShare(req: RestRequest, access: Access): boolean {
   return req.identity.privileges.includes(needed);
 }
 
+/** What sharing did, for its result page (a symbol key: never part of a JSON answer). */
+const SHARE_RESULT = Symbol("shareResult");
+interface ShareResult {
+  readonly [SHARE_RESULT]?: {
+    readonly item: Item;
+    readonly access: Access;
+    readonly groups: number;
+    readonly refused: number;
+  };
+}
+
+const WHO: Readonly<Record<Access, string>> = {
+  public: "visible to everyone (public)",
+  org: "visible to the organization",
+  private: "private (its owner and administrators)",
+};
+
+/** The page after sharing: who sees the item now, in words, and the ways back and on. */
+function sharePage(data: object, req: RestRequest): string {
+  const r = (data as ShareResult)[SHARE_RESULT];
+  const title = req.path.endsWith("/unshare") ? "Unshared" : "Shared";
+  if (!r) return resultPage(title, "Done.", [[`${PORTAL_ROOT}?f=html`, "Directory"]]);
+  const n = `${r.groups} group${r.groups === 1 ? "" : "s"}`;
+  const who =
+    r.access === "private" && r.groups > 0
+      ? `shared with ${n} (and seen by its owner and administrators)`
+      : `${WHO[r.access]}${r.groups === 0 ? "" : `, and shared with ${n}`}`;
+  const refused =
+    r.refused === 0
+      ? ""
+      : ` ${r.refused} group${r.refused === 1 ? " was" : "s were"} left as they were (not yours to change).`;
+  return resultPage(title, `“${r.item.title}” is now ${who}.${refused}`, [
+    [itemPageHref(r.item.itemId), "The item"],
+    ...(r.item.url ? [[`${r.item.url}?f=html`, "Its service"] as const] : []),
+    [`${PORTAL_ROOT}/content/users/${encodeURIComponent(r.item.owner)}?f=html`, "Its owner's content"],
+    [`${PORTAL_ROOT}?f=html`, "Directory"],
+  ]);
+}
+
 export const handler = restHandler(
   {
     name: "Share Item",
     postOnly: true,
+    html: sharePage,
     form: [
       { name: "everyone", label: "Everyone (public)", type: "checkbox" },
       { name: "org", label: "Organization", type: "checkbox" },
@@ -92,6 +134,7 @@ export const handler = restHandler(
       if (may) allowed.add(id);
     }
     const refused = groups.filter((g) => !allowed.has(g));
+    let after: { access: Access; groups: number } = { access: item.access, groups: item.groups?.length ?? 0 };
     await changing(item, () =>
       changeItemSharing(item, (current) => {
         const access = nextAccess(
@@ -108,11 +151,13 @@ export const handler = restHandler(
         if (next.length > MAX_ITEM_GROUPS) {
           throw badRequest(FAILED, [`An item may be shared with at most ${MAX_ITEM_GROUPS} groups.`]);
         }
+        after = { access, groups: next.length };
         return { access, groups: next };
       }),
     );
+    const result = { [SHARE_RESULT]: { item, ...after, refused: refused.length } };
     return unsharing
-      ? { notUnsharedFrom: refused, itemId: item.itemId }
-      : { notSharedWith: refused, itemId: item.itemId };
+      ? { notUnsharedFrom: refused, itemId: item.itemId, ...result }
+      : { notSharedWith: refused, itemId: item.itemId, ...result };
   },
 );

@@ -157,7 +157,14 @@ export const handler = restHandler(op, async (req) => {
     });
   }
   const code = await createCode(
-    { clientId: app.clientId, username: user.username, portalId: user.portalId, redirectUri, challenge },
+    {
+      clientId: app.clientId,
+      username: user.username,
+      portalId: user.portalId,
+      redirectUri,
+      challenge,
+      generation: user.tokenGeneration,
+    },
     config().oauth.codeSeconds * 1000,
   );
   return back(redirectUri, { code, state });

@@ -83,6 +83,7 @@ async function newFamily(id: string, user: User, client: Client) {
       username: user.username,
       portalId: client.portal.portalId,
       expires,
+      generation: user.tokenGeneration,
     });
     return { id, refreshToken, expires };
   } catch (err) {
@@ -112,6 +113,8 @@ async function authorizationCode(req: RestRequest, client: Client) {
     throw new OAuthError("invalid_grant", "The code_verifier does not match the code_challenge.");
   }
   const user = await member(grant.username, client.portal);
+  // The user's password was reset after the code was issued.
+  if (grant.generation !== user.tokenGeneration) throw new OAuthError("invalid_grant", INVALID_CODE);
   return userTokens(user, client, await newFamily(grant.family, user, client));
 }
 
@@ -127,6 +130,11 @@ async function refresh(req: RestRequest, client: Client) {
     throw new OAuthError("invalid_grant", why);
   }
   const user = await member(rotation.family.username, client.portal);
+  if (rotation.family.generation !== user.tokenGeneration) {
+    // The user's password was reset after this family started: it ends here, as every token of the user did.
+    await revokeFamily(rotation.family.id, rotation.family.expires);
+    throw new OAuthError("invalid_grant", "The user's password was reset: sign in again.");
+  }
   return userTokens(user, client, {
     id: rotation.family.id,
     refreshToken: rotation.refreshToken,

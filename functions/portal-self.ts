@@ -23,7 +23,8 @@ export const handler = restHandler({ name: "Portal" }, async (req) => {
     currentVersion: PORTAL_REST_VERSION,
     portalHostname: `${hostAndPath(req.httpsOrigin)}/portal`,
     url: portalUrl(req.httpsOrigin),
-    supportsOAuth: false,
+    // OAuth 2.0 answers at sharing/rest/oauth2 (authorize, token, revokeToken) for registered apps.
+    supportsOAuth: true,
     maxTokenExpirationMinutes: portal.maxTokenExpirationMinutes,
     created: portal.created,
     modified: portal.modified,

@@ -2,7 +2,7 @@
 import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { shortId } from "#shared/ids.ts";
-import { readDescription, readName, requireRoleAdmin } from "#shared/roles.ts";
+import { ROLE_RESULT, readDescription, readName, requireRoleAdmin, roleResultPage } from "#shared/roles.ts";
 import { createRole, NameTakenError } from "#shared/stores/roles.ts";
 import { emit } from "#shared/events.ts";
 
@@ -12,6 +12,7 @@ export const handler = restHandler(
   {
     name: "Create Role",
     postOnly: true,
+    html: roleResultPage("Role created"),
     form: [
       { name: "name", label: "Name", required: true },
       { name: "description", label: "Description", type: "textarea" },
@@ -48,6 +49,10 @@ export const handler = restHandler(
       name,
       by: admin.username,
     });
-    return { success: true, id: roleId };
+    return {
+      success: true,
+      id: roleId,
+      [ROLE_RESULT]: { roleId, said: `Created the role “${name}”. It grants no privileges yet: set them next.` },
+    };
   },
 );

@@ -2,7 +2,16 @@
 // A given field replaces the old value, an omitted one keeps it, an empty description clears it.
 import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
-import { changeRole, loadRole, nextModified, readDescription, readName, requireRoleAdmin } from "#shared/roles.ts";
+import {
+  changeRole,
+  loadRole,
+  nextModified,
+  readDescription,
+  readName,
+  requireRoleAdmin,
+  ROLE_RESULT,
+  roleResultPage,
+} from "#shared/roles.ts";
 import { replaceRole } from "#shared/stores/roles.ts";
 import { emit } from "#shared/events.ts";
 
@@ -11,6 +20,7 @@ const FAILED = "Unable to update role.";
 export const handler = restHandler(
   {
     name: "Update Role",
+    html: roleResultPage("Role updated"),
     postOnly: true,
     form: [
       { name: "name", label: "Name" },
@@ -36,8 +46,14 @@ export const handler = restHandler(
     const description = readDescription(rawDescription, problems);
     if (problems.length > 0) throw badRequest(FAILED, problems);
     let roleId = "";
+    let said = "";
     await changeRole(req, portal.portalId, FAILED, (current) => {
       roleId = current.roleId;
+      const changed = [
+        name !== undefined && name !== current.name ? `renamed from “${current.name}”` : "",
+        description !== undefined && description !== current.description ? "its description changed" : "",
+      ].filter(Boolean);
+      said = `The role “${name ?? current.name}”: ${changed.length ? changed.join(", ") : "nothing changed"}.`;
       return replaceRole(current, {
         ...current,
         name: name ?? current.name,
@@ -51,6 +67,6 @@ export const handler = restHandler(
       roleId,
       by: admin.username,
     });
-    return { success: true };
+    return { success: true, [ROLE_RESULT]: { roleId, said } };
   },
 );

@@ -8,14 +8,14 @@ import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { Redirect } from "#shared/http/render.ts";
 import { APP_ADMIN_PRIVILEGE } from "#shared/oauth/apps.ts";
 import { DIRECTORY_PATH } from "#shared/oauth/session.ts";
-import { BULK_PRIVILEGE, DESCRIBE_PRIVILEGE } from "#shared/publishing.ts";
+import { BULK_PRIVILEGE, DESCRIBE_PRIVILEGE, PUBLISH_TYPES } from "#shared/publishing.ts";
 import { type DataStore, listPortalDataStores } from "#shared/stores/datastores.ts";
 import { PORTAL_REST_VERSION } from "#shared/urls.ts";
 
 interface Directory {
   readonly currentVersion: string;
   readonly user?: { readonly username: string; readonly role: string; readonly privileges: readonly string[] };
-  readonly dataStores?: readonly Pick<DataStore, "datastoreId" | "title" | "kind">[];
+  readonly dataStores?: readonly Pick<DataStore, "datastoreId" | "title" | "kind" | "owner">[];
 }
 
 const a = (href: string, text: string) => `<a href="${escapeHtml(href)}">${escapeHtml(text)}</a>`;
@@ -45,14 +45,18 @@ function render(data: object, req: RestRequest): string {
     a(`${portal}/servers?f=html`, "Servers"),
   ];
   const roles = [a(`${portal}/roles?f=html`, "Roles"), a(`${portal}/createRole?f=html`, "Create a role")];
+  // Only what the user may run: publishing takes one of the publish privileges, managing a store its owner (or
+  // an administrator) with the privilege to register stores.
+  const publishes = Object.values(PUBLISH_TYPES).some((t) => may(t.privilege));
   const stores = (d.dataStores ?? []).map((s) => {
     const q = `datastoreId=${encodeURIComponent(s.datastoreId)}&f=html`;
+    const manages = may(DESCRIBE_PRIVILEGE) && (d.user?.role === "org_admin" || s.owner === d.user?.username);
     const ops = [
       ...(may(DESCRIBE_PRIVILEGE) ? [a(`${portal}/datastores/describe?${q}&path=%2F&type=datastore`, "Describe")] : []),
-      a(`${portal}/datastores/publish?${q}`, "Publish a service"),
+      ...(publishes ? [a(`${portal}/datastores/publish?${q}`, "Publish a service")] : []),
       ...(may(BULK_PRIVILEGE) ? [a(`${portal}/datastores/allDatasets/publishLayers?${q}`, "Publish all layers")] : []),
       a(`${portal}/datastores/getLayers?${q}`, "Layers and datasets"),
-      ...(may(DESCRIBE_PRIVILEGE)
+      ...(manages
         ? [
             a(`${portal}/datastores/validate?${q}`, "Validate"),
             a(`${portal}/datastores/getServers?${q}`, "Servers"),
@@ -89,7 +93,7 @@ function render(data: object, req: RestRequest): string {
     a(`${root}/content/users/${encodeURIComponent(d.user.username)}?f=html`, "My content"),
     ...(d.user.role === "org_admin" ? [a(`${portal}/users?f=html`, "Users")] : []),
     a(`${root}/community/groups?f=html`, "Groups"),
-    a(`${root}/community/createGroup?f=html`, "Create a group"),
+    ...(may("portal:user:createGroup") ? [a(`${root}/community/createGroup?f=html`, "Create a group")] : []),
   ];
   const sections = [
     `<h2>Account and tokens</h2>${list(account)}`,
@@ -128,6 +132,6 @@ export const handler = restHandler({ name: "Directory", html: render }, async (r
   return {
     currentVersion: PORTAL_REST_VERSION,
     user: { username: user.username, role: user.role, privileges },
-    dataStores: stores.map((s) => ({ datastoreId: s.datastoreId, title: s.title, kind: s.kind })),
+    dataStores: stores.map((s) => ({ datastoreId: s.datastoreId, title: s.title, kind: s.kind, owner: s.owner })),
   } satisfies Directory;
 });

@@ -2,6 +2,7 @@
 // the service (consuming the name reservation). Idempotent: a retry finds the service it made and reports it.
 import type { JobInput } from "#shared/jobs.ts";
 import {
+  CACHED_CAPABILITIES,
   cacheFor,
   PUBLISH_TYPES,
   registeredServer,
@@ -15,14 +16,6 @@ import { serverUrl } from "#shared/stores/servers.ts";
 import { createReservedService, type Service, ServiceExistsError } from "#shared/stores/services.ts";
 import { serviceItem } from "#shared/items.ts";
 import { JobError, taskHandler } from "#shared/tasks.ts";
-
-/** What each kind of cached service offers, as ArcGIS reports it. */
-const CAPABILITIES: Readonly<Record<string, string>> = {
-  SceneServer: "View,Query",
-  MapServer: "Map,TilesOnly",
-  ImageServer: "Image,TilesOnly",
-  VectorTileServer: "TilesOnly",
-};
 
 export const handler = taskHandler("publish-service", async (input: JobInput) => {
   const problems: string[] = [];
@@ -46,7 +39,7 @@ export const handler = taskHandler("publish-service", async (input: JobInput) =>
     folder,
     name: config.serviceName,
     type: config.type,
-    capabilities: CAPABILITIES[config.type] ?? "Map",
+    capabilities: CACHED_CAPABILITIES[config.type] ?? "Map",
     description: input.params.description ?? "",
     tags: tagsOf(input.params.tags),
     itemId: serviceItemId,

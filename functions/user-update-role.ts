@@ -4,11 +4,15 @@ import { ApiError, badRequest, notFound } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { requireRoleAdmin } from "#shared/roles.ts";
 import { failedConditions } from "#shared/stores/dynamo.ts";
-import { getRole } from "#shared/stores/roles.ts";
-import { getUser, setUserRole } from "#shared/stores/users.ts";
+import { getRole, listRoles } from "#shared/stores/roles.ts";
+import { BUILT_IN_ROLES, getUser, listPortalUsers, setUserRole } from "#shared/stores/users.ts";
+import { PORTAL_ROOT } from "#infra/system.ts";
+import { resultPage } from "#shared/http/html.ts";
 import { emit } from "#shared/events.ts";
 
 const FAILED = "Unable to update user role.";
+/** The role given, for the result page (a symbol key: never part of a JSON answer). */
+const NEW_ROLE = Symbol("newRole");
 
 export const handler = restHandler(
   {
@@ -18,6 +22,41 @@ export const handler = restHandler(
       { name: "user", label: "Username", required: true },
       { name: "role", label: "Role (org_admin, org_publisher, org_user or a custom role id)", required: true },
     ],
+    // The page's form: the organization's members (but the administrator) and its roles, built-in and custom.
+    formFields: async (req) => {
+      const admin = requireRoleAdmin(req);
+      const [users, roles] = await Promise.all([
+        listPortalUsers(admin.portal.portalId),
+        listRoles(admin.portal.portalId),
+      ]);
+      return [
+        {
+          name: "user",
+          label: "User",
+          options: users
+            .filter((u) => u.username !== admin.user.username)
+            .slice(0, 500)
+            .map((u) => ({ value: u.username, label: `${u.username} (now ${u.role})` })),
+        },
+        {
+          name: "role",
+          label: "Role",
+          options: [
+            ...BUILT_IN_ROLES,
+            ...roles.slice(0, 500).map((r) => ({ value: r.roleId, label: `${r.name} (${r.roleId})` })),
+          ],
+        },
+      ];
+    },
+    html: (data, req) => {
+      const { username, [NEW_ROLE]: role } = data as { username?: string; [NEW_ROLE]?: string };
+      const portal = `${PORTAL_ROOT}/portals/${encodeURIComponent(req.pathParameters.portalId ?? "self")}`;
+      return resultPage("User role updated", `${username ?? "The user"} now has the role ${role ?? ""}.`, [
+        [`${portal}/users?f=html`, "Users"],
+        [`${portal}/updateuserrole?f=html`, "Change another user's role"],
+        [`${PORTAL_ROOT}?f=html`, "Directory"],
+      ]);
+    },
   },
   async (req) => {
     const admin = requireRoleAdmin(req);
@@ -54,6 +93,6 @@ export const handler = restHandler(
         by: admin.user.username,
       });
     }
-    return { success: true, username: user.username };
+    return { success: true, username: user.username, [NEW_ROLE]: role };
   },
 );

@@ -237,8 +237,9 @@ export const ROUTES: readonly RouteSpec[] = [
     path: "/{server}/services",
     tables: { servers: "read", services: "read" },
   }),
-  // It sends `/<server>` and `/<server>/rest` to the server's directory.
-  route({ id: "not-found", methods: "$default", path: "$default", tables: { servers: "read" } }),
+  // It sends `/<server>` and `/<server>/rest` to the server's directory; below a server's SOAP endpoint it
+  // answers a SOAP fault naming the catalog (reading the server and its catalog version as the catalog does).
+  route({ id: "not-found", methods: "$default", path: "$default", tables: { servers: "read", services: "read" } }),
 ];
 
 /**

@@ -1,7 +1,7 @@
 // The HTML of items: an item's page (what it is, who sees it, and, for whoever may manage it, the forms that
 // share, update and delete it) and lists of items (a user's content, search results).
 import type { RestRequest } from "#shared/http/pipeline.ts";
-import { escapeHtml, page, renderForm } from "#shared/http/html.ts";
+import { escapeHtml, page, renderDate, renderForm } from "#shared/http/html.ts";
 import { PORTAL_ROOT } from "#infra/system.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 import { viewLink } from "#shared/viewer/links.ts";
@@ -42,6 +42,8 @@ export function itemPage(data: object, req: RestRequest): string {
     ["Summary", text(item.snippet)],
     ["Description", text(item.description)],
     ["Id", `<code>${escapeHtml(id)}</code>`],
+    ["Created", typeof item.created === "number" ? renderDate(item.created) : ""],
+    ["Modified", typeof item.modified === "number" ? renderDate(item.modified) : ""],
   ]
     .map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`)
     .join("");

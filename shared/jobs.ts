@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
 import { PORTAL_ROOT } from "#infra/system.ts";
 import { config } from "#shared/config.ts";
-import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
+import { renderValue, resultPage } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
 import { emit } from "#shared/events.ts";
@@ -69,15 +69,24 @@ export function jobView(job: Job) {
   };
 }
 
-/** The HTML answer to an operation that started a job: the answer, and a link that follows the job. */
+/** The HTML answer to an operation that started a job: what happened, in words, and a link that follows the job. */
 export function jobStartedPage(title: string) {
   return (data: object, req: RestRequest): string => {
     const { jobId, key } = data as { jobId?: string; key?: string };
     const portal = req.pathParameters.portalId ?? "self";
     const href = `${PORTAL_ROOT}/portals/${encodeURIComponent(portal)}/jobs/${encodeURIComponent(jobId ?? "")}?key=${encodeURIComponent(key ?? "")}&f=html`;
-    const follow = jobId
-      ? `<p><a href="${escapeHtml(href)}">Follow the job</a> (reload its page to see it progress).</p>`
-      : "";
-    return page(title, `<h1>${escapeHtml(title)}</h1>${renderValue(data)}${follow}`);
+    const said = jobId
+      ? `The job started and runs in the background: follow it to see its result (reload its page as it runs).`
+      : "The job was not started.";
+    return resultPage(
+      title,
+      said,
+      [
+        ...(jobId ? [[href, "Follow the job"] as const] : []),
+        [req.path + "?f=html", "Back to the form"],
+        [`${PORTAL_ROOT}?f=html`, "Directory"],
+      ],
+      renderValue(data),
+    );
   };
 }

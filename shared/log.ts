@@ -32,4 +32,22 @@ class RequestFormatter extends LogFormatter {
   }
 }
 
-export const logger = new Logger({ serviceName: "mapgate", logFormatter: new RequestFormatter() });
+let destination: ((line: string, level: number) => void) | undefined;
+
+/**
+ * Sends every log line to `write` instead of standard output (the local engine's log file); Lambda keeps
+ * standard output, which CloudWatch reads. `level` is Powertools' number (WARN is 16, ERROR 20).
+ */
+export function setLogDestination(write: (line: string, level: number) => void): void {
+  destination = write;
+}
+
+class MapgateLogger extends Logger {
+  protected override printLog(logLevel: number, log: LogItem): void {
+    if (!destination) return super.printLog(logLevel, log);
+    log.prepareForPrint();
+    destination(JSON.stringify(log.getAttributes(), this.getJsonReplacer()), logLevel);
+  }
+}
+
+export const logger = new MapgateLogger({ serviceName: "mapgate", logFormatter: new RequestFormatter() });

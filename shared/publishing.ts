@@ -1,7 +1,7 @@
 // The rules of data stores and publishing, shared by the request handlers (synchronous validation) and the
 // workflow tasks (which check them again when they run: the world may have changed in between).
 import { createHash } from "node:crypto";
-import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
+import { ApiError, badRequest, forbidden, withArticle } from "#shared/http/errors.ts";
 import { type RestRequest, requirePrivilege } from "#shared/http/pipeline.ts";
 import { DataStoreChangedError, DataStoreInputError } from "#shared/datastore-registration.ts";
 import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
@@ -34,6 +34,17 @@ export const PUBLISH_TYPES: Readonly<
     label: "Image Service",
     privilege: "portal:publisher:publishTiledImagery",
   },
+};
+
+/**
+ * What a service served from a cache answers, as ArcGIS reports it: tiles (no export, identify or query) for map
+ * and image caches, I3S views and queries for scenes.
+ */
+export const CACHED_CAPABILITIES: Readonly<Record<string, string>> = {
+  SceneServer: "View,Query",
+  MapServer: "Map,TilesOnly",
+  ImageServer: "Image,TilesOnly",
+  VectorTileServer: "TilesOnly",
 };
 
 export const DESCRIBE_PRIVILEGE = "portal:publisher:registerDataStores";
@@ -162,7 +173,7 @@ export async function cacheFor(
   const shown = config.pathInCachedStore.slice(0, 256);
   if (!location) {
     return {
-      problem: `Data store '${id}' has no storage (a ${store.kind} store): caches are published from folder and cloud stores.`,
+      problem: `Data store '${id}' has no storage (${withArticle(store.kind)} store): caches are published from folder and cloud stores.`,
     };
   }
   try {
@@ -172,7 +183,9 @@ export async function cacheFor(
     if (!type) return { problem: `Path '${shown}' is not a cached layer of data store '${id}'.` };
     const accepted = PUBLISH_TYPES[config.type]?.caches ?? [];
     if (!accepted.includes(type)) {
-      return { problem: `A ${config.type} cannot be published from a ${type} (it needs a ${accepted[0]}).` };
+      return {
+        problem: `A ${config.type} cannot be published from ${withArticle(type)} (it needs ${withArticle(accepted[0] ?? "")}).`,
+      };
     }
     return { info: await readCacheInfo(storage, path, type) };
   } catch (err) {

@@ -1,7 +1,8 @@
 // The rules of custom-role administration, shared by the role handlers.
-import { KNOWN_PRIVILEGES } from "#shared/auth/privileges.ts";
+import { KNOWN_PRIVILEGES, ROLE_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { ApiError, badRequest, forbidden, notFound } from "#shared/http/errors.ts";
-import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
+import { PORTAL_ROOT } from "#infra/system.ts";
+import { escapeHtml, page, renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, requireMember } from "#shared/http/pipeline.ts";
 import { getRole, NameTakenError, type Role, StaleRoleError } from "#shared/stores/roles.ts";
 
@@ -62,7 +63,8 @@ export function readPrivileges(raw: string | undefined): string[] {
           p !== null && typeof p === "object"
             ? `Unknown privilege (${Array.isArray(p) ? "an array" : "an object"}).`
             : `Unknown privilege ${JSON.stringify(p).slice(0, 100)}.`,
-        ),
+        )
+        .concat(`Valid privileges: ${ROLE_PRIVILEGES.join(", ")}.`),
     );
   }
   return [...new Set(list as string[])];
@@ -145,3 +147,32 @@ export function rolePage(data: object, req: RestRequest): string {
   ].map(([op, label]) => `<a href="${escapeHtml(roleLink(req, r.id, op))}">${label}</a>`);
   return page(r.name, `<h1>${escapeHtml(r.name)}</h1>${renderValue(data)}<p>${ops.join(" · ")}</p>`);
 }
+
+/** What a role operation did, for its result page (a symbol key: never part of a JSON answer). */
+export const ROLE_RESULT = Symbol("roleResult");
+export interface RoleResult {
+  readonly [ROLE_RESULT]?: { readonly roleId: string; readonly said: string };
+}
+
+/** The page after creating or changing a role: what happened, in words, and the ways on. */
+export function roleResultPage(title: string) {
+  return (data: object, req: RestRequest): string => {
+    const result = (data as RoleResult)[ROLE_RESULT];
+    if (!result) return page(title, `<h1>${escapeHtml(title)}</h1>${renderValue(data)}`);
+    const base = `${PORTAL_ROOT}/portals/${encodeURIComponent(req.pathParameters.portalId ?? "self")}`;
+    const role = `${base}/roles/${encodeURIComponent(result.roleId)}`;
+    return resultPage(title, result.said, [
+      [`${role}?f=html`, "The role"],
+      [`${role}/setPrivileges?f=html`, "Set its privileges"],
+      [`${role}/update?f=html`, "Rename or describe it"],
+      [`${base}/roles?f=html`, "All roles"],
+      [`${PORTAL_ROOT}?f=html`, "Directory"],
+    ]);
+  };
+}
+
+/** A role's privileges in words. */
+export const privilegesInWords = (privileges: readonly string[]) =>
+  privileges.length === 0
+    ? "no privileges"
+    : `${privileges.length} privilege${privileges.length === 1 ? "" : "s"}: ${privileges.join(", ")}`;

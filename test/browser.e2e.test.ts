@@ -205,7 +205,11 @@ describe("signed in through the sign-in page", () => {
     expect((await submit(page, "Submit")).status()).toBe(200);
     const token = (await cell(page, "token").textContent()) ?? "";
     expect(token.length).toBeGreaterThan(20);
-    const expires = Number(await cell(page, "expires").textContent());
+    // A date, shown as a UTC ISO date (the number it was sent as is kept in the element's title).
+    const shown = (await cell(page, "expires").textContent()) ?? "";
+    expect(shown).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/);
+    const expires = Date.parse(shown);
+    expect(Number(await cell(page, "expires").locator("time").getAttribute("title"))).toBe(expires);
     expect(Math.abs(expires - (Date.now() + 30 * 60_000))).toBeLessThan(60_000);
     expect(["true", "false"]).toContain(await cell(page, "ssl").textContent());
     // The token works for that user. It is bound to the browser's address: asked from the same browser (another
@@ -221,12 +225,37 @@ describe("signed in through the sign-in page", () => {
     await page.getByLabel("Name").fill("Browser Crew");
     await page.getByLabel("Description").fill("Made in a browser");
     expect((await submit(page, "Submit")).status()).toBe(200);
-    await expect(cell(page, "success").textContent()).resolves.toBe("true");
-    const id = (await cell(page, "id").textContent()) ?? "";
-    expect(id).toMatch(/^[A-Za-z0-9]{16}$/);
+    // The result says what happened in words, and leads on.
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "Created the role “Browser Crew”. It grants no privileges yet: set them next.",
+    );
+    const id = /\/roles\/([A-Za-z0-9]{16})\?f=html$/.exec(
+      (await page.getByRole("link", { name: "The role", exact: true }).getAttribute("href")) ?? "",
+    )?.[1] as string;
+    expect(id).toBeDefined();
     const roleJson = async () =>
       (await (await page.request.get(https(`/portals/self/roles/${id}?f=json`))).json()) as Record<string, unknown>;
     expect(await roleJson()).toMatchObject({ id, name: "Browser Crew", description: "Made in a browser" });
+
+    // Privileges as checkboxes with ArcGIS's names, the standard ones this server keeps without acting on included.
+    await follow(page, "Set its privileges");
+    expect(page.url()).toBe(https(`/portals/self/roles/${id}/setPrivileges?f=html`));
+    expect(await page.locator("form input[type=checkbox]").count()).toBeGreaterThan(40);
+    await page.getByLabel("portal:user:createItem", { exact: true }).check();
+    await page.getByLabel("features:user:edit", { exact: true }).check();
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "The role “Browser Crew” now grants 2 privileges: portal:user:createItem, features:user:edit.",
+    );
+    const privileges = async () =>
+      (await (await page.request.get(https(`/portals/self/roles/${id}/privileges?f=json`))).json()) as unknown;
+    expect(await privileges()).toEqual({ privileges: ["portal:user:createItem", "features:user:edit"] });
+    // The form shows the role's privileges checked; unchecking one takes it away.
+    await follow(page, "Set its privileges");
+    await expect(page.getByLabel("features:user:edit", { exact: true }).isChecked()).resolves.toBe(true);
+    await page.getByLabel("features:user:edit", { exact: true }).uncheck();
+    await submit(page, "Submit");
+    expect(await privileges()).toEqual({ privileges: ["portal:user:createItem"] });
 
     // From the roles page to the role's page to its update form, by following links as a person would.
     const updateUrl = https(`/portals/self/roles/${id}/update?f=html`);
@@ -241,9 +270,12 @@ describe("signed in through the sign-in page", () => {
     expect((await submit(page, "Submit")).status()).toBe(200);
     // Forms post to their path: the query's values never compete with what the user typed.
     expect(page.url()).toBe(https(`/portals/self/roles/${id}/update`));
-    await expect(cell(page, "success").textContent()).resolves.toBe("true");
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "The role “Browser Crew Renamed”: renamed from “Browser Crew”.",
+    );
+    await follow(page, "All roles");
 
-    await page.goto(https("/portals/self/roles?f=html"));
+    expect(page.url()).toBe(https("/portals/self/roles?f=html"));
     const roles = (await page.locator("main").textContent()) ?? "";
     expect(roles).toContain("Browser Crew Renamed");
     expect(roles).toContain(id);
@@ -274,6 +306,68 @@ describe("signed in through the sign-in page", () => {
     expect(await roleJson()).toMatchObject({ id, name: "Browser Crew Final" });
   });
 
+  it("describes a data store from a form of choices, follows its contents and publishes a cache from its link", async () => {
+    // The describe form offers the caller's data stores and their servers by name: nothing to type but the path.
+    await page.goto(https("/portals/self/datastores/describe?f=html"));
+    const store = page.getByLabel("Data store");
+    expect(await store.locator("option").allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^Demo Data Store \(folder, [0-9a-f]{32}\)$/)]),
+    );
+    await store.selectOption({
+      label: (await store.locator("option", { hasText: "Demo Data Store" }).first().textContent()) ?? "",
+    });
+    expect(await page.getByLabel("Server").locator("option").allTextContents()).toEqual([
+      expect.stringMatching(/^arcgis \([A-Za-z0-9]+\)$/),
+    ]);
+    await page.getByLabel("Path").fill("/caches/tiles");
+    await page.getByLabel("Type").fill("folder");
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "The job started and runs in the background: follow it to see its result (reload its page as it runs).",
+    );
+    await follow(page, "Follow the job");
+    const jobUrl = page.url();
+    for (let i = 0; i < 50 && (await page.getByRole("link", { name: "Publish as MapServer" }).count()) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      await page.goto(jobUrl);
+    }
+    // Each child describes the next level; a cache offers Publish with its serviceConfiguration filled in.
+    const describeNext = new URL(
+      (await page
+        .getByRole("row", { name: /Basemap/ })
+        .getByRole("link", { name: "Describe" })
+        .getAttribute("href")) ?? "",
+      jobUrl,
+    );
+    expect(describeNext.searchParams.get("path")).toBe("/caches/tiles/Basemap");
+    expect(describeNext.searchParams.get("type")).toBe("tileCache");
+    await follow(page, "Publish as MapServer");
+    const config = JSON.parse(await page.getByLabel("serviceConfiguration (JSON)").inputValue()) as Record<
+      string,
+      unknown
+    >;
+    expect(config).toMatchObject({
+      type: "MapServer",
+      serviceName: "Basemap",
+      properties: { pathInCachedStore: "/caches/tiles/Basemap" },
+    });
+    // A ready example per service type is shown under the field.
+    const hint = (await page.locator("p.hint").first().textContent()) ?? "";
+    for (const type of ["SceneServer", "MapServer", "VectorTileServer", "ImageServer"])
+      expect(hint).toContain(`${type}:\n{"type":"${type}"`);
+    await page.getByLabel("Server folder").fill("Browser");
+    expect((await submit(page, "Submit")).status()).toBe(200);
+    await follow(page, "Follow the job");
+    const published = page.url();
+    for (let i = 0; i < 50 && (await page.getByRole("link", { name: "Service" }).count()) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      await page.goto(published);
+    }
+    await follow(page, "Service");
+    expect(page.url()).toBe(`${engine.ready.https}/arcgis/rest/services/Browser/Basemap/MapServer?f=html`);
+    expect(await page.locator("main").textContent()).toContain("Map,TilesOnly");
+  });
+
   it("shares, makes private and deletes an item from its page, and refuses those forms without their CSRF field", async () => {
     const itemJson = async (id: string) =>
       (await (await page.request.get(https(`/content/items/${id}?f=json`))).json()) as Record<string, unknown>;
@@ -290,6 +384,7 @@ describe("signed in through the sign-in page", () => {
     expect(id).not.toBe("");
     await expect(cell(page, "Access").textContent()).resolves.toBe("public");
     await expect(cell(page, "Type").textContent()).resolves.toBe("Map Service");
+    await expect(cell(page, "Created").textContent()).resolves.toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/);
     expect(await page.getByLabel("Everyone (public)").isChecked()).toBe(true);
     expect(await page.getByLabel("Organization").isChecked()).toBe(true);
     expect(await anonymousSees()).toBe(true);
@@ -298,12 +393,19 @@ describe("signed in through the sign-in page", () => {
     // Share with the organization only: the box for everyone is unchecked (the browser sends nothing for it).
     await page.getByLabel("Everyone (public)").uncheck();
     expect((await submit(page, "Share")).status()).toBe(200);
-    await expect(cell(page, "itemId").textContent()).resolves.toBe(id);
+    // The result says who sees it now, and leads back to the item.
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "“World_Basemap” is now visible to the organization.",
+    );
     expect(await itemJson(id)).toMatchObject({ access: "org" });
     expect(await anonymousSees()).toBe(false);
 
-    await page.goto(itemUrl);
+    await follow(page, "The item");
+    expect(page.url()).toBe(itemUrl);
     expect((await submit(page, "Make private")).status()).toBe(200);
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "“World_Basemap” is now private (its owner and administrators).",
+    );
     expect(await itemJson(id)).toMatchObject({ access: "private" });
 
     // The same POSTs from the browser's session without the form's field are refused.
@@ -330,11 +432,13 @@ describe("signed in through the sign-in page", () => {
     await page.getByLabel("Name").fill("Keeps Description");
     await page.getByLabel("Description").fill("Must survive a rename");
     expect((await submit(page, "Submit")).status()).toBe(200);
-    const id = (await cell(page, "id").textContent()) ?? "";
-    await page.goto(https(`/portals/self/roles/${id}/update?f=html`));
+    await follow(page, "Rename or describe it");
+    const id = /\/roles\/([A-Za-z0-9]{16})\/update\?f=html$/.exec(page.url())?.[1] as string;
     await page.getByLabel("Name").fill("Kept Description");
     expect((await submit(page, "Submit")).status()).toBe(200);
-    await expect(cell(page, "success").textContent()).resolves.toBe("true");
+    await expect(page.getByRole("status").textContent()).resolves.toBe(
+      "The role “Kept Description”: renamed from “Keeps Description”.",
+    );
     const role = await (await page.request.get(https(`/portals/self/roles/${id}?f=json`))).json();
     expect(role).toMatchObject({ name: "Kept Description", description: "Must survive a rename" });
   });
@@ -447,6 +551,13 @@ describe("refusals", () => {
     expect(await shown?.headerValues("set-cookie")).toEqual([]);
     await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("SSL Required");
     expect(await page.getByLabel("Password").count()).toBe(0);
+    // It says why, and links to the same page over HTTPS, where the form is.
+    expect(await page.locator("main").textContent()).toContain(
+      "Sign In answers over HTTPS only, so that passwords and tokens never travel in clear.",
+    );
+    const https = `${engine.ready.https}${DIRECTORY}/oauth2/signin`;
+    const link = page.getByRole("link", { name: https });
+    expect(await link.getAttribute("href")).toBe(https);
     // Posting credentials there anyway (as a script or a stale form would) is refused too.
     const posted = await page.request.post(url, {
       form: { username: "admin", password: PASSWORDS.admin, persistent: "true", redirect: DIRECTORY },

@@ -1,10 +1,11 @@
 // The local engine's life: first start, a refused second start, restart with the same data, and a
 // SIGTERM that loses nothing acknowledged. Each start is the real `node infra/local/main.ts`.
 import { execFileSync } from "node:child_process";
-import { statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { chooseLog } from "../infra/local/console.ts";
 import { newDataDir, PASSWORDS, ROOT, spawnEngine, startEngine } from "./helpers/engine.ts";
 import { call } from "./helpers/http.ts";
 
@@ -16,19 +17,35 @@ function admin(dataDir: string, ...args: string[]): string {
   });
 }
 
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 20));
+}
+
 describe("local engine", () => {
   it("bootstraps on first start, refuses a second engine on the folder, and keeps its data across restarts", async () => {
     const dataDir = newDataDir();
-    const first = await startEngine({ dataDir, env: { MAPGATE_USER_PASSWORD: "" } });
+    const logFile = join(dataDir, "requests.log");
+    const first = await startEngine({ dataDir, env: { MAPGATE_USER_PASSWORD: "", MAPGATE_LOG: logFile } });
     let secondPortal: string;
     try {
-      const out = first.lines.join("\n");
-      expect(out).toContain("mapgate: created the demo organization");
-      expect(out).toMatch(/admin +org_admin +\(password from the environment\)/);
-      // No password in the environment for the plain user: one is generated and shown once.
-      const generated = out.match(/user +org_user +([A-Za-z0-9]{20})/)?.[1];
+      // The notes follow the ready line, in a box, so the passwords are the last thing on the screen.
+      await until(() => first.lines.some((l) => l.startsWith("└")));
+      const ready = first.lines.findIndex((l) => l.startsWith("mapgate: ready "));
+      const notes = first.lines.slice(ready + 1);
+      expect(notes[0]).toMatch(/^┌─+┐$/);
+      expect(notes.every((l) => /^[┌│└]/.test(l))).toBe(true);
+      const out = notes.join("\n");
+      expect(first.lines.join("\n")).toContain("mapgate: created the demo organization");
+      expect(out).toMatch(/│ {3}admin +org_admin +\(from MAPGATE_ADMIN_PASSWORD\) +│/);
+      // No password in the environment for the plain user: one is generated, shown, and kept for the user alone.
+      const generated = out.match(/user +org_user +([A-Za-z0-9]{20})/)?.[1] as string;
       expect(generated).toBeDefined();
       expect(out).not.toContain(PASSWORDS.admin);
+      const passwords = join(dataDir, "demo-passwords.txt");
+      expect(out).toContain(`Also kept in ${passwords} (readable by you alone).`);
+      expect(out).toContain(`Log: ${logFile} (warnings are shown here too; MAPGATE_LOG=- prints it all here).`);
+      expect(statSync(passwords).mode & 0o777).toBe(0o600);
+      expect(readFileSync(passwords, "utf8")).toMatch(new RegExp(`^user +org_user +${generated}$`, "m"));
       expect(statSync(join(dataDir, "token-key.json")).mode & 0o777).toBe(0o600);
       expect(statSync(join(dataDir, "tls-key.pem")).mode & 0o777).toBe(0o600);
 
@@ -42,6 +59,15 @@ describe("local engine", () => {
       expect(second.errLines.join("\n")).toMatch(/data folder .* is in use by another mapgate engine \(process \d+\)/);
       // The refused engine did not disturb the running one.
       expect((await call(`${first.ready.https}/portal/sharing/rest/info?f=json`, { ca: first.ca })).status).toBe(200);
+      // The request log went to the file named, not to the terminal.
+      expect(readFileSync(logFile, "utf8")).toContain('"message":"request"');
+      expect(first.lines.some((l) => l.includes('"message":"request"'))).toBe(false);
+      // A reset names the user's line in the file without keeping the new password there.
+      const reset = JSON.parse(admin(dataDir, "reset-password", "--user", "user")) as { password: string };
+      const kept = readFileSync(passwords, "utf8");
+      expect(kept).not.toContain(generated);
+      expect(kept).not.toContain(reset.password.split(" ")[0]);
+      expect(kept).toMatch(/^user +org_user +\(reset \d{4}-\d\d-\d\dT[\d:.]+Z with npm run admin -- reset-password/m);
     } finally {
       expect(await first.stop()).toBe(0);
     }
@@ -49,6 +75,10 @@ describe("local engine", () => {
     const again = await startEngine({ dataDir });
     try {
       expect(again.lines.join("\n")).not.toContain("created the demo organization");
+      await until(() => again.lines.some((l) => l.startsWith("└")));
+      expect(again.lines.join("\n")).toContain(
+        `Demo users: admin, publisher, user; passwords in ${join(dataDir, "demo-passwords.txt")}.`,
+      );
       const portal = (
         await call(`${again.ready.https}/portal/sharing/rest/portals/self?f=json`, { ca: again.ca })
       ).json();
@@ -56,6 +86,16 @@ describe("local engine", () => {
     } finally {
       await again.stop();
     }
+  });
+
+  it("logs to the data folder's mapgate.log in a terminal, to standard output in a pipe or when told", async () => {
+    const dataDir = newDataDir();
+    expect(chooseLog(dataDir, undefined, false).file).toBeUndefined();
+    expect(chooseLog(dataDir, "-", true).file).toBeUndefined();
+    const log = chooseLog(dataDir, undefined, true);
+    expect(log.file).toBe(join(dataDir, "mapgate.log"));
+    await log.close();
+    expect(statSync(join(dataDir, "mapgate.log")).mode & 0o777).toBe(0o600);
   });
 
   it("takes over a lock left by a process that died", async () => {

@@ -72,7 +72,7 @@ describe("group pages", () => {
     await follow(admin, "Create a group");
     await admin.getByLabel("Title").fill("Browser crew");
     await admin.getByLabel("Summary").fill("Maps for the <crew>");
-    await admin.getByLabel("Access (private, org or public)").fill("org");
+    await admin.getByLabel("Access").selectOption("org");
     await admin.getByLabel("Anyone who sees it may join").check();
     await submit(admin, "Submit");
     await expect(admin.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Browser crew");
@@ -80,6 +80,17 @@ describe("group pages", () => {
     await expect(cell(admin, "Your membership").textContent()).resolves.toBe("owner");
     const groupId = (await cell(admin, "Id").textContent()) ?? "";
     expect(groupId).toMatch(/^[0-9a-f]{32}$/);
+    // The update form starts from the group as it is: renaming it alone keeps its summary and access.
+    await admin.goto(https(`/community/groups/${groupId}/update?f=html`));
+    await expect(admin.getByLabel("Summary").inputValue()).resolves.toBe("Maps for the <crew>");
+    await expect(admin.getByLabel("Access").inputValue()).resolves.toBe("org");
+    await admin.getByLabel("Title").fill("Browser crew");
+    await submit(admin, "Submit");
+    const group = (await (await admin.request.get(https(`/community/groups/${groupId}?f=json`))).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(group).toMatchObject({ title: "Browser crew", snippet: "Maps for the <crew>", access: "org" });
 
     // The demo basemap, shared with the group only (not everyone, not the organization).
     await admin.goto(https());

@@ -1,5 +1,6 @@
 // Values nested thousands deep from outside: measured without recursion first, so nothing that recurses after
 // (JSON.stringify, the HTML renderer, messages quoting a value) overflows the stack.
+import { ROLE_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -65,6 +66,7 @@ describe("what recurses over values from outside", () => {
       "Unknown privilege (an array).",
       "Unknown privilege (an object).",
       "Unknown privilege 42.",
+      `Valid privileges: ${ROLE_PRIVILEGES.join(", ")}.`,
     ]);
   });
 

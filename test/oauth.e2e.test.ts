@@ -157,6 +157,9 @@ describe("applications", () => {
     expect(serverApp.client_id).toMatch(/^[A-Za-z0-9_-]{16}$/);
     expect(serverApp.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(browserApp.client_secret).toBeUndefined();
+    // Said truthfully: the OAuth 2.0 endpoints answer.
+    const self = await call(`${rest()}/portals/self?f=json`, { ca: engine.ca });
+    expect(self.json()).toMatchObject({ supportsOAuth: true });
     const listed = await call(`${rest()}/portals/self/apps?f=json&token=${adminToken}`, { ca: engine.ca });
     const apps = listed.json<{ apps: Record<string, unknown>[] }>().apps;
     expect(apps.map((a) => a.client_id)).toEqual(expect.arrayContaining([serverApp.client_id, browserApp.client_id]));
@@ -921,5 +924,89 @@ describe("hardening", () => {
       headers: { cookie: `${cookie(adminToken)}; ${cookie(adminToken)}` },
     });
     expect(res.json()).toMatchObject({ error: { code: 499 } });
+  });
+});
+
+describe("npm run admin -- reset-password", () => {
+  const cli = (args: string[], password = "") =>
+    execFileSync(process.execPath, [join(ROOT, "infra/admin/cli.ts"), ...args, "--data-dir", engine.dataDir], {
+      cwd: ROOT,
+      encoding: "utf8",
+      env: { ...process.env, MAPGATE_USER_PASSWORD: password },
+      stdio: "pipe",
+    });
+
+  it("ends every token, session, refresh token and code of the user at once; the new password signs in, the old does not", async () => {
+    const username = "resetme";
+    const first = "resetme-Pass-1234";
+    cli(["add-user", "--portal", portalId, "--username", username, "--role", "org_user"], first);
+    // Before: a generateToken token, a server-token exchanged from it, a sign-in cookie, an OAuth family, a code.
+    const who = { username, password: first };
+    const token = await generateToken(username, first);
+    const exchanged = await post("generateToken", {
+      f: "json",
+      token,
+      serverURL: `${engine.ready.https}/arcgis`,
+    });
+    const serverToken = exchanged.json<{ token: string }>().token;
+    expect(serverToken).toEqual(expect.any(String));
+    const signInPage = await formOf(`${rest()}/oauth2/signin`, engine.ca);
+    const signedIn = await call(`${rest()}/oauth2/signin`, {
+      ca: engine.ca,
+      body: form({ ...who, csrf: signInPage.csrf }),
+      headers: { cookie: signInPage.cookie },
+    });
+    const cookie = (setCookies(signedIn).find((c) => c.startsWith("vendor_authcookie=")) ?? "").split(";")[0] as string;
+    const codeRequest = { client_id: serverApp.client_id, redirect_uri: SERVER_REDIRECT, state: "s" };
+    const codeOf = async () =>
+      new URL(String((await authorize(codeRequest, who)).headers.location)).searchParams.get("code") as string;
+    const redeem = (code: string) =>
+      tokenRequest({ grant_type: "authorization_code", ...serverClient(), code, redirect_uri: SERVER_REDIRECT });
+    const oauth = (await redeem(await codeOf())).json<Tokens>();
+    const unused = await codeOf();
+    const selfWithCookie = () =>
+      call(`${rest()}/community/self?f=json`, { ca: engine.ca, headers: { cookie } }).then((r) => r.json());
+    const serverInfo = (t: string) =>
+      call(`${engine.ready.https}/arcgis/rest/services?f=json&token=${t}`, { ca: engine.ca }).then((r) => r.json());
+    expect(await whoAmI(token)).toMatchObject({ username });
+    expect(await whoAmI(oauth.access_token)).toMatchObject({ username });
+    expect(await selfWithCookie()).toMatchObject({ username });
+    expect(await serverInfo(serverToken)).not.toHaveProperty("error");
+
+    const out = JSON.parse(cli(["reset-password", "--user", username])) as { username: string; password: string };
+    const fresh = /^([A-Za-z0-9]{20}) \(shown only now\)$/.exec(out.password)?.[1] as string;
+    expect(fresh).toBeDefined();
+
+    // Each on its very next request.
+    expect(await whoAmI(token)).toEqual({
+      error: { code: 498, message: "Invalid token.", details: ["Invalid token."] },
+    });
+    expect(await whoAmI(oauth.access_token)).toMatchObject({ error: { code: 498 } });
+    expect(await serverInfo(serverToken)).toMatchObject({ error: { code: 498 } });
+    expect(await selfWithCookie()).toMatchObject({ error: { code: 499 } });
+    const refreshed = await tokenRequest({
+      grant_type: "refresh_token",
+      ...serverClient(),
+      refresh_token: oauth.refresh_token,
+    });
+    expect(refreshed.json()).toEqual({
+      error: "invalid_grant",
+      error_description: "The user's password was reset: sign in again.",
+    });
+    expect((await redeem(unused)).json()).toEqual({
+      error: "invalid_grant",
+      error_description: "The authorization code is invalid, expired or already used.",
+    });
+    const old = await post("generateToken", { f: "json", username, password: first });
+    expect(old.json()).toMatchObject({ error: { code: 400, details: ["Invalid username or password."] } });
+    expect(await whoAmI(await generateToken(username, fresh))).toMatchObject({ username });
+
+    let refused = "";
+    try {
+      cli(["reset-password", "--user", "nobody-here"]);
+    } catch (err) {
+      refused = String((err as { stderr: string }).stderr);
+    }
+    expect(refused).toBe("mapgate admin: no user nobody-here\n");
   });
 });

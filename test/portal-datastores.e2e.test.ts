@@ -444,10 +444,33 @@ describe("who may, and hostile registrations", () => {
     ]) {
       const html = await page(`${stores()}/${operation}?f=html&token=${token}`);
       expect(html, operation).toContain('name="datastoreId"');
+      // The store is chosen by its title, the server (where one is needed) by its name.
+      expect(html, operation).toMatch(/<option value="[0-9a-f]{32}">Demo Data Store \(folder, /);
+      if (operation !== "allDatasets/deleteLayers" && operation !== "validate")
+        expect(html, operation).toMatch(
+          /<select id="field-serverId" name="serverId"><option value="[A-Za-z0-9]+">arcgis /,
+        );
     }
     const directory = await page(`${rest()}?f=html&token=${token}`);
     expect(directory).toContain("Register a data store");
     expect(directory).toContain("datastores/validate?");
+    // A plain user is offered nothing it may not run: no describing, publishing or managing stores.
+    const plain = await page(`${rest()}?f=html&token=${userToken}`);
+    for (const op of [
+      "datastores/describe?",
+      "datastores/publish?",
+      "publishLayers?",
+      "datastores/validate?",
+      "addItem",
+    ])
+      expect(plain, op).not.toContain(op);
+    expect(plain).toContain("datastores/getLayers?");
+    // The publish form offers the servers by name and starts from a ready configuration naming a store.
+    const publish = await page(`${stores()}/publish?f=html&token=${token}`);
+    expect(publish).toMatch(/<select id="field-serverId" name="serverId"><option value="[A-Za-z0-9]+">arcgis \(/);
+    expect(publish).toMatch(
+      /<textarea id="field-serviceConfiguration" name="serviceConfiguration" required>\{&#34;type&#34;:&#34;MapServer&#34;,&#34;serviceName&#34;:&#34;My_Map&#34;,&#34;properties&#34;:\{&#34;cacheStoreId&#34;:&#34;[0-9a-f]{32}&#34;/,
+    );
     // A data store's item page leads to its operations, and offers no sharing.
     const added = await post(`${rest()}/content/users/publisher/addItem`, {
       token,

@@ -341,6 +341,10 @@ describe("publish validation", () => {
         ["A SceneServer cannot be published from a tileCache (it needs a sceneLayerCache)."],
       ],
       [
+        { serverId, serviceConfiguration: sceneConfig("FromImagery", "/caches/imagery/Ortho2024") },
+        ["A SceneServer cannot be published from an imageCache (it needs a sceneLayerCache)."],
+      ],
+      [
         { serverId, serverFolder: "bad folder!", serviceConfiguration: sceneConfig("BadFolder") },
         ["'serverFolder' may hold only letters, digits and _ (at most 120)."],
       ],

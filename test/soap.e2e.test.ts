@@ -63,8 +63,8 @@ afterAll(async () => {
 
 describe("four SOAP clients built from the served WSDL", () => {
   const expected = () => {
-    const basemap = row("World_Basemap", "MapServer", "Map,Query,Data", "Demo basemap");
-    const ortho = row("Imagery/Ortho_2024", "ImageServer", "Image,Metadata", "2024 orthophotos");
+    const basemap = row("World_Basemap", "MapServer", "Map,TilesOnly", "Demo basemap");
+    const ortho = row("Imagery/Ortho_2024", "ImageServer", "Image,TilesOnly", "2024 orthophotos");
     const water = row("Utilities/Water_Network", "MapServer", "Map,Query", "");
     // The demo GeoPackage's layers, public: named after each table and its dataset path in the World Data store.
     const { worldStore } = demoOrganization(engine.dataDir);
@@ -92,6 +92,42 @@ describe("four SOAP clients built from the served WSDL", () => {
     };
   };
   const wsdl = () => `${endpoint()}?wsdl`;
+
+  it("the Urls it lists answer a SOAP fault naming the catalog and the service's REST URL (node-soap, curl)", async () => {
+    const base = `${engine.ready.https}/arcgis`;
+    const urls = [`${endpoint()}/World_Basemap/MapServer`, `${endpoint()}/Utilities/Hydrant_Inspections/FeatureServer`];
+    const catalog = `This server answers SOAP at its Catalog only: ${base}/services (WSDL at ${base}/services?wsdl; operations GetMessageVersion, GetMessageFormats, GetTokenServiceURL, GetFolders, GetServiceDescriptions, GetServiceDescriptionsEx, RequiresTokens).`;
+    const faults = {
+      [urls[0] as string]: {
+        faultcode: "soap:Client",
+        faultstring: `${catalog} This MapServer is served over REST: ${base}/rest/services/World_Basemap/MapServer`,
+      },
+      // Private: the same answer whether or not the caller may see it, or it exists.
+      [urls[1] as string]: {
+        faultcode: "soap:Client",
+        faultstring: `${catalog} This FeatureServer is served over REST: ${base}/rest/services/Utilities/Hydrant_Inspections/FeatureServer`,
+      },
+    };
+    expect(
+      await runJson(process.execPath, [join(ROOT, "test/clients/soap-service-url.ts"), wsdl(), ...urls], {
+        NODE_EXTRA_CA_CERTS: engine.ready.cert,
+      }),
+    ).toEqual(faults);
+    // A browser or curl on the URL (or its ?wsdl) gets the same fault, as XML, not a bare 404.
+    for (const url of [urls[0] as string, `${urls[0]}?wsdl`]) {
+      const res = await call(url, { ca: engine.ca });
+      expect(res.status).toBe(500);
+      expect(res.headers["content-type"]).toBe("text/xml; charset=utf-8");
+      expect(res.text).toBe(
+        `<?xml version="1.0" encoding="UTF-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><soap:Fault><faultcode>soap:Client</faultcode><faultstring>${faults[urls[0] as string]?.faultstring}</faultstring></soap:Fault></soap:Body></soap:Envelope>`,
+      );
+    }
+    const folder = await call(`${endpoint()}/Utilities`, { ca: engine.ca });
+    expect(folder.text).toContain(`${catalog} Services are served over REST: ${base}/rest/services</faultstring>`);
+    const noServer = await call(`${engine.ready.https}/nowhere/services/X/MapServer`, { ca: engine.ca });
+    expect(noServer.status).toBe(404);
+    expect(noServer.text).toContain("<faultstring>No server is hosted here.</faultstring>");
+  });
 
   it("node-soap", async () => {
     expect(
@@ -128,7 +164,7 @@ describe("four SOAP clients built from the served WSDL", () => {
     expect(seen.root).toEqual([
       row("Parcels", "MapServer", "Map,Query,Data", "Parcels & owners"),
       row("Parcels", "FeatureServer", "Query,Editing", "Parcels & owners", "MapServer"),
-      row("World_Basemap", "MapServer", "Map,Query,Data", "Demo basemap"),
+      row("World_Basemap", "MapServer", "Map,TilesOnly", "Demo basemap"),
     ]);
     expect(seen.utilities).toEqual([
       row("Utilities/Hydrant_Inspections", "FeatureServer", "Query,Create,Update", "Field edits"),

@@ -142,7 +142,16 @@ describe("generateToken", () => {
       {},
       `${engine.ready.http}/portal/sharing/rest`,
     );
-    expect(http.json()).toMatchObject({ error: { code: 403, message: "SSL Required" } });
+    expect(http.json()).toEqual({
+      error: {
+        code: 403,
+        message: "SSL Required",
+        details: [
+          "Generate Token answers over HTTPS only, so that passwords and tokens never travel in clear. The same address over HTTPS:",
+          `${engine.ready.https}/portal/sharing/rest/generateToken`,
+        ],
+      },
+    });
     const get = await call(`${rest()}/generateToken?f=json&username=user&password=${PASSWORDS.user}`, {
       ca: engine.ca,
     });
@@ -395,6 +404,28 @@ describe("token verification", () => {
     );
     const other = await call(`${rest()}/portals/NotMyPortal12345/servers?f=json&token=${token}`, { ca: engine.ca });
     expect(other.json()).toMatchObject({ error: { code: 403, messageCode: "GWM_0003" } });
+  });
+
+  it("links from the Servers page only to what answers", async () => {
+    const { token } = await tokenFor({ username: "user", password: PASSWORDS.user });
+    const page = await call(`${rest()}/portals/self/servers?f=html&token=${token}`, { ca: engine.ca });
+    const base = `${engine.ready.https}/arcgis`;
+    const hrefs = [...page.text.matchAll(/href="([^"]+)"/g)].map((m) => (m[1] as string).replace(/&#38;/g, "&"));
+    expect(hrefs).toEqual([
+      `${base}/rest/services?f=html`,
+      `${base}/rest/info?f=html`,
+      `${base}/services?wsdl`,
+      "?f=pjson",
+      "/portal/sharing/rest?f=html",
+    ]);
+    expect(page.text).toContain("No administrator API is served here");
+    for (const href of hrefs) {
+      const url = new URL(href, `${rest()}/portals/self/servers?token=${token}`);
+      if (href === "?f=pjson") url.searchParams.set("token", token);
+      const res = await call(url.toString(), { ca: engine.ca });
+      expect(res.status, href).toBe(200);
+      expect(res.text, href).not.toMatch(/"error"|class="error"|<soap:Fault>/);
+    }
   });
 
   it("never writes passwords or tokens to the logs", async () => {

@@ -13,7 +13,7 @@ import { TABLES, tableEnvName } from "#infra/system.ts";
 import { generatePassword } from "#shared/auth/passwords.ts";
 import type { DataStore, Dataset, StoreLocation } from "#shared/stores/datastores.ts";
 import { updatePortal } from "#shared/stores/portals.ts";
-import { alive, DATASTORE_SECRETS_FOLDER, openDataFolder } from "../local/data-folder.ts";
+import { alive, DATASTORE_SECRETS_FOLDER, markPasswordReset, openDataFolder } from "../local/data-folder.ts";
 import { createTables, localTableName, startDynamo } from "../local/dynamo.ts";
 import {
   AdminInputError,
@@ -23,6 +23,7 @@ import {
   describeOrganizations,
   registerDataStore,
   registerServer,
+  resetUserPassword,
 } from "./operations.ts";
 
 import { appRegistrationAnswer, readAppRegistration } from "#shared/oauth/apps.ts";
@@ -38,6 +39,9 @@ commands:
                      [--max-token-minutes <n>]            (password: MAPGATE_ADMIN_PASSWORD or generated)
   add-user           --portal <id> --username <name> --role org_admin|org_publisher|org_user
                                                           (password: MAPGATE_USER_PASSWORD or generated)
+  reset-password     --user <name>                       (a new random password, shown once (on AWS: kept in Secrets
+                                                          Manager); every token and session of the user stops
+                                                          working at once; failed sign-ins and a lock are cleared)
   register-server    --portal <id> --name <path name> [--url https://…]   (no --url: hosted here at /<name>)
   register-datastore --portal <id> [--file <store.json>] [--title <t> --owner <username> --server <serverId>]
                      [--kind folder --path <absolute folder> | --kind cloudStore --bucket <name> [--prefix <p>]
@@ -82,6 +86,7 @@ function parse() {
         "max-token-minutes": { type: "string" },
         portal: { type: "string" },
         username: { type: "string" },
+        user: { type: "string" },
         role: { type: "string" },
         url: { type: "string" },
         file: { type: "string" },
@@ -144,8 +149,13 @@ interface Target {
    * away; the local engine's Lambda reads the callers table instead.
    */
   alias(callerId: string, principalArn: string, present: boolean): Promise<void>;
-  /** The password for a new user: from `envName`, or generated and kept (AWS) or shown once (local). */
-  password(username: string, envName: string): Promise<NewPassword>;
+  /**
+   * A password for a user: from `envName` if set, or generated and kept (AWS, as the secret `purpose`) or shown
+   * once (local).
+   */
+  password(username: string, envName: string | undefined, purpose?: string): Promise<NewPassword>;
+  /** A local engine's data folder (undefined on AWS). */
+  readonly dataDir?: string;
   /** Refuses a data store location the target's functions cannot read. */
   checkLocation(location: StoreLocation | undefined): Promise<void>;
   close(): Promise<void>;
@@ -228,11 +238,11 @@ async function connect(): Promise<Target> {
       },
       // On AWS a generated password is never printed: it is stored in Secrets Manager *before* the user
       // is created, so a failure to store it can never leave a user whose password nobody knows.
-      password: async (username, envName) => {
-        const given = process.env[envName];
-        if (given) return { password: given, note: `from ${envName}` };
+      password: async (username, envName, purpose = "initial-password") => {
+        const given = envName ? process.env[envName] : undefined;
+        if (envName && given) return { password: given, note: `from ${envName}` };
         const password = generatePassword();
-        const name = `${values.stack}/users/${username}/initial-password`;
+        const name = `${values.stack}/users/${username}/${purpose}`;
         const out = await sm.send(new CreateSecretCommand({ Name: name, SecretString: password }));
         return { password, note: `kept in Secrets Manager as ${out.ARN}` };
       },
@@ -258,9 +268,9 @@ async function connect(): Promise<Target> {
     AWS_SECRET_ACCESS_KEY: "local",
     DATASTORE_SECRETS_DIR: join(dataDir, DATASTORE_SECRETS_FOLDER),
   });
-  const password = async (_username: string, envName: string): Promise<NewPassword> => {
-    const given = process.env[envName];
-    if (given) return { password: given, note: `from ${envName}` };
+  const password = async (_username: string, envName: string | undefined): Promise<NewPassword> => {
+    const given = envName ? process.env[envName] : undefined;
+    if (envName && given) return { password: given, note: `from ${envName}` };
     const generated = generatePassword();
     return { password: generated, note: `${generated} (shown only now)` };
   };
@@ -273,7 +283,7 @@ async function connect(): Promise<Target> {
     process.env.AWS_ENDPOINT_URL_DYNAMODB = state.dynamoEndpoint;
     if (state.s3Endpoint)
       Object.assign(process.env, { AWS_ENDPOINT_URL_S3: state.s3Endpoint, S3_FORCE_PATH_STYLE: "true" });
-    return { ...localTarget, password, checkLocation: async () => undefined, close: async () => undefined };
+    return { ...localTarget, dataDir, password, checkLocation: async () => undefined, close: async () => undefined };
   }
   // No engine (or one that died and left its state behind): open the folder ourselves.
   const folder = await openDataFolder(dataDir, "localhost");
@@ -282,6 +292,7 @@ async function connect(): Promise<Target> {
   process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamo.endpoint;
   return {
     ...localTarget,
+    dataDir,
     password,
     checkLocation: async () => undefined,
     close: async () => {
@@ -318,6 +329,17 @@ async function run(command: string): Promise<unknown> {
         const secret = await target.password(username, "MAPGATE_USER_PASSWORD");
         const user = await addUser(portalId, { username, role, password: secret.password });
         return { username: user.username, role: user.role, password: secret.note };
+      }
+      case "reset-password": {
+        const username = need("user");
+        if (!(await getUser(username))) throw new AdminInputError(`no user ${username}`);
+        // A timestamp names the secret on AWS: each reset keeps its own, and none overwrites the first password's.
+        const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+        const secret = await target.password(username, undefined, `password-reset-${stamp}`);
+        await resetUserPassword(username, secret.password);
+        // The first start's file of demo passwords no longer holds this one: it says so instead.
+        if (target.dataDir) await markPasswordReset(target.dataDir, username);
+        return { username, password: secret.note, tokens: "every earlier token and session of this user is refused" };
       }
       case "register-server":
         return await registerServer(need("portal"), { name: need("name"), url: values.url });

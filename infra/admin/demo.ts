@@ -39,7 +39,7 @@ export const DEMO_SERVICES: readonly NewService[] = [
   {
     name: "World_Basemap",
     type: "MapServer",
-    capabilities: "Map,Query,Data",
+    capabilities: "Map,TilesOnly",
     description: "Demo basemap",
     owner: "admin",
   },
@@ -73,7 +73,7 @@ export const DEMO_SERVICES: readonly NewService[] = [
     folder: "Imagery",
     name: "Ortho_2024",
     type: "ImageServer",
-    capabilities: "Image,Metadata",
+    capabilities: "Image,TilesOnly",
     description: "2024 orthophotos",
     owner: "admin",
   },

@@ -30,7 +30,7 @@ import {
   serverUrl,
 } from "#shared/stores/servers.ts";
 import { dataStoreItem, serviceItem } from "#shared/items.ts";
-import { restServiceUrl } from "#shared/publishing.ts";
+import { CACHED_CAPABILITIES, restServiceUrl } from "#shared/publishing.ts";
 import type { Access, ServiceType } from "#shared/stores/service-keys.ts";
 import {
   createService,
@@ -41,7 +41,8 @@ import {
 } from "#shared/stores/services.ts";
 import { putMissingItem } from "#shared/stores/items.ts";
 import { forEachPairPage } from "#shared/stores/layers.ts";
-import { BUILT_IN_ROLES, createUser, getUser, listPortalUsers } from "#shared/stores/users.ts";
+import { clearAttempts } from "#shared/stores/signin.ts";
+import { BUILT_IN_ROLES, createUser, getUser, listPortalUsers, resetPassword } from "#shared/stores/users.ts";
 
 export class AdminInputError extends Error {
   constructor(message: string) {
@@ -104,6 +105,20 @@ export async function addUser(portalId: string, spec: NewUser): Promise<CreatedU
     role: spec.role,
     ...(spec.password === undefined ? { generatedPassword: password } : {}),
   };
+}
+
+/**
+ * Gives a user a new password. In the same write the user's token generation goes up, so every token, sign-in
+ * session, refresh token and authorization code issued before stops working on its next use (each request reads
+ * the user); failed sign-ins counted against the user are forgotten, a lock included.
+ */
+export async function resetUserPassword(username: string, password: string): Promise<{ username: string }> {
+  checkUsername(username);
+  checkPassword(password);
+  const user = await resetPassword(username, await hashPassword(password));
+  if (!user) throw new AdminInputError(`no user ${username}`);
+  await clearAttempts(username);
+  return { username: user.username };
 }
 
 export interface NewOrganization {
@@ -271,6 +286,8 @@ export async function registerService(serverId: string, spec: NewService): Promi
   const info = await readCacheInfo(storage, path, type);
   const served: Service = {
     ...service,
+    // What the cache answers, whatever was asked for: a tile cache has no export, identify or query.
+    capabilities: CACHED_CAPABILITIES[spec.type] ?? service.capabilities,
     source: { datastoreId: store.datastoreId, location: store.location, path: info.path },
   };
   await createService(served, serviceItem(served, url, { info }), info);

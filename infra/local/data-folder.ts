@@ -9,6 +9,56 @@ import { generate } from "selfsigned";
 /** The data folder's folder of database stores' passwords (shared/stores/datastore-secrets.ts). */
 export const DATASTORE_SECRETS_FOLDER = "datastore-secrets";
 
+/** The first start's demo passwords, readable by the user alone (mode 0600). */
+export const DEMO_PASSWORDS_FILE = "demo-passwords.txt";
+/** Where the engine's log (one JSON line per request, task and warning) goes when it runs in a terminal. */
+export const LOG_FILE = "mapgate.log";
+
+export interface DemoPassword {
+  readonly username: string;
+  readonly role: string;
+  /** The generated password, or where it came from (an environment variable). */
+  readonly password: string;
+}
+
+const passwordLine = (p: DemoPassword) => `${p.username.padEnd(10)} ${p.role.padEnd(14)} ${p.password}`;
+
+/** Writes the demo users' passwords for the user alone (0600, the folder itself is 0700). */
+export async function writeDemoPasswords(
+  root: string,
+  signInUrl: string,
+  users: readonly DemoPassword[],
+): Promise<string> {
+  const file = join(root, DEMO_PASSWORDS_FILE);
+  const text = [
+    "# mapgate demo users, written on the first start; readable by you alone.",
+    "# Keep them elsewhere and delete this file if you like; `npm run admin -- reset-password --user <name>` sets a new one.",
+    `# Sign in at ${signInUrl}`,
+    ...users.map(passwordLine),
+    "",
+  ].join("\n");
+  await writePrivate(file, text);
+  return file;
+}
+
+/** After a reset the file no longer holds that user's password: its line says so instead. */
+export async function markPasswordReset(root: string, username: string, when = new Date()): Promise<void> {
+  const file = join(root, DEMO_PASSWORDS_FILE);
+  const text = await readFile(file, "utf8").catch(() => undefined);
+  if (text === undefined) return;
+  const lines = text.split("\n").map((line) => {
+    const [name, role] = line.split(/ +/);
+    return !line.startsWith("#") && name === username && role
+      ? passwordLine({
+          username,
+          role,
+          password: `(reset ${when.toISOString()} with npm run admin -- reset-password: shown once, not kept here)`,
+        })
+      : line;
+  });
+  await writePrivate(file, lines.join("\n"));
+}
+
 export class FolderInUseError extends Error {
   constructor(folder: string, pid: number) {
     super(

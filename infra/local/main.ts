@@ -3,6 +3,7 @@
 // Before any store or handler module loads: the engine's SDK clients reach its store in-process.
 import "./in-process-dynamo.ts";
 import { resolve } from "node:path";
+import { chooseLog, startNotes } from "./console.ts";
 import { FolderInUseError } from "./data-folder.ts";
 import { startEngine } from "./engine.ts";
 
@@ -20,6 +21,7 @@ function port(name: string, fallback: number): number {
 const host = process.env.MAPGATE_HOST || "localhost";
 const dataDir = resolve(process.env.MAPGATE_DATA_DIR || ".mapgate");
 const allSSL = process.env.MAPGATE_ALL_SSL;
+const log = chooseLog(dataDir, process.env.MAPGATE_LOG, process.stdout.isTTY === true);
 
 let engine: Awaited<ReturnType<typeof startEngine>>;
 try {
@@ -57,18 +59,14 @@ out(
 out(
   `mapgate: AWS SDK endpoints for local callers: lambda ${engine.endpoints.lambda}  stepfunctions ${engine.endpoints.sfn}  eventbridge ${engine.endpoints.events}`,
 );
-if (engine.demo) {
-  out("mapgate: created the demo organization; passwords generated now are shown only this once:");
-  for (const u of engine.demo.users) {
-    out(
-      `mapgate:   ${u.username.padEnd(10)} ${u.role.padEnd(14)} ${u.generatedPassword ?? "(password from the environment)"}`,
-    );
-  }
-} else out("mapgate: demo users: admin, publisher, user (passwords as set on the first start)");
-// One line a script can wait for; everything after `ready ` is JSON.
+if (engine.demo) out("mapgate: created the demo organization");
+const notes = await startNotes({ dataDir, httpsUrl: engine.httpsUrl, created: engine.demo?.users, log });
+// One line a script can wait for; everything after `ready ` is JSON. The notes follow it, so the passwords are
+// the last thing on the screen.
 out(
   `mapgate: ready ${JSON.stringify({ https: engine.httpsUrl, http: engine.httpUrl, cert: engine.certFile, pid: process.pid, aws: engine.endpoints })}`,
 );
+out(notes);
 
 let stopping = false;
 const shutdown = (signal: string) => {
@@ -76,8 +74,9 @@ const shutdown = (signal: string) => {
   stopping = true;
   out(`mapgate: ${signal}: finishing requests in flight, then stopping`);
   engine.stop().then(
-    () => {
+    async () => {
       out("mapgate: stopped");
+      await log.close();
       process.exit(0);
     },
     (err) => {

@@ -154,6 +154,8 @@ export async function resolveIdentityWith(
   const user = toUser(userItem);
   // A token names the organization it was issued in: a user moved or recreated elsewhere cannot reuse it.
   if (user.portalId !== claims.portalId) throw invalidToken();
+  // A password reset since the token was issued ends it (and every session and refresh token with it).
+  if ((claims.generation ?? 0) !== user.tokenGeneration) throw invalidToken();
   const privileges = await privilegesOf(user);
   return withExtra({ kind: "user", user, portal, claims, credential, privileges });
 }

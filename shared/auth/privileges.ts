@@ -49,8 +49,29 @@ export const BUILT_IN_PRIVILEGES: Readonly<Record<string, readonly string[]>> = 
   org_user: USER,
 };
 
+/**
+ * Standard ArcGIS privileges a custom role may hold that no operation here asks for yet (editing features,
+ * premium analysis): accepted and kept, so a role made for ArcGIS works here unchanged, and granting nothing more.
+ */
+export const KEPT_PRIVILEGES = [
+  "features:user:edit",
+  "features:user:fullEdit",
+  "portal:user:categorizeItems",
+  "portal:user:viewTracks",
+  "premium:user:geocode",
+  "premium:user:networkanalysis",
+  "premium:user:spatialanalysis",
+  "premium:user:geoenrichment",
+  "premium:user:demographics",
+  "premium:user:elevation",
+  "premium:user:featurereport",
+] as const;
+
+/** Every privilege a custom role may hold, in the order a form offers them. */
+export const ROLE_PRIVILEGES: readonly string[] = [...ADMIN, ...KEPT_PRIVILEGES];
+
 /** Every privilege string mapgate knows (a custom role may hold any of them). */
-export const KNOWN_PRIVILEGES: ReadonlySet<string> = new Set(ADMIN);
+export const KNOWN_PRIVILEGES: ReadonlySet<string> = new Set(ROLE_PRIVILEGES);
 
 /** The built-in role a set of privileges amounts to, as the original reports custom roles. */
 export function baseRole(privileges: readonly string[]): string {

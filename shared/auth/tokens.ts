@@ -40,6 +40,8 @@ export interface TokenClaims {
   readonly family?: string | undefined;
   /** The token this one was exchanged for (a server-token): revoking that one revokes this one too. */
   readonly parent?: string | undefined;
+  /** The user's token generation at issue (0 when absent): a password reset raises it and ends older tokens. */
+  readonly generation?: number | undefined;
 }
 
 export type NewToken = Omit<TokenClaims, "id" | "issued" | "kind"> & { readonly kind?: TokenClaims["kind"] };
@@ -85,6 +87,7 @@ export async function issueToken(claims: NewToken): Promise<{ token: string; id:
     ...(claims.clientId ? { app: claims.clientId } : {}),
     ...(claims.family ? { fam: claims.family } : {}),
     ...(claims.parent ? { par: claims.parent } : {}),
+    ...(claims.generation ? { gen: claims.generation } : {}),
     iss: ISSUER,
     sub: claims.username,
     aud: audienceClaim(claims.audience),
@@ -227,7 +230,7 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
   if (payload.iss !== ISSUER || (nbf !== undefined && (typeof nbf !== "number" || nbf * 1000 > now))) {
     throw invalidToken();
   }
-  const { sub, org, cli, bnd, aud, exp, iat, jti, knd, app, fam, par } = payload;
+  const { sub, org, cli, bnd, aud, exp, iat, jti, knd, app, fam, par, gen } = payload;
   if (
     typeof sub !== "string" ||
     typeof org !== "string" ||
@@ -240,7 +243,8 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
     (knd !== undefined && knd !== "app") ||
     (app !== undefined && typeof app !== "string") ||
     (fam !== undefined && typeof fam !== "string") ||
-    (par !== undefined && typeof par !== "string")
+    (par !== undefined && typeof par !== "string") ||
+    (gen !== undefined && (!Number.isSafeInteger(gen) || (gen as number) < 1))
   ) {
     throw invalidToken();
   }
@@ -276,5 +280,6 @@ export async function verifyToken(token: string, presented: Presented, now = Dat
     clientId: app as string | undefined,
     family: fam as string | undefined,
     parent: par as string | undefined,
+    generation: gen as number | undefined,
   };
 }

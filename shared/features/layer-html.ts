@@ -211,7 +211,8 @@ function formValues(params: Params): Map<string, string> {
   for (const field of QUERY_FORM) {
     const raw = params.get(field.name);
     if (raw === undefined || field.name === "f") continue;
-    const choices = field.type === "checkbox" ? BOOLEAN : field.options;
+    const choices =
+      field.type === "checkbox" ? BOOLEAN : field.options?.map((o) => (typeof o === "string" ? o : o.value));
     const wanted = raw.trim().toLowerCase();
     values.set(field.name, choices?.find((c) => c.toLowerCase() === wanted) ?? raw);
   }

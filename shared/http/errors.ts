@@ -32,7 +32,8 @@ export const forbidden = (details: readonly string[] = []) =>
     "GWM_0003",
   );
 
-export const sslRequired = () => new ApiError(403, "SSL Required", ["This organization accepts HTTPS requests only."]);
+export const sslRequired = (details: readonly string[] = ["This organization accepts HTTPS requests only."]) =>
+  new ApiError(403, "SSL Required", details);
 
 export const invalidToken = () => new ApiError(498, "Invalid token.", ["Invalid token."]);
 
@@ -100,3 +101,6 @@ export class OAuthError extends Error {
     this.status = error === "invalid_client" ? 401 : 400;
   }
 }
+
+/** A word with its indefinite article, by its first letter: "an imageCache", "a tileCache". */
+export const withArticle = (word: string): string => `${/^[aeiou]/i.test(word) ? "an" : "a"} ${word}`;

@@ -14,7 +14,8 @@ th{background:#eef1f4;font-weight:600}ul{margin:.2rem 0;padding-left:1.2rem}
 .error{border-left:4px solid #b3261e;background:#fdecea;padding:.5rem 1rem}
 form{display:grid;grid-template-columns:max-content minmax(16rem,40rem);gap:.4rem .8rem;align-items:center}
 label{font-weight:600}button{grid-column:2;justify-self:start;padding:.3rem 1.2rem}
-textarea{min-height:6rem}.muted{color:#5a6470}`;
+textarea{min-height:6rem}.muted{color:#5a6470}.hint{white-space:pre-wrap;font-size:.9em;margin:0}
+fieldset{border:1px solid #d0d5da;display:grid;grid-template-columns:max-content 1fr;gap:.1rem .5rem}`;
 
 const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`;
 
@@ -68,7 +69,30 @@ ${body}
  */
 export const MAX_RENDER_DEPTH = 32;
 
-/** Any JSON value as nested tables and lists, readable by a person. */
+/** Members that hold an instant in epoch milliseconds: a page shows them as UTC ISO dates. */
+const DATE_KEYS = new Set([
+  "created",
+  "modified",
+  "expires",
+  "expiration",
+  "lastLogin",
+  "submitted",
+  "updated",
+  "joined",
+  "lockedUntil",
+]);
+
+/** An instant in epoch milliseconds as a person reads it: `2026-11-24T07:12:31Z`, with the number kept. */
+export function renderDate(ms: number): string {
+  const iso = new Date(ms).toISOString().replace(/\.000Z$/, "Z");
+  return `<time datetime="${iso}" title="${ms}">${iso}</time>`;
+}
+
+/** Whether a member's value is shown as a date: a date key with a plausible epoch-milliseconds number. */
+const isDate = (key: string, value: unknown): value is number =>
+  DATE_KEYS.has(key) && typeof value === "number" && Number.isSafeInteger(value) && value > 1e11 && value < 1e14;
+
+/** Any JSON value as nested tables and lists, readable by a person (instants under date keys as UTC ISO dates). */
 export function renderValue(value: unknown, depth = 0): string {
   if (value === null || value === undefined) return '<span class="muted">null</span>';
   if (typeof value === "string") {
@@ -84,7 +108,7 @@ export function renderValue(value: unknown, depth = 0): string {
   }
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length === 0) return '<span class="muted">(empty)</span>';
-  return `<table>${entries.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${renderValue(v, depth + 1)}</td></tr>`).join("")}</table>`;
+  return `<table>${entries.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${isDate(k, v) ? renderDate(v) : renderValue(v, depth + 1)}</td></tr>`).join("")}</table>`;
 }
 
 export interface FormField {
@@ -92,7 +116,15 @@ export interface FormField {
   readonly label?: string;
   readonly type?: "text" | "password" | "textarea" | "number" | "checkbox" | "hidden";
   readonly required?: boolean;
-  readonly options?: readonly string[];
+  /** A select's choices: a value alone, or a value with the words shown for it. */
+  readonly options?: readonly (string | { readonly value: string; readonly label: string })[];
+  /**
+   * Checkboxes, one per choice, each named `<name>:<value>` and sent as `true` when checked (the request's
+   * parameters take one value per name); checked are those in the field's value, a comma-separated list.
+   */
+  readonly checkboxes?: readonly string[];
+  /** A note shown under the field (an example, what an empty value means); kept as written, line breaks too. */
+  readonly hint?: string;
   /**
    * A select's first option, with an empty value and this text: what leaving the field unset means. A form sent
    * by GET sends every field, so "not given" must be a value the operation reads as absent.
@@ -108,16 +140,35 @@ export function renderForm(
   options: { action?: string; method?: "get" | "post"; submit?: string; formats?: boolean } = {},
 ): string {
   const rows = fields.map((f) => {
+    const hint = f.hint ? `<span></span><p class="muted hint">${escapeHtml(f.hint)}</p>` : "";
+    return field(f) + hint;
+  });
+  function field(f: FormField): string {
     const id = `field-${escapeHtml(f.name)}`;
     const label = `<label for="${id}">${escapeHtml(f.label ?? f.name)}</label>`;
     const value = values.get(f.name) ?? "";
     const required = f.required ? " required" : "";
+    if (f.checkboxes) {
+      const checked = new Set(value.split(","));
+      const boxes = f.checkboxes
+        .map((c, i) => {
+          const boxId = `${id}-${i}`;
+          return `<input id="${boxId}" type="checkbox" name="${escapeHtml(`${f.name}:${c}`)}" value="true"${checked.has(c) ? " checked" : ""}><label for="${boxId}">${escapeHtml(c)}</label>`;
+        })
+        .join("");
+      return `<span id="${id}">${escapeHtml(f.label ?? f.name)}</span><fieldset aria-labelledby="${id}">${boxes}</fieldset>`;
+    }
     if (f.options) {
       const blank =
         f.blank === undefined
           ? ""
           : `<option value=""${value === "" ? " selected" : ""}>${escapeHtml(f.blank)}</option>`;
-      const opts = f.options.map((o) => `<option${o === value ? " selected" : ""}>${escapeHtml(o)}</option>`).join("");
+      const opts = f.options
+        .map((o) => {
+          if (typeof o === "string") return `<option${o === value ? " selected" : ""}>${escapeHtml(o)}</option>`;
+          return `<option value="${escapeHtml(o.value)}"${o.value === value ? " selected" : ""}>${escapeHtml(o.label)}</option>`;
+        })
+        .join("");
       return `${label}<select id="${id}" name="${escapeHtml(f.name)}">${blank}${opts}</select>`;
     }
     if (f.type === "textarea") {
@@ -130,7 +181,7 @@ export function renderForm(
     const type = f.type ?? "text";
     const shown = type === "password" ? "" : value;
     return `${label}<input id="${id}" type="${type}" name="${escapeHtml(f.name)}" value="${escapeHtml(shown)}"${required}>`;
-  });
+  }
   if (options.formats !== false) {
     rows.push(
       '<label for="field-f">Format</label><select id="field-f" name="f"><option selected>html</option><option>json</option><option>pjson</option></select>',
@@ -143,4 +194,20 @@ export function renderForm(
   const method = options.method ?? "post";
   const guard = method === "post" ? hidden : "";
   return `<form method="${method}"${action}>${guard}${rows.join("\n")}<button type="submit">${submit}</button></form>`;
+}
+
+/** The values of a checkbox group (FormField.checkboxes) the request checked, in the offered order. */
+export function checkedBoxes(name: string, offered: readonly string[], get: (name: string) => string | undefined) {
+  return offered.filter((c) => get(`${name}:${c}`) === "true");
+}
+
+/** A result page: what happened, in words, and the ways back and on. */
+export function resultPage(
+  title: string,
+  said: string,
+  links: readonly (readonly [href: string, label: string])[],
+  more = "",
+): string {
+  const nav = links.map(([href, label]) => `<a href="${escapeHtml(href)}">${escapeHtml(label)}</a>`).join(" · ");
+  return page(title, `<h1>${escapeHtml(title)}</h1><p role="status">${escapeHtml(said)}</p>${more}<p>${nav}</p>`);
 }

@@ -61,6 +61,11 @@ export interface Operation {
   readonly defaultFormat?: Format | ((path: string) => Format);
   /** Fields of the HTML form that performs the operation. */
   readonly form?: readonly FormField[];
+  /**
+   * The form's fields as this caller sees them, when they depend on what the page knows (a choice of the caller's
+   * data stores and servers, a role's privileges as checkboxes); `form` is shown to whoever it fails for.
+   */
+  readonly formFields?: (req: RestRequest) => Promise<readonly FormField[]>;
   /** The form's starting values (e.g. the record an update form edits); the query string's values win. */
   readonly formValues?: (req: RestRequest) => Promise<Record<string, string>>;
   /** A custom page for the result; the default renders the JSON answer as tables. */
@@ -396,7 +401,13 @@ export const caller = (op: Operation): RestMiddleware => ({
     // A path's GET and POST are one `ANY` route (infra/system.ts): every other method stops here.
     const verb = event.requestContext.http.method.toUpperCase();
     if (verb !== "GET" && verb !== "POST") throw methodNotAllowed("Only GET and POST are supported.");
-    if (op.httpsOnly && !rendering.https) throw sslRequired();
+    if (op.httpsOnly && !rendering.https) {
+      // Why, and the way there (a page shows the address as a link); never the query, which may hold secrets.
+      throw sslRequired([
+        `${op.name} answers over HTTPS only, so that passwords and tokens never travel in clear. The same address over HTTPS:`,
+        `${requestOrigins(event).httpsOrigin}${event.rawPath}`,
+      ]);
+    }
     const server = await addressedServer(op, event);
     const method = event.requestContext.http.method.toUpperCase();
     // What a browser's Origin header says of our pages: scheme and host, never the base path.
@@ -471,11 +482,15 @@ export const caller = (op: Operation): RestMiddleware => ({
   },
 });
 
+/** The fields formFields answered, kept on the form's starting values under a key no JSON answer has. */
+const FORM_FIELDS = Symbol("formFields");
+
 function formPage(op: Operation, req: RestRequest, initial: object): APIGatewayProxyStructuredResultV2 {
   const signedIn =
     req.identity.kind === "user" ? `<p class="muted">Signed in as ${escapeHtml(req.identity.user.username)}</p>` : "";
   const values = new Map([...Object.entries(initial as Record<string, string>), ...req.params.asMap()]);
-  const form = renderForm(op.form ?? [], values, req.csrf, { action: req.path });
+  const fields = (initial as { [FORM_FIELDS]?: readonly FormField[] })[FORM_FIELDS] ?? op.form ?? [];
+  const form = renderForm(fields, values, req.csrf, { action: req.path });
   return renderHtml(page(op.name, `<h1>${escapeHtml(op.name)}</h1>${signedIn}${form}`), req.https);
 }
 
@@ -577,7 +592,13 @@ export function restHandler(op: Operation, compute: Compute) {
               throw err;
             })
           : {};
-        return initial as unknown as APIGatewayProxyStructuredResultV2;
+        const fields = op.formFields
+          ? await op.formFields(req).catch((err: unknown) => {
+              if (err instanceof ApiError) return undefined;
+              throw err;
+            })
+          : undefined;
+        return { ...initial, [FORM_FIELDS]: fields } as unknown as APIGatewayProxyStructuredResultV2;
       }
       // The handler's data travels to respond() as the response; respond() replaces it with the rendering.
       return (await compute(req)) as unknown as APIGatewayProxyStructuredResultV2;

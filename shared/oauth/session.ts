@@ -29,6 +29,7 @@ export function issueUserToken(
     client: "none",
     bound: "",
     expires: Date.now() + accessTokenMinutes(portal) * 60_000,
+    generation: user.tokenGeneration,
     ...extra,
   });
 }

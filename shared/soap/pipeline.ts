@@ -38,6 +38,8 @@ export type SoapResult =
 
 export interface SoapService {
   readonly name: string;
+  /** Whether every GET is answered as a WSDL request (an endpoint whose every answer is the same fault). */
+  readonly wsdlForEveryGet?: boolean;
   wsdl(req: SoapRequest): string;
   call(req: SoapRequest, op: Operation): Promise<string>;
 }
@@ -118,7 +120,8 @@ export function soapHandler(service: SoapService) {
       const method = event.requestContext.http.method.toUpperCase();
       const server = await hostedServer(event.pathParameters?.server ?? "");
       if (!server) return answer(404, fault("soap:Client", "No server is hosted here."));
-      const wantsWsdl = method === "GET" && [...search.keys()].some((k) => k.toLowerCase() === "wsdl");
+      const wantsWsdl =
+        method === "GET" && (service.wsdlForEveryGet || [...search.keys()].some((k) => k.toLowerCase() === "wsdl"));
       // A SOAP call's caller, from the token in the endpoint's query string only (no cookies: a SOAP call is
       // never a browser's). The WSDL is public: its token only travels into the address clients post to.
       // The caller (or, for an anonymous one, the server's organization) and the catalog version: one read.

@@ -27,6 +27,8 @@ export interface CodeGrant {
   /** The refresh family the code's tokens will belong to, fixed at issue so a replayed code can revoke it. */
   readonly family: string;
   readonly expires: number;
+  /** The user's token generation when the code was issued: a password reset since then refuses the code. */
+  readonly generation: number;
 }
 
 const codeKey = (code: string) => ({ pk: `code#${sha256(code)}`, sk: "-" });
@@ -60,6 +62,7 @@ function toGrant(item: Record<string, unknown>): CodeGrant {
     challenge: r.optionalString("challenge"),
     family: r.string("family"),
     expires: r.number("expires"),
+    generation: r.optionalNumber("generation") ?? 0,
   };
 }
 
@@ -98,6 +101,8 @@ export interface Family {
   readonly portalId: string;
   /** When the family's refresh tokens stop working, whatever rotation happened (rotation never extends it). */
   readonly expires: number;
+  /** The user's token generation when the family started: a password reset since then refuses its tokens. */
+  readonly generation: number;
 }
 
 const familyKey = (id: string) => ({ pk: `family#${id}`, sk: "-" });
@@ -120,6 +125,7 @@ export async function createFamily(family: Family): Promise<string> {
         username: family.username,
         portalId: family.portalId,
         expires: family.expires,
+        generation: family.generation,
         current: sha256(secret),
         expiresAt: seconds(family.expires) + 3600,
       },
@@ -139,6 +145,7 @@ function toFamily(id: string, item: Record<string, unknown>): (Family & { curren
     username: r.string("username"),
     portalId: r.string("portalId"),
     expires: r.number("expires"),
+    generation: r.optionalNumber("generation") ?? 0,
     current: r.string("current"),
   };
 }

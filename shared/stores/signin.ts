@@ -120,4 +120,9 @@ export async function attemptSucceeded(username: string, now = Date.now()): Prom
   }
 }
 
+/** Forgets every counted failure and any lock (an operator has just given the user a new password). */
+export async function clearAttempts(username: string): Promise<void> {
+  await ddb.send(new DeleteCommand({ TableName: tableName("tokens"), Key: key(username) }));
+}
+
 export const revocationKey = (tokenId: string) => ({ pk: `revoked#${tokenId}`, sk: "-" });

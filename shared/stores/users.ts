@@ -1,6 +1,6 @@
-import { GetCommand, PutCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { ddb, queryByPortal } from "#shared/stores/dynamo.ts";
+import { ddb, isConditionFailure, queryByPortal } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import { holderChanges } from "#shared/stores/roles.ts";
 
@@ -22,6 +22,11 @@ export interface User {
    * the caller every request makes already says which group-shared services they see.
    */
   readonly groups: ReadonlySet<string>;
+  /**
+   * Raised by a password reset: every token, refresh token and authorization code carries the generation it was
+   * issued in, and one of an older generation is refused on its next use (the user is read on every request).
+   */
+  readonly tokenGeneration: number;
 }
 
 /** ArcGIS's limit of groups per member. */
@@ -39,6 +44,7 @@ export function toUser(item: Record<string, unknown>): User {
     created: r.number("created"),
     modified: r.number("modified"),
     groups: new Set(r.strings("groups")),
+    tokenGeneration: r.optionalNumber("tokenGeneration") ?? 0,
   };
 }
 
@@ -48,7 +54,7 @@ export async function getUser(username: string): Promise<User | undefined> {
   return Item ? toUser(Item) : undefined;
 }
 
-export async function createUser(user: Omit<User, "groups">): Promise<void> {
+export async function createUser(user: Omit<User, "groups" | "tokenGeneration">): Promise<void> {
   await ddb.send(
     new PutCommand({
       TableName: tableName("users"),
@@ -91,4 +97,29 @@ export async function setUserRole(user: User, role: string, customFrom: boolean,
       ],
     }),
   );
+}
+
+/**
+ * Gives a user a new password hash and a new token generation in one write: from the moment it is acknowledged,
+ * every token, session, refresh token and authorization code issued before is refused on its next use. Answers
+ * the updated user, or undefined when there is no such user.
+ */
+export async function resetPassword(username: string, passwordHash: string): Promise<User | undefined> {
+  try {
+    const { Attributes } = await ddb.send(
+      new UpdateCommand({
+        TableName: tableName("users"),
+        Key: { username },
+        UpdateExpression:
+          "SET passwordHash = :h, modified = :m, tokenGeneration = if_not_exists(tokenGeneration, :zero) + :one",
+        ConditionExpression: "attribute_exists(username)",
+        ExpressionAttributeValues: { ":h": passwordHash, ":m": Date.now(), ":zero": 0, ":one": 1 },
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return Attributes ? toUser(Attributes) : undefined;
+  } catch (err) {
+    if (isConditionFailure(err)) return undefined;
+    throw err;
+  }
 }

@@ -6,7 +6,7 @@
 // `xmin,ymin,xmax,ymax` and `x,y` shorthands) becomes GeoJSON geometry plus the spatial reference it names, if
 // any (which wins over `inSR`). Input is bounded (MAX_QUERY_VERTICES) and every number must be finite.
 import type { Geometry, Polygon, MultiPolygon, Position } from "geojson";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest, withArticle } from "#shared/http/errors.ts";
 import type { Bounds, EsriGeometryType } from "#shared/features/schema.ts";
 import { closeRing, isClockwise, orient, pointInRing, ringSignedArea } from "./rings.ts";
 
@@ -273,7 +273,7 @@ export function ringsToGeoJson(rings: Position[][]): Polygon | MultiPolygon | nu
 function parseObject(obj: Record<string, unknown>, type: QueryGeometryType | undefined): QueryGeometry {
   const shape = SHAPE_KEYS.find(([key]) => key in obj)?.[1];
   if (!shape) throw invalid("no x/y, points, paths, rings or xmin in the geometry object");
-  if (type !== undefined && shape !== type) throw invalid(`a ${shape} does not match geometryType ${type}`);
+  if (type !== undefined && shape !== type) throw invalid(`${withArticle(shape)} does not match geometryType ${type}`);
   const sr = readSpatialReference(obj.spatialReference);
   const budget = new Budget();
   let result: QueryGeometry;

@@ -1,0 +1,96 @@
+// What the data store forms offer as choices: the organization's data stores (the caller's own first) and the
+// servers they are registered with, by title and name rather than ids to type; and a ready serviceConfiguration per
+// service type publishing takes, naming the chosen store.
+import type { FormField } from "#shared/http/html.ts";
+import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
+import { PUBLISH_TYPES } from "#shared/publishing.ts";
+import { type DataStore, listPortalDataStores } from "#shared/stores/datastores.ts";
+import { listPortalServers, type Server } from "#shared/stores/servers.ts";
+
+/** How many stores a form offers (an organization with more types the id). */
+const MAX_CHOICES = 200;
+
+export interface StoreChoices {
+  readonly stores: readonly DataStore[];
+  /** The servers the offered stores are registered with. */
+  readonly servers: readonly Server[];
+  /** Every server of the organization (a store may be added to any). */
+  readonly allServers: readonly Server[];
+}
+
+/**
+ * The organization's stores (describe and publish take any of them; the caller's own come first) and the servers
+ * those stores are registered with.
+ */
+export async function storeChoices(req: RestRequest): Promise<StoreChoices> {
+  const { user, portal } = requireUser(req);
+  const [stores, servers] = await Promise.all([
+    listPortalDataStores(portal.portalId),
+    listPortalServers(portal.portalId),
+  ]);
+  const own = (s: DataStore) => (s.owner === user.username ? 0 : 1);
+  const mine = stores.sort((a, b) => own(a) - own(b) || a.title.localeCompare(b.title)).slice(0, MAX_CHOICES);
+  const registered = new Set(mine.flatMap((s) => s.serverIds));
+  return { stores: mine, servers: servers.filter((s) => registered.has(s.serverId)), allServers: servers };
+}
+
+/**
+ * A data store field: a choice of the organization's stores when there are any, else the id to type. `blank`
+ * offers no store first, sent as an empty value the operation reads as "none".
+ */
+export function storeField(name: string, choices: StoreChoices, blank?: string): FormField {
+  if (choices.stores.length === 0) {
+    return { name, label: "Data store id", required: blank === undefined, hint: "No data store is registered yet." };
+  }
+  return {
+    name,
+    label: "Data store",
+    ...(blank !== undefined ? { blank } : {}),
+    options: choices.stores.map((s) => ({ value: s.datastoreId, label: `${s.title} (${s.kind}, ${s.datastoreId})` })),
+  };
+}
+
+/** A server field: a choice of the servers the stores are registered with (or of every server, with `all`). */
+export function serverField(choices: StoreChoices, all = false): FormField {
+  const servers = all ? choices.allServers : choices.servers;
+  if (servers.length === 0) return { name: "serverId", label: "Server id", required: true };
+  return {
+    name: "serverId",
+    label: "Server",
+    options: servers.map((s) => ({ value: s.serverId, label: `${s.name} (${s.serverId})` })),
+  };
+}
+
+/** The fields of an operation on one store and one server, as choices. */
+export async function storeAndServerFields(req: RestRequest, allServers = false): Promise<readonly FormField[]> {
+  const choices = await storeChoices(req);
+  return [storeField("datastoreId", choices), serverField(choices, allServers)];
+}
+
+/** Where each kind of cache lies in the demo store, as an example path (any cache path of the store will do). */
+const EXAMPLE_PATHS: Readonly<Record<string, string>> = {
+  SceneServer: "/caches/scene/Buildings3D",
+  MapServer: "/caches/tiles/Basemap",
+  VectorTileServer: "/caches/vectortiles/Streets",
+  ImageServer: "/caches/imagery/Ortho2024",
+};
+
+/** A serviceConfiguration publishing accepts: a service of `type` from the cache at `path` of store `storeId`. */
+export function serviceConfiguration(type: string, storeId: string, path: string, serviceName: string): string {
+  return JSON.stringify({ type, serviceName, properties: { cacheStoreId: storeId, pathInCachedStore: path } });
+}
+
+/** One ready serviceConfiguration per type publishing takes, for the hint under the field. */
+export function serviceConfigurationExamples(storeId: string): string {
+  return Object.keys(PUBLISH_TYPES)
+    .map(
+      (type) =>
+        `${type}:\n${serviceConfiguration(type, storeId, EXAMPLE_PATHS[type] ?? "/path/to/cache", `My_${type}`)}`,
+    )
+    .join("\n");
+}
+
+/** The example the field starts with: a map service from the first store's example tile cache. */
+export function defaultServiceConfiguration(storeId: string): string {
+  return serviceConfiguration("MapServer", storeId, EXAMPLE_PATHS.MapServer ?? "/", "My_Map");
+}
