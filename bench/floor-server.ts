@@ -1,11 +1,13 @@
-// A read route's floor, in a child process of its own as the engine is: plain node:http (no gateway, no pipeline,
-// no handler) answering each request with the route's recorded bytes after sending the DynamoDB requests the
-// engine's handler sent for one warm request (bench/store-trace.ts), in the same order and grouping, through the
-// same SDK clients (shared/stores/dynamo.ts) to the same in-process store: dynalite on a data folder behind the
-// engine's transaction layer, seeded with the items those requests answered. A tile's floor also reads the tile as
-// the route does (its bundle's index record and bytes, through the same storage reader). What separates a route
-// from its floor is then the engine's own per-request work: gateway, pipeline, token, rendering.
-// Usage: floor-server.ts SPEC.json (a FloorSpec); prints `floor <port>` when listening.
+// A read route's floor, in a child process of its own as the engine is: no pipeline and no route handler. Each
+// request is answered with the route's recorded bytes after the DynamoDB requests the engine's handler sent for one
+// warm request (bench/store-trace.ts), in the same order and grouping, through the same SDK clients
+// (shared/stores/dynamo.ts) to the same in-process store: dynalite on a data folder behind the engine's transaction
+// layer, seeded with the items those requests answered. A tile's floor also reads the tile as the route does (its
+// bundle's index record and bytes, through the same storage reader).
+// Usage: floor-server.ts SPEC.json [gateway|bare]; prints `floor <port>` when listening. `gateway` (the issue's
+// floor): the engine's gateway, the stand-in for API Gateway, dispatches to a handler doing only that work, so
+// what separates a route from it is the function's own work (pipeline, token, rendering, metrics). `bare`: plain
+// node:http doing that work, no gateway.
 import "#infra/local/in-process-dynamo.ts";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -119,21 +121,43 @@ async function answer(): Promise<void> {
 }
 
 await answer(); // fails here, before listening, if a request cannot be replayed
-const server = createServer((req, res) => {
-  req.resume();
-  req.once("end", () => {
-    answer().then(
-      () => {
-        res.writeHead(spec.status, spec.headers);
-        res.end(body);
-      },
-      () => {
-        res.writeHead(500);
-        res.end();
-      },
-    );
+
+/** `bare`: node:http alone. `gateway`: the engine's gateway (API Gateway's stand-in) in front of the same work. */
+const mode = process.argv[3] ?? "gateway";
+let listener: Parameters<typeof createServer>[1];
+if (mode === "gateway") {
+  // Every route's handler is the floor's: whatever the gateway matches, it runs with that route's table grants.
+  const { Gateway } = await import("#infra/local/gateway.ts");
+  const text = /^(text\/|application\/(json|xml|javascript))/.test(spec.headers["content-type"] ?? "");
+  const result = {
+    statusCode: spec.status,
+    headers: spec.headers,
+    body: text ? body.toString("utf8") : spec.body,
+    isBase64Encoded: !text,
+  };
+  const gateway = await Gateway.load(async () => async () => {
+    await answer();
+    return result;
   });
-});
+  listener = (req, res) => gateway.serve(req, res, "127.0.0.1", "http");
+} else {
+  listener = (req, res) => {
+    req.resume();
+    req.once("end", () => {
+      answer().then(
+        () => {
+          res.writeHead(spec.status, spec.headers);
+          res.end(body);
+        },
+        () => {
+          res.writeHead(500);
+          res.end();
+        },
+      );
+    });
+  };
+}
+const server = createServer(listener);
 server.keepAliveTimeout = 30_000;
 server.listen(0, "127.0.0.1", () => console.log(`floor ${(server.address() as AddressInfo).port}`));
 process.on("SIGTERM", () => process.exit(0));

@@ -51,6 +51,8 @@ process.on("SIGUSR2", () => {
   if (recording) {
     calls = [];
     group = 0;
+    // Tells the bench that recording is on (a signal is handled when the engine's event loop gets to it).
+    if (out) writeFileSync(`${out}.on`, "");
     return;
   }
   if (out) writeFileSync(out, JSON.stringify(calls));

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { LogFormatter, LogItem, Logger } from "@aws-lambda-powertools/logger";
+import { LogFormatter, LogItem, Logger, LogLevelThreshold } from "@aws-lambda-powertools/logger";
 import type { LogAttributes, UnformattedAttributes } from "@aws-lambda-powertools/logger/types";
 
 /**
@@ -33,3 +33,9 @@ class RequestFormatter extends LogFormatter {
 }
 
 export const logger = new Logger({ serviceName: "mapgate", logFormatter: new RequestFormatter() });
+
+/**
+ * Whether an info line would be written now. The access log asks first, so that at a higher level a request pays
+ * nothing for its line (building it costs more than the logger's own level test).
+ */
+export const infoEnabled = (): boolean => logger.level <= LogLevelThreshold.INFO;

@@ -70,6 +70,17 @@ function isText(contentType: string | undefined): boolean {
   return type.startsWith("text/") || /^application\/(json|xml|javascript|[\w.+-]+\+(xml|json))$/.test(type);
 }
 
+interface Matched {
+  readonly route: CompiledRoute;
+  readonly routeKey: string;
+  /** Remembered with the match: each event gets a copy. */
+  readonly pathParameters?: Readonly<Record<string, string>>;
+}
+
+/** How many distinct paths the gateway remembers the route of. */
+const MATCH_MEMO = 4096;
+const MATCH_MEMO_KEY = 512;
+
 export class Gateway {
   readonly #routes: CompiledRoute[];
   readonly #fallback: CompiledRoute;
@@ -104,10 +115,24 @@ export class Gateway {
     return new Gateway(routes, fallback);
   }
 
-  match(
-    method: string,
-    path: string,
-  ): { route: CompiledRoute; routeKey: string; pathParameters?: Record<string, string> } {
+  /**
+   * Recent matches by method and path: the routes never change once loaded, so a path that matched once matches
+   * the same way again (a scan tries up to every route's pattern). Bounded; the oldest entry leaves first.
+   */
+  readonly #matched = new Map<string, Matched>();
+
+  match(method: string, path: string): Matched {
+    const key = `${method} ${path}`;
+    const known = this.#matched.get(key);
+    if (known) return known;
+    const found = this.#scan(method, path);
+    if (key.length > MATCH_MEMO_KEY) return found; // a long path is matched afresh (the memo's size stays small)
+    if (this.#matched.size >= MATCH_MEMO) this.#matched.delete(this.#matched.keys().next().value as string);
+    this.#matched.set(key, found);
+    return found;
+  }
+
+  #scan(method: string, path: string): Matched {
     for (const route of this.#routes) {
       if (route.spec.methods === "$default") continue;
       const any = takesAnyMethod(route.spec);
@@ -215,7 +240,8 @@ export class Gateway {
       ...(cookies ? { cookies } : {}),
       headers,
       ...(rawQueryString ? { queryStringParameters: query } : {}),
-      ...(pathParameters ? { pathParameters } : {}),
+      // A copy: the matched parameters are remembered for the next request of the path.
+      ...(pathParameters ? { pathParameters: { ...pathParameters } } : {}),
       requestContext: {
         accountId: "000000000000",
         apiId: "local",
@@ -318,11 +344,14 @@ function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResul
     send(res, 200, typeof result === "object" && result !== null ? result : { value: result ?? null });
     return;
   }
-  const body = result.body ? Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8") : Buffer.alloc(0);
+  // A text body goes to the socket as it is (encoded once, there): copying it into a Buffer first costs an
+  // allocation the size of the answer on every request (a catalog's is half a megabyte).
+  const text = result.isBase64Encoded ? undefined : (result.body ?? "");
+  const body = text ?? Buffer.from(result.body ?? "", "base64");
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(result.headers ?? {})) headers[k.toLowerCase()] = String(v);
   if (result.cookies?.length) headers["set-cookie"] = result.cookies;
-  headers["content-length"] = String(body.length);
+  headers["content-length"] = String(text === undefined ? body.length : Buffer.byteLength(text));
   res.writeHead(result.statusCode, headers);
   res.end(body);
 }
