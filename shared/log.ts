@@ -35,7 +35,9 @@ class RequestFormatter extends LogFormatter {
 export const logger = new Logger({ serviceName: "mapgate", logFormatter: new RequestFormatter() });
 
 /**
- * Whether an info line would be written now. The access log asks first, so that at a higher level a request pays
- * nothing for its line (building it costs more than the logger's own level test).
+ * Whether info lines are written. The access log asks first, so that at a higher level a request pays nothing for
+ * its line. Read once: the level comes from POWERTOOLS_LOG_LEVEL when the logger is made and mapgate never changes
+ * it (the logger's own getter reads the environment on every call).
  */
-export const infoEnabled = (): boolean => logger.level <= LogLevelThreshold.INFO;
+const INFO_ENABLED = logger.level <= LogLevelThreshold.INFO;
+export const infoEnabled = (): boolean => INFO_ENABLED;
