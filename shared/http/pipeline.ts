@@ -38,6 +38,7 @@ import {
   FORMATS,
   type Format,
   Redirect,
+  Rendered,
   type Rendering,
   renderHtml,
   renderJson,
@@ -519,7 +520,8 @@ export const respond = (op: Operation): RestMiddleware => ({
   after: (request) => {
     const s = state(request);
     const req = s.request as RestRequest;
-    const data = request.response as unknown as object;
+    const answer = request.response as unknown as object;
+    const data = answer instanceof Rendered ? answer.data : answer;
     if (s.showForm) request.response = formPage(op, req, data);
     else if (data instanceof Redirect) request.response = renderRedirect(data, req.https);
     else if (data instanceof Content)
@@ -531,7 +533,12 @@ export const respond = (op: Operation): RestMiddleware => ({
       const html = custom ?? page(op.name, `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`);
       request.response =
         typeof html === "string" ? renderHtml(html, req.https) : renderHtml(html.body, req.https, html.formActions);
-    } else request.response = renderJson(data, s.rendering as Rendering);
+    } else
+      request.response = renderJson(
+        data,
+        s.rendering as Rendering,
+        answer instanceof Rendered ? answer.json : undefined,
+      );
     finish(request.response, s, op);
     // What Lambda returns is the whole result (headers, base64 body): past 6 MB, AWS answers a bare 500.
     // Measured on the rendered answer, so pjson's indentation, HTML's tables and JSONP count too.
