@@ -1,7 +1,8 @@
 // `npm run bench`: figures side by side with a baseline measured in the same run, never bare times.
+//   0. six read routes, each vs its floor: the gateway answering after the same store requests (bench/reads.ts)
 //   1. the shared pipeline on the local engine vs a bare node:http server answering the same bytes
 //   2. feature layer queries vs Koop and vs a bare node:sqlite floor, PBF size, memory per query (bench/features.ts)
-//   3. each function bundle's size and import time in a fresh Node process vs an empty ES module
+//   3. each function bundle's size and import time in a fresh Node process vs an empty ES module (budget +80 ms)
 //   4. the directory and SOAP catalog for a member of 512 groups vs the same answer through org sharing (bench/groups.ts)
 import { execFileSync } from "node:child_process";
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
@@ -26,8 +27,9 @@ import { tokenBench } from "./tokens.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
 /**
- * `BENCH_ONLY=reads`, `cold`, `features` or `groups`: only the read figures, the bundles' import, the feature layer
- * figures, or the group figures (quick before/after checks).
+ * `BENCH_ONLY=reads`, `cold`, `features`, `groups` or `tokens`: only the read figures (`BENCH_ROUTE=<part of a
+ * name>` for some routes), the bundles' import, the feature layer figures, the group figures, or token verification
+ * (quick before/after checks). `node bench/profile.ts` profiles the read routes under load.
  */
 const ONLY = process.env.BENCH_ONLY;
 const CONNECTIONS = 10;
@@ -139,6 +141,12 @@ if (ONLY === "features") {
 }
 if (ONLY === "groups") {
   await groupsBench(DURATION_S);
+  process.exit(0);
+}
+if (ONLY === "tokens") {
+  const store = await inProcessStore();
+  await tokenBench();
+  await store.close();
   process.exit(0);
 }
 if (ONLY === "cold") {
