@@ -1,111 +1,250 @@
-// Read figures: three read routes through the local engine, each next to a bare node:http server answering the
-// same bytes with the same headers (same run, same load), with the goal beside each ratio.
+// Read figures: six read routes through the local engine, each next to its floor (bench/floor-server.ts): a plain
+// node:http server in its own process that sends the same DynamoDB requests the route's warm handler sent (recorded
+// in the engine by bench/store-trace.ts) through the same SDK clients to the same kind of in-process store, then
+// answers the route's own bytes. Same run, same load generator; each figure the better of two rounds taken in turns
+// (a machine shared with other work moves single runs by a third). The goal is a throughput ≥ 0.8 of the floor.
 import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { bareTwin } from "./bare.ts";
-import { PASSWORDS, ROOT, startEngine } from "../test/helpers/engine.ts";
-import { type Answer, call, form } from "../test/helpers/http.ts";
+import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "../test/helpers/engine.ts";
+import { call, form } from "../test/helpers/http.ts";
+import type { FloorSpec } from "./floor-server.ts";
+import { BODY as SOAP_BODY, seed } from "./soap.ts";
+import type { TracedCall } from "./store-trace.ts";
 
 const fmt = (n: number, d = 1) => n.toFixed(d).padStart(9);
+export const READ_GOAL = 0.8;
+const SERVICES = 1_000;
 
-interface Route {
+export interface ReadRoute {
   readonly name: string;
   readonly path: string;
-  readonly goal: number;
+  readonly post?: { readonly body: string; readonly headers: Record<string, string> };
+  readonly tile?: FloorSpec["tile"];
 }
 
-async function rps(url: string, seconds: number): Promise<{ rps: number; errors: number }> {
-  const r = await autocannon({ url, connections: 10, duration: seconds });
-  return { rps: r.requests.average, errors: r.errors + r.non2xx };
+interface Request {
+  readonly url: string;
+  readonly method?: "POST";
+  readonly body?: string;
+  readonly headers?: Record<string, string>;
+}
+
+/** A process's CPU time so far (user + system) in ms, from /proc (Linux); NaN elsewhere. */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ").pop()?.split(" ") ?? [];
+    // utime and stime are fields 14 and 15 of the line (11 and 12 after the command), in clock ticks (1/100 s).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /**
- * One ratio per route: the engine's throughput over bare node:http serving the engine's own answer. Its own
- * engine, whose demo organization takes plain HTTP (no TLS on either side of the comparison).
+ * Throughput, and the server's CPU per request (µs): steadier than throughput on a machine shared with other work,
+ * since time spent waiting for a core does not count.
  */
-export async function readLoad(seconds: number): Promise<void> {
-  const engine = await startEngine({ env: { POWERTOOLS_LOG_LEVEL: "WARN", MAPGATE_ALL_SSL: "false" } });
-  try {
-    // Signing in takes HTTPS whatever the organization says; the token is bound to loopback, where autocannon is.
-    const signIn = await call(`${engine.ready.https}/portal/sharing/rest/generateToken`, {
-      ca: engine.ca,
-      body: form({ f: "json", username: "user", password: PASSWORDS.user, client: "ip", ip: "127.0.0.1" }),
+async function rps(
+  request: Request,
+  seconds: number,
+  pid?: number,
+): Promise<{ rps: number; errors: number; cpuUs: number }> {
+  const before = pid ? cpuMs(pid) : Number.NaN;
+  const r = await autocannon({ ...request, connections: 10, duration: seconds });
+  const cpuUs = ((cpuMs(pid ?? 0) - before) * 1000) / Math.max(1, r.requests.total);
+  return { rps: r.requests.average, errors: r.errors + r.non2xx, cpuUs };
+}
+
+/** An engine whose store requests can be recorded, its demo organization on plain HTTP (no TLS on either side). */
+export async function benchEngine(
+  trace: string,
+  preload: "store-trace" | "cpu-profile" = "store-trace",
+): Promise<RunningEngine> {
+  return startEngine({
+    env: {
+      POWERTOOLS_LOG_LEVEL: "WARN",
+      MAPGATE_ALL_SSL: "false",
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import=${join(ROOT, `bench/${preload}.ts`)}`.trim(),
+      [preload === "store-trace" ? "MAPGATE_BENCH_TRACE" : "MAPGATE_BENCH_PROFILE"]: trace,
+    },
+  });
+}
+
+/** The six read routes, on an engine with a hosted server of 1,000 services. */
+export async function readRoutes(engine: RunningEngine): Promise<ReadRoute[]> {
+  // Signing in takes HTTPS whatever the organization says; the token is bound to loopback, where autocannon is.
+  const signIn = await call(`${engine.ready.https}/portal/sharing/rest/generateToken`, {
+    ca: engine.ca,
+    body: form({ f: "json", username: "user", password: PASSWORDS.user, client: "ip", ip: "127.0.0.1" }),
+  });
+  const token = signIn.json<{ token?: string }>().token;
+  if (!token) throw new Error(`generateToken failed: ${signIn.text.slice(0, 200)}`);
+  const server = `bench${SERVICES}`;
+  await seed(engine, server, SERVICES);
+  return [
+    { name: "anonymous read (portals/self)", path: "/portal/sharing/rest/portals/self?f=json" },
+    { name: "authenticated read (community/self)", path: `/portal/sharing/rest/community/self?f=json&token=${token}` },
+    { name: "/arcgis/rest/info", path: "/arcgis/rest/info?f=json" },
+    { name: `REST directory (${SERVICES.toLocaleString("en")} services)`, path: `/${server}/rest/services?f=json` },
+    {
+      name: "public tile",
+      path: "/arcgis/rest/services/World_Basemap/MapServer/tile/1/0/1",
+      // The demo's basemap is served from its folder data store (infra/admin/demo.ts).
+      tile: {
+        folder: join(engine.dataDir, "demo-store"),
+        root: "/caches/tiles/Basemap/_alllayers",
+        level: 1,
+        row: 0,
+        col: 1,
+      },
+    },
+    {
+      name: `SOAP catalog (${SERVICES.toLocaleString("en")} services)`,
+      path: `/${server}/services`,
+      post: { body: SOAP_BODY, headers: { "content-type": "text/xml; charset=utf-8", soapaction: '""' } },
+    },
+  ];
+}
+
+/** The store requests one warm request of the route makes in the engine (recording toggled by SIGUSR2). */
+async function record(engine: RunningEngine, trace: string, request: () => Promise<unknown>): Promise<TracedCall[]> {
+  rmSync(trace, { force: true });
+  rmSync(`${trace}.on`, { force: true });
+  const pid = engine.ready.pid;
+  process.kill(pid, "SIGUSR2");
+  // The signal is handled when the engine's event loop gets to it: it says so.
+  for (let i = 0; i < 250 && !existsSync(`${trace}.on`); i++) await new Promise((r) => setTimeout(r, 20));
+  await request();
+  process.kill(pid, "SIGUSR2");
+  for (let i = 0; i < 100 && !existsSync(trace); i++) await new Promise((r) => setTimeout(r, 20));
+  return JSON.parse(readFileSync(trace, "utf8")) as TracedCall[];
+}
+
+async function startFloor(
+  specFile: string,
+  mode: "gateway" | "bare",
+): Promise<{ port: string; pid: number; stop(): void }> {
+  const child = spawn(process.execPath, [join(ROOT, "bench/floor-server.ts"), specFile, mode], {
+    cwd: ROOT,
+    env: { ...process.env, POWERTOOLS_LOG_LEVEL: "WARN" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`floor server exited (${code})`)));
+    child.stdout.on("data", (chunk: Buffer) => {
+      const m = /floor (\d+)/.exec(chunk.toString("utf8"));
+      if (m?.[1]) resolve(m[1]);
     });
-    const token = signIn.json<{ token?: string }>().token;
-    if (!token) throw new Error(`generateToken failed: ${signIn.text.slice(0, 200)}`);
-    await measure(engine.ready.http.replace("localhost", "127.0.0.1"), token, seconds);
+  });
+  return { port, pid: child.pid ?? 0, stop: () => child.kill() };
+}
+
+export interface ReadFigure {
+  readonly name: string;
+  readonly route: number;
+  readonly floor: number;
+  /** The floor without the gateway. */
+  readonly bare: number;
+  readonly calls: number;
+  readonly errors: number;
+  /** CPU per request (µs) of the engine and of the floor's process. */
+  readonly routeCpuUs: number;
+  readonly floorCpuUs: number;
+}
+
+/** Each route against its floor; `only` picks routes by a part of their name. */
+export async function readLoad(seconds: number, only?: string): Promise<ReadFigure[]> {
+  const work = mkdtempSync(join(tmpdir(), "mapgate-reads-"));
+  const trace = join(work, "trace.json");
+  const engine = await benchEngine(trace);
+  const figures: ReadFigure[] = [];
+  try {
+    const http = engine.ready.http.replace("localhost", "127.0.0.1");
+    const routes = (await readRoutes(engine)).filter((r) => !only || r.name.includes(only));
+    console.log(
+      `\nReads: each route vs its floor (the same store requests through the same SDK client, then the same bytes, in a process of its own), 10 connections × ${seconds} s, better of two rounds`,
+    );
+    console.log(
+      `${"".padEnd(40)}${"route".padStart(9)}${"floor".padStart(9)}${"ratio".padStart(9)}${"goal".padStart(7)}${"bare".padStart(9)}${"ratio".padStart(9)}${"store".padStart(6)}${"errors".padStart(7)}${"µs/req".padStart(9)}${"floor".padStart(9)}${"bare".padStart(9)}${"ratio".padStart(9)}`,
+    );
+    for (const route of routes) {
+      const request = (url: string): Request =>
+        route.post ? { url, method: "POST", body: route.post.body, headers: route.post.headers } : { url };
+      const mine = request(`${http}${route.path}`);
+      const fetchOnce = () =>
+        fetch(mine.url, { method: mine.method ?? "GET", body: mine.body ?? null, headers: mine.headers ?? {} });
+      const sample = await fetchOnce();
+      const bytes = Buffer.from(await sample.arrayBuffer());
+      if (sample.status !== 200 || bytes.includes('"error"'))
+        throw new Error(`${route.name} failed: ${sample.status} ${bytes.toString("utf8", 0, 200)}`);
+      await rps(mine, 1); // warm: the route's caches hold what a warm function holds
+      const calls = await record(engine, trace, async () => (await fetchOnce()).arrayBuffer());
+      if (process.env.BENCH_SHOW_CALLS)
+        for (const c of calls) console.log(`  ${c.group} ${c.target} ${c.body.slice(0, 300)} → ${c.answer.length} B`);
+      const headers: Record<string, string> = {};
+      sample.headers.forEach((v, k) => {
+        if (!["date", "connection", "keep-alive", "transfer-encoding"].includes(k)) headers[k] = v;
+      });
+      const spec: FloorSpec = {
+        status: sample.status,
+        headers,
+        body: bytes.toString("base64"),
+        calls,
+        ...(route.tile ? { tile: route.tile } : {}),
+      };
+      const specFile = join(work, "floor.json");
+      writeFileSync(specFile, JSON.stringify(spec));
+      const floor = await startFloor(specFile, "gateway");
+      const bare = await startFloor(specFile, "bare");
+      try {
+        const base = request(`http://127.0.0.1:${floor.port}${route.path}`);
+        const bareRequest = request(`http://127.0.0.1:${bare.port}${route.path}`);
+        await rps(base, 1);
+        await rps(bareRequest, 1);
+        // Two rounds, taken in turns; each figure the better round.
+        const rounds: Record<"a" | "b" | "c", Awaited<ReturnType<typeof rps>>>[] = [];
+        for (let i = 0; i < 2; i++) {
+          const a = await rps(mine, seconds, engine.ready.pid);
+          const b = await rps(base, seconds, floor.pid);
+          const c = await rps(bareRequest, seconds, bare.pid);
+          rounds.push({ a, b, c });
+        }
+        const best = (k: "a" | "b" | "c") => Math.max(...rounds.map((r) => r[k].rps));
+        const leastCpu = (k: "a" | "b" | "c") => Math.min(...rounds.map((r) => r[k].cpuUs));
+        const [a, b, c] = [best("a"), best("b"), best("c")];
+        const [cpuA, cpuB, cpuC] = [leastCpu("a"), leastCpu("b"), leastCpu("c")];
+        const errors = rounds.reduce((n, r) => n + r.a.errors + r.b.errors + r.c.errors, 0);
+        figures.push({
+          name: route.name,
+          route: a,
+          floor: b,
+          bare: c,
+          calls: calls.length,
+          errors,
+          routeCpuUs: cpuA,
+          floorCpuUs: cpuB,
+        });
+        console.log(
+          `${route.name.padEnd(40)}${fmt(a, 0)}${fmt(b, 0)}${fmt(a / b, 3)}${`≥ ${READ_GOAL}`.padStart(7)}${fmt(c, 0)}${fmt(a / c, 3)}${String(calls.length).padStart(6)}${String(errors).padStart(7)}${fmt(cpuA, 0)}${fmt(cpuB, 0)}${fmt(cpuC, 0)}${fmt(cpuB / cpuA, 3)}`,
+        );
+      } finally {
+        floor.stop();
+        bare.stop();
+      }
+    }
+    console.log(
+      [
+        "  floor: the engine's gateway in front of the route's store requests (recorded in the engine, sent again in the same order",
+        "  and concurrency) and its bytes; bare: the same without the gateway (plain node:http); store: requests per warm request;",
+        "  µs/req: CPU per request of the engine's process, the floor's and the bare one's (the lesser of two rounds), ratio floor/route",
+      ].join("\n"),
+    );
   } finally {
     await engine.stop();
+    rmSync(work, { recursive: true, force: true });
   }
-}
-
-async function measure(http: string, token: string, seconds: number): Promise<void> {
-  const routes: Route[] = [
-    { name: "anonymous read (portals/self)", path: "/portal/sharing/rest/portals/self?f=json", goal: 0.25 },
-    {
-      name: "authenticated read (community/self)",
-      path: `/portal/sharing/rest/community/self?f=json&token=${token}`,
-      goal: 0.15,
-    },
-    { name: "/arcgis/rest/info", path: "/arcgis/rest/info?f=json", goal: 0.25 },
-  ];
-  console.log(`\nReads: each route vs bare node:http answering the same bytes, 10 connections × ${seconds} s`);
-  console.log(
-    `${"".padEnd(38)}${"req/s".padStart(9)}${"bare".padStart(9)}${"errors".padStart(9)}${"ratio".padStart(9)}${"goal".padStart(9)}`,
-  );
-  for (const route of routes) {
-    const url = `${http}${route.path}`;
-    const sample = await call(url);
-    if (sample.status !== 200 || sample.text.includes('"error"'))
-      throw new Error(`${route.name} failed: ${sample.status} ${sample.text.slice(0, 200)}`);
-    const bare = await bareTwin(sample);
-    const bareUrl = bare.url;
-    try {
-      await rps(url, 1); // warm
-      const mine = await rps(url, seconds);
-      const base = await rps(bareUrl, seconds);
-      console.log(
-        `${route.name.padEnd(38)}${fmt(mine.rps, 0)}${fmt(base.rps, 0)}${fmt(mine.errors, 0)}${fmt(mine.rps / base.rps, 3)}${`≥ ${route.goal}`.padStart(9)}`,
-      );
-      if (route === routes[0]) await floor(sample, base.rps, seconds);
-    } finally {
-      bare.close();
-    }
-  }
-}
-
-/**
- * Where the anonymous read's ratio is bounded: the gateway alone, and the gateway with the read's one BatchGetItem
- * (the SDK client and in-process store the engine uses), each in its own process like the engine, each set against
- * the same bare figure.
- */
-async function floor(sample: Answer, bare: number, seconds: number): Promise<void> {
-  for (const [mode, label] of [
-    ["gateway", "  floor: gateway, answer at once"],
-    ["store-read", "  floor: gateway + its one BatchGetItem"],
-  ] as const) {
-    const child = spawn(process.execPath, [join(ROOT, "bench/floor-server.ts"), mode, sample.text], {
-      cwd: ROOT,
-      env: { ...process.env, POWERTOOLS_LOG_LEVEL: "WARN" },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    try {
-      const port = await new Promise<string>((resolve, reject) => {
-        child.once("exit", (code) => reject(new Error(`floor server exited (${code})`)));
-        child.stdout.on("data", (chunk: Buffer) => {
-          const m = /floor (\d+)/.exec(chunk.toString("utf8"));
-          if (m?.[1]) resolve(m[1]);
-        });
-      });
-      const url = `http://127.0.0.1:${port}/portal/sharing/rest/portals/self?f=json`;
-      await rps(url, 1);
-      const got = await rps(url, seconds);
-      console.log(
-        `${label.padEnd(38)}${fmt(got.rps, 0)}${fmt(bare, 0)}${fmt(got.errors, 0)}${fmt(got.rps / bare, 3)}${"".padStart(9)}`,
-      );
-    } finally {
-      child.kill();
-    }
-  }
+  return figures;
 }

@@ -14,7 +14,7 @@ import { ROOT, type RunningEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 
 const NS = "http://www.esri.com/schemas/ArcGIS/10.8";
-const BODY = `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><t:GetServiceDescriptions xmlns:t="${NS}"/></soap:Body></soap:Envelope>`;
+export const BODY = `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><t:GetServiceDescriptions xmlns:t="${NS}"/></soap:Body></soap:Envelope>`;
 
 interface Load {
   rps: number;
@@ -35,7 +35,7 @@ async function load(url: string, seconds: number): Promise<Load> {
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
 }
 
-async function seed(engine: RunningEngine, name: string, count: number): Promise<void> {
+export async function seed(engine: RunningEngine, name: string, count: number): Promise<void> {
   const out = execFileSync(process.execPath, [join(ROOT, "infra/admin/cli.ts"), "list", "--data-dir", engine.dataDir], {
     encoding: "utf8",
   });

@@ -5,6 +5,7 @@ import { ApiError } from "#shared/http/errors.ts";
 import { escapeHtml, page } from "#shared/http/html.ts";
 import { VIEWABLE_TYPES, viewLink } from "#shared/viewer/links.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
+import { Rendered } from "#shared/http/render.ts";
 import { SERVER_REST_VERSION } from "#shared/urls.ts";
 
 interface Directory {
@@ -43,7 +44,7 @@ function render(data: object, req: RestRequest): string {
 // Listings per server, catalog version, viewer and folder, as the SOAP catalog keeps its answers: a member of
 // hundreds of groups is matched against the catalog once per version, not on every request. The viewer's key
 // carries their groups, so joining or leaving one is never answered from here. Bounded; older versions age out.
-const listings = new Map<string, Directory["services"]>();
+const listings = new Map<string, Rendered>();
 
 export const handler = restHandler(
   { name: "Services Directory", at: "server", html: render, openCors: true, prefetch: catalogPrefetch },
@@ -55,24 +56,25 @@ export const handler = restHandler(
     const folder = asked === undefined ? "" : findFolder(catalog, asked);
     if (folder === undefined) throw folderNotFound(asked ?? "");
     const key = [server.serverId, catalog.version, viewerKey(req.identity), folder].join("\u0000");
-    let services = listings.get(key);
-    if (!services) {
-      const list: { name: string; type: string }[] = [];
+    let answer = listings.get(key);
+    if (!answer) {
+      const services: { name: string; type: string }[] = [];
       for (const s of catalog.services) {
         if (s.folder !== folder || !visibleTo(req.identity, s)) continue;
         const name = folder ? `${folder}/${s.name}` : s.name;
-        list.push({ name, type: s.type });
-        for (const x of s.extensions) list.push({ name, type: x.type });
+        services.push({ name, type: s.type });
+        for (const x of s.extensions) services.push({ name, type: x.type });
       }
+      const directory: Directory = {
+        currentVersion: SERVER_REST_VERSION,
+        folders: folder === "" ? [...catalog.folders] : [],
+        services,
+      };
+      // Kept with its JSON text: a repeated listing is not serialised again either.
+      answer = new Rendered(directory);
       if (listings.size >= 256) listings.delete(listings.keys().next().value as string);
-      listings.set(key, list);
-      services = list;
+      listings.set(key, answer);
     }
-    const answer: Directory = {
-      currentVersion: SERVER_REST_VERSION,
-      folders: folder === "" ? [...catalog.folders] : [],
-      services,
-    };
     return answer;
   },
 );

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { LogFormatter, LogItem, Logger } from "@aws-lambda-powertools/logger";
+import { LogFormatter, LogItem, Logger, LogLevelThreshold } from "@aws-lambda-powertools/logger";
 import type { LogAttributes, UnformattedAttributes } from "@aws-lambda-powertools/logger/types";
 
 /**
@@ -51,3 +51,11 @@ class MapgateLogger extends Logger {
 }
 
 export const logger = new MapgateLogger({ serviceName: "mapgate", logFormatter: new RequestFormatter() });
+
+/**
+ * Whether info lines are written. The access log asks first, so that at a higher level a request pays nothing for
+ * its line. Read once: the level comes from POWERTOOLS_LOG_LEVEL when the logger is made and mapgate never changes
+ * it (the logger's own getter reads the environment on every call).
+ */
+const INFO_ENABLED = logger.level <= LogLevelThreshold.INFO;
+export const infoEnabled = (): boolean => INFO_ENABLED;

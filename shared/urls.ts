@@ -38,8 +38,17 @@ export function requestOrigins(
   };
 }
 
+const hostsAndPaths = new Map<string, string>();
+
 /** `host[:port][/base path]` of an origin, as the original names its portal and servers (`portalHostname`). */
 export const hostAndPath = (origin: string) => {
-  const u = new URL(origin);
-  return `${u.host}${u.pathname.replace(/\/+$/, "")}`;
+  let known = hostsAndPaths.get(origin);
+  if (known === undefined) {
+    const u = new URL(origin);
+    known = `${u.host}${u.pathname.replace(/\/+$/, "")}`;
+    // A deployment has a handful of origins (its own, a custom domain): a request's keeps its parse.
+    if (hostsAndPaths.size >= 64) hostsAndPaths.clear();
+    hostsAndPaths.set(origin, known);
+  }
+  return known;
 };

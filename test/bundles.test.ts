@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
-import { BUNDLE, esbuildOptions } from "#infra/aws/bundling.ts";
-import { ROUTES, WORKFLOW } from "#infra/system.ts";
+import { BUNDLE, esbuildOptions, SPLIT_FUNCTIONS, splitEsbuildOptions } from "#infra/aws/bundling.ts";
+import { INVOCATION, ROUTES, WORKFLOW } from "#infra/system.ts";
 import { ROOT } from "./helpers/engine.ts";
 
 const modules = [...new Set([...ROUTES.map((r) => r.handler ?? r.id), ...WORKFLOW.tasks.map((t) => t.id)])];
@@ -58,5 +58,53 @@ describe("function bundles", () => {
       },
     );
     expect(loaded.trim()).toBe("ok");
+  }, 60_000);
+
+  it("load each operation of the operations function on first use: no route handler is in what its entry imports", async () => {
+    expect(SPLIT_FUNCTIONS.has(INVOCATION.id)).toBe(true);
+    const out = mkdtempSync(join(tmpdir(), "mapgate-split-"));
+    const { metafile } = await build({
+      ...splitEsbuildOptions(join(ROOT, "functions", `${INVOCATION.id}.ts`), out),
+      metafile: true,
+    });
+    // What a cold start reads and compiles: the entry and every chunk it imports statically, transitively.
+    const outputs = new Map(Object.entries(metafile.outputs).map(([path, o]) => [join(process.cwd(), path), o]));
+    const entry = join(out, "index.mjs");
+    const eager = new Set<string>([entry]);
+    for (const file of eager) {
+      for (const i of outputs.get(file)?.imports ?? []) {
+        if (i.kind === "import-statement" && !i.external) eager.add(join(process.cwd(), i.path));
+      }
+    }
+    const eagerInputs = [...eager].flatMap((file) => Object.keys(outputs.get(file)?.inputs ?? {}));
+    const handlers = eagerInputs.filter((input) => /(^|\/)functions\/[\w-]+\.ts$/.test(input));
+    expect(handlers).toEqual([`functions/${INVOCATION.id}.ts`]);
+    // Each operation's handler is a chunk of its own (dynamic imports), so the entry stays near the size of one
+    // route's bundle, not the sum of them.
+    const lazy = [...outputs.entries()].filter(([file]) => !eager.has(file) && file.endsWith(".mjs"));
+    expect(lazy.length).toBeGreaterThan(0);
+    const eagerBytes = [...eager].reduce((n, file) => n + (outputs.get(file)?.bytes ?? 0), 0);
+    expect(eagerBytes).toBeLessThan(512 * 1024);
+    // Every operation's chunk loads from a folder with no node_modules above it, as on Lambda.
+    const loaded = execFileSync(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `const m = await import(${JSON.stringify(entry)}); const mods = await Promise.all(Object.values(m.MODULES).map((f) => f())); if (mods.some((x) => typeof x.handler !== "function")) throw new Error("handler"); console.log(mods.length);`,
+      ],
+      {
+        cwd: out,
+        encoding: "utf8",
+        env: {
+          PATH: process.env.PATH,
+          AWS_REGION: "us-east-1",
+          TABLE_PORTALS: "p",
+          TABLE_USERS: "u",
+          TABLE_TOKENS: "t",
+        },
+      },
+    );
+    expect(Number(loaded.trim())).toBe(Object.keys(INVOCATION.operations).length);
   }, 60_000);
 });

@@ -44,7 +44,7 @@ import { EventBus, Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
 import { Architecture, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { type ICommandHooks, NodejsFunction, OutputFormat, SourceMapMode } from "aws-cdk-lib/aws-lambda-nodejs";
-import { BUNDLE } from "./bundling.ts";
+import { BUNDLE, SPLIT_FUNCTIONS } from "./bundling.ts";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from "aws-cdk-lib/aws-stepfunctions";
 import type { Construct } from "constructs";
@@ -359,8 +359,9 @@ export class MapgateStack extends Stack {
       if (secretsLevel) grantDatastoreSecrets(role, secretsLevel);
       const inVpc = connects && network ? network : undefined;
       if (inVpc) grantNetworkInterfaces(role);
+      const entryFile = join(ROOT, "functions", `${entry}.ts`);
       const fn = new NodejsFunction(this, `${name}Function`, {
-        entry: join(ROOT, "functions", `${entry}.ts`),
+        entry: entryFile,
         handler: "handler",
         runtime: Runtime.NODEJS_24_X,
         architecture: Architecture.ARM_64,
@@ -394,7 +395,22 @@ export class MapgateStack extends Stack {
           externalModules: [...BUNDLE.external],
           sourceMap: true,
           sourceMapMode: SourceMapMode.EXTERNAL,
-          ...(viewerAssets ? { commandHooks: viewerAssetHooks } : {}),
+          // A split function's bundle is rebuilt as an entry and chunks loaded on first use (same options).
+          ...(SPLIT_FUNCTIONS.has(entry)
+            ? {
+                commandHooks: {
+                  beforeBundling: () => [],
+                  beforeInstall: () => [],
+                  afterBundling: (_input: string, output: string) => [
+                    [process.execPath, join(ROOT, "infra", "aws", "split-bundle.ts"), entryFile, output]
+                      .map((arg) => JSON.stringify(arg))
+                      .join(" "),
+                  ],
+                },
+              }
+            : viewerAssets
+              ? { commandHooks: viewerAssetHooks }
+              : {}),
         },
       });
       // The grant and the variable naming what it grants, together (shared/stores/datastore-secrets.ts).

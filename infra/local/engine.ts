@@ -10,6 +10,7 @@ import { bootstrapDemo, type DemoResult } from "#infra/admin/demo.ts";
 import { backfillItems } from "#infra/admin/operations.ts";
 import { REDELIVERY, TABLES, tableEnvName } from "#infra/system.ts";
 import { grants } from "#shared/config.ts";
+import { setMetricsSink } from "#shared/metrics.ts";
 import { callerWorkflows } from "./caller-workflows.ts";
 import { eventFiles, LOCAL_BUS, startEvents } from "./events.ts";
 import { startLambda } from "./lambda.ts";
@@ -161,6 +162,23 @@ async function close(server: Server): Promise<void> {
   });
 }
 
+/** Lines gathered and written together at the end of the current turn of the event loop. */
+export function batchedLines(write: (text: string) => void): { write(line: string): void; flush(): void } {
+  let pending: string[] = [];
+  const flush = () => {
+    if (pending.length === 0) return;
+    const text = `${pending.join("\n")}\n`;
+    pending = [];
+    write(text);
+  };
+  return {
+    write: (line) => {
+      if (pending.push(line) === 1) setImmediate(flush);
+    },
+    flush,
+  };
+}
+
 export async function startEngine(options: EngineOptions): Promise<Engine> {
   const folder = await openDataFolder(options.dataDir, options.host);
   const cleanups: (() => Promise<void>)[] = [() => folder.release()];
@@ -239,6 +257,12 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     });
     cleanups.push(() => events.close());
     const endpoints = { sfn: workflows.endpoint, s3: s3.endpoint, events: events.endpoint, lambda: lambda.endpoint };
+    // Metric lines, one per request, reach the log in one write per turn of the event loop: a Lambda writes its
+    // own line to its own log stream, where this one process would make a system call per request (a tenth of
+    // a warm read's time under load). Same lines, same order.
+    const metricLines = batchedLines((text) => process.stdout.write(text));
+    setMetricsSink(metricLines.write);
+    cleanups.push(async () => metricLines.flush());
     // Set before any handler or task module loads: they read their configuration once, at cold start.
     const environment = localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, endpoints);
     Object.assign(process.env, environment);

@@ -12,6 +12,8 @@ import { logger } from "#shared/log.ts";
 /** API Gateway's own limits: 10 MB request payload, 29 s integration timeout. */
 export const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
 const INTEGRATION_TIMEOUT_MS = 29_000;
+/** How often requests in flight are checked against the integration timeout (its precision). */
+const TIMEOUT_SWEEP_MS = 250;
 
 export type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -70,6 +72,17 @@ function isText(contentType: string | undefined): boolean {
   return type.startsWith("text/") || /^application\/(json|xml|javascript|[\w.+-]+\+(xml|json))$/.test(type);
 }
 
+interface Matched {
+  readonly route: CompiledRoute;
+  readonly routeKey: string;
+  /** Remembered with the match: each event gets a copy. */
+  readonly pathParameters?: Readonly<Record<string, string>>;
+}
+
+/** How many distinct paths the gateway remembers the route of. */
+const MATCH_MEMO = 4096;
+const MATCH_MEMO_KEY = 512;
+
 export class Gateway {
   readonly #routes: CompiledRoute[];
   readonly #fallback: CompiledRoute;
@@ -104,10 +117,24 @@ export class Gateway {
     return new Gateway(routes, fallback);
   }
 
-  match(
-    method: string,
-    path: string,
-  ): { route: CompiledRoute; routeKey: string; pathParameters?: Record<string, string> } {
+  /**
+   * Recent matches by method and path: the routes never change once loaded, so a path that matched once matches
+   * the same way again (a scan tries up to every route's pattern). Bounded; the oldest entry leaves first.
+   */
+  readonly #matched = new Map<string, Matched>();
+
+  match(method: string, path: string): Matched {
+    const key = `${method} ${path}`;
+    const known = this.#matched.get(key);
+    if (known) return known;
+    const found = this.#scan(method, path);
+    if (key.length > MATCH_MEMO_KEY) return found; // a long path is matched afresh (the memo's size stays small)
+    if (this.#matched.size >= MATCH_MEMO) this.#matched.delete(this.#matched.keys().next().value as string);
+    this.#matched.set(key, found);
+    return found;
+  }
+
+  #scan(method: string, path: string): Matched {
     for (const route of this.#routes) {
       if (route.spec.methods === "$default") continue;
       const any = takesAnyMethod(route.spec);
@@ -145,6 +172,46 @@ export class Gateway {
       this.#inFlight--;
       if (this.#inFlight === 0) this.#idle?.();
     };
+  }
+
+  /** Requests waiting on their handler, each with the moment its integration timeout passes. */
+  readonly #waiting = new Set<{ readonly deadline: number; expire(): void }>();
+  #sweeper: NodeJS.Timeout | undefined;
+
+  /**
+   * The handler's result, or "timeout" once the integration timeout has passed (within a sweep's interval). One
+   * interval for all requests in flight rather than a timer per request: arming and clearing a timer was a
+   * percent of a warm read.
+   */
+  #withinTimeout<T>(running: Promise<T>): Promise<T | "timeout"> {
+    return new Promise((resolve, reject) => {
+      const entry = { deadline: performance.now() + INTEGRATION_TIMEOUT_MS, expire: () => resolve("timeout") };
+      this.#waiting.add(entry);
+      this.#sweeper ??= setInterval(() => this.#sweep(), TIMEOUT_SWEEP_MS);
+      running.then(
+        (value) => {
+          this.#waiting.delete(entry);
+          resolve(value);
+        },
+        (err: unknown) => {
+          this.#waiting.delete(entry);
+          reject(err instanceof Error ? err : new Error(String(err)));
+        },
+      );
+    });
+  }
+
+  #sweep(): void {
+    const now = performance.now();
+    for (const entry of this.#waiting) {
+      if (entry.deadline > now) continue;
+      this.#waiting.delete(entry);
+      entry.expire();
+    }
+    if (this.#waiting.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+    }
   }
 
   serve(req: IncomingMessage, res: ServerResponse, domainName: string, proto: "https" | "http"): void {
@@ -215,7 +282,8 @@ export class Gateway {
       ...(cookies ? { cookies } : {}),
       headers,
       ...(rawQueryString ? { queryStringParameters: query } : {}),
-      ...(pathParameters ? { pathParameters } : {}),
+      // A copy: the matched parameters are remembered for the next request of the path.
+      ...(pathParameters ? { pathParameters: { ...pathParameters } } : {}),
       requestContext: {
         accountId: "000000000000",
         apiId: "local",
@@ -243,10 +311,6 @@ export class Gateway {
       requestId,
       INTEGRATION_TIMEOUT_MS,
     );
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), INTEGRATION_TIMEOUT_MS);
-    });
     // Lambda refuses an invocation event over 6 MB (a form body grows by 4/3 in base64): so does this engine.
     if (
       mayExceedPayload(event.body, headerBytes(req)) &&
@@ -258,7 +322,7 @@ export class Gateway {
     const running = grants.run(route.tables, () => route.handler(event, context));
     const leave = this.#enter();
     running.then(leave, leave);
-    const result = await Promise.race([running, timeout]).finally(() => clearTimeout(timer));
+    const result = await this.#withinTimeout(running);
     if (result === "timeout") {
       send(res, 503, { message: "Service Unavailable" });
       return;
@@ -295,13 +359,14 @@ const RESULT_FIELDS = new Set(["statusCode", "headers", "body", "isBase64Encoded
 function resultMayExceed(result: APIGatewayProxyStructuredResultV2 | string): boolean {
   if (typeof result !== "object" || typeof result.statusCode !== "number") return true;
   if (result.body !== undefined && typeof result.body !== "string") return true;
-  if (Object.keys(result).some((k) => !RESULT_FIELDS.has(k))) return true;
+  for (const k in result) if (!RESULT_FIELDS.has(k)) return true;
   return mayExceedPayload(result.body, resultHeaderChars(result));
 }
 
 function resultHeaderChars(result: APIGatewayProxyStructuredResultV2): number {
   let n = 0;
-  for (const [k, v] of Object.entries(result.headers ?? {})) n += k.length + String(v).length + 4;
+  const headers = result.headers ?? {};
+  for (const k in headers) n += k.length + String(headers[k]).length + 4;
   for (const c of result.cookies ?? []) n += c.length + 4;
   return n;
 }
@@ -318,11 +383,14 @@ function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResul
     send(res, 200, typeof result === "object" && result !== null ? result : { value: result ?? null });
     return;
   }
-  const body = result.body ? Buffer.from(result.body, result.isBase64Encoded ? "base64" : "utf8") : Buffer.alloc(0);
+  // A text body goes to the socket as it is (encoded once, there): copying it into a Buffer first costs an
+  // allocation the size of the answer on every request (a catalog's is half a megabyte).
+  const text = result.isBase64Encoded ? undefined : (result.body ?? "");
+  const body = text ?? Buffer.from(result.body ?? "", "base64");
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(result.headers ?? {})) headers[k.toLowerCase()] = String(v);
   if (result.cookies?.length) headers["set-cookie"] = result.cookies;
-  headers["content-length"] = String(body.length);
+  headers["content-length"] = String(text === undefined ? body.length : Buffer.byteLength(text));
   res.writeHead(result.statusCode, headers);
   res.end(body);
 }

@@ -38,6 +38,7 @@ import {
   FORMATS,
   type Format,
   Redirect,
+  Rendered,
   type Rendering,
   renderHtml,
   renderJson,
@@ -46,7 +47,7 @@ import {
   renderRedirect,
 } from "#shared/http/render.ts";
 import { clientAddress } from "#shared/http/edge.ts";
-import { inRequest, logger } from "#shared/log.ts";
+import { inRequest, infoEnabled, logger } from "#shared/log.ts";
 import { routeOf, requestMetrics } from "#shared/metrics.ts";
 import { requestOrigins } from "#shared/urls.ts";
 import { getDefaultPortalId, type Portal } from "#shared/stores/portals.ts";
@@ -190,19 +191,20 @@ export const accessLog = (op: Operation): RestMiddleware => {
     const caller = s.request?.identity;
     const ms = s.started === undefined ? 0 : performance.now() - s.started;
     const event = request.event;
-    logger.info("request", {
-      requestId: event.requestContext.requestId,
-      operation,
-      method: event.requestContext.http.method,
-      path: event.rawPath,
-      https: s.rendering?.https,
-      format: s.rendering?.format,
-      user: caller?.kind === "user" ? caller.user.username : undefined,
-      caller: s.invocation?.callerId,
-      app: caller?.kind === "app" ? caller.app.clientId : undefined,
-      errorCode: s.errorCode,
-      ms: Math.round(ms),
-    });
+    if (infoEnabled())
+      logger.info("request", {
+        requestId: event.requestContext.requestId,
+        operation,
+        method: event.requestContext.http.method,
+        path: event.rawPath,
+        https: s.rendering?.https,
+        format: s.rendering?.format,
+        user: caller?.kind === "user" ? caller.user.username : undefined,
+        caller: s.invocation?.callerId,
+        app: caller?.kind === "app" ? caller.app.clientId : undefined,
+        errorCode: s.errorCode,
+        ms: Math.round(ms),
+      });
     requestMetrics({
       ...routeOf(event.routeKey, operation),
       code: s.errorCode ?? request.response?.statusCode ?? 200,
@@ -410,10 +412,16 @@ export const caller = (op: Operation): RestMiddleware => ({
     }
     const server = await addressedServer(op, event);
     const method = event.requestContext.http.method.toUpperCase();
-    // What a browser's Origin header says of our pages: scheme and host, never the base path.
-    const originsHere = [s.origin as string, s.httpsOrigin as string].map((o) => new URL(o).origin);
+    // What a browser's Origin header says of our pages: scheme and host, never the base path (parsed only for
+    // the requests that check it).
     const csrfChecked =
-      method === "POST" && rendering.https ? await csrfValid(event, params.get(CSRF_FIELD), originsHere) : false;
+      method === "POST" && rendering.https
+        ? await csrfValid(
+            event,
+            params.get(CSRF_FIELD),
+            [s.origin as string, s.httpsOrigin as string].map((o) => new URL(o).origin),
+          )
+        : false;
     // The browser's ambient cookie never authorizes a JSONP answer (any site can read one), nor an operation that
     // changes state unless the request is one of our own forms (its CSRF field matches): a cross-site form
     // could submit it otherwise.
@@ -527,7 +535,8 @@ export const respond = (op: Operation): RestMiddleware => ({
   after: (request) => {
     const s = state(request);
     const req = s.request as RestRequest;
-    const data = request.response as unknown as object;
+    const answer = request.response as unknown as object;
+    const data = answer instanceof Rendered ? answer.data : answer;
     if (s.showForm) request.response = formPage(op, req, data);
     else if (data instanceof Redirect) request.response = renderRedirect(data, req.https);
     else if (data instanceof Content)
@@ -541,7 +550,12 @@ export const respond = (op: Operation): RestMiddleware => ({
         typeof html === "string"
           ? renderHtml(html, req.https)
           : renderHtml(html.body, req.https, html.formActions, { scripts: html.scripts === true });
-    } else request.response = renderJson(data, s.rendering as Rendering);
+    } else
+      request.response = renderJson(
+        data,
+        s.rendering as Rendering,
+        answer instanceof Rendered ? answer.json : undefined,
+      );
     finish(request.response, s, op);
     // What Lambda returns is the whole result (headers, base64 body): past 6 MB, AWS answers a bare 500.
     // Measured on the rendered answer, so pjson's indentation, HTML's tables and JSONP count too.

@@ -30,7 +30,21 @@ function headers(contentType: string, https: boolean): Record<string, string> {
   };
 }
 
-export function renderJson(data: unknown, how: Rendering): APIGatewayProxyStructuredResultV2 {
+/**
+ * An answer kept whole by its handler (a listing per catalog version and viewer) with its JSON text, so that a
+ * json or JSONP answer is not serialised again on every request; pjson and html render `data` as usual.
+ */
+export class Rendered {
+  readonly data: object;
+  readonly json: string;
+
+  constructor(data: object) {
+    this.data = data;
+    this.json = JSON.stringify(data);
+  }
+}
+
+export function renderJson(data: unknown, how: Rendering, text?: string): APIGatewayProxyStructuredResultV2 {
   if (how.format === "pjson") {
     return {
       statusCode: 200,
@@ -38,7 +52,7 @@ export function renderJson(data: unknown, how: Rendering): APIGatewayProxyStruct
       body: JSON.stringify(data, null, 2),
     };
   }
-  const json = JSON.stringify(data);
+  const json = text ?? JSON.stringify(data);
   if (how.callback) {
     // The leading comment keeps the first bytes out of the attacker's control (content-sniffing attacks).
     return {

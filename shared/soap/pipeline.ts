@@ -9,7 +9,7 @@ import { config } from "#shared/config.ts";
 import { ApiError } from "#shared/http/errors.ts";
 import { bodyBytes, Params } from "#shared/http/params.ts";
 import { clientAddress } from "#shared/http/edge.ts";
-import { inRequest, logger } from "#shared/log.ts";
+import { inRequest, infoEnabled, logger } from "#shared/log.ts";
 import { routeOf, requestMetrics } from "#shared/metrics.ts";
 import { fault } from "#shared/soap/catalog-xml.ts";
 import { ClientFault, type Operation, readOperation } from "#shared/soap/envelope.ts";
@@ -172,12 +172,13 @@ export function soapHandler(service: SoapService) {
         const op = readOperation(bodyBytes(event));
         if (portal.requireTokens && identity.kind === "anonymous") throw new ClientFault("Token Required");
         result = answer(200, await service.call(req, op));
-        logger.info("request", {
-          requestId: event.requestContext.requestId,
-          operation: `${service.name}.${op.name}`,
-          user: identity.kind === "user" ? identity.user.username : undefined,
-          ms: Math.round(performance.now() - started),
-        });
+        if (infoEnabled())
+          logger.info("request", {
+            requestId: event.requestContext.requestId,
+            operation: `${service.name}.${op.name}`,
+            user: identity.kind === "user" ? identity.user.username : undefined,
+            ms: Math.round(performance.now() - started),
+          });
       }
       return result;
     });
