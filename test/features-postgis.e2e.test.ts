@@ -2,7 +2,9 @@
 // registered by the operator command (the password kept as the store's secret and nowhere else), described,
 // bulk-published, and queried — answering exactly what the same data answers from a GeoPackage, for every
 // part of the query grammar — and failing clearly when the database is down, black-holed or refuses the login.
-import { statSync, readFileSync, readdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, statSync, readFileSync, readdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { getLayer, queryAllFeatures } from "@esri/arcgis-rest-feature-service";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -417,6 +419,42 @@ describe("the same answers from PostGIS as from a GeoPackage", () => {
     const conversion = new URLSearchParams({ f: "json", token, where: "CAST(name AS INTEGER) = 1" }).toString();
     const answer = await get(`${pgLayer("places")}/0/query?${conversion}`);
     expect(answer).not.toMatchObject({ error: { code: 500 } });
+  });
+});
+
+describe("clients read a PostGIS layer as they read any feature layer", () => {
+  it.skipIf(!existsSync("/usr/bin/ogr2ogr"))(
+    "GDAL copies a whole layer through its paging, and counts with -where, equal to the database",
+    async () => {
+      const out = join(work, "gdal");
+      mkdirSync(out, { recursive: true });
+      const url = `${pgLayer("countries")}/0/query?where=1%3D1&outFields=*&f=json&resultRecordCount=50&token=${token}`;
+      const env = { ...process.env, CURL_CA_BUNDLE: engine.ready.cert, GDAL_HTTP_TIMEOUT: "30" };
+      execFileSync("ogr2ogr", ["-f", "GeoJSON", join(out, "countries.geojson"), url], { env, stdio: "pipe" });
+      const copied = JSON.parse(readFileSync(join(out, "countries.geojson"), "utf8")) as {
+        features: { properties: { fid: number; name: string } }[];
+      };
+      const rows = (await db.admin.query("SELECT fid, name FROM public.countries ORDER BY fid")).rows;
+      expect(copied.features.map((f) => ({ fid: f.properties.fid, name: f.properties.name }))).toEqual(rows);
+      const info = spawnSync("ogrinfo", ["-ro", "-al", "-so", "-where", "name LIKE 'F%'", url], {
+        env,
+        encoding: "utf8",
+      });
+      const { n } = (await db.admin.query("SELECT count(*)::int AS n FROM public.countries WHERE name LIKE 'F%'"))
+        .rows[0] as { n: number };
+      expect(info.stdout).toContain(`Feature Count: ${n}`);
+    },
+  );
+
+  it("ArcGIS REST JS: getLayer, then queryAllFeatures through its pages to the table's whole set", async () => {
+    const url = `${pgLayer("places")}/0`.replace(engine.ready.https, engine.ready.http);
+    const layer = await getLayer({ url, params: { token } });
+    expect(layer).toMatchObject({ name: "public.places", objectIdField: "fid", type: "Feature Layer" });
+    const all = await queryAllFeatures({ url, where: "country = 'NO'", outFields: ["fid"], params: { token } });
+    const ids = (all as { features: { attributes: { fid: number } }[] }).features.map((f) => f.attributes.fid);
+    const rows = (await db.admin.query("SELECT fid FROM public.places WHERE country = 'NO' ORDER BY fid")).rows;
+    expect(rows.length).toBeGreaterThan(Number(layer.maxRecordCount));
+    expect(ids.sort((a, b) => a - b)).toEqual(rows.map((r: { fid: number }) => r.fid));
   });
 });
 

@@ -406,6 +406,8 @@ const CONVERSIONS: Readonly<Record<string, Field["convert"]>> = {
 // Open databases by data store, while the function is warm.
 const opened = new Map<string, Promise<PostGisDatabase>>();
 const MAX_OPEN = 16;
+/** Past any request's deadline (API Gateway's 30 s): an evicted pool is closed after this. */
+const EVICTED_GRACE_MS = 35_000;
 
 async function open(datastoreId: string, connection: PostgresConnection, key: string): Promise<PostGisDatabase> {
   const password = await readDataStorePassword(datastoreId);
@@ -445,10 +447,14 @@ export function postGisAt(datastoreId: string, connection: PostgresConnection): 
     if (opened.size >= MAX_OPEN) {
       const [oldest, pending] = opened.entries().next().value as [string, Promise<PostGisDatabase>];
       opened.delete(oldest);
-      void pending.then(
-        (d) => d.close(),
-        () => undefined,
-      );
+      // A request that took this database before it was forgotten may still be about to query it: its pool
+      // closes once every such request has met its deadline.
+      setTimeout(() => {
+        void pending.then(
+          (d) => d.close(),
+          () => undefined,
+        );
+      }, EVICTED_GRACE_MS).unref();
     }
     db = open(datastoreId, connection, key);
     opened.set(key, db);
