@@ -15,6 +15,7 @@ import { adminCommand, demoOrganization, type DemoOrganization, registerFolderSt
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { cities } from "./helpers/feature-layer.ts";
 import { call } from "./helpers/http.ts";
+import { share } from "./helpers/publish.ts";
 import { blackHole, copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
 
 let engine: RunningEngine;
@@ -447,12 +448,18 @@ describe("clients read a PostGIS layer as they read any feature layer", () => {
   );
 
   it("ArcGIS REST JS: getLayer, then queryAllFeatures through its pages to the table's whole set", async () => {
+    // Shared with everyone and read over the plain-HTTP listener, as a web app would (a token over plain HTTP is
+    // refused, and this process does not trust the engine's certificate).
+    const { serviceItemId } = await get(`${pgLayer("places")}?f=json&token=${token}`);
+    expect(await share(engine, token, String(serviceItemId), { everyone: "true" })).toMatchObject({
+      notSharedWith: [],
+    });
     const url = `${pgLayer("places")}/0`.replace(engine.ready.https, engine.ready.http);
-    const layer = await getLayer({ url, params: { token } });
+    const layer = await getLayer({ url });
     expect(layer).toMatchObject({ name: "public.places", objectIdField: "fid", type: "Feature Layer" });
-    const all = await queryAllFeatures({ url, where: "country = 'NO'", outFields: ["fid"], params: { token } });
+    const all = await queryAllFeatures({ url, where: "country = 'FR'", outFields: ["fid"] });
     const ids = (all as { features: { attributes: { fid: number } }[] }).features.map((f) => f.attributes.fid);
-    const rows = (await db.admin.query("SELECT fid FROM public.places WHERE country = 'NO' ORDER BY fid")).rows;
+    const rows = (await db.admin.query("SELECT fid FROM public.places WHERE country = 'FR' ORDER BY fid")).rows;
     expect(rows.length).toBeGreaterThan(Number(layer.maxRecordCount));
     expect(ids.sort((a, b) => a - b)).toEqual(rows.map((r: { fid: number }) => r.fid));
   });
