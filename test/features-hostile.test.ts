@@ -21,7 +21,7 @@ import { MAX_QUERY_VERTICES } from "#shared/features/geometry/esri-json.ts";
 import { MAX_GEOMETRY_LENGTH, MAX_OBJECT_IDS, MAX_OUT_STATISTICS } from "#shared/features/plan.ts";
 import { MAX_WHERE_DEPTH, MAX_WHERE_LENGTH } from "#shared/features/where.ts";
 import { stableItemId } from "#shared/publishing.ts";
-import { adminCommand, demoOrganization } from "./helpers/admin.ts";
+import { demoOrganization, registerPostgresStore } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
 import { copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
@@ -154,16 +154,7 @@ async function postgisTarget(): Promise<FuzzTarget> {
   for (const table of WORLD_TABLES) await copyGeoPackageTable(file, table, started.admin);
   await started.admin.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${started.reader.user}`);
   const org = demoOrganization(engine.dataDir);
-  const registered = adminCommand(
-    engine.dataDir,
-    [
-      "register-datastore",
-      ...["--portal", org.portalId, "--title", "World in PostGIS", "--owner", "publisher"],
-      ...["--server", org.serverId, "--postgres", "-"],
-    ],
-    { MAPGATE_POSTGRES: started.uri() },
-  );
-  const datastoreId = (JSON.parse(registered) as { datastoreId: string }).datastoreId;
+  const { datastoreId } = registerPostgresStore(engine.dataDir, org, "World in PostGIS", started.uri());
   const rest = `${engine.ready.https}/portal/sharing/rest`;
   const post = (url: string, fields: Record<string, string>) =>
     call(url, { ca: engine.ca, body: form({ f: "json", ...fields }) }).then((r) => r.json<Record<string, unknown>>());

@@ -11,7 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
 import { writeGeoPackage } from "#infra/local/demo/geopackage.ts";
 import { stableItemId } from "#shared/publishing.ts";
-import { adminCommand, demoOrganization, type DemoOrganization, registerFolderStore } from "./helpers/admin.ts";
+import {
+  adminCommand,
+  demoOrganization,
+  type DemoOrganization,
+  registerFolderStore,
+  registerPostgresStore,
+} from "./helpers/admin.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { cities } from "./helpers/feature-layer.ts";
 import { call } from "./helpers/http.ts";
@@ -106,17 +112,9 @@ beforeAll(async () => {
   await db.admin.query("CREATE VIEW public.renamed AS SELECT CAST(fid AS integer) + 0 AS fid, name FROM public.places");
   await db.admin.query("GRANT SELECT ON ALL TABLES IN SCHEMA public TO mapgate_reader");
   citiesStore = registerFolderStore(engine.dataDir, org, "Cities", work);
-  const out = adminCommand(
-    engine.dataDir,
-    [
-      "register-datastore",
-      ...["--portal", org.portalId, "--title", "World in PostGIS", "--owner", "publisher"],
-      ...["--server", org.serverId, "--postgres", "-"],
-    ],
-    { MAPGATE_POSTGRES: db.uri() },
-  );
-  expect(out).not.toContain(db.reader.password);
-  pgStore = (JSON.parse(out) as { datastoreId: string }).datastoreId;
+  const registered = registerPostgresStore(engine.dataDir, org, "World in PostGIS", db.uri());
+  expect(registered.printed).not.toContain(db.reader.password);
+  pgStore = registered.datastoreId;
   expect(await publishAll(pgStore, "Pg")).toMatchObject({ status: "completed", result: { published: 6 } });
   expect(await publishAll(citiesStore, "Cities")).toMatchObject({ status: "completed", result: { published: 1 } });
 }, 120_000);

@@ -39,6 +39,29 @@ export function demoOrganization(dataDir: string): DemoOrganization {
   };
 }
 
+/**
+ * Registers a PostgreSQL database as a data store of the demo organization, owned by `publisher`, through the
+ * operator command with the connection in MAPGATE_POSTGRES (as an operator keeps it off the command line).
+ * Answers the store's id and what the command printed.
+ */
+export function registerPostgresStore(
+  dataDir: string,
+  org: DemoOrganization,
+  title: string,
+  uri: string,
+): { datastoreId: string; printed: string } {
+  const printed = adminCommand(
+    dataDir,
+    [
+      "register-datastore",
+      ...["--portal", org.portalId, "--title", title, "--owner", "publisher"],
+      ...["--server", org.serverId, "--postgres", "-"],
+    ],
+    { MAPGATE_POSTGRES: uri },
+  );
+  return { datastoreId: (JSON.parse(printed) as { datastoreId: string }).datastoreId, printed };
+}
+
 /** Registers a folder of this machine as a data store of the demo organization, owned by `publisher`. */
 export function registerFolderStore(dataDir: string, org: DemoOrganization, title: string, folder: string): string {
   const out = adminCommand(dataDir, [
