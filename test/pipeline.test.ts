@@ -84,6 +84,26 @@ describe("pipeline in-process", () => {
       expect(r.body).toContain("<h1>Unable to do thing.</h1>");
       expect(r.headers?.["content-security-policy"]).toContain("default-src 'none'");
     });
+
+    it("leads on from an error page: back to the form as it was filled in, and home", async () => {
+      const from = (referer?: string) =>
+        op()(apiEvent("/x", { body: "f=html", headers: referer ? { referer } : {} }), lambdaContext());
+      // The page the form was on, its prefilled query kept.
+      const r = await from("https://maps.example.test/x?thing=a&f=html");
+      expect(r.body).toContain('<a href="/x?thing=a&#38;f=html">Back to the form</a> · <a href="/">Home</a>');
+      // Another site's page is not linked: the operation's own form is.
+      for (const referer of ["https://elsewhere.test/x?thing=a", "not a url", undefined])
+        expect((await from(referer)).body, referer).toContain('<a href="/x?f=html">Back to the form</a>');
+      // A GET that fails has no form to go back to; under the portal, its directory is offered.
+      const portal = await portalSelf.handler(
+        apiEvent("/portal/sharing/rest/portals/self", { query: "f=html&token=not-a-token" }),
+        lambdaContext(),
+      );
+      expect(portal.body).toContain('class="error"');
+      expect(portal.body).toContain(
+        '<p><a href="/portal/sharing/rest?f=html">Directory</a> · <a href="/">Home</a></p>',
+      );
+    });
   });
 });
 
