@@ -81,15 +81,15 @@ const jobField = (p: Page, key: string) =>
   p.locator("tr", { has: p.locator(":scope > th", { hasText: new RegExp(`^${key}$`) }) }).locator(":scope > td");
 
 /**
- * On a job's page, reloads as the page says to until the job has ended (a person waiting on it does the same);
- * answers its status.
+ * On a job's page, follows its own "reload this page" link while it says the job is running (what a person
+ * waiting on it does); answers its status once it has ended.
  */
 async function jobEnded(p: Page): Promise<string> {
   for (let i = 0; i < 100; i++) {
     const status = (await jobField(p, "status").first().textContent())?.trim() ?? "";
-    if (status !== "processing" && status !== "") return status;
+    if (status !== "processing") return status;
     await p.waitForTimeout(150);
-    await p.reload();
+    await goOn(link(p, "reload this page"), "a running job's page links to itself");
   }
   throw new Error(`the job on ${p.url()} did not end`);
 }
