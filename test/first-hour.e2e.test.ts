@@ -116,8 +116,11 @@ async function drawnPixels(p: Page): Promise<number> {
 /** A describe form (prefilled by the link that led to it) submitted, and its job followed to the children. */
 async function describeFromForm(level: string): Promise<void> {
   await screenshot(page, `describe-${level}-form`);
+  const form = page.url();
   await goOn(button(page, "Submit"), `the describe form of ${level} submits`);
   await expect(page.locator("main").textContent()).resolves.toContain("The job started");
+  // The way back is to the form as it was filled in, not an empty one.
+  expect(new URL((await link(page, "Back to the form").getAttribute("href")) ?? "", form).href).toBe(form);
   await goOn(link(page, "Follow the job"), `the describe answer of ${level} links to its job`);
   expect(await jobEnded(page)).toBe("completed");
   await screenshot(page, `describe-${level}-job`);

@@ -48,7 +48,7 @@ import {
 import { clientAddress } from "#shared/http/edge.ts";
 import { inRequest, logger } from "#shared/log.ts";
 import { routeOf, requestMetrics } from "#shared/metrics.ts";
-import { requestOrigins } from "#shared/urls.ts";
+import { formPageOf, requestOrigins } from "#shared/urls.ts";
 import { getDefaultPortalId, type Portal } from "#shared/stores/portals.ts";
 import { hostedServer, type Server } from "#shared/stores/servers.ts";
 
@@ -277,16 +277,7 @@ export const errorEnvelope = (op: Operation): RestMiddleware => ({
 function errorWayOn(event: APIGatewayProxyEventV2): string {
   const links: [href: string, label: string][] = [];
   if (event.requestContext.http.method === "POST") {
-    let back = `${event.rawPath}?f=html`;
-    try {
-      const referer = new URL(event.headers.referer ?? "");
-      const o = requestOrigins(event);
-      const own = [event.requestContext.domainName, new URL(o.origin).host, new URL(o.httpsOrigin).host];
-      if (own.includes(referer.host)) back = `${referer.pathname}${referer.search}`;
-    } catch {
-      // No Referer, or not a URL: the operation's own form.
-    }
-    links.push([back, "Back to the form"]);
+    links.push([formPageOf(event) ?? `${event.rawPath}?f=html`, "Back to the form"]);
   }
   const server = /^\/([^/]+)\/rest\//.exec(event.rawPath)?.[1];
   if (event.rawPath.startsWith(PORTAL_ROOT)) links.push([`${PORTAL_ROOT}?f=html`, "Directory"]);
