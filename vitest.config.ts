@@ -7,5 +7,10 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 90_000,
     reporters: ["default"],
+    // The logs of handlers run in-process go to a file; a failing test still prints its own (see the module).
+    setupFiles: ["test/helpers/quiet-logs.ts"],
+    // What a passing test writes to the console (expected warnings, refusals it provokes) is not shown; a failing
+    // test's is.
+    silent: "passed-only",
   },
 });

@@ -82,8 +82,24 @@ function jobPage(data: object, req: RestRequest): string {
     : "";
   return page(
     "Job",
-    `<h1>Job</h1>${links ? `<h2>Published</h2><ul>${links}</ul>` : ""}${describedChildren(data, req)}${renderValue(data)}`,
+    `<h1>Job</h1>${progress(data, req)}${links ? `<h2>Published</h2><ul>${links}</ul>` : ""}${describedChildren(data, req)}${renderValue(data)}` +
+      `<p><a href="${PORTAL_ROOT}?f=html">Directory</a> · <a href="/">Home</a></p>`,
   );
+}
+
+/**
+ * What the job's state means for the person waiting on it, in words: a running job's page links to itself (its
+ * result shows once it has ended), a failed one says why.
+ */
+function progress(data: object, req: RestRequest): string {
+  const { status, statusMessage } = data as { status?: string; statusMessage?: string };
+  if (status === "processing") {
+    const again = `${req.path}?${new URLSearchParams({ ...(req.params.get("key") ? { key: req.params.get("key") ?? "" } : {}), f: "html" })}`;
+    return `<p role="status">The job is still running: <a href="${escapeHtml(again)}">reload this page</a> to see how it ended.</p>`;
+  }
+  if (status === "failed")
+    return `<p role="status" class="error">The job failed${statusMessage ? `: ${escapeHtml(statusMessage)}` : "."}</p>`;
+  return "";
 }
 
 export const handler = restHandler({ name: "Job", html: jobPage }, async (req) => {

@@ -7,6 +7,7 @@ import { config } from "#shared/config.ts";
 import { renderValue, resultPage } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
+import { formPageOf } from "#shared/urls.ts";
 import { emit } from "#shared/events.ts";
 import { createJob, finishJob, type Job, type JobOperation, type JobStart, newJob } from "#shared/stores/jobs.ts";
 
@@ -83,7 +84,7 @@ export function jobStartedPage(title: string) {
       said,
       [
         ...(jobId ? [[href, "Follow the job"] as const] : []),
-        [req.path + "?f=html", "Back to the form"],
+        [formPageOf(req.event) ?? `${req.path}?f=html`, "Back to the form"],
         [`${PORTAL_ROOT}?f=html`, "Directory"],
       ],
       renderValue(data),

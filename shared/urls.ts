@@ -52,3 +52,22 @@ export const hostAndPath = (origin: string) => {
   }
   return known;
 };
+
+/**
+ * The page of this site a form was sent from (path and query, so its prefilled values come back), as the
+ * browser's Referer names it (pages set `Referrer-Policy: same-origin`); undefined from elsewhere or without one.
+ */
+export function formPageOf(event: {
+  headers?: Record<string, string | undefined>;
+  requestContext: { domainName: string };
+}): string | undefined {
+  try {
+    const referer = new URL(event.headers?.referer ?? "");
+    const o = requestOrigins(event);
+    const own = [event.requestContext.domainName, new URL(o.origin).host, new URL(o.httpsOrigin).host];
+    return own.includes(referer.host) ? `${referer.pathname}${referer.search}` : undefined;
+  } catch {
+    // No Referer, or not a URL.
+    return undefined;
+  }
+}

@@ -362,7 +362,7 @@ describe("infrastructure in the databases' VPC", () => {
   const VPC = {
     vpcId: "vpc-0a1b2c3d",
     subnetIds: ["subnet-0a1", "subnet-0b2"],
-    securityGroupId: "sg-0c3d",
+    securityGroupId: "sg-0c3d4e5f6a7b8c9d0",
     routeTableIds: ["rtb-0e4", "rtb-0e4"],
   };
   let vpcResources: [string, Resource][];

@@ -8,14 +8,17 @@ import { apiEvent, inProcessStore, lambdaContext } from "./helpers/in-process.ts
 let dynamo: Awaited<ReturnType<typeof inProcessStore>>;
 let pipeline: typeof import("#shared/http/pipeline.ts");
 let portalSelf: typeof import("#functions/portal-self.ts");
+let portalId: string;
 
 beforeAll(async () => {
   dynamo = await inProcessStore();
   const { bootstrapOrganization } = await import("#infra/admin/operations.ts");
-  await bootstrapOrganization({
+  ({
+    portal: { portalId },
+  } = await bootstrapOrganization({
     name: "Unit <Org> & Co",
     admin: { username: "unit-admin", password: "unit-password-1" },
-  });
+  }));
   pipeline = await import("#shared/http/pipeline.ts");
   portalSelf = await import("#functions/portal-self.ts");
 });
@@ -84,6 +87,65 @@ describe("pipeline in-process", () => {
       expect(r.body).toContain("<h1>Unable to do thing.</h1>");
       expect(r.headers?.["content-security-policy"]).toContain("default-src 'none'");
     });
+
+    it("leads on from an error page: back to the form as it was filled in, and home", async () => {
+      const from = (referer?: string) =>
+        op()(apiEvent("/x", { body: "f=html", headers: referer ? { referer } : {} }), lambdaContext());
+      // The page the form was on, its prefilled query kept.
+      const r = await from("https://maps.example.test/x?thing=a&f=html");
+      expect(r.body).toContain('<a href="/x?thing=a&#38;f=html">Back to the form</a> · <a href="/">Home</a>');
+      // Another site's page is not linked: the operation's own form is.
+      for (const referer of ["https://elsewhere.test/x?thing=a", "not a url", undefined])
+        expect((await from(referer)).body, referer).toContain('<a href="/x?f=html">Back to the form</a>');
+      // A GET that fails has no form to go back to; under the portal, its directory is offered.
+      const portal = await portalSelf.handler(
+        apiEvent("/portal/sharing/rest/portals/self", { query: "f=html&token=not-a-token" }),
+        lambdaContext(),
+      );
+      expect(portal.body).toContain('class="error"');
+      expect(portal.body).toContain(
+        '<p><a href="/portal/sharing/rest?f=html">Directory</a> · <a href="/">Home</a></p>',
+      );
+    });
+  });
+});
+
+describe("a job's page", () => {
+  it("says a running job runs and links to itself, says why a failed one failed, and always leads on", async () => {
+    const { createJob, finishJob, newJob } = await import("#shared/stores/jobs.ts");
+    const { issueToken } = await import("#shared/auth/tokens.ts");
+    const jobGet = (await import("#functions/job-get.ts")).handler;
+    const { token } = await issueToken({
+      username: "unit-admin",
+      portalId,
+      audience: { kind: "portal" },
+      client: "requestip",
+      bound: "192.0.2.10",
+      expires: Date.now() + 3600_000,
+    });
+    const jobId = "d".repeat(32);
+    const start = { jobId, portalId, owner: "unit-admin", operation: "describe", params: {}, origin: "" } as const;
+    await createJob(newJob(start, "the-key"));
+    const path = `/portal/sharing/rest/portals/self/jobs/${jobId}`;
+    const show = async () =>
+      (
+        (await jobGet(
+          apiEvent(path, { query: `f=html&key=the-key&token=${token}`, pathParameters: { portalId: "self", jobId } }),
+          lambdaContext(),
+        )) as APIGatewayProxyStructuredResultV2
+      ).body ?? "";
+    const leadsOn = '<p><a href="/portal/sharing/rest?f=html">Directory</a> · <a href="/">Home</a></p>';
+    const running = await show();
+    // Its own address with its key (never the token): reloading it is how its result is seen.
+    expect(running).toContain(
+      `The job is still running: <a href="${path}?key=the-key&#38;f=html">reload this page</a> to see how it ended.`,
+    );
+    expect(running).toContain(leadsOn);
+    await finishJob(jobId, "failed", null, "The folder <is> gone.");
+    const failed = await show();
+    expect(failed).toContain("The job failed: The folder &#60;is&#62; gone.");
+    expect(failed).not.toContain("reload this page");
+    expect(failed).toContain(leadsOn);
   });
 });
 

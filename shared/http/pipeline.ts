@@ -16,7 +16,7 @@ import {
   type ExtraRead,
   resolveIdentityWith,
 } from "#shared/auth/identity.ts";
-import { LAMBDA_PAYLOAD_BYTES } from "#infra/system.ts";
+import { LAMBDA_PAYLOAD_BYTES, PORTAL_ROOT } from "#infra/system.ts";
 import { config } from "#shared/config.ts";
 import {
   ApiError,
@@ -49,7 +49,7 @@ import {
 import { clientAddress } from "#shared/http/edge.ts";
 import { inRequest, infoEnabled, logger } from "#shared/log.ts";
 import { routeOf, requestMetrics } from "#shared/metrics.ts";
-import { requestOrigins } from "#shared/urls.ts";
+import { formPageOf, requestOrigins } from "#shared/urls.ts";
 import { getDefaultPortalId, type Portal } from "#shared/stores/portals.ts";
 import { hostedServer, type Server } from "#shared/stores/servers.ts";
 
@@ -261,7 +261,8 @@ export const errorEnvelope = (op: Operation): RestMiddleware => ({
         ? renderHtml(
             page(
               `Error ${body.error.code}`,
-              `<div class="error"><h1>${escapeHtml(body.error.message)}</h1>${renderValue(body.error.details)}</div>`,
+              `<div class="error"><h1>${escapeHtml(body.error.message)}</h1>${renderValue(body.error.details)}</div>` +
+                errorWayOn(request.event),
             ),
             rendering.https,
           )
@@ -269,6 +270,23 @@ export const errorEnvelope = (op: Operation): RestMiddleware => ({
     finish(request.response, s, op);
   },
 });
+
+/**
+ * Where a person goes from an error page, so that a refused form is not a dead end: back to the form they sent
+ * (the page it was on, as the browser's same-origin Referer names it, its prefilled values kept), the directory
+ * the path belongs to, and home.
+ */
+function errorWayOn(event: APIGatewayProxyEventV2): string {
+  const links: [href: string, label: string][] = [];
+  if (event.requestContext.http.method === "POST") {
+    links.push([formPageOf(event) ?? `${event.rawPath}?f=html`, "Back to the form"]);
+  }
+  const server = /^\/([^/]+)\/rest\//.exec(event.rawPath)?.[1];
+  if (event.rawPath.startsWith(PORTAL_ROOT)) links.push([`${PORTAL_ROOT}?f=html`, "Directory"]);
+  else if (server) links.push([`/${server}/rest/services?f=html`, "Services directory"]);
+  links.push(["/", "Home"]);
+  return `<p>${links.map(([href, label]) => `<a href="${escapeHtml(href)}">${escapeHtml(label)}</a>`).join(" · ")}</p>`;
+}
 
 /** Parameters, output format and JSONP callback, validated before anything else runs. */
 export const normalize = (op: Operation): RestMiddleware => ({
