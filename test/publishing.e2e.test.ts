@@ -548,7 +548,7 @@ describe("failures and crashes", () => {
       serviceConfiguration: sceneConfig("Store_Gone"),
     });
     expect((await waitFor(String(retry.jobId), String(retry.key))).status).toBe("completed");
-  });
+  }, 180_000);
 
   it("fails a job whose data store is removed between validation and creation", async () => {
     const started = await post("/datastores/publish", "publisher", {
@@ -583,7 +583,8 @@ describe("failures and crashes", () => {
     await withStore(async (ddb) => {
       for (const Item of saved) await ddb.send(new PutCommand({ TableName: "mapgate-datastores", Item }));
     });
-  });
+    // Two engine restarts over the store the 5,000-layer job filled: tens of seconds on a busy machine.
+  }, 180_000);
 });
 
 let saved: Record<string, unknown>[] = [];
