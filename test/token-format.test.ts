@@ -391,3 +391,65 @@ describe("refused, every one with the same 498", () => {
     await expect(tokens.verifyToken(seal({ claims: payload(now, { nbf: now }) }), AT)).resolves.toBeTruthy();
   });
 });
+
+describe("opened tokens: decryption is remembered, every check on state is not", () => {
+  const user = CLAIMS["a requestip user token"] as NewToken;
+
+  it("opens a token presented again from memory, with the same claims", async () => {
+    tokens.forgetOpenedTokens();
+    const { token } = await tokens.issueToken(user);
+    const first = await tokens.verifyToken(token, presentedFor(user));
+    expect(tokens.openedTokenCount()).toBe(1);
+    await expect(tokens.verifyToken(token, presentedFor(user))).resolves.toEqual(first);
+    expect(tokens.openedTokenCount()).toBe(1);
+  });
+
+  it("still refuses an opened token once it expires, and from another address or audience", async () => {
+    tokens.forgetOpenedTokens();
+    const { token, expires } = await tokens.issueToken(user);
+    await tokens.verifyToken(token, presentedFor(user));
+    expect(tokens.openedTokenCount()).toBe(1);
+    await expect(tokens.verifyToken(token, presentedFor(user), expires)).rejects.toMatchObject({ code: 498 });
+    await refused("another address", token, { ...presentedFor(user), sourceIp: "192.0.2.2" });
+    await refused("another organization's server", token, {
+      ...presentedFor(user),
+      at: { kind: "server", serverId: "srv1", portalId: "other" },
+    });
+    // And it opens again where it holds.
+    await expect(tokens.verifyToken(token, presentedFor(user))).resolves.toMatchObject({ username: "u" });
+  });
+
+  it("never keeps a token that does not open: a changed one, one under another key, an unknown kid", async () => {
+    tokens.forgetOpenedTokens();
+    const { token } = await tokens.issueToken(user);
+    const parts = token.split(".");
+    const changed = withPart(token, 3, changeAt(parts[3] ?? "", 0));
+    for (let i = 0; i < 2; i++) await refused("changed", changed);
+    await refused("another key", seal({ key: derive("b".repeat(43)) }));
+    await refused("unknown kid", seal({ header: { alg: "dir", enc: "A256GCM", kid: "t9" } }));
+    expect(tokens.openedTokenCount()).toBe(0);
+    // The authentic one, presented after its tampered twin, opens and is the only one kept.
+    await tokens.verifyToken(token, presentedFor(user));
+    expect(tokens.openedTokenCount()).toBe(1);
+  });
+
+  it("keeps at most OPENED_TOKENS_MAX tokens, the least recently presented leaving first", async () => {
+    tokens.forgetOpenedTokens();
+    const { token: kept } = await tokens.issueToken(user);
+    await tokens.verifyToken(kept, presentedFor(user));
+    const { token: first } = await tokens.issueToken(user);
+    await tokens.verifyToken(first, presentedFor(user));
+    for (let i = 0; i < tokens.OPENED_TOKENS_MAX + 10; i++) {
+      const { token } = await tokens.issueToken(user);
+      await tokens.verifyToken(token, presentedFor(user));
+      // Presented again every so often, so it stays among the most recent.
+      if (i % 100 === 0) await tokens.verifyToken(kept, presentedFor(user));
+    }
+    expect(tokens.openedTokenCount()).toBe(tokens.OPENED_TOKENS_MAX);
+    expect(tokens.isTokenOpened(kept)).toBe(true);
+    expect(tokens.isTokenOpened(first)).toBe(false);
+    // A token that left is opened again, like any other, when presented again.
+    await expect(tokens.verifyToken(first, presentedFor(user))).resolves.toMatchObject({ username: "u" });
+    expect(tokens.isTokenOpened(first)).toBe(true);
+  });
+});
