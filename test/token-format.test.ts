@@ -2,6 +2,7 @@
 // (dir + A256GCM), tokens jose issued before the change still verify, and anything that is not exactly such a
 // token (a changed part, another header, other sizes, loose base64url, bad claims) is the same 498.
 import { createCipheriv, hkdfSync, randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
 import { deflateRawSync } from "node:zlib";
 import { CompactEncrypt, compactDecrypt, EncryptJWT, jwtDecrypt, UnsecuredJWT } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -451,5 +452,40 @@ describe("opened tokens: decryption is remembered, every check on state is not",
     // A token that left is opened again, like any other, when presented again.
     await expect(tokens.verifyToken(first, presentedFor(user))).resolves.toMatchObject({ username: "u" });
     expect(tokens.isTokenOpened(first)).toBe(true);
+  });
+
+  it("never serves an opened token after a rotation gives its key id another key", async () => {
+    const keyFile = process.env.TOKEN_KEY_FILE as string;
+    const original = readFileSync(keyFile, "utf8");
+    tokens.forgetOpenedTokens();
+    const { token } = await tokens.issueToken(user);
+    await tokens.verifyToken(token, presentedFor(user));
+    expect(tokens.isTokenOpened(token)).toBe(true);
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      // t1 now names another key; the set is reloaded by the first token under a key id this function has not seen.
+      writeFileSync(
+        keyFile,
+        JSON.stringify({ kid: "t2", k: "c".repeat(43), previous: [{ kid: "t1", k: "b".repeat(43) }] }),
+      );
+      vi.setSystemTime(Date.now() + 10_000);
+      const t2 = seal({ header: { alg: "dir", enc: "A256GCM", kid: "t2" }, key: derive("c".repeat(43)) });
+      await expect(tokens.verifyToken(t2, AT)).resolves.toMatchObject({ username: "u" });
+      await refused("the opened token, its key id now another key's", token, presentedFor(user));
+      expect(tokens.isTokenOpened(token)).toBe(false);
+      // What t1 names now opens its own tokens.
+      const underNewT1 = seal({ key: derive("b".repeat(43)) });
+      await expect(tokens.verifyToken(underNewT1, AT)).resolves.toMatchObject({ username: "u" });
+    } finally {
+      // The original key back, reloaded the same way.
+      writeFileSync(keyFile, original);
+      vi.setSystemTime(Date.now() + 10_000);
+      await refused(
+        "an unknown key id (reloads the key set)",
+        seal({ header: { alg: "dir", enc: "A256GCM", kid: "t9" } }),
+      );
+      vi.useRealTimers();
+    }
+    await expect(tokens.verifyToken(token, presentedFor(user))).resolves.toMatchObject({ username: "u" });
   });
 });
