@@ -9,7 +9,7 @@ import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { build, type Metafile } from "esbuild";
-import { esbuildOptions, SPLIT_FUNCTIONS, splitEsbuildOptions } from "#infra/aws/bundling.ts";
+import { splitEsbuildOptions } from "#infra/aws/bundling.ts";
 import { invocationFunction, REDELIVERY, ROUTES, WORKFLOW } from "#infra/system.ts";
 import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
@@ -82,7 +82,7 @@ async function pipeline(): Promise<void> {
   }
 }
 
-/** The bytes a cold start reads: the output file and, for a split bundle, every chunk it imports statically. */
+/** The bytes a cold start reads: the entry and every chunk it imports statically. */
 function eagerBytes(metafile: Metafile, file: string): number {
   const outputs = new Map(Object.entries(metafile.outputs).map(([path, o]) => [join(process.cwd(), path), o]));
   const eager = new Set([file]);
@@ -120,17 +120,14 @@ async function coldStart(): Promise<void> {
   ];
   for (const id of modules) {
     const entry = join(ROOT, "functions", `${id}.ts`);
-    // A split function's size is its entry and the chunks it imports at start (what a cold start compiles).
-    const split = SPLIT_FUNCTIONS.has(id);
-    const file = split ? join(out, id, "index.mjs") : join(out, `${id}.mjs`);
-    const { metafile } = await build({
-      ...(split ? splitEsbuildOptions(entry, join(out, id)) : esbuildOptions(entry, file)),
-      metafile: true,
-    });
+    // Every function is split (infra/aws/bundling.ts): its size is the entry and the chunks it imports at start
+    // (what a cold start compiles).
+    const file = join(out, id, "index.mjs");
+    const { metafile } = await build({ ...splitEsbuildOptions(entry, join(out, id)), metafile: true });
     const kib = eagerBytes(metafile, file) / 1024;
     const { wall: ms, cpu } = importMs(file);
     console.log(
-      `${`${id}${split ? " (entry)" : ""}`.padEnd(26)}${fmt(kib)}${fmt(ms, 2).padStart(11)}${fmt(ms / baseline, 1)}${fmt(cpu)}${fmt(ms - baseline, 1)}`,
+      `${id.padEnd(26)}${fmt(kib)}${fmt(ms, 2).padStart(11)}${fmt(ms / baseline, 1)}${fmt(cpu)}${fmt(ms - baseline, 1)}`,
     );
   }
 }

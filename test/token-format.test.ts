@@ -2,6 +2,7 @@
 // (dir + A256GCM), tokens jose issued before the change still verify, and anything that is not exactly such a
 // token (a changed part, another header, other sizes, loose base64url, bad claims) is the same 498.
 import { createCipheriv, hkdfSync, randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
 import { deflateRawSync } from "node:zlib";
 import { CompactEncrypt, compactDecrypt, EncryptJWT, jwtDecrypt, UnsecuredJWT } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -389,5 +390,102 @@ describe("refused, every one with the same 498", () => {
     await refused("not JSON", seal({ plaintext: Buffer.from("{sub:u}") }));
     await refused("not UTF-8", seal({ plaintext: Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x7d]) }));
     await expect(tokens.verifyToken(seal({ claims: payload(now, { nbf: now }) }), AT)).resolves.toBeTruthy();
+  });
+});
+
+describe("opened tokens: decryption is remembered, every check on state is not", () => {
+  const user = CLAIMS["a requestip user token"] as NewToken;
+
+  it("opens a token presented again from memory, with the same claims", async () => {
+    tokens.forgetOpenedTokens();
+    const { token } = await tokens.issueToken(user);
+    const first = await tokens.verifyToken(token, presentedFor(user));
+    expect(tokens.openedTokenCount()).toBe(1);
+    await expect(tokens.verifyToken(token, presentedFor(user))).resolves.toEqual(first);
+    expect(tokens.openedTokenCount()).toBe(1);
+  });
+
+  it("still refuses an opened token once it expires, and from another address or audience", async () => {
+    tokens.forgetOpenedTokens();
+    const { token, expires } = await tokens.issueToken(user);
+    await tokens.verifyToken(token, presentedFor(user));
+    expect(tokens.openedTokenCount()).toBe(1);
+    await expect(tokens.verifyToken(token, presentedFor(user), expires)).rejects.toMatchObject({ code: 498 });
+    await refused("another address", token, { ...presentedFor(user), sourceIp: "192.0.2.2" });
+    await refused("another organization's server", token, {
+      ...presentedFor(user),
+      at: { kind: "server", serverId: "srv1", portalId: "other" },
+    });
+    // And it opens again where it holds.
+    await expect(tokens.verifyToken(token, presentedFor(user))).resolves.toMatchObject({ username: "u" });
+  });
+
+  it("never keeps a token that does not open: a changed one, one under another key, an unknown kid", async () => {
+    tokens.forgetOpenedTokens();
+    const { token } = await tokens.issueToken(user);
+    const parts = token.split(".");
+    const changed = withPart(token, 3, changeAt(parts[3] ?? "", 0));
+    for (let i = 0; i < 2; i++) await refused("changed", changed);
+    await refused("another key", seal({ key: derive("b".repeat(43)) }));
+    await refused("unknown kid", seal({ header: { alg: "dir", enc: "A256GCM", kid: "t9" } }));
+    expect(tokens.openedTokenCount()).toBe(0);
+    // The authentic one, presented after its tampered twin, opens and is the only one kept.
+    await tokens.verifyToken(token, presentedFor(user));
+    expect(tokens.openedTokenCount()).toBe(1);
+  });
+
+  it("keeps at most OPENED_TOKENS_MAX tokens, the least recently presented leaving first", async () => {
+    tokens.forgetOpenedTokens();
+    const { token: kept } = await tokens.issueToken(user);
+    await tokens.verifyToken(kept, presentedFor(user));
+    const { token: first } = await tokens.issueToken(user);
+    await tokens.verifyToken(first, presentedFor(user));
+    for (let i = 0; i < tokens.OPENED_TOKENS_MAX + 10; i++) {
+      const { token } = await tokens.issueToken(user);
+      await tokens.verifyToken(token, presentedFor(user));
+      // Presented again every so often, so it stays among the most recent.
+      if (i % 100 === 0) await tokens.verifyToken(kept, presentedFor(user));
+    }
+    expect(tokens.openedTokenCount()).toBe(tokens.OPENED_TOKENS_MAX);
+    expect(tokens.isTokenOpened(kept)).toBe(true);
+    expect(tokens.isTokenOpened(first)).toBe(false);
+    // A token that left is opened again, like any other, when presented again.
+    await expect(tokens.verifyToken(first, presentedFor(user))).resolves.toMatchObject({ username: "u" });
+    expect(tokens.isTokenOpened(first)).toBe(true);
+  });
+
+  it("never serves an opened token after a rotation gives its key id another key", async () => {
+    const keyFile = process.env.TOKEN_KEY_FILE as string;
+    const original = readFileSync(keyFile, "utf8");
+    tokens.forgetOpenedTokens();
+    const { token } = await tokens.issueToken(user);
+    await tokens.verifyToken(token, presentedFor(user));
+    expect(tokens.isTokenOpened(token)).toBe(true);
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      // t1 now names another key; the set is reloaded by the first token under a key id this function has not seen.
+      writeFileSync(
+        keyFile,
+        JSON.stringify({ kid: "t2", k: "c".repeat(43), previous: [{ kid: "t1", k: "b".repeat(43) }] }),
+      );
+      vi.setSystemTime(Date.now() + 10_000);
+      const t2 = seal({ header: { alg: "dir", enc: "A256GCM", kid: "t2" }, key: derive("c".repeat(43)) });
+      await expect(tokens.verifyToken(t2, AT)).resolves.toMatchObject({ username: "u" });
+      await refused("the opened token, its key id now another key's", token, presentedFor(user));
+      expect(tokens.isTokenOpened(token)).toBe(false);
+      // What t1 names now opens its own tokens.
+      const underNewT1 = seal({ key: derive("b".repeat(43)) });
+      await expect(tokens.verifyToken(underNewT1, AT)).resolves.toMatchObject({ username: "u" });
+    } finally {
+      // The original key back, reloaded the same way.
+      writeFileSync(keyFile, original);
+      vi.setSystemTime(Date.now() + 10_000);
+      await refused(
+        "an unknown key id (reloads the key set)",
+        seal({ header: { alg: "dir", enc: "A256GCM", kid: "t9" } }),
+      );
+      vi.useRealTimers();
+    }
+    await expect(tokens.verifyToken(token, presentedFor(user))).resolves.toMatchObject({ username: "u" });
   });
 });

@@ -27,13 +27,15 @@ export const BUNDLE = {
 } as const;
 
 /**
- * Functions bundled with code splitting: the entry holds what every invocation runs, and each module it loads with
- * `import()` becomes a chunk beside it, read and compiled only when first imported. The operations function loads
- * one route handler per operation (functions/operations.ts): in one file, a cold start would compile all of them
- * (about 1 MB) to run one.
+ * Every function is bundled with code splitting (`splitEsbuildOptions`): the entry holds what every invocation runs,
+ * and each module it loads with `import()` becomes a chunk beside it, read and compiled only when first imported. In
+ * one file, a cold start compiles what a dynamic import defers all the same: the operations function's handler per
+ * operation (functions/operations.ts), the service's feature query, projections, PostgreSQL and S3 readers, and in
+ * every function the AWS SDK's credential providers that a Lambda function, whose credentials are in its
+ * environment, never loads (SSO, STS, web identity, IMDS, INI and their clients: ~90 KiB). A module that finds files
+ * beside its bundle through `import.meta.url` (the viewer's assets) must stay in the entry: test/bundles.test.ts
+ * checks it does.
  */
-export const SPLIT_FUNCTIONS: ReadonlySet<string> = new Set(["operations"]);
-
 /** The same options for esbuild itself. */
 export const esbuildOptions = (entry: string, outfile: string): BuildOptions => ({
   entryPoints: [entry],

@@ -1,4 +1,4 @@
-// Run by the CDK after it bundles a function named in SPLIT_FUNCTIONS (infra/aws/bundling.ts): NodejsFunction
+// Run by the CDK after it bundles each function (infra/aws/bundling.ts, infra/aws/stack.ts): NodejsFunction
 // writes one file and cannot split (esbuild splits only into a folder), so its bundle is replaced by the split
 // build of the same entry with the same options. Usage: split-bundle.ts ENTRY OUTPUT_DIR
 import { rmSync } from "node:fs";

@@ -44,7 +44,7 @@ import { EventBus, Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
 import { Architecture, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { type ICommandHooks, NodejsFunction, OutputFormat, SourceMapMode } from "aws-cdk-lib/aws-lambda-nodejs";
-import { BUNDLE, SPLIT_FUNCTIONS } from "./bundling.ts";
+import { BUNDLE } from "./bundling.ts";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from "aws-cdk-lib/aws-stepfunctions";
 import type { Construct } from "constructs";
@@ -151,16 +151,27 @@ export const FUNCTION_MEMORY_MB = 1024;
  * The map viewer's files (maplibre-gl's CSP build and the viewer's own script and styles), copied beside the
  * bundle of the function that serves them after esbuild ran: read from disk there, never bundled as code.
  */
-const viewerAssetHooks: ICommandHooks = {
+const viewerAssetCommands = (inputDir: string, outputDir: string): string[] => [
+  `mkdir -p "${outputDir}/${VIEWER_ASSETS_FOLDER}"`,
+  ...Object.entries(VIEWER_ASSETS).map(
+    ([name, { source }]) => `cp "${inputDir}/${source}" "${outputDir}/${VIEWER_ASSETS_FOLDER}/${name}"`,
+  ),
+];
+
+/**
+ * After NodejsFunction's esbuild run: every function's bundle is rebuilt as an entry and chunks loaded on first use
+ * (infra/aws/bundling.ts, same options), then the viewer's files are copied beside it when the function serves them.
+ */
+const afterBundlingHooks = (entryFile: string, viewerAssets: boolean): ICommandHooks => ({
   beforeBundling: () => [],
   beforeInstall: () => [],
   afterBundling: (inputDir, outputDir) => [
-    `mkdir -p "${outputDir}/${VIEWER_ASSETS_FOLDER}"`,
-    ...Object.entries(VIEWER_ASSETS).map(
-      ([name, { source }]) => `cp "${inputDir}/${source}" "${outputDir}/${VIEWER_ASSETS_FOLDER}/${name}"`,
-    ),
+    [process.execPath, join(ROOT, "infra", "aws", "split-bundle.ts"), entryFile, outputDir]
+      .map((arg) => JSON.stringify(arg))
+      .join(" "),
+    ...(viewerAssets ? viewerAssetCommands(inputDir, outputDir) : []),
   ],
-};
+});
 
 const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
 
@@ -395,22 +406,7 @@ export class MapgateStack extends Stack {
           externalModules: [...BUNDLE.external],
           sourceMap: true,
           sourceMapMode: SourceMapMode.EXTERNAL,
-          // A split function's bundle is rebuilt as an entry and chunks loaded on first use (same options).
-          ...(SPLIT_FUNCTIONS.has(entry)
-            ? {
-                commandHooks: {
-                  beforeBundling: () => [],
-                  beforeInstall: () => [],
-                  afterBundling: (_input: string, output: string) => [
-                    [process.execPath, join(ROOT, "infra", "aws", "split-bundle.ts"), entryFile, output]
-                      .map((arg) => JSON.stringify(arg))
-                      .join(" "),
-                  ],
-                },
-              }
-            : viewerAssets
-              ? { commandHooks: viewerAssetHooks }
-              : {}),
+          commandHooks: afterBundlingHooks(entryFile, viewerAssets),
         },
       });
       // The grant and the variable naming what it grants, together (shared/stores/datastore-secrets.ts).

@@ -58,7 +58,7 @@ const audienceClaim = (a: Audience) => (a.kind === "portal" ? "portal" : `server
 
 // Importing raw key bytes costs several times the decryption itself (createDecipheriv with a Uint8Array
 // imports it on every call): import each key once.
-// A cache of keys, never of tokens or verdicts, so it cannot serve a revoked or expired token; a reloaded key
+// A cache of keys, never of verdicts (see `Opened` for the opened tokens); a reloaded key
 // set brings new Uint8Arrays and the old entries go with them.
 const secretKeys = new WeakMap<Uint8Array, KeyObject>();
 function secretKey(key: Uint8Array): KeyObject {
@@ -215,15 +215,67 @@ export interface Presented {
     { readonly kind: "portal" } | { readonly kind: "server"; readonly serverId: string; readonly portalId: string };
 }
 
-/** Opens and checks a token; every failure is the same 498, so nothing is learned from which check failed. */
-export async function verifyToken(token: string, presented: Presented, now = Date.now()): Promise<TokenClaims> {
+/**
+ * What decryption made of a token: its claims are a function of the token's bytes and the key alone, so a token
+ * presented again under the same key need not be parsed and decrypted again. Nothing that can change is kept:
+ * expiry, the client binding and the audience are checked on every request below, and revocation, the user's
+ * token generation and the caller's state by the caller, from the store. Only a token that decrypted enters (a
+ * tampered one fails its tag first), and an entry holds only for the very key object that opened it: a reloaded
+ * key set (a rotation) brings new keys, so no entry of the old set is used again.
+ */
+interface Opened {
+  readonly kid: string;
+  readonly key: Uint8Array;
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
+/** At most this many tokens (a token is at most 4 KiB: 4 MB at worst), least recently presented first out. */
+export const OPENED_TOKENS_MAX = 1000;
+const opened = new Map<string, Opened>();
+
+/** Forgets every opened token (tests). */
+export function forgetOpenedTokens(): void {
+  opened.clear();
+}
+
+/** The number of opened tokens kept, and whether one is (tests). */
+export const openedTokenCount = (): number => opened.size;
+export const isTokenOpened = (token: string): boolean => opened.has(token);
+
+/** The token's decrypted claims, from the cache when the same key opened it before; undefined if not authentic. */
+async function openToken(token: string): Promise<Readonly<Record<string, unknown>> | undefined> {
+  const hit = opened.get(token);
+  if (hit) {
+    // The key set may have been reloaded since: the entry holds only if the key id still names the same key.
+    const key = await keyFor(hit.kid);
+    if (key === hit.key) {
+      // Most recently used last: a Map iterates in insertion order, so the first key is the one to evict.
+      opened.delete(token);
+      opened.set(token, hit);
+      return hit.payload;
+    }
+    opened.delete(token);
+    if (!key) return undefined;
+  }
   const jwe = parseCompact(token);
-  if (!jwe) throw invalidToken();
+  if (!jwe) return undefined;
   // After every structural check, so only a well-formed token can make a function reload the secret. Not
   // inside a try: a key that cannot be loaded is our fault (500), not the caller's token.
   const key = await keyFor(jwe.kid);
-  if (!key) throw invalidToken();
+  if (!key) return undefined;
   const payload = decrypt(jwe, key);
+  if (!payload) return undefined;
+  opened.set(token, { kid: jwe.kid, key, payload: Object.freeze(payload) });
+  if (opened.size > OPENED_TOKENS_MAX) {
+    const oldest = opened.keys().next().value;
+    if (oldest !== undefined) opened.delete(oldest);
+  }
+  return payload;
+}
+
+/** Opens and checks a token; every failure is the same 498, so nothing is learned from which check failed. */
+export async function verifyToken(token: string, presented: Presented, now = Date.now()): Promise<TokenClaims> {
+  const payload = await openToken(token);
   if (!payload) throw invalidToken();
   // The registered claims jose checked before: the issuer, and a `nbf` (never issued, honoured if present).
   const nbf = payload.nbf;

@@ -1,6 +1,5 @@
 // Recognises caches by their own files and reads, once at publishing, what serving them needs.
-import type { TiledCache } from "#shared/caches/tiling.ts";
-import { MAX_CONF_BYTES, readTiledCache } from "#shared/caches/tiling-conf.ts";
+import { MAX_CONF_BYTES, type TiledCache } from "#shared/caches/tiling.ts";
 import { type Entry, gunzipBounded, joinPath, type Storage, StorageError } from "#shared/storage/storage.ts";
 import type { CacheType } from "#shared/stores/datastores.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
@@ -66,6 +65,9 @@ export async function readCacheInfo(storage: Storage, path: string, type: CacheT
       storage.read(joinPath(root, "conf.cdi"), MAX_CONF_BYTES),
     ]);
     if (!xml || !cdi) throw new StorageError("The tile cache's conf.xml or conf.cdi is missing.");
+    // The XML parser is loaded by the first publish of a tile cache only: the routes that import this module for
+    // the rest (the directory, the groups, the service) need not compile it at a cold start.
+    const { readTiledCache } = await import("#shared/caches/tiling-conf.ts");
     return { kind: "tiled", path: root, tiled: readTiledCache(xml, cdi) };
   }
   if (type === "vectorTileCache") {

@@ -4,8 +4,6 @@ import { XMLParser } from "fast-xml-parser";
 import type { SpatialReference, TiledCache } from "#shared/caches/tiling.ts";
 import { StorageError } from "#shared/storage/storage.ts";
 
-/** conf.xml and conf.cdi are a few kilobytes; anything this large is not one. */
-export const MAX_CONF_BYTES = 1024 * 1024;
 const MAX_LODS = 32;
 
 const parser = new XMLParser({

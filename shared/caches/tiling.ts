@@ -70,3 +70,6 @@ export function webMercatorTileInfo(maxLevel: number, format: string): TileInfo 
     lods,
   };
 }
+
+/** conf.xml and conf.cdi are a few kilobytes; anything this large is not one. */
+export const MAX_CONF_BYTES = 1024 * 1024;
