@@ -8,7 +8,8 @@ export default defineConfig({
     hookTimeout: 90_000,
     reporters: ["default"],
     // The logs of handlers run in-process go to a file; a failing test still prints its own (see the module).
-    setupFiles: ["test/helpers/quiet-logs.ts"],
+    // The data folders a file's engines used are removed after it (test/helpers/data-dirs.ts).
+    setupFiles: ["test/helpers/quiet-logs.ts", "test/helpers/data-dirs.ts"],
     // What a passing test writes to the console (expected warnings, refusals it provokes) is not shown; a failing
     // test's is.
     silent: "passed-only",

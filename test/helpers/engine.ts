@@ -1,7 +1,7 @@
 // Starts the real local engine (`node infra/local/main.ts`, what `npm start` runs) in a child process
 // on a fresh data folder and free ports, and waits for its ready line.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,8 +27,25 @@ export interface RunningEngine {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** Data folders this test file made, and the engines running on each. */
+const made = new Map<string, Set<ChildProcess>>();
+
 export function newDataDir(): string {
-  return mkdtempSync(join(tmpdir(), "mapgate-test-"));
+  const dir = mkdtempSync(join(tmpdir(), "mapgate-test-"));
+  made.set(dir, new Set());
+  return dir;
+}
+
+/**
+ * Removes the data folders this file made once no engine runs on them (run after the file's own hooks, by the
+ * setup module): each holds a store, a demo GeoPackage and caches, tens of MB a start.
+ */
+export function removeDataDirs(): void {
+  for (const [dir, running] of made) {
+    if ([...running].some((c) => c.exitCode === null && c.signalCode === null)) continue;
+    rmSync(dir, { recursive: true, force: true });
+    made.delete(dir);
+  }
 }
 
 export interface StartOptions {
@@ -38,7 +55,7 @@ export interface StartOptions {
 
 export function spawnEngine(options: StartOptions = {}) {
   const dataDir = options.dataDir ?? newDataDir();
-  const child = spawn(process.execPath, [join(ROOT, "infra/local/main.ts")], {
+  const child: ChildProcess = spawn(process.execPath, [join(ROOT, "infra/local/main.ts")], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -52,6 +69,7 @@ export function spawnEngine(options: StartOptions = {}) {
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  made.get(dataDir)?.add(child);
   const lines: string[] = [];
   const errLines: string[] = [];
   const collect = (into: string[]) => {
