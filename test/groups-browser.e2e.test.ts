@@ -142,7 +142,7 @@ describe("group pages", () => {
     // An invitation-only group offers no Join, only a request its managers answer on its page.
     await admin.goto(https("/community/createGroup?f=html"));
     await admin.getByLabel("Title").fill("Invited browser crew");
-    await admin.getByLabel("Access (private, org or public)").fill("org");
+    await admin.getByLabel("Access").selectOption("org");
     await admin.getByLabel("By invitation only").check();
     await submit(admin, "Submit");
     const invited = admin.url();
