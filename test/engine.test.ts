@@ -211,5 +211,6 @@ describe("local engine", () => {
     } finally {
       await engine.stop();
     }
-  }, 40_000);
+    // A first start (the demo data written) and then up to 20 s of closings.
+  }, 90_000);
 });
