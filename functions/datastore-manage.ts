@@ -23,8 +23,7 @@ import { DESCRIBE_PRIVILEGE, managedDataStore, registering, registeredServer } f
 import { updateDataStore } from "#shared/stores/datastores.ts";
 import { deleteItem, getItems, ItemGoneError } from "#shared/stores/items.ts";
 import { deletePair, forEachPairPage, type LayerPair } from "#shared/stores/layers.ts";
-import { getServer, serverUrl } from "#shared/stores/servers.ts";
-import { hostAndPath } from "#shared/urls.ts";
+import { getServer, type Server, serverView } from "#shared/stores/servers.ts";
 import { serverField, storeAndServerFields, storeChoices, storeField } from "#shared/form-choices.ts";
 
 const STORE_AND_SERVER = [
@@ -112,23 +111,10 @@ const addToServer = restHandler(
 /** Described as the organization's `servers` list describes them. */
 const getServers = restHandler({ name: "Data Store Servers" }, async (req) => {
   const store = await managedDataStore(req, "Unable to get the data store's servers.");
-  const servers = [];
-  for (const id of store.serverIds) {
-    const s = await getServer(id);
-    if (!s || s.portalId !== store.portalId) continue;
-    const url = serverUrl(s, req.httpsOrigin);
-    servers.push({
-      id: s.serverId,
-      name: s.hosted ? `${hostAndPath(req.httpsOrigin)}/${s.name}` : s.name,
-      url,
-      adminUrl: `${url}/admin`,
-      isHosted: s.serverRole === "HOSTING_SERVER",
-      serverType: "ArcGIS",
-      serverRole: s.serverRole,
-      serverFunction: "",
-    });
-  }
-  return { servers };
+  // Read together, not one after another.
+  const found = await Promise.all(store.serverIds.map((id) => getServer(id)));
+  const servers = found.filter((s) => s !== undefined && s.portalId === store.portalId);
+  return { servers: servers.map((s) => serverView(s as Server, req.httpsOrigin)) };
 });
 
 const REFRESH_FAILED = "Unable to refresh the data store on the server.";

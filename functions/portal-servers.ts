@@ -3,8 +3,7 @@
 import { PORTAL_ROOT } from "#infra/system.ts";
 import { escapeHtml, page } from "#shared/http/html.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
-import { listPortalServers, serverUrl } from "#shared/stores/servers.ts";
-import { hostAndPath } from "#shared/urls.ts";
+import { listPortalServers, serverView } from "#shared/stores/servers.ts";
 
 interface Listed {
   readonly name: string;
@@ -46,20 +45,10 @@ export const handler = restHandler({ name: "Servers", html: render }, async (req
   const { portal } = requireMember(req);
   const servers = await listPortalServers(portal.portalId);
   return {
-    servers: servers.map((s) => {
-      const url = serverUrl(s, req.httpsOrigin);
-      return {
-        id: s.serverId,
-        name: s.hosted ? `${hostAndPath(req.httpsOrigin)}/${s.name}` : s.name,
-        url,
-        adminUrl: `${url}/admin`,
-        isHosted: s.serverRole === "HOSTING_SERVER",
-        serverType: "ArcGIS",
-        serverRole: s.serverRole,
-        serverFunction: "",
-        // For the page only (the JSON is as ArcGIS answers it).
-        ...(req.format === "html" ? { hosted: s.hosted } : {}),
-      };
-    }),
+    servers: servers.map((s) => ({
+      ...serverView(s, req.httpsOrigin),
+      // For the page only (the JSON is as ArcGIS answers it).
+      ...(req.format === "html" ? { hosted: s.hosted } : {}),
+    })),
   };
 });

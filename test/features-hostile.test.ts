@@ -26,6 +26,7 @@ import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engi
 import { call, form } from "./helpers/http.ts";
 import { copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
 import { share, waitForJob } from "./helpers/publish.ts";
+import { prng } from "./helpers/prng.ts";
 
 /** Requests in flight at once: enough to keep the engine busy, few enough that latency stays its own. */
 const CONCURRENCY = 4;
@@ -451,20 +452,6 @@ function judge(c: Case, a: Outcome, secrets: readonly string[]): Verdict {
 // ---------------------------------------------------------------------------------------------------------------
 // Inputs.
 
-/** mulberry32: small, seeded, the same sequence everywhere. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(list: readonly T[]): T => list[int(list.length)] as T;
-  return { next, int, pick };
-}
 type Rng = ReturnType<typeof prng>;
 
 const nest = (n: number, open: string, inner: string, close: string) => open.repeat(n) + inner + close.repeat(n);

@@ -19,6 +19,7 @@ import {
   taskStates,
 } from "#infra/local/workflows.ts";
 import { ROOT } from "./helpers/engine.ts";
+import { prng } from "./helpers/prng.ts";
 
 let lambda: LocalLambda;
 let workflows: LocalWorkflows;
@@ -251,21 +252,6 @@ describe("the local Lambda endpoint", () => {
     expect(missing.headers["x-amzn-errortype"]).toBe("ResourceNotFoundException");
   });
 });
-
-/** mulberry32: small, seeded, the same sequence everywhere. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(list: readonly T[]): T => list[int(list.length)] as T;
-  return { next, int, pick };
-}
 
 const SEED = Number(process.env.MAPGATE_FUZZ_SEED ?? 20_261_124);
 

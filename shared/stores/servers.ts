@@ -2,6 +2,7 @@ import { GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import { ddb, queryByPortal } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
+import { hostAndPath } from "#shared/urls.ts";
 
 /**
  * A federated server. A hosted server is served by this deployment under `/<name>` (its URL follows the
@@ -37,6 +38,21 @@ function toServer(item: Record<string, unknown>): Server {
 
 export function serverUrl(server: Server, baseUrl: string): string {
   return server.hosted ? `${baseUrl}/${server.name}` : (server.externalUrl ?? "");
+}
+
+/** A server as the organization's `servers` list (and a data store's) describes it, as ArcGIS answers it. */
+export function serverView(s: Server, httpsOrigin: string) {
+  const url = serverUrl(s, httpsOrigin);
+  return {
+    id: s.serverId,
+    name: s.hosted ? `${hostAndPath(httpsOrigin)}/${s.name}` : s.name,
+    url,
+    adminUrl: `${url}/admin`,
+    isHosted: s.serverRole === "HOSTING_SERVER",
+    serverType: "ArcGIS",
+    serverRole: s.serverRole,
+    serverFunction: "",
+  };
 }
 
 export async function getServer(serverId: string): Promise<Server | undefined> {
