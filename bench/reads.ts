@@ -1,8 +1,9 @@
 // Read figures: six read routes through the local engine, each next to its floor (bench/floor-server.ts): a plain
 // node:http server in its own process that sends the same DynamoDB requests the route's warm handler sent (recorded
 // in the engine by bench/store-trace.ts) through the same SDK clients to the same kind of in-process store, then
-// answers the route's own bytes. Same run, same load generator; each figure the better of two rounds taken in turns
-// (a machine shared with other work moves single runs by a third). The goal is a throughput ≥ 0.8 of the floor.
+// answers the route's own bytes. Same run, same load generator, short rounds taken in turns; each figure the median
+// over the rounds, each ratio the median of the rounds' own ratios (this machine's speed drifts by a fifth from one
+// five-second stretch to the next). The goal is a throughput ≥ 0.8 of the floor.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,6 +18,14 @@ import type { TracedCall } from "./store-trace.ts";
 const fmt = (n: number, d = 1) => n.toFixed(d).padStart(9);
 export const READ_GOAL = 0.8;
 const SERVICES = 1_000;
+/** Rounds per route (`BENCH_ROUNDS`), each the route, its floor and the bare server for `seconds` in turns. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const m = sorted.length >> 1;
+  return sorted.length % 2 ? (sorted[m] as number) : ((sorted[m - 1] as number) + (sorted[m] as number)) / 2;
+}
 
 export interface ReadRoute {
   readonly name: string;
@@ -146,6 +155,8 @@ export interface ReadFigure {
   readonly name: string;
   readonly route: number;
   readonly floor: number;
+  /** The median over the rounds of route / floor, each pair measured back to back. */
+  readonly ratio: number;
   /** The floor without the gateway. */
   readonly bare: number;
   readonly calls: number;
@@ -165,7 +176,7 @@ export async function readLoad(seconds: number, only?: string): Promise<ReadFigu
     const http = engine.ready.http.replace("localhost", "127.0.0.1");
     const routes = (await readRoutes(engine)).filter((r) => !only || r.name.includes(only));
     console.log(
-      `\nReads: each route vs its floor (the same store requests through the same SDK client, then the same bytes, in a process of its own), 10 connections × ${seconds} s, better of two rounds`,
+      `\nReads: each route vs its floor (the same store requests through the same SDK client, then the same bytes, in a process of its own), 10 connections, ${ROUNDS} rounds of ${seconds} s each, medians`,
     );
     console.log(
       `${"".padEnd(40)}${"route".padStart(9)}${"floor".padStart(9)}${"ratio".padStart(9)}${"goal".padStart(7)}${"bare".padStart(9)}${"ratio".padStart(9)}${"store".padStart(6)}${"errors".padStart(7)}${"µs/req".padStart(9)}${"floor".padStart(9)}${"bare".padStart(9)}${"ratio".padStart(9)}`,
@@ -204,23 +215,32 @@ export async function readLoad(seconds: number, only?: string): Promise<ReadFigu
         const bareRequest = request(`http://127.0.0.1:${bare.port}${route.path}`);
         await rps(base, 1);
         await rps(bareRequest, 1);
-        // Two rounds, taken in turns; each figure the better round.
+        // Short rounds taken in turns (the order rotating), each ratio within one round: the machine's speed drifts
+        // by a fifth from one five-second stretch to the next (other tenants of the host), which a paired ratio
+        // mostly cancels. Each figure is the median over the rounds.
         const rounds: Record<"a" | "b" | "c", Awaited<ReturnType<typeof rps>>>[] = [];
-        for (let i = 0; i < 2; i++) {
-          const a = await rps(mine, seconds, engine.ready.pid);
-          const b = await rps(base, seconds, floor.pid);
-          const c = await rps(bareRequest, seconds, bare.pid);
-          rounds.push({ a, b, c });
+        for (let i = 0; i < ROUNDS; i++) {
+          const round: Partial<Record<"a" | "b" | "c", Awaited<ReturnType<typeof rps>>>> = {};
+          const order = (["a", "b", "c"] as const).map((_, j, all) => all[(i + j) % 3] as "a" | "b" | "c");
+          for (const k of order) {
+            const [target, pid] = k === "a" ? [mine, engine.ready.pid] : k === "b" ? [base, floor.pid] : [bareRequest, bare.pid];
+            round[k] = await rps(target, seconds, pid);
+          }
+          rounds.push(round as Record<"a" | "b" | "c", Awaited<ReturnType<typeof rps>>>);
         }
-        const best = (k: "a" | "b" | "c") => Math.max(...rounds.map((r) => r[k].rps));
-        const leastCpu = (k: "a" | "b" | "c") => Math.min(...rounds.map((r) => r[k].cpuUs));
-        const [a, b, c] = [best("a"), best("b"), best("c")];
-        const [cpuA, cpuB, cpuC] = [leastCpu("a"), leastCpu("b"), leastCpu("c")];
+        const mid = (k: "a" | "b" | "c", f: (x: Awaited<ReturnType<typeof rps>>) => number) =>
+          median(rounds.map((r) => f(r[k])));
+        const [a, b, c] = [mid("a", (x) => x.rps), mid("b", (x) => x.rps), mid("c", (x) => x.rps)];
+        const [cpuA, cpuB, cpuC] = [mid("a", (x) => x.cpuUs), mid("b", (x) => x.cpuUs), mid("c", (x) => x.cpuUs)];
+        const ratio = median(rounds.map((r) => r.a.rps / r.b.rps));
+        const bareRatio = median(rounds.map((r) => r.a.rps / r.c.rps));
+        const cpuRatio = median(rounds.map((r) => r.b.cpuUs / r.a.cpuUs));
         const errors = rounds.reduce((n, r) => n + r.a.errors + r.b.errors + r.c.errors, 0);
         figures.push({
           name: route.name,
           route: a,
           floor: b,
+          ratio,
           bare: c,
           calls: calls.length,
           errors,
@@ -228,7 +248,7 @@ export async function readLoad(seconds: number, only?: string): Promise<ReadFigu
           floorCpuUs: cpuB,
         });
         console.log(
-          `${route.name.padEnd(40)}${fmt(a, 0)}${fmt(b, 0)}${fmt(a / b, 3)}${`≥ ${READ_GOAL}`.padStart(7)}${fmt(c, 0)}${fmt(a / c, 3)}${String(calls.length).padStart(6)}${String(errors).padStart(7)}${fmt(cpuA, 0)}${fmt(cpuB, 0)}${fmt(cpuC, 0)}${fmt(cpuB / cpuA, 3)}`,
+          `${route.name.padEnd(40)}${fmt(a, 0)}${fmt(b, 0)}${fmt(ratio, 3)}${`≥ ${READ_GOAL}`.padStart(7)}${fmt(c, 0)}${fmt(bareRatio, 3)}${String(calls.length).padStart(6)}${String(errors).padStart(7)}${fmt(cpuA, 0)}${fmt(cpuB, 0)}${fmt(cpuC, 0)}${fmt(cpuRatio, 3)}`,
         );
       } finally {
         floor.stop();
@@ -239,7 +259,7 @@ export async function readLoad(seconds: number, only?: string): Promise<ReadFigu
       [
         "  floor: the engine's gateway in front of the route's store requests (recorded in the engine, sent again in the same order",
         "  and concurrency) and its bytes; bare: the same without the gateway (plain node:http); store: requests per warm request;",
-        "  µs/req: CPU per request of the engine's process, the floor's and the bare one's (the lesser of two rounds), ratio floor/route",
+        "  µs/req: CPU per request of the engine's process, the floor's and the bare one's (medians), ratio floor/route",
       ].join("\n"),
     );
   } finally {

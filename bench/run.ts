@@ -150,7 +150,7 @@ if (ONLY === "cold") {
   await coldStart();
   process.exit(0);
 }
-await readLoad(DURATION_S, process.env.BENCH_ROUTE);
+await readLoad(Number(process.env.BENCH_ROUND_SECONDS ?? 2), process.env.BENCH_ROUTE);
 if (ONLY === "reads") process.exit(0);
 await pipeline();
 await featureBench(DURATION_S);

@@ -71,7 +71,7 @@ function routeRequest(e: InvokedEvent) {
 function apiEvent(e: InvokedEvent, requestId: string): APIGatewayProxyEventV2 {
   // The route key is the route's template, as API Gateway sets it (the metrics name the route by it).
   const { path, pathParameters, params, routeKey } = routeRequest(e);
-  const origin = new URL(process.env.PUBLIC_HTTPS_ORIGIN ?? "https://localhost");
+  const origin = new URL(config().publicOrigin ?? "https://localhost");
   const body = new URLSearchParams([...params, ["f", "json"]]).toString();
   return {
     version: "2.0",

@@ -7,6 +7,11 @@ export interface Config {
   readonly tables: Readonly<Partial<Record<TableName, string>>>;
   /** Either a Secrets Manager id (AWS) or a file path (local engine) holding the token key. */
   readonly tokenKey: { readonly secretId: string } | { readonly file: string } | undefined;
+  /**
+   * `PUBLIC_HTTPS_ORIGIN`: the deployment's public HTTPS origin (a custom domain, the CDN), without trailing slashes;
+   * it may carry a base path. Unset: absolute URLs are built from the address each request arrived at.
+   */
+  readonly publicOrigin: string | undefined;
   /** The CDN's edge key (AWS, with a CDN): what proves a request came through mapgate's own distribution. */
   readonly edgeKeySecretId: string | undefined;
   readonly maxBodyBytes: number;
@@ -107,6 +112,22 @@ function soapFormat(env: Env): string {
   return f;
 }
 
+function publicOrigin(env: Env): string | undefined {
+  const raw = env.PUBLIC_HTTPS_ORIGIN;
+  if (raw === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (url?.protocol !== "https:" || url.search || url.hash || url.username || url.password)
+    throw new Error(
+      `PUBLIC_HTTPS_ORIGIN must be an https:// origin, optionally with a path, got ${JSON.stringify(raw)}`,
+    );
+  return raw.replace(/\/+$/, "");
+}
+
 /** The configuration an environment describes; throws naming the first variable that is wrong. */
 export function readConfig(env: Env): Config {
   const tables: Partial<Record<TableName, string>> = {};
@@ -119,6 +140,7 @@ export function readConfig(env: Env): Config {
   return {
     tables,
     tokenKey: secretId ? { secretId } : file ? { file } : undefined,
+    publicOrigin: publicOrigin(env),
     edgeKeySecretId: env.EDGE_KEY_SECRET_ID || undefined,
     // A form body travels base64-encoded in Lambda's 6 MB event: past ~4.4 MB no request could reach the limit.
     maxBodyBytes: bounded(env, "MAX_BODY_BYTES", 1024 * 1024, 4_400_000),

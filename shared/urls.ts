@@ -1,5 +1,6 @@
 // Public URLs of the portal and its hosted servers, built from the request's origin.
 import { PORTAL_ROOT } from "#infra/system.ts";
+import { config } from "#shared/config.ts";
 
 /** The versions this deployment reports: an ArcGIS Enterprise 10.8.1 portal and server. */
 export const PORTAL_REST_VERSION = "8.2";
@@ -26,7 +27,7 @@ export interface RequestOrigins {
  */
 export function requestOrigins(
   event: { headers?: Record<string, string | undefined>; requestContext: { domainName: string } },
-  configured = process.env.PUBLIC_HTTPS_ORIGIN,
+  configured = config().publicOrigin,
 ): RequestOrigins {
   const https = (event.headers?.["x-forwarded-proto"] ?? "https") === "https";
   const base = configured?.replace(/\/+$/, "") || undefined;

@@ -355,6 +355,16 @@ describe("infrastructure", () => {
     // The synth command checks context values with the functions' own rules (infra/aws/app.ts).
     expect(() => readConfig({ OAUTH_CODE_SECONDS: "900" })).toThrow(/OAUTH_CODE_SECONDS may be at most 600/);
     expect(() => readConfig({ SIGNIN_MAX_FAILURES: "-1" })).toThrow(/SIGNIN_MAX_FAILURES must be a positive/);
+    expect(readConfig({ PUBLIC_HTTPS_ORIGIN: "https://gis.example.com/maps//" }).publicOrigin).toBe(
+      "https://gis.example.com/maps",
+    );
+    for (const bad of [
+      "http://gis.example.com",
+      "gis.example.com",
+      "https://gis.example.com/?a=1",
+      "https://u:p@x.test",
+    ])
+      expect(() => readConfig({ PUBLIC_HTTPS_ORIGIN: bad })).toThrow(/PUBLIC_HTTPS_ORIGIN must be an https/);
   });
 });
 

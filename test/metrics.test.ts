@@ -223,6 +223,60 @@ describe("metrics and shared caching, in-process through the real pipeline", () 
   });
 });
 
+describe("the request line", () => {
+  it("is the line the general writer makes of the same declarations, member for member and in order", async () => {
+    const { putMetrics, requestMetrics, setMetricsSink } = await import("#shared/metrics.ts");
+    const written: string[] = [];
+    setMetricsSink((line) => written.push(line));
+    const figures = [
+      { operation: "portal-self", kind: "read", code: 200, ms: 1.3, bytes: 2048, requestId: "r-1" },
+      { operation: "service", kind: "read", code: 200, ms: 0, bytes: 0, requestId: "r-2", resource: "tile" },
+      // Not served: an error is not content, whatever was asked for.
+      { operation: "service", kind: "read", code: 499, ms: 12.5, bytes: 97, requestId: "r-3", resource: "query" },
+      { operation: 'a "quoted" \\ op\u2028', kind: "other", code: 500, ms: Number.NaN, bytes: 1, requestId: '"\n' },
+    ] as const;
+    for (const r of figures) {
+      written.length = 0;
+      requestMetrics(r);
+      const served = r.code < 400 && "resource" in r;
+      putMetrics(
+        [
+          { dimensions: [["Operation", "Outcome"], ["Outcome"]], metrics: { Requests: { value: 1, unit: "Count" } } },
+          {
+            dimensions: [["Operation"], ["Kind"]],
+            metrics: {
+              Latency: { value: r.ms, unit: "Milliseconds" },
+              ResponseBytes: { value: r.bytes, unit: "Bytes" },
+            },
+          },
+          ...(served
+            ? [{ dimensions: [["Resource"]], metrics: { Served: { value: 1, unit: "Count" as const } } }]
+            : []),
+        ],
+        {
+          Operation: r.operation,
+          Outcome: r.code >= 500 ? "server-error" : r.code >= 400 ? "client-error" : "ok",
+          Kind: r.kind,
+          ...(served ? { Resource: r.resource } : {}),
+        },
+        { requestId: r.requestId, code: r.code },
+      );
+      const [fast, general] = written.map((line) => {
+        const doc = JSON.parse(line) as { _aws: { Timestamp: number } };
+        expect(Math.abs(doc._aws.Timestamp - Date.now())).toBeLessThan(5_000);
+        doc._aws.Timestamp = 0;
+        return doc;
+      });
+      expect(written).toHaveLength(2);
+      // A latency that is not a number is written as JSON writes it (null), which the schema rightly refuses.
+      if (Number.isFinite(r.ms)) checkEmf(fast as Record<string, unknown>);
+      expect(fast).toEqual(general);
+      // Member order too: a line is text that people and log queries read.
+      expect(JSON.stringify(fast)).toBe(JSON.stringify(general));
+    }
+  });
+});
+
 describe("the local engine's log", () => {
   let engine: RunningEngine;
 

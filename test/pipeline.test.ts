@@ -2,7 +2,7 @@
 // tables: the event shapes the local gateway never produces (plain form bodies, API Gateway's own
 // domain) and an operation that only accepts POST.
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { apiEvent, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
 
 let dynamo: Awaited<ReturnType<typeof inProcessStore>>;
@@ -181,11 +181,15 @@ describe("a public origin with a base path", () => {
       httpsOrigin: "https://gis.example.com/maps",
     });
     expect(requestOrigins(event, "").origin).toBe("https://abc.execute-api.test");
+    // Configuration is read once per function, at cold start: a function started with the origin set.
     const before = process.env.PUBLIC_HTTPS_ORIGIN;
-    process.env.PUBLIC_HTTPS_ORIGIN = "https://gis.example.com/maps";
+    process.env.PUBLIC_HTTPS_ORIGIN = "https://gis.example.com/maps/";
+    vi.resetModules();
     try {
+      (await import("#shared/metrics.ts")).setMetricsSink(() => undefined);
+      const cold = (await import("#functions/portal-self.ts")).handler;
       const self = body(
-        await portalSelf.handler(apiEvent("/portal/sharing/rest/portals/self", { query: "f=json" }), lambdaContext()),
+        await cold(apiEvent("/portal/sharing/rest/portals/self", { query: "f=json" }), lambdaContext()),
       );
       expect(self).toMatchObject({
         portalHostname: "gis.example.com/maps/portal",
@@ -203,6 +207,7 @@ describe("a public origin with a base path", () => {
     } finally {
       if (before === undefined) delete process.env.PUBLIC_HTTPS_ORIGIN;
       else process.env.PUBLIC_HTTPS_ORIGIN = before;
+      vi.resetModules();
     }
   });
 });

@@ -8,12 +8,8 @@ import { MapgateStack } from "./stack.ts";
 const app = new App();
 const publicOrigin = app.node.tryGetContext("publicOrigin") as string | undefined;
 // `-c publicOrigin=https://gis.example.com[/base/path]`: where absolute URLs point (a custom domain, CloudFront).
-if (publicOrigin !== undefined) {
-  const u = URL.canParse(publicOrigin) ? new URL(publicOrigin) : undefined;
-  if (!u || u.protocol !== "https:" || u.search || u.hash || u.username) {
-    throw new Error(`publicOrigin must be an https URL with at most a path, got ${JSON.stringify(publicOrigin)}`);
-  }
-}
+// Checked by the functions' own rule (shared/config.ts), which they apply again at cold start.
+if (publicOrigin !== undefined) readConfig({ PUBLIC_HTTPS_ORIGIN: publicOrigin });
 // `-c cloudStoreBuckets=a,b`: the buckets cloud data stores may live in (read-only grants).
 const buckets = String(app.node.tryGetContext("cloudStoreBuckets") ?? "")
   .split(",")
