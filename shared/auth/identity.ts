@@ -130,15 +130,15 @@ export async function resolveIdentityWith(
   // A token issued to an application works only while the application is registered.
   const appId = claims.kind === "app" ? claims.username : claims.clientId;
   const extraTable = extra ? tableName(extra.table) : undefined;
-  const keys: BatchGetRequest = {
-    // Strongly consistent: a role or group membership changed a moment ago applies to this very request.
-    ...(claims.kind === "user" ? { [users]: { Keys: [{ username: claims.username }], ConsistentRead: true } } : {}),
-    ...(appId ? { [apps]: { Keys: [{ clientId: appId }] } } : {}),
-    [portals]: { Keys: [{ portalId: claims.portalId }] },
-    [tokens]: { Keys: revocations },
-    // Strongly consistent: a catalog version must show the change just made (sharing, unpublishing).
-    ...(extra && extraTable ? { [extraTable]: { Keys: [{ ...extra.key }], ConsistentRead: true } } : {}),
-  };
+  // Assigned one by one (not spread from conditional objects): this runs on every authenticated request.
+  const keys: BatchGetRequest = {};
+  // Strongly consistent: a role or group membership changed a moment ago applies to this very request.
+  if (claims.kind === "user") keys[users] = { Keys: [{ username: claims.username }], ConsistentRead: true };
+  if (appId) keys[apps] = { Keys: [{ clientId: appId }] };
+  keys[portals] = { Keys: [{ portalId: claims.portalId }] };
+  keys[tokens] = { Keys: revocations };
+  // Strongly consistent: a catalog version must show the change just made (sharing, unpublishing).
+  if (extra && extraTable) keys[extraTable] = { Keys: [{ ...extra.key }], ConsistentRead: true };
   const found = await batchGet(keys);
   const appItem = found[apps]?.[0];
   const portalItem = found[portals]?.[0];

@@ -22,11 +22,14 @@ export function parseServicePath(rawPath: string): ServicePath | string {
   if (rawPath.length > 2048) return "The path is too long.";
   const segments: string[] = [];
   for (const raw of rawPath.split("/")) {
-    let s: string;
-    try {
-      s = decodeURIComponent(raw);
-    } catch {
-      return "The path holds a malformed escape.";
+    // Most segments hold no escape at all (a tile's never do): only those are decoded.
+    let s = raw;
+    if (raw.includes("%")) {
+      try {
+        s = decodeURIComponent(raw);
+      } catch {
+        return "The path holds a malformed escape.";
+      }
     }
     if (s.includes("/") || s.includes("\\") || s.includes("\u0000"))
       return "A path segment may not hold a slash, a backslash or NUL.";

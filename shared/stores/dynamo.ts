@@ -144,11 +144,15 @@ type AttributeKeys = NonNullable<ConstructorParameters<typeof BatchGetItemComman
 /** The keys of a BatchGetRequest as DynamoDB's JSON: every key attribute is a string. */
 function marshallKeys(request: BatchGetRequest): AttributeKeys {
   const out: AttributeKeys = {};
-  for (const [table, spec] of Object.entries(request)) {
-    out[table] = {
-      ...spec,
-      Keys: spec.Keys.map((key) => Object.fromEntries(Object.entries(key).map(([k, v]) => [k, { S: v }]))),
-    };
+  for (const table in request) {
+    const spec = request[table] as BatchGetRequest[string];
+    const keys = spec.Keys.map((key) => {
+      const attributes: Record<string, { S: string }> = {};
+      for (const k in key) attributes[k] = { S: key[k] as string };
+      return attributes;
+    });
+    out[table] =
+      spec.ConsistentRead === undefined ? { Keys: keys } : { Keys: keys, ConsistentRead: spec.ConsistentRead };
   }
   return out;
 }
