@@ -339,8 +339,7 @@ const NO_ORGANIZATION = () =>
   ]);
 
 /** The hosted server a server route addresses; an unknown name is a 404 before any credential is read. */
-async function addressedServer(op: Operation, event: APIGatewayProxyEventV2): Promise<Server | undefined> {
-  if (op.at !== "server") return undefined;
+async function addressedServer(event: APIGatewayProxyEventV2): Promise<Server> {
   const name = event.pathParameters?.server ?? "";
   const server = await hostedServer(name);
   if (!server) throw noSuchResource([`No server is hosted at /${name.slice(0, 64)}.`]);
@@ -417,7 +416,8 @@ export const caller = (op: Operation): RestMiddleware => ({
     }
     const params = s.params as Params;
     const rendering = s.rendering as Rendering;
-    s.sourceIp = await clientAddress(event);
+    const address = clientAddress(event);
+    s.sourceIp = typeof address === "string" ? address : await address;
     // A path's GET and POST are one `ANY` route (infra/system.ts): every other method stops here.
     const verb = event.requestContext.http.method.toUpperCase();
     if (verb !== "GET" && verb !== "POST") throw methodNotAllowed("Only GET and POST are supported.");
@@ -428,7 +428,7 @@ export const caller = (op: Operation): RestMiddleware => ({
         `${requestOrigins(event).httpsOrigin}${event.rawPath}`,
       ]);
     }
-    const server = await addressedServer(op, event);
+    const server = op.at === "server" ? await addressedServer(event) : undefined;
     const method = event.requestContext.http.method.toUpperCase();
     // What a browser's Origin header says of our pages: scheme and host, never the base path (parsed only for
     // the requests that check it).
@@ -463,7 +463,9 @@ export const caller = (op: Operation): RestMiddleware => ({
     let identity: Identity;
     let prefetched: Record<string, unknown> | null | undefined;
     try {
-      ({ identity, extra: prefetched } = await resolveIdentityWith(credential, presented, extra));
+      ({ identity, extra: prefetched } = credential
+        ? await resolveIdentityWith(credential, presented, extra)
+        : { identity: ANONYMOUS, extra: undefined });
     } catch (err) {
       // A cookie whose token expired or was revoked means "not signed in" (a browser sends it unasked): the
       // request goes on anonymously and the stale cookie is cleared. An explicit bad token stays a 498.
