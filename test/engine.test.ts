@@ -62,6 +62,10 @@ describe("local engine", () => {
       // The request log went to the file named, not to the terminal.
       expect(readFileSync(logFile, "utf8")).toContain('"message":"request"');
       expect(first.lines.some((l) => l.includes('"message":"request"'))).toBe(false);
+      // So did the metric lines (the engine once sent them to standard output whatever the log's choice).
+      await until(() => readFileSync(logFile, "utf8").includes('"Operation":"sharing-info"'));
+      expect(readFileSync(logFile, "utf8")).toMatch(/^\{"_aws":.*"Operation":"sharing-info"/m);
+      expect(first.lines.some((l) => l.includes('"_aws"'))).toBe(false);
       // A reset names the user's line in the file without keeping the new password there.
       const reset = JSON.parse(admin(dataDir, "reset-password", "--user", "user")) as { password: string };
       const kept = readFileSync(passwords, "utf8");

@@ -5,7 +5,6 @@ import { createWriteStream, existsSync, mkdirSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { PORTAL_ROOT } from "#infra/system.ts";
 import { setLogDestination } from "#shared/log.ts";
-import { setMetricsSink } from "#shared/metrics.ts";
 import { DEMO_PASSWORDS_FILE, type DemoPassword, LOG_FILE, writeDemoPasswords } from "./data-folder.ts";
 
 /** Powertools' WARN level: lines at or above it are shown on the terminal too when the log goes to a file. */
@@ -14,6 +13,8 @@ const WARN = 16;
 export interface LogChoice {
   /** The log file, or undefined when the log goes to standard output. */
   readonly file: string | undefined;
+  /** Writes text (whole lines) to the log: where the engine sends its metric lines. */
+  readonly write: (text: string) => void;
   close(): Promise<void>;
 }
 
@@ -25,19 +26,15 @@ export interface LogChoice {
  */
 export function chooseLog(dataDir: string, setting: string | undefined, terminal: boolean): LogChoice {
   const toStdout = setting === "-" || setting === "stdout" || ((setting === undefined || setting === "") && !terminal);
-  if (toStdout) return { file: undefined, close: async () => undefined };
+  if (toStdout) return { file: undefined, write: (text) => process.stdout.write(text), close: async () => undefined };
   const file = setting ? (isAbsolute(setting) ? setting : resolve(setting)) : join(dataDir, LOG_FILE);
   if (!setting) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const stream = createWriteStream(file, { flags: "a", mode: 0o600 });
   stream.on("error", (err) => {
     process.stderr.write(`mapgate: cannot write the log ${file}: ${err.message}\n`);
   });
-  const write = (line: string) => {
-    stream.write(`${line}\n`);
-  };
-  setMetricsSink(write);
   setLogDestination((line, level) => {
-    write(line);
+    stream.write(`${line}\n`);
     if (level < WARN) return;
     let message = "";
     try {
@@ -50,6 +47,7 @@ export function chooseLog(dataDir: string, setting: string | undefined, terminal
   });
   return {
     file,
+    write: (text) => stream.write(text),
     close: () => new Promise<void>((done) => stream.end(() => done())),
   };
 }

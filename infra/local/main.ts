@@ -30,6 +30,7 @@ try {
     host,
     httpsPort: port("MAPGATE_HTTPS_PORT", 8443),
     httpPort: port("MAPGATE_HTTP_PORT", 8080),
+    metrics: log.write,
     ...(allSSL ? { allSSL: allSSL === "true" } : {}),
     passwords: {
       ...(process.env.MAPGATE_ADMIN_PASSWORD ? { admin: process.env.MAPGATE_ADMIN_PASSWORD } : {}),
