@@ -171,6 +171,48 @@ describe("table grants on one process", () => {
   });
 });
 
+describe("the early answer before a function's timeout", () => {
+  it("answers the error envelope when the work would outlast the invocation, and waits for work that ends in time", async () => {
+    let finished = 0;
+    const slow = pipeline.restHandler({ name: "Slow" }, async (req) => {
+      await new Promise((r) => setTimeout(r, Number(req.params.get("ms"))));
+      finished++;
+      return { done: true };
+    });
+    // 400 ms left: answered ~250 ms before the end (within a sweep of 100 ms), not when the work ends 2 s later.
+    const context = { ...lambdaContext(), getRemainingTimeInMillis: () => 400 };
+    const started = performance.now();
+    const late = await slow(apiEvent("/slow", { query: "f=json&ms=2000" }), context);
+    const waited = performance.now() - started;
+    expect(body(late)).toEqual({
+      error: { code: 500, message: "An internal error occurred. It has been logged.", details: [] },
+    });
+    expect(waited).toBeGreaterThanOrEqual(140);
+    expect(waited).toBeLessThan(1_000);
+    expect(finished).toBe(0);
+    const inTime = await slow(apiEvent("/slow", { query: "f=json&ms=20" }), context);
+    expect(body(inTime)).toEqual({ done: true });
+  });
+
+  it("keeps each deadline within one sweep, and a settled promise leaves nothing waiting", async () => {
+    const { Deadlines } = await import("#shared/deadlines.ts");
+    const deadlines = new Deadlines(10);
+    const never = new Promise<string>(() => undefined);
+    const t0 = performance.now();
+    expect(await deadlines.race(never, t0 + 50, () => "expired")).toBe("expired");
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(49);
+    await expect(
+      deadlines.race(never, performance.now() + 20, () => {
+        throw new Error("too late");
+      }),
+    ).rejects.toThrow("too late");
+    expect(await deadlines.race(Promise.resolve("done"), performance.now() + 10_000, () => "expired")).toBe("done");
+    await expect(
+      deadlines.race(Promise.reject(new Error("failed")), performance.now() + 10_000, () => 1),
+    ).rejects.toThrow("failed");
+  });
+});
+
 describe("a public origin with a base path", () => {
   it("starts every absolute URL with it (a custom domain's path mapping, CloudFront)", async () => {
     const { requestOrigins } = await import("#shared/urls.ts");

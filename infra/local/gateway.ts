@@ -7,6 +7,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { lambdaContext } from "./lambda-context.ts";
 import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec, takesAnyMethod } from "#infra/system.ts";
 import { grants } from "#shared/config.ts";
+import { Deadlines } from "#shared/deadlines.ts";
 import { logger } from "#shared/log.ts";
 
 /** API Gateway's own limits: 10 MB request payload, 29 s integration timeout. */
@@ -174,45 +175,8 @@ export class Gateway {
     };
   }
 
-  /** Requests waiting on their handler, each with the moment its integration timeout passes. */
-  readonly #waiting = new Set<{ readonly deadline: number; expire(): void }>();
-  #sweeper: NodeJS.Timeout | undefined;
-
-  /**
-   * The handler's result, or "timeout" once the integration timeout has passed (within a sweep's interval). One
-   * interval for all requests in flight rather than a timer per request: arming and clearing a timer was a
-   * percent of a warm read.
-   */
-  #withinTimeout<T>(running: Promise<T>): Promise<T | "timeout"> {
-    return new Promise((resolve, reject) => {
-      const entry = { deadline: performance.now() + INTEGRATION_TIMEOUT_MS, expire: () => resolve("timeout") };
-      this.#waiting.add(entry);
-      this.#sweeper ??= setInterval(() => this.#sweep(), TIMEOUT_SWEEP_MS);
-      running.then(
-        (value) => {
-          this.#waiting.delete(entry);
-          resolve(value);
-        },
-        (err: unknown) => {
-          this.#waiting.delete(entry);
-          reject(err instanceof Error ? err : new Error(String(err)));
-        },
-      );
-    });
-  }
-
-  #sweep(): void {
-    const now = performance.now();
-    for (const entry of this.#waiting) {
-      if (entry.deadline > now) continue;
-      this.#waiting.delete(entry);
-      entry.expire();
-    }
-    if (this.#waiting.size === 0) {
-      clearInterval(this.#sweeper);
-      this.#sweeper = undefined;
-    }
-  }
+  /** Requests waiting on their handler, each until its integration timeout passes. */
+  readonly #deadlines = new Deadlines(TIMEOUT_SWEEP_MS);
 
   serve(req: IncomingMessage, res: ServerResponse, domainName: string, proto: "https" | "http"): void {
     const leave = this.#enter();
@@ -322,7 +286,11 @@ export class Gateway {
     const running = grants.run(route.tables, () => route.handler(event, context));
     const leave = this.#enter();
     running.then(leave, leave);
-    const result = await this.#withinTimeout(running);
+    const result = await this.#deadlines.race(
+      running,
+      performance.now() + INTEGRATION_TIMEOUT_MS,
+      () => "timeout" as const,
+    );
     if (result === "timeout") {
       send(res, 503, { message: "Service Unavailable" });
       return;

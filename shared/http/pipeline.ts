@@ -46,6 +46,7 @@ import {
   renderContent,
   renderRedirect,
 } from "#shared/http/render.ts";
+import { beforeTimeout } from "#shared/deadlines.ts";
 import { clientAddress } from "#shared/http/edge.ts";
 import { inRequest, infoEnabled, logger } from "#shared/log.ts";
 import { routeOf, requestMetrics } from "#shared/metrics.ts";
@@ -609,34 +610,38 @@ export type Compute = (req: RestRequest) => Promise<object>;
 export function restHandler(op: Operation, compute: Compute) {
   // Read and validated at cold start (module load), so a misconfigured function fails before serving.
   config();
-  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>()
+  // The early timeout is beforeTimeout's (one interval for all requests), not middy's timer per request.
+  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext>({
+    timeoutEarlyInMillis: 0,
+  })
     .use(accessLog(op))
     .use(errorEnvelope(op))
     .use(normalize(op))
     .use(caller(op))
     .use(respond(op))
-    .handler(async (_event, context) => {
-      const req = context.mapgate?.request;
-      if (!req) throw new Error("pipeline state missing: caller() did not run");
-      if (context.mapgate?.showForm) {
-        // A form is shown to anyone (it runs nothing); whoever may not read the starting values gets it empty.
-        const initial = op.formValues
-          ? await op.formValues(req).catch((err: unknown) => {
-              if (err instanceof ApiError) return {};
-              throw err;
-            })
-          : {};
-        const fields = op.formFields
-          ? await op.formFields(req).catch((err: unknown) => {
-              if (err instanceof ApiError) return undefined;
-              throw err;
-            })
-          : undefined;
-        return { ...initial, [FORM_FIELDS]: fields } as unknown as APIGatewayProxyStructuredResultV2;
-      }
-      // The handler's data travels to respond() as the response; respond() replaces it with the rendering.
-      return (await compute(req)) as unknown as APIGatewayProxyStructuredResultV2;
-    });
+    .handler((_event, context) => beforeTimeout(run(context), context));
+  async function run(context: RestContext): Promise<APIGatewayProxyStructuredResultV2> {
+    const req = context.mapgate?.request;
+    if (!req) throw new Error("pipeline state missing: caller() did not run");
+    if (context.mapgate?.showForm) {
+      // A form is shown to anyone (it runs nothing); whoever may not read the starting values gets it empty.
+      const initial = op.formValues
+        ? await op.formValues(req).catch((err: unknown) => {
+            if (err instanceof ApiError) return {};
+            throw err;
+          })
+        : {};
+      const fields = op.formFields
+        ? await op.formFields(req).catch((err: unknown) => {
+            if (err instanceof ApiError) return undefined;
+            throw err;
+          })
+        : undefined;
+      return { ...initial, [FORM_FIELDS]: fields } as unknown as APIGatewayProxyStructuredResultV2;
+    }
+    // The handler's data travels to respond() as the response; respond() replaces it with the rendering.
+    return (await compute(req)) as unknown as APIGatewayProxyStructuredResultV2;
+  }
   // Every line logged while the request runs (in shared code too) carries its request id.
   return (event: APIGatewayProxyEventV2, context: RestContext): Promise<APIGatewayProxyStructuredResultV2> =>
     inRequest(event.requestContext?.requestId, () => chain(event, context));

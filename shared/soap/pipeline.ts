@@ -6,6 +6,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { requestOrigins } from "#shared/urls.ts";
 import { ANONYMOUS, anonymousView, findCredential, type Identity, resolveIdentityWith } from "#shared/auth/identity.ts";
 import { config } from "#shared/config.ts";
+import { beforeTimeout } from "#shared/deadlines.ts";
 import { ApiError } from "#shared/http/errors.ts";
 import { bodyBytes, Params } from "#shared/http/params.ts";
 import { clientAddress } from "#shared/http/edge.ts";
@@ -109,79 +110,81 @@ const soapMetrics = (
 
 export function soapHandler(service: SoapService) {
   config();
-  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>()
+  // The early timeout is beforeTimeout's (one interval for all requests), not middy's timer per request.
+  const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>({ timeoutEarlyInMillis: 0 })
     .use(soapMetrics(service.name))
     .use(faults(service.name))
-    .handler(async (event) => {
-      const started = performance.now();
-      const { origin, httpsOrigin, https } = requestOrigins(event);
-      const search = new URLSearchParams(event.rawQueryString ?? "");
-      const query = new Params(new Map(search));
-      const method = event.requestContext.http.method.toUpperCase();
-      const server = await hostedServer(event.pathParameters?.server ?? "");
-      if (!server) return answer(404, fault("soap:Client", "No server is hosted here."));
-      const wantsWsdl =
-        method === "GET" && (service.wsdlForEveryGet || [...search.keys()].some((k) => k.toLowerCase() === "wsdl"));
-      // A SOAP call's caller, from the token in the endpoint's query string only (no cookies: a SOAP call is
-      // never a browser's). The WSDL is public: its token only travels into the address clients post to.
-      // The caller (or, for an anonymous one, the server's organization) and the catalog version: one read.
-      const version = catalogVersionKey(server.serverId);
-      const resolved =
-        method === "POST"
-          ? await resolveIdentityWith(
-              findCredential({ ...event, headers: {} }, query, false),
-              {
-                sourceIp: await clientAddress(event),
-                referer: event.headers?.referer,
-                at: { kind: "server", serverId: server.serverId, portalId: server.portalId },
-              },
-              { table: "services", key: version },
-            )
-          : { identity: ANONYMOUS as Identity };
-      const identity = resolved.identity;
-      // A verified token's organization is the server's (the audience check saw to it), read with the user.
-      const anonymous =
-        identity.kind === "anonymous"
-          ? await anonymousView(server.portalId, { table: "services", key: version })
-          : undefined;
-      const portal = identity.kind === "anonymous" ? anonymous?.portal : identity.portal;
-      if (!portal) throw new Error(`server ${server.serverId} belongs to missing portal ${server.portalId}`);
-      const catalogVersion = versionOf(identity.kind === "anonymous" ? anonymous?.extra : resolved.extra);
-      if (portal.allSSL && !https) throw new ClientFault("SSL Required");
-      const req: SoapRequest = {
-        event,
-        server,
-        portal,
-        https,
-        origin,
-        httpsOrigin,
-        token: query.get("token") || undefined,
-        identity,
-        catalogVersion,
-      };
-      let result: APIGatewayProxyStructuredResultV2;
-      if (wantsWsdl) {
-        result = answer(200, service.wsdl(req));
-      } else if (method !== "POST") {
-        result = answer(
-          405,
-          "Fetch the service description with ?wsdl and send SOAP 1.1 requests with POST.\n",
-          "text/plain; charset=utf-8",
-        );
-      } else {
-        const op = readOperation(bodyBytes(event));
-        if (portal.requireTokens && identity.kind === "anonymous") throw new ClientFault("Token Required");
-        result = answer(200, await service.call(req, op));
-        if (infoEnabled())
-          logger.info("request", {
-            requestId: event.requestContext.requestId,
-            operation: `${service.name}.${op.name}`,
-            user: identity.kind === "user" ? identity.user.username : undefined,
-            ms: Math.round(performance.now() - started),
-          });
-      }
-      return result;
-    });
+    .handler((event, context) => beforeTimeout(soapRequest(event), context));
+  async function soapRequest(event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> {
+    const started = performance.now();
+    const { origin, httpsOrigin, https } = requestOrigins(event);
+    const search = new URLSearchParams(event.rawQueryString ?? "");
+    const query = new Params(new Map(search));
+    const method = event.requestContext.http.method.toUpperCase();
+    const server = await hostedServer(event.pathParameters?.server ?? "");
+    if (!server) return answer(404, fault("soap:Client", "No server is hosted here."));
+    const wantsWsdl =
+      method === "GET" && (service.wsdlForEveryGet || [...search.keys()].some((k) => k.toLowerCase() === "wsdl"));
+    // A SOAP call's caller, from the token in the endpoint's query string only (no cookies: a SOAP call is
+    // never a browser's). The WSDL is public: its token only travels into the address clients post to.
+    // The caller (or, for an anonymous one, the server's organization) and the catalog version: one read.
+    const version = catalogVersionKey(server.serverId);
+    const resolved =
+      method === "POST"
+        ? await resolveIdentityWith(
+            findCredential({ ...event, headers: {} }, query, false),
+            {
+              sourceIp: await clientAddress(event),
+              referer: event.headers?.referer,
+              at: { kind: "server", serverId: server.serverId, portalId: server.portalId },
+            },
+            { table: "services", key: version },
+          )
+        : { identity: ANONYMOUS as Identity };
+    const identity = resolved.identity;
+    // A verified token's organization is the server's (the audience check saw to it), read with the user.
+    const anonymous =
+      identity.kind === "anonymous"
+        ? await anonymousView(server.portalId, { table: "services", key: version })
+        : undefined;
+    const portal = identity.kind === "anonymous" ? anonymous?.portal : identity.portal;
+    if (!portal) throw new Error(`server ${server.serverId} belongs to missing portal ${server.portalId}`);
+    const catalogVersion = versionOf(identity.kind === "anonymous" ? anonymous?.extra : resolved.extra);
+    if (portal.allSSL && !https) throw new ClientFault("SSL Required");
+    const req: SoapRequest = {
+      event,
+      server,
+      portal,
+      https,
+      origin,
+      httpsOrigin,
+      token: query.get("token") || undefined,
+      identity,
+      catalogVersion,
+    };
+    let result: APIGatewayProxyStructuredResultV2;
+    if (wantsWsdl) {
+      result = answer(200, service.wsdl(req));
+    } else if (method !== "POST") {
+      result = answer(
+        405,
+        "Fetch the service description with ?wsdl and send SOAP 1.1 requests with POST.\n",
+        "text/plain; charset=utf-8",
+      );
+    } else {
+      const op = readOperation(bodyBytes(event));
+      if (portal.requireTokens && identity.kind === "anonymous") throw new ClientFault("Token Required");
+      result = answer(200, await service.call(req, op));
+      if (infoEnabled())
+        logger.info("request", {
+          requestId: event.requestContext.requestId,
+          operation: `${service.name}.${op.name}`,
+          user: identity.kind === "user" ? identity.user.username : undefined,
+          ms: Math.round(performance.now() - started),
+        });
+    }
+    return result;
+  }
   return (event: APIGatewayProxyEventV2, context: Context): Promise<APIGatewayProxyStructuredResultV2> =>
     inRequest(event.requestContext?.requestId, () => chain(event, context));
 }
