@@ -7,7 +7,8 @@ export const PORTAL_REST_VERSION = "8.2";
 export const SERVER_REST_VERSION = 10.81;
 export const SERVER_FULL_VERSION = "10.8.1";
 
-export const portalUrl = (origin: string) => `${origin}${PORTAL_ROOT.replace(/\/sharing\/rest$/, "")}`;
+const PORTAL_PATH = PORTAL_ROOT.replace(/\/sharing\/rest$/, "");
+export const portalUrl = (origin: string) => `${origin}${PORTAL_PATH}`;
 export const sharingRestUrl = (origin: string) => `${origin}${PORTAL_ROOT}`;
 export const generateTokenUrl = (origin: string) => `${sharingRestUrl(origin)}/generateToken`;
 
