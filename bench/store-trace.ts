@@ -24,18 +24,22 @@ let group = 0;
 
 const traced =
   (handle: StoreCall): StoreCall =>
-  async (target, headers, body) => {
-    if (!recording) return handle(target, headers, body);
-    if (inFlight++ === 0) group++;
-    const mine = group;
-    try {
-      const answer = await handle(target, headers, body);
-      calls.push({ target, body: body.toString("utf8"), answer: answer.body.toString("utf8"), group: mine });
-      return answer;
-    } finally {
-      inFlight--;
-    }
-  };
+  (target, headers, body) =>
+    // Not recording, the call is handed on as it is: no promise of this wrapper's own.
+    recording ? record(handle, target, headers, body) : handle(target, headers, body);
+
+async function record(handle: StoreCall, ...args: Parameters<StoreCall>): ReturnType<StoreCall> {
+  const [target, , body] = args;
+  if (inFlight++ === 0) group++;
+  const mine = group;
+  try {
+    const answer = await handle(...args);
+    calls.push({ target, body: body.toString("utf8"), answer: answer.body.toString("utf8"), group: mine });
+    return answer;
+  } finally {
+    inFlight--;
+  }
+}
 
 // in-process-dynamo.ts keeps its registry on globalThis and creates it only when none exists: this one wraps
 // every store registered in it.
