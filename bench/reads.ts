@@ -226,7 +226,8 @@ export async function readLoad(seconds: number, only?: string): Promise<ReadFigu
           const round: Partial<Record<"a" | "b" | "c", Awaited<ReturnType<typeof rps>>>> = {};
           const order = (["a", "b", "c"] as const).map((_, j, all) => all[(i + j) % 3] as "a" | "b" | "c");
           for (const k of order) {
-            const [target, pid] = k === "a" ? [mine, engine.ready.pid] : k === "b" ? [base, floor.pid] : [bareRequest, bare.pid];
+            const [target, pid] =
+              k === "a" ? [mine, engine.ready.pid] : k === "b" ? [base, floor.pid] : [bareRequest, bare.pid];
             round[k] = await rps(target, seconds, pid);
           }
           rounds.push(round as Record<"a" | "b" | "c", Awaited<ReturnType<typeof rps>>>);
