@@ -23,6 +23,7 @@ import { demoOrganization } from "../test/helpers/admin.ts";
 import { ROOT, type RunningEngine, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 import { importRuns } from "./import-time.ts";
+import { median } from "./stats.ts";
 
 const CONNECTIONS = 10;
 const TABLE = "places";
@@ -362,7 +363,6 @@ async function coldStart(): Promise<void> {
         times[k]?.push(got.ms);
         if (m.id === "service") builtins = got.builtins;
       });
-    const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)] ?? Number.NaN;
     const baseline = median(times[0] ?? []);
     console.log(
       `Cold start: the service function's bundle (feature layers, tiles, scenes) in a fresh Node process, median of ${IMPORTS} imports taken in turns`,

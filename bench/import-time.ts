@@ -2,6 +2,7 @@
 // function's configuration needs to load.
 import { execFileSync } from "node:child_process";
 import { ROOT } from "../test/helpers/engine.ts";
+import { median } from "./stats.ts";
 
 const ENV = { AWS_REGION: "us-east-1", TABLE_PORTALS: "p", TABLE_USERS: "u", TABLE_TOKENS: "t" };
 
@@ -29,7 +30,6 @@ export function importRuns(file: string, runs = 5): { ms: number; cpu: number; b
     cpus.push(got.cpu);
     builtins = got.builtins.map((m) => m.slice("NativeModule ".length));
   }
-  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
   return { ms: median(times), cpu: median(cpus), builtins };
 }
 

@@ -12,6 +12,7 @@ import autocannon from "autocannon";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "../test/helpers/engine.ts";
 import { call, form } from "../test/helpers/http.ts";
 import type { FloorSpec } from "./floor-server.ts";
+import { median } from "./stats.ts";
 import { BODY as SOAP_BODY, seed } from "./soap.ts";
 import type { TracedCall } from "./store-trace.ts";
 
@@ -20,12 +21,7 @@ export const READ_GOAL = 0.8;
 const SERVICES = 1_000;
 /** Rounds per route (`BENCH_ROUNDS`), each the route, its floor and the bare server for `seconds` in turns. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((x, y) => x - y);
-  const m = sorted.length >> 1;
-  return sorted.length % 2 ? (sorted[m] as number) : ((sorted[m - 1] as number) + (sorted[m] as number)) / 2;
-}
+if (!Number.isSafeInteger(ROUNDS) || ROUNDS < 1) throw new Error(`BENCH_ROUNDS must be a positive integer`);
 
 export interface ReadRoute {
   readonly name: string;

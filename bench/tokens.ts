@@ -7,8 +7,7 @@ import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import type { Presented } from "#shared/auth/tokens.ts";
 import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
 import { dynamoRequests } from "./requests.ts";
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+import { median } from "./stats.ts";
 
 export async function tokenBench(): Promise<void> {
   {

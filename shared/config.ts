@@ -114,7 +114,7 @@ function soapFormat(env: Env): string {
 
 function publicOrigin(env: Env): string | undefined {
   const raw = env.PUBLIC_HTTPS_ORIGIN;
-  if (raw === undefined) return undefined;
+  if (raw === undefined || raw === "") return undefined;
   let url: URL | undefined;
   try {
     url = new URL(raw);

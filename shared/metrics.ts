@@ -128,7 +128,7 @@ export interface RequestFigures {
   readonly code: number;
   readonly ms: number;
   readonly bytes: number;
-  readonly requestId: string;
+  readonly requestId: string | undefined;
   /** The kind of content the service route served (tile, scene, style, query), when it served some. */
   readonly resource?: string | undefined;
 }
@@ -182,7 +182,7 @@ export function requestMetrics(r: RequestFigures): void {
   const served = outcome === "ok" && r.resource !== undefined;
   sink(
     `{"_aws":{"Timestamp":${Date.now()},"CloudWatchMetrics":${served ? REQUEST_METRICS.served : REQUEST_METRICS.plain}},` +
-      `"requestId":${JSON.stringify(r.requestId)},"code":${jsonNumber(r.code)},"${STACK_DIMENSION}":${JSON.stringify(stack)},` +
+      `${r.requestId === undefined ? "" : `"requestId":${JSON.stringify(r.requestId)},`}"code":${jsonNumber(r.code)},"${STACK_DIMENSION}":${JSON.stringify(stack)},` +
       `"Operation":${JSON.stringify(r.operation)},"Outcome":"${outcome}","Kind":"${r.kind}"` +
       `${served ? `,"Resource":${JSON.stringify(r.resource)}` : ""},` +
       `"${METRIC.requests}":1,"${METRIC.latency}":${jsonNumber(r.ms)},"${METRIC.responseBytes}":${jsonNumber(r.bytes)}` +

@@ -6,6 +6,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { chooseLog } from "../infra/local/console.ts";
+import { batchedLines } from "../infra/local/engine.ts";
 import { newDataDir, PASSWORDS, ROOT, spawnEngine, startEngine } from "./helpers/engine.ts";
 import { call } from "./helpers/http.ts";
 
@@ -100,6 +101,23 @@ describe("local engine", () => {
     expect(log.file).toBe(join(dataDir, "mapgate.log"));
     await log.close();
     expect(statSync(join(dataDir, "mapgate.log")).mode & 0o777).toBe(0o600);
+  });
+
+  it("writes metric lines together, in order, and every one of them by the time it stops", async () => {
+    const writes: string[] = [];
+    const lines = batchedLines((text) => writes.push(text), { intervalMs: 30, maxChars: 40 });
+    lines.write("a");
+    lines.write("b");
+    expect(writes).toEqual([]);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(writes).toEqual(["a\nb\n"]);
+    lines.write("c".repeat(25));
+    lines.write("d".repeat(25)); // past maxChars: written at once
+    expect(writes).toEqual(["a\nb\n", `${"c".repeat(25)}\n${"d".repeat(25)}\n`]);
+    lines.write("e");
+    lines.close(); // what is pending, then every later line at once
+    lines.write("f");
+    expect(writes.slice(2)).toEqual(["e\n", "f\n"]);
   });
 
   it("takes over a lock left by a process that died", async () => {

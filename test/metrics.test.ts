@@ -234,6 +234,8 @@ describe("the request line", () => {
       // Not served: an error is not content, whatever was asked for.
       { operation: "service", kind: "read", code: 499, ms: 12.5, bytes: 97, requestId: "r-3", resource: "query" },
       { operation: 'a "quoted" \\ op\u2028', kind: "other", code: 500, ms: Number.NaN, bytes: 1, requestId: '"\n' },
+      // No request id (an event made by hand): the member is left out, as JSON leaves out an undefined one.
+      { operation: "portal-self", kind: "read", code: 200, ms: 1, bytes: 2, requestId: undefined },
     ] as const;
     for (const r of figures) {
       written.length = 0;

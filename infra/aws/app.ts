@@ -9,7 +9,16 @@ const app = new App();
 const publicOrigin = app.node.tryGetContext("publicOrigin") as string | undefined;
 // `-c publicOrigin=https://gis.example.com[/base/path]`: where absolute URLs point (a custom domain, CloudFront).
 // Checked by the functions' own rule (shared/config.ts), which they apply again at cold start.
-if (publicOrigin !== undefined) readConfig({ PUBLIC_HTTPS_ORIGIN: publicOrigin });
+if (publicOrigin !== undefined) {
+  let valid = publicOrigin !== "";
+  try {
+    readConfig({ PUBLIC_HTTPS_ORIGIN: publicOrigin });
+  } catch {
+    valid = false;
+  }
+  if (!valid)
+    throw new Error(`publicOrigin must be an https URL with at most a path, got ${JSON.stringify(publicOrigin)}`);
+}
 // `-c cloudStoreBuckets=a,b`: the buckets cloud data stores may live in (read-only grants).
 const buckets = String(app.node.tryGetContext("cloudStoreBuckets") ?? "")
   .split(",")

@@ -168,14 +168,16 @@ async function close(server: Server): Promise<void> {
 }
 
 /**
- * Lines gathered and written together: at most every `intervalMs`, or at once past `maxChars` pending, and on
- * `flush()` (the engine's stop). One write per turn of the event loop was still about one per request under load.
+ * Lines gathered and written together: at most every `intervalMs`, or at once past `maxChars` pending. `close()`
+ * (the engine's stop) writes what is pending and every later line at once, so none is left behind whatever else
+ * is still stopping. One write per turn of the event loop was still about one per request under load.
  */
 export function batchedLines(
   write: (text: string) => void,
   { intervalMs = 100, maxChars = 64 * 1024 } = {},
-): { write(line: string): void; flush(): void } {
+): { write(line: string): void; close(): void } {
   let pending: string[] = [];
+  let closed = false;
   let chars = 0;
   let timer: NodeJS.Timeout | undefined;
   const flush = () => {
@@ -191,14 +193,17 @@ export function batchedLines(
     write: (line) => {
       pending.push(line);
       chars += line.length;
-      if (chars >= maxChars) flush();
+      if (closed || chars >= maxChars) flush();
       else if (!timer) {
         timer = setTimeout(flush, intervalMs);
         // Pending lines never keep the process alive: the engine's stop flushes them.
         timer.unref();
       }
     },
-    flush,
+    close: () => {
+      closed = true;
+      flush();
+    },
   };
 }
 
@@ -286,7 +291,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     // same order.
     const metricLines = batchedLines(options.metrics ?? ((text) => process.stdout.write(text)));
     setMetricsSink(metricLines.write);
-    cleanups.push(async () => metricLines.flush());
+    cleanups.push(async () => metricLines.close());
     // Set before any handler or task module loads: they read their configuration once, at cold start.
     const environment = localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, endpoints);
     Object.assign(process.env, environment);
