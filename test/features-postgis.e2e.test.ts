@@ -3,7 +3,16 @@
 // bulk-published, and queried — answering exactly what the same data answers from a GeoPackage, for every
 // part of the query grammar — and failing clearly when the database is down, black-holed or refuses the login.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, statSync, readFileSync, readdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  statSync,
+  readFileSync,
+  readdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { getLayer, queryAllFeatures } from "@esri/arcgis-rest-feature-service";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -122,6 +131,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await engine?.stop();
   await db?.stop();
+  // The GeoPackage, the GDAL copies and the secrets folder this file made (a run left them behind).
+  if (work) rmSync(work, { recursive: true, force: true });
 });
 
 describe("registration", () => {
