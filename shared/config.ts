@@ -112,9 +112,11 @@ function soapFormat(env: Env): string {
   return f;
 }
 
-function publicOrigin(env: Env): string | undefined {
-  const raw = env.PUBLIC_HTTPS_ORIGIN;
-  if (raw === undefined || raw === "") return undefined;
+/**
+ * A public origin as `name` gave it (the functions' `PUBLIC_HTTPS_ORIGIN`, the CDK app's `-c publicOrigin`), without
+ * trailing slashes: https, optionally with a path, nothing else.
+ */
+export function parsePublicOrigin(raw: string, name: string): string {
   let url: URL | undefined;
   try {
     url = new URL(raw);
@@ -122,9 +124,7 @@ function publicOrigin(env: Env): string | undefined {
     url = undefined;
   }
   if (url?.protocol !== "https:" || url.search || url.hash || url.username || url.password)
-    throw new Error(
-      `PUBLIC_HTTPS_ORIGIN must be an https:// origin, optionally with a path, got ${JSON.stringify(raw)}`,
-    );
+    throw new Error(`${name} must be an https:// origin, optionally with a path, got ${JSON.stringify(raw)}`);
   return raw.replace(/\/+$/, "");
 }
 
@@ -140,7 +140,10 @@ export function readConfig(env: Env): Config {
   return {
     tables,
     tokenKey: secretId ? { secretId } : file ? { file } : undefined,
-    publicOrigin: publicOrigin(env),
+    // Empty means unset, as the stack and the engine leave it when there is none.
+    publicOrigin: env.PUBLIC_HTTPS_ORIGIN
+      ? parsePublicOrigin(env.PUBLIC_HTTPS_ORIGIN, "PUBLIC_HTTPS_ORIGIN")
+      : undefined,
     edgeKeySecretId: env.EDGE_KEY_SECRET_ID || undefined,
     // A form body travels base64-encoded in Lambda's 6 MB event: past ~4.4 MB no request could reach the limit.
     maxBodyBytes: bounded(env, "MAX_BODY_BYTES", 1024 * 1024, 4_400_000),

@@ -1,7 +1,7 @@
 // `npm run synth` / `npm run deploy`: the CDK app with cdk-nag's AwsSolutions checks as a validation plugin.
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
-import { readConfig, TUNABLES } from "#shared/config.ts";
+import { parsePublicOrigin, readConfig, TUNABLES } from "#shared/config.ts";
 import { DEFAULT_THRESHOLDS, type Thresholds } from "./monitoring.ts";
 import { MapgateStack } from "./stack.ts";
 
@@ -9,16 +9,7 @@ const app = new App();
 const publicOrigin = app.node.tryGetContext("publicOrigin") as string | undefined;
 // `-c publicOrigin=https://gis.example.com[/base/path]`: where absolute URLs point (a custom domain, CloudFront).
 // Checked by the functions' own rule (shared/config.ts), which they apply again at cold start.
-if (publicOrigin !== undefined) {
-  let valid = publicOrigin !== "";
-  try {
-    readConfig({ PUBLIC_HTTPS_ORIGIN: publicOrigin });
-  } catch {
-    valid = false;
-  }
-  if (!valid)
-    throw new Error(`publicOrigin must be an https URL with at most a path, got ${JSON.stringify(publicOrigin)}`);
-}
+if (publicOrigin !== undefined) parsePublicOrigin(publicOrigin, "publicOrigin");
 // `-c cloudStoreBuckets=a,b`: the buckets cloud data stores may live in (read-only grants).
 const buckets = String(app.node.tryGetContext("cloudStoreBuckets") ?? "")
   .split(",")

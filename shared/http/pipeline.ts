@@ -464,9 +464,7 @@ export const caller = (op: Operation): RestMiddleware => ({
     let identity: Identity;
     let prefetched: Record<string, unknown> | null | undefined;
     try {
-      ({ identity, extra: prefetched } = credential
-        ? await resolveIdentityWith(credential, presented, extra)
-        : { identity: ANONYMOUS, extra: undefined });
+      ({ identity, extra: prefetched } = await resolveIdentityWith(credential, presented, extra));
     } catch (err) {
       // A cookie whose token expired or was revoked means "not signed in" (a browser sends it unasked): the
       // request goes on anonymously and the stale cookie is cleared. An explicit bad token stays a 498.
