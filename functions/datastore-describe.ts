@@ -2,9 +2,9 @@
 // it): its datasets, folders and cached layers with their paths — how a user finds `pathInCachedStore`.
 import { getDataStoreContents } from "#shared/stores/datastores.ts";
 import { badRequest } from "#shared/http/errors.ts";
-import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
 import { startJob, jobStartedPage } from "#shared/jobs.ts";
-import { DESCRIBE_PRIVILEGE, dataStoreOf, describePath, registeredServer } from "#shared/publishing.ts";
+import { DESCRIBE_PRIVILEGE, describePath, registeredServer, usableDataStore } from "#shared/publishing.ts";
 import { StorageError } from "#shared/storage/storage.ts";
 import { serverField, storeChoices, storeField } from "#shared/form-choices.ts";
 
@@ -36,8 +36,8 @@ export const handler = restHandler(
     ],
   },
   async (req) => {
-    const { user, portal } = requirePrivilege(req, DESCRIBE_PRIVILEGE);
-    const store = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
+    const { store, identity } = await usableDataStore(req, FAILED, { privilege: DESCRIBE_PRIVILEGE });
+    const { user } = identity;
     const problems: string[] = [];
     const server = await registeredServer(store, req.params.get("serverId"));
     if (typeof server === "string") problems.push(server);

@@ -9,11 +9,11 @@
 // existed throughout, as counting positions again would. A `start` never handed out is counted to, reading
 // only keys and access. Memory holds one DynamoDB page and the answer, never the data store.
 import { visibleTo } from "#shared/catalog.ts";
-import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/http/errors.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
-import { requireMember, restHandler } from "#shared/http/pipeline.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
 import { viewLink } from "#shared/viewer/links.ts";
-import { dataStoreOf } from "#shared/publishing.ts";
+import { usableDataStore } from "#shared/publishing.ts";
 import {
   type LayerPair,
   nthPairPath,
@@ -52,10 +52,7 @@ function layersPage(data: object): string {
 
 /** The data store alone: its datasets (as many as the store holds) are not needed to list its layers. */
 export const handler = restHandler({ name: "Get Layers", html: layersPage }, async (req) => {
-  const identity = requireMember(req);
-  const { user, portal } = identity;
-  const store = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
-  if (store.owner !== user.username && user.role !== "org_admin") throw forbidden();
+  const { store, identity } = await usableDataStore(req, FAILED);
   const problems: string[] = [];
   const start = count(req.params.get("start"), "start", 1, problems) ?? 1;
   const num = count(req.params.get("num"), "num", 1, problems);

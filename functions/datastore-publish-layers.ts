@@ -1,9 +1,9 @@
 // POST …/portals/<self | id>/datastores/allDatasets/publishLayers: one layer per dataset of a data store, as
 // a job; calling it again publishes only datasets that have no layer yet (nothing is duplicated).
 import { badRequest } from "#shared/http/errors.ts";
-import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
+import { restHandler } from "#shared/http/pipeline.ts";
 import { startJob, jobStartedPage } from "#shared/jobs.ts";
-import { BULK_PRIVILEGE, dataStoreOf, folderProblem, registeredServer } from "#shared/publishing.ts";
+import { BULK_PRIVILEGE, folderProblem, registeredServer, usableDataStore } from "#shared/publishing.ts";
 import { serverField, storeChoices, storeField } from "#shared/form-choices.ts";
 
 const FAILED = "Unable to publish layers.";
@@ -37,8 +37,8 @@ export const handler = restHandler(
     ],
   },
   async (req) => {
-    const { user, portal } = requirePrivilege(req, BULK_PRIVILEGE);
-    const store = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), FAILED);
+    const { store, identity } = await usableDataStore(req, FAILED, { privilege: BULK_PRIVILEGE });
+    const { user } = identity;
     const problems: string[] = [];
     const server = await registeredServer(store, req.params.get("serverId"));
     if (typeof server === "string") problems.push(server);

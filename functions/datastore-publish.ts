@@ -2,17 +2,17 @@
 // layer by reference to a cached layer of a data store, as a job. Everything that can be checked now is
 // checked now (400 with every problem listed); the service name is reserved before the job starts.
 import { badRequest } from "#shared/http/errors.ts";
-import { requirePrivilege, requireUser, restHandler } from "#shared/http/pipeline.ts";
+import { requireUser, restHandler } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
 import { startJob, jobStartedPage } from "#shared/jobs.ts";
 import {
   cacheFor,
-  dataStoreOf,
   folderProblem,
   PUBLISH_TYPES,
   readServiceConfiguration,
   registeredServer,
   reserveName,
+  usableDataStore,
 } from "#shared/publishing.ts";
 import { releaseServiceName, ServiceExistsError } from "#shared/stores/services.ts";
 import {
@@ -65,8 +65,9 @@ export const handler = restHandler(
     const problems: string[] = [];
     const config = readServiceConfiguration(req.params.get("serviceConfiguration"), problems);
     if (!config) throw badRequest(FAILED, problems);
-    const { user, portal } = requirePrivilege(req, PUBLISH_TYPES[config.type]?.privilege ?? "");
-    const store = await dataStoreOf(portal.portalId, config.cacheStoreId, FAILED);
+    const privilege = PUBLISH_TYPES[config.type]?.privilege ?? "";
+    const { store, identity } = await usableDataStore(req, FAILED, { privilege, id: config.cacheStoreId });
+    const { user } = identity;
     const server = await registeredServer(store, req.params.get("serverId"));
     if (typeof server === "string") problems.push(server);
     const cache = await cacheFor(store, config);

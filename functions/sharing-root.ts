@@ -10,6 +10,7 @@ import { APP_ADMIN_PRIVILEGE } from "#shared/oauth/apps.ts";
 import { DIRECTORY_PATH } from "#shared/oauth/session.ts";
 import { BULK_PRIVILEGE, DESCRIBE_PRIVILEGE, PUBLISH_TYPES } from "#shared/publishing.ts";
 import { type DataStore, listPortalDataStores } from "#shared/stores/datastores.ts";
+import { mayUseDataStore } from "#shared/publishing.ts";
 import { PORTAL_REST_VERSION } from "#shared/urls.ts";
 
 interface Directory {
@@ -128,7 +129,9 @@ export const handler = restHandler({ name: "Directory", html: render }, async (r
   }
   if (req.identity.kind !== "user") return { currentVersion: PORTAL_REST_VERSION } satisfies Directory;
   const { user, privileges, portal } = req.identity;
-  const stores = req.format === "html" ? await listPortalDataStores(portal.portalId) : [];
+  // The stores the caller may use, by the rule every data store operation asks: no other member's is listed.
+  const stores =
+    req.format === "html" ? (await listPortalDataStores(portal.portalId)).filter((s) => mayUseDataStore(user, s)) : [];
   return {
     currentVersion: PORTAL_REST_VERSION,
     user: { username: user.username, role: user.role, privileges },

@@ -1,9 +1,9 @@
-// What the data store forms offer as choices: the organization's data stores (the caller's own first) and the
+// What the data store forms offer as choices: the data stores the caller may use (their own first) and the
 // servers they are registered with, by title and name rather than ids to type; and a ready serviceConfiguration per
 // service type publishing takes, naming the chosen store.
 import type { FormField } from "#shared/http/html.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
-import { PUBLISH_TYPES } from "#shared/publishing.ts";
+import { mayUseDataStore, PUBLISH_TYPES } from "#shared/publishing.ts";
 import { type DataStore, listPortalDataStores } from "#shared/stores/datastores.ts";
 import { listPortalServers, type Server } from "#shared/stores/servers.ts";
 
@@ -19,8 +19,8 @@ export interface StoreChoices {
 }
 
 /**
- * The organization's stores (describe and publish take any of them; the caller's own come first) and the servers
- * those stores are registered with.
+ * The stores the caller may use (their own; an administrator sees every store of the organization, their own
+ * first) and the servers those stores are registered with.
  */
 export async function storeChoices(req: RestRequest): Promise<StoreChoices> {
   const { user, portal } = requireUser(req);
@@ -29,7 +29,9 @@ export async function storeChoices(req: RestRequest): Promise<StoreChoices> {
     listPortalServers(portal.portalId),
   ]);
   const own = (s: DataStore) => (s.owner === user.username ? 0 : 1);
-  const mine = stores.sort((a, b) => own(a) - own(b) || a.title.localeCompare(b.title)).slice(0, MAX_CHOICES);
+  // Only the stores the caller may use (the rule every data store operation asks): no other member's store is
+  // offered, nor its title and id shown.
+  const mine = stores.filter((s) => mayUseDataStore(user, s)).sort((a, b) => own(a) - own(b) || a.title.localeCompare(b.title)).slice(0, MAX_CHOICES);
   const registered = new Set(mine.flatMap((s) => s.serverIds));
   return { stores: mine, servers: servers.filter((s) => registered.has(s.serverId)), allServers: servers };
 }

@@ -2,7 +2,8 @@
 // workflow tasks (which check them again when they run: the world may have changed in between).
 import { createHash } from "node:crypto";
 import { ApiError, badRequest, forbidden, withArticle } from "#shared/http/errors.ts";
-import { type RestRequest, requirePrivilege } from "#shared/http/pipeline.ts";
+import { type RestRequest, requireMember, requirePrivilege } from "#shared/http/pipeline.ts";
+import type { Identity } from "#shared/auth/identity.ts";
 import { DataStoreChangedError, DataStoreInputError } from "#shared/datastore-registration.ts";
 import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
 import { DatasetError, isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
@@ -69,14 +70,37 @@ export async function dataStoreOf(portalId: string, datastoreId: string | undefi
 }
 
 /**
- * A data store of the caller's organization the caller may manage: its owner holding
- * `portal:publisher:registerDataStores`, or an administrator. No one is ever answered its password.
+ * The one rule of who may use a data store, asked by every data store operation (describe, publish,
+ * publishLayers, validate, addToServer, getServers, refreshServer, removeFromServer, getLayers, deleteLayers):
+ * its owner or an administrator of its organization. A store holds its owner's credentials (a database login, a
+ * bucket, a folder), and whatever is published from it reads with them, so no one else may describe it, publish
+ * from it or list what was published from it. Its item is never shared (`managedItem` in items.ts refuses to share it), so
+ * sharing opens no other way in.
  */
+export function mayUseDataStore(user: { username: string; role: string }, store: DataStore): boolean {
+  return store.owner === user.username || user.role === "org_admin";
+}
+
+/**
+ * The data store the request names (`datastoreId`, or `id` when given) that the caller may use by the rule above,
+ * after the caller is checked to be a member holding `privilege` (no privilege: any member, as `getLayers` asks).
+ * A store of another organization or none at all is a 400; a store the caller may not use is a 403.
+ */
+export async function usableDataStore(
+  req: RestRequest,
+  what: string,
+  options: { privilege?: string; id?: string | undefined } = {},
+): Promise<{ store: DataStore; identity: Extract<Identity, { kind: "user" }> }> {
+  const identity = options.privilege ? requirePrivilege(req, options.privilege) : requireMember(req);
+  const id = "id" in options ? options.id : req.params.get("datastoreId");
+  const store = await dataStoreOf(identity.portal.portalId, id, what);
+  if (!mayUseDataStore(identity.user, store)) throw forbidden();
+  return { store, identity };
+}
+
+/** A data store the caller may manage (`portal:publisher:registerDataStores`, and the rule above). */
 export async function managedDataStore(req: RestRequest, what: string): Promise<DataStore> {
-  const { user, portal } = requirePrivilege(req, DESCRIBE_PRIVILEGE);
-  const store = await dataStoreOf(portal.portalId, req.params.get("datastoreId"), what);
-  if (store.owner !== user.username && user.role !== "org_admin") throw forbidden();
-  return store;
+  return (await usableDataStore(req, what, { privilege: DESCRIBE_PRIVILEGE })).store;
 }
 
 /** Runs a rule of registration, its refusals answered as a 400 and a concurrent change as a 409. */
