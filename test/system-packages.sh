@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The system packages the test suite drives, installed from Debian's packages when missing (`npm run setup`, part
+# of the README's test command): curl (the README's commands), three SOAP clients (PHP's SoapClient, zeep, suds)
+# and xmllint, Chromium with a font (the browser tests), PostgreSQL 15 with PostGIS 3 (database data stores,
+# started by the tests on loopback) and GDAL (a client of feature layers). Nothing is installed when all are there.
+set -euo pipefail
+need=()
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v xmllint >/dev/null 2>&1 || need+=(libxml2-utils)
+command -v php >/dev/null 2>&1 || need+=(php-cli)
+php -m 2>/dev/null | grep -qx soap || need+=(php-soap)
+/usr/bin/python3 -c "import zeep" 2>/dev/null || need+=(python3-zeep)
+/usr/bin/python3 -c "import suds" 2>/dev/null || need+=(python3-suds)
+[ -x /usr/bin/chromium ] || need+=(chromium fonts-dejavu-core)
+[ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql)
+[ -f /usr/share/postgresql/15/extension/postgis.control ] || need+=(postgresql-15-postgis-3)
+command -v ogr2ogr >/dev/null 2>&1 || need+=(gdal-bin)
+if [ ${#need[@]} -eq 0 ]; then
+  echo "setup: every system package the tests need is installed"
+  exit 0
+fi
+echo "setup: installing ${need[*]}"
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "setup: not root and no sudo: install these Debian packages first: ${need[*]}" >&2
+  exit 1
+fi
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
