@@ -13,7 +13,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_GEOPACKAGE_PATH } from "#infra/admin/demo.ts";
-import { adminCommand, demoOrganization } from "./helpers/admin.ts";
+import { adminCommand, demoOrganization, registerFolderStore } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { runningStore, withStoppedStore } from "./helpers/store.ts";
 import { call, form } from "./helpers/http.ts";
@@ -704,10 +704,26 @@ describe("custom roles and publishing", () => {
       success: true,
       username: "user",
     });
+    // From a store of their own (a data store is used by its owner or an administrator only), which an operator
+    // registered for them: the custom role does not register stores.
+    const ownStore = registerFolderStore(
+      engine.dataDir,
+      demoOrganization(engine.dataDir),
+      "User's caches",
+      join(engine.dataDir, "demo-store"),
+      "user",
+    );
+    expect(
+      await post("/datastores/publish", "user", {
+        serverId,
+        serverFolder: "Custom",
+        serviceConfiguration: sceneConfig("Not_Theirs"),
+      }),
+    ).toMatchObject({ error: { code: 403 } });
     const ok = await post("/datastores/publish", "user", {
       serverId,
       serverFolder: "Custom",
-      serviceConfiguration: sceneConfig("By_Custom_Role"),
+      serviceConfiguration: sceneConfig("By_Custom_Role", undefined, ownStore),
     });
     expect(ok.success).toBe(true);
     expect((await waitFor(String(ok.jobId), String(ok.key), "user")).status).toBe("completed");
@@ -718,7 +734,7 @@ describe("custom roles and publishing", () => {
       await post("/datastores/publish", "user", {
         serverId,
         serverFolder: "Custom",
-        serviceConfiguration: sceneConfig("Not_Anymore"),
+        serviceConfiguration: sceneConfig("Not_Anymore", undefined, ownStore),
       }),
     ).toMatchObject({
       error: { code: 403, messageCode: "GWM_0003" },

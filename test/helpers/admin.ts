@@ -62,11 +62,17 @@ export function registerPostgresStore(
   return { datastoreId: (JSON.parse(printed) as { datastoreId: string }).datastoreId, printed };
 }
 
-/** Registers a folder of this machine as a data store of the demo organization, owned by `publisher`. */
-export function registerFolderStore(dataDir: string, org: DemoOrganization, title: string, folder: string): string {
+/** Registers a folder of this machine as a data store of the demo organization, owned by `owner`. */
+export function registerFolderStore(
+  dataDir: string,
+  org: DemoOrganization,
+  title: string,
+  folder: string,
+  owner = "publisher",
+): string {
   const out = adminCommand(dataDir, [
     "register-datastore",
-    ...["--portal", org.portalId, "--title", title, "--owner", "publisher"],
+    ...["--portal", org.portalId, "--title", title, "--owner", owner],
     ...["--server", org.serverId, "--path", folder],
   ]);
   return (JSON.parse(out) as { datastoreId: string }).datastoreId;
