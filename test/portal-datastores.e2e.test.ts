@@ -454,7 +454,7 @@ describe("who may, and hostile registrations", () => {
     const directory = await page(`${rest()}?f=html&token=${token}`);
     expect(directory).toContain("Register a data store");
     expect(directory).toContain("datastores/validate?");
-    // A plain user is offered nothing it may not run: no describing, publishing or managing stores.
+    // A plain user is offered nothing it may not run: no describing, publishing, listing or managing stores.
     const plain = await page(`${rest()}?f=html&token=${userToken}`);
     for (const op of [
       "datastores/describe?",
@@ -464,7 +464,9 @@ describe("who may, and hostile registrations", () => {
       "addItem",
     ])
       expect(plain, op).not.toContain(op);
-    expect(plain).toContain("datastores/getLayers?");
+    // Nor lists another member's stores: getLayers is for a store's owner and administrators.
+    expect(plain).not.toContain("datastores/getLayers?");
+    expect(plain).toContain("No data stores.");
     // The publish form offers the servers by name and starts from a ready configuration naming a store.
     const publish = await page(`${stores()}/publish?f=html&token=${token}`);
     expect(publish).toMatch(/<select id="field-serverId" name="serverId"><option value="[A-Za-z0-9]+">arcgis \(/);
