@@ -87,10 +87,11 @@ function resolveSpatial(plan: QueryPlan, dataset: OpenDataset): Resolved | undef
   };
 }
 
-/** The clause whose expression calls `fn`, so a failing call is answered as that parameter's fault. */
-function clauseCalling(plan: QueryPlan, fn: ScalarFunction): "where" | "having" {
+/** The clause whose expression calls `fn` (or LIKE), so a failing call is answered as that parameter's fault. */
+function clauseCalling(plan: QueryPlan, fn: ScalarFunction | "like"): "where" | "having" {
   const calls = (e: Expr | undefined) =>
-    e !== undefined && [...nodes(e)].some((n) => n.kind === "call" && n.name === fn);
+    e !== undefined &&
+    [...nodes(e)].some((n) => (fn === "like" ? n.kind === "like" : n.kind === "call" && n.name === fn));
   return plan.output === "statistics" && !calls(plan.where) && calls(plan.having) ? "having" : "where";
 }
 
@@ -114,7 +115,9 @@ async function run(
     if (err instanceof DataExceptionError && (plan.where !== undefined || having !== undefined))
       throw invalidParameter(
         plan.where !== undefined ? "where" : "having",
-        "The expression cannot be evaluated on this layer's data (a conversion or arithmetic error).",
+        err.fault === undefined
+          ? "The expression cannot be evaluated on this layer's data (a conversion or arithmetic error)."
+          : `${err.fault}.`,
       );
     // Only where (tested on every row) and having (on every group) hand text to functions.
     if (err instanceof QueryTextError)
