@@ -18,8 +18,7 @@ export class ExpressionError extends Error {
   readonly fn: ScalarFunction | "like";
 
   constructor(fn: ScalarFunction | "like", fault: string) {
-    const message = `${fault}.`;
-    super(message);
+    super(`${fault}.`);
     this.name = "ExpressionError";
     this.fn = fn;
   }
