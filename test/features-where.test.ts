@@ -112,6 +112,11 @@ describe("where: accepted rules and their trees", () => {
       negated: false,
     });
     expect(parse("name NOT LIKE '%!%%' ESCAPE '!'")).toMatchObject({ kind: "like", negated: true, escape: "!" });
+    // An escaped escape character is no dangling one.
+    expect(parse("name LIKE 'a!!' ESCAPE '!'")).toMatchObject({ kind: "like", escape: "!" });
+    expect(parse("POWER(2, -1074) > 0 AND SUBSTRING(name FROM -2147483648 FOR 0) = ''")).toMatchObject({
+      kind: "and",
+    });
   });
 
   it("reads IS NULL and IS NOT NULL", () => {
@@ -280,8 +285,20 @@ describe("where: refusals and their reasons", () => {
     ["name LIKE 5", /LIKE needs a string, not a number/],
     ["pop LIKE 'x'", /LIKE needs a string, not a number/],
     ["name LIKE 'x' ESCAPE 'ab'", /ESCAPE needs a string of one character/],
-    // SQLite reads NUL as the end of the text: no character at all.
-    ["name LIKE 'x' ESCAPE '\u0000'", /ESCAPE needs a string of one character/],
+    // SQLite reads NUL as the end of the text, PostgreSQL's text cannot hold it: no string may.
+    ["name LIKE 'x' ESCAPE '\u0000'", /A string cannot hold the NUL character \(position 23\)/],
+    ["name = 'a\u0000'", /A string cannot hold the NUL character \(position 10\)/],
+    ["name = N'''\u0000'", /A string cannot hold the NUL character \(position 12\)/],
+    // Arguments PostgreSQL refuses, judged here when they are literals (the same words as at run time).
+    ["POWER(10, 400) > 1", /^A number in the expression is out of range at position 1\.$/],
+    ["POWER(10, -400) > 1", /out of range at position 1/],
+    ["POWER(0, -1) > 1", /POWER has no real result/],
+    ["POWER(-8, 0.5) > 1", /POWER has no real result/],
+    ["pop > 1 AND SUBSTRING(name, 1e300, 1) = 'a'", /out of range at position 13/],
+    ["SUBSTRING(name FROM 1 FOR 2147483647.5) = 'a'", /out of range/],
+    ["SUBSTRING(name FROM 1 FOR -1) = 'a'", /SUBSTRING was given a negative length at position 1/],
+    ["name LIKE '!' ESCAPE '!'", /A LIKE pattern cannot end with its ESCAPE character at position 11/],
+    ["name NOT LIKE 'a!!!' ESCAPE '!'", /cannot end with its ESCAPE character/],
     ["name + 1 = 2", /Arithmetic needs a number, not a string/],
     ["pop + name = 2", /Arithmetic needs a number, not a string/],
     ["-name = 'x'", /Unary '-' needs a number/],

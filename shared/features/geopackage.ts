@@ -57,9 +57,13 @@ export class GeometryTopologyError extends Error {
  * an integer out of range…): the caller answers that `where` (or `having`) cannot be evaluated on this data.
  */
 export class DataExceptionError extends Error {
-  constructor() {
+  /** What was wrong, when the database said it in terms the request can be told (ARGUMENT_FAULTS). */
+  readonly fault: string | undefined;
+
+  constructor(fault?: string) {
     super("the expression cannot be evaluated on this data");
     this.name = "DataExceptionError";
+    this.fault = fault;
   }
 }
 

@@ -21,6 +21,7 @@ import {
   type GeometryColumn,
   type LayerSchema,
 } from "#shared/features/schema.ts";
+import { ARGUMENT_FAULTS } from "#shared/features/where.ts";
 import { config } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
 import { databaseAddress } from "#shared/stores/database-address.ts";
@@ -66,6 +67,14 @@ const NETWORK = new Set([
   "EAI_AGAIN",
 ]);
 
+/** The data exceptions (class 22) whose SQLite counterparts sqlite-functions.ts raises, by SQLSTATE. */
+const DATA_FAULTS: Readonly<Record<string, string>> = {
+  "22003": ARGUMENT_FAULTS.range,
+  "2201F": ARGUMENT_FAULTS.power,
+  "22025": ARGUMENT_FAULTS.likeEscape,
+  "22011": ARGUMENT_FAULTS.substringLength,
+};
+
 /** Whether a statement failed because its connection had ended (not a connect timeout, nor the statement's own). */
 function endedWhileIdle(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
@@ -97,8 +106,9 @@ export function classifyPgError(err: unknown): Error {
     return new DatasetError(`The database cannot be reached (${code || message.slice(0, 80)}).`);
   if (code.startsWith("08") || code.startsWith("53") || code.startsWith("57"))
     return new DatasetError(`The database cannot serve the request now (SQLSTATE ${code}).`);
-  // Class 22, data exception: the request's expression met a value it cannot take (a text cast to a number…).
-  if (code.startsWith("22")) return new DataExceptionError();
+  // Class 22, data exception: the request's expression met a value it cannot take (a text cast to a number…);
+  // those the SQLite functions raise too are worded alike, so both dialects answer the same 400.
+  if (code.startsWith("22")) return new DataExceptionError(DATA_FAULTS[code]);
   return err instanceof Error ? err : new Error(String(err));
 }
 

@@ -12,6 +12,7 @@ import {
   splitGeoPackagePath,
 } from "#shared/features/geopackage.ts";
 import { decodeGeoPackageGeometry, decodeWkb } from "#shared/features/geometry/wkb.ts";
+import type { PostGisDatabase } from "#shared/features/postgis.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import type { Dialect, EmittedQuery } from "#shared/features/sql.ts";
 import { storageAt } from "#shared/storage/open.ts";
@@ -143,13 +144,8 @@ export function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDa
   };
 }
 
-async function postGisDataset(datastoreId: string, connection: PostgresConnection, path: string) {
-  const { postGisAt } = await import("#shared/features/postgis.ts");
-  const db = await postGisAt(datastoreId, connection);
-  const schema = await db.schema(path.replace(/^\//, ""));
-  if (!schema) throw new DatasetError("The layer's table is no longer in its database.");
-  if (schema instanceof DatasetError) throw schema;
-  const dataset: OpenDataset = {
+export function postGisDataset(db: PostGisDatabase, schema: LayerSchema): OpenDataset {
+  return {
     schema,
     dialect: "postgres",
     // The database's statement_timeout bounds each statement (postgis.ts).
@@ -157,11 +153,19 @@ async function postGisDataset(datastoreId: string, connection: PostgresConnectio
     decode: (value) => (value instanceof Uint8Array ? (decodeWkb(value).geometry ?? null) : null),
     definitionOf: (srid) => db.definitionOf(srid),
   };
-  return dataset;
+}
+
+async function openPostGisDataset(datastoreId: string, connection: PostgresConnection, path: string) {
+  const { postGisAt } = await import("#shared/features/postgis.ts");
+  const db = await postGisAt(datastoreId, connection);
+  const schema = await db.schema(path.replace(/^\//, ""));
+  if (!schema) throw new DatasetError("The layer's table is no longer in its database.");
+  if (schema instanceof DatasetError) throw schema;
+  return postGisDataset(db, schema);
 }
 
 export async function openDataset(source: ServiceSource): Promise<OpenDataset> {
-  if ("connection" in source) return postGisDataset(source.datastoreId, source.connection, source.path);
+  if ("connection" in source) return openPostGisDataset(source.datastoreId, source.connection, source.path);
   const split = splitGeoPackagePath(source.path);
   if (!split) throw new DatasetError("The layer's dataset is not in a GeoPackage.");
   const gpkg = await openGeoPackage(source.location, split.file);

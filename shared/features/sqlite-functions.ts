@@ -7,17 +7,18 @@
 //   for (const a of SQLITE_AGGREGATES) db.aggregate(a.name, { ...a.options });
 // mapgate_spatial is not here: it depends on each query's geometry, so the reader registers it per query.
 import { EXTRACT_CODES, MAX_ROUND_PLACES } from "#shared/features/sql.ts";
-import type { ScalarFunction } from "#shared/features/where.ts";
+import { ARGUMENT_FAULTS, powerFault, type ScalarFunction, sqlInteger } from "#shared/features/where.ts";
 
 /**
- * A function of the query given a value it cannot take (SUBSTRING with a negative length): a fault of the
- * request, as PostgreSQL's data exceptions are, so the reader answers it as the request's parameter's fault.
+ * A function of the query given a value it cannot take (SUBSTRING with a negative length, POWER past a double):
+ * a fault of the request, raised where PostgreSQL raises its data exception for the same value and worded as the
+ * PostgreSQL reader words that (ARGUMENT_FAULTS), so the reader answers it as the request's parameter's fault.
  */
 export class ExpressionError extends Error {
-  readonly fn: ScalarFunction;
+  readonly fn: ScalarFunction | "like";
 
-  constructor(fn: ScalarFunction, message: string) {
-    super(message);
+  constructor(fn: ScalarFunction | "like", fault: string) {
+    super(`${fault}.`);
     this.name = "ExpressionError";
     this.fn = fn;
   }
@@ -63,17 +64,24 @@ const MONTH_ETC: Record<number, (d: Date) => number> = {
   [EXTRACT_CODES.second]: (d) => d.getUTCSeconds() + d.getUTCMilliseconds() / 1000,
 };
 
-type LikeItem = { readonly kind: "any" } | { readonly kind: "one" } | { readonly kind: "char"; readonly char: string };
+type LikeItem =
+  | { readonly kind: "any" }
+  | { readonly kind: "one" }
+  | { readonly kind: "char"; readonly char: string }
+  /** The pattern's last character is its escape character, escaping nothing. */
+  | { readonly kind: "dangling" };
 
-function likeItems(pattern: string, escape: string | null): LikeItem[] | undefined {
+function likeItems(pattern: string, escape: string | null): LikeItem[] {
   const items: LikeItem[] = [];
   const chars = Array.from(pattern);
   for (let i = 0; i < chars.length; i++) {
     const c = chars[i] as string;
     if (escape !== null && c === escape) {
       const next = chars[++i];
-      // A pattern ending in its escape character matches nothing (PostgreSQL refuses it outright).
-      if (next === undefined) return undefined;
+      if (next === undefined) {
+        items.push({ kind: "dangling" });
+        break;
+      }
       items.push({ kind: "char", char: next });
     } else if (c === "%") {
       if (items.at(-1)?.kind !== "any") items.push({ kind: "any" });
@@ -85,17 +93,18 @@ function likeItems(pattern: string, escape: string | null): LikeItem[] | undefin
 
 // The last pattern read: a statement calls LIKE once per row with the same pattern, which is read once, not
 // once per row (a pattern may be as long as the where text).
-let lastLike: { pattern: string; escape: string | null; items: LikeItem[] | undefined } | undefined;
+let lastLike: { pattern: string; escape: string | null; items: LikeItem[] } | undefined;
 
 /**
  * SQL LIKE, case-sensitive, by characters (code points). Greedy with a return to the last `%` only, so a
  * hostile pattern costs at most len(value) × len(pattern) steps, never the exponential time of a regex.
+ * A pattern ending in its escape character fails (ExpressionError) where PostgreSQL's matcher fails: when the
+ * match reaches that character with text left to match; before that, or with no text left, it is no match.
  */
 export function likeMatch(value: string, pattern: string, escape: string | null = null): boolean {
   if (lastLike?.pattern !== pattern || lastLike.escape !== escape)
     lastLike = { pattern, escape, items: likeItems(pattern, escape) };
   const items = lastLike.items;
-  if (items === undefined) return false;
   const text = Array.from(value);
   let t = 0;
   let p = 0;
@@ -103,6 +112,7 @@ export function likeMatch(value: string, pattern: string, escape: string | null 
   let starT = 0;
   while (t < text.length) {
     const item = items[p];
+    if (item?.kind === "dangling") throw new ExpressionError("like", ARGUMENT_FAULTS.likeEscape);
     if (item !== undefined && (item.kind === "one" || (item.kind === "char" && item.char === text[t]))) {
       t++;
       p++;
@@ -154,10 +164,14 @@ export const SQLITE_FUNCTIONS: readonly SqliteFunction[] = [
   {
     name: "mapgate_power",
     varargs: false,
+    // Refuses what PostgreSQL's power() refuses (a result past a double, no real result), in its words.
     fn: (a, b) => {
       const x = num(a);
       const y = num(b);
-      return x === null || y === null ? null : finite(x ** y);
+      if (x === null || y === null) return null;
+      const fault = powerFault(x, y);
+      if (fault !== undefined) throw new ExpressionError("power", fault);
+      return x ** y;
     },
   },
   {
@@ -193,18 +207,23 @@ export const SQLITE_FUNCTIONS: readonly SqliteFunction[] = [
   {
     name: "mapgate_substring",
     varargs: true,
-    // SQL's SUBSTRING(x FROM a FOR b): the characters at positions a … a+b-1 that exist (positions from 1).
+    // SQL's SUBSTRING(x FROM a FOR b): the characters at positions a … a+b-1 that exist (positions from 1). As
+    // PostgreSQL: a and b are cast to integer first (half to even, refused past 32 bits, whatever x is), then a
+    // negative b is refused unless an argument is NULL.
     fn: (value, from, count = null) => {
       const v = str(value);
-      const a = num(from);
-      if (v === null || a === null) return null;
+      const [a, b] = [num(from), num(count)].map((n) => {
+        if (n === null) return null;
+        const i = sqlInteger(n);
+        if (i === undefined) throw new ExpressionError("substring", ARGUMENT_FAULTS.range);
+        return i;
+      });
+      if (v === null || a === null || a === undefined) return null;
+      const length = count === null ? Infinity : b;
+      if (length === null || length === undefined) return null;
+      if (length < 0) throw new ExpressionError("substring", ARGUMENT_FAULTS.substringLength);
       const chars = Array.from(v);
-      const start = Math.round(a);
-      const b = count === null ? Infinity : num(count);
-      if (b === null) return null;
-      if (b < 0) throw new ExpressionError("substring", "SUBSTRING was given a negative length.");
-      const end = start + Math.round(b);
-      return chars.slice(Math.max(start, 1) - 1, Math.max(end - 1, 0)).join("");
+      return chars.slice(Math.max(a, 1) - 1, Math.max(a + length - 1, 0)).join("");
     },
   },
 ];

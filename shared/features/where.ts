@@ -156,6 +156,51 @@ export function fieldValueType(field: Field): ValueType | undefined {
   }
 }
 
+/**
+ * Arguments a function of the subset has no value for, as PostgreSQL refuses them (its data exceptions), in the
+ * words every path answers with: the parser for a literal argument, SQLite's functions (sqlite-functions.ts) for a
+ * computed one, and the PostgreSQL reader for the error the database raises, so both dialects answer one 400.
+ */
+export const ARGUMENT_FAULTS = {
+  /** SQLSTATE 22003: a result past a double (overflow, or underflow to zero), an argument past an integer. */
+  range: "A number in the expression is out of range",
+  /** SQLSTATE 2201F. */
+  power:
+    "POWER has no real result for these arguments (zero to a negative power, or a negative number to a fractional one)",
+  /** SQLSTATE 22025. */
+  likeEscape: "A LIKE pattern cannot end with its ESCAPE character",
+  /** SQLSTATE 22011. */
+  substringLength: "SUBSTRING was given a negative length",
+} as const;
+
+/** POWER(x, y)'s fault as PostgreSQL's power(double precision, double precision) raises it; undefined when none. */
+export function powerFault(x: number, y: number): string | undefined {
+  if (x === 0 && y < 0) return ARGUMENT_FAULTS.power;
+  if (x < 0 && !Number.isInteger(y)) return ARGUMENT_FAULTS.power;
+  const r = x ** y;
+  // PostgreSQL refuses an infinite result and one that underflows to zero (from a base that is not zero).
+  if (!Number.isFinite(r) || (r === 0 && x !== 0)) return ARGUMENT_FAULTS.range;
+  return undefined;
+}
+
+/**
+ * A number as PostgreSQL casts it to `integer` (what SUBSTRING's positions are): rounded half to even, as C's
+ * rint(); undefined when that is past 32 bits (PostgreSQL raises "integer out of range").
+ */
+export function sqlInteger(x: number): number | undefined {
+  let r = Math.round(x);
+  // Math.round takes halves up; rint takes them to the even neighbour.
+  if (r - x === 0.5 && r % 2 !== 0) r -= 1;
+  return r >= -2_147_483_648 && r < 2_147_483_648 ? r : undefined;
+}
+
+/** Whether a LIKE pattern ends with an escape character that escapes nothing. */
+export function endsWithEscape(pattern: string, escape: string): boolean {
+  const chars = Array.from(pattern);
+  for (let i = 0; i < chars.length; i++) if (chars[i] === escape && ++i === chars.length) return true;
+  return false;
+}
+
 /** The error every problem with a where/having text becomes: ArcGIS's envelope plus one specific reason. */
 export function invalidParameter(parameter: string, reason: string) {
   return badRequest("Unable to complete operation.", [`'${parameter}' parameter is invalid`, reason]);
@@ -264,6 +309,15 @@ function tokenize(input: string, fail: (pos: number, reason: string) => never): 
       from = close + 2;
     }
   };
+  // PostgreSQL's text cannot hold NUL (and C strings end at it): a string holding one is refused in either dialect.
+  const readString = (open: number): [string, number] => {
+    const [value, end] = readQuoted(open, "'", "string");
+    if (value.includes("\u0000")) {
+      const nul = input.indexOf("\u0000", open);
+      fail(nul, `A string cannot hold the NUL character (position ${nul + 1}).`);
+    }
+    return [value, end];
+  };
   let i = 0;
   while (i < input.length) {
     const c = input.charAt(i);
@@ -271,11 +325,11 @@ function tokenize(input: string, fail: (pos: number, reason: string) => never): 
     if (isSpace(c)) {
       i++;
     } else if (c === "'") {
-      const [value, end] = readQuoted(i, "'", "string");
+      const [value, end] = readString(i);
       push("string", value, "", i);
       i = end;
     } else if ((c === "N" || c === "n") && next === "'") {
-      const [value, end] = readQuoted(i + 1, "'", "string");
+      const [value, end] = readString(i + 1);
       push("string", value, "", i);
       i = end;
     } else if (c === '"') {
@@ -521,11 +575,13 @@ export function parseWhere(input: string, schema: LayerSchema, options: WhereOpt
       if (isWord(peek(), "ESCAPE")) {
         pos++;
         const et = peek();
-        // NUL ends a C string: SQLite would read it as no character at all.
-        if (et.kind !== "string" || Array.from(et.text).length !== 1 || et.text === "\u0000")
+        // (No string holds NUL: the tokenizer refuses it.)
+        if (et.kind !== "string" || Array.from(et.text).length !== 1)
           fail(et.pos, `ESCAPE needs a string of one character ${at(et)}.`);
         escape = et.text;
         pos++;
+        if (pattern.kind === "string" && endsWithEscape(pattern.value, escape))
+          fail(pt.pos, `${ARGUMENT_FAULTS.likeEscape} ${at(pt)}.`);
       }
       return { kind: "like", type: "boolean", operand, pattern, escape, negated };
     }
@@ -694,6 +750,13 @@ export function parseWhere(input: string, schema: LayerSchema, options: WhereOpt
             args.push(need(parseOr(), "number", at2, "SUBSTRING"));
           }
         } else unexpected(sep, "FROM");
+        // A literal position or length is judged here, as the database would judge it, before any SQL runs.
+        const [, from, length] = args;
+        for (const a of [from, length])
+          if (a?.kind === "number" && sqlInteger(a.value) === undefined)
+            fail(t.pos, `${ARGUMENT_FAULTS.range} ${at(t)}.`);
+        if (length?.kind === "number" && (sqlInteger(length.value) ?? 0) < 0)
+          fail(t.pos, `${ARGUMENT_FAULTS.substringLength} ${at(t)}.`);
         return { kind: "call", type: "string", name: "substring", args };
       }
       case "POSITION": {
@@ -824,13 +887,16 @@ export function parseWhere(input: string, schema: LayerSchema, options: WhereOpt
       case "power":
       case "round":
       case "truncate":
-      case "mod":
-        return {
-          kind: "call",
-          type: "number",
-          name: scalar.name,
-          args: args.map((a) => need(a.e, "number", a.t, name)),
-        };
+      case "mod": {
+        const typed = args.map((a) => need(a.e, "number", a.t, name));
+        const [x, y] = typed;
+        // POWER of two literals is judged here, as PostgreSQL judges it, before any SQL runs.
+        if (scalar.name === "power" && x?.kind === "number" && y?.kind === "number") {
+          const fault = powerFault(x.value, y.value);
+          if (fault !== undefined) fail(t.pos, `${fault} ${at(t)}.`);
+        }
+        return { kind: "call", type: "number", name: scalar.name, args: typed };
+      }
       case "char_length":
         return {
           kind: "call",
