@@ -588,8 +588,9 @@ describe("the sessions mapgate opens", () => {
     const { writeDataStorePassword } = await import("#shared/stores/datastore-secrets.ts");
     const { postGisAt } = await import("#shared/features/postgis.ts");
     const id = "0123456789abcdef0123456789abcdef";
-    await writeDataStorePassword(id, password);
-    return postGisAt(id, { host: "127.0.0.1", port: db.port, database: db.database, user, sslmode: "disable" });
+    const connection = { host: "127.0.0.1", port: db.port, database: db.database, user, sslmode: "disable" } as const;
+    await writeDataStorePassword(id, password, connection);
+    return postGisAt(id, connection);
   }
 
   it("are read-only, even for a login that may write; and every statement ends at its timeout", async () => {
