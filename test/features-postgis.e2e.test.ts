@@ -610,7 +610,9 @@ describe("the sessions mapgate opens", () => {
 
   it("a server that stops answering mid-session: node-postgres' own read timeout is a timeout, as the statement's", async () => {
     const { QueryTimeoutError } = await import("#shared/features/geopackage.ts");
-    const session = await database(db.reader.user, db.reader.password);
+    // A login of its own: a pool of its own (the reader's password was rotated above).
+    await db.admin.query("CREATE ROLE mapgate_stalled LOGIN PASSWORD 'stalled-pw'");
+    const session = await database("mapgate_stalled", "stalled-pw");
     // The pool's one connection, idle: the next statement runs on it. Its server process is stopped (a real
     // server that no longer answers; its statement_timeout cannot fire), so only the client's timeout ends it.
     const pid = Number((await session.all("SELECT pg_backend_pid()", []))[0]?.[0]);
