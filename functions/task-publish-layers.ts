@@ -20,7 +20,7 @@ import { TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import type { JobInput } from "#shared/jobs.ts";
 import { serviceItem } from "#shared/items.ts";
 import { restServiceUrl, stableItemId } from "#shared/publishing.ts";
-import { DatasetError } from "#shared/features/geopackage.ts";
+import { DatasetError, QueryTimeoutError } from "#shared/features/geopackage.ts";
 import { databaseDatasetPage, storageDatasetPage } from "#shared/features/sources.ts";
 import {
   type DataStore,
@@ -164,6 +164,8 @@ async function datasetsOf(store: DataStore, cursor: string): Promise<{ datasets:
     if (store.location) return await storageDatasetPage(store.location, cursor, PAGE);
   } catch (err) {
     if (err instanceof DatasetError) throw new JobError(`The data store cannot be read: ${err.message}`);
+    if (err instanceof QueryTimeoutError)
+      throw new JobError("The data store cannot be read: the database took too long to answer.");
     throw err;
   }
   return datasetPage(store.datastoreId, cursor, PAGE);

@@ -8,7 +8,7 @@ import { access, realpath, stat } from "node:fs/promises";
 import { isAbsolute, dirname, relative, sep } from "node:path";
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { config, tableName } from "#shared/config.ts";
-import { DatasetError } from "#shared/features/geopackage.ts";
+import { DatasetError, QueryTimeoutError } from "#shared/features/geopackage.ts";
 import { itemId } from "#shared/ids.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { dataStoreItem } from "#shared/items.ts";
@@ -26,6 +26,7 @@ import { databaseAddress } from "#shared/stores/database-address.ts";
 import {
   deleteDataStorePassword,
   readDataStorePassword,
+  SecretDestinationError,
   writeDataStorePassword,
 } from "#shared/stores/datastore-secrets.ts";
 import {
@@ -322,7 +323,7 @@ export async function registerDataStore(portalId: string, spec: NewDataStore): P
     created: now,
     modified: now,
   };
-  if (database) await writeDataStorePassword(store.datastoreId, database.password);
+  if (database) await writeDataStorePassword(store.datastoreId, database.password, database.connection);
   try {
     await createDataStore(
       { store, datasets: spec.datasets },
@@ -349,7 +350,10 @@ async function forgetSecret(datastoreId: string): Promise<void> {
   );
 }
 
-/** Why a database cannot serve (it cannot be reached, refuses the login, lacks PostGIS), or undefined. */
+/**
+ * Why a database cannot serve (it cannot be reached, refuses the login or the session, its certificate is not
+ * trusted, it lacks PostGIS, it answers too slowly), or undefined.
+ */
 async function connectionProblem(connection: PostgresConnection, password: string): Promise<string | undefined> {
   const { checkPostGis } = await import("#shared/features/postgis.ts");
   try {
@@ -357,6 +361,7 @@ async function connectionProblem(connection: PostgresConnection, password: strin
     return undefined;
   } catch (err) {
     if (err instanceof DatasetError) return err.message;
+    if (err instanceof QueryTimeoutError) return "The database took too long to answer.";
     throw err;
   }
 }
@@ -373,8 +378,10 @@ export async function validateDataStore(
     let password = target.password;
     if (password === undefined) {
       try {
-        password = await readDataStorePassword(target.datastoreId);
+        password = await readDataStorePassword(target.datastoreId, target.connection);
       } catch (err) {
+        if (err instanceof SecretDestinationError)
+          return "The data store's password was entered for another host, port, database or user: update its item with the connection string and its password.";
         logger.warn("data store secret unreadable", { datastoreId: target.datastoreId, reason: (err as Error).name });
         return "The data store's password cannot be read: update its item with the connection string again.";
       }
@@ -434,10 +441,34 @@ export function dataStoreJson(store: DataStore): Record<string, unknown> {
   return { type, path, info: { isManaged: false } };
 }
 
+/** libpq's modes from the least protection of the password on its way to the server to the most. */
+const SSL_STRENGTH: Readonly<Record<PostgresConnection["sslmode"], number>> = {
+  disable: 0,
+  prefer: 1,
+  require: 2,
+  "verify-full": 3,
+};
+
+/**
+ * What differs between a store's connection and a new one in where its password would go (host, port, database,
+ * user) or how well it is protected on the way (a weaker sslmode): each needs the password entered again.
+ */
+function destinationChanges(from: PostgresConnection, to: PostgresConnection): string[] {
+  const changed: string[] = [];
+  if (from.host !== to.host) changed.push("host");
+  if (from.port !== to.port) changed.push("port");
+  if (from.database !== to.database) changed.push("database");
+  if (from.user !== to.user) changed.push("user");
+  if (SSL_STRENGTH[to.sslmode] < SSL_STRENGTH[from.sslmode]) changed.push(`sslmode (${from.sslmode} to ${to.sslmode})`);
+  return changed;
+}
+
 /**
  * A database store's new connection (an item update's `text`): the same type and name, the connection held to
- * the rules; a password given replaces the secret (the redacted one sent back as read keeps it). The
- * revision advances, so describe and publishing use it at once; published layers on `refreshServer`.
+ * the rules; a password given replaces the secret (the redacted one sent back as read keeps it, for the same
+ * destination only: a changed host, port, database or user, or a weaker sslmode, must come with the password,
+ * so a kept password never goes where it was not entered for). The revision advances, so describe and
+ * publishing use it at once; published layers on `refreshServer`.
  */
 export async function changeConnection(store: DataStore, text: string): Promise<DataStore> {
   const next = await readDataStoreJson(text);
@@ -447,7 +478,12 @@ export async function changeConnection(store: DataStore, text: string): Promise<
   if (`${PORTAL_TYPES[next.type].folder}${next.name}` !== current.path)
     throw new DataStoreInputError("A data store's type and path do not change.");
   const keep = next.database.password === "" || next.database.password === REDACTED;
-  if (!keep) await writeDataStorePassword(store.datastoreId, next.database.password);
+  const changed = destinationChanges(store.connection, next.database.connection);
+  if (keep && changed.length > 0)
+    throw new DataStoreInputError(
+      `The connection's ${changed.join(", ")} changed: enter the password again in the connection string (the kept password is only ever sent to the database and user it was entered for).`,
+    );
+  if (!keep) await writeDataStorePassword(store.datastoreId, next.database.password, next.database.connection);
   const revision = (store.connection.revision ?? 0) + 1;
   return updateDataStore(store, { connection: { ...next.database.connection, revision } });
 }

@@ -6,7 +6,7 @@ import { type RestRequest, requireMember, requirePrivilege } from "#shared/http/
 import type { Identity } from "#shared/auth/identity.ts";
 import { DataStoreChangedError, DataStoreInputError } from "#shared/datastore-registration.ts";
 import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
-import { DatasetError, isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
+import { DatasetError, isGeoPackageName, QueryTimeoutError, splitGeoPackagePath } from "#shared/features/geopackage.ts";
 import { databaseDatasets, geoPackageDatasets, type SourceDataset } from "#shared/features/sources.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { type Entry, joinPath, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
@@ -307,6 +307,7 @@ export async function describePath(contents: DataStoreContents, rawPath: string)
     const datasets = await databaseDatasets(id, contents.store.connection).catch((err: unknown) => {
       // Said as storage that cannot be read: describe's callers answer it as a problem of the path.
       if (err instanceof DatasetError) throw new StorageError(err.message);
+      if (err instanceof QueryTimeoutError) throw new StorageError("The database took too long to answer.");
       throw err;
     });
     if (relative !== "") {

@@ -1,12 +1,18 @@
 // The rules of registration that hold against hostile input, as the stack sets them on AWS (local hosts refused,
 // TLS required, folders refused, the granted buckets only): checked here on the shared module itself, without a
 // database or a network (a name is resolved through the machine's hosts file).
-import { beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const SECRET = "Hostile-Secret-42";
 type Module = typeof import("#shared/datastore-registration.ts");
 let rules: Module;
 let address: typeof import("#shared/stores/database-address.ts");
+let secrets: typeof import("#shared/stores/datastore-secrets.ts");
+/** The stores' passwords, as the local engine keeps them (a folder of this file's own). */
+const secretsDir = mkdtempSync(join(tmpdir(), "mapgate-secrets-test-"));
 
 beforeAll(async () => {
   // As the stack's functions have it (configuration is read once, at first use).
@@ -15,10 +21,14 @@ beforeAll(async () => {
     DATASTORE_LOCAL_HOSTS: "refuse",
     DATASTORE_TLS: "require",
     CLOUD_STORE_BUCKETS: "city-caches",
+    DATASTORE_SECRETS_DIR: secretsDir,
   });
   rules = await import("#shared/datastore-registration.ts");
   address = await import("#shared/stores/database-address.ts");
+  secrets = await import("#shared/stores/datastore-secrets.ts");
 });
+
+afterAll(() => rmSync(secretsDir, { recursive: true, force: true }));
 
 const egdb = (connectionString: string, name = "parcels") =>
   JSON.stringify({
@@ -195,5 +205,25 @@ describe("what a registration may name", () => {
         connectionString: "postgresql://reader:********@db.example.com:5432/gis?sslmode=require",
       },
     });
+  });
+});
+
+describe("where a kept password may go", () => {
+  it("a store's secret is handed only to a connection to the host, port, database and user it was entered for", async () => {
+    const id = "ab".repeat(16);
+    const entered = { host: "10.0.0.5", port: 5432, database: "gis", user: "reader" };
+    // A store's connection (its sslmode and revision are not where the password goes).
+    const registered = { ...entered, sslmode: "require", revision: 1 } as const;
+    const later = { ...entered, sslmode: "verify-full", revision: 4 } as const;
+    await secrets.writeDataStorePassword(id, SECRET, registered);
+    expect(await secrets.readDataStorePassword(id, later)).toBe(SECRET);
+    for (const other of [{ host: "10.0.0.6" }, { port: 5433 }, { database: "other" }, { user: "admin" }]) {
+      const err = await secrets.readDataStorePassword(id, { ...entered, ...other }).catch((e: unknown) => e);
+      expect(err, JSON.stringify(other)).toBeInstanceOf(secrets.SecretDestinationError);
+      expect(String(err)).not.toContain(SECRET);
+    }
+    // A secret written before destinations were recorded names none: it was entered for the store's connection.
+    writeFileSync(join(secretsDir, `${id}.json`), JSON.stringify({ password: SECRET }));
+    expect(await secrets.readDataStorePassword(id, entered)).toBe(SECRET);
   });
 });

@@ -140,7 +140,10 @@ describe("registration", () => {
     const secrets = join(engine.dataDir, "datastore-secrets");
     const file = join(secrets, `${pgStore}.json`);
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ password: db.reader.password });
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({
+      password: db.reader.password,
+      for: { host: "127.0.0.1", port: db.port, database: db.database, user: db.reader.user },
+    });
     const listed = adminCommand(engine.dataDir, ["list"]);
     expect(listed).toMatch(/"host": ?"127\.0\.0\.1"/);
     expect(listed).not.toContain(db.reader.password);
@@ -588,8 +591,9 @@ describe("the sessions mapgate opens", () => {
     const { writeDataStorePassword } = await import("#shared/stores/datastore-secrets.ts");
     const { postGisAt } = await import("#shared/features/postgis.ts");
     const id = "0123456789abcdef0123456789abcdef";
-    await writeDataStorePassword(id, password);
-    return postGisAt(id, { host: "127.0.0.1", port: db.port, database: db.database, user, sslmode: "disable" });
+    const connection = { host: "127.0.0.1", port: db.port, database: db.database, user, sslmode: "disable" } as const;
+    await writeDataStorePassword(id, password, connection);
+    return postGisAt(id, connection);
   }
 
   it("are read-only, even for a login that may write; and every statement ends at its timeout", async () => {
@@ -603,4 +607,25 @@ describe("the sessions mapgate opens", () => {
     expect(Date.now() - started).toBeLessThan(13_000);
     await session.close();
   }, 30_000);
+
+  it("a server that stops answering mid-session: node-postgres' own read timeout is a timeout, as the statement's", async () => {
+    const { QueryTimeoutError } = await import("#shared/features/geopackage.ts");
+    // A login of its own: a pool of its own (the reader's password was rotated above).
+    await db.admin.query("CREATE ROLE mapgate_stalled LOGIN PASSWORD 'stalled-pw'");
+    const session = await database("mapgate_stalled", "stalled-pw");
+    // The pool's one connection, idle: the next statement runs on it. Its server process is stopped (a real
+    // server that no longer answers; its statement_timeout cannot fire), so only the client's timeout ends it.
+    const pid = Number((await session.all("SELECT pg_backend_pid()", []))[0]?.[0]);
+    process.kill(pid, "SIGSTOP");
+    try {
+      const started = Date.now();
+      await expect(session.all("SELECT 1", [])).rejects.toBeInstanceOf(QueryTimeoutError);
+      // query_timeout: the statement's 10 s and 2 s more.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(11_000);
+    } finally {
+      process.kill(pid, "SIGCONT");
+      await db.admin.query("SELECT pg_terminate_backend($1)", [pid]);
+      await session.close();
+    }
+  }, 40_000);
 });

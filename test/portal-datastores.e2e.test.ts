@@ -2,7 +2,10 @@
 // @esri/arcgis-rest-portal client adds the `Data Store` item and reads its data back, plain form posts drive the
 // `datastores` operations, against the real engine and a throwaway PostgreSQL + PostGIS on loopback. The
 // password goes to the store's secret and is never answered, kept in item data or logged.
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_GEOPACKAGE_PATH } from "#infra/admin/demo.ts";
@@ -76,9 +79,13 @@ beforeAll(async () => {
   await db.admin.query(`GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${login.user}`);
 }, 120_000);
 
+/** Folders of this file's own (the TLS certificate), removed after it. */
+const folders: string[] = [];
+
 afterAll(async () => {
   await engine?.stop();
   await db?.stop();
+  for (const f of folders) rmSync(f, { recursive: true, force: true });
 });
 
 /** Nothing any answer, page or log line of the engine holds may contain a password. */
@@ -127,7 +134,10 @@ describe("a publisher's database, from registration to removal", () => {
     });
     // One secret, the engine's user's alone, holding the password; nowhere else.
     const file = join(engine.dataDir, "datastore-secrets", `${storeId}.json`);
-    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ password: login.password });
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({
+      password: login.password,
+      for: { host: "127.0.0.1", port: db.port, database: db.database, user: login.user },
+    });
     neverShown(added, data, item);
   });
 
@@ -185,6 +195,7 @@ describe("a publisher's database, from registration to removal", () => {
     expect(updated).toEqual({ success: true, id: storeId });
     expect(JSON.parse(readFileSync(join(engine.dataDir, "datastore-secrets", `${storeId}.json`), "utf8"))).toEqual({
       password: newPassword,
+      for: { host: "127.0.0.1", port: db.port, database: db.database, user: login.user },
     });
     // The published layer still holds the connection it was published with, and its pool the old password.
     expect(await countries()).toBeUndefined();
@@ -492,5 +503,257 @@ describe("who may, and hostile registrations", () => {
     expect(await post(`${rest()}/content/users/publisher/items/${id}/delete`, { token })).toMatchObject({
       success: true,
     });
+  });
+});
+
+/**
+ * A stand-in for a database host on loopback, recording every byte it receives: it declines TLS ('N') and asks for
+ * the password in clear text (AuthenticationCleartextPassword), as a host harvesting passwords would.
+ */
+async function passwordCatcher(): Promise<{ port: number; received: () => string; close: () => Promise<void> }> {
+  const chunks: Buffer[] = [];
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((s) => {
+    sockets.add(s);
+    s.on("error", () => undefined);
+    s.on("data", (data) => {
+      chunks.push(data);
+      // SSLRequest: 8 bytes, code 80877103. Else the startup message: ask for the password in clear text.
+      if (data.length === 8 && data.readInt32BE(4) === 80877103) s.write("N");
+      else if (data[0] !== 0x70) s.write(Buffer.from([0x52, 0, 0, 0, 8, 0, 0, 0, 3]));
+      else s.end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const address = server.address();
+  return {
+    port: typeof address === "object" && address ? address.port : 0,
+    received: () => Buffer.concat(chunks).toString("latin1"),
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+describe("where a kept password may go", () => {
+  it("an update changing the port (or weakening sslmode) without the password is refused; the new host receives nothing; with the password it works", async () => {
+    const added = await post(`${rest()}/content/users/publisher/addItem`, {
+      token,
+      type: "Data Store",
+      title: "Moved",
+      text: storeJson("moved_pg", arcgisString(password)),
+    });
+    expect(added).toMatchObject({ success: true });
+    const id = String(added.id);
+    const update = (text: string) => post(`${rest()}/content/users/publisher/items/${id}/update`, { token, text });
+    const catcher = await passwordCatcher();
+    try {
+      // The item's data as read, its port changed to the stand-in's (a "new host"): the password kept.
+      const data = (await get(`${rest()}/content/items/${id}/data?f=json&token=${token}`)) as {
+        info: { connectionString: string };
+      };
+      const moved = data.info.connectionString.replace(`:${db.port}/`, `:${catcher.port}/`);
+      expect(moved).toContain(":********@");
+      const refused = await update(JSON.stringify({ ...data, info: { ...data.info, connectionString: moved } }));
+      expect(refused).toMatchObject({ error: { code: 400 } });
+      expect((refused.error as { details: string[] }).details).toEqual([
+        "The connection's port changed: enter the password again in the connection string (the kept password is only ever sent to the database and user it was entered for).",
+      ]);
+      // Plain text asked for (sslmode=disable from prefer) is a weaker way there: the password again, too.
+      const plain = data.info.connectionString.replace("sslmode=prefer", "sslmode=disable");
+      const weaker = await update(JSON.stringify({ ...data, info: { ...data.info, connectionString: plain } }));
+      expect((weaker.error as { details: string[] }).details[0]).toMatch(
+        /^The connection's sslmode \(prefer to disable\) changed: enter the password again/,
+      );
+      // The store is as it was, and validates against the database it was registered with.
+      expect(await op("validate", { datastoreId: id, serverId: org.serverId })).toEqual({ status: "success" });
+      expect(catcher.received()).toBe("");
+      // The same update with the password given is taken, and that password (and only it) goes there.
+      const fresh = `Fresh-pw-${Math.random().toString(36).slice(2)}`;
+      const withPassword = moved.replace(":********@", `:${fresh}@`);
+      expect(await update(JSON.stringify({ ...data, info: { ...data.info, connectionString: withPassword } }))).toEqual(
+        { success: true, id },
+      );
+      const status = (await op("validate", { datastoreId: id, serverId: org.serverId })).status;
+      expect(status).toMatch(/cannot be reached|refused/);
+      expect(catcher.received()).toContain(fresh);
+      expect(catcher.received()).not.toContain(password);
+    } finally {
+      await catcher.close();
+    }
+    expect(await post(`${rest()}/content/users/publisher/items/${id}/delete`, { token })).toMatchObject({
+      success: true,
+    });
+    neverShown(added);
+  });
+});
+
+describe("validate is no port scanner", () => {
+  it("a closed port, one where something else answers and a silent one: byte-identical answers, in the same time; the log says which", async () => {
+    const closedPort = await new Promise<number>((resolve) => {
+      const s = createServer();
+      s.listen(0, "127.0.0.1", () => {
+        const a = s.address();
+        s.close(() => resolve(typeof a === "object" && a ? a.port : 0));
+      });
+    });
+    const otherSockets = new Set<Socket>();
+    const other = createServer((s) => {
+      otherSockets.add(s);
+      s.on("error", () => undefined);
+      s.end("HTTP/1.1 400 Bad Request\r\n\r\n");
+    });
+    await new Promise<void>((r) => other.listen(0, "127.0.0.1", r));
+    const otherAddress = other.address();
+    const otherPort = typeof otherAddress === "object" && otherAddress ? otherAddress.port : 0;
+    const hole = await blackHole();
+    const linesBefore = engine.lines.length;
+    try {
+      const timed = async (port: number) => {
+        const started = Date.now();
+        const answer = await call(`${stores()}/validate`, {
+          ca: engine.ca,
+          body: new URLSearchParams({
+            f: "json",
+            token,
+            serverId: org.serverId,
+            datastore: storeJson("probe", arcgisString(password, db.database, port)),
+          }).toString(),
+        });
+        return { text: answer.text, ms: Date.now() - started };
+      };
+      const [closed, answered, silent] = await Promise.all([timed(closedPort), timed(otherPort), timed(hole.port)]);
+      expect(closed.text).toBe(
+        JSON.stringify({
+          status: "The database cannot be reached: no PostgreSQL server answered at its host and port.",
+        }),
+      );
+      expect(answered.text).toBe(closed.text);
+      expect(silent.text).toBe(closed.text);
+      // Each answered no sooner than the floor past the 5 s connect timeout (5.5 s), so none is told apart by
+      // its time: a refused port is held as long as a silent one.
+      const times = [closed.ms, answered.ms, silent.ms];
+      for (const ms of times) expect(ms).toBeGreaterThanOrEqual(5_500);
+      expect(Math.max(...times) - Math.min(...times)).toBeLessThan(1_500);
+      // The finer reason is the log's, never the password.
+      for (
+        let i = 0;
+        i < 40 && engine.lines.slice(linesBefore).join("\n").split("database unreachable").length < 4;
+        i++
+      )
+        await new Promise((r) => setTimeout(r, 50));
+      const log = engine.lines.slice(linesBefore).join("\n");
+      expect(log).toContain("ECONNREFUSED");
+      expect(log).toMatch(/Connection terminated|error establishing an SSL connection/);
+      expect(log).toMatch(/"reason":"[^"]*connection timeout|timeout exceeded when trying to connect/);
+      expect(log).not.toContain(password);
+    } finally {
+      await hole.close();
+      for (const s of otherSockets) s.destroy();
+      await new Promise((r) => other.close(r));
+    }
+  }, 30_000);
+});
+
+describe("a database that fails in other ways is answered clearly", () => {
+  it("a login the server ends with SQLSTATE XX000: validate says so; addToServer, describe and refreshServer refuse it, no 500", async () => {
+    // A real XX000 at login: the role loads a library at session start that is no PostgreSQL module ("missing
+    // magic block", reported with no SQLSTATE of its own, so XX000).
+    const library = ["/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib64/libz.so.1"].find(
+      (f) => existsSync(f),
+    );
+    expect(library).toBeDefined();
+    const broken = { user: "broken_login", password: `Broken-pw-${Math.random().toString(36).slice(2)}` };
+    await db.admin.query(`CREATE ROLE ${broken.user} LOGIN PASSWORD '${broken.password}'`);
+    const uri = `postgresql://${broken.user}:${broken.password}@127.0.0.1:${db.port}/${db.database}?sslmode=disable`;
+    const added = await post(`${rest()}/content/users/publisher/addItem`, {
+      token,
+      type: "Data Store",
+      title: "Broken",
+      text: storeJson("broken_pg", uri),
+    });
+    const id = String(added.id);
+    const breakLogin = () => db.admin.query(`ALTER ROLE ${broken.user} SET session_preload_libraries = '${library}'`);
+    const mendLogin = () => db.admin.query(`ALTER ROLE ${broken.user} RESET session_preload_libraries`);
+    await breakLogin();
+    const said = "The database ended the session (SQLSTATE XX000).";
+    expect(await op("validate", { datastoreId: id, serverId: org.serverId })).toEqual({ status: said });
+    expect(await op("validate", { serverId: org.serverId, datastore: storeJson("x", uri) })).toEqual({ status: said });
+    expect(await op("addToServer", { datastoreId: id, serverId: org.serverId })).toMatchObject({
+      error: { code: 400, details: [said] },
+    });
+    // Registered with the server while its login works; then it breaks again: describe's job and refreshServer.
+    await mendLogin();
+    expect(await op("addToServer", { datastoreId: id, serverId: org.serverId })).toEqual({ success: true });
+    await breakLogin();
+    // describe reads the path before it starts its job: a 400 saying why.
+    const described = await op("describe", { datastoreId: id, serverId: org.serverId, path: "/" });
+    expect(described).toMatchObject({ error: { code: 400, details: [`Path '/' cannot be read: ${said}`] } });
+    const refused = await op("refreshServer", { datastoreId: id, serverId: org.serverId });
+    expect(refused).toMatchObject({ error: { code: 400, details: [said] } });
+    // The server's own words are the log's.
+    expect(engine.lines.join("\n")).toContain("missing magic block");
+    await mendLogin();
+    expect(await op("removeFromServer", { datastoreId: id, serverId: org.serverId })).toEqual({ success: true });
+    expect(await post(`${rest()}/content/users/publisher/items/${id}/delete`, { token })).toMatchObject({
+      success: true,
+    });
+    neverShown(described, refused);
+    expect(engine.lines.join("\n")).not.toContain(broken.password);
+  });
+
+  it("sslmode=verify-full and a server whose certificate is not trusted: validate names it, addToServer refuses it", async () => {
+    // The cluster offers TLS with a self-signed certificate (which no authority mapgate trusts signed).
+    const dir = mkdtempSync(join(tmpdir(), "mapgate-pg-tls-"));
+    folders.push(dir);
+    const [key, cert] = [join(dir, "server.key"), join(dir, "server.crt")];
+    execFileSync(
+      "openssl",
+      ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1"].concat([
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+      ]),
+      { stdio: "ignore" },
+    );
+    // PostgreSQL runs as `postgres` when the tests run as root: its key must be its own.
+    if (process.getuid?.() === 0) {
+      const uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim());
+      for (const f of [dir, key, cert]) chownSync(f, uid, uid);
+    }
+    await db.admin.query(`ALTER SYSTEM SET ssl_cert_file = '${cert}'`);
+    await db.admin.query(`ALTER SYSTEM SET ssl_key_file = '${key}'`);
+    await db.admin.query("ALTER SYSTEM SET ssl = on");
+    await db.admin.query("SELECT pg_reload_conf()");
+    for (let i = 0; i < 40 && (await db.admin.query("SHOW ssl")).rows[0]?.ssl !== "on"; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    const uri = (mode: string) =>
+      `postgresql://${login.user}:${encodeURIComponent(password)}@127.0.0.1:${db.port}/${db.database}?sslmode=${mode}`;
+    const validate = (mode: string) =>
+      op("validate", { serverId: org.serverId, datastore: storeJson("tls", uri(mode)) });
+    // Encrypted but unchecked (require) logs in; checked (verify-full), the certificate is not trusted.
+    expect(await validate("require")).toEqual({ status: "success" });
+    const untrusted = await validate("verify-full");
+    expect(untrusted.status).toBe(
+      "The database server's certificate is not trusted (DEPTH_ZERO_SELF_SIGNED_CERT): sslmode=verify-full takes a certificate signed by an authority mapgate trusts and naming the host.",
+    );
+    const added = await post(`${rest()}/content/users/publisher/addItem`, {
+      token,
+      type: "Data Store",
+      title: "Checked",
+      text: storeJson("checked_pg", uri("verify-full")),
+    });
+    const id = String(added.id);
+    expect(await op("addToServer", { datastoreId: id, serverId: org.serverId })).toMatchObject({
+      error: { code: 400, details: [untrusted.status] },
+    });
+    expect(await post(`${rest()}/content/users/publisher/items/${id}/delete`, { token })).toMatchObject({
+      success: true,
+    });
+    neverShown(untrusted, added);
   });
 });

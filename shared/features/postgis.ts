@@ -6,6 +6,7 @@
 // and every statement bounded (statement_timeout on the server, a query timeout on the client for a server
 // that stops answering). The password is read from the data store's secret when a pool is made, and a refused
 // login drops the pool, so a changed password is read again by the next request.
+import { isIP } from "node:net";
 import type { Pool, PoolConfig } from "pg";
 import {
   DataExceptionError,
@@ -25,13 +26,19 @@ import { ARGUMENT_FAULTS } from "#shared/features/where.ts";
 import { config } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
 import { databaseAddress } from "#shared/stores/database-address.ts";
-import { readDataStorePassword } from "#shared/stores/datastore-secrets.ts";
+import { readDataStorePassword, SecretDestinationError } from "#shared/stores/datastore-secrets.ts";
 import type { PostgresConnection } from "#shared/stores/datastores.ts";
 
 /** How long one statement may run (the feature query's own bound; listing and describing are far quicker). */
 export const STATEMENT_TIMEOUT_MS = 10_000;
 /** How long connecting may take: a black-holed host is answered within seconds, not at the function's timeout. */
 export const CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * The earliest a check of a connection (validate, describe, publishLayers) answers that no PostgreSQL server could
+ * be reached: past the connect timeout, so a closed port, a port where something else answers and a silent one are
+ * answered alike, in the same time (else `validate` maps a host's ports by how fast each fails).
+ */
+export const UNREACHABLE_FLOOR_MS = CONNECT_TIMEOUT_MS + 500;
 /** Connections per pool: a function answers one request at a time on AWS; the local engine shares it. */
 const POOL_MAX = 4;
 /** A database's tables change: what was learnt of them is kept this long. */
@@ -65,7 +72,46 @@ const NETWORK = new Set([
   "EHOSTUNREACH",
   "ENETUNREACH",
   "EAI_AGAIN",
+  "EPIPE",
 ]);
+/**
+ * What node-postgres says when no PostgreSQL server answered: its connect timeouts, a connection closed before the
+ * server spoke, an answer to its TLS request that is neither yes nor no, bytes that are not the protocol.
+ */
+const NOT_POSTGRES =
+  /timeout exceeded when trying to connect|timeout expired|Connection terminated|error establishing an SSL connection|received invalid response|Unknown authenticationOk message/;
+/** Node's names for a TLS certificate it does not trust (unknown issuer, self-signed, expired, another host's). */
+const UNTRUSTED_CERTIFICATE =
+  /^(?:ERR_TLS_CERT_ALTNAME_INVALID|HOSTNAME_MISMATCH|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|INVALID_CA|INVALID_PURPOSE|PATH_LENGTH_EXCEEDED|UNABLE_TO_[A-Z_]+|CERT_[A-Z_]+)$/;
+
+/** Any failure to reach a PostgreSQL server, answered alike; the finer reason goes to the log. */
+export const UNREACHABLE = "The database cannot be reached: no PostgreSQL server answered at its host and port.";
+
+/**
+ * No PostgreSQL server could be reached (the port is closed, something else answers there, nothing answers):
+ * one answer for all, so the answer does not tell what listens on a port of the host.
+ */
+export class DatabaseUnreachableError extends DatasetError {
+  constructor() {
+    super(UNREACHABLE);
+    this.name = "DatabaseUnreachableError";
+  }
+}
+
+/**
+ * Runs a check that connects (validate, describe, publishLayers) so that "cannot be reached" is answered no earlier
+ * than UNREACHABLE_FLOOR_MS after it began, whatever made it fail: a refused port then takes as long as a silent one.
+ */
+export async function withUnreachableFloor<T>(check: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  try {
+    return await check();
+  } catch (err) {
+    const wait = started + UNREACHABLE_FLOOR_MS - Date.now();
+    if (err instanceof DatabaseUnreachableError && wait > 0) await new Promise((r) => setTimeout(r, wait));
+    throw err;
+  }
+}
 
 /** The data exceptions (class 22) whose SQLite counterparts sqlite-functions.ts raises, by SQLSTATE. */
 const DATA_FAULTS: Readonly<Record<string, string>> = {
@@ -90,31 +136,47 @@ function endedWhileIdle(err: unknown): boolean {
  * expression cannot take (400), or anything else (500 with no detail).
  */
 export function classifyPgError(err: unknown): Error {
-  const e = err as { code?: string; message?: string };
+  const e = err as { code?: string; message?: string; severity?: string };
   const code = typeof e.code === "string" ? e.code : "";
   const message = typeof e.message === "string" ? e.message : "";
-  if (code === "57014" || /query read timeout/.test(message)) return new QueryTimeoutError();
+  // The server's statement_timeout (57014), or node-postgres' own query_timeout ("Query read timeout") for a
+  // server that stopped answering.
+  if (code === "57014" || /query read timeout/i.test(message)) return new QueryTimeoutError();
   if (code === "XX000" && /TopologyException/.test(message)) return new GeometryTopologyError();
   if (LOGIN_REFUSED.has(code)) return new DatasetError("The database refused the login (user or password).");
   if (code === "3D000") return new DatasetError("The database does not exist.");
   if (GONE.has(code))
     return new DatasetError("The layer's table or column is no longer in the database, or not readable.");
-  if (
-    NETWORK.has(code) ||
-    /timeout exceeded when trying to connect|Connection terminated|does not support SSL/.test(message)
-  )
-    return new DatasetError(`The database cannot be reached (${code || message.slice(0, 80)}).`);
+  if (UNTRUSTED_CERTIFICATE.test(code))
+    return new DatasetError(
+      `The database server's certificate is not trusted (${code}): sslmode=verify-full takes a certificate signed by an authority mapgate trusts and naming the host.`,
+    );
+  // A PostgreSQL server answered that it has no TLS: reached, but not as its sslmode requires.
+  if (/does not support SSL/.test(message))
+    return new DatasetError("The database server offers no TLS, which the connection's sslmode requires.");
+  if (NETWORK.has(code) || NOT_POSTGRES.test(message)) {
+    logger.warn("database unreachable", { reason: (code || message).slice(0, 120) });
+    return new DatabaseUnreachableError();
+  }
   if (code.startsWith("08") || code.startsWith("53") || code.startsWith("57"))
     return new DatasetError(`The database cannot serve the request now (SQLSTATE ${code}).`);
   // Class 22, data exception: the request's expression met a value it cannot take (a text cast to a number…);
   // those the SQLite functions raise too are worded alike, so both dialects answer the same 400.
   if (code.startsWith("22")) return new DataExceptionError(DATA_FAULTS[code]);
+  // Any other error that ended the session (a login failing with XX000: a role's setting, a library that will not
+  // load): the database's own fault, said by its SQLSTATE; its message (the server's words) goes to the log only.
+  if ((e.severity === "FATAL" || e.severity === "PANIC") && /^[0-9A-Z]{5}$/.test(code)) {
+    logger.warn("database ended the session", { code, reason: message.slice(0, 200) });
+    return new DatasetError(`The database ended the session (SQLSTATE ${code}).`);
+  }
   return err instanceof Error ? err : new Error(String(err));
 }
 
 function sslOf(c: PostgresConnection, plain: boolean): PoolConfig["ssl"] {
   if (c.sslmode === "disable" || plain) return false;
-  if (c.sslmode === "verify-full") return { rejectUnauthorized: true, servername: c.host };
+  // The name the certificate must bear (SNI too); an IP address is checked as the address connected to.
+  if (c.sslmode === "verify-full")
+    return isIP(c.host) === 0 ? { rejectUnauthorized: true, servername: c.host } : { rejectUnauthorized: true };
   // require and prefer: encrypted, the server's certificate not checked (libpq's meaning of both).
   return { rejectUnauthorized: false };
 }
@@ -419,8 +481,20 @@ const MAX_OPEN = 16;
 /** Past any request's deadline (API Gateway's 30 s): an evicted pool is closed after this. */
 const EVICTED_GRACE_MS = 35_000;
 
+/** The password of a store, for this connection only: never one entered for another destination. */
+async function passwordFor(datastoreId: string, connection: PostgresConnection): Promise<string> {
+  try {
+    return await readDataStorePassword(datastoreId, connection);
+  } catch (err) {
+    if (!(err instanceof SecretDestinationError)) throw err;
+    throw new DatasetError(
+      "The data store's password was entered for another host, port, database or user than this connection: update the store's item with its connection and password, then refreshServer.",
+    );
+  }
+}
+
 async function open(datastoreId: string, connection: PostgresConnection, key: string): Promise<PostGisDatabase> {
-  const password = await readDataStorePassword(datastoreId);
+  const password = await passwordFor(datastoreId, connection);
   let pool = await makePool(datastoreId, connection, password);
   try {
     // One round trip proves the pool (and settles libpq's "prefer": TLS if the server has it, else plain).
@@ -484,9 +558,14 @@ export async function forgetPostGis(datastoreId: string): Promise<void> {
 
 /**
  * Checks a connection before it is registered: it logs in, and PostGIS is installed. Throws a DatasetError
- * saying what is wrong (never the password).
+ * saying what is wrong (never the password); one that could not reach a server, no earlier than
+ * UNREACHABLE_FLOOR_MS.
  */
-export async function checkPostGis(connection: PostgresConnection, password: string): Promise<{ postgis: string }> {
+export function checkPostGis(connection: PostgresConnection, password: string): Promise<{ postgis: string }> {
+  return withUnreachableFloor(() => checkOnce(connection, password));
+}
+
+async function checkOnce(connection: PostgresConnection, password: string): Promise<{ postgis: string }> {
   const pool = await makePool("(new)", connection, password);
   try {
     const rows = await pool
@@ -494,7 +573,7 @@ export async function checkPostGis(connection: PostgresConnection, password: str
       .catch(async (err: unknown) => {
         if (connection.sslmode === "prefer" && /does not support SSL/.test(String((err as Error).message))) {
           await pool.end().catch(() => undefined);
-          return checkPostGis({ ...connection, sslmode: "disable" }, password).then((r) => ({ rows: [[r.postgis]] }));
+          return checkOnce({ ...connection, sslmode: "disable" }, password).then((r) => ({ rows: [[r.postgis]] }));
         }
         throw classifyPgError(err);
       });

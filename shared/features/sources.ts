@@ -178,8 +178,10 @@ export async function openDataset(source: ServiceSource): Promise<OpenDataset> {
 
 /** Every dataset of a database store in path order, each with why it cannot be published if so (describe's list). */
 export async function databaseDatasets(datastoreId: string, connection: PostgresConnection): Promise<SourceDataset[]> {
-  const { postGisAt } = await import("#shared/features/postgis.ts");
-  const db = await postGisAt(datastoreId, connection);
+  const { postGisAt, withUnreachableFloor } = await import("#shared/features/postgis.ts");
+  // Describe and bulk publishing connect where their caller registered: a server that cannot be reached is
+  // answered no sooner than the floor (validate's rule), so neither tells a closed port from a silent one.
+  const db = await withUnreachableFloor(() => postGisAt(datastoreId, connection));
   const datasets = (await db.datasets()).map((d) => ({
     name: d.name,
     displayName: d.name,
