@@ -355,6 +355,10 @@ describe("signed in through the sign-in page", () => {
     const hint = (await page.locator("p.hint").first().textContent()) ?? "";
     for (const type of ["SceneServer", "MapServer", "VectorTileServer", "ImageServer"])
       expect(hint).toContain(`${type}:\n{"type":"${type}"`);
+    // …each naming the described store, not whichever store comes first.
+    const described = (config.properties as { cacheStoreId: string }).cacheStoreId;
+    expect(hint.match(/"cacheStoreId":"([^"]+)"/g)).toEqual(Array(4).fill(`"cacheStoreId":"${described}"`));
+    expect(hint).toContain("Data store: Demo Data Store (");
     await page.getByLabel("Server folder").fill("Browser");
     expect((await submit(page, "Submit")).status()).toBe(200);
     await follow(page, "Follow the job");
@@ -366,6 +370,45 @@ describe("signed in through the sign-in page", () => {
     await follow(page, "Service");
     expect(page.url()).toBe(`${engine.ready.https}/arcgis/rest/services/Browser/Basemap/MapServer?f=html`);
     expect(await page.locator("main").textContent()).toContain("Map,TilesOnly");
+  });
+
+  it("prefills the publish form with the store whose link was followed, from the directory and the store's page", async () => {
+    await page.goto(https());
+    const rows = page.locator("li").filter({ has: page.getByRole("link", { name: "Publish a service", exact: true }) });
+    const titles = (await rows.allTextContents()).map((t) => t.split(" (")[0] ?? "");
+    // The demo has several stores: a link of any but the first must not prefill the first.
+    expect(titles.length).toBeGreaterThan(1);
+    const ids: string[] = [];
+    for (const title of titles) {
+      await page.goto(https());
+      const link = rows
+        .filter({ hasText: title })
+        .first()
+        .getByRole("link", { name: "Publish a service", exact: true });
+      const id = new URL((await link.getAttribute("href")) ?? "", https()).searchParams.get("datastoreId") ?? "";
+      ids.push(id);
+      const loaded = page.waitForEvent("load");
+      await link.click();
+      await loaded;
+      const config = JSON.parse(await page.getByLabel("serviceConfiguration (JSON)").inputValue()) as {
+        properties: { cacheStoreId: string };
+      };
+      expect(config.properties.cacheStoreId, title).toBe(id);
+      // The examples under the field name that store, and no other.
+      const hint = (await page.locator("p.hint").first().textContent()) ?? "";
+      expect(hint, title).toContain(`Data store: ${title} (`);
+      expect(hint.match(/"cacheStoreId":"([^"]+)"/g), title).toEqual(Array(4).fill(`"cacheStoreId":"${id}"`));
+    }
+    expect(new Set(ids).size).toBe(titles.length);
+    // The store's own page leads to the same form, for that store.
+    const last = ids.at(-1) ?? "";
+    await page.goto(https(`/content/items/${last}?f=html`));
+    await follow(page, "Publish a service");
+    expect(new URL(page.url()).searchParams.get("datastoreId")).toBe(last);
+    const fromItem = JSON.parse(await page.getByLabel("serviceConfiguration (JSON)").inputValue()) as {
+      properties: { cacheStoreId: string };
+    };
+    expect(fromItem.properties.cacheStoreId).toBe(last);
   });
 
   it("shares, makes private and deletes an item from its page, and refuses those forms without their CSRF field", async () => {
