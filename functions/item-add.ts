@@ -25,10 +25,23 @@ export const handler = restHandler(
       { name: "tags", label: "Tags (comma-separated)" },
       {
         name: "text",
-        label:
-          'Data store JSON, e.g. {"type":"egdb","path":"/enterpriseDatabases/parcels","info":{"isManaged":false,"dataStoreConnectionType":"shared","connectionString":"postgresql://reader:…@db.example.com:5432/gis?sslmode=require"}}',
+        label: "Data store JSON",
         type: "textarea",
         required: true,
+        // An example under the field, laid out on lines so it wraps with the page rather than widening it.
+        hint: `For example:\n${JSON.stringify(
+          {
+            type: "egdb",
+            path: "/enterpriseDatabases/parcels",
+            info: {
+              isManaged: false,
+              dataStoreConnectionType: "shared",
+              connectionString: "postgresql://reader:…@db.example.com:5432/gis?sslmode=require",
+            },
+          },
+          null,
+          2,
+        )}`,
       },
     ],
   },

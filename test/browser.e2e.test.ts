@@ -7,6 +7,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Cookie, type Page, type Response } from "playwright-core";
+import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 
@@ -409,6 +410,45 @@ describe("signed in through the sign-in page", () => {
       properties: { cacheStoreId: string };
     };
     expect(fromItem.properties.cacheStoreId).toBe(last);
+  });
+
+  it("fits every form page into a 1,280 px window: no page is wider than the window", async () => {
+    const { page: wide } = await newPage();
+    await wide.setViewportSize({ width: 1280, height: 800 });
+    await wide.context().addCookies(await context.cookies());
+    const store = new URL(
+      (await (async () => {
+        await wide.goto(https());
+        return wide.getByRole("link", { name: "Publish a service", exact: true }).first().getAttribute("href");
+      })()) ?? "",
+      https(),
+    ).searchParams.get("datastoreId");
+    const forms = [
+      "/content/users/admin/addItem?type=Data%20Store&f=html",
+      `/portals/self/datastores/publish?datastoreId=${store}&f=html`,
+      `/portals/self/datastores/describe?datastoreId=${store}&f=html`,
+      `/portals/self/datastores/validate?datastoreId=${store}&f=html`,
+      `/portals/self/datastores/allDatasets/publishLayers?datastoreId=${store}&f=html`,
+      `/content/items/${store}?f=html`,
+      "/portals/self/createRole?f=html",
+      "/generateToken?f=html",
+      "/portals/self/apps/register?f=html",
+      "/community/createGroup?f=html",
+      "",
+    ];
+    for (const path of forms) {
+      await wide.goto(https(path));
+      expect(await wide.locator("form").count(), path).toBeGreaterThan(0);
+      const name = `form-${path.replace(/\?.*$/, "").replace(/[^A-Za-z]+/g, "-") || "directory"}.png`;
+      // A full-page screenshot is as wide as the document: wider than the window means a horizontal scroll bar.
+      const shot = PNG.sync.read(await wide.screenshot({ path: join(ARTIFACTS, name), fullPage: true }));
+      expect(shot.width, path).toBeLessThanOrEqual(1280);
+      // Every field and button lies inside the window.
+      for (const box of await wide.locator("form :is(input:not([type=hidden]), textarea, select, button)").all()) {
+        const b = await box.boundingBox();
+        if (b) expect(b.x + b.width, `${path}: ${await box.getAttribute("name")}`).toBeLessThanOrEqual(1280);
+      }
+    }
   });
 
   it("shares, makes private and deletes an item from its page, and refuses those forms without their CSRF field", async () => {
