@@ -4,7 +4,7 @@
 import { badRequest } from "#shared/http/errors.ts";
 import { requirePrivilege, requireUser, restHandler } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
-import { startJob, jobStartedPage } from "#shared/jobs.ts";
+import { jobPageOf, startJob, jobStartedPage } from "#shared/jobs.ts";
 import {
   cacheFor,
   dataStoreOf,
@@ -30,6 +30,7 @@ export const handler = restHandler(
     name: "Publish From Data Store",
     postOnly: true,
     html: jobStartedPage("Publish From Data Store"),
+    seeOther: jobPageOf,
     // The page's form: the servers of the caller's stores to choose from, and a ready configuration per type
     // naming the store the link came from (`datastoreId`, or the cacheStoreId of a Describe result's prefilled
     // configuration), else the caller's first store.

@@ -177,7 +177,7 @@ export function renderForm(
       return `${label}<textarea id="${id}" name="${escapeHtml(f.name)}"${required}>${escapeHtml(value)}</textarea>`;
     }
     if (f.type === "checkbox") {
-      return `${label}<input id="${id}" type="checkbox" name="${escapeHtml(f.name)}" value="true"${value === "true" ? " checked" : ""}>`;
+      return `${label}<input id="${id}" type="checkbox" name="${escapeHtml(f.name)}" value="true"${value === "true" ? " checked" : ""}${required}>`;
     }
     if (f.type === "hidden") return `<input type="hidden" name="${escapeHtml(f.name)}" value="${escapeHtml(value)}">`;
     const type = f.type ?? "text";
