@@ -146,6 +146,8 @@ afterAll(async () => {
 describe("signed in through the sign-in page", () => {
   let context: BrowserContext;
   let page: Page;
+  /** A form's result page (post/redirect/get), which opens only for whoever sent the form. */
+  let resultUrl = "";
 
   beforeAll(async () => {
     ({ context, page } = await newPage());
@@ -551,6 +553,7 @@ describe("signed in through the sign-in page", () => {
       await expect(other.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(
         "This result is no longer shown.",
       );
+      resultUrl = page.url();
       await follow(page, "The data store");
       const itemUrl = page.url();
       const id = /\/content\/items\/([0-9a-f]{32})\?f=html$/.exec(itemUrl)?.[1] ?? "";
@@ -634,6 +637,13 @@ describe("signed in through the sign-in page", () => {
     expect(authSetCookie(await post.headerValues("set-cookie"))).toBe(
       "vendor_authcookie=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0",
     );
+    // A result page sealed for the signed-in user no longer opens in this browser once signed out.
+    expect(resultUrl).toContain("formResult=");
+    await page.goto(resultUrl);
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(
+      "This result is no longer shown.",
+    );
+    await page.goto(https());
     expect(page.url()).toBe(https());
     await expect(page.locator("main").textContent()).resolves.toContain("You are not signed in.");
     expect(await page.getByRole("button", { name: "Sign out" }).count()).toBe(0);

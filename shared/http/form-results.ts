@@ -1,9 +1,10 @@
 // Post/redirect/get for the HTML forms: the page a form's POST produced is sealed into the address of a GET that
 // shows it (`?formResult=…`), and the POST is answered 303 See Other to there. Reloading that page, or going back
 // to it, then shows the result again instead of sending the form a second time. Nothing is stored: the page is
-// compressed and encrypted (AES-256-GCM, a key derived from the token key) with the browser's CSRF cookie and the
-// path as associated data, so the address opens only in the browser that sent the form, at the form's path, and
-// only for a few minutes; it says nothing to whoever reads it in a log or a history.
+// compressed and encrypted (AES-256-GCM, a key derived from the token key) with the browser's CSRF cookie, the path
+// and who sent it as associated data, so the address opens only in the browser that sent the form, at the form's
+// path, for the same signed-in user (not after signing out or in as another), and only for a few minutes; it says
+// nothing to whoever reads it in a log or a history.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
@@ -44,16 +45,22 @@ export function formCookie(event: APIGatewayProxyEventV2): string | undefined {
   return value && COOKIE_VALUE.test(value) ? value : undefined;
 }
 
-const aad = (cookie: string, path: string) => Buffer.from(`${cookie}\n${path}`, "utf8");
+/** What a sealed page is bound to: the browser's cookie, the form's path, and who sent it (`who`). */
+const aad = (cookie: string, path: string, who: string) => Buffer.from(`${cookie}\n${path}\n${who}`, "utf8");
 
 /** The page sealed for the browser holding `cookie`, at `path`; undefined when it is too large for an address. */
-export async function sealFormResult(html: string, cookie: string, path: string): Promise<string | undefined> {
+export async function sealFormResult(
+  html: string,
+  cookie: string,
+  path: string,
+  who: string,
+): Promise<string | undefined> {
   const page = Buffer.from(html, "utf8");
   if (page.length > MAX_PAGE) return undefined;
   const { current } = await tokenKeys();
   const iv = randomBytes(12);
   const cipher = createCipheriv("aes-256-gcm", keyOf(current.kid, current.key), iv);
-  cipher.setAAD(aad(cookie, path));
+  cipher.setAAD(aad(cookie, path, who));
   const expires = Buffer.alloc(8);
   expires.writeBigUInt64BE(BigInt(Date.now() + FORM_RESULT_TTL_MS));
   const plain = Buffer.concat([expires, deflateRawSync(page)]);
@@ -67,6 +74,7 @@ export async function openFormResult(
   ticket: string,
   cookie: string | undefined,
   path: string,
+  who: string,
 ): Promise<string | undefined> {
   if (!cookie || ticket.length > MAX_SEALED) return undefined;
   const dot = ticket.lastIndexOf(".");
@@ -76,7 +84,7 @@ export async function openFormResult(
   if (sealed.length < 12 + 16 + 8) return undefined;
   try {
     const decipher = createDecipheriv("aes-256-gcm", keyOf(ticket.slice(0, dot), key), sealed.subarray(0, 12));
-    decipher.setAAD(aad(cookie, path));
+    decipher.setAAD(aad(cookie, path, who));
     decipher.setAuthTag(sealed.subarray(sealed.length - 16));
     const plain = Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]);
     if (Number(plain.readBigUInt64BE(0)) < Date.now()) return undefined;

@@ -578,6 +578,14 @@ function confirmationPage(op: Operation, req: RestRequest): ShownPage {
   );
 }
 
+/** Who a sealed form result belongs to: the signed-in user (of their organization), an app, or nobody. */
+function whoSent(req: RestRequest): string {
+  const id = req.identity;
+  if (id.kind === "user") return `user:${id.portal.portalId}:${id.user.username}`;
+  if (id.kind === "app") return `app:${id.app.clientId}`;
+  return "anonymous";
+}
+
 /**
  * Post/redirect/get: where a browser is sent after an HTML form's POST, so that reloading the result never sends
  * the form again. A started job's own page (Operation.seeOther), else the page itself sealed into a GET of the
@@ -597,7 +605,7 @@ async function formResultRedirect(
   const there = op.seeOther?.(data, req);
   if (there) return there;
   if (typeof html !== "string" && (html.formActions.length > 0 || html.scripts === true)) return undefined;
-  const ticket = await sealFormResult(typeof html === "string" ? html : html.body, cookie, req.path);
+  const ticket = await sealFormResult(typeof html === "string" ? html : html.body, cookie, req.path, whoSent(req));
   return ticket ? `${req.path}?${new URLSearchParams({ f: "html", [FORM_RESULT]: ticket })}` : undefined;
 }
 
@@ -707,7 +715,7 @@ export function restHandler(op: Operation, compute: Compute) {
     const sealed = req.method === "GET" && req.format === "html" ? req.params.get(FORM_RESULT) : undefined;
     if (sealed !== undefined) {
       // The page a form's POST produced (post/redirect/get): shown again, never run again.
-      const html = await openFormResult(sealed, formCookie(req.event), req.path);
+      const html = await openFormResult(sealed, formCookie(req.event), req.path, whoSent(req));
       if (html === undefined) {
         throw badRequest("This result is no longer shown.", [
           "A form's result is shown for 10 minutes, in the browser that sent the form. Nothing was sent again.",
