@@ -599,7 +599,12 @@ const ROUTES: readonly Route[] = [
     },
     compute: update,
   },
-  { pattern: new RegExp(`^groups/${ID}/delete$`), names: ["groupId"], op: post("Delete Group"), compute: remove },
+  {
+    pattern: new RegExp(`^groups/${ID}/delete$`),
+    names: ["groupId"],
+    op: { ...post("Delete Group"), confirm: "the group goes for good (its items stay)." },
+    compute: remove,
+  },
   { pattern: new RegExp(`^groups/${ID}/reassign$`), names: ["groupId"], op: post("Reassign Group"), compute: reassign },
   { pattern: new RegExp(`^groups/${ID}/join$`), names: ["groupId"], op: post("Join Group"), compute: join },
   { pattern: new RegExp(`^groups/${ID}/leave$`), names: ["groupId"], op: post("Leave Group"), compute: leave },

@@ -3,7 +3,7 @@
 import { getDataStoreContents } from "#shared/stores/datastores.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
-import { startJob, jobStartedPage } from "#shared/jobs.ts";
+import { jobPageOf, startJob, jobStartedPage } from "#shared/jobs.ts";
 import { DESCRIBE_PRIVILEGE, describePath, registeredServer, usableDataStore } from "#shared/publishing.ts";
 import { StorageError } from "#shared/storage/storage.ts";
 import { serverField, storeChoices, storeField } from "#shared/form-choices.ts";
@@ -15,6 +15,7 @@ export const handler = restHandler(
     name: "Describe Data Store",
     postOnly: true,
     html: jobStartedPage("Describe Data Store"),
+    seeOther: jobPageOf,
     formFields: async (req) => {
       const choices = await storeChoices(req);
       return [

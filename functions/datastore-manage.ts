@@ -18,7 +18,10 @@ import {
 } from "#shared/datastore-registration.ts";
 import { emit } from "#shared/events.ts";
 import { badRequest, noSuchResource } from "#shared/http/errors.ts";
-import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
+import { PORTAL_ROOT } from "#infra/system.ts";
+import { renderValue, resultPage } from "#shared/http/html.ts";
+import { type RestRequest, requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
+import { itemPageHref } from "#shared/item-pages.ts";
 import { DESCRIBE_PRIVILEGE, managedDataStore, registering, registeredServer } from "#shared/publishing.ts";
 import { updateDataStore } from "#shared/stores/datastores.ts";
 import { deleteItem, getItems, ItemGoneError } from "#shared/stores/items.ts";
@@ -42,6 +45,33 @@ async function serverOf(portalId: string, serverId: string | undefined, what: st
 
 const VALIDATE_FAILED = "Unable to validate the data store.";
 
+/** What validating found, in words, and where to go on: the store's page and what it can do next. */
+function validatedPage(data: object, req: RestRequest): string {
+  const { status } = data as { status?: string };
+  const id = req.params.get("datastoreId") ?? "";
+  const stores = `${PORTAL_ROOT}/portals/${encodeURIComponent(req.pathParameters.portalId ?? "self")}/datastores`;
+  const q = `datastoreId=${encodeURIComponent(id)}&f=html`;
+  const links: [string, string][] = id
+    ? [
+        [itemPageHref(id), "The data store"],
+        ...(status === "success" ? ([[`${stores}/addToServer?${q}`, "Add it to a server"]] as [string, string][]) : []),
+      ]
+    : [
+        [
+          `${PORTAL_ROOT}/content/users/${encodeURIComponent(userOf(req))}/addItem?type=Data%20Store&f=html`,
+          "Register a data store",
+        ],
+      ];
+  return resultPage(
+    "Validate Data Store",
+    status === "success" ? "The data store can be read: it is valid." : `The data store is not valid: ${status ?? ""}`,
+    [...links, [`${PORTAL_ROOT}?f=html`, "Directory"]],
+    renderValue(data),
+  );
+}
+
+const userOf = (req: RestRequest) => (req.identity.kind === "user" ? req.identity.user.username : "");
+
 /**
  * `{"status":"success"}` or `{"status":"<reason>"}`, as ArcGIS answers: a registered store (`datastoreId`), or
  * one not registered yet (`datastore`, its JSON, held to the rules of registration first).
@@ -50,6 +80,7 @@ const validate = restHandler(
   {
     name: "Validate Data Store",
     postOnly: true,
+    html: validatedPage,
     bodyOnly: ["datastore"],
     form: [
       { name: "datastoreId", label: "Data store id (a registered one)" },
@@ -175,6 +206,7 @@ const deleteLayers = restHandler(
   {
     name: "Delete Layers",
     postOnly: true,
+    confirm: "every layer bulk-published from the store goes, with its item and service.",
     form: [{ name: "datastoreId", label: "Data store id", required: true }],
     formFields: async (req) => [storeField("datastoreId", await storeChoices(req))],
   },

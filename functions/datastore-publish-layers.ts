@@ -2,7 +2,7 @@
 // a job; calling it again publishes only datasets that have no layer yet (nothing is duplicated).
 import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
-import { startJob, jobStartedPage } from "#shared/jobs.ts";
+import { jobPageOf, startJob, jobStartedPage } from "#shared/jobs.ts";
 import { BULK_PRIVILEGE, folderProblem, registeredServer, usableDataStore } from "#shared/publishing.ts";
 import { serverField, storeChoices, storeField } from "#shared/form-choices.ts";
 
@@ -13,6 +13,7 @@ export const handler = restHandler(
     name: "Publish Layers",
     postOnly: true,
     html: jobStartedPage("Publish Layers"),
+    seeOther: jobPageOf,
     formFields: async (req) => {
       const choices = await storeChoices(req);
       return [

@@ -4,7 +4,7 @@
 import { badRequest } from "#shared/http/errors.ts";
 import { requireUser, restHandler } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
-import { startJob, jobStartedPage } from "#shared/jobs.ts";
+import { jobPageOf, startJob, jobStartedPage } from "#shared/jobs.ts";
 import {
   cacheFor,
   folderProblem,
@@ -16,6 +16,7 @@ import {
 } from "#shared/publishing.ts";
 import { releaseServiceName, ServiceExistsError } from "#shared/stores/services.ts";
 import {
+  chosenStore,
   defaultServiceConfiguration,
   serverField,
   serviceConfigurationExamples,
@@ -29,18 +30,22 @@ export const handler = restHandler(
     name: "Publish From Data Store",
     postOnly: true,
     html: jobStartedPage("Publish From Data Store"),
+    seeOther: jobPageOf,
     // The page's form: the servers of the caller's stores to choose from, and a ready configuration per type
-    // naming the caller's first store (describe's "Publish" links fill in the exact one).
+    // naming the store the link came from (`datastoreId`, or the cacheStoreId of a Describe result's prefilled
+    // configuration), else the caller's first store.
     formFields: async (req) => {
       const choices = await storeChoices(req);
-      const store = choices.stores[0]?.datastoreId ?? "<data store id>";
+      const store = chosenStore(req, choices);
+      const examples = serviceConfigurationExamples(store?.datastoreId ?? "<data store id>");
+      const from = store ? `Data store: ${store.title} (${store.kind}, ${store.datastoreId}).\n` : "";
       return [
         {
           name: "serviceConfiguration",
           label: "serviceConfiguration (JSON)",
           type: "textarea",
           required: true,
-          hint: `pathInCachedStore is a cached layer's path, as Describe lists it. One example per service type:\n${serviceConfigurationExamples(store)}`,
+          hint: `${from}pathInCachedStore is a cached layer's path, as Describe lists it. One example per service type:\n${examples}`,
         },
         serverField(choices),
         { name: "serverFolder", label: "Server folder", hint: "Empty: the root folder." },
@@ -48,9 +53,15 @@ export const handler = restHandler(
         { name: "description", label: "Description", type: "textarea" },
       ];
     },
+    // The chosen store's example configuration, and a server it is registered with (the query's values win).
     formValues: async (req): Promise<Record<string, string>> => {
-      const first = (await storeChoices(req)).stores[0];
-      return first ? { serviceConfiguration: defaultServiceConfiguration(first.datastoreId) } : {};
+      const store = chosenStore(req, await storeChoices(req));
+      if (!store) return {};
+      const server = store.serverIds[0];
+      return {
+        serviceConfiguration: defaultServiceConfiguration(store.datastoreId),
+        ...(server ? { serverId: server } : {}),
+      };
     },
     form: [
       { name: "serviceConfiguration", label: "serviceConfiguration (JSON)", type: "textarea", required: true },

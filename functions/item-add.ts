@@ -3,7 +3,10 @@
 // folder: the item and the store are made at once, a database's password moved to the store's secret (the
 // item's data shows it redacted). Nothing is connected to: `validate` says whether the store can be read.
 import { badRequest, forbidden } from "#shared/http/errors.ts";
-import { requireUser, restHandler } from "#shared/http/pipeline.ts";
+import { PORTAL_ROOT } from "#infra/system.ts";
+import { renderValue, resultPage } from "#shared/http/html.ts";
+import { type RestRequest, requireUser, restHandler } from "#shared/http/pipeline.ts";
+import { itemPageHref } from "#shared/item-pages.ts";
 import { readDataStoreJson, registerDataStore } from "#shared/datastore-registration.ts";
 import { DESCRIBE_PRIVILEGE, registering, tagsOf } from "#shared/publishing.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
@@ -13,10 +16,29 @@ const FAILED = "Unable to add item.";
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
+/** The registered store's page and what comes next for it: validate it, add it to a server, describe it. */
+function registeredPage(data: object, req: RestRequest): string {
+  const { id } = data as { id?: string };
+  const stores = `${PORTAL_ROOT}/portals/self/datastores`;
+  const q = `datastoreId=${encodeURIComponent(id ?? "")}&f=html`;
+  return resultPage(
+    "Data store registered",
+    `Registered “${req.params.get("title") ?? ""}”. Validate it, then add it to a server to describe and publish from it.`,
+    [
+      [itemPageHref(id ?? ""), "The data store"],
+      [`${stores}/validate?${q}`, "Validate it"],
+      [`${stores}/addToServer?${q}`, "Add it to a server"],
+      [`${PORTAL_ROOT}?f=html`, "Directory"],
+    ],
+    renderValue(data),
+  );
+}
+
 export const handler = restHandler(
   {
     name: "Add Item",
     postOnly: true,
+    html: registeredPage,
     // The data store's JSON may hold a password: never in a URL, which logs and histories keep.
     bodyOnly: ["text"],
     form: [
@@ -25,10 +47,23 @@ export const handler = restHandler(
       { name: "tags", label: "Tags (comma-separated)" },
       {
         name: "text",
-        label:
-          'Data store JSON, e.g. {"type":"egdb","path":"/enterpriseDatabases/parcels","info":{"isManaged":false,"dataStoreConnectionType":"shared","connectionString":"postgresql://reader:…@db.example.com:5432/gis?sslmode=require"}}',
+        label: "Data store JSON",
         type: "textarea",
         required: true,
+        // An example under the field, laid out on lines so it wraps with the page rather than widening it.
+        hint: `For example:\n${JSON.stringify(
+          {
+            type: "egdb",
+            path: "/enterpriseDatabases/parcels",
+            info: {
+              isManaged: false,
+              dataStoreConnectionType: "shared",
+              connectionString: "postgresql://reader:…@db.example.com:5432/gis?sslmode=require",
+            },
+          },
+          null,
+          2,
+        )}`,
       },
     ],
   },

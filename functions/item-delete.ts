@@ -3,7 +3,9 @@
 // pair removed). A data store's item goes with its data store and its secret, once no layer published from it
 // remains (deleteLayers first).
 import { removeDataStore } from "#shared/datastore-registration.ts";
-import { restHandler } from "#shared/http/pipeline.ts";
+import { PORTAL_ROOT } from "#infra/system.ts";
+import { renderValue, resultPage } from "#shared/http/html.ts";
+import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";
 import { registering } from "#shared/publishing.ts";
 import { getDataStore } from "#shared/stores/datastores.ts";
@@ -12,20 +14,43 @@ import { emit } from "#shared/events.ts";
 
 const FAILED = "Unable to delete item.";
 
-export const handler = restHandler({ name: "Delete Item", postOnly: true }, async (req) => {
-  const item = await managedItem(req, FAILED, true);
-  const store = item.type === DATA_STORE_TYPE ? await getDataStore(item.itemId) : undefined;
-  if (store) await registering(FAILED, () => removeDataStore(store));
-  else await changing(item, () => deleteItem(item));
-  if (item.service) {
-    await emit("serviceUnpublished", {
-      portalId: item.portalId,
-      itemId: item.itemId,
-      owner: item.owner,
-      ...item.service,
-      url: item.url,
-      by: req.identity.kind === "user" ? req.identity.user.username : "",
-    });
-  }
-  return { success: true, itemId: item.itemId };
-});
+/** What a person sees once the item is gone: where to go on (their content, the directory). */
+function deletedPage(data: object, req: RestRequest): string {
+  const { itemId } = data as { itemId?: string };
+  const owner = req.pathParameters.username ?? "";
+  return resultPage(
+    "Item deleted",
+    `The item ${itemId ?? ""} was deleted.`,
+    [
+      [`${PORTAL_ROOT}/content/users/${encodeURIComponent(owner)}?f=html`, `${owner}'s content`],
+      [`${PORTAL_ROOT}?f=html`, "Directory"],
+    ],
+    renderValue(data),
+  );
+}
+
+export const handler = restHandler(
+  {
+    name: "Delete Item",
+    postOnly: true,
+    confirm: "the item goes for good; a service's item unpublishes the service, a data store's removes the store.",
+    html: deletedPage,
+  },
+  async (req) => {
+    const item = await managedItem(req, FAILED, true);
+    const store = item.type === DATA_STORE_TYPE ? await getDataStore(item.itemId) : undefined;
+    if (store) await registering(FAILED, () => removeDataStore(store));
+    else await changing(item, () => deleteItem(item));
+    if (item.service) {
+      await emit("serviceUnpublished", {
+        portalId: item.portalId,
+        itemId: item.itemId,
+        owner: item.owner,
+        ...item.service,
+        url: item.url,
+        by: req.identity.kind === "user" ? req.identity.user.username : "",
+      });
+    }
+    return { success: true, itemId: item.itemId };
+  },
+);

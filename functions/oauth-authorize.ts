@@ -117,7 +117,14 @@ function render(data: object, req: RestRequest): HtmlPage {
   return { body: page("Authorize", `${intro}${message}${signIn}`), formActions };
 }
 
-const op = { name: "Authorize", httpsOnly: true, html: render, bodyOnly: ["password"] };
+// A refused sign-in shows its form again, answered in place (post/redirect/get is for results).
+const op = {
+  name: "Authorize",
+  httpsOnly: true,
+  html: render,
+  bodyOnly: ["password"],
+  answersPostInPlace: true,
+} as const;
 
 export const handler = restHandler(op, async (req) => {
   const read = await readAuthorization(req);

@@ -37,7 +37,14 @@ function render(data: object, req: RestRequest): string {
   return page("Sign In", `<h1>Sign in to ${escapeHtml(req.portal.name)}</h1>${already}${message}${form}`);
 }
 
-const op = { name: "Sign In", httpsOnly: true, html: render, bodyOnly: ["password"] };
+// A refused sign-in shows its form again, answered in place (post/redirect/get is for results).
+const op = {
+  name: "Sign In",
+  httpsOnly: true,
+  html: render,
+  bodyOnly: ["password"],
+  answersPostInPlace: true,
+} as const;
 
 export const handler = restHandler(op, async (req) => {
   const redirect = localRedirect(req.params.get("redirect"), req);

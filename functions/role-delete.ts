@@ -7,23 +7,26 @@ import { emit } from "#shared/events.ts";
 
 const FAILED = "Unable to delete role.";
 
-export const handler = restHandler({ name: "Delete Role", postOnly: true }, async (req) => {
-  const { portal, user: admin } = requireRoleAdmin(req);
-  let roleId = "";
-  await changeRole(req, portal.portalId, FAILED, async (current) => {
-    if (current.holders > 0) {
-      throw new ApiError(400, FAILED, [
-        `${current.holders} user(s) hold this role. Give them another role first (updateuserrole).`,
-      ]);
-    }
-    roleId = current.roleId;
-    await deleteRole(current);
-  });
-  await emit("roleChanged", {
-    portalId: portal.portalId,
-    change: "deleted",
-    roleId,
-    by: admin.username,
-  });
-  return { success: true, roleId };
-});
+export const handler = restHandler(
+  { name: "Delete Role", postOnly: true, confirm: "the role goes for good." },
+  async (req) => {
+    const { portal, user: admin } = requireRoleAdmin(req);
+    let roleId = "";
+    await changeRole(req, portal.portalId, FAILED, async (current) => {
+      if (current.holders > 0) {
+        throw new ApiError(400, FAILED, [
+          `${current.holders} user(s) hold this role. Give them another role first (updateuserrole).`,
+        ]);
+      }
+      roleId = current.roleId;
+      await deleteRole(current);
+    });
+    await emit("roleChanged", {
+      portalId: portal.portalId,
+      change: "deleted",
+      roleId,
+      by: admin.username,
+    });
+    return { success: true, roleId };
+  },
+);

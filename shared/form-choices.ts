@@ -63,6 +63,28 @@ export function serverField(choices: StoreChoices, all = false): FormField {
   };
 }
 
+/**
+ * The store a form is about: the one its link names (`datastoreId`, or the `cacheStoreId` of a prefilled
+ * serviceConfiguration, as a Describe result's "Publish" links carry it) when it is one of the choices, else the
+ * first choice. A link followed from one store's page must never prefill another store.
+ */
+export function chosenStore(req: RestRequest, choices: StoreChoices): DataStore | undefined {
+  const named = req.params.get("datastoreId") ?? cacheStoreIdOf(req.params.get("serviceConfiguration"));
+  return choices.stores.find((s) => s.datastoreId === named) ?? choices.stores[0];
+}
+
+/** The store a serviceConfiguration names, if it is a JSON object naming one (a form's prefill, not validated). */
+function cacheStoreIdOf(raw: string | undefined): string | undefined {
+  // A prefill longer than any real configuration is not read at all.
+  if (!raw || raw.length > 8192) return undefined;
+  try {
+    const id = (JSON.parse(raw) as { properties?: { cacheStoreId?: unknown } } | null)?.properties?.cacheStoreId;
+    return typeof id === "string" ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The fields of an operation on one store and one server, as choices. */
 export async function storeAndServerFields(req: RestRequest, allServers = false): Promise<readonly FormField[]> {
   const choices = await storeChoices(req);

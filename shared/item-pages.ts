@@ -58,6 +58,8 @@ export function itemPage(data: object, req: RestRequest): string {
       const links = [
         [`${PORTAL_ROOT}/content/items/${encodeURIComponent(id)}/data?f=html`, "Its JSON (the password never shown)"],
         [`${base}/update?f=html`, "Change its title or connection"],
+        [`${stores}/describe?${q}&path=%2F&type=datastore`, "Describe"],
+        [`${stores}/publish?${q}`, "Publish a service"],
         [`${stores}/validate?${q}`, "Validate"],
         [`${stores}/getServers?${q}`, "Servers"],
         [`${stores}/addToServer?${q}`, "Add to a server"],

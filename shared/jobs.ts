@@ -70,6 +70,14 @@ export function jobView(job: Job) {
   };
 }
 
+/** A started job's page, which an HTML form that started it leads to (post/redirect/get). */
+export function jobPageOf(data: object, req: RestRequest): string | undefined {
+  const { jobId, key } = data as { jobId?: unknown; key?: unknown };
+  if (typeof jobId !== "string" || typeof key !== "string") return undefined;
+  const portal = req.pathParameters.portalId ?? "self";
+  return `${PORTAL_ROOT}/portals/${encodeURIComponent(portal)}/jobs/${encodeURIComponent(jobId)}?${new URLSearchParams({ key, f: "html" })}`;
+}
+
 /** The HTML answer to an operation that started a job: what happened, in words, and a link that follows the job. */
 export function jobStartedPage(title: string) {
   return (data: object, req: RestRequest): string => {

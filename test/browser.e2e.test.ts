@@ -7,6 +7,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Cookie, type Page, type Response } from "playwright-core";
+import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 
@@ -145,6 +146,8 @@ afterAll(async () => {
 describe("signed in through the sign-in page", () => {
   let context: BrowserContext;
   let page: Page;
+  /** A form's result page (post/redirect/get), which opens only for whoever sent the form. */
+  let resultUrl = "";
 
   beforeAll(async () => {
     ({ context, page } = await newPage());
@@ -202,7 +205,7 @@ describe("signed in through the sign-in page", () => {
     await page.getByLabel("Password").fill(PASSWORDS.admin);
     await page.getByLabel("Client").selectOption("requestip");
     await page.getByLabel("Expiration (minutes)").fill("30");
-    expect((await submit(page, "Submit")).status()).toBe(200);
+    expect((await submit(page, "Submit")).status()).toBe(303);
     const token = (await cell(page, "token").textContent()) ?? "";
     expect(token.length).toBeGreaterThan(20);
     // A date, shown as a UTC ISO date (the number it was sent as is kept in the element's title).
@@ -224,7 +227,7 @@ describe("signed in through the sign-in page", () => {
     expect(page.url()).toBe(https("/portals/self/createRole?f=html"));
     await page.getByLabel("Name").fill("Browser Crew");
     await page.getByLabel("Description").fill("Made in a browser");
-    expect((await submit(page, "Submit")).status()).toBe(200);
+    expect((await submit(page, "Submit")).status()).toBe(303);
     // The result says what happened in words, and leads on.
     await expect(page.getByRole("status").textContent()).resolves.toBe(
       "Created the role “Browser Crew”. It grants no privileges yet: set them next.",
@@ -243,7 +246,7 @@ describe("signed in through the sign-in page", () => {
     expect(await page.locator("form input[type=checkbox]").count()).toBeGreaterThan(40);
     await page.getByLabel("portal:user:createItem", { exact: true }).check();
     await page.getByLabel("features:user:edit", { exact: true }).check();
-    expect((await submit(page, "Submit")).status()).toBe(200);
+    expect((await submit(page, "Submit")).status()).toBe(303);
     await expect(page.getByRole("status").textContent()).resolves.toBe(
       "The role “Browser Crew” now grants 2 privileges: portal:user:createItem, features:user:edit.",
     );
@@ -267,9 +270,11 @@ describe("signed in through the sign-in page", () => {
     await expect(page.getByLabel("Description").inputValue()).resolves.toBe("Made in a browser");
     expect(await page.locator("form input[type=hidden][name=csrf]").count()).toBe(1);
     await page.getByLabel("Name").fill("Browser Crew Renamed");
-    expect((await submit(page, "Submit")).status()).toBe(200);
-    // Forms post to their path: the query's values never compete with what the user typed.
-    expect(page.url()).toBe(https(`/portals/self/roles/${id}/update`));
+    expect((await submit(page, "Submit")).status()).toBe(303);
+    // Forms post to their path: the query's values never compete with what the user typed. The answer is a GET
+    // of the same path showing the result (post/redirect/get).
+    expect(new URL(page.url()).pathname).toBe(`${DIRECTORY}/portals/self/roles/${id}/update`);
+    expect(new URL(page.url()).searchParams.get("formResult")).toMatch(/^[\w-]+\.[\w-]+$/);
     await expect(page.getByRole("status").textContent()).resolves.toBe(
       "The role “Browser Crew Renamed”: renamed from “Browser Crew”.",
     );
@@ -321,12 +326,10 @@ describe("signed in through the sign-in page", () => {
     ]);
     await page.getByLabel("Path").fill("/caches/tiles");
     await page.getByLabel("Type").fill("folder");
-    expect((await submit(page, "Submit")).status()).toBe(200);
-    await expect(page.getByRole("status").textContent()).resolves.toBe(
-      "The job started and runs in the background: follow it to see its result (reload its page as it runs).",
-    );
-    await follow(page, "Follow the job");
+    // The form's POST is answered with the job's own page (303 See Other): reloading it never starts another job.
+    expect((await submit(page, "Submit")).status()).toBe(303);
     const jobUrl = page.url();
+    expect(new URL(jobUrl).pathname).toMatch(/\/portals\/self\/jobs\/[0-9a-f]{32}$/);
     for (let i = 0; i < 50 && (await page.getByRole("link", { name: "Publish as MapServer" }).count()) === 0; i++) {
       await new Promise((r) => setTimeout(r, 200));
       await page.goto(jobUrl);
@@ -355,9 +358,12 @@ describe("signed in through the sign-in page", () => {
     const hint = (await page.locator("p.hint").first().textContent()) ?? "";
     for (const type of ["SceneServer", "MapServer", "VectorTileServer", "ImageServer"])
       expect(hint).toContain(`${type}:\n{"type":"${type}"`);
+    // …each naming the described store, not whichever store comes first.
+    const described = (config.properties as { cacheStoreId: string }).cacheStoreId;
+    expect(hint.match(/"cacheStoreId":"([^"]+)"/g)).toEqual(Array(4).fill(`"cacheStoreId":"${described}"`));
+    expect(hint).toContain("Data store: Demo Data Store (");
     await page.getByLabel("Server folder").fill("Browser");
-    expect((await submit(page, "Submit")).status()).toBe(200);
-    await follow(page, "Follow the job");
+    expect((await submit(page, "Submit")).status()).toBe(303);
     const published = page.url();
     for (let i = 0; i < 50 && (await page.getByRole("link", { name: "Service" }).count()) === 0; i++) {
       await new Promise((r) => setTimeout(r, 200));
@@ -366,6 +372,84 @@ describe("signed in through the sign-in page", () => {
     await follow(page, "Service");
     expect(page.url()).toBe(`${engine.ready.https}/arcgis/rest/services/Browser/Basemap/MapServer?f=html`);
     expect(await page.locator("main").textContent()).toContain("Map,TilesOnly");
+  });
+
+  it("prefills the publish form with the store whose link was followed, from the directory and the store's page", async () => {
+    await page.goto(https());
+    const rows = page.locator("li").filter({ has: page.getByRole("link", { name: "Publish a service", exact: true }) });
+    const titles = (await rows.allTextContents()).map((t) => t.split(" (")[0] ?? "");
+    // The demo has several stores: a link of any but the first must not prefill the first.
+    expect(titles.length).toBeGreaterThan(1);
+    const ids: string[] = [];
+    for (const title of titles) {
+      await page.goto(https());
+      const link = rows
+        .filter({ hasText: title })
+        .first()
+        .getByRole("link", { name: "Publish a service", exact: true });
+      const id = new URL((await link.getAttribute("href")) ?? "", https()).searchParams.get("datastoreId") ?? "";
+      ids.push(id);
+      const loaded = page.waitForEvent("load");
+      await link.click();
+      await loaded;
+      const config = JSON.parse(await page.getByLabel("serviceConfiguration (JSON)").inputValue()) as {
+        properties: { cacheStoreId: string };
+      };
+      expect(config.properties.cacheStoreId, title).toBe(id);
+      // The examples under the field name that store, and no other.
+      const hint = (await page.locator("p.hint").first().textContent()) ?? "";
+      expect(hint, title).toContain(`Data store: ${title} (`);
+      expect(hint.match(/"cacheStoreId":"([^"]+)"/g), title).toEqual(Array(4).fill(`"cacheStoreId":"${id}"`));
+    }
+    expect(new Set(ids).size).toBe(titles.length);
+    // The store's own page leads to the same form, for that store.
+    const last = ids.at(-1) ?? "";
+    await page.goto(https(`/content/items/${last}?f=html`));
+    await follow(page, "Publish a service");
+    expect(new URL(page.url()).searchParams.get("datastoreId")).toBe(last);
+    const fromItem = JSON.parse(await page.getByLabel("serviceConfiguration (JSON)").inputValue()) as {
+      properties: { cacheStoreId: string };
+    };
+    expect(fromItem.properties.cacheStoreId).toBe(last);
+  });
+
+  it("fits every form page into a 1,280 px window: no page is wider than the window", async () => {
+    const { page: wide } = await newPage();
+    await wide.setViewportSize({ width: 1280, height: 800 });
+    await wide.context().addCookies(await context.cookies());
+    const store = new URL(
+      (await (async () => {
+        await wide.goto(https());
+        return wide.getByRole("link", { name: "Publish a service", exact: true }).first().getAttribute("href");
+      })()) ?? "",
+      https(),
+    ).searchParams.get("datastoreId");
+    const forms = [
+      "/content/users/admin/addItem?type=Data%20Store&f=html",
+      `/portals/self/datastores/publish?datastoreId=${store}&f=html`,
+      `/portals/self/datastores/describe?datastoreId=${store}&f=html`,
+      `/portals/self/datastores/validate?datastoreId=${store}&f=html`,
+      `/portals/self/datastores/allDatasets/publishLayers?datastoreId=${store}&f=html`,
+      `/content/items/${store}?f=html`,
+      "/portals/self/createRole?f=html",
+      "/generateToken?f=html",
+      "/portals/self/apps/register?f=html",
+      "/community/createGroup?f=html",
+      "",
+    ];
+    for (const path of forms) {
+      await wide.goto(https(path));
+      expect(await wide.locator("form").count(), path).toBeGreaterThan(0);
+      const name = `form-${path.replace(/\?.*$/, "").replace(/[^A-Za-z]+/g, "-") || "directory"}.png`;
+      // A full-page screenshot is as wide as the document: wider than the window means a horizontal scroll bar.
+      const shot = PNG.sync.read(await wide.screenshot({ path: join(ARTIFACTS, name), fullPage: true }));
+      expect(shot.width, path).toBeLessThanOrEqual(1280);
+      // Every field and button lies inside the window.
+      for (const box of await wide.locator("form :is(input:not([type=hidden]), textarea, select, button)").all()) {
+        const b = await box.boundingBox();
+        if (b) expect(b.x + b.width, `${path}: ${await box.getAttribute("name")}`).toBeLessThanOrEqual(1280);
+      }
+    }
   });
 
   it("shares, makes private and deletes an item from its page, and refuses those forms without their CSRF field", async () => {
@@ -392,7 +476,7 @@ describe("signed in through the sign-in page", () => {
 
     // Share with the organization only: the box for everyone is unchecked (the browser sends nothing for it).
     await page.getByLabel("Everyone (public)").uncheck();
-    expect((await submit(page, "Share")).status()).toBe(200);
+    expect((await submit(page, "Share")).status()).toBe(303);
     // The result says who sees it now, and leads back to the item.
     await expect(page.getByRole("status").textContent()).resolves.toBe(
       "“World_Basemap” is now visible to the organization.",
@@ -402,7 +486,7 @@ describe("signed in through the sign-in page", () => {
 
     await follow(page, "The item");
     expect(page.url()).toBe(itemUrl);
-    expect((await submit(page, "Make private")).status()).toBe(200);
+    expect((await submit(page, "Make private")).status()).toBe(303);
     await expect(page.getByRole("status").textContent()).resolves.toBe(
       "“World_Basemap” is now private (its owner and administrators).",
     );
@@ -418,12 +502,97 @@ describe("signed in through the sign-in page", () => {
     expect(await itemJson(id)).toMatchObject({ access: "private" });
 
     // Deleting the item unpublishes the service.
+    // Deleting asks first: the button leads to a page that says what will happen, with a box to check.
     await page.goto(itemUrl);
     expect((await submit(page, "Delete")).status()).toBe(200);
+    await expect(page.getByRole("status").textContent()).resolves.toMatch(/^Nothing has been done yet\./);
+    expect(await itemJson(id)).toMatchObject({ access: "private" });
+    await page.getByLabel(/^I understand: the item goes for good/).check();
+    expect((await submit(page, "Delete Item")).status()).toBe(303);
     await expect(cell(page, "success").textContent()).resolves.toBe("true");
     expect(await itemJson(id)).toMatchObject({ error: { messageCode: "CONT_0001" } });
     const service = await page.request.get(`${engine.ready.https}/arcgis/rest/services/World_Basemap/MapServer?f=json`);
     expect(await service.json()).toMatchObject({ error: { code: 404 } });
+  });
+
+  it("registers, validates and deletes a data store from forms: results lead on, reloads send nothing, deleting asks first", async () => {
+    const posts: string[] = [];
+    const count = (r: { method(): string; url(): string }) => {
+      if (r.method() === "POST") posts.push(new URL(r.url()).pathname);
+    };
+    page.on("request", count);
+    try {
+      // Register: the answer is a 303 to a GET of the result, which names the store and leads to it.
+      await page.goto(https("/content/users/admin/addItem?type=Data%20Store&f=html"));
+      await page.getByLabel("Title", { exact: true }).fill("Browser Files");
+      const folder = join(engine.dataDir, "demo-store");
+      await page
+        .getByLabel("Data store JSON")
+        .fill(JSON.stringify({ type: "folder", path: "/fileShares/browser", info: { path: folder } }));
+      const registered = await submit(page, "Submit");
+      expect(registered.status()).toBe(303);
+      expect(new URL((await registered.headerValue("location")) ?? "", https()).searchParams.has("formResult")).toBe(
+        true,
+      );
+      await expect(page.getByRole("status").textContent()).resolves.toMatch(/^Registered “Browser Files”\./);
+      // Reloading shows the result again and sends nothing: one store, one POST.
+      const again = await page.reload();
+      expect(again?.request().method()).toBe("GET");
+      await expect(page.getByRole("status").textContent()).resolves.toMatch(/^Registered “Browser Files”\./);
+      expect(posts.filter((p) => p.endsWith("/addItem"))).toHaveLength(1);
+      const stores = async () =>
+        (
+          (await (await page.request.get(https("/content/users/admin?f=json&num=100"))).json()) as {
+            items: { title: string }[];
+          }
+        ).items.filter((i) => i.title === "Browser Files");
+      expect(await stores()).toHaveLength(1);
+      // The result page of another browser (no CSRF cookie of this one) shows nothing.
+      const { page: other } = await newPage();
+      await other.goto(page.url());
+      await expect(other.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(
+        "This result is no longer shown.",
+      );
+      resultUrl = page.url();
+      await follow(page, "The data store");
+      const itemUrl = page.url();
+      const id = /\/content\/items\/([0-9a-f]{32})\?f=html$/.exec(itemUrl)?.[1] ?? "";
+      expect(id).not.toBe("");
+
+      // Validate, from the store's page: the result says so in words and leads back to the store.
+      await follow(page, "Validate");
+      await page.getByLabel("Server").selectOption({ index: 0 });
+      expect((await submit(page, "Submit")).status()).toBe(303);
+      await expect(page.getByRole("status").textContent()).resolves.toBe("The data store can be read: it is valid.");
+      expect(await page.getByRole("link", { name: "Add it to a server" }).count()).toBe(1);
+      await follow(page, "The data store");
+      expect(page.url()).toBe(itemUrl);
+
+      // Delete: the button asks first (nothing happens), then the checked box deletes it; its result leads on.
+      expect((await submit(page, "Delete")).status()).toBe(200);
+      await expect(page.getByRole("status").textContent()).resolves.toMatch(/^Nothing has been done yet\./);
+      expect(await stores()).toHaveLength(1);
+      // The box is required: the browser itself will not send the form without it.
+      await page.getByRole("button", { name: "Delete Item", exact: true }).click();
+      expect(page.url()).toBe(https(`/content/users/admin/items/${id}/delete`));
+      expect(await stores()).toHaveLength(1);
+      await page.getByLabel(/^I understand: /).check();
+      expect((await submit(page, "Delete Item")).status()).toBe(303);
+      await expect(page.getByRole("status").textContent()).resolves.toBe(`The item ${id} was deleted.`);
+      expect(await stores()).toHaveLength(0);
+      await page.reload();
+      expect(posts.filter((p) => p.endsWith("/delete"))).toHaveLength(2);
+      await follow(page, "admin's content");
+      expect(page.url()).toBe(https("/content/users/admin?f=html"));
+      // The API is unchanged: a client sends no CSRF field, is not asked to confirm, and is answered JSON.
+      const direct = await page.request.post(https("/portals/self/datastores/validate"), {
+        form: { f: "json", datastoreId: id, serverId: "x" },
+      });
+      expect(direct.status()).toBe(200);
+      expect(await direct.json()).toMatchObject({ error: { code: expect.any(Number) } });
+    } finally {
+      page.off("request", count);
+    }
   });
 
   // The update form starts from the role's current values, so a field the user leaves alone is kept.
@@ -431,11 +600,11 @@ describe("signed in through the sign-in page", () => {
     await page.goto(https("/portals/self/createRole?f=html"));
     await page.getByLabel("Name").fill("Keeps Description");
     await page.getByLabel("Description").fill("Must survive a rename");
-    expect((await submit(page, "Submit")).status()).toBe(200);
+    expect((await submit(page, "Submit")).status()).toBe(303);
     await follow(page, "Rename or describe it");
     const id = /\/roles\/([A-Za-z0-9]{16})\/update\?f=html$/.exec(page.url())?.[1] as string;
     await page.getByLabel("Name").fill("Kept Description");
-    expect((await submit(page, "Submit")).status()).toBe(200);
+    expect((await submit(page, "Submit")).status()).toBe(303);
     await expect(page.getByRole("status").textContent()).resolves.toBe(
       "The role “Kept Description”: renamed from “Keeps Description”.",
     );
@@ -448,7 +617,7 @@ describe("signed in through the sign-in page", () => {
     await page.goto(https("/generateToken?f=html"));
     await page.getByLabel("Username").fill("admin");
     await page.getByLabel("Password").fill(PASSWORDS.admin);
-    expect((await submit(page, "Submit")).status()).toBe(200);
+    expect((await submit(page, "Submit")).status()).toBe(303);
     expect(await page.locator("main").textContent()).not.toContain("'referer' must be specified");
     expect(((await cell(page, "token").textContent({ timeout: 2000 })) ?? "").length).toBeGreaterThan(20);
   });
@@ -468,6 +637,13 @@ describe("signed in through the sign-in page", () => {
     expect(authSetCookie(await post.headerValues("set-cookie"))).toBe(
       "vendor_authcookie=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0",
     );
+    // A result page sealed for the signed-in user no longer opens in this browser once signed out.
+    expect(resultUrl).toContain("formResult=");
+    await page.goto(resultUrl);
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe(
+      "This result is no longer shown.",
+    );
+    await page.goto(https());
     expect(page.url()).toBe(https());
     await expect(page.locator("main").textContent()).resolves.toContain("You are not signed in.");
     expect(await page.getByRole("button", { name: "Sign out" }).count()).toBe(0);

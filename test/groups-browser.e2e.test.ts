@@ -135,6 +135,10 @@ describe("group pages", () => {
     // The owner deletes the group from its page: the item is no longer shared with it.
     await admin.goto(https(`/community/groups/${groupId}?f=html`));
     await submit(admin, "Delete group");
+    // It asks first, on a page of its own (no script needed); nothing has been done yet.
+    await expect(admin.getByRole("status").textContent()).resolves.toMatch(/^Nothing has been done yet\./);
+    await admin.getByLabel(/^I understand: the group goes for good/).check();
+    await submit(admin, "Delete Group");
     await expect(admin.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Groups");
     await admin.goto(itemUrl);
     await expect(cell(admin, "Access").textContent()).resolves.toBe("private");

@@ -16,8 +16,12 @@ import { publish, share } from "./helpers/publish.ts";
 
 const ARTIFACTS = join(ROOT, "test-artifacts");
 const REST = "/portal/sharing/rest";
-/** The viewer's map background (shared/viewer/viewer.js): what an empty map shows. */
+/** The viewer's map background (shared/viewer/viewer.js): what an empty map shows, the sea under the basemap. */
 const BACKGROUND: [number, number, number] = [0xee, 0xf1, 0xf4];
+/** The basemap's land and borders (shared/viewer/viewer.js). */
+const LAND: [number, number, number] = [0xdd, 0xe3, 0xd6];
+const BORDER: [number, number, number] = [0xb9, 0xc1, 0xb0];
+type Rgb = readonly [number, number, number];
 
 let engine: RunningEngine;
 let browser: Browser;
@@ -86,12 +90,56 @@ async function view(seen: Seen, url: string): Promise<string> {
   return (await seen.page.locator("body").getAttribute("data-viewer")) ?? "";
 }
 
-/** The map's pixels that are not its empty background, from a screenshot kept in test-artifacts. */
-async function drawnPixels(page: Page, name: string): Promise<number> {
-  const shot = await page.locator("#map").screenshot();
-  await page.screenshot({ path: join(ARTIFACTS, `viewer-${name}.png`), fullPage: true });
-  return countNonBackground(PNG.sync.read(shot), BACKGROUND);
+/** Whether a colour lies (within a few levels) between two others: one of them, or their antialiased blend. */
+function between(c: Rgb, a: Rgb, b: Rgb): boolean {
+  const d: Rgb = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
+  const len = d[0] ** 2 + d[1] ** 2 + d[2] ** 2;
+  const along = (c[0] - a[0]) * d[0] + (c[1] - a[1]) * d[1] + (c[2] - a[2]) * d[2];
+  const t = len === 0 ? 0 : Math.min(1, Math.max(0, along / len));
+  return [0, 1, 2].every((i) => Math.abs((c[i] ?? 0) - ((a[i] ?? 0) + t * (d[i] ?? 0))) <= 8);
 }
+
+/** Whether a pixel is the basemap's (sea, land, border, or where they blend), not anything a service drew. */
+const isBasemap = (c: Rgb) =>
+  between(c, BACKGROUND, LAND) || between(c, LAND, BORDER) || between(c, BACKGROUND, BORDER);
+
+function pixelsWhere(png: PNG, test: (c: Rgb) => boolean): number {
+  let n = 0;
+  for (let i = 0; i < png.data.length; i += 4) {
+    if (test([png.data[i] ?? 0, png.data[i + 1] ?? 0, png.data[i + 2] ?? 0])) n++;
+  }
+  return n;
+}
+
+/** The map's pixels that are neither its empty background nor its basemap, from a screenshot kept in test-artifacts. */
+async function drawnPixels(page: Page, name: string): Promise<number> {
+  const shot = PNG.sync.read(await page.locator("#map").screenshot());
+  await page.screenshot({ path: join(ARTIFACTS, `viewer-${name}.png`), fullPage: true });
+  expect(countNonBackground(shot, BACKGROUND)).toBeGreaterThanOrEqual(pixelsWhere(shot, (c) => !isBasemap(c)));
+  return pixelsWhere(shot, (c) => !isBasemap(c));
+}
+
+/**
+ * The colour of the map at a longitude and latitude, for a view given as `#zoom/latitude/longitude` (the
+ * address's hash, which the viewer follows): Web Mercator with maplibre's 512-pixel world at zoom 0.
+ */
+function colourAt(png: PNG, view: { zoom: number; lat: number; lon: number }, lon: number, lat: number): Rgb {
+  const world = 512 * 2 ** view.zoom;
+  const x = (l: number) => ((l + 180) / 360) * world;
+  const y = (l: number) => (0.5 - Math.log(Math.tan(Math.PI / 4 + (l * Math.PI) / 360)) / (2 * Math.PI)) * world;
+  let dx = x(lon) - x(view.lon);
+  // The map repeats the world sideways: the copy nearest the centre.
+  dx -= Math.round(dx / world) * world;
+  const px = Math.round(png.width / 2 + dx);
+  const py = Math.round(png.height / 2 + y(lat) - y(view.lat));
+  if (px < 0 || py < 0 || px >= png.width || py >= png.height) throw new Error(`${lon},${lat} is not in view`);
+  const i = (py * png.width + px) * 4;
+  return [png.data[i] ?? 0, png.data[i + 1] ?? 0, png.data[i + 2] ?? 0];
+}
+
+/** The countries layer's fill (#0070ff at 35 %) over land or sea: blue well above red. */
+const isCountryFill = (c: Rgb) => c[2] - c[0] > 40;
+const isSea = (c: Rgb) => c.every((v, i) => Math.abs(v - (BACKGROUND[i] ?? 0)) <= 8);
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
@@ -264,6 +312,129 @@ describe("the map viewer, anonymously", () => {
     expect(clicked).toMatch(/^\d+$/);
     await expect(seen.page.locator("#viewer-details th").first().textContent()).resolves.toBeTruthy();
     await seen.page.screenshot({ path: join(ARTIFACTS, "viewer-feature-attributes.png"), fullPage: true });
+  });
+
+  it("draws polygons that cross the antimeridian in place, never as stripes across the world", async () => {
+    // Natural Earth's Russia, Fiji and Antarctica cross it; drawn the long way round, each ring that steps from
+    // 179.9° to -179.9° becomes a band across every longitude: the sea samples here would be filled.
+    const views: {
+      name: string;
+      zoom: number;
+      lat: number;
+      lon: number;
+      sea: [number, number][];
+      filled: [number, number][];
+    }[] = [
+      {
+        // Russia's band would run from 65° to 69° north, over the Norwegian Sea and Foxe Basin.
+        name: "north-atlantic",
+        zoom: 1.5,
+        lat: 55,
+        lon: -20,
+        sea: [
+          [0, 67],
+          [-10, 67.5],
+          [-30, 0],
+          [-40, 30],
+        ],
+        filled: [
+          [60, 60],
+          [-100, 60],
+        ],
+      },
+      {
+        // Across the antimeridian itself: Russia and Alaska drawn, the Pacific and the Chukchi Sea empty.
+        name: "pacific",
+        zoom: 2,
+        lat: 40,
+        lon: 180,
+        sea: [
+          [-140, 20],
+          [-160, 35],
+          [170, 30],
+          [180, 10],
+          [-172, 69],
+        ],
+        filled: [
+          [170, 63],
+          [-150, 65],
+        ],
+      },
+      {
+        // Fiji's islands at 180°: a thin band at 16.5° south would cross the sea west of them.
+        name: "fiji",
+        zoom: 6,
+        lat: -16.5,
+        lon: 179.5,
+        sea: [
+          [176, -16.515],
+          [176.5, -16.52],
+        ],
+        filled: [[178, -17.8]],
+      },
+      {
+        // Antarctica goes round the pole: drawn down to the pole, with the Southern Ocean empty.
+        name: "antarctica",
+        zoom: 1,
+        lat: -60,
+        lon: 0,
+        sea: [
+          [0, -60],
+          [-120, -60],
+          [100, -55],
+        ],
+        filled: [
+          [0, -80],
+          [0, -84.8],
+          [-120, -84.8],
+          [120, -84.8],
+        ],
+      },
+    ];
+    for (const v of views) {
+      await seen.page.goto("about:blank");
+      await seen.page.goto(https(`${viewer(countriesUrl)}#${v.zoom}/${v.lat}/${v.lon}`));
+      await seen.page.waitForFunction(
+        () =>
+          (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body.dataset
+            .viewer === "drawn",
+        undefined,
+        { timeout: 20_000 },
+      );
+      const shot = PNG.sync.read(
+        await seen.page.locator("#map").screenshot({ path: join(ARTIFACTS, `viewer-antimeridian-${v.name}.png`) }),
+      );
+      for (const [lon, lat] of v.sea) {
+        const c = colourAt(shot, v, lon, lat);
+        expect(isSea(c), `${v.name}: ${lon},${lat} is sea, drawn ${c.join(",")}`).toBe(true);
+      }
+      for (const [lon, lat] of v.filled) {
+        const c = colourAt(shot, v, lon, lat);
+        expect(isCountryFill(c), `${v.name}: ${lon},${lat} is a country, drawn ${c.join(",")}`).toBe(true);
+      }
+    }
+  });
+
+  it("draws a basemap under a feature layer, served by mapgate: the page asks no other site for anything", async () => {
+    const asked: string[] = [];
+    const listen = (r: { url(): string }) => asked.push(r.url());
+    seen.page.on("request", listen);
+    try {
+      expect(await view(seen, placesUrl)).toBe("drawn");
+    } finally {
+      seen.page.off("request", listen);
+    }
+    const shot = PNG.sync.read(await seen.page.locator("#map").screenshot());
+    await seen.page.screenshot({ path: join(ARTIFACTS, "viewer-basemap.png"), fullPage: true });
+    // Land, drawn in the basemap's colour (the places are small points over it).
+    const land = pixelsWhere(shot, (c) => c.every((v, i) => Math.abs(v - (LAND[i] ?? 0)) <= 4));
+    expect(land).toBeGreaterThan(20_000);
+    // Both the basemap's world and its reader came from this site, as everything the page asked for did.
+    const own = new URL(engine.ready.https).origin;
+    expect(asked.filter((u) => /\/viewer\/(world-110m\.json|topojson-client\.js)$/.test(u))).toHaveLength(2);
+    expect(asked.filter((u) => !u.startsWith("data:") && !u.startsWith("blob:") && new URL(u).origin !== own)).toEqual(
+      [],
+    );
   });
 
   it("draws every layer of a feature service linked as a whole (points here)", async () => {

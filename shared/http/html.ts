@@ -8,14 +8,16 @@ export function escapeHtml(value: string): string {
 
 const STYLE = `body{font-family:system-ui,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
 header{background:#20364f;color:#fff;padding:.6rem 1.2rem}header a{color:#fff}
-main{padding:1rem 1.2rem;max-width:70rem}table{border-collapse:collapse;margin:.2rem 0}
+main{padding:1rem 1.2rem;max-width:70rem;overflow-wrap:anywhere}table{border-collapse:collapse;margin:.2rem 0}
 th,td{border:1px solid #d0d5da;padding:.25rem .5rem;text-align:left;vertical-align:top}
 th{background:#eef1f4;font-weight:600}ul{margin:.2rem 0;padding-left:1.2rem}
 .error{border-left:4px solid #b3261e;background:#fdecea;padding:.5rem 1rem}
-form{display:grid;grid-template-columns:max-content minmax(16rem,40rem);gap:.4rem .8rem;align-items:center}
+form{display:grid;grid-template-columns:fit-content(16rem) minmax(0,40rem);gap:.4rem .8rem;align-items:center}
 label{font-weight:600}button{grid-column:2;justify-self:start;padding:.3rem 1.2rem}
+input,select,textarea{max-width:100%;box-sizing:border-box}
 textarea{min-height:6rem}.muted{color:#5a6470}.hint{white-space:pre-wrap;font-size:.9em;margin:0}
-fieldset{border:1px solid #d0d5da;display:grid;grid-template-columns:max-content 1fr;gap:.1rem .5rem}`;
+fieldset{border:1px solid #d0d5da;display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.1rem .5rem;min-width:0}
+@media (max-width:40rem){form{grid-template-columns:minmax(0,1fr)}button{grid-column:1}}`;
 
 const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE).digest("base64")}'`;
 
@@ -175,7 +177,7 @@ export function renderForm(
       return `${label}<textarea id="${id}" name="${escapeHtml(f.name)}"${required}>${escapeHtml(value)}</textarea>`;
     }
     if (f.type === "checkbox") {
-      return `${label}<input id="${id}" type="checkbox" name="${escapeHtml(f.name)}" value="true"${value === "true" ? " checked" : ""}>`;
+      return `${label}<input id="${id}" type="checkbox" name="${escapeHtml(f.name)}" value="true"${value === "true" ? " checked" : ""}${required}>`;
     }
     if (f.type === "hidden") return `<input type="hidden" name="${escapeHtml(f.name)}" value="${escapeHtml(value)}">`;
     const type = f.type ?? "text";

@@ -31,6 +31,7 @@ import {
   tokenRequired,
 } from "#shared/http/errors.ts";
 import { escapeHtml, type FormField, type HtmlPage, page, renderForm, renderValue } from "#shared/http/html.ts";
+import { FORM_RESULT, formCookie, openFormResult, sealFormResult } from "#shared/http/form-results.ts";
 import { type Params, parseParams } from "#shared/http/params.ts";
 import {
   CALLBACK,
@@ -72,6 +73,21 @@ export interface Operation {
   readonly formValues?: (req: RestRequest) => Promise<Record<string, string>>;
   /** A custom page for the result; the default renders the JSON answer as tables. */
   readonly html?: (data: object, req: RestRequest) => string | HtmlPage;
+  /**
+   * Where the result of an HTML form's POST is a page of its own (a started job's page): the 303 See Other goes
+   * there instead of to the sealed result page (see formResultRedirect).
+   */
+  readonly seeOther?: (data: object, req: RestRequest) => string | undefined;
+  /**
+   * The operation cannot be undone (a delete): an HTML form's POST (one carrying the CSRF field) runs only with
+   * `confirm=true`, a box the form shows with these words; without it the browser gets a page asking to confirm.
+   * Clients of the API, which send no CSRF field, are not asked.
+   */
+  readonly confirm?: string;
+  /**
+   * The POST's page is answered as it is, not redirected (sign-in pages: a refused sign-in shows its form again).
+   */
+  readonly answersPostInPlace?: true;
   /** Parameters that carry secrets: refused in the query string (URLs land in logs and browser histories). */
   readonly bodyOnly?: readonly string[];
   /**
@@ -512,13 +528,85 @@ export const caller = (op: Operation): RestMiddleware => ({
 /** The fields formFields answered, kept on the form's starting values under a key no JSON answer has. */
 const FORM_FIELDS = Symbol("formFields");
 
+/** The box an operation that cannot be undone asks to be checked (Operation.confirm). */
+const CONFIRM = "confirm";
+const confirmField = (op: Operation): FormField => ({
+  name: CONFIRM,
+  label: `I understand: ${op.confirm ?? ""}`,
+  type: "checkbox",
+  required: true,
+});
+
 function formPage(op: Operation, req: RestRequest, initial: object): APIGatewayProxyStructuredResultV2 {
   const signedIn =
     req.identity.kind === "user" ? `<p class="muted">Signed in as ${escapeHtml(req.identity.user.username)}</p>` : "";
   const values = new Map([...Object.entries(initial as Record<string, string>), ...req.params.asMap()]);
   const fields = (initial as { [FORM_FIELDS]?: readonly FormField[] })[FORM_FIELDS] ?? op.form ?? [];
-  const form = renderForm(fields, values, req.csrf, { action: req.path });
+  const form = renderForm(op.confirm ? [...fields, confirmField(op)] : fields, values, req.csrf, { action: req.path });
   return renderHtml(page(op.name, `<h1>${escapeHtml(op.name)}</h1>${signedIn}${form}`), req.https);
+}
+
+/** A page the pipeline answers itself, whatever the operation: a sealed form result, or a confirmation. */
+class ShownPage {
+  readonly html: string;
+
+  constructor(html: string) {
+    this.html = html;
+  }
+}
+
+/**
+ * The second step of a form whose operation cannot be undone, sent without its box checked (a Delete button on
+ * an item's page): what it will do, the same form again with its values kept and the box to check, and a way
+ * back. It works without any script; nothing has been done yet.
+ */
+function confirmationPage(op: Operation, req: RestRequest): ShownPage {
+  const carried = [...req.params.asMap()].filter(([name]) => name !== CSRF_FIELD && name !== CONFIRM);
+  const form = renderForm(
+    [...carried.map(([name]): FormField => ({ name, type: "hidden" })), confirmField(op)],
+    new Map(carried),
+    req.csrf,
+    { action: req.path, submit: op.name, formats: false },
+  );
+  const back = formPageOf(req.event) ?? `${PORTAL_ROOT}?f=html`;
+  return new ShownPage(
+    page(
+      `Confirm: ${op.name}`,
+      `<h1>${escapeHtml(op.name)}?</h1><p role="status">Nothing has been done yet. This cannot be undone: ${escapeHtml(op.confirm ?? "")}</p>` +
+        `${form}<p><a href="${escapeHtml(back)}">Cancel</a></p>`,
+    ),
+  );
+}
+
+/** Who a sealed form result belongs to: the signed-in user (of their organization), an app, or nobody. */
+function whoSent(req: RestRequest): string {
+  const id = req.identity;
+  if (id.kind === "user") return `user:${id.portal.portalId}:${id.user.username}`;
+  if (id.kind === "app") return `app:${id.app.clientId}`;
+  return "anonymous";
+}
+
+/**
+ * Post/redirect/get: where a browser is sent after an HTML form's POST, so that reloading the result never sends
+ * the form again. A started job's own page (Operation.seeOther), else the page itself sealed into a GET of the
+ * same path (shared/http/form-results.ts). Undefined (the page is answered as it is) over plain HTTP or without
+ * the CSRF cookie a form's browser holds, for a page of its own rules (scripts, OAuth redirects), or for a page
+ * too large for an address.
+ */
+async function formResultRedirect(
+  op: Operation,
+  req: RestRequest,
+  data: object,
+  html: string | HtmlPage,
+): Promise<string | undefined> {
+  if (req.method !== "POST" || op.answersPostInPlace || !req.https) return undefined;
+  const cookie = formCookie(req.event);
+  if (!cookie) return undefined;
+  const there = op.seeOther?.(data, req);
+  if (there) return there;
+  if (typeof html !== "string" && (html.formActions.length > 0 || html.scripts === true)) return undefined;
+  const ticket = await sealFormResult(typeof html === "string" ? html : html.body, cookie, req.path, whoSent(req));
+  return ticket ? `${req.path}?${new URLSearchParams({ f: "html", [FORM_RESULT]: ticket })}` : undefined;
 }
 
 /**
@@ -551,12 +639,13 @@ function mayExceedPayload(response: APIGatewayProxyStructuredResultV2): boolean 
 
 /** Renders the handler's data in the requested format. */
 export const respond = (op: Operation): RestMiddleware => ({
-  after: (request) => {
+  after: async (request) => {
     const s = state(request);
     const req = s.request as RestRequest;
     const answer = request.response as unknown as object;
     const data = answer instanceof Rendered ? answer.data : answer;
-    if (s.showForm) request.response = formPage(op, req, data);
+    if (data instanceof ShownPage) request.response = renderHtml(data.html, req.https);
+    else if (s.showForm) request.response = formPage(op, req, data);
     else if (data instanceof Redirect) request.response = renderRedirect(data, req.https);
     else if (data instanceof Content)
       request.response = renderContent(data, req.https, req.event.headers?.["if-none-match"], {
@@ -565,8 +654,10 @@ export const respond = (op: Operation): RestMiddleware => ({
     else if (req.format === "html") {
       const custom = op.html?.(data, req);
       const html = custom ?? page(op.name, `<h1>${escapeHtml(op.name)}</h1>${renderValue(data)}`);
-      request.response =
-        typeof html === "string"
+      const there = await formResultRedirect(op, req, data, html);
+      request.response = there
+        ? renderRedirect(new Redirect(there), req.https)
+        : typeof html === "string"
           ? renderHtml(html, req.https)
           : renderHtml(html.body, req.https, html.formActions, { scripts: html.scripts === true });
     } else
@@ -621,6 +712,25 @@ export function restHandler(op: Operation, compute: Compute) {
   async function run(context: RestContext): Promise<APIGatewayProxyStructuredResultV2> {
     const req = context.mapgate?.request;
     if (!req) throw new Error("pipeline state missing: caller() did not run");
+    const sealed = req.method === "GET" && req.format === "html" ? req.params.get(FORM_RESULT) : undefined;
+    if (sealed !== undefined) {
+      // The page a form's POST produced (post/redirect/get): shown again, never run again.
+      const html = await openFormResult(sealed, formCookie(req.event), req.path, whoSent(req));
+      if (html === undefined) {
+        throw badRequest("This result is no longer shown.", [
+          "A form's result is shown for 10 minutes, in the browser that sent the form. Nothing was sent again.",
+        ]);
+      }
+      return new ShownPage(html) as unknown as APIGatewayProxyStructuredResultV2;
+    }
+    if (
+      op.confirm &&
+      req.method === "POST" &&
+      req.params.get(CSRF_FIELD) !== undefined &&
+      req.params.get(CONFIRM) !== "true"
+    ) {
+      return confirmationPage(op, req) as unknown as APIGatewayProxyStructuredResultV2;
+    }
     if (context.mapgate?.showForm) {
       // A form is shown to anyone (it runs nothing); whoever may not read the starting values gets it empty.
       const initial = op.formValues

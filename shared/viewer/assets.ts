@@ -1,6 +1,6 @@
 // The files a map viewer page loads, served by mapgate itself (no CDN: an offline site must work): the
-// map library's prebuilt CSP build (maplibre-gl, its worker and stylesheet) and the viewer's own script and
-// stylesheet. One list for both engines: the stack copies these files beside the viewer function's bundle
+// map library's prebuilt CSP build (maplibre-gl, its worker and stylesheet), the basemap's world and its reader,
+// and the viewer's own script and stylesheet. One list for both engines: the stack copies these files beside the viewer function's bundle
 // (infra/aws/stack.ts), the local engine into its data folder (infra/local/engine.ts); the function reads them
 // from `VIEWER_ASSETS_DIR`, or beside its own bundle when unset (on Lambda).
 import { readFile } from "node:fs/promises";
@@ -20,6 +20,10 @@ export const VIEWER_ASSETS = {
     type: "text/javascript",
   },
   "maplibre-gl.css": { source: "node_modules/maplibre-gl/dist/maplibre-gl.css", type: "text/css" },
+  // The basemap: world land and country borders as TopoJSON (Natural Earth 1:110m, from world-atlas), and the
+  // TopoJSON reader that turns them into GeoJSON in the page.
+  "world-110m.json": { source: "node_modules/world-atlas/countries-110m.json", type: "application/json" },
+  "topojson-client.js": { source: "node_modules/topojson-client/dist/topojson-client.min.js", type: "text/javascript" },
   "viewer.js": { source: "shared/viewer/viewer.js", type: "text/javascript" },
   "viewer.css": { source: "shared/viewer/viewer.css", type: "text/css" },
 } as const;

@@ -28,6 +28,8 @@ export interface ViewerConfig {
   /** A tiled cache in the Web Mercator tiling scheme: the levels it holds and where. */
   readonly tiles?: { readonly minzoom: number; readonly maxzoom: number; readonly tileSize: number };
   readonly workerUrl: string;
+  /** The basemap drawn under every map (world land and borders as TopoJSON), served here. */
+  readonly basemapUrl: string;
   readonly itemId?: string;
   /** Why nothing can be drawn, in words; `signIn` when signing in may change that. */
   readonly problem?: string;
@@ -80,7 +82,11 @@ export async function viewerConfig(req: RestRequest): Promise<ViewerConfig> {
     path = url.pathname;
   }
   path = path.replace(/\/+$/, "");
-  const base = { url: path, workerUrl: viewerAssetHref("maplibre-gl-worker.js") };
+  const base = {
+    url: path,
+    workerUrl: viewerAssetHref("maplibre-gl-worker.js"),
+    basemapUrl: viewerAssetHref("world-110m.json"),
+  };
   const m = SERVICES_PATH.exec(path);
   const server = m?.[1] ? await hostedServer(m[1]) : undefined;
   const parsed = m?.[2] ? parseServicePath(m[2]) : "not a service path";
@@ -154,6 +160,9 @@ const NOTES: Record<ViewerKind, string> = {
   scene: "The scene layer's footprint: the extent its nodes cover.",
 };
 
+const BASEMAP_NOTE =
+  "Under it, the world's land and borders (Natural Earth 1:110m, public domain, from the world-atlas package), served by mapgate.";
+
 /** The viewer's page: the map and what it shows, or the message saying why there is none. */
 export function viewerPage(data: object, req: RestRequest): HtmlPage {
   const config = data as ViewerConfig;
@@ -175,13 +184,14 @@ export function viewerPage(data: object, req: RestRequest): HtmlPage {
     ? `<div id="viewer" data-config="${escapeHtml(JSON.stringify(config))}">` +
       `<p id="viewer-status" class="muted" role="status">Loading the map…</p>` +
       `<div id="map" aria-label="Map of ${escapeHtml(config.title)}"></div>` +
-      `<div id="viewer-details" aria-live="polite"></div></div><p class="muted">${escapeHtml(NOTES[config.kind])}</p>`
+      `<div id="viewer-details" aria-live="polite"></div></div><p class="muted">${escapeHtml(NOTES[config.kind])} ${BASEMAP_NOTE}</p>`
     : `<div class="error" id="viewer-status" role="alert"><p>${escapeHtml(config.problem ?? "Nothing to draw.")}</p></div>`;
   const head = config.kind
     ? [
         `<link rel="stylesheet" href="${viewerAssetHref("maplibre-gl.css")}">`,
         `<link rel="stylesheet" href="${viewerAssetHref("viewer.css")}">`,
         `<script src="${viewerAssetHref("maplibre-gl.js")}" defer></script>`,
+        `<script src="${viewerAssetHref("topojson-client.js")}" defer></script>`,
         `<script src="${viewerAssetHref("viewer.js")}" defer></script>`,
       ].join("")
     : "";

@@ -2,7 +2,7 @@
 // page's `data-config` (shared/viewer/page.ts) and draws it. Every failure is said on the page in words.
 // The page states what it reached on <body data-viewer="…">: `drawn` once the map has drawn its content,
 // `failed` when it cannot; `data-feature` holds the id of the feature whose attributes are shown.
-/* global maplibregl, document */
+/* global maplibregl, topojson, document */
 "use strict";
 
 (function () {
@@ -67,12 +67,145 @@
   }
   const clamp = (b) => [Math.max(b[0], -180), Math.max(b[1], -85.05), Math.min(b[2], 180), Math.min(b[3], 85.05)];
 
-  function emptyStyle() {
+  // Geometry that crosses the antimeridian. A GeoJSON line or ring that steps from 179.9° to -179.9° means the
+  // short way across it (Natural Earth's Russia, Fiji, Antarctica), but a flat map draws the long way round: a
+  // stripe across the world. Each line and ring is made continuous instead (-179.9° becomes 180.1°), which the
+  // map library draws in place; a ring that goes once round the globe (around a pole) is closed over that pole.
+  // Linear in the number of coordinates.
+
+  /** The line's longitudes without jumps of more than 180°. */
+  function unwrapLine(line) {
+    const out = [];
+    let shift = 0;
+    let previous;
+    for (const p of line) {
+      let x = p[0] + shift;
+      if (previous !== undefined && Math.abs(x - previous) > 180) {
+        const turn = x > previous ? -360 : 360;
+        shift += turn;
+        x += turn;
+      }
+      out.push([x, p[1]]);
+      previous = x;
+    }
+    return out;
+  }
+
+  /** Twice the ring's signed area in degrees (positive: counter-clockwise). */
+  function signedArea(ring) {
+    let sum = 0;
+    for (let i = 0; i + 1 < ring.length; i++) sum += ring[i][0] * ring[i + 1][1] - ring[i + 1][0] * ring[i][1];
+    return sum;
+  }
+
+  /** A ring made continuous; a ring around a pole (it ends 360° from where it began) closed over that pole. */
+  function unwrapRing(ring) {
+    const out = unwrapLine(ring);
+    const first = out[0];
+    const last = out[out.length - 1];
+    if (!first || Math.abs(last[0] - first[0]) < 180) return { ring: out, polar: false };
+    const pole = out.reduce((sum, p) => sum + p[1], 0) < 0 ? -90 : 90;
+    out.push([last[0], pole], [first[0], pole], first);
+    return { ring: out, polar: true };
+  }
+
+  /**
+   * A polygon's rings made continuous, wound as RFC 7946 says (the map library tells holes by their winding).
+   * Around a pole the widest polar ring bounds the polygon and the others are holes in it: Antarctica from the
+   * world-atlas package is its coast plus a small circle at the pole.
+   */
+  function unwrapPolygon(rings) {
+    const made = rings.map(unwrapRing);
+    if (made.length === 0) return [];
+    const polar = made.filter((r) => r.polar);
+    let outer = made[0];
+    if (polar.length > 0) {
+      outer = polar.reduce((a, b) => (Math.abs(signedArea(b.ring)) > Math.abs(signedArea(a.ring)) ? b : a));
+    }
+    const wound = (r, ccw) => (signedArea(r.ring) > 0 === ccw ? r.ring : r.ring.reverse());
+    return [wound(outer, true), ...made.filter((r) => r !== outer).map((r) => wound(r, false))];
+  }
+
+  function unwrapGeometry(g) {
+    if (!g) return g;
+    switch (g.type) {
+      case "LineString":
+        return { type: g.type, coordinates: unwrapLine(g.coordinates) };
+      case "MultiLineString":
+        return { type: g.type, coordinates: g.coordinates.map(unwrapLine) };
+      case "Polygon":
+        return { type: g.type, coordinates: unwrapPolygon(g.coordinates) };
+      case "MultiPolygon":
+        return { type: g.type, coordinates: g.coordinates.map(unwrapPolygon) };
+      case "GeometryCollection":
+        return { type: g.type, geometries: g.geometries.map(unwrapGeometry) };
+      default:
+        return g;
+    }
+  }
+
+  /** A FeatureCollection, Feature or geometry with every line and ring made continuous. */
+  function unwrapped(geojson) {
+    if (geojson.type === "FeatureCollection") return { ...geojson, features: geojson.features.map(unwrapped) };
+    if (geojson.type === "Feature") return { ...geojson, geometry: unwrapGeometry(geojson.geometry) };
+    return unwrapGeometry(geojson);
+  }
+
+  // The basemap under every map: the world's land and its countries' borders (Natural Earth 1:110m, from the
+  // world-atlas package), served by mapgate itself like the map library, so a map shows where its data lies
+  // with no request to any other site. A basemap that cannot be read leaves the map without one, not broken.
+  const LAND = "#dde3d6";
+  const BORDER = "#b9c1b0";
+  const basemap = (async () => {
+    if (!config.basemapUrl || typeof topojson === "undefined") return undefined;
+    try {
+      const world = await getJson(config.basemapUrl);
+      return {
+        land: unwrapped(topojson.feature(world, world.objects.land)),
+        borders: unwrapped(topojson.mesh(world, world.objects.countries, (a, b) => a !== b)),
+      };
+    } catch {
+      return undefined;
+    }
+  })();
+
+  /** The basemap's sources and layers, drawn under everything but the background. */
+  function basemapStyle(data) {
+    if (!data) return { sources: {}, layers: [] };
+    return {
+      sources: {
+        "basemap-land": { type: "geojson", data: data.land },
+        "basemap-borders": { type: "geojson", data: data.borders },
+      },
+      layers: [
+        { id: "basemap-land", type: "fill", source: "basemap-land", paint: { "fill-color": LAND } },
+        {
+          id: "basemap-borders",
+          type: "line",
+          source: "basemap-borders",
+          paint: { "line-color": BORDER, "line-width": 0.6 },
+        },
+      ],
+    };
+  }
+
+  /** A style of the viewer's own: the background (the sea) and the basemap, ready for what the map shows. */
+  async function emptyStyle() {
+    const base = basemapStyle(await basemap);
     return {
       version: 8,
-      sources: {},
-      layers: [{ id: "background", type: "background", paint: { "background-color": "#eef1f4" } }],
+      sources: { ...base.sources },
+      layers: [{ id: "background", type: "background", paint: { "background-color": "#eef1f4" } }, ...base.layers],
     };
+  }
+
+  /** The basemap put under a style the service brought (its vector tiles' own), above that style's background. */
+  async function underStyle(map) {
+    const base = basemapStyle(await basemap);
+    const layers = map.getStyle().layers || [];
+    const above = layers.find((l) => l.type !== "background");
+    for (const [id, source] of Object.entries(base.sources)) map.addSource(id, source);
+    for (const layer of base.layers) map.addLayer(layer, above ? above.id : undefined);
   }
 
   function newMap(style, bounds) {
@@ -84,6 +217,8 @@
       bounds: clamp(bounds || WORLD),
       fitBoundsOptions: { padding: 20 },
       attributionControl: false,
+      // The view is kept in the address (#zoom/latitude/longitude): a reload or a shared link shows the same place.
+      hash: true,
     });
     map.addControl(new maplibregl.NavigationControl({ showCompass: false }));
     map.on("error", (e) => {
@@ -109,7 +244,7 @@
     const service = await getJson(`${config.serviceUrl}?f=json`);
     const bounds = boundsOf(service.fullExtent);
     const t = config.tiles;
-    const style = emptyStyle();
+    const style = await emptyStyle();
     style.sources.tiles = {
       type: "raster",
       tiles: [`${config.serviceUrl}/tile/{z}/{y}/{x}`],
@@ -130,7 +265,11 @@
     // so that a style that cannot be read is said in words.
     const style = await getJson(`${config.serviceUrl}/resources/styles/root.json`);
     const map = newMap(style, bounds);
-    map.once("load", () => drawnWhenIdle(map, "Vector tiles drawn with the service's style."));
+    map.once("load", () => {
+      underStyle(map)
+        .catch(() => undefined)
+        .then(() => drawnWhenIdle(map, "Vector tiles drawn with the service's style."));
+    });
   }
 
   async function drawScene() {
@@ -140,7 +279,7 @@
     if (!bounds && Array.isArray(e) && e.length === 4 && /4326$/.test(layer.store.indexCRS || "")) bounds = e;
     if (!bounds) throw new Error("The scene layer states no extent in WGS 84 or Web Mercator to draw.");
     const [w, s, east, n] = bounds;
-    const style = emptyStyle();
+    const style = await emptyStyle();
     style.sources.footprint = {
       type: "geojson",
       data: {
@@ -227,7 +366,7 @@
           Math.max(...boxes.map((b) => b[3])),
         ]
       : undefined;
-    const style = emptyStyle();
+    const style = await emptyStyle();
     const clickable = [];
     for (const l of layers) {
       const source = `layer-${l.id}`;
@@ -246,7 +385,9 @@
     async function load() {
       const mine = ++asked;
       const b = map.getBounds();
-      const [w, s, e, n] = clamp([b.getWest(), b.getSouth(), b.getEast(), b.getNorth()]);
+      // A view across the antimeridian (west of -180° or east of 180°) asks for every longitude.
+      const across = b.getWest() < -180 || b.getEast() > 180;
+      const [w, s, e, n] = clamp([across ? -180 : b.getWest(), b.getSouth(), across ? 180 : b.getEast(), b.getNorth()]);
       const geometry = JSON.stringify({ xmin: w, ymin: s, xmax: e, ymax: n, spatialReference: { wkid: 4326 } });
       say("Loading features…", false);
       try {
@@ -264,7 +405,7 @@
           });
           const answer = await getJson(`${l.url}/query?${query}`);
           if (mine !== asked) return;
-          map.getSource(`layer-${l.id}`).setData(answer);
+          map.getSource(`layer-${l.id}`).setData(unwrapped(answer));
           const more = answer.properties && answer.properties.exceededTransferLimit;
           notes.push(
             `${l.info.name}: ${answer.features.length} feature${answer.features.length === 1 ? "" : "s"}` +
