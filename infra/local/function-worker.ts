@@ -59,9 +59,11 @@ port.on("message", (message: ToWorker) => {
   }
   const { id, event, functionName, arn, requestId, remainingMs } = message;
   const context = lambdaContext(functionName, arn, requestId, remainingMs);
-  grants.run(tables, () => handler(event, context)).then(
-    (result) => send({ kind: "result", id, result }),
-    (err: unknown) => send({ kind: "error", id, message: err instanceof Error ? err.message : String(err) }),
-  );
+  grants
+    .run(tables, () => handler(event, context))
+    .then(
+      (result) => send({ kind: "result", id, result }),
+      (err: unknown) => send({ kind: "error", id, message: err instanceof Error ? err.message : String(err) }),
+    );
 });
 send({ kind: "ready" });
