@@ -171,7 +171,7 @@ export const WORKER_ROUTES: ReadonlySet<string> = new Set(["service"]);
 
 /**
  * Instances a pooled function may have at once: enough that a slow query leaves others running beside it, few
- * enough that their memory (~50 MB each once warm) stays small; more than the cores would only share them.
+ * enough that their memory (~45 MB each once loaded) stays small; more than the cores would only share them.
  */
 export const workerCount = () => Math.min(4, Math.max(2, availableParallelism()));
 

@@ -59,11 +59,17 @@ port.on("message", (message: ToWorker) => {
   }
   const { id, event, functionName, arn, requestId, remainingMs } = message;
   const context = lambdaContext(functionName, arn, requestId, remainingMs);
+  const failed = (err: unknown) =>
+    send({ kind: "error", id, message: err instanceof Error ? err.message : String(err) });
   grants
     .run(tables, () => handler(event, context))
-    .then(
-      (result) => send({ kind: "result", id, result }),
-      (err: unknown) => send({ kind: "error", id, message: err instanceof Error ? err.message : String(err) }),
-    );
+    .then((result) => {
+      try {
+        send({ kind: "result", id, result });
+      } catch (err) {
+        // A result that cannot be copied to the engine's thread (no plain data): the invocation failed.
+        failed(err);
+      }
+    }, failed);
 });
 send({ kind: "ready" });
