@@ -50,6 +50,16 @@ class MapgateLogger extends Logger {
   }
 }
 
+/**
+ * Writes a line that a logger elsewhere formatted (`level` as Powertools numbers it) where this logger writes its
+ * own: the destination when one is set, else standard output, or standard error from WARN, as Powertools does.
+ */
+export function writeLogLine(line: string, level: number): void {
+  if (destination) destination(line, level);
+  else if (level >= LogLevelThreshold.WARN) process.stderr.write(`${line}\n`);
+  else process.stdout.write(`${line}\n`);
+}
+
 export const logger = new MapgateLogger({ serviceName: "mapgate", logFormatter: new RequestFormatter() });
 
 /**

@@ -3,7 +3,8 @@
 import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
+import { availableParallelism } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bootstrapDemo, type DemoResult } from "#infra/admin/demo.ts";
@@ -121,9 +122,9 @@ export function localEnvironment(
 }
 
 /**
- * A production server's timeouts, so idle or byte-dribbling connections cannot pile up: headers within 10 s,
- * the whole request within 30 s, 5 s of keep-alive
- * between requests, checked every second (Node's default checks every 30 s).
+ * A production server's timeouts, so idle or byte-dribbling connections cannot pile up: headers within 10 s
+ * (`MAPGATE_HEADERS_TIMEOUT_SECONDS`), the whole request within 30 s, 5 s of keep-alive between requests, checked
+ * every second (Node's default checks every 30 s).
  */
 export const LISTENER_LIMITS = {
   headersTimeout: 10_000,
@@ -132,14 +133,27 @@ export const LISTENER_LIMITS = {
   connectionsCheckingInterval: 1_000,
 } as const;
 
+/** The headers timeout in milliseconds: MAPGATE_HEADERS_TIMEOUT_SECONDS, whole seconds up to the request timeout. */
+export function headersTimeout(setting: string | undefined): number {
+  if (setting === undefined || setting === "") return LISTENER_LIMITS.headersTimeout;
+  const seconds = Number(setting);
+  const most = LISTENER_LIMITS.requestTimeout / 1000;
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > most)
+    throw new Error(`MAPGATE_HEADERS_TIMEOUT_SECONDS must be a whole number of seconds from 1 to ${most}`);
+  return seconds * 1000;
+}
+
 /**
  * Node counts the headers timeout from a request's first byte: a connection that never sends one is closed
- * after the same 10 s of silence. Once a request arrives the silence limit is lifted (a handler may take up
- * to the 29 s integration timeout); between requests the keep-alive timeout applies.
+ * after the same silence. Once a request arrives the silence limit is lifted (a handler may take up to the 29 s
+ * integration timeout); between requests the keep-alive timeout applies. The limit goes on the socket requests
+ * are read from: on the HTTPS listener that is the TLS socket, which exists once the handshake is done (the
+ * handshake has the same limit, as `handshakeTimeout`). Set on the TCP socket under it, it was never lifted, and
+ * closed every HTTPS request still waiting for its answer when the limit passed.
  */
-function limited(server: Server): Server {
-  server.on("connection", (socket: import("node:net").Socket) => {
-    socket.setTimeout(LISTENER_LIMITS.headersTimeout, () => socket.destroy());
+function limited(server: Server, limitMs: number, tls: boolean): Server {
+  server.on(tls ? "secureConnection" : "connection", (socket: Socket) => {
+    socket.setTimeout(limitMs, () => socket.destroy());
   });
   // Lifted once per connection: re-arming it on every request of a kept-alive connection cost a timer each.
   server.on("request", (req: import("node:http").IncomingMessage) => {
@@ -147,6 +161,19 @@ function limited(server: Server): Server {
   });
   return server;
 }
+
+/**
+ * Functions whose work can hold a thread for seconds: the service route answers feature queries, whose SQLite
+ * and JTS work runs synchronously. They run in worker threads (function-pool.ts), so the engine's own thread,
+ * which serves every other route and /health, stays free, and their time limit holds.
+ */
+export const WORKER_ROUTES: ReadonlySet<string> = new Set(["service"]);
+
+/**
+ * Instances a pooled function may have at once: enough that a slow query leaves others running beside it, few
+ * enough that their memory (~45 MB each once loaded) stays small; more than the cores would only share them.
+ */
+export const workerCount = () => Math.min(4, Math.max(2, availableParallelism()));
 
 async function listen(server: Server, port: number, host: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
@@ -222,11 +249,13 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     const tls = { key: await readFile(folder.keyFile), cert: await readFile(folder.certFile) };
     // Loopback only, on both address families: Node resolves `localhost` to ::1 first.
     const servers: Server[] = [];
-    const bind = async (make: () => Server, port: number): Promise<number> => {
-      const v4 = limited(make());
+    const headersMs = headersTimeout(process.env.MAPGATE_HEADERS_TIMEOUT_SECONDS);
+    const limits = { ...LISTENER_LIMITS, headersTimeout: headersMs };
+    const bind = async (make: () => Server, port: number, tls: boolean): Promise<number> => {
+      const v4 = limited(make(), headersMs, tls);
       servers.push(v4);
       const actual = await listen(v4, port, "127.0.0.1");
-      const v6 = limited(make());
+      const v6 = limited(make(), headersMs, tls);
       await listen(v6, actual, "::1").then(
         () => servers.push(v6),
         () => undefined, // no IPv6 loopback here: IPv4 is enough
@@ -248,18 +277,20 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     httpsPort = await bind(
       () =>
         createHttpsServer(
-          { ...tls, ...LISTENER_LIMITS },
+          { ...tls, ...limits, handshakeTimeout: headersMs },
           route("https", () => `${options.host}:${httpsPort}`),
         ),
       options.httpsPort,
+      true,
     );
     httpPort = await bind(
       () =>
         createHttpServer(
-          LISTENER_LIMITS,
+          limits,
           route("http", () => `${options.host}:${httpPort}`),
         ),
       options.httpPort,
+      false,
     );
     cleanups.push(async () => {
       await Promise.all(servers.map(close));
@@ -325,7 +356,10 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
         })();
     // A data folder from before portal items existed gets them now (a no-op once every item exists).
     if (!demo) await backfillItems();
-    const loaded = await Gateway.load(join(ROOT, "functions"));
+    const loaded = await Gateway.load(join(ROOT, "functions"), {
+      workers: { routes: WORKER_ROUTES, size: workerCount(), metrics: metricLines.write },
+    });
+    cleanups.push(() => loaded.close());
     loading.gateway = loaded;
     // Executions die with the process that ran them: run every unfinished job again (its tasks are
     // idempotent), so no job is left processing forever.

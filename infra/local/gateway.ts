@@ -9,6 +9,7 @@ import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec, takesAnyMethod } from "#i
 import { grants } from "#shared/config.ts";
 import { Deadlines } from "#shared/deadlines.ts";
 import { logger } from "#shared/log.ts";
+import { FunctionPool } from "./function-pool.ts";
 
 /** API Gateway's own limits: 10 MB request payload, 29 s integration timeout. */
 export const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
@@ -23,12 +24,16 @@ interface CompiledRoute {
   readonly pattern: RegExp;
   readonly names: readonly string[];
   readonly literalSegments: number;
-  readonly handler: Handler;
-  /** The tables the route declares: all its function may reach, as on AWS. */
-  readonly tables: ReadonlySet<string>;
+  /** Runs the route's function (granted only the tables the route declares, as on AWS). */
+  readonly invoke: Handler;
+  /** Stops an invocation past its time, where the function runs in a pool (elsewhere it cannot be stopped). */
+  readonly pool?: FunctionPool;
 }
 
-function compile(spec: RouteSpec, handler: Handler): CompiledRoute {
+/** A function the gateway runs: its handler in this thread, or a pool of worker threads loading its module. */
+type Loaded = Handler | FunctionPool;
+
+function compile(spec: RouteSpec, loaded: Loaded): CompiledRoute {
   const names: string[] = [];
   let literalSegments = 0;
   const source = spec.path
@@ -50,19 +55,23 @@ function compile(spec: RouteSpec, handler: Handler): CompiledRoute {
     .join("/");
   // API Gateway routes `/a/b/` to the `/a/b` route too (clients such as the ArcGIS REST JS app-credential
   // manager call `…/oauth2/token/`).
+  const tables = new Set(Object.keys(spec.tables));
   return {
     spec,
     pattern: new RegExp(`^${source}/?$`),
     names,
     literalSegments,
-    handler,
-    tables: new Set(Object.keys(spec.tables)),
+    ...(loaded instanceof FunctionPool
+      ? { invoke: (event, context) => loaded.invoke(event, context), pool: loaded }
+      : { invoke: (event, context) => grants.run(tables, () => loaded(event, context)) }),
   };
 }
 
+const handlerFile = (functionsDir: string, spec: RouteSpec) => `${functionsDir}/${spec.handler ?? spec.id}.ts`;
+
 async function importHandler(functionsDir: string, spec: RouteSpec): Promise<Handler> {
   const file = spec.handler ?? spec.id;
-  const mod = (await import(pathToFileURL(`${functionsDir}/${file}.ts`).href)) as { handler?: Handler };
+  const mod = (await import(pathToFileURL(handlerFile(functionsDir, spec)).href)) as { handler?: Handler };
   if (typeof mod.handler !== "function") throw new Error(`functions/${file}.ts exports no handler`);
   return mod.handler;
 }
@@ -71,6 +80,18 @@ async function importHandler(functionsDir: string, spec: RouteSpec): Promise<Han
 function isText(contentType: string | undefined): boolean {
   const type = contentType?.split(";")[0]?.trim().toLowerCase() ?? "";
   return type.startsWith("text/") || /^application\/(json|xml|javascript|[\w.+-]+\+(xml|json))$/.test(type);
+}
+
+export interface GatewayOptions {
+  /**
+   * Routes whose functions run in worker threads (function-pool.ts), each in a pool of at most `size` instances
+   * whose metric lines go to `metrics`.
+   */
+  readonly workers?: {
+    readonly routes: ReadonlySet<string>;
+    readonly size: number;
+    readonly metrics: (line: string) => void;
+  };
 }
 
 interface Matched {
@@ -90,32 +111,57 @@ export class Gateway {
   #inFlight = 0;
   #idle: (() => void) | undefined;
 
-  private constructor(routes: CompiledRoute[], fallback: CompiledRoute) {
+  readonly #pools: readonly FunctionPool[];
+
+  private constructor(routes: CompiledRoute[], fallback: CompiledRoute, pools: readonly FunctionPool[]) {
     this.#routes = routes;
     this.#fallback = fallback;
+    this.#pools = pools;
   }
 
   /**
    * Imports every declared handler module once (a warm function per route). A function instead of a folder
    * answers each route's handler itself (the artifact test's, which runs the synthesized bundles elsewhere).
    */
-  static async load(functions: string | ((spec: RouteSpec) => Promise<Handler>)): Promise<Gateway> {
+  static async load(
+    functions: string | ((spec: RouteSpec) => Promise<Handler>),
+    { workers }: GatewayOptions = {},
+  ): Promise<Gateway> {
     const routes: CompiledRoute[] = [];
     let fallback: CompiledRoute | undefined;
-    for (const spec of ROUTES) {
-      const compiled = compile(
-        spec,
-        typeof functions === "string" ? await importHandler(functions, spec) : await functions(spec),
-      );
-      if (spec.methods === "$default") fallback = compiled;
-      else routes.push(compiled);
+    const pools: FunctionPool[] = [];
+    try {
+      for (const spec of ROUTES) {
+        let loaded: Loaded;
+        if (typeof functions !== "string") loaded = await functions(spec);
+        else if (workers?.routes.has(spec.id)) {
+          loaded = await FunctionPool.start({
+            file: handlerFile(functions, spec),
+            tables: new Set(Object.keys(spec.tables)),
+            size: workers.size,
+            metrics: workers.metrics,
+          });
+          pools.push(loaded);
+        } else loaded = await importHandler(functions, spec);
+        const compiled = compile(spec, loaded);
+        if (spec.methods === "$default") fallback = compiled;
+        else routes.push(compiled);
+      }
+      if (!fallback) throw new Error("no $default route is declared");
+    } catch (err) {
+      await Promise.all(pools.map((p) => p.close()));
+      throw err;
     }
-    if (!fallback) throw new Error("no $default route is declared");
     // API Gateway prefers the most specific route: more literal segments first, then a route without a
     // greedy `{name+}` variable over one with it.
     const greedy = (r: CompiledRoute) => (r.spec.path.includes("+}") ? 1 : 0);
     routes.sort((a, b) => b.literalSegments - a.literalSegments || greedy(a) - greedy(b));
-    return new Gateway(routes, fallback);
+    return new Gateway(routes, fallback, pools);
+  }
+
+  /** Stops the functions' worker threads (once no request is in flight: see drained()). */
+  async close(): Promise<void> {
+    await Promise.all(this.#pools.map((p) => p.close()));
   }
 
   /**
@@ -283,7 +329,7 @@ export class Gateway {
       send(res, 413, { message: "Request Entity Too Large" });
       return;
     }
-    const running = grants.run(route.tables, () => route.handler(event, context));
+    const running = route.invoke(event, context);
     const leave = this.#enter();
     running.then(leave, leave);
     const result = await this.#deadlines.race(
@@ -292,6 +338,9 @@ export class Gateway {
       () => "timeout" as const,
     );
     if (result === "timeout") {
+      // A function in a pool is stopped where it is, as Lambda stops one past its timeout; one in this thread
+      // runs on unanswered.
+      route.pool?.abandon(requestId);
       send(res, 503, { message: "Service Unavailable" });
       return;
     }

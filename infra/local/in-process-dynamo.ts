@@ -35,6 +35,12 @@ export function registerInProcessStore(endpoint: string, handle: StoreCall): () 
   };
 }
 
+/** The store registered at `endpoint` in this thread, if any (the engine answers its worker threads' calls with it). */
+export function inProcessStore(endpoint: string): StoreCall | undefined {
+  const url = new URL(endpoint);
+  return stores.get(keyOf(url.hostname, url.port));
+}
+
 const header = (request: HttpRequest, name: string): string | undefined => {
   for (const [k, v] of Object.entries(request.headers)) if (k.toLowerCase() === name) return v;
   return undefined;

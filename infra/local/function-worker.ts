@@ -1,0 +1,75 @@
+// One instance of a function, in a worker thread of the local engine (see function-pool.ts): it loads the same
+// handler module the gateway would, with the same environment, and runs one invocation at a time, as a Lambda
+// instance does. What the handler reaches through the engine's own process comes back to the engine's thread:
+// DynamoDB calls go to the engine's store as the engine's own clients' do (in-process-dynamo.ts, the same
+// transaction layer and item cache), and log and metric lines go where the engine writes its own.
+// First: it registers the in-process client options before any store module loads.
+import { registerInProcessStore } from "./in-process-dynamo.ts";
+import { pathToFileURL } from "node:url";
+import { parentPort, workerData } from "node:worker_threads";
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
+import { grants } from "#shared/config.ts";
+import { setLogDestination } from "#shared/log.ts";
+import { setMetricsSink } from "#shared/metrics.ts";
+import { lambdaContext } from "./lambda-context.ts";
+import type { FromWorker, ToWorker, WorkerData } from "./function-pool.ts";
+import type { StoreAnswer } from "./transactions.ts";
+
+type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+
+const port = parentPort;
+if (!port) throw new Error("function-worker.ts runs as a worker thread of the local engine");
+const data = workerData as WorkerData;
+const send = (message: FromWorker) => port.postMessage(message);
+
+setMetricsSink((line) => send({ kind: "metric", line }));
+setLogDestination((line, level) => send({ kind: "log", line, level }));
+
+/** Store calls waiting for the engine's answer, by their number. */
+const calls = new Map<number, { resolve: (answer: StoreAnswer) => void; reject: (err: Error) => void }>();
+let lastCall = 0;
+if (data.store) {
+  registerInProcessStore(
+    data.store,
+    (target, headers, body) =>
+      new Promise<StoreAnswer>((resolve, reject) => {
+        const id = ++lastCall;
+        calls.set(id, { resolve, reject });
+        send({ kind: "store", id, target, headers, body });
+      }),
+  );
+}
+
+const mod = (await import(pathToFileURL(data.file).href)) as { handler?: Handler };
+const handler = mod.handler;
+if (typeof handler !== "function") throw new Error(`${data.file} exports no handler`);
+const tables = new Set(data.tables);
+
+port.on("message", (message: ToWorker) => {
+  if (message.kind === "store") {
+    const waiting = calls.get(message.id);
+    calls.delete(message.id);
+    if (!waiting) return;
+    if (message.answer) {
+      const { status, headers, body } = message.answer;
+      // A structured clone arrives as a plain Uint8Array; the SDK's parsers expect the Buffer it was.
+      waiting.resolve({ status, headers, body: Buffer.from(body.buffer, body.byteOffset, body.byteLength) });
+    } else waiting.reject(new Error(message.error ?? "the store call failed"));
+    return;
+  }
+  const { id, event, functionName, arn, requestId, remainingMs } = message;
+  const context = lambdaContext(functionName, arn, requestId, remainingMs);
+  const failed = (err: unknown) =>
+    send({ kind: "error", id, message: err instanceof Error ? err.message : String(err) });
+  grants
+    .run(tables, () => handler(event, context))
+    .then((result) => {
+      try {
+        send({ kind: "result", id, result });
+      } catch (err) {
+        // A result that cannot be copied to the engine's thread (no plain data): the invocation failed.
+        failed(err);
+      }
+    }, failed);
+});
+send({ kind: "ready" });
