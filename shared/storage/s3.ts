@@ -8,7 +8,7 @@ import {
   S3Client,
   S3ServiceException,
 } from "@aws-sdk/client-s3";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdir, readdir, rename, rm, stat, statfs } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -149,7 +149,8 @@ export class S3Storage implements Storage {
     const response = await this.#client.send(
       new GetObjectCommand({ Bucket: this.#bucket, Key: key, ...(head.ETag ? { IfMatch: head.ETag } : {}) }),
     );
-    const partial = `${file}.${process.pid}.${Date.now()}.part`;
+    // Unique per copy, not per process: the local engine runs several instances of a function as threads of one.
+    const partial = `${file}.${randomBytes(8).toString("hex")}.part`;
     try {
       let size = 0;
       const body = response.Body as NodeJS.ReadableStream;
