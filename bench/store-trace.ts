@@ -4,7 +4,7 @@
 // SIGUSR2 turns it off and writes what was recorded to the file named by MAPGATE_BENCH_TRACE. Off, a request costs
 // one test of a boolean.
 import { writeFileSync } from "node:fs";
-import type { StoreCall } from "#infra/local/transactions.ts";
+import type { StoreCall } from "#infra/local/store-call.ts";
 
 /** One request as the SDK sent it, the answer's body, and which requests were in flight together. */
 export interface TracedCall {

@@ -5,7 +5,7 @@ import { DynamoDBDocumentClient, GetCommand, UpdateCommand, PutCommand } from "@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ItemCache } from "#infra/local/item-cache.ts";
 import { createTables, startDynamo } from "#infra/local/dynamo.ts";
-import type { StoreAnswer } from "#infra/local/transactions.ts";
+import type { StoreAnswer } from "#infra/local/store-call.ts";
 import { storeClient } from "./helpers/store.ts";
 
 const TABLE = "t";

@@ -9,7 +9,8 @@ import { createRequire } from "node:module";
 import { CreateTableCommand, DynamoDBClient, ResourceInUseException } from "@aws-sdk/client-dynamodb";
 import dynalite from "dynalite";
 import { TABLES, type TableSpec } from "#infra/system.ts";
-import { openTransactionLayer, serveHttp, type StoreAnswer, type StoreCall } from "./transactions.ts";
+import type { StoreAnswer, StoreCall } from "./store-call.ts";
+import { openTransactionLayer, serveHttp } from "./transactions.ts";
 
 /** A LevelDB iterator as abstract-level makes it (the iterators of dynalite's `level` and `memory-level`). */
 interface LevelIterator {

@@ -8,7 +8,7 @@ import { Worker } from "node:worker_threads";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { logger, writeLogLine } from "#shared/log.ts";
 import { inProcessStore } from "./in-process-dynamo.ts";
-import type { StoreAnswer } from "./transactions.ts";
+import type { StoreAnswer } from "./store-call.ts";
 
 type Result = APIGatewayProxyStructuredResultV2;
 

@@ -13,7 +13,7 @@ import { setLogDestination } from "#shared/log.ts";
 import { setMetricsSink } from "#shared/metrics.ts";
 import { lambdaContext } from "./lambda-context.ts";
 import type { FromWorker, ToWorker, WorkerData } from "./function-pool.ts";
-import type { StoreAnswer } from "./transactions.ts";
+import type { StoreAnswer } from "./store-call.ts";
 
 type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 

@@ -11,7 +11,8 @@
 import { AwsSdkSigV4Signer } from "@aws-sdk/core/httpAuthSchemes";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import type { HttpHandlerOptions, HttpRequest, HttpResponse } from "@smithy/types";
-import { OWN_HEADERS, type StoreCall } from "./transactions.ts";
+import type { StoreCall } from "./store-call.ts";
+import { OWN_HEADERS } from "./transactions.ts";
 
 /** Read by shared/stores/dynamo.ts: options merged into its client's configuration when present. */
 const CLIENT_CONFIG = Symbol.for("mapgate.dynamodb.clientConfig");

@@ -11,7 +11,7 @@
 // with dynalite's own bytes for the item; anything else, and every miss, goes to dynalite.
 import { randomBytes } from "node:crypto";
 import { crc32 } from "node:zlib";
-import type { StoreAnswer } from "./transactions.ts";
+import type { StoreAnswer } from "./store-call.ts";
 
 type Json = Record<string, unknown>;
 

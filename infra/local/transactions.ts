@@ -17,6 +17,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { dirname } from "node:path";
 import { ItemCache, type WriteTarget } from "./item-cache.ts";
+import type { StoreAnswer, StoreCall } from "./store-call.ts";
 
 /**
  * Test hook, never set in use: milliseconds to wait between the writes of one transaction, so a crash test
@@ -48,19 +49,6 @@ interface Step {
   before: Json | undefined;
   check: boolean;
 }
-
-/** A DynamoDB answer: status, headers (lower-case names, no content-length) and the JSON body. */
-export interface StoreAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-}
-
-/**
- * One DynamoDB request: its target (`DynamoDB_20120810.GetItem`), its headers (lower-case names; at least the
- * content type and an authorization header dynalite accepts) and its JSON body.
- */
-export type StoreCall = (target: string, headers: Record<string, string>, body: Buffer) => Promise<StoreAnswer>;
 
 type Upstream = StoreAnswer;
 

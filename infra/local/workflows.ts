@@ -21,7 +21,17 @@ import {
   stringMember,
   unknownOperation,
 } from "./aws-json.ts";
-import type { CallerWorkflows } from "./caller-workflows.ts";
+
+/**
+ * Other state machines served on the same endpoint (callers' own, caller-workflows.ts): what this endpoint asks of
+ * them, declared here so the endpoint does not depend on the module that depends on it.
+ */
+export interface AttachedWorkflows {
+  /** The operations they answer. */
+  readonly operations: ReadonlySet<string>;
+  /** Their answer to an operation (`__status` for a status other than 200), or undefined when it is not theirs. */
+  handle(operation: string, body: Json): Promise<Json | undefined>;
+}
 
 export const LOCAL_STATE_MACHINE_ARN = "arn:aws:states:us-east-1:000000000000:stateMachine:mapgate-jobs";
 const fakeArn = (id: string) => `arn:aws:lambda:us-east-1:000000000000:function:mapgate-${id}`;
@@ -146,7 +156,7 @@ export interface LocalWorkflows {
   /** Resolves when no execution is running. */
   drained(): Promise<void>;
   /** Serves callers' own state machines and task tokens on the same endpoint. */
-  attach(callers: CallerWorkflows): void;
+  attach(callers: AttachedWorkflows): void;
   close(): Promise<void>;
 }
 
@@ -175,7 +185,7 @@ export async function startWorkflows(root: string, source?: WorkflowSource): Pro
   // Retries wait milliseconds here, not seconds: the local engine has no throttling to back off from.
   const retryIntervalOverrides = Object.fromEntries(taskStates(json).map(({ state }) => [state, 50]));
   const executions = new Map<string, Execution>();
-  let callers: CallerWorkflows | undefined;
+  let callers: AttachedWorkflows | undefined;
   const counts = { executions: 0, transitions: 0, largestState: 0 };
   const measure = (state: unknown) => {
     counts.largestState = Math.max(counts.largestState, Buffer.byteLength(JSON.stringify(state ?? null)));
