@@ -6,6 +6,7 @@ import { ApiError, badRequest, tokenRequired } from "#shared/http/errors.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
 import { viewLink } from "#shared/viewer/links.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
+import { addressedServer } from "#shared/http/hosted-server.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { FeaturePage, featureResource } from "#shared/features/serve.ts";
 import { acceptsGzip, missing } from "#shared/serving/read.ts";
@@ -125,7 +126,7 @@ export const handler = restHandler(
     name: "Service",
     resourceOf,
     html: render,
-    at: "server",
+    at: addressedServer,
     defaultFormat: (path) => (JSON_BY_DEFAULT.test(path) ? "json" : "html"),
     openCors: true,
     prefetch: catalogPrefetch,
