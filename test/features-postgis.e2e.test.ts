@@ -40,6 +40,8 @@ let token: string;
 let pgStore: string;
 let citiesStore: string;
 let work: string;
+/** The job that bulk-published the database store. */
+let pgPublished: Record<string, unknown>;
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 
 const get = async (url: string) => (await call(url, { ca: engine.ca })).json<Record<string, unknown>>();
@@ -55,9 +57,13 @@ const gpkgLayer = (table: string) =>
     : layerUrl(DEMO_LAYERS_FOLDER, org.worldStore, table, `/world.gpkg/${table}`);
 const pgLayer = (table: string) => layerUrl("Pg", pgStore, `public.${table}`, `/public.${table}`);
 
+/** Each job's key, by job id (to read its page). */
+const jobKeys = new Map<string, string>();
+
 /** Starts a data store operation that answers a job, and waits for the job's end. */
 async function job(operation: string, fields: Record<string, string>): Promise<Record<string, unknown>> {
   const started = await post(`${rest()}/portals/self/datastores/${operation}`, { f: "json", token, ...fields });
+  jobKeys.set(String(started.jobId), String(started.key));
   let answer: Record<string, unknown> = {};
   for (let i = 0; i < 600 && answer.status !== "completed" && answer.status !== "failed"; i++) {
     await new Promise((r) => setTimeout(r, 50));
@@ -124,7 +130,8 @@ beforeAll(async () => {
   const registered = registerPostgresStore(engine.dataDir, org, "World in PostGIS", db.uri());
   expect(registered.printed).not.toContain(db.reader.password);
   pgStore = registered.datastoreId;
-  expect(await publishAll(pgStore, "Pg")).toMatchObject({ status: "completed", result: { published: 6 } });
+  pgPublished = await publishAll(pgStore, "Pg");
+  expect(pgPublished).toMatchObject({ status: "completed", result: { published: 6 } });
   expect(await publishAll(citiesStore, "Cities")).toMatchObject({ status: "completed", result: { published: 1 } });
 }, 120_000);
 
@@ -229,6 +236,39 @@ describe("describe", () => {
     });
     expect(String(byName.get("public.place_names")?.unpublishable)).toContain("one for one");
     expect(String(byName.get("public.renamed")?.unpublishable)).toContain("primary key");
+  });
+});
+
+describe("publishLayers", () => {
+  it("names each table it did not publish, and why, in the job's messages and on its page", async () => {
+    const noKey = "The table has no single-column integer primary key to serve as object ids.";
+    expect(pgPublished).toMatchObject({
+      status: "completed",
+      result: { published: 6, alreadyPublished: 0, layers: 6, skipped: 3 },
+    });
+    expect(pgPublished.messages).toEqual([
+      { type: "warning", message: `Dataset '/public.nokey' was not published: ${noKey}` },
+      {
+        type: "warning",
+        message: expect.stringMatching(/^Dataset '\/public\.place_names' was not published: .*one for one/),
+      },
+      {
+        type: "warning",
+        message: expect.stringMatching(/^Dataset '\/public\.renamed' was not published: .*primary key/),
+      },
+    ]);
+    const id = String(pgPublished.id);
+    const html = await call(
+      `${rest()}/portals/self/jobs/${id}?f=html&token=${token}&key=${encodeURIComponent(jobKeys.get(id) ?? "")}`,
+      { ca: engine.ca },
+    );
+    expect(html.text).toContain("<h2>Not published</h2>");
+    expect(html.text).toContain(`<li>Dataset &#39;/public.nokey&#39; was not published: ${noKey}</li>`);
+    expect(html.text).toContain("/public.place_names");
+    // A second run publishes nothing new and says the same.
+    const again = await publishAll(pgStore, "Pg");
+    expect(again).toMatchObject({ result: { published: 0, alreadyPublished: 6, skipped: 3 } });
+    expect(again.messages).toEqual(pgPublished.messages);
   });
 });
 
