@@ -55,10 +55,12 @@ const TRANSACTIONS_IN_FLIGHT = 4;
 const TIME_BUDGET_MS = 120_000;
 
 /**
- * The skipped datasets a job names in its messages (with why); past these it counts them. 100 reasons of at most
- * MAX_REASON characters keep the workflow's state (256 KiB a step) and the job's record (400 KB) small.
+ * The skipped datasets a job names in its messages (with why), in path order, while they fit in 100 and 16,384
+ * characters; past these it counts them. The workflow's state (256 KiB a step) and the job's record (400 KB) stay
+ * small.
  */
 export const MAX_NAMED_SKIPS = 100;
+const MAX_SKIP_TEXT = 16 * 1024;
 const MAX_REASON = 300;
 
 /** A dataset a job did not publish, and why. */
@@ -67,7 +69,7 @@ export interface Skip {
   readonly reason: string;
 }
 
-/** What the workflow carries from page to page (at `$.page`): a path, small counts and at most 100 skips. */
+/** What the workflow carries from page to page (at `$.page`): a path, small counts and at most 16 Ki characters of skips. */
 export interface LayerPage {
   /** The last dataset path done ("" before the first page). */
   readonly cursor: string;
@@ -78,7 +80,7 @@ export interface LayerPage {
   readonly alreadyPublished: number;
   /**
    * Datasets that cannot be published (a table without a key the layer could use, a geometry type it cannot serve),
-   * and the first MAX_NAMED_SKIPS of them with why. Absent from a page written before they were carried.
+   * and the first of them with why (MAX_NAMED_SKIPS). Absent from a page written before they were carried.
    */
   readonly skipped?: number;
   readonly skips?: readonly Skip[];
@@ -165,12 +167,18 @@ export const handler = taskHandler("publish-layers", async (input: PageInput): P
   let others = 0;
   let skipped = previous.skipped ?? 0;
   const skips = [...(previous.skips ?? [])];
+  let skipText = skips.reduce((n, s) => n + s.path.length + s.reason.length, 0);
   for (const dataset of finished) {
     // Said in the job's messages: a dataset left out silently reads as published to whoever counts the layers.
     if (dataset.unpublishable) {
+      const skip = { path: dataset.path, reason: dataset.unpublishable.slice(0, MAX_REASON) };
+      // Named while every earlier one was: the job's messages name the first ones, then count the rest.
+      const fits = skipText + skip.path.length + skip.reason.length <= MAX_SKIP_TEXT;
+      if (skips.length === skipped && skips.length < MAX_NAMED_SKIPS && fits) {
+        skips.push(skip);
+        skipText += skip.path.length + skip.reason.length;
+      }
       skipped++;
-      if (skips.length < MAX_NAMED_SKIPS)
-        skips.push({ path: dataset.path.slice(0, 1024), reason: dataset.unpublishable.slice(0, MAX_REASON) });
       continue;
     }
     const maker = makers.get(dataset.path);
