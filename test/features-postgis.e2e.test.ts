@@ -16,6 +16,7 @@ import {
 import { getLayer, queryAllFeatures } from "@esri/arcgis-rest-feature-service";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import decodeArcgisPbf from "arcgis-pbf-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
 import { writeGeoPackage } from "#infra/local/demo/geopackage.ts";
@@ -113,6 +114,15 @@ beforeAll(async () => {
   await copyGeoPackageTable(join(work, "cities.gpkg"), "cities", db.admin);
   // A table mapgate cannot publish (no integer key), listed with the reason.
   await db.admin.query("CREATE TABLE public.nokey (code text, label text)");
+  // Dates as PostgreSQL keeps them: to the microsecond (answered in whole milliseconds).
+  await db.admin.query(
+    "CREATE TABLE public.moments (id integer PRIMARY KEY, at timestamptz, local timestamp, day date, geom geometry(Point, 4326))",
+  );
+  await db.admin.query(
+    "INSERT INTO public.moments VALUES " +
+      "(1, '2024-03-05 12:34:56.789654+00', '2024-03-05 12:34:56.123456', '2024-03-05', ST_SetSRID(ST_MakePoint(1, 2), 4326)), " +
+      "(2, '2001-09-09 01:46:40.000500+00', '2001-09-09 01:46:40.0015', '2001-09-09', ST_SetSRID(ST_MakePoint(3, 4), 4326))",
+  );
   // Types the wire has no field type of its own for: served as ArcGIS maps them.
   await db.admin.query("CREATE TABLE public.kinds (id integer PRIMARY KEY, flag boolean, tag uuid, meta jsonb)");
   await db.admin.query(
@@ -131,7 +141,7 @@ beforeAll(async () => {
   expect(registered.printed).not.toContain(db.reader.password);
   pgStore = registered.datastoreId;
   pgPublished = await publishAll(pgStore, "Pg");
-  expect(pgPublished).toMatchObject({ status: "completed", result: { published: 6 } });
+  expect(pgPublished).toMatchObject({ status: "completed", result: { published: 7 } });
   expect(await publishAll(citiesStore, "Cities")).toMatchObject({ status: "completed", result: { published: 1 } });
 }, 120_000);
 
@@ -244,7 +254,7 @@ describe("publishLayers", () => {
     const noKey = "The table has no single-column integer primary key to serve as object ids.";
     expect(pgPublished).toMatchObject({
       status: "completed",
-      result: { published: 6, alreadyPublished: 0, layers: 6, skipped: 3 },
+      result: { published: 7, alreadyPublished: 0, layers: 7, skipped: 3 },
     });
     expect(pgPublished.messages).toEqual([
       { type: "warning", message: `Dataset '/public.nokey' was not published: ${noKey}` },
@@ -267,7 +277,7 @@ describe("publishLayers", () => {
     expect(html.text).toContain("/public.place_names");
     // A second run publishes nothing new and says the same.
     const again = await publishAll(pgStore, "Pg");
-    expect(again).toMatchObject({ result: { published: 0, alreadyPublished: 6, skipped: 3 } });
+    expect(again).toMatchObject({ result: { published: 0, alreadyPublished: 7, skipped: 3 } });
     expect(again.messages).toEqual(pgPublished.messages);
   });
 });
@@ -515,6 +525,47 @@ describe("clients read a PostGIS layer as they read any feature layer", () => {
 });
 
 describe("what only PostgreSQL has", () => {
+  it("answers microsecond timestamps in whole epoch milliseconds: json, geojson, pbf, where and statistics", async () => {
+    const layer = `${pgLayer("moments")}/0`;
+    // Rounded half away from zero, as GeoPackage dates are.
+    const at = [Date.UTC(2024, 2, 5, 12, 34, 56, 790), Date.UTC(2001, 8, 9, 1, 46, 40, 1)];
+    const local = [Date.UTC(2024, 2, 5, 12, 34, 56, 123), Date.UTC(2001, 8, 9, 1, 46, 40, 2)];
+    const day = [Date.UTC(2024, 2, 5), Date.UTC(2001, 8, 9)];
+    const expected = [0, 1].map((i) => ({ id: i + 1, at: at[i], local: local[i], day: day[i] }));
+    const query = (params: Record<string, string>) =>
+      `${layer}/query?${new URLSearchParams({ token, outFields: "*", orderByFields: "id", ...params }).toString()}`;
+    const json = await get(query({ f: "json" }));
+    expect((json.features as { attributes: unknown }[]).map((f) => f.attributes)).toEqual(expected);
+    const geojson = await get(query({ f: "geojson" }));
+    expect((geojson.features as { properties: unknown }[]).map((f) => f.properties)).toEqual(expected);
+    const pbf = await call(query({ f: "pbf" }), { ca: engine.ca });
+    const decoded = decodeArcgisPbf(new Uint8Array(pbf.body)) as unknown as {
+      featureCollection: { features: { properties: Record<string, unknown> }[] };
+    };
+    expect(decoded.featureCollection.features.map((f) => f.properties)).toEqual(expected);
+    // A date a client was answered finds its row again.
+    const found = await get(
+      query({
+        f: "json",
+        where: "at = timestamp '2024-03-05 12:34:56.790' OR local = timestamp '2001-09-09 01:46:40.002'",
+        outFields: "id",
+      }),
+    );
+    expect(found).toMatchObject({ features: [{ attributes: { id: 1 } }, { attributes: { id: 2 } }] });
+    const stats = await get(
+      query({
+        f: "json",
+        outFields: "",
+        orderByFields: "",
+        outStatistics: JSON.stringify([
+          { statisticType: "min", onStatisticField: "at", outStatisticFieldName: "first" },
+          { statisticType: "max", onStatisticField: "local", outStatisticFieldName: "last" },
+        ]),
+      }),
+    );
+    expect((stats.features as { attributes: unknown }[])[0]?.attributes).toEqual({ first: at[1], last: local[0] });
+  });
+
   it("serves a boolean as a SmallInteger, a uuid as a GUID and JSON as text, in answers, where, order and statistics", async () => {
     const layer = `${pgLayer("kinds")}/0`;
     const fields = ((await get(`${layer}?f=json&token=${token}`)).fields as { name: string; type: string }[]).map(
