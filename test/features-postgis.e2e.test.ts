@@ -646,6 +646,13 @@ describe("when the database fails", () => {
       const started = Date.now();
       expect(await count()).toMatchObject({ error: { code: 500 } });
       expect(Date.now() - started).toBeLessThan(10_000);
+      // The warning names the layer (its service, id and table), never the connection.
+      const warned = () => engine.lines.find((l) => l.includes('"message":"feature layer unavailable"'));
+      for (let i = 0; i < 40 && !warned(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(JSON.parse(warned() ?? "{}")).toMatchObject({
+        layer: `${pgLayer("cities").replace(/^.*\/services\//, "")}/0 (public.cities)`,
+      });
+      expect(warned()).not.toContain(db.reader.password);
       // The layer still describes itself (as it was when last read), so clients list it.
       expect(await get(`${pgLayer("cities")}/0?f=json&token=${token}`)).toMatchObject({
         name: "public.cities",

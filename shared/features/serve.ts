@@ -39,10 +39,22 @@ function remember(itemId: string, schema: LayerSchema): void {
   if (lastKnown.size > 256) lastKnown.delete(lastKnown.keys().next().value as string);
 }
 
-/** A source that cannot be read (now or midway): the request fails clearly, the log says why. */
+/**
+ * The layer a warning is about, as an operator finds it: its service's path, the layer's id and its dataset's name
+ * (`Pg/public_cities_1a2b3c/FeatureServer/0 (public.cities)`). Never the connection: the service and dataset names
+ * are what the services directory shows anyone who may see the layer.
+ */
+function layerName(service: Service): string {
+  const dataset = lastKnown.get(service.itemId)?.name ?? service.source?.path.split("/").at(-1) ?? "";
+  const path = `${service.folder ? `${service.folder}/` : ""}${service.name}/${service.type}/0`;
+  return dataset ? `${path} (${dataset})` : path;
+}
+
+/** A source that cannot be read (now or midway): the request fails clearly, the log says why, naming the layer. */
 function sourceFault(service: Service, err: unknown): never {
   if (isSourceFault(err)) {
     logger.warn("feature layer unavailable", {
+      layer: layerName(service),
       itemId: service.itemId,
       datastoreId: service.source?.datastoreId,
       reason: err.message,
@@ -105,6 +117,7 @@ export async function featureResource(
     const known = !isQuery && isSourceFault(err) ? lastKnown.get(service.itemId) : undefined;
     if (!known) return sourceFault(service, err);
     logger.warn("feature layer described from its last known schema", {
+      layer: layerName(service),
       itemId: service.itemId,
       reason: (err as Error).message,
     });
