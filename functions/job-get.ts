@@ -82,9 +82,16 @@ function jobPage(data: object, req: RestRequest): string {
     : "";
   return page(
     "Job",
-    `<h1>Job</h1>${progress(data, req)}${links ? `<h2>Published</h2><ul>${links}</ul>` : ""}${describedChildren(data, req)}${renderValue(data)}` +
+    `<h1>Job</h1>${progress(data, req)}${warnings(data)}${links ? `<h2>Published</h2><ul>${links}</ul>` : ""}${describedChildren(data, req)}${renderValue(data)}` +
       `<p><a href="${PORTAL_ROOT}?f=html">Directory</a> · <a href="/">Home</a></p>`,
   );
+}
+
+/** What a finished job left undone, each with why (publishLayers' datasets it could not publish), as a list. */
+function warnings(data: object): string {
+  const messages = (data as { messages?: readonly { type?: unknown; message?: unknown }[] }).messages ?? [];
+  const items = messages.filter((m) => m.type === "warning").map((m) => `<li>${escapeHtml(String(m.message))}</li>`);
+  return items.length ? `<h2>Not published</h2><ul class="warnings">${items.join("")}</ul>` : "";
 }
 
 /**

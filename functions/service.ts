@@ -2,10 +2,11 @@
 // and its content, read by reference from the data store where its cache lies. Who may read it follows the
 // service's access (shared/catalog.ts), the same rule as the directory and the SOAP catalog.
 import { catalogPrefetch, requestCatalog, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
-import { ApiError, badRequest, tokenRequired } from "#shared/http/errors.ts";
+import { ApiError, badRequest, operationNotSupported, tokenRequired } from "#shared/http/errors.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
 import { viewLink } from "#shared/viewer/links.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
+import { addressedServer } from "#shared/http/hosted-server.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { FeaturePage, featureResource } from "#shared/features/serve.ts";
 import { acceptsGzip, missing } from "#shared/serving/read.ts";
@@ -26,6 +27,26 @@ const serviceNotFound = () =>
  * content (tiles, style files), whose errors must not be pages. Other service roots default to HTML, as ArcGIS.
  */
 const JSON_BY_DEFAULT = /\/SceneServer(\/|$)|\/(MapServer|ImageServer|VectorTileServer)\/(tile|resources)\//;
+
+/**
+ * What ArcGIS map and image services offer besides their tiles, which a service published from a cache does not:
+ * asked for, they answer ArcGIS's envelope for an unsupported operation (clients read it; an empty 404 they take for
+ * a missing tile).
+ */
+const UNCACHED_OPERATIONS: Readonly<Record<string, readonly string[]>> = {
+  MapServer: ["export", "identify", "find", "legend", "query", "generateKml", "exportTiles", "estimateExportTilesSize"],
+  ImageServer: [
+    "exportImage",
+    "identify",
+    "legend",
+    "query",
+    "download",
+    "getSamples",
+    "computeHistograms",
+    "computeStatisticsHistograms",
+    "measure",
+  ],
+};
 
 /** A service listed without a cache (registered by an operator, or a feature layer of bulk publishing). */
 function describedOnly(service: Service): Record<string, unknown> {
@@ -70,6 +91,10 @@ async function serve(req: RestRequest): Promise<object> {
       if (first === undefined) return tiledServiceJson(service, info);
       if (first === "tile") return tiledTile(service, info, rest, gzipOk);
       if (first === "layers" && rest.length === 0 && service.type === "MapServer") return { layers: [], tables: [] };
+      if (rest.length === 0 && UNCACHED_OPERATIONS[service.type]?.includes(first))
+        throw operationNotSupported(
+          `This ${service.type} serves the tiles of its cache only (tile/<level>/<row>/<column>), not '${first}'.`,
+        );
       break;
     case "vector":
       if (first === undefined) return vectorJson(service, info);
@@ -125,7 +150,7 @@ export const handler = restHandler(
     name: "Service",
     resourceOf,
     html: render,
-    at: "server",
+    at: addressedServer,
     defaultFormat: (path) => (JSON_BY_DEFAULT.test(path) ? "json" : "html"),
     openCors: true,
     prefetch: catalogPrefetch,

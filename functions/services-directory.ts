@@ -4,6 +4,7 @@ import { catalogPrefetch, requestCatalog, findFolder, viewerKey, visibleTo } fro
 import { ApiError } from "#shared/http/errors.ts";
 import { escapeHtml, page } from "#shared/http/html.ts";
 import { VIEWABLE_TYPES, viewLink } from "#shared/viewer/links.ts";
+import { addressedServer } from "#shared/http/hosted-server.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { Rendered } from "#shared/http/render.ts";
 import { SERVER_REST_VERSION } from "#shared/urls.ts";
@@ -47,7 +48,7 @@ function render(data: object, req: RestRequest): string {
 const listings = new Map<string, Rendered>();
 
 export const handler = restHandler(
-  { name: "Services Directory", at: "server", html: render, openCors: true, prefetch: catalogPrefetch },
+  { name: "Services Directory", at: addressedServer, html: render, openCors: true, prefetch: catalogPrefetch },
   async (req) => {
     const server = req.server;
     if (!server) throw new Error("server route without a server");

@@ -19,8 +19,21 @@ function publishedServices(input: Finished): { itemId: string; type: string; url
   return (services ?? []).map((s) => ({ itemId: s.serviceItemId ?? "", type: s.type ?? "", url: s.serviceUrl ?? "" }));
 }
 
+/** Each dataset publishLayers left out, and why; past the ones it names, how many more. */
+function skippedMessages(page: LayerPage | undefined): string[] {
+  const skips = page?.skips ?? [];
+  const unnamed = (page?.skipped ?? 0) - skips.length;
+  return [
+    ...skips.map((s) => `Dataset '${s.path}' was not published: ${s.reason}`),
+    ...(unnamed > 0
+      ? [`${unnamed} more datasets were not published (the first ${skips.length} are named above).`]
+      : []),
+  ];
+}
+
 export const handler = taskHandler("complete-job", async (input: Finished) => {
   let result = input.result ?? null;
+  let warnings: string[] = [];
   if (input.operation === "publishLayers") {
     // Counted page by page from who made each pair (its jobId), so a retried page neither doubles nor loses a
     // layer, and a job run again after a crash counts the layers it made before as its own.
@@ -31,10 +44,12 @@ export const handler = taskHandler("complete-job", async (input: Finished) => {
       published,
       alreadyPublished,
       layers: published + alreadyPublished,
+      skipped: input.page?.skipped ?? 0,
     };
+    warnings = skippedMessages(input.page);
   }
   // Only the run that finished the job raises its events (a repeated task finds it finished already).
-  if (await finishJob(input.jobId, "completed", result, "")) {
+  if (await finishJob(input.jobId, "completed", result, "", warnings)) {
     const job = { jobId: input.jobId, operation: input.operation, portalId: input.portalId, owner: input.owner };
     count(METRIC.jobs, { Operation: input.operation, Outcome: "completed" });
     await emit("jobCompleted", { ...job, result });

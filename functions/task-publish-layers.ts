@@ -21,7 +21,7 @@ import type { JobInput } from "#shared/jobs.ts";
 import { serviceItem } from "#shared/items.ts";
 import { restServiceUrl, stableItemId } from "#shared/publishing.ts";
 import { DatasetError, QueryTimeoutError } from "#shared/features/geopackage.ts";
-import { databaseDatasetPage, storageDatasetPage } from "#shared/features/sources.ts";
+import { databaseDatasetPage, type SourceDataset, storageDatasetPage } from "#shared/features/sources.ts";
 import {
   type DataStore,
   type Dataset,
@@ -54,7 +54,22 @@ const TRANSACTIONS_IN_FLIGHT = 4;
 /** A page that takes longer (DynamoDB throttling) stops after its current transactions, far from the timeout. */
 const TIME_BUDGET_MS = 120_000;
 
-/** What the workflow carries from page to page (at `$.page`): a path and three small values. */
+/**
+ * The skipped datasets a job names in its messages (with why), in path order, while they fit in 100 and 16,384
+ * characters; past these it counts them. The workflow's state (256 KiB a step) and the job's record (400 KB) stay
+ * small.
+ */
+export const MAX_NAMED_SKIPS = 100;
+const MAX_SKIP_TEXT = 16 * 1024;
+const MAX_REASON = 300;
+
+/** A dataset a job did not publish, and why. */
+export interface Skip {
+  readonly path: string;
+  readonly reason: string;
+}
+
+/** What the workflow carries from page to page (at `$.page`): a path, small counts and at most 16 Ki characters of skips. */
 export interface LayerPage {
   /** The last dataset path done ("" before the first page). */
   readonly cursor: string;
@@ -63,13 +78,19 @@ export interface LayerPage {
   readonly published: number;
   /** Datasets whose layer existed before this job. */
   readonly alreadyPublished: number;
+  /**
+   * Datasets that cannot be published (a table without a key the layer could use, a geometry type it cannot serve),
+   * and the first of them with why (MAX_NAMED_SKIPS). Absent from a page written before they were carried.
+   */
+  readonly skipped?: number;
+  readonly skips?: readonly Skip[];
 }
 
 interface PageInput extends JobInput {
   readonly page?: LayerPage;
 }
 
-const FIRST: LayerPage = { cursor: "", done: false, published: 0, alreadyPublished: 0 };
+const FIRST: LayerPage = { cursor: "", done: false, published: 0, alreadyPublished: 0, skipped: 0, skips: [] };
 
 interface Context {
   readonly jobId: string;
@@ -110,7 +131,9 @@ export const handler = taskHandler("publish-layers", async (input: PageInput): P
   };
   const makers = await pairMakers(datastoreId, datasets[0]?.path ?? "", last.path);
   // Positions, not path comparisons: JavaScript orders strings by UTF-16 units, DynamoDB by UTF-8 bytes.
-  const todo = datasets.flatMap((dataset, index) => (makers.has(dataset.path) ? [] : [{ dataset, index }]));
+  const todo = datasets.flatMap((dataset, index) =>
+    makers.has(dataset.path) || dataset.unpublishable ? [] : [{ dataset, index }],
+  );
   const chunks: { readonly first: number; readonly datasets: Dataset[] }[] = [];
   for (let i = 0; i < todo.length; i += LAYERS_PER_TRANSACTION) {
     const part = todo.slice(i, i + LAYERS_PER_TRANSACTION);
@@ -142,7 +165,22 @@ export const handler = taskHandler("publish-layers", async (input: PageInput): P
   const finished = datasets.slice(0, reached + 1);
   let before = 0;
   let others = 0;
+  let skipped = previous.skipped ?? 0;
+  const skips = [...(previous.skips ?? [])];
+  let skipText = skips.reduce((n, s) => n + s.path.length + s.reason.length, 0);
   for (const dataset of finished) {
+    // Said in the job's messages: a dataset left out silently reads as published to whoever counts the layers.
+    if (dataset.unpublishable) {
+      const skip = { path: dataset.path, reason: dataset.unpublishable.slice(0, MAX_REASON) };
+      // Named while every earlier one was: the job's messages name the first ones, then count the rest.
+      const fits = skipText + skip.path.length + skip.reason.length <= MAX_SKIP_TEXT;
+      if (skips.length === skipped && skips.length < MAX_NAMED_SKIPS && fits) {
+        skips.push(skip);
+        skipText += skip.path.length + skip.reason.length;
+      }
+      skipped++;
+      continue;
+    }
     const maker = makers.get(dataset.path);
     if (maker === undefined) continue;
     if (maker === ctx.jobId) before++;
@@ -155,10 +193,13 @@ export const handler = taskHandler("publish-layers", async (input: PageInput): P
     done: reached === datasets.length - 1 && !more,
     published: previous.published + made + before,
     alreadyPublished: previous.alreadyPublished + others,
+    skipped,
+    skips,
   };
 });
 
-async function datasetsOf(store: DataStore, cursor: string): Promise<{ datasets: Dataset[]; more: boolean }> {
+/** A page of the store's datasets after `cursor`, those that cannot be published among them with why. */
+async function datasetsOf(store: DataStore, cursor: string): Promise<{ datasets: SourceDataset[]; more: boolean }> {
   try {
     if (store.connection) return await databaseDatasetPage(store.datastoreId, store.connection, cursor, PAGE);
     if (store.location) return await storageDatasetPage(store.location, cursor, PAGE);

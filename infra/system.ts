@@ -446,11 +446,19 @@ function dataStoreRoutes(): RouteSpec[] {
     }),
     // The operations on a data store registered through the portal (validate, addToServer, getServers,
     // refreshServer, removeFromServer, allDatasets/deleteLayers): one function, its grants the union of theirs.
+    // Deleting a layer deletes its item as item-delete does, with the item's entries in the groups it was shared with.
     route({
       id: "datastore-manage",
       methods: GP,
       path: `${stores}/{operation+}`,
-      tables: { datastores: "write", servers: "read", items: "write", layers: "write", services: "write" },
+      tables: {
+        datastores: "write",
+        servers: "read",
+        items: "write",
+        layers: "write",
+        services: "write",
+        groups: "write",
+      },
       datastoreSecrets: "read",
       emits: true,
     }),

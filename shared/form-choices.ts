@@ -31,7 +31,10 @@ export async function storeChoices(req: RestRequest): Promise<StoreChoices> {
   const own = (s: DataStore) => (s.owner === user.username ? 0 : 1);
   // Only the stores the caller may use (the rule every data store operation asks): no other member's store is
   // offered, nor its title and id shown.
-  const mine = stores.filter((s) => mayUseDataStore(user, s)).sort((a, b) => own(a) - own(b) || a.title.localeCompare(b.title)).slice(0, MAX_CHOICES);
+  const mine = stores
+    .filter((s) => mayUseDataStore(user, s))
+    .sort((a, b) => own(a) - own(b) || a.title.localeCompare(b.title))
+    .slice(0, MAX_CHOICES);
   const registered = new Set(mine.flatMap((s) => s.serverIds));
   return { stores: mine, servers: servers.filter((s) => registered.has(s.serverId)), allServers: servers };
 }

@@ -64,7 +64,10 @@ export function jobView(job: Job) {
     status: job.status,
     created: job.created,
     modified: job.modified,
-    messages: job.message ? [{ type: job.status === "failed" ? "error" : "info", message: job.message }] : [],
+    messages: [
+      ...job.warnings.map((message) => ({ type: "warning", message })),
+      ...(job.message ? [{ type: job.status === "failed" ? "error" : "info", message: job.message }] : []),
+    ],
     ...(job.status === "failed" ? { statusMessage: job.message } : {}),
     ...(job.status === "completed" ? { result: job.result } : {}),
   };

@@ -4,7 +4,8 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { logger } from "#shared/log.ts";
 import { chooseLog } from "../infra/local/console.ts";
 import { batchedLines } from "../infra/local/engine.ts";
 import { newDataDir, PASSWORDS, ROOT, spawnEngine, startEngine } from "./helpers/engine.ts";
@@ -71,7 +72,8 @@ describe("local engine", () => {
       const reset = JSON.parse(admin(dataDir, "reset-password", "--user", "user")) as { password: string };
       const kept = readFileSync(passwords, "utf8");
       expect(kept).not.toContain(generated);
-      expect(kept).not.toContain(reset.password.split(" ")[0]);
+      expect(reset.password).toMatch(/^[A-Za-z0-9]{20}$/);
+      expect(kept).not.toContain(reset.password);
       expect(kept).toMatch(/^user +org_user +\(reset \d{4}-\d\d-\d\dT[\d:.]+Z with npm run admin -- reset-password/m);
     } finally {
       expect(await first.stop()).toBe(0);
@@ -101,6 +103,30 @@ describe("local engine", () => {
     expect(log.file).toBe(join(dataDir, "mapgate.log"));
     await log.close();
     expect(statSync(join(dataDir, "mapgate.log")).mode & 0o777).toBe(0o600);
+  });
+
+  it("shows a warning on the terminal in one line naming the layer it is about, its detail in the log", async () => {
+    const dataDir = newDataDir();
+    const log = chooseLog(dataDir, undefined, true);
+    const shown: string[] = [];
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation((text) => shown.push(String(text)) > 0);
+    try {
+      // As the service function logs a layer whose database is down (shared/features/serve.ts).
+      logger.warn("feature layer unavailable", {
+        layer: "Pg/public_cities_1a2b3c/FeatureServer/0 (public.cities)",
+        itemId: "f".repeat(32),
+        reason: "The layer's database cannot be reached.",
+      });
+    } finally {
+      stderr.mockRestore();
+      await log.close();
+    }
+    expect(shown).toEqual([
+      `mapgate: warn: feature layer unavailable: Pg/public_cities_1a2b3c/FeatureServer/0 (public.cities) (details in ${join(dataDir, "mapgate.log")})\n`,
+    ]);
+    expect(readFileSync(join(dataDir, "mapgate.log"), "utf8")).toContain(
+      '"reason":"The layer\'s database cannot be reached."',
+    );
   });
 
   it("writes metric lines together, in order, and every one of them by the time it stops", async () => {

@@ -16,6 +16,7 @@ import {
 import { getLayer, queryAllFeatures } from "@esri/arcgis-rest-feature-service";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import decodeArcgisPbf from "arcgis-pbf-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
 import { writeGeoPackage } from "#infra/local/demo/geopackage.ts";
@@ -40,6 +41,8 @@ let token: string;
 let pgStore: string;
 let citiesStore: string;
 let work: string;
+/** The job that bulk-published the database store. */
+let pgPublished: Record<string, unknown>;
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 
 const get = async (url: string) => (await call(url, { ca: engine.ca })).json<Record<string, unknown>>();
@@ -55,9 +58,13 @@ const gpkgLayer = (table: string) =>
     : layerUrl(DEMO_LAYERS_FOLDER, org.worldStore, table, `/world.gpkg/${table}`);
 const pgLayer = (table: string) => layerUrl("Pg", pgStore, `public.${table}`, `/public.${table}`);
 
+/** Each job's key, by job id (to read its page). */
+const jobKeys = new Map<string, string>();
+
 /** Starts a data store operation that answers a job, and waits for the job's end. */
 async function job(operation: string, fields: Record<string, string>): Promise<Record<string, unknown>> {
   const started = await post(`${rest()}/portals/self/datastores/${operation}`, { f: "json", token, ...fields });
+  jobKeys.set(String(started.jobId), String(started.key));
   let answer: Record<string, unknown> = {};
   for (let i = 0; i < 600 && answer.status !== "completed" && answer.status !== "failed"; i++) {
     await new Promise((r) => setTimeout(r, 50));
@@ -107,6 +114,15 @@ beforeAll(async () => {
   await copyGeoPackageTable(join(work, "cities.gpkg"), "cities", db.admin);
   // A table mapgate cannot publish (no integer key), listed with the reason.
   await db.admin.query("CREATE TABLE public.nokey (code text, label text)");
+  // Dates as PostgreSQL keeps them: to the microsecond (answered in whole milliseconds).
+  await db.admin.query(
+    "CREATE TABLE public.moments (id integer PRIMARY KEY, at timestamptz, local timestamp, day date, geom geometry(Point, 4326))",
+  );
+  await db.admin.query(
+    "INSERT INTO public.moments VALUES " +
+      "(1, '2024-03-05 12:34:56.789654+00', '2024-03-05 12:34:56.123456', '2024-03-05', ST_SetSRID(ST_MakePoint(1, 2), 4326)), " +
+      "(2, '2001-09-09 01:46:40.000500+00', '2001-09-09 01:46:40.0015', '2001-09-09', ST_SetSRID(ST_MakePoint(3, 4), 4326))",
+  );
   // Types the wire has no field type of its own for: served as ArcGIS maps them.
   await db.admin.query("CREATE TABLE public.kinds (id integer PRIMARY KEY, flag boolean, tag uuid, meta jsonb)");
   await db.admin.query(
@@ -124,7 +140,8 @@ beforeAll(async () => {
   const registered = registerPostgresStore(engine.dataDir, org, "World in PostGIS", db.uri());
   expect(registered.printed).not.toContain(db.reader.password);
   pgStore = registered.datastoreId;
-  expect(await publishAll(pgStore, "Pg")).toMatchObject({ status: "completed", result: { published: 6 } });
+  pgPublished = await publishAll(pgStore, "Pg");
+  expect(pgPublished).toMatchObject({ status: "completed", result: { published: 7 } });
   expect(await publishAll(citiesStore, "Cities")).toMatchObject({ status: "completed", result: { published: 1 } });
 }, 120_000);
 
@@ -232,6 +249,39 @@ describe("describe", () => {
     });
     expect(String(byName.get("public.place_names")?.unpublishable)).toContain("one for one");
     expect(String(byName.get("public.renamed")?.unpublishable)).toContain("primary key");
+  });
+});
+
+describe("publishLayers", () => {
+  it("names each table it did not publish, and why, in the job's messages and on its page", async () => {
+    const noKey = "The table has no single-column integer primary key to serve as object ids.";
+    expect(pgPublished).toMatchObject({
+      status: "completed",
+      result: { published: 7, alreadyPublished: 0, layers: 7, skipped: 3 },
+    });
+    expect(pgPublished.messages).toEqual([
+      { type: "warning", message: `Dataset '/public.nokey' was not published: ${noKey}` },
+      {
+        type: "warning",
+        message: expect.stringMatching(/^Dataset '\/public\.place_names' was not published: .*one for one/),
+      },
+      {
+        type: "warning",
+        message: expect.stringMatching(/^Dataset '\/public\.renamed' was not published: .*primary key/),
+      },
+    ]);
+    const id = String(pgPublished.id);
+    const html = await call(
+      `${rest()}/portals/self/jobs/${id}?f=html&token=${token}&key=${encodeURIComponent(jobKeys.get(id) ?? "")}`,
+      { ca: engine.ca },
+    );
+    expect(html.text).toContain("<h2>Not published</h2>");
+    expect(html.text).toContain(`<li>Dataset &#39;/public.nokey&#39; was not published: ${noKey}</li>`);
+    expect(html.text).toContain("/public.place_names");
+    // A second run publishes nothing new and says the same.
+    const again = await publishAll(pgStore, "Pg");
+    expect(again).toMatchObject({ result: { published: 0, alreadyPublished: 7, skipped: 3 } });
+    expect(again.messages).toEqual(pgPublished.messages);
   });
 });
 
@@ -478,6 +528,47 @@ describe("clients read a PostGIS layer as they read any feature layer", () => {
 });
 
 describe("what only PostgreSQL has", () => {
+  it("answers microsecond timestamps in whole epoch milliseconds: json, geojson, pbf, where and statistics", async () => {
+    const layer = `${pgLayer("moments")}/0`;
+    // Rounded half away from zero, as GeoPackage dates are.
+    const at = [Date.UTC(2024, 2, 5, 12, 34, 56, 790), Date.UTC(2001, 8, 9, 1, 46, 40, 1)];
+    const local = [Date.UTC(2024, 2, 5, 12, 34, 56, 123), Date.UTC(2001, 8, 9, 1, 46, 40, 2)];
+    const day = [Date.UTC(2024, 2, 5), Date.UTC(2001, 8, 9)];
+    const expected = [0, 1].map((i) => ({ id: i + 1, at: at[i], local: local[i], day: day[i] }));
+    const query = (params: Record<string, string>) =>
+      `${layer}/query?${new URLSearchParams({ token, outFields: "*", orderByFields: "id", ...params }).toString()}`;
+    const json = await get(query({ f: "json" }));
+    expect((json.features as { attributes: unknown }[]).map((f) => f.attributes)).toEqual(expected);
+    const geojson = await get(query({ f: "geojson" }));
+    expect((geojson.features as { properties: unknown }[]).map((f) => f.properties)).toEqual(expected);
+    const pbf = await call(query({ f: "pbf" }), { ca: engine.ca });
+    const decoded = decodeArcgisPbf(new Uint8Array(pbf.body)) as unknown as {
+      featureCollection: { features: { properties: Record<string, unknown> }[] };
+    };
+    expect(decoded.featureCollection.features.map((f) => f.properties)).toEqual(expected);
+    // A date a client was answered finds its row again.
+    const found = await get(
+      query({
+        f: "json",
+        where: "at = timestamp '2024-03-05 12:34:56.790' OR local = timestamp '2001-09-09 01:46:40.002'",
+        outFields: "id",
+      }),
+    );
+    expect(found).toMatchObject({ features: [{ attributes: { id: 1 } }, { attributes: { id: 2 } }] });
+    const stats = await get(
+      query({
+        f: "json",
+        outFields: "",
+        orderByFields: "",
+        outStatistics: JSON.stringify([
+          { statisticType: "min", onStatisticField: "at", outStatisticFieldName: "first" },
+          { statisticType: "max", onStatisticField: "local", outStatisticFieldName: "last" },
+        ]),
+      }),
+    );
+    expect((stats.features as { attributes: unknown }[])[0]?.attributes).toEqual({ first: at[1], last: local[0] });
+  });
+
   it("serves a boolean as a SmallInteger, a uuid as a GUID and JSON as text, in answers, where, order and statistics", async () => {
     const layer = `${pgLayer("kinds")}/0`;
     const fields = ((await get(`${layer}?f=json&token=${token}`)).fields as { name: string; type: string }[]).map(
@@ -558,6 +649,13 @@ describe("when the database fails", () => {
       const started = Date.now();
       expect(await count()).toMatchObject({ error: { code: 500 } });
       expect(Date.now() - started).toBeLessThan(10_000);
+      // The warning names the layer (its service, id and table), never the connection.
+      const warned = () => engine.lines.find((l) => l.includes('"message":"feature layer unavailable"'));
+      for (let i = 0; i < 40 && !warned(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(JSON.parse(warned() ?? "{}")).toMatchObject({
+        layer: `${pgLayer("cities").replace(/^.*\/services\//, "")}/0 (public.cities)`,
+      });
+      expect(warned()).not.toContain(db.reader.password);
       // The layer still describes itself (as it was when last read), so clients list it.
       expect(await get(`${pgLayer("cities")}/0?f=json&token=${token}`)).toMatchObject({
         name: "public.cities",

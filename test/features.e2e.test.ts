@@ -225,6 +225,39 @@ describe("query", () => {
     expect(pbfExtent.json()).toMatchObject({ error: { code: 400 } });
     expect(count("SELECT count(*) AS n FROM places")).toBeGreaterThan(100_000);
   });
+
+  it("editing is refused as ArcGIS refuses it on a layer without editing: the operation is not supported", async () => {
+    const before = count("SELECT count(*) AS n FROM places");
+    const edits = JSON.stringify([{ attributes: { name: "Nowhere" }, geometry: { x: 0, y: 0 } }]);
+    const attempts: [string, Record<string, string>][] = [
+      ["0/applyEdits", { adds: edits }],
+      ["0/addFeatures", { features: edits }],
+      ["0/updateFeatures", { features: edits }],
+      ["0/deleteFeatures", { where: "1=1" }],
+      ["applyEdits", { edits: JSON.stringify([{ id: 0, adds: JSON.parse(edits) as unknown }]) }],
+    ];
+    for (const [path, fields] of attempts) {
+      const res = await call(`${layerUrl("places")}/${path}`, {
+        body: new URLSearchParams({ f: "json", ...fields }).toString(),
+      });
+      expect([path, res.status]).toEqual([path, 200]);
+      const operation = path.split("/").at(-1);
+      expect([path, res.json()]).toEqual([
+        path,
+        {
+          error: {
+            code: 400,
+            message: "Requested operation is not supported by this service.",
+            details: [
+              "The requested capability is not supported.",
+              `Its layers are read-only (capabilities: Query): '${operation}' is not supported.`,
+            ],
+          },
+        },
+      ]);
+    }
+    expect(count("SELECT count(*) AS n FROM places")).toBe(before);
+  });
 });
 
 describe("a cloud store's GeoPackage", () => {

@@ -459,7 +459,7 @@ describe("who may, and hostile registrations", () => {
       expect(html, operation).toMatch(/<option value="[0-9a-f]{32}">Demo Data Store \(folder, /);
       if (operation !== "allDatasets/deleteLayers" && operation !== "validate")
         expect(html, operation).toMatch(
-          /<select id="field-serverId" name="serverId"><option value="[A-Za-z0-9]+">arcgis /,
+          /<select id="field-serverId" name="serverId"><option value="[A-Za-z0-9]+"( selected)?>arcgis /,
         );
     }
     const directory = await page(`${rest()}?f=html&token=${token}`);
@@ -480,7 +480,10 @@ describe("who may, and hostile registrations", () => {
     expect(plain).toContain("No data stores.");
     // The publish form offers the servers by name and starts from a ready configuration naming a store.
     const publish = await page(`${stores()}/publish?f=html&token=${token}`);
-    expect(publish).toMatch(/<select id="field-serverId" name="serverId"><option value="[A-Za-z0-9]+">arcgis \(/);
+    // The server the store is registered with is chosen.
+    expect(publish).toMatch(
+      /<select id="field-serverId" name="serverId"><option value="[A-Za-z0-9]+" selected>arcgis \(/,
+    );
     expect(publish).toMatch(
       /<textarea id="field-serviceConfiguration" name="serviceConfiguration" required>\{&#34;type&#34;:&#34;MapServer&#34;,&#34;serviceName&#34;:&#34;My_Map&#34;,&#34;properties&#34;:\{&#34;cacheStoreId&#34;:&#34;[0-9a-f]{32}&#34;/,
     );

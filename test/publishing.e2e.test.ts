@@ -742,3 +742,48 @@ describe("custom roles and publishing", () => {
     await post("/updateuserrole", "admin", { user: "user", role: "org_user" });
   });
 });
+
+describe("deleteLayers", () => {
+  it("deletes every layer of the store, one of them shared with a group (whose content it leaves)", async () => {
+    const published = await post("/datastores/allDatasets/publishLayers", "publisher", {
+      datastoreId,
+      serverId,
+      serverFolder: "Grouped",
+    });
+    expect(await waitFor(String(published.jobId), String(published.key))).toMatchObject({ status: "completed" });
+    const listed = await get("/datastores/getLayers", "publisher", `&datastoreId=${datastoreId}`);
+    const ids = (listed.layerAndDatasets as { layer: { id: string } }[]).map((p) => p.layer.id);
+    expect(ids).toHaveLength(3);
+    const community = (path: string, fields: Record<string, string>) =>
+      call(`${rest()}/${path}`, {
+        ca: engine.ca,
+        body: form({ f: "json", token: tokens.publisher ?? "", ...fields }),
+      }).then((r) => r.json<Record<string, unknown>>());
+    const group = await community("community/createGroup", { title: "Layers of the demo store", access: "org" });
+    const groupId = String((group.group as { id: string }).id);
+    expect(await community(`content/items/${ids[1]}/share`, { groups: groupId })).toMatchObject({
+      notSharedWith: [],
+    });
+    expect(await post("/datastores/allDatasets/deleteLayers", "publisher", { datastoreId })).toEqual({
+      success: true,
+      deleted: 3,
+      more: false,
+    });
+    expect(await get("/datastores/getLayers", "publisher", `&datastoreId=${datastoreId}`)).toEqual({
+      layerAndDatasets: [],
+    });
+    const content = await call(`${rest()}/content/groups/${groupId}?f=json&token=${tokens.publisher}`, {
+      ca: engine.ca,
+    }).then((r) => r.json<{ items: unknown[] }>());
+    expect(content.items).toEqual([]);
+    for (const id of ids) {
+      expect(
+        await call(`${rest()}/content/items/${id}?f=json&token=${tokens.publisher}`, { ca: engine.ca }).then((r) =>
+          r.json(),
+        ),
+      ).toMatchObject({
+        error: { code: 400 },
+      });
+    }
+  });
+});

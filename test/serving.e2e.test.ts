@@ -255,6 +255,33 @@ describe("each published service at its serviceUrl", () => {
     expect(await getJson(`${published.map}/tile/-1/0/0`, tokens.user)).toMatchObject({ error: { code: 400 } });
   });
 
+  it("answers a map or image service's dynamic operations with ArcGIS's envelope: not supported (tiles only)", async () => {
+    const unsupported = (type: string, operation: string) => ({
+      error: {
+        code: 400,
+        message: "Requested operation is not supported by this service.",
+        details: [
+          "The requested capability is not supported.",
+          `This ${type} serves the tiles of its cache only (tile/<level>/<row>/<column>), not '${operation}'.`,
+        ],
+      },
+    });
+    const bbox = "bbox=-180,-90,180,90&size=256,256";
+    for (const operation of ["export", "legend", "identify", "find"]) {
+      const url = `${published.map}/${operation}?${bbox}&geometry=0,0&tolerance=1&imageDisplay=256,256,96&mapExtent=-180,-90,180,90`;
+      const res = await fetch(`${url}&f=json&token=${tokens.user}`);
+      expect([operation, res.status]).toEqual([operation, 200]);
+      expect(await res.json()).toEqual(unsupported("MapServer", operation));
+    }
+    expect(await getJson(`${published.image}/exportImage?${bbox}`, tokens.user)).toEqual(
+      unsupported("ImageServer", "exportImage"),
+    );
+    // Without f, as ArcGIS: a page saying so (never an empty body).
+    const page = await fetch(`${published.map}/export?${bbox}&token=${tokens.user}`);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(await page.text()).toContain("Requested operation is not supported by this service.");
+  });
+
   it("serves vector tiles that Mapbox's decoder reads, and a style whose sources point back at the service", async () => {
     const res = await fetch(`${published.vector}/tile/1/0/1.pbf?token=${tokens.user}`);
     expect(res.status).toBe(200);

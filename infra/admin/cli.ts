@@ -137,8 +137,12 @@ function minutes(): number | undefined {
 
 interface NewPassword {
   readonly password: string;
-  /** What to print about it: never the password itself on AWS. */
-  readonly note: string;
+  /**
+   * What the command prints about it, as fields of its JSON answer. `password` holds the password and nothing else
+   * (`jq -r .password` gives it), and only where it is shown once (a generated one, locally); otherwise the fields
+   * say where it is (`passwordFrom` the environment variable, `passwordSecret` the secret's ARN on AWS).
+   */
+  readonly printed: Readonly<Record<string, string>>;
 }
 
 interface Target {
@@ -238,13 +242,13 @@ async function connect(): Promise<Target> {
       },
       // On AWS a generated password is never printed: it is stored in Secrets Manager *before* the user
       // is created, so a failure to store it can never leave a user whose password nobody knows.
-      password: async (username, envName, purpose = "initial-password") => {
+      password: async (username, envName, purpose = "initial-password"): Promise<NewPassword> => {
         const given = envName ? process.env[envName] : undefined;
-        if (envName && given) return { password: given, note: `from ${envName}` };
+        if (envName && given) return { password: given, printed: { passwordFrom: envName } };
         const password = generatePassword();
         const name = `${values.stack}/users/${username}/${purpose}`;
         const out = await sm.send(new CreateSecretCommand({ Name: name, SecretString: password }));
-        return { password, note: `kept in Secrets Manager as ${out.ARN}` };
+        return { password, printed: { passwordSecret: out.ARN ?? name } };
       },
       checkLocation: async (location) => {
         if (location && "folder" in location) {
@@ -270,9 +274,12 @@ async function connect(): Promise<Target> {
   });
   const password = async (_username: string, envName: string | undefined): Promise<NewPassword> => {
     const given = envName ? process.env[envName] : undefined;
-    if (envName && given) return { password: given, note: `from ${envName}` };
+    if (envName && given) return { password: given, printed: { passwordFrom: envName } };
     const generated = generatePassword();
-    return { password: generated, note: `${generated} (shown only now)` };
+    return {
+      password: generated,
+      printed: { password: generated, passwordNote: "shown only now: mapgate keeps only its hash" },
+    };
   };
   const stateFile = resolve(dataDir, "engine.json");
   const state = existsSync(stateFile)
@@ -320,7 +327,7 @@ async function run(command: string): Promise<unknown> {
           ...(max !== undefined ? { maxTokenExpirationMinutes: max } : {}),
           admin: { username, password: secret.password },
         });
-        return { portal, admin: admin.username, password: secret.note };
+        return { portal, admin: admin.username, ...secret.printed };
       }
       case "add-user": {
         const portalId = need("portal");
@@ -328,7 +335,7 @@ async function run(command: string): Promise<unknown> {
         const role = need("role");
         const secret = await target.password(username, "MAPGATE_USER_PASSWORD");
         const user = await addUser(portalId, { username, role, password: secret.password });
-        return { username: user.username, role: user.role, password: secret.note };
+        return { username: user.username, role: user.role, ...secret.printed };
       }
       case "reset-password": {
         const username = need("user");
@@ -339,7 +346,7 @@ async function run(command: string): Promise<unknown> {
         await resetUserPassword(username, secret.password);
         // The first start's file of demo passwords no longer holds this one: it says so instead.
         if (target.dataDir) await markPasswordReset(target.dataDir, username);
-        return { username, password: secret.note, tokens: "every earlier token and session of this user is refused" };
+        return { username, ...secret.printed, tokens: "every earlier token and session of this user is refused" };
       }
       case "register-server":
         return await registerServer(need("portal"), { name: need("name"), url: values.url });

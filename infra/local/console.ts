@@ -22,7 +22,8 @@ export interface LogChoice {
  * Where the log goes: MAPGATE_LOG names a file (relative to the working folder) or `-` for standard output;
  * unset, it goes to the data folder's mapgate.log when standard output is a terminal, and to standard output
  * otherwise (a script or a pipe such as `npm start | tee log` keeps reading it there). With a file, warnings and
- * errors are also shown on the terminal, one short line each.
+ * errors are also shown on the terminal, one short line each, naming what the line is about when it says (its
+ * `layer` or `service` field).
  */
 export function chooseLog(dataDir: string, setting: string | undefined, terminal: boolean): LogChoice {
   const toStdout = setting === "-" || setting === "stdout" || ((setting === undefined || setting === "") && !terminal);
@@ -38,8 +39,9 @@ export function chooseLog(dataDir: string, setting: string | undefined, terminal
     if (level < WARN) return;
     let message = "";
     try {
-      const parsed = JSON.parse(line) as { level?: unknown; message?: unknown };
-      message = `${String(parsed.level ?? "").toLowerCase()}: ${String(parsed.message ?? "")}`;
+      const parsed = JSON.parse(line) as { level?: unknown; message?: unknown; layer?: unknown; service?: unknown };
+      const about = [parsed.layer, parsed.service].find((v) => typeof v === "string");
+      message = `${String(parsed.level ?? "").toLowerCase()}: ${String(parsed.message ?? "")}${about ? `: ${String(about).slice(0, 300)}` : ""}`;
     } catch {
       message = "a warning";
     }

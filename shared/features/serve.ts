@@ -5,7 +5,7 @@ import { DatasetError } from "#shared/features/geopackage.ts";
 import { featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest, operationNotSupported } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
 import { StorageError } from "#shared/storage/storage.ts";
@@ -16,6 +16,11 @@ export const unavailable = () =>
   new ApiError(500, "Error performing query operation", ["The layer's data source is unavailable."]);
 
 const invalidUrl = () => new ApiError(400, "Invalid URL", ["Invalid URL"]);
+
+/** ArcGIS's editing operations of a layer (the service has `applyEdits`): a layer published by reference is read-only. */
+const EDITS = new Set(["applyEdits", "addFeatures", "updateFeatures", "deleteFeatures"]);
+const readOnly = (operation: string) =>
+  operationNotSupported(`Its layers are read-only (capabilities: Query): '${operation}' is not supported.`);
 
 /**
  * A resource's f=html page, rendered here: the service function's HTML renderer passes it through instead of
@@ -39,10 +44,22 @@ function remember(itemId: string, schema: LayerSchema): void {
   if (lastKnown.size > 256) lastKnown.delete(lastKnown.keys().next().value as string);
 }
 
-/** A source that cannot be read (now or midway): the request fails clearly, the log says why. */
+/**
+ * The layer a warning is about, as an operator finds it: its service's path, the layer's id and its dataset's name
+ * (`Pg/public_cities_1a2b3c/FeatureServer/0 (public.cities)`). Never the connection: the service and dataset names
+ * are what the services directory shows anyone who may see the layer.
+ */
+function layerName(service: Service): string {
+  const dataset = lastKnown.get(service.itemId)?.name ?? service.source?.path.split("/").at(-1) ?? "";
+  const path = `${service.folder ? `${service.folder}/` : ""}${service.name}/${service.type}/0`;
+  return dataset ? `${path} (${dataset})` : path;
+}
+
+/** A source that cannot be read (now or midway): the request fails clearly, the log says why, naming the layer. */
 function sourceFault(service: Service, err: unknown): never {
   if (isSourceFault(err)) {
     logger.warn("feature layer unavailable", {
+      layer: layerName(service),
       itemId: service.itemId,
       datastoreId: service.source?.datastoreId,
       reason: err.message,
@@ -62,6 +79,9 @@ export async function featureResource(
   resource: readonly string[],
 ): Promise<object> {
   const [first, second, ...rest] = resource;
+  // Told before the source is read: the answer does not depend on it.
+  if (first === "applyEdits" && second === undefined) throw readOnly(first);
+  if (first === "0" && second !== undefined && rest.length === 0 && EDITS.has(second)) throw readOnly(second);
   const isQuery = first === "0" && second === "query" && rest.length === 0;
   if (req.contentFormat && !isQuery) {
     throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by 'query' only.`]);
@@ -105,6 +125,7 @@ export async function featureResource(
     const known = !isQuery && isSourceFault(err) ? lastKnown.get(service.itemId) : undefined;
     if (!known) return sourceFault(service, err);
     logger.warn("feature layer described from its last known schema", {
+      layer: layerName(service),
       itemId: service.itemId,
       reason: (err as Error).message,
     });

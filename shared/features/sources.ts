@@ -83,8 +83,8 @@ async function geoPackageFiles(storage: Storage): Promise<string[]> {
 }
 
 /**
- * Up to `limit` publishable datasets of a store's storage after the path `after` ("" for the first), in path
- * order: the tables of every GeoPackage it holds.
+ * Up to `limit` datasets of a store's storage after the path `after` ("" for the first), in path order: the tables
+ * of every GeoPackage it holds, those that cannot be published with why (bulk publishing reports them).
  */
 export async function storageDatasetPage(
   location: StoreLocation,
@@ -99,7 +99,7 @@ export async function storageDatasetPage(
       if (err instanceof StorageError) return [];
       throw err;
     });
-    for (const d of datasets ?? []) if (!d.unpublishable) all.push(d);
+    for (const d of datasets ?? []) all.push(d);
   }
   all.sort(byPath);
   const cursor = Buffer.from(after);
@@ -193,8 +193,9 @@ export async function databaseDatasets(datastoreId: string, connection: Postgres
 }
 
 /**
- * Up to `limit` publishable datasets of a database store after the path `after`, in path order (bulk
- * publishing's pages; the listing is the pool's, kept a minute, so paging does not list the database again).
+ * Up to `limit` datasets of a database store after the path `after`, in path order, those that cannot be published
+ * with why (bulk publishing's pages; the listing is the pool's, kept a minute, so paging does not list the database
+ * again).
  */
 export async function databaseDatasetPage(
   datastoreId: string,
@@ -202,7 +203,7 @@ export async function databaseDatasetPage(
   after: string,
   limit: number,
 ): Promise<{ datasets: SourceDataset[]; more: boolean }> {
-  const all = (await databaseDatasets(datastoreId, connection)).filter((d) => !d.unpublishable);
+  const all = await databaseDatasets(datastoreId, connection);
   const cursor = Buffer.from(after);
   const rest = after === "" ? all : all.filter((d) => Buffer.compare(Buffer.from(d.path), cursor) > 0);
   return { datasets: rest.slice(0, limit), more: rest.length > limit };

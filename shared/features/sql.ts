@@ -5,9 +5,9 @@
 // string literal at all, so no quote a client writes can ever close one.
 //
 // Conventions both dialects keep, so a layer answers the same from either source:
-// - A date is epoch milliseconds (UTC) in every expression and every answer: SQLite converts GeoPackage's ISO
-//   8601 text with julianday(), PostgreSQL its date/timestamp/timestamptz columns with EXTRACT(EPOCH …)
-//   (a timestamp without time zone is read as UTC).
+// - A date is whole epoch milliseconds (UTC) in every expression and every answer: SQLite converts GeoPackage's
+//   ISO 8601 text with julianday(), PostgreSQL its date/timestamp/timestamptz columns with EXTRACT(EPOCH …)
+//   (a timestamp without time zone is read as UTC), each rounded to the millisecond.
 // - LIKE is case-sensitive, as PostgreSQL's is and as the standardized queries define it. SQLite's LIKE ignores
 //   ASCII case, so it only narrows, and mapgate_like (registered from sqlite-functions.ts) decides. Without
 //   ESCAPE no character escapes (PostgreSQL's default backslash is switched off).
@@ -148,12 +148,17 @@ class Sql {
     }
   }
 
-  /** A field as expressions see it: dates become epoch milliseconds. */
+  /**
+   * A field as expressions see it: dates become whole epoch milliseconds, rounded half away from zero in both
+   * dialects (PostgreSQL keeps microseconds, which clients take for a broken date when fractional; ROUND of
+   * EXTRACT's numeric rounds as SQLite's ROUND does). Expressions, order, statistics and answers all see this one
+   * value, so a date a client was answered finds the same row again.
+   */
   fieldValue(field: Field): string {
     const col = this.source(field);
     if (fieldValueType(field) !== "date") return col;
     return this.pg
-      ? `CAST(EXTRACT(EPOCH FROM ${col}) * 1000 AS double precision)`
+      ? `CAST(ROUND(EXTRACT(EPOCH FROM ${col}) * 1000) AS double precision)`
       : `CAST(ROUND((julianday(${col}) - 2440587.5) * ${MS_PER_DAY}) AS INTEGER)`;
   }
 

@@ -42,6 +42,16 @@ export const tokenRequired = () => new ApiError(499, "Token Required", ["Token R
 export const methodNotAllowed = (detail = "This operation requires POST.") =>
   new ApiError(405, "Method not supported.", [detail]);
 
+/**
+ * An operation the service or layer does not offer (a tile-only map service's `export`, editing a read-only layer):
+ * ArcGIS's own answer, its message and first detail, then what this one does offer.
+ */
+export const operationNotSupported = (why: string) =>
+  new ApiError(400, "Requested operation is not supported by this service.", [
+    "The requested capability is not supported.",
+    why,
+  ]);
+
 export const tooLarge = (limit: number) =>
   new ApiError(413, "Request body too large.", [`The request body may hold at most ${limit} bytes.`]);
 

@@ -25,7 +25,6 @@ import {
   INTERNAL_ERROR,
   forbidden,
   methodNotAllowed,
-  noSuchResource,
   OAuthError,
   sslRequired,
   tokenRequired,
@@ -53,7 +52,7 @@ import { inRequest, infoEnabled, logger } from "#shared/log.ts";
 import { routeOf, requestMetrics } from "#shared/metrics.ts";
 import { formPageOf, requestOrigins } from "#shared/urls.ts";
 import { getDefaultPortalId, type Portal } from "#shared/stores/portals.ts";
-import { hostedServer, type Server } from "#shared/stores/servers.ts";
+import type { Server } from "#shared/stores/servers.ts";
 
 export interface Operation {
   /** Shown as the page title and logged with each request. */
@@ -95,8 +94,11 @@ export interface Operation {
    * organization (a server's catalog version): one store read per request instead of two.
    */
   readonly prefetch?: (server: Server) => ExtraRead;
-  /** Where the route lives: the portal (default), or a hosted server named by the `server` path parameter. */
-  readonly at?: "portal" | "server";
+  /**
+   * Where the route lives: the portal (absent), or a hosted server named by the `server` path parameter, found by
+   * the function given (`addressedServer`, shared/http/hosted-server.ts).
+   */
+  readonly at?: (event: APIGatewayProxyEventV2) => Promise<Server>;
   /** Refuses plain HTTP whatever the organization's allSSL says (credentials travel in the request). */
   readonly httpsOnly?: boolean;
   /** Ignores the sign-in cookie: a sign-in operation must work even when a stale cookie is present. */
@@ -355,14 +357,6 @@ const NO_ORGANIZATION = () =>
     "An operator creates one with: npm run admin -- bootstrap",
   ]);
 
-/** The hosted server a server route addresses; an unknown name is a 404 before any credential is read. */
-async function addressedServer(event: APIGatewayProxyEventV2): Promise<Server> {
-  const name = event.pathParameters?.server ?? "";
-  const server = await hostedServer(name);
-  if (!server) throw noSuchResource([`No server is hosted at /${name.slice(0, 64)}.`]);
-  return server;
-}
-
 async function anonymousPortal(server: Server | undefined, extra: ExtraRead | undefined) {
   const portalId = server?.portalId ?? (await getDefaultPortalId());
   const found = portalId ? await anonymousView(portalId, extra) : undefined;
@@ -398,7 +392,7 @@ function invokedRequest(
   event: APIGatewayProxyEventV2,
   invocation: Invocation,
 ): RestRequest {
-  if (op.at === "server") throw new Error(`${op.name} is served by a hosted server: it cannot be invoked`);
+  if (op.at) throw new Error(`${op.name} is served by a hosted server: it cannot be invoked`);
   const rendering = s.rendering as Rendering;
   return {
     event,
@@ -445,7 +439,7 @@ export const caller = (op: Operation): RestMiddleware => ({
         `${requestOrigins(event).httpsOrigin}${event.rawPath}`,
       ]);
     }
-    const server = op.at === "server" ? await addressedServer(event) : undefined;
+    const server = op.at ? await op.at(event) : undefined;
     const method = event.requestContext.http.method.toUpperCase();
     // What a browser's Origin header says of our pages: scheme and host, never the base path (parsed only for
     // the requests that check it).

@@ -21,6 +21,8 @@ export interface Job {
   readonly input: string;
   readonly status: JobStatus;
   readonly message: string;
+  /** What a completed job left undone, and why (publishLayers' skipped datasets): its warning messages. */
+  readonly warnings: readonly string[];
   readonly result: unknown;
   readonly created: number;
   readonly modified: number;
@@ -62,6 +64,7 @@ export function newJob(start: JobStart, key: string, now = Date.now(), taskToken
     input: JSON.stringify(start),
     status: "processing",
     message: "",
+    warnings: [],
     result: null,
     created: now,
     modified: now,
@@ -89,6 +92,7 @@ function toJob(item: Record<string, unknown>): Job {
     input: r.string("input"),
     status: r.oneOf("status", ["processing", "completed", "failed"] as const),
     message: r.optionalString("message") ?? "",
+    warnings: r.strings("warnings"),
     result: item.result ?? null,
     created: r.number("created"),
     modified: r.number("modified"),
@@ -123,19 +127,27 @@ export async function finishJob(
   status: "completed" | "failed",
   result: unknown,
   message: string,
+  warnings: readonly string[] = [],
 ): Promise<boolean> {
   try {
     await ddb.send(
       new UpdateCommand({
         TableName: tableName("jobs"),
         Key: { jobId },
-        UpdateExpression: "SET #s = :s, #r = :r, #m = :m, #t = :t",
+        UpdateExpression: "SET #s = :s, #r = :r, #m = :m, #w = :w, #t = :t",
         ConditionExpression: "#s = :processing",
-        ExpressionAttributeNames: { "#s": "status", "#r": "result", "#m": "message", "#t": "modified" },
+        ExpressionAttributeNames: {
+          "#s": "status",
+          "#r": "result",
+          "#m": "message",
+          "#w": "warnings",
+          "#t": "modified",
+        },
         ExpressionAttributeValues: {
           ":s": status,
           ":r": result ?? null,
           ":m": message,
+          ":w": [...warnings],
           ":t": Date.now(),
           ":processing": "processing",
         },
