@@ -1,5 +1,5 @@
 // Workflow task: records a finished job's result (only a processing job can finish; a repeat is a no-op).
-import type { LayerPage } from "#functions/task-publish-layers.ts";
+import type { LayerPage } from "#shared/publish-layers.ts";
 import type { JobInput } from "#shared/jobs.ts";
 import { emit } from "#shared/events.ts";
 import { count, METRIC } from "#shared/metrics.ts";

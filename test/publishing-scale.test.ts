@@ -12,7 +12,7 @@ const { ddb, observeStore } = await import("#shared/stores/dynamo.ts");
 const ops = await import("#infra/admin/operations.ts");
 const { startWorkflows } = await import("#infra/local/workflows.ts");
 const { createJob, getJob, newJob } = await import("#shared/stores/jobs.ts");
-const { LAYERS_PER_TRANSACTION, PAGE } = await import("#functions/task-publish-layers.ts");
+const { LAYERS_PER_TRANSACTION, PAGE } = await import("#shared/publish-layers.ts");
 const { DATASET_TYPES } = await import("#shared/stores/datastores.ts");
 
 const sent = countRequests(observeStore);

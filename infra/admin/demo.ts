@@ -107,24 +107,22 @@ const SERVED_FROM: Readonly<Record<string, string>> = {
 };
 
 /**
- * The demo GeoPackage's tables as feature layers, shared with everyone: bulk publishing's own task, run page by
- * page as the workflow runs it, so a first start has layers to query and draw.
+ * The demo GeoPackage's tables as feature layers, shared with everyone: bulk publishing's own pages, run one after
+ * another as the workflow runs them, so a first start has layers to query and draw.
  */
 async function publishDemoLayers(
   who: { portalId: string; owner: string; origin: string },
   datastoreId: string,
   serverId: string,
 ) {
-  const { handler } = await import("#functions/task-publish-layers.ts");
-  const input = {
+  // Loaded when a first start needs it: the GeoPackage and PostGIS readers are not the admin command's to load.
+  const { publishAllLayers } = await import("#shared/publish-layers.ts");
+  await publishAllLayers({
     ...who,
     jobId: stableItemId("demo", datastoreId),
-    operation: "publishLayers" as const,
+    operation: "publishLayers",
     params: { datastoreId, serverId, serverFolder: DEMO_LAYERS_FOLDER },
-  };
-  let page: Awaited<ReturnType<typeof handler>> | undefined;
-  do page = await handler({ ...input, ...(page ? { page } : {}) } as Parameters<typeof handler>[0]);
-  while (!page.done);
+  });
   for (const path of WORLD_DATASETS) {
     const item = await getItem(stableItemId("layer", datastoreId, path));
     if (item) await changeItemAccess(item, () => "public");
