@@ -59,3 +59,23 @@ describe("gateway", () => {
     expect([plain.status, plain.text.length]).toEqual([200, 5_500_000]);
   });
 });
+
+describe("which requests the local engine runs in worker threads", () => {
+  it("a feature layer's query, and nothing else of the service route (tiles and JSON stay on the engine's thread)", async () => {
+    const { WORKER_ROUTES } = await import("#infra/local/engine.ts");
+    expect([...WORKER_ROUTES.keys()]).toEqual(["service"]);
+    const pooled = WORKER_ROUTES.get("service") ?? (() => false);
+    const s = "/arcgis/rest/services/World/places_1a2b/FeatureServer";
+    for (const path of [`${s}/0/query`, `${s}/0/query/`, `${s}/3/query`]) expect(pooled(path), path).toBe(true);
+    for (const path of [
+      s,
+      `${s}/0`,
+      `${s}/layers`,
+      `${s}/0/applyEdits`,
+      "/arcgis/rest/services/Basemap/MapServer/tile/1/0/1",
+      "/arcgis/rest/services/Streets/VectorTileServer/tile/0/0/0.pbf",
+      "/arcgis/rest/services/Buildings/SceneServer/layers/0/nodes/0",
+    ])
+      expect(pooled(path), path).toBe(false);
+  });
+});

@@ -163,11 +163,14 @@ function limited(server: Server, limitMs: number, tls: boolean): Server {
 }
 
 /**
- * Functions whose work can hold a thread for seconds: the service route answers feature queries, whose SQLite
+ * Requests whose work can hold a thread for seconds: a feature layer's `query` (the service route), whose SQLite
  * and JTS work runs synchronously. They run in worker threads (function-pool.ts), so the engine's own thread,
- * which serves every other route and /health, stays free, and their time limit holds.
+ * which serves every other request and /health, stays free, and their time limit holds. The same route's tiles
+ * and JSON stay in this thread: a hop between threads would cost a tile more than its read.
  */
-export const WORKER_ROUTES: ReadonlySet<string> = new Set(["service"]);
+export const WORKER_ROUTES: ReadonlyMap<string, (path: string) => boolean> = new Map([
+  ["service", (path: string) => /\/FeatureServer\/[^/]+\/query\/?$/.test(path)],
+]);
 
 /**
  * Instances a pooled function may have at once: enough that a slow query leaves others running beside it, few

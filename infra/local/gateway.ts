@@ -30,8 +30,12 @@ interface CompiledRoute {
   readonly pool?: FunctionPool;
 }
 
-/** A function the gateway runs: its handler in this thread, or a pool of worker threads loading its module. */
-type Loaded = Handler | FunctionPool;
+/**
+ * A function the gateway runs: its handler in this thread, or a pool of worker threads loading its module beside
+ * the same handler here, with the requests each takes (the pool those whose path `pooled` accepts).
+ */
+type Loaded =
+  Handler | { readonly pool: FunctionPool; readonly here: Handler; readonly pooled: (path: string) => boolean };
 
 function compile(spec: RouteSpec, loaded: Loaded): CompiledRoute {
   const names: string[] = [];
@@ -61,9 +65,15 @@ function compile(spec: RouteSpec, loaded: Loaded): CompiledRoute {
     pattern: new RegExp(`^${source}/?$`),
     names,
     literalSegments,
-    ...(loaded instanceof FunctionPool
-      ? { invoke: (event, context) => loaded.invoke(event, context), pool: loaded }
-      : { invoke: (event, context) => grants.run(tables, () => loaded(event, context)) }),
+    ...(typeof loaded === "function"
+      ? { invoke: (event, context) => grants.run(tables, () => loaded(event, context)) }
+      : {
+          invoke: (event, context) =>
+            loaded.pooled(event.rawPath)
+              ? loaded.pool.invoke(event, context)
+              : grants.run(tables, () => loaded.here(event, context)),
+          pool: loaded.pool,
+        }),
   };
 }
 
@@ -84,11 +94,12 @@ function isText(contentType: string | undefined): boolean {
 
 export interface GatewayOptions {
   /**
-   * Routes whose functions run in worker threads (function-pool.ts), each in a pool of at most `size` instances
-   * whose metric lines go to `metrics`.
+   * Routes whose functions run some requests in worker threads (function-pool.ts): by route id, which paths (a
+   * request that can hold a thread for seconds); each route a pool of at most `size` instances whose metric lines
+   * go to `metrics`. Its other requests (a tile, a service's JSON) run in this thread, with no hop between threads.
    */
   readonly workers?: {
-    readonly routes: ReadonlySet<string>;
+    readonly routes: ReadonlyMap<string, (path: string) => boolean>;
     readonly size: number;
     readonly metrics: (line: string) => void;
   };
@@ -134,15 +145,20 @@ export class Gateway {
       for (const spec of ROUTES) {
         let loaded: Loaded;
         if (typeof functions !== "string") loaded = await functions(spec);
-        else if (workers?.routes.has(spec.id)) {
-          loaded = await FunctionPool.start({
-            file: handlerFile(functions, spec),
-            tables: new Set(Object.keys(spec.tables)),
-            size: workers.size,
-            metrics: workers.metrics,
-          });
-          pools.push(loaded);
-        } else loaded = await importHandler(functions, spec);
+        else {
+          const pooled = workers?.routes.get(spec.id);
+          const here = await importHandler(functions, spec);
+          if (pooled && workers) {
+            const pool = await FunctionPool.start({
+              file: handlerFile(functions, spec),
+              tables: new Set(Object.keys(spec.tables)),
+              size: workers.size,
+              metrics: workers.metrics,
+            });
+            pools.push(pool);
+            loaded = { pool, here, pooled };
+          } else loaded = here;
+        }
         const compiled = compile(spec, loaded);
         if (spec.methods === "$default") fallback = compiled;
         else routes.push(compiled);
