@@ -4,12 +4,13 @@
 // (`{error:{code,message,details}}`). A job operation given a task token answers it when the job ends; if the
 // operation is refused before a job starts, the token is failed at once, so no workflow waits for nothing.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import { invokedRoute, type InvokedOperation, ROUTES, routeKeys } from "#infra/system.ts";
+import type { InvokedOperation } from "#infra/system.ts";
 import { config } from "#shared/config.ts";
 import { ApiError, errorBody, INTERNAL_ERROR } from "#shared/http/errors.ts";
 import type { Invocation, RestContext } from "#shared/http/pipeline.ts";
+import { apiEvent } from "#shared/invocation/api-event.ts";
 import { identifyCaller } from "#shared/invocation/caller.ts";
-import { type InvokedEvent, MAX_TASK_TOKEN, readInvokedEvent } from "#shared/invocation/event.ts";
+import { MAX_TASK_TOKEN, readInvokedEvent } from "#shared/invocation/event.ts";
 import { sendTaskFailure, TASK_ERRORS } from "#shared/invocation/task-tokens.ts";
 import { inRequest, logger } from "#shared/log.ts";
 
@@ -41,61 +42,6 @@ export const MODULES = {
 } satisfies Record<InvokedOperation, () => Promise<{ handler: unknown }>>;
 
 config();
-
-/**
- * The route's path with its parameters filled: `portalId` from the event, the others taken out of `params`; a
- * greedy `{path+}` takes the operation's own sub-path, filled the same way.
- */
-function routeRequest(e: InvokedEvent) {
-  const { route: id, path: subPath } = invokedRoute(e.operation);
-  const route = ROUTES.find((r) => r.id === id);
-  if (!route) throw new Error(`no route for ${e.operation}`);
-  const params = new Map(e.params);
-  const pathParameters: Record<string, string> = {};
-  const missing: string[] = [];
-  const fill = (template: string) =>
-    template.replace(/\{(\w+)\}/g, (_m, name: string) => {
-      const value = name === "portalId" ? e.portalId : params.get(name);
-      params.delete(name);
-      if (!value) missing.push(`'params.${name}' must be specified.`);
-      pathParameters[name] = value ?? "";
-      return encodeURIComponent(value ?? "");
-    });
-  const greedy = subPath === undefined ? undefined : fill(subPath);
-  if (greedy !== undefined) pathParameters.path = decodeURIComponent(greedy);
-  const path = fill(route.path).replace("{path+}", greedy ?? "");
-  if (missing.length > 0) throw new ApiError(400, "Invalid invocation.", missing);
-  return { path, pathParameters, params, routeKey: routeKeys(route)[0] ?? `POST ${route.path}` };
-}
-
-function apiEvent(e: InvokedEvent, requestId: string): APIGatewayProxyEventV2 {
-  // The route key is the route's template, as API Gateway sets it (the metrics name the route by it).
-  const { path, pathParameters, params, routeKey } = routeRequest(e);
-  const origin = new URL(config().publicOrigin ?? "https://localhost");
-  const body = new URLSearchParams([...params, ["f", "json"]]).toString();
-  return {
-    version: "2.0",
-    routeKey,
-    rawPath: path,
-    rawQueryString: "",
-    headers: { host: origin.host, "content-type": "application/x-www-form-urlencoded", "x-forwarded-proto": "https" },
-    requestContext: {
-      accountId: "-",
-      apiId: "-",
-      domainName: origin.host,
-      domainPrefix: origin.hostname.split(".")[0] ?? "",
-      http: { method: "POST", path, protocol: "HTTP/1.1", sourceIp: "0.0.0.0", userAgent: "mapgate-invoke" },
-      requestId,
-      routeKey,
-      stage: "$default",
-      time: new Date().toUTCString(),
-      timeEpoch: Date.now(),
-    },
-    pathParameters,
-    body,
-    isBase64Encoded: false,
-  };
-}
 
 /**
  * The task token an event carries, before the event is validated: a registered caller's waiting workflow is told

@@ -25,6 +25,11 @@ export interface RouteSpec {
   readonly methods: readonly ("GET" | "POST")[] | "$default";
   /** API Gateway path template: `{name}` matches one segment, `{name+}` the rest of the path. */
   readonly path: string;
+  /**
+   * A route family's operations: the sub-paths its greedy `{name+}` serves, in the same `{name}` notation,
+   * matched by shared/http/router.ts; any other sub-path is a 404 (docs/architecture.md#route-families).
+   */
+  readonly operations?: readonly string[];
   readonly tables: Readonly<Record<string, Access>>;
   readonly secrets: readonly SecretName[];
   /**
@@ -371,11 +376,37 @@ function contentRoutes(): RouteSpec[] {
       id: "community-groups",
       methods: GP,
       path: `${PORTAL_ROOT}/community/{path+}`,
+      operations: [
+        "createGroup",
+        "groups",
+        "groups/{groupId}",
+        "groups/{groupId}/users",
+        "groups/{groupId}/update",
+        "groups/{groupId}/delete",
+        "groups/{groupId}/reassign",
+        "groups/{groupId}/join",
+        "groups/{groupId}/leave",
+        "groups/{groupId}/createApplication",
+        "groups/{groupId}/addUsers",
+        "groups/{groupId}/removeUsers",
+        "groups/{groupId}/invite",
+        "groups/{groupId}/applications",
+        "groups/{groupId}/applications/{username}",
+        "groups/{groupId}/applications/{username}/{decision}",
+        "users/{username}/invitations",
+        "users/{username}/invitations/{groupId}/{decision}",
+      ],
       tables: { ...sharing, users: "write" },
     }),
     // What no other content route serves: a group's items (content/groups/<id>) and an item's groups
     // (content/items/<id>/groups).
-    route({ id: "content-groups", methods: GP, path: `${content}/{path+}`, tables: { groups: "read", items: "read" } }),
+    route({
+      id: "content-groups",
+      methods: GP,
+      path: `${content}/{path+}`,
+      operations: ["groups/{groupId}", "items/{itemId}/groups"],
+      tables: { groups: "read", items: "read" },
+    }),
     route({ id: "portal-users", methods: GP, path: `${PORTAL_ROOT}/portals/{portalId}/users` }),
   ];
 }
@@ -451,6 +482,14 @@ function dataStoreRoutes(): RouteSpec[] {
       id: "datastore-manage",
       methods: GP,
       path: `${stores}/{operation+}`,
+      operations: [
+        "validate",
+        "addToServer",
+        "getServers",
+        "refreshServer",
+        "removeFromServer",
+        "allDatasets/deleteLayers",
+      ],
       tables: {
         datastores: "write",
         servers: "read",

@@ -2,7 +2,8 @@
 // the forms its members and managers use), linked from the directory.
 import { PORTAL_ROOT } from "#infra/system.ts";
 import { escapeHtml, page, renderForm } from "#shared/http/html.ts";
-import type { RestRequest } from "#shared/http/pipeline.ts";
+import type { Compute, RestRequest } from "#shared/http/pipeline.ts";
+import { Redirect } from "#shared/http/render.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
 
 type View = Record<string, unknown>;
@@ -129,4 +130,22 @@ export function groupPage(
     `<h1>${text(group.title)}</h1><table>${rows}</table>${forms}${memberList}${content}` +
       `<p><a href="${escapeHtml(`${community}/groups?f=html`)}">Groups</a> · <a href="${escapeHtml(`${PORTAL_ROOT}?f=html`)}">Directory</a></p>`,
   );
+}
+
+/**
+ * A form of a group's page (or the create form) answers a browser with the group's page, where the change shows
+ * (a deleted group: the list of groups); clients asking for JSON get the operation's answer.
+ */
+export function thenPage(compute: Compute): Compute {
+  return async (req) => {
+    const out = await compute(req);
+    if (req.format !== "html") return out;
+    const created = (out as { group?: { id?: unknown } }).group?.id;
+    const id = typeof created === "string" ? created : (req.pathParameters.groupId ?? "");
+    return new Redirect(
+      req.pathParameters.decision === undefined && req.path.endsWith("/delete")
+        ? `${community}/groups?f=html`
+        : groupPageHref(id),
+    );
+  };
 }

@@ -1,0 +1,67 @@
+// Group search (community/groups?q=…): the item search's query language over an organization's groups.
+import { groupView, groupVisibleTo } from "#shared/groups.ts";
+import { badRequest } from "#shared/http/errors.ts";
+import { intParam } from "#shared/http/params.ts";
+import type { Compute } from "#shared/http/pipeline.ts";
+import { pageOf } from "#shared/paging.ts";
+import { matches, parseQuery, type Query, QueryError } from "#shared/search-query.ts";
+import { type Group, listPortalGroups } from "#shared/stores/groups.ts";
+
+const MAX_CANDIDATES = 10_000;
+const SORT_FIELDS = ["title", "owner", "created", "modified"] as const;
+
+function compare(field: (typeof SORT_FIELDS)[number], a: Group, b: Group): number {
+  const x = a[field];
+  const y = b[field];
+  if (typeof x === "number" && typeof y === "number") return x - y;
+  return String(x).localeCompare(String(y), "en", { sensitivity: "base" });
+}
+
+export const searchGroups: Compute = async (req) => {
+  const problems: string[] = [];
+  const q = req.params.get("q") ?? "";
+  const start = intParam(req.params.get("start"), "start", 1, 1, MAX_CANDIDATES, problems);
+  const num = intParam(req.params.get("num"), "num", 10, 0, 100, problems);
+  const sortField = req.params.get("sortField")?.trim().toLowerCase() || undefined;
+  if (sortField !== undefined && !(SORT_FIELDS as readonly string[]).includes(sortField)) {
+    problems.push(`'sortField' must be one of ${SORT_FIELDS.join(", ")}.`);
+  }
+  const order = req.params.get("sortOrder")?.trim().toLowerCase() || undefined;
+  if (order !== undefined && order !== "asc" && order !== "desc") problems.push("'sortOrder' must be asc or desc.");
+  let query: Query | undefined;
+  try {
+    query = parseQuery(q);
+  } catch (err) {
+    if (!(err instanceof QueryError)) throw err;
+    problems.push(err.message);
+  }
+  if (problems.length > 0 || !query) throw badRequest("Unable to search.", problems);
+  const parsed = query;
+  // Groups are read per organization (the sparse byPortal index): the caller's, or the default one for
+  // anonymous callers, who see its public groups only.
+  const groups = await listPortalGroups(req.portal.portalId, MAX_CANDIDATES + 1);
+  if (groups.length > MAX_CANDIDATES) {
+    throw badRequest("Unable to search.", [`The search would read more than ${MAX_CANDIDATES} groups.`]);
+  }
+  const hits = groups.filter(
+    (g) =>
+      groupVisibleTo(req.identity, g) &&
+      matches(parsed, {
+        id: g.groupId,
+        owner: g.owner,
+        orgId: g.portalId,
+        title: g.title,
+        type: "Group",
+        tags: g.tags,
+        typeKeywords: [],
+        access: g.access,
+        description: g.description,
+        snippet: g.snippet,
+      }),
+  );
+  const field = (sortField as (typeof SORT_FIELDS)[number] | undefined) ?? "title";
+  const sign = (order ?? "asc") === "desc" ? -1 : 1;
+  hits.sort((a, b) => sign * compare(field, a, b) || a.groupId.localeCompare(b.groupId));
+  const { shown, ...page } = pageOf(hits, start, num);
+  return { query: q, ...page, results: shown.map((g) => groupView(g)) };
+};
