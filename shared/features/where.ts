@@ -21,16 +21,7 @@ import { badRequest } from "#shared/http/errors.ts";
 
 // The readers and emitters name the subset's tree and walks through this module, as they did before the tree
 // and the tokenizer had modules of their own.
-export type {
-  AggregateName,
-  ArithmeticOp,
-  CastTarget,
-  CompareOp,
-  Expr,
-  ExtractUnit,
-  ScalarFunction,
-  ValueType,
-} from "#shared/features/where-tree.ts";
+export type * from "#shared/features/where-tree.ts";
 export { holdsForEveryRow, nodes } from "#shared/features/where-tree.ts";
 export { excerpt } from "#shared/features/where-tokens.ts";
 
@@ -314,29 +305,25 @@ function unify(p: Parser, a: Expr, b: Expr, t: Token, what: string): [Expr, Expr
 // The rules, from the loosest binding down: OR, AND, NOT, a predicate, + and -, * and /, a sign, a primary.
 
 function parseOr(p: Parser): Expr {
-  const t = peek(p);
-  const first = parseAnd(p);
-  if (!isWord(peek(p), "OR")) return first;
-  const parts = [needBoolean(p, first, t)];
-  while (isWord(peek(p), "OR")) {
-    p.pos++;
-    const pt = peek(p);
-    parts.push(needBoolean(p, parseAnd(p), pt));
-  }
-  return { kind: "or", type: "boolean", parts };
+  return parseJoined(p, "OR", parseAnd);
 }
 
 function parseAnd(p: Parser): Expr {
+  return parseJoined(p, "AND", parseNot);
+}
+
+// Conditions joined by one word, kept flat (`a OR b OR c` is one node of three parts) so the tree stays shallow.
+function parseJoined(p: Parser, word: "OR" | "AND", next: (p: Parser) => Expr): Expr {
   const t = peek(p);
-  const first = parseNot(p);
-  if (!isWord(peek(p), "AND")) return first;
+  const first = next(p);
+  if (!isWord(peek(p), word)) return first;
   const parts = [needBoolean(p, first, t)];
-  while (isWord(peek(p), "AND")) {
+  while (isWord(peek(p), word)) {
     p.pos++;
     const pt = peek(p);
-    parts.push(needBoolean(p, parseNot(p), pt));
+    parts.push(needBoolean(p, next(p), pt));
   }
-  return { kind: "and", type: "boolean", parts };
+  return { kind: word === "OR" ? "or" : "and", type: "boolean", parts };
 }
 
 function parseNot(p: Parser): Expr {
@@ -771,19 +758,14 @@ function parseScalar(p: Parser, t: Token): Expr {
       }
       return { kind: "call", type: "number", name: scalar.name, args: typed };
     }
+    // Functions of text: CHAR_LENGTH counts it, the others answer text.
     case "char_length":
-      return {
-        kind: "call",
-        type: "number",
-        name: scalar.name,
-        args: args.map((a) => need(p, a.e, "string", a.t, name)),
-      };
     case "concat":
     case "lower":
     case "upper":
       return {
         kind: "call",
-        type: "string",
+        type: scalar.name === "char_length" ? "number" : "string",
         name: scalar.name,
         args: args.map((a) => need(p, a.e, "string", a.t, name)),
       };
