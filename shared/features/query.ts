@@ -2,8 +2,8 @@
 // layer) → validate (what the plan asks of the dataset: the output's spatial reference, the query geometry in
 // the dataset's coordinates, prepared for the exact test) → compute (the plan's SQL, run on the dataset) →
 // respond (rows into the answer, in the asked spatial reference; rendered in the asked format by output.ts).
-// It takes the parameters, the format and the dataset, never the request. The
-// page is what bounds the work and the memory: the SQL fetches one row more than the page, never the layer.
+// It takes the parameters, the format and the dataset, never the request. The page is what bounds the work and
+// the memory: the SQL fetches one row more than the page, never the layer.
 import type { Geometry } from "geojson";
 import {
   DataExceptionError,
