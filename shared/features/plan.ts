@@ -4,15 +4,9 @@
 // plan, never the request, so nothing a client wrote reaches a data source except as a checked value.
 import { canonicalWkid } from "#shared/features/geometry/projection.ts";
 import { type Field, fieldByName, type LayerSchema } from "#shared/features/schema.ts";
-import {
-  excerpt,
-  type Expr,
-  fieldValueType,
-  holdsForEveryRow,
-  invalidParameter,
-  nodes,
-  parseWhere,
-} from "#shared/features/where.ts";
+import { fieldValueType, invalidParameter, parseWhere } from "#shared/features/where.ts";
+import { excerpt } from "#shared/features/where-tokens.ts";
+import { type Expr, holdsForEveryRow, nodes } from "#shared/features/where-tree.ts";
 
 /** The page size a layer answers when it sets none (ArcGIS's own default for hosted layers). */
 export const DEFAULT_MAX_RECORD_COUNT = 2000;
@@ -186,7 +180,8 @@ export type QueryPlan = PlanFilter &
 
 export type OutputKind = QueryPlan["output"];
 
-interface ParamSource {
+/** Where the plan reads parameters from (the request's, or any map of them). */
+export interface ParamSource {
   get(name: string): string | undefined;
 }
 

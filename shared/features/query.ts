@@ -1,7 +1,9 @@
-// `query` on a feature layer: normalize (the plan: every parameter parsed and checked against the layer) →
-// resolve (the query geometry into the dataset's coordinates, prepared for the exact test) → compute (the
-// plan's SQL, run on the dataset) → respond (rows into the asked format, in the asked spatial reference). The
-// page is what bounds the work and the memory: the SQL fetches one row more than the page, never the layer.
+// `query` on a feature layer, one call each: normalize (the plan: every parameter parsed and checked against the
+// layer) → validate (what the plan asks of the dataset: the output's spatial reference, the query geometry in
+// the dataset's coordinates, prepared for the exact test) → compute (the plan's SQL, run on the dataset) →
+// respond (rows into the answer, in the asked spatial reference; rendered in the asked format by output.ts).
+// It takes the parameters, the format and the dataset, never the request. The page is what bounds the work and
+// the memory: the SQL fetches one row more than the page, never the layer.
 import type { Geometry } from "geojson";
 import {
   DataExceptionError,
@@ -23,14 +25,20 @@ import {
 import { prepareSpatialFilter, type SpatialRelation as EsriRelation } from "#shared/features/geometry/spatial.ts";
 import { MAX_RECORD_COUNT } from "#shared/features/layer-json.ts";
 import { renderAnswer, type QueryAnswer } from "#shared/features/output.ts";
-import { DISTANCE_UNITS, planQuery, type QueryPlan, type SpatialRelation } from "#shared/features/plan.ts";
+import {
+  DISTANCE_UNITS,
+  type ParamSource,
+  planQuery,
+  type QueryPlan,
+  type SpatialRelation,
+} from "#shared/features/plan.ts";
 import type { Bounds, FeatureRow } from "#shared/features/schema.ts";
 import { type EmittedQuery, emitQuery, type SpatialFilter } from "#shared/features/sql.ts";
 import type { OpenDataset, SpatialTest } from "#shared/features/sources.ts";
 import { ExpressionError } from "#shared/features/sqlite-functions.ts";
-import { type Expr, invalidParameter, nodes, type ScalarFunction } from "#shared/features/where.ts";
+import { invalidParameter } from "#shared/features/where.ts";
+import { type Expr, nodes, type ScalarFunction } from "#shared/features/where-tree.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
-import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
 
 /**
@@ -146,39 +154,83 @@ function shapeGeometry(
   return g;
 }
 
-/** The query's answer in the asked format (JSON data for the pipeline, or GeoJSON/PBF content). */
-export async function runQuery(req: RestRequest, dataset: OpenDataset): Promise<object> {
-  return renderAnswer(await answerQuery(req, dataset), req.contentFormat);
+/** A query as the service hands it over: its parameters, and the content format (`geojson`, `pbf`) `f` named. */
+export interface QueryRequest {
+  readonly params: ParamSource;
+  readonly contentFormat?: string;
 }
 
-/** The query's answer in no format yet: what every output format (HTML included) is rendered from. */
-export async function answerQuery(req: RestRequest, dataset: OpenDataset): Promise<QueryAnswer> {
-  const { schema } = dataset;
-  const srid = schema.geometry?.srid ?? 0;
+/** The query's answer in the asked format (JSON data for the pipeline, or GeoJSON/PBF content). */
+export async function runQuery(req: QueryRequest, dataset: OpenDataset): Promise<object> {
+  return renderAnswer(await answerQuery(req.params, req.contentFormat, dataset), req.contentFormat);
+}
+
+/**
+ * The query's answer in no format yet: what every output format (HTML included) is rendered from. `format` is
+ * the content format asked for (GeoJSON answers in WGS 84 whatever outSR says), undefined for JSON and HTML.
+ */
+export async function answerQuery(
+  params: ParamSource,
+  format: string | undefined,
+  dataset: OpenDataset,
+): Promise<QueryAnswer> {
+  const plan = await normalize(params, dataset);
+  const frame = await validate(plan, format, dataset);
+  const { emitted, rows } = await compute(plan, dataset, frame.resolved);
+  return toAnswer(dataset, plan, emitted, rows, frame.srid, frame.outSR);
+}
+
+/** The plan: every parameter parsed and checked against the layer. */
+async function normalize(params: ParamSource, dataset: OpenDataset): Promise<QueryPlan> {
+  const srid = dataset.schema.geometry?.srid ?? 0;
   // Awaited only for a system the projection library does not know (rare): see OpenDataset.run for why.
   if (srid !== 0 && !hasCrs(srid)) await knowCrs(dataset, srid);
-  const plan = planQuery(req.params, schema, { maxRecordCount: MAX_RECORD_COUNT });
+  return planQuery(params, dataset.schema, { maxRecordCount: MAX_RECORD_COUNT });
+}
+
+/** The coordinates a query is read and answered in. */
+interface Frame {
+  /** The dataset's own spatial reference (0: none). */
+  readonly srid: number;
+  /** The answer's. */
+  readonly outSR: number;
+  /** The query geometry in the dataset's coordinates, when the plan has one. */
+  readonly resolved: Resolved | undefined;
+}
+
+/** What the plan asks of the dataset, checked against it: the output's spatial reference, the query geometry. */
+async function validate(plan: QueryPlan, format: string | undefined, dataset: OpenDataset): Promise<Frame> {
+  const srid = dataset.schema.geometry?.srid ?? 0;
   // GeoJSON is WGS 84 whatever outSR says (RFC 7946); others answer in outSR, else the layer's own.
-  const outSR = req.contentFormat === "geojson" ? 4326 : (plan.outSR ?? srid);
+  const outSR = format === "geojson" ? 4326 : (plan.outSR ?? srid);
   if (plan.outSR !== undefined && srid !== 0 && !hasCrs(plan.outSR)) await knowCrs(dataset, plan.outSR);
-  const resolved = resolveSpatial(plan, dataset);
-  let emitted = emitQuery(dataset.dialect, plan, schema, resolved?.filter);
-  let rows: unknown[][];
+  return { srid, outSR, resolved: resolveSpatial(plan, dataset) };
+}
+
+/** The plan's SQL, run on the dataset; once more with the features' geometries repaired if they are invalid. */
+async function compute(
+  plan: QueryPlan,
+  dataset: OpenDataset,
+  resolved: Resolved | undefined,
+): Promise<{ emitted: EmittedQuery; rows: unknown[][] }> {
+  const { schema } = dataset;
+  const emitted = emitQuery(dataset.dialect, plan, schema, resolved?.filter);
   try {
-    rows = await run(plan, dataset, emitted, resolved);
+    return { emitted, rows: await run(plan, dataset, emitted, resolved) };
   } catch (err) {
     if (!(err instanceof GeometryTopologyError) || !resolved) throw err;
-    emitted = emitQuery(dataset.dialect, plan, schema, { ...resolved.filter, repair: true });
-    rows = await run(plan, dataset, emitted, resolved).catch((again: unknown) => {
+    const repaired = emitQuery(dataset.dialect, plan, schema, { ...resolved.filter, repair: true });
+    const rows = await run(plan, dataset, repaired, resolved).catch((again: unknown) => {
       // The features repaired, what still cannot be related is the query geometry.
       if (again instanceof GeometryTopologyError)
         throw invalidParameter("geometry", "The geometry cannot be related to this layer's features.");
       throw again;
     });
+    return { emitted: repaired, rows };
   }
-  return toAnswer(dataset, plan, emitted, rows, srid, outSR);
 }
 
+/** The rows as the answer gives them: a count, ids, an extent, features or statistics. */
 function toAnswer(
   dataset: OpenDataset,
   plan: QueryPlan,

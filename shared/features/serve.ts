@@ -117,7 +117,9 @@ export async function featureResource(
     if (!pages) return await query.runQuery(req, dataset);
     // normalize (what the form shows; whether a query was asked) → validate and compute (the plan, run) → respond.
     const layer = layerJson(service, dataset.schema);
-    const answer = pages.asked(req.params) ? await query.answerQuery(req, dataset) : undefined;
+    const answer = pages.asked(req.params)
+      ? await query.answerQuery(req.params, req.contentFormat, dataset)
+      : undefined;
     return new FeaturePage(pages.query(layer, req.params, answer));
   } catch (err) {
     // While its source is down, a layer this function has read still describes itself (clients list it, and

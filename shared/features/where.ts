@@ -3,9 +3,27 @@
 // chooses the text, so the parser is one hand-written pass over tokens (no backtracking: time linear in the
 // input), with a length cap checked before anything else and a nesting cap checked before each descent, so a
 // hostile input is refused quickly and never overflows the stack. The tree holds values, never SQL: the
-// emitters bind every literal as a parameter.
-import { badRequest } from "#shared/http/errors.ts";
+// emitters bind every literal as a parameter. The tree and its walks are where-tree.ts, the tokens
+// where-tokens.ts; here are the grammar's rules, each a function over one small state (Parser).
 import { type Field, fieldByName, type LayerSchema } from "#shared/features/schema.ts";
+import { describeToken, excerpt, isOp, isWord, type Token, tokenize } from "#shared/features/where-tokens.ts";
+import type {
+  AggregateName,
+  ArithmeticOp,
+  CastTarget,
+  CompareOp,
+  Expr,
+  ExtractUnit,
+  ScalarFunction,
+  ValueType,
+} from "#shared/features/where-tree.ts";
+import { badRequest } from "#shared/http/errors.ts";
+
+// The readers and emitters name the subset's tree and walks through this module, as they did before the tree
+// and the tokenizer had modules of their own.
+export type * from "#shared/features/where-tree.ts";
+export { holdsForEveryRow, nodes } from "#shared/features/where-tree.ts";
+export { excerpt } from "#shared/features/where-tokens.ts";
 
 /** The longest `where` accepted, in UTF-16 code units: far above what clients build, far below a DoS. */
 export const MAX_WHERE_LENGTH = 16_384;
@@ -16,115 +34,8 @@ export const MAX_WHERE_LENGTH = 16_384;
  * real filters nest a handful of levels.
  */
 export const MAX_WHERE_DEPTH = 64;
-/** The longest excerpt of the input an error message repeats. */
-const EXCERPT = 24;
 /** CAST(x AS VARCHAR(n)): the largest n. */
 export const MAX_VARCHAR_LENGTH = 1_000_000;
-
-/** The type of a value in an expression; dates are carried as epoch milliseconds (UTC) everywhere. */
-export type ValueType = "number" | "string" | "date" | "boolean" | "null";
-
-export type CompareOp = "=" | "<>" | "<" | "<=" | ">" | ">=";
-export type ArithmeticOp = "+" | "-" | "*" | "/";
-export type ExtractUnit = "year" | "month" | "day" | "hour" | "minute" | "second";
-export type CastTarget = "integer" | "float" | "varchar" | "date" | "timestamp";
-export type AggregateName = "count" | "sum" | "min" | "max" | "avg" | "stddev" | "var";
-export type ScalarFunction =
-  | "abs"
-  | "ceiling"
-  | "floor"
-  | "log"
-  | "log10"
-  | "power"
-  | "round"
-  | "truncate"
-  | "mod"
-  | "char_length"
-  | "concat"
-  | "lower"
-  | "upper"
-  | "substring"
-  | "position"
-  | "coalesce"
-  | "nullif";
-
-export type Expr =
-  | { readonly kind: "field"; readonly type: ValueType; readonly field: Field }
-  | { readonly kind: "number"; readonly type: "number"; readonly value: number }
-  | { readonly kind: "string"; readonly type: "string"; readonly value: string }
-  /** A date or timestamp literal, CURRENT_DATE or CURRENT_TIMESTAMP: epoch milliseconds, UTC. */
-  | { readonly kind: "date"; readonly type: "date"; readonly value: number }
-  | { readonly kind: "null"; readonly type: "null" }
-  | {
-      readonly kind: "compare";
-      readonly type: "boolean";
-      readonly op: CompareOp;
-      readonly left: Expr;
-      readonly right: Expr;
-    }
-  | { readonly kind: "and" | "or"; readonly type: "boolean"; readonly parts: readonly Expr[] }
-  | { readonly kind: "not"; readonly type: "boolean"; readonly operand: Expr }
-  | {
-      readonly kind: "in";
-      readonly type: "boolean";
-      readonly operand: Expr;
-      readonly list: readonly Expr[];
-      readonly negated: boolean;
-    }
-  | {
-      readonly kind: "between";
-      readonly type: "boolean";
-      readonly operand: Expr;
-      readonly low: Expr;
-      readonly high: Expr;
-      readonly negated: boolean;
-    }
-  | {
-      readonly kind: "like";
-      readonly type: "boolean";
-      readonly operand: Expr;
-      readonly pattern: Expr;
-      /** One character, when ESCAPE was given. */
-      readonly escape: string | undefined;
-      readonly negated: boolean;
-    }
-  | { readonly kind: "isNull"; readonly type: "boolean"; readonly operand: Expr; readonly negated: boolean }
-  /**
-   * A left-associative chain of one precedence level (`a - b + c`), kept flat so the tree stays shallow (its
-   * operators still count toward the nesting cap: the SQL nests them).
-   */
-  | {
-      readonly kind: "arithmetic";
-      readonly type: "number";
-      readonly first: Expr;
-      readonly rest: readonly { readonly op: ArithmeticOp; readonly operand: Expr }[];
-    }
-  | { readonly kind: "negate"; readonly type: "number"; readonly operand: Expr }
-  | { readonly kind: "call"; readonly type: ValueType; readonly name: ScalarFunction; readonly args: readonly Expr[] }
-  | { readonly kind: "extract"; readonly type: "number"; readonly unit: ExtractUnit; readonly operand: Expr }
-  | {
-      readonly kind: "trim";
-      readonly type: "string";
-      readonly side: "both" | "leading" | "trailing";
-      /** The characters to strip (a set, as in SQL); absent: spaces. */
-      readonly chars: Expr | undefined;
-      readonly operand: Expr;
-    }
-  | {
-      readonly kind: "cast";
-      readonly type: ValueType;
-      readonly target: CastTarget;
-      /** VARCHAR(n): n. */
-      readonly length: number | undefined;
-      readonly operand: Expr;
-    }
-  /** Only in `having`: an aggregate of a field over each group (operand absent: COUNT(*)). */
-  | {
-      readonly kind: "aggregate";
-      readonly type: ValueType;
-      readonly name: AggregateName;
-      readonly operand: Field | undefined;
-    };
 
 export interface WhereOptions {
   /** The parameter named in errors. */
@@ -206,13 +117,6 @@ export function invalidParameter(parameter: string, reason: string) {
   return badRequest("Unable to complete operation.", [`'${parameter}' parameter is invalid`, reason]);
 }
 
-/** A short, printable excerpt of untrusted text, for error messages. */
-export function excerpt(text: string, max = EXCERPT): string {
-  const chars = Array.from(text.slice(0, max * 2)).slice(0, max);
-  const clean = chars.map((c) => (c < " " || c === "\u007f" ? "?" : c)).join("");
-  return chars.length < Array.from(text.slice(0, max * 2 + 1)).length ? `${clean}…` : clean;
-}
-
 /**
  * Parses a date or timestamp as the standardized queries write it (`yyyy-mm-dd`, `yyyy-mm-dd hh:mm[:ss[.fff]]`,
  * a `T` allowed for the space) into epoch milliseconds, UTC; undefined when the text is no such date.
@@ -234,16 +138,6 @@ export function parseDateText(text: string): number | undefined {
   // Date.UTC rolls 31 February into March: a date that does not read back as written does not exist.
   if (new Date(value).getUTCDate() !== d) return undefined;
   return value;
-}
-
-type TokenKind = "number" | "string" | "word" | "quoted" | "op" | "end";
-interface Token {
-  readonly kind: TokenKind;
-  /** Words: upper-cased; quoted identifiers and strings: their value; operators and numbers: as written. */
-  readonly text: string;
-  /** Words: as written. */
-  readonly raw: string;
-  readonly pos: number;
 }
 
 // Words the grammar gives a meaning wherever they stand: a field with one of these names must be quoted.
@@ -288,105 +182,18 @@ const EXTRACT_UNITS = new Map<string, ExtractUnit>([
   ["SECOND", "second"],
 ]);
 
-const isSpace = (c: string) => c.trim() === "";
-const isDigit = (c: string) => c >= "0" && c <= "9";
-const WORD_CHAR = /^[\p{L}\p{N}\p{M}_$]$/u;
-const isWordChar = (c: string) => WORD_CHAR.test(c);
-
-function tokenize(input: string, fail: (pos: number, reason: string) => never): Token[] {
-  const tokens: Token[] = [];
-  const push = (kind: TokenKind, text: string, raw: string, pos: number) => tokens.push({ kind, text, raw, pos });
-  // A quoted run with the quote doubled inside; indexOf keeps it one pass over the text.
-  const readQuoted = (open: number, quote: string, what: string): [string, number] => {
-    let value = "";
-    let from = open + 1;
-    for (;;) {
-      const close = input.indexOf(quote, from);
-      if (close < 0) fail(open, `Unterminated ${what} at position ${open + 1}.`);
-      value += input.slice(from, close);
-      if (input.charAt(close + 1) !== quote) return [value, close + 1];
-      value += quote;
-      from = close + 2;
-    }
-  };
-  // PostgreSQL's text cannot hold NUL (and C strings end at it): a string holding one is refused in either dialect.
-  const readString = (open: number): [string, number] => {
-    const [value, end] = readQuoted(open, "'", "string");
-    if (value.includes("\u0000")) {
-      const nul = input.indexOf("\u0000", open);
-      fail(nul, `A string cannot hold the NUL character (position ${nul + 1}).`);
-    }
-    return [value, end];
-  };
-  let i = 0;
-  while (i < input.length) {
-    const c = input.charAt(i);
-    const next = input.charAt(i + 1);
-    if (isSpace(c)) {
-      i++;
-    } else if (c === "'") {
-      const [value, end] = readString(i);
-      push("string", value, "", i);
-      i = end;
-    } else if ((c === "N" || c === "n") && next === "'") {
-      const [value, end] = readString(i + 1);
-      push("string", value, "", i);
-      i = end;
-    } else if (c === '"') {
-      const [value, end] = readQuoted(i, '"', "quoted name");
-      if (value === "") fail(i, `Empty quoted name at position ${i + 1}.`);
-      push("quoted", value, value, i);
-      i = end;
-    } else if (isDigit(c) || (c === "." && isDigit(next))) {
-      const start = i;
-      while (isDigit(input.charAt(i))) i++;
-      if (input.charAt(i) === ".") {
-        i++;
-        while (isDigit(input.charAt(i))) i++;
-      }
-      if (input.charAt(i) === "e" || input.charAt(i) === "E") {
-        i++;
-        if (input.charAt(i) === "+" || input.charAt(i) === "-") i++;
-        if (!isDigit(input.charAt(i))) fail(start, `Malformed number at position ${start + 1}.`);
-        while (isDigit(input.charAt(i))) i++;
-      }
-      if (i < input.length && (isWordChar(input.charAt(i)) || input.charAt(i) === "."))
-        fail(start, `Malformed number at position ${start + 1}.`);
-      push("number", input.slice(start, i), "", start);
-    } else if (isWordChar(c) || (c >= "\ud800" && c <= "\udbff")) {
-      const start = i;
-      while (i < input.length) {
-        const cp = input.codePointAt(i) ?? 0;
-        const ch = String.fromCodePoint(cp);
-        if (!isWordChar(ch)) break;
-        i += ch.length;
-      }
-      if (i === start) fail(start, `Unexpected character at position ${start + 1}.`);
-      const raw = input.slice(start, i);
-      push("word", raw.toUpperCase(), raw, start);
-    } else if (c === ";") {
-      fail(i, `Semicolons are not allowed (position ${i + 1}).`);
-    } else if ((c === "-" && next === "-") || (c === "/" && next === "*")) {
-      fail(i, `Comments are not allowed (position ${i + 1}).`);
-    } else if (
-      (c === "<" && (next === ">" || next === "=")) ||
-      (c === ">" && next === "=") ||
-      (c === "!" && next === "=")
-    ) {
-      push("op", c === "!" ? "<>" : c + next, "", i);
-      i += 2;
-    } else if ("=<>+-*/(),".includes(c)) {
-      push("op", c, "", i);
-      i++;
-    } else {
-      fail(
-        i,
-        `Unexpected character '${excerpt(String.fromCodePoint(input.codePointAt(i) ?? 0), 1)}' at position ${i + 1}.`,
-      );
-    }
-  }
-  push("end", "", "", input.length);
-  return tokens;
+/** Everything the parser knows: what it was given, where it stands in the tokens and how deep it has descended. */
+interface Parser {
+  readonly tokens: readonly Token[];
+  readonly schema: LayerSchema;
+  readonly parameter: "where" | "having";
+  readonly aggregates: boolean;
+  /** What CURRENT_DATE and CURRENT_TIMESTAMP name (epoch ms). */
+  readonly now: number;
+  /** The index of the next token; only ever moves forward (no backtracking). */
+  pos: number;
+  /** The levels of nesting entered and not yet left. */
+  depth: number;
 }
 
 /**
@@ -396,626 +203,589 @@ function tokenize(input: string, fail: (pos: number, reason: string) => never): 
  */
 export function parseWhere(input: string, schema: LayerSchema, options: WhereOptions = {}): Expr | undefined {
   const parameter = options.parameter ?? "where";
-  const fail = (_pos: number, reason: string): never => {
-    throw invalidParameter(parameter, reason);
-  };
-  if (input.length > MAX_WHERE_LENGTH) fail(0, `The text is longer than ${MAX_WHERE_LENGTH} characters.`);
+  if (input.length > MAX_WHERE_LENGTH)
+    throw invalidParameter(parameter, `The text is longer than ${MAX_WHERE_LENGTH} characters.`);
   if (input.trim() === "") return undefined;
-  const tokens = tokenize(input, fail);
-  const now = options.now ?? Date.now();
-  let pos = 0;
-  let depth = 0;
-
-  const peek = (ahead = 0): Token => tokens[Math.min(pos + ahead, tokens.length - 1)] as Token;
-  const isWord = (t: Token, word: string) => t.kind === "word" && t.text === word;
-  const isOp = (t: Token, op: string) => t.kind === "op" && t.text === op;
-  const describe = (t: Token): string => {
-    if (t.kind === "end") return "the end of the text";
-    const shown =
-      t.kind === "word" ? t.raw : t.kind === "string" ? `'${t.text}'` : t.kind === "quoted" ? `"${t.text}"` : t.text;
-    return `'${excerpt(shown)}' at position ${t.pos + 1}`;
+  const tokens = tokenize(input, (_pos, reason) => {
+    throw invalidParameter(parameter, reason);
+  });
+  const p: Parser = {
+    tokens,
+    schema,
+    parameter,
+    aggregates: options.aggregates ?? false,
+    now: options.now ?? Date.now(),
+    pos: 0,
+    depth: 0,
   };
-  const unexpected = (t: Token, wanted?: string): never =>
-    fail(t.pos, wanted === undefined ? `Unexpected ${describe(t)}.` : `Expected ${wanted} but found ${describe(t)}.`);
-  const expectOp = (op: string) => {
-    const t = peek();
-    if (!isOp(t, op)) unexpected(t, `'${op}'`);
-    pos++;
-  };
-  const expectWord = (word: string) => {
-    const t = peek();
-    if (!isWord(t, word)) unexpected(t, word);
-    pos++;
-  };
-  // Each level of nesting is counted before the parser descends into it.
-  const enter = (t: Token) => {
-    if (depth >= MAX_WHERE_DEPTH)
-      fail(t.pos, `The text nests more than ${MAX_WHERE_DEPTH} levels deep (position ${t.pos + 1}).`);
-    depth++;
-  };
-  const leave = () => {
-    depth--;
-  };
-
-  const at = (t: Token) => `at position ${t.pos + 1}`;
-  const needBoolean = (e: Expr, t: Token): Expr => {
-    if (e.type !== "boolean") fail(t.pos, `Expected a condition ${at(t)}.`);
-    return e;
-  };
-  const needValue = (e: Expr, t: Token): Expr => {
-    if (e.type === "boolean") fail(t.pos, `Expected a value, not a condition, ${at(t)}.`);
-    return e;
-  };
-  const need = (e: Expr, type: "number" | "string" | "date", t: Token, what: string): Expr => {
-    needValue(e, t);
-    if (e.type !== type && e.type !== "null") {
-      // A date wanted and a string literal given: read the string as a date, as ArcGIS does.
-      if (type === "date" && e.kind === "string") return dateFromString(e.value, t);
-      fail(t.pos, `${what} needs a ${type}, not a ${e.type}, ${at(t)}.`);
-    }
-    return e;
-  };
-  const dateFromString = (text: string, t: Token): Expr => {
-    const value = parseDateText(text);
-    if (value === undefined) fail(t.pos, `Invalid date or timestamp '${excerpt(text)}' ${at(t)}.`);
-    return { kind: "date", type: "date", value: value as number };
-  };
-  // Two operands compared (or listed together in IN, BETWEEN, COALESCE): the same type, or NULL, or a date
-  // compared with a string literal that reads as a date.
-  const unify = (a: Expr, b: Expr, t: Token, what: string): [Expr, Expr] => {
-    needValue(a, t);
-    needValue(b, t);
-    if (a.type === b.type || a.type === "null" || b.type === "null") return [a, b];
-    if (a.type === "date" && b.kind === "string") return [a, dateFromString(b.value, t)];
-    if (b.type === "date" && a.kind === "string") return [dateFromString(a.value, t), b];
-    return fail(t.pos, `${what} cannot compare a ${a.type} with a ${b.type} ${at(t)}.`);
-  };
-
-  function parseOr(): Expr {
-    const t = peek();
-    const first = parseAnd();
-    if (!isWord(peek(), "OR")) return first;
-    const parts = [needBoolean(first, t)];
-    while (isWord(peek(), "OR")) {
-      pos++;
-      const pt = peek();
-      parts.push(needBoolean(parseAnd(), pt));
-    }
-    return { kind: "or", type: "boolean", parts };
-  }
-
-  function parseAnd(): Expr {
-    const t = peek();
-    const first = parseNot();
-    if (!isWord(peek(), "AND")) return first;
-    const parts = [needBoolean(first, t)];
-    while (isWord(peek(), "AND")) {
-      pos++;
-      const pt = peek();
-      parts.push(needBoolean(parseNot(), pt));
-    }
-    return { kind: "and", type: "boolean", parts };
-  }
-
-  function parseNot(): Expr {
-    const t = peek();
-    if (!isWord(t, "NOT")) return parsePredicate();
-    enter(t);
-    pos++;
-    const ot = peek();
-    const operand = needBoolean(parseNot(), ot);
-    leave();
-    return { kind: "not", type: "boolean", operand };
-  }
-
-  function parsePredicate(): Expr {
-    const t = peek();
-    const left = parseAdditive();
-    const op = peek();
-    if (op.kind === "op" && ["=", "<>", "<", "<=", ">", ">="].includes(op.text)) {
-      pos++;
-      const rt = peek();
-      const right = parseAdditive();
-      const [l, r] = unify(left, right, rt, "The comparison");
-      return { kind: "compare", type: "boolean", op: op.text as CompareOp, left: l, right: r };
-    }
-    if (isWord(op, "IS")) {
-      pos++;
-      const negated = isWord(peek(), "NOT");
-      if (negated) pos++;
-      expectWord("NULL");
-      return { kind: "isNull", type: "boolean", operand: needValue(left, t), negated };
-    }
-    let negated = false;
-    if (isWord(op, "NOT")) {
-      const after = peek(1);
-      if (!isWord(after, "IN") && !isWord(after, "LIKE") && !isWord(after, "BETWEEN"))
-        unexpected(after, "IN, LIKE or BETWEEN");
-      pos++;
-      negated = true;
-    }
-    const kw = peek();
-    if (isWord(kw, "IN")) {
-      pos++;
-      const open = peek();
-      expectOp("(");
-      if (isWord(peek(), "SELECT")) fail(peek().pos, `Subqueries are not supported (position ${peek().pos + 1}).`);
-      enter(open);
-      let operand = needValue(left, t);
-      const list: Expr[] = [];
-      for (;;) {
-        const it = peek();
-        const [o, item] = unify(operand, parseAdditive(), it, "IN");
-        operand = o;
-        list.push(item);
-        if (!isOp(peek(), ",")) break;
-        pos++;
-      }
-      leave();
-      expectOp(")");
-      return { kind: "in", type: "boolean", operand, list, negated };
-    }
-    if (isWord(kw, "BETWEEN")) {
-      pos++;
-      const lt = peek();
-      const low = parseAdditive();
-      expectWord("AND");
-      const ht = peek();
-      const high = parseAdditive();
-      const [o1, l] = unify(left, low, lt, "BETWEEN");
-      const [o2, h] = unify(o1, high, ht, "BETWEEN");
-      return { kind: "between", type: "boolean", operand: o2, low: l, high: h, negated };
-    }
-    if (isWord(kw, "LIKE")) {
-      pos++;
-      const operand = need(left, "string", t, "LIKE");
-      const pt = peek();
-      const pattern = need(parseAdditive(), "string", pt, "LIKE");
-      let escape: string | undefined;
-      if (isWord(peek(), "ESCAPE")) {
-        pos++;
-        const et = peek();
-        // (No string holds NUL: the tokenizer refuses it.)
-        if (et.kind !== "string" || Array.from(et.text).length !== 1)
-          fail(et.pos, `ESCAPE needs a string of one character ${at(et)}.`);
-        escape = et.text;
-        pos++;
-        if (pattern.kind === "string" && endsWithEscape(pattern.value, escape))
-          fail(pt.pos, `${ARGUMENT_FAULTS.likeEscape} ${at(pt)}.`);
-      }
-      return { kind: "like", type: "boolean", operand, pattern, escape, negated };
-    }
-    if (negated) unexpected(kw, "IN, LIKE or BETWEEN");
-    return left;
-  }
-
-  function parseChain(next: () => Expr, ops: readonly string[]): Expr {
-    const t = peek();
-    const first = next();
-    if (!(peek().kind === "op" && ops.includes(peek().text))) return first;
-    need(first, "number", t, "Arithmetic");
-    const rest: { op: ArithmeticOp; operand: Expr }[] = [];
-    while (peek().kind === "op" && ops.includes(peek().text)) {
-      const op = peek().text as ArithmeticOp;
-      enter(peek());
-      pos++;
-      const ot = peek();
-      rest.push({ op, operand: need(next(), "number", ot, "Arithmetic") });
-    }
-    depth -= rest.length;
-    return { kind: "arithmetic", type: "number", first, rest };
-  }
-
-  const parseAdditive = (): Expr => parseChain(parseMultiplicative, ["+", "-"]);
-  const parseMultiplicative = (): Expr => parseChain(parseUnary, ["*", "/"]);
-
-  function parseUnary(): Expr {
-    const t = peek();
-    if (!isOp(t, "-") && !isOp(t, "+")) return parsePrimary();
-    enter(t);
-    pos++;
-    const ot = peek();
-    const operand = need(parseUnary(), "number", ot, `Unary '${t.text}'`);
-    leave();
-    if (t.text === "+") return operand;
-    // A negative literal stays a literal: one parameter, and `x > -5` reads as it was written.
-    if (operand.kind === "number") return { kind: "number", type: "number", value: -operand.value };
-    return { kind: "negate", type: "number", operand };
-  }
-
-  function parsePrimary(): Expr {
-    const t = peek();
-    switch (t.kind) {
-      case "number": {
-        pos++;
-        const value = Number(t.text);
-        if (!Number.isFinite(value)) fail(t.pos, `Number out of range ${at(t)}.`);
-        // An integer past 2^53 would silently become another integer; refuse it rather than match wrong rows.
-        if (Number.isInteger(value) && !Number.isSafeInteger(value) && !/[.eE]/.test(t.text))
-          fail(t.pos, `Integer too large to be exact ${at(t)}.`);
-        return { kind: "number", type: "number", value };
-      }
-      case "string":
-        pos++;
-        return { kind: "string", type: "string", value: t.text };
-      case "quoted":
-        pos++;
-        return fieldExpr(t, t.text);
-      case "op":
-        if (t.text !== "(") return unexpected(t, "a value");
-        {
-          enter(t);
-          pos++;
-          if (isWord(peek(), "SELECT")) fail(peek().pos, `Subqueries are not supported (position ${peek().pos + 1}).`);
-          const inner = parseOr();
-          expectOp(")");
-          leave();
-          return inner;
-        }
-      case "end":
-        return unexpected(t, "a value");
-      case "word":
-        return parseWord(t);
-    }
-  }
-
-  function parseWord(t: Token): Expr {
-    const word = t.text;
-    const following = peek(1);
-    if (word === "NULL") {
-      pos++;
-      return { kind: "null", type: "null" };
-    }
-    if (word === "SELECT") fail(t.pos, `Subqueries are not supported (position ${t.pos + 1}).`);
-    if (RESERVED.has(word)) return unexpected(t, "a value");
-    if ((word === "DATE" || word === "TIMESTAMP") && following.kind === "string") {
-      pos += 2;
-      const value = parseDateText(following.text);
-      const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(following.text.trim());
-      if (value === undefined || (word === "DATE" && !dateOnly))
-        fail(following.pos, `Invalid ${word.toLowerCase()} '${excerpt(following.text)}' ${at(following)}.`);
-      return { kind: "date", type: "date", value: value as number };
-    }
-    if (word === "CURRENT_DATE") {
-      pos++;
-      return { kind: "date", type: "date", value: now - (((now % 86_400_000) + 86_400_000) % 86_400_000) };
-    }
-    if (word === "CURRENT_TIMESTAMP") {
-      pos++;
-      return { kind: "date", type: "date", value: now };
-    }
-    if (!isOp(following, "(")) {
-      pos++;
-      return fieldExpr(t, t.raw);
-    }
-    enter(following);
-    pos += 2;
-    const call = parseCall(t);
-    expectOp(")");
-    leave();
-    return call;
-  }
-
-  function fieldExpr(t: Token, name: string): Expr {
-    const field = fieldByName(schema, name);
-    if (field === undefined) return fail(t.pos, `Unknown field '${excerpt(name, 64)}' ${at(t)}.`);
-    const type = fieldValueType(field);
-    if (type === undefined) return fail(t.pos, `The field '${field.name}' cannot be used in a query ${at(t)}.`);
-    return { kind: "field", type, field };
-  }
-
-  // Called with the position just past `name(`; the caller consumes the closing parenthesis.
-  function parseCall(t: Token): Expr {
-    const name = t.text;
-    const aggregate = AGGREGATES.get(name);
-    if (aggregate !== undefined) {
-      if (!options.aggregates) fail(t.pos, `Aggregate functions are only allowed in 'having' ${at(t)}.`);
-      if (aggregate === "count" && isOp(peek(), "*")) {
-        pos++;
-        return { kind: "aggregate", type: "number", name: "count", operand: undefined };
-      }
-      const ft = peek();
-      if (ft.kind !== "word" && ft.kind !== "quoted") return unexpected(ft, "a field name");
-      if (ft.kind === "word" && RESERVED.has(ft.text)) return unexpected(ft, "a field name");
-      pos++;
-      const f = fieldExpr(ft, ft.raw);
-      if (f.kind !== "field") return unexpected(ft, "a field name");
-      if (aggregate !== "count" && aggregate !== "min" && aggregate !== "max") need(f, "number", ft, name);
-      const type = aggregate === "count" ? "number" : aggregate === "min" || aggregate === "max" ? f.type : "number";
-      return { kind: "aggregate", type, name: aggregate, operand: f.field };
-    }
-    switch (name) {
-      case "EXTRACT": {
-        const ut = peek();
-        const unit = ut.kind === "word" ? EXTRACT_UNITS.get(ut.text) : undefined;
-        if (unit === undefined) return unexpected(ut, "YEAR, MONTH, DAY, HOUR, MINUTE or SECOND");
-        pos++;
-        expectWord("FROM");
-        const ot = peek();
-        return { kind: "extract", type: "number", unit, operand: need(parseOr(), "date", ot, "EXTRACT") };
-      }
-      case "SUBSTRING": {
-        const st = peek();
-        const operand = need(parseOr(), "string", st, "SUBSTRING");
-        const args: Expr[] = [operand];
-        const sep = peek();
-        if (isWord(sep, "FROM") || isOp(sep, ",")) {
-          pos++;
-          const at1 = peek();
-          args.push(need(parseOr(), "number", at1, "SUBSTRING"));
-          const sep2 = peek();
-          if ((isWord(sep, "FROM") && isWord(sep2, "FOR")) || (isOp(sep, ",") && isOp(sep2, ","))) {
-            pos++;
-            const at2 = peek();
-            args.push(need(parseOr(), "number", at2, "SUBSTRING"));
-          }
-        } else unexpected(sep, "FROM");
-        // A literal position or length is judged here, as the database would judge it, before any SQL runs.
-        const [, from, length] = args;
-        for (const a of [from, length])
-          if (a?.kind === "number" && sqlInteger(a.value) === undefined)
-            fail(t.pos, `${ARGUMENT_FAULTS.range} ${at(t)}.`);
-        if (length?.kind === "number" && (sqlInteger(length.value) ?? 0) < 0)
-          fail(t.pos, `${ARGUMENT_FAULTS.substringLength} ${at(t)}.`);
-        return { kind: "call", type: "string", name: "substring", args };
-      }
-      case "POSITION": {
-        const nt = peek();
-        // The needle is read below the predicate level, so its IN is the keyword of POSITION, not a list.
-        const needle = need(parseAdditive(), "string", nt, "POSITION");
-        expectWord("IN");
-        const ht = peek();
-        const haystack = need(parseOr(), "string", ht, "POSITION");
-        return { kind: "call", type: "number", name: "position", args: [needle, haystack] };
-      }
-      case "TRIM": {
-        let side: "both" | "leading" | "trailing" = "both";
-        let sideGiven = false;
-        const st = peek();
-        if (st.kind === "word" && (st.text === "BOTH" || st.text === "LEADING" || st.text === "TRAILING")) {
-          const after = peek(1);
-          // `TRIM(both)` trims a field named both; a side is followed by FROM or by the characters to strip.
-          if (!isOp(after, ")")) {
-            side = st.text.toLowerCase() as typeof side;
-            sideGiven = true;
-            pos++;
-          }
-        }
-        if (isWord(peek(), "FROM")) {
-          if (!sideGiven) return unexpected(peek(), "a value");
-          pos++;
-          const ot = peek();
-          return {
-            kind: "trim",
-            type: "string",
-            side,
-            chars: undefined,
-            operand: need(parseOr(), "string", ot, "TRIM"),
-          };
-        }
-        const ft = peek();
-        const first = need(parseOr(), "string", ft, "TRIM");
-        if (isWord(peek(), "FROM")) {
-          pos++;
-          const ot = peek();
-          return { kind: "trim", type: "string", side, chars: first, operand: need(parseOr(), "string", ot, "TRIM") };
-        }
-        if (sideGiven) unexpected(peek(), "FROM");
-        return { kind: "trim", type: "string", side, chars: undefined, operand: first };
-      }
-      case "CAST": {
-        const ot = peek();
-        const operand = needValue(parseOr(), ot);
-        expectWord("AS");
-        const tt = peek();
-        if (tt.kind !== "word") return unexpected(tt, "a type");
-        pos++;
-        let target: CastTarget;
-        let length: number | undefined;
-        switch (tt.text) {
-          case "INT":
-          case "INTEGER":
-          case "SMALLINT":
-            target = "integer";
-            break;
-          case "FLOAT":
-          case "REAL":
-            target = "float";
-            break;
-          case "DOUBLE":
-            target = "float";
-            if (isWord(peek(), "PRECISION")) pos++;
-            break;
-          case "VARCHAR":
-          case "CHAR": {
-            target = "varchar";
-            expectOp("(");
-            const nt = peek();
-            const n = nt.kind === "number" ? Number(nt.text) : NaN;
-            if (!Number.isSafeInteger(n) || n < 1 || n > MAX_VARCHAR_LENGTH)
-              fail(nt.pos, `VARCHAR needs a length from 1 to ${MAX_VARCHAR_LENGTH} ${at(nt)}.`);
-            pos++;
-            expectOp(")");
-            length = n;
-            break;
-          }
-          case "DATE":
-            target = "date";
-            break;
-          case "TIMESTAMP":
-            target = "timestamp";
-            break;
-          default:
-            return unexpected(tt, "INTEGER, SMALLINT, FLOAT, REAL, DOUBLE, VARCHAR(n), DATE or TIMESTAMP");
-        }
-        // The casts whose result the dialects agree on; a date as text or a number as a date have none.
-        const from = operand.type;
-        const ok =
-          from === "null" ||
-          (target === "integer" || target === "float"
-            ? from === "number" || from === "string"
-            : target === "varchar"
-              ? from === "number" || from === "string"
-              : from === "date" || from === "string");
-        if (!ok) fail(ot.pos, `Cannot cast a ${from} to ${tt.text} ${at(ot)}.`);
-        const type: ValueType =
-          target === "varchar" ? "string" : target === "date" || target === "timestamp" ? "date" : "number";
-        return { kind: "cast", type, target, length, operand };
-      }
-    }
-    const scalar = SCALARS.get(name);
-    if (scalar === undefined) return fail(t.pos, `Unknown function '${excerpt(t.raw, 32)}' ${at(t)}.`);
-    const args: { e: Expr; t: Token }[] = [];
-    if (!isOp(peek(), ")")) {
-      for (;;) {
-        const at1 = peek();
-        args.push({ e: needValue(parseOr(), at1), t: at1 });
-        if (!isOp(peek(), ",")) break;
-        pos++;
-      }
-    }
-    if (args.length < scalar.min || args.length > scalar.max) {
-      const n = scalar.min === scalar.max ? `${scalar.min}` : `${scalar.min} to ${scalar.max}`;
-      fail(t.pos, `${name} takes ${n} argument${scalar.max === 1 ? "" : "s"} ${at(t)}.`);
-    }
-    switch (scalar.name) {
-      case "abs":
-      case "ceiling":
-      case "floor":
-      case "log":
-      case "log10":
-      case "power":
-      case "round":
-      case "truncate":
-      case "mod": {
-        const typed = args.map((a) => need(a.e, "number", a.t, name));
-        const [x, y] = typed;
-        // POWER of two literals is judged here, as PostgreSQL judges it, before any SQL runs.
-        if (scalar.name === "power" && x?.kind === "number" && y?.kind === "number") {
-          const fault = powerFault(x.value, y.value);
-          if (fault !== undefined) fail(t.pos, `${fault} ${at(t)}.`);
-        }
-        return { kind: "call", type: "number", name: scalar.name, args: typed };
-      }
-      case "char_length":
-        return {
-          kind: "call",
-          type: "number",
-          name: scalar.name,
-          args: args.map((a) => need(a.e, "string", a.t, name)),
-        };
-      case "concat":
-      case "lower":
-      case "upper":
-        return {
-          kind: "call",
-          type: "string",
-          name: scalar.name,
-          args: args.map((a) => need(a.e, "string", a.t, name)),
-        };
-      case "coalesce":
-      case "nullif": {
-        let type: ValueType = "null";
-        const out: Expr[] = [];
-        const first = args[0] as { e: Expr; t: Token };
-        for (const a of args) {
-          const [, e] = unify(first.e, a.e, a.t, name);
-          if (type === "null") type = e.type;
-          out.push(e);
-        }
-        // NULLIF(a, b) has a's type even when a is NULL; COALESCE has the first non-null argument's.
-        if (scalar.name === "nullif") type = out[0]?.type === "null" ? type : (out[0]?.type ?? "null");
-        return { kind: "call", type, name: scalar.name, args: out };
-      }
-      case "substring":
-      case "position":
-        // Parsed above with their own keywords.
-        return unexpected(t);
-    }
-  }
-
-  const first = peek();
-  const tree = parseOr();
-  if (peek().kind !== "end") unexpected(peek());
-  needBoolean(tree, first);
+  const first = peek(p);
+  const tree = parseOr(p);
+  if (peek(p).kind !== "end") unexpected(p, peek(p));
+  needBoolean(p, tree, first);
   return tree;
 }
 
-/** Every node of a tree, children after their parent (the tree is at most a few hundred levels deep). */
-export function* nodes(e: Expr): Generator<Expr> {
-  yield e;
-  switch (e.kind) {
-    case "compare":
-      yield* nodes(e.left);
-      yield* nodes(e.right);
-      return;
-    case "and":
-    case "or":
-      for (const p of e.parts) yield* nodes(p);
-      return;
-    case "not":
-    case "negate":
-    case "extract":
-    case "cast":
-    case "isNull":
-      yield* nodes(e.operand);
-      return;
-    case "in":
-      yield* nodes(e.operand);
-      for (const p of e.list) yield* nodes(p);
-      return;
-    case "between":
-      yield* nodes(e.operand);
-      yield* nodes(e.low);
-      yield* nodes(e.high);
-      return;
-    case "like":
-      yield* nodes(e.operand);
-      yield* nodes(e.pattern);
-      return;
-    case "arithmetic":
-      yield* nodes(e.first);
-      for (const r of e.rest) yield* nodes(r.operand);
-      return;
-    case "call":
-      for (const a of e.args) yield* nodes(a);
-      return;
-    case "trim":
-      if (e.chars) yield* nodes(e.chars);
-      yield* nodes(e.operand);
-      return;
-    case "field":
-    case "number":
+// The parser's steps: reading tokens, counting depth, and the errors every rule answers with.
+
+function fail(p: Parser, reason: string): never {
+  throw invalidParameter(p.parameter, reason);
+}
+
+const peek = (p: Parser, ahead = 0): Token => p.tokens[Math.min(p.pos + ahead, p.tokens.length - 1)] as Token;
+
+const at = (t: Token) => `at position ${t.pos + 1}`;
+
+function unexpected(p: Parser, t: Token, wanted?: string): never {
+  return fail(
+    p,
+    wanted === undefined ? `Unexpected ${describeToken(t)}.` : `Expected ${wanted} but found ${describeToken(t)}.`,
+  );
+}
+
+function expectOp(p: Parser, op: string): void {
+  const t = peek(p);
+  if (!isOp(t, op)) unexpected(p, t, `'${op}'`);
+  p.pos++;
+}
+
+function expectWord(p: Parser, word: string): void {
+  const t = peek(p);
+  if (!isWord(t, word)) unexpected(p, t, word);
+  p.pos++;
+}
+
+// Each level of nesting is counted before the parser descends into it.
+function enter(p: Parser, t: Token): void {
+  if (p.depth >= MAX_WHERE_DEPTH)
+    fail(p, `The text nests more than ${MAX_WHERE_DEPTH} levels deep (position ${t.pos + 1}).`);
+  p.depth++;
+}
+
+function leave(p: Parser): void {
+  p.depth--;
+}
+
+function needBoolean(p: Parser, e: Expr, t: Token): Expr {
+  if (e.type !== "boolean") fail(p, `Expected a condition ${at(t)}.`);
+  return e;
+}
+
+function needValue(p: Parser, e: Expr, t: Token): Expr {
+  if (e.type === "boolean") fail(p, `Expected a value, not a condition, ${at(t)}.`);
+  return e;
+}
+
+function need(p: Parser, e: Expr, type: "number" | "string" | "date", t: Token, what: string): Expr {
+  needValue(p, e, t);
+  if (e.type !== type && e.type !== "null") {
+    // A date wanted and a string literal given: read the string as a date, as ArcGIS does.
+    if (type === "date" && e.kind === "string") return dateFromString(p, e.value, t);
+    fail(p, `${what} needs a ${type}, not a ${e.type}, ${at(t)}.`);
+  }
+  return e;
+}
+
+function dateFromString(p: Parser, text: string, t: Token): Expr {
+  const value = parseDateText(text);
+  if (value === undefined) fail(p, `Invalid date or timestamp '${excerpt(text)}' ${at(t)}.`);
+  return { kind: "date", type: "date", value };
+}
+
+// Two operands compared (or listed together in IN, BETWEEN, COALESCE): the same type, or NULL, or a date
+// compared with a string literal that reads as a date.
+function unify(p: Parser, a: Expr, b: Expr, t: Token, what: string): [Expr, Expr] {
+  needValue(p, a, t);
+  needValue(p, b, t);
+  if (a.type === b.type || a.type === "null" || b.type === "null") return [a, b];
+  if (a.type === "date" && b.kind === "string") return [a, dateFromString(p, b.value, t)];
+  if (b.type === "date" && a.kind === "string") return [dateFromString(p, a.value, t), b];
+  return fail(p, `${what} cannot compare a ${a.type} with a ${b.type} ${at(t)}.`);
+}
+
+// The rules, from the loosest binding down: OR, AND, NOT, a predicate, + and -, * and /, a sign, a primary.
+
+function parseOr(p: Parser): Expr {
+  return parseJoined(p, "OR", parseAnd);
+}
+
+function parseAnd(p: Parser): Expr {
+  return parseJoined(p, "AND", parseNot);
+}
+
+// Conditions joined by one word, kept flat (`a OR b OR c` is one node of three parts) so the tree stays shallow.
+function parseJoined(p: Parser, word: "OR" | "AND", next: (p: Parser) => Expr): Expr {
+  const t = peek(p);
+  const first = next(p);
+  if (!isWord(peek(p), word)) return first;
+  const parts = [needBoolean(p, first, t)];
+  while (isWord(peek(p), word)) {
+    p.pos++;
+    const pt = peek(p);
+    parts.push(needBoolean(p, next(p), pt));
+  }
+  return { kind: word === "OR" ? "or" : "and", type: "boolean", parts };
+}
+
+function parseNot(p: Parser): Expr {
+  const t = peek(p);
+  if (!isWord(t, "NOT")) return parsePredicate(p);
+  enter(p, t);
+  p.pos++;
+  const ot = peek(p);
+  const operand = needBoolean(p, parseNot(p), ot);
+  leave(p);
+  return { kind: "not", type: "boolean", operand };
+}
+
+const COMPARE_OPS: readonly string[] = ["=", "<>", "<", "<=", ">", ">="];
+
+function parsePredicate(p: Parser): Expr {
+  const t = peek(p);
+  const left = parseAdditive(p);
+  const op = peek(p);
+  if (op.kind === "op" && COMPARE_OPS.includes(op.text)) {
+    p.pos++;
+    const rt = peek(p);
+    const right = parseAdditive(p);
+    const [l, r] = unify(p, left, right, rt, "The comparison");
+    return { kind: "compare", type: "boolean", op: op.text as CompareOp, left: l, right: r };
+  }
+  if (isWord(op, "IS")) {
+    p.pos++;
+    const negated = isWord(peek(p), "NOT");
+    if (negated) p.pos++;
+    expectWord(p, "NULL");
+    return { kind: "isNull", type: "boolean", operand: needValue(p, left, t), negated };
+  }
+  let negated = false;
+  if (isWord(op, "NOT")) {
+    const after = peek(p, 1);
+    if (!isWord(after, "IN") && !isWord(after, "LIKE") && !isWord(after, "BETWEEN"))
+      unexpected(p, after, "IN, LIKE or BETWEEN");
+    p.pos++;
+    negated = true;
+  }
+  const kw = peek(p);
+  if (isWord(kw, "IN")) return parseIn(p, left, t, negated);
+  if (isWord(kw, "BETWEEN")) return parseBetween(p, left, negated);
+  if (isWord(kw, "LIKE")) return parseLike(p, left, t, negated);
+  if (negated) unexpected(p, kw, "IN, LIKE or BETWEEN");
+  return left;
+}
+
+// Called at IN; `t` is where the operand began.
+function parseIn(p: Parser, left: Expr, t: Token, negated: boolean): Expr {
+  p.pos++;
+  const open = peek(p);
+  expectOp(p, "(");
+  if (isWord(peek(p), "SELECT")) fail(p, `Subqueries are not supported (position ${peek(p).pos + 1}).`);
+  enter(p, open);
+  let operand = needValue(p, left, t);
+  const list: Expr[] = [];
+  for (;;) {
+    const it = peek(p);
+    const [o, item] = unify(p, operand, parseAdditive(p), it, "IN");
+    operand = o;
+    list.push(item);
+    if (!isOp(peek(p), ",")) break;
+    p.pos++;
+  }
+  leave(p);
+  expectOp(p, ")");
+  return { kind: "in", type: "boolean", operand, list, negated };
+}
+
+// Called at BETWEEN.
+function parseBetween(p: Parser, left: Expr, negated: boolean): Expr {
+  p.pos++;
+  const lt = peek(p);
+  const low = parseAdditive(p);
+  expectWord(p, "AND");
+  const ht = peek(p);
+  const high = parseAdditive(p);
+  const [o1, l] = unify(p, left, low, lt, "BETWEEN");
+  const [o2, h] = unify(p, o1, high, ht, "BETWEEN");
+  return { kind: "between", type: "boolean", operand: o2, low: l, high: h, negated };
+}
+
+// Called at LIKE; `t` is where the operand began.
+function parseLike(p: Parser, left: Expr, t: Token, negated: boolean): Expr {
+  p.pos++;
+  const operand = need(p, left, "string", t, "LIKE");
+  const pt = peek(p);
+  const pattern = need(p, parseAdditive(p), "string", pt, "LIKE");
+  let escape: string | undefined;
+  if (isWord(peek(p), "ESCAPE")) {
+    p.pos++;
+    const et = peek(p);
+    // (No string holds NUL: the tokenizer refuses it.)
+    if (et.kind !== "string" || Array.from(et.text).length !== 1)
+      fail(p, `ESCAPE needs a string of one character ${at(et)}.`);
+    escape = et.text;
+    p.pos++;
+    if (pattern.kind === "string" && endsWithEscape(pattern.value, escape))
+      fail(p, `${ARGUMENT_FAULTS.likeEscape} ${at(pt)}.`);
+  }
+  return { kind: "like", type: "boolean", operand, pattern, escape, negated };
+}
+
+function parseChain(p: Parser, next: (p: Parser) => Expr, ops: readonly string[]): Expr {
+  const t = peek(p);
+  const first = next(p);
+  if (!(peek(p).kind === "op" && ops.includes(peek(p).text))) return first;
+  need(p, first, "number", t, "Arithmetic");
+  const rest: { op: ArithmeticOp; operand: Expr }[] = [];
+  while (peek(p).kind === "op" && ops.includes(peek(p).text)) {
+    const op = peek(p).text as ArithmeticOp;
+    enter(p, peek(p));
+    p.pos++;
+    const ot = peek(p);
+    rest.push({ op, operand: need(p, next(p), "number", ot, "Arithmetic") });
+  }
+  p.depth -= rest.length;
+  return { kind: "arithmetic", type: "number", first, rest };
+}
+
+const parseAdditive = (p: Parser): Expr => parseChain(p, parseMultiplicative, ["+", "-"]);
+const parseMultiplicative = (p: Parser): Expr => parseChain(p, parseUnary, ["*", "/"]);
+
+function parseUnary(p: Parser): Expr {
+  const t = peek(p);
+  if (!isOp(t, "-") && !isOp(t, "+")) return parsePrimary(p);
+  enter(p, t);
+  p.pos++;
+  const ot = peek(p);
+  const operand = need(p, parseUnary(p), "number", ot, `Unary '${t.text}'`);
+  leave(p);
+  if (t.text === "+") return operand;
+  // A negative literal stays a literal: one parameter, and `x > -5` reads as it was written.
+  if (operand.kind === "number") return { kind: "number", type: "number", value: -operand.value };
+  return { kind: "negate", type: "number", operand };
+}
+
+function parsePrimary(p: Parser): Expr {
+  const t = peek(p);
+  switch (t.kind) {
+    case "number": {
+      p.pos++;
+      const value = Number(t.text);
+      if (!Number.isFinite(value)) fail(p, `Number out of range ${at(t)}.`);
+      // An integer past 2^53 would silently become another integer; refuse it rather than match wrong rows.
+      if (Number.isInteger(value) && !Number.isSafeInteger(value) && !/[.eE]/.test(t.text))
+        fail(p, `Integer too large to be exact ${at(t)}.`);
+      return { kind: "number", type: "number", value };
+    }
     case "string":
-    case "date":
-    case "null":
-    case "aggregate":
-      return;
+      p.pos++;
+      return { kind: "string", type: "string", value: t.text };
+    case "quoted":
+      p.pos++;
+      return fieldExpr(p, t, t.text);
+    case "op":
+      if (t.text !== "(") return unexpected(p, t, "a value");
+      {
+        enter(p, t);
+        p.pos++;
+        if (isWord(peek(p), "SELECT")) fail(p, `Subqueries are not supported (position ${peek(p).pos + 1}).`);
+        const inner = parseOr(p);
+        expectOp(p, ")");
+        leave(p);
+        return inner;
+      }
+    case "end":
+      return unexpected(p, t, "a value");
+    case "word":
+      return parseWord(p, t);
   }
 }
 
-/**
- * True when a where holds for every row whatever the row holds: literals compared to literals (`1=1`, what
- * clients send to mean "every row"), and AND/OR of such. Read as no filter, it lets an unfiltered count keep
- * SQLite's own shortcut instead of a test and a deadline call per row. Strings are only compared for equality,
- * which no collation changes; anything else (a field, a function, NULL) is left to the database.
- */
-export function holdsForEveryRow(e: Expr): boolean {
-  switch (e.kind) {
-    case "and":
-      return e.parts.every(holdsForEveryRow);
-    case "or":
-      // TRUE OR UNKNOWN is TRUE in SQL: one part that always holds is enough.
-      return e.parts.some(holdsForEveryRow);
-    case "compare": {
-      const { left: a, right: b, op } = e;
-      if (a.kind === "string" && b.kind === "string")
-        return op === "=" ? a.value === b.value : op === "<>" && a.value !== b.value;
-      if (a.kind !== "number" || b.kind !== "number") return false;
-      const [x, y] = [a.value, b.value];
-      return { "=": x === y, "<>": x !== y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y }[op];
+function parseWord(p: Parser, t: Token): Expr {
+  const word = t.text;
+  const following = peek(p, 1);
+  if (word === "NULL") {
+    p.pos++;
+    return { kind: "null", type: "null" };
+  }
+  if (word === "SELECT") fail(p, `Subqueries are not supported (position ${t.pos + 1}).`);
+  if (RESERVED.has(word)) return unexpected(p, t, "a value");
+  if ((word === "DATE" || word === "TIMESTAMP") && following.kind === "string") {
+    p.pos += 2;
+    const value = parseDateText(following.text);
+    const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(following.text.trim());
+    if (value === undefined || (word === "DATE" && !dateOnly))
+      fail(p, `Invalid ${word.toLowerCase()} '${excerpt(following.text)}' ${at(following)}.`);
+    return { kind: "date", type: "date", value };
+  }
+  if (word === "CURRENT_DATE") {
+    p.pos++;
+    return { kind: "date", type: "date", value: p.now - (((p.now % 86_400_000) + 86_400_000) % 86_400_000) };
+  }
+  if (word === "CURRENT_TIMESTAMP") {
+    p.pos++;
+    return { kind: "date", type: "date", value: p.now };
+  }
+  if (!isOp(following, "(")) {
+    p.pos++;
+    return fieldExpr(p, t, t.raw);
+  }
+  enter(p, following);
+  p.pos += 2;
+  const call = parseCall(p, t);
+  expectOp(p, ")");
+  leave(p);
+  return call;
+}
+
+function fieldExpr(p: Parser, t: Token, name: string): Expr {
+  const field = fieldByName(p.schema, name);
+  if (field === undefined) return fail(p, `Unknown field '${excerpt(name, 64)}' ${at(t)}.`);
+  const type = fieldValueType(field);
+  if (type === undefined) return fail(p, `The field '${field.name}' cannot be used in a query ${at(t)}.`);
+  return { kind: "field", type, field };
+}
+
+// The calls: each rule is called with the position just past `name(`; parseWord consumes the closing parenthesis.
+
+function parseCall(p: Parser, t: Token): Expr {
+  const aggregate = AGGREGATES.get(t.text);
+  if (aggregate !== undefined) return parseAggregate(p, t, aggregate);
+  switch (t.text) {
+    case "EXTRACT":
+      return parseExtract(p);
+    case "SUBSTRING":
+      return parseSubstring(p, t);
+    case "POSITION":
+      return parsePosition(p);
+    case "TRIM":
+      return parseTrim(p);
+    case "CAST":
+      return parseCast(p);
+  }
+  return parseScalar(p, t);
+}
+
+function parseAggregate(p: Parser, t: Token, aggregate: AggregateName): Expr {
+  if (!p.aggregates) fail(p, `Aggregate functions are only allowed in 'having' ${at(t)}.`);
+  if (aggregate === "count" && isOp(peek(p), "*")) {
+    p.pos++;
+    return { kind: "aggregate", type: "number", name: "count", operand: undefined };
+  }
+  const ft = peek(p);
+  if (ft.kind !== "word" && ft.kind !== "quoted") return unexpected(p, ft, "a field name");
+  if (ft.kind === "word" && RESERVED.has(ft.text)) return unexpected(p, ft, "a field name");
+  p.pos++;
+  const f = fieldExpr(p, ft, ft.raw);
+  if (f.kind !== "field") return unexpected(p, ft, "a field name");
+  if (aggregate !== "count" && aggregate !== "min" && aggregate !== "max") need(p, f, "number", ft, t.text);
+  const type = aggregate === "count" ? "number" : aggregate === "min" || aggregate === "max" ? f.type : "number";
+  return { kind: "aggregate", type, name: aggregate, operand: f.field };
+}
+
+function parseExtract(p: Parser): Expr {
+  const ut = peek(p);
+  const unit = ut.kind === "word" ? EXTRACT_UNITS.get(ut.text) : undefined;
+  if (unit === undefined) return unexpected(p, ut, "YEAR, MONTH, DAY, HOUR, MINUTE or SECOND");
+  p.pos++;
+  expectWord(p, "FROM");
+  const ot = peek(p);
+  return { kind: "extract", type: "number", unit, operand: need(p, parseOr(p), "date", ot, "EXTRACT") };
+}
+
+function parseSubstring(p: Parser, t: Token): Expr {
+  const st = peek(p);
+  const operand = need(p, parseOr(p), "string", st, "SUBSTRING");
+  const args: Expr[] = [operand];
+  const sep = peek(p);
+  if (isWord(sep, "FROM") || isOp(sep, ",")) {
+    p.pos++;
+    const at1 = peek(p);
+    args.push(need(p, parseOr(p), "number", at1, "SUBSTRING"));
+    const sep2 = peek(p);
+    if ((isWord(sep, "FROM") && isWord(sep2, "FOR")) || (isOp(sep, ",") && isOp(sep2, ","))) {
+      p.pos++;
+      const at2 = peek(p);
+      args.push(need(p, parseOr(p), "number", at2, "SUBSTRING"));
     }
+  } else unexpected(p, sep, "FROM");
+  // A literal position or length is judged here, as the database would judge it, before any SQL runs.
+  const [, from, length] = args;
+  for (const a of [from, length])
+    if (a?.kind === "number" && sqlInteger(a.value) === undefined) fail(p, `${ARGUMENT_FAULTS.range} ${at(t)}.`);
+  if (length?.kind === "number" && (sqlInteger(length.value) ?? 0) < 0)
+    fail(p, `${ARGUMENT_FAULTS.substringLength} ${at(t)}.`);
+  return { kind: "call", type: "string", name: "substring", args };
+}
+
+function parsePosition(p: Parser): Expr {
+  const nt = peek(p);
+  // The needle is read below the predicate level, so its IN is the keyword of POSITION, not a list.
+  const needle = need(p, parseAdditive(p), "string", nt, "POSITION");
+  expectWord(p, "IN");
+  const ht = peek(p);
+  const haystack = need(p, parseOr(p), "string", ht, "POSITION");
+  return { kind: "call", type: "number", name: "position", args: [needle, haystack] };
+}
+
+function parseTrim(p: Parser): Expr {
+  let side: "both" | "leading" | "trailing" = "both";
+  let sideGiven = false;
+  const st = peek(p);
+  if (st.kind === "word" && (st.text === "BOTH" || st.text === "LEADING" || st.text === "TRAILING")) {
+    const after = peek(p, 1);
+    // `TRIM(both)` trims a field named both; a side is followed by FROM or by the characters to strip.
+    if (!isOp(after, ")")) {
+      side = st.text.toLowerCase() as typeof side;
+      sideGiven = true;
+      p.pos++;
+    }
+  }
+  if (isWord(peek(p), "FROM")) {
+    if (!sideGiven) return unexpected(p, peek(p), "a value");
+    p.pos++;
+    const ot = peek(p);
+    return {
+      kind: "trim",
+      type: "string",
+      side,
+      chars: undefined,
+      operand: need(p, parseOr(p), "string", ot, "TRIM"),
+    };
+  }
+  const ft = peek(p);
+  const first = need(p, parseOr(p), "string", ft, "TRIM");
+  if (isWord(peek(p), "FROM")) {
+    p.pos++;
+    const ot = peek(p);
+    return { kind: "trim", type: "string", side, chars: first, operand: need(p, parseOr(p), "string", ot, "TRIM") };
+  }
+  if (sideGiven) unexpected(p, peek(p), "FROM");
+  return { kind: "trim", type: "string", side, chars: undefined, operand: first };
+}
+
+function parseCast(p: Parser): Expr {
+  const ot = peek(p);
+  const operand = needValue(p, parseOr(p), ot);
+  expectWord(p, "AS");
+  const tt = peek(p);
+  if (tt.kind !== "word") return unexpected(p, tt, "a type");
+  p.pos++;
+  let target: CastTarget;
+  let length: number | undefined;
+  switch (tt.text) {
+    case "INT":
+    case "INTEGER":
+    case "SMALLINT":
+      target = "integer";
+      break;
+    case "FLOAT":
+    case "REAL":
+      target = "float";
+      break;
+    case "DOUBLE":
+      target = "float";
+      if (isWord(peek(p), "PRECISION")) p.pos++;
+      break;
+    case "VARCHAR":
+    case "CHAR": {
+      target = "varchar";
+      expectOp(p, "(");
+      const nt = peek(p);
+      const n = nt.kind === "number" ? Number(nt.text) : NaN;
+      if (!Number.isSafeInteger(n) || n < 1 || n > MAX_VARCHAR_LENGTH)
+        fail(p, `VARCHAR needs a length from 1 to ${MAX_VARCHAR_LENGTH} ${at(nt)}.`);
+      p.pos++;
+      expectOp(p, ")");
+      length = n;
+      break;
+    }
+    case "DATE":
+      target = "date";
+      break;
+    case "TIMESTAMP":
+      target = "timestamp";
+      break;
     default:
-      return false;
+      return unexpected(p, tt, "INTEGER, SMALLINT, FLOAT, REAL, DOUBLE, VARCHAR(n), DATE or TIMESTAMP");
+  }
+  // The casts whose result the dialects agree on; a date as text or a number as a date have none.
+  const from = operand.type;
+  const ok =
+    from === "null" ||
+    (target === "integer" || target === "float"
+      ? from === "number" || from === "string"
+      : target === "varchar"
+        ? from === "number" || from === "string"
+        : from === "date" || from === "string");
+  if (!ok) fail(p, `Cannot cast a ${from} to ${tt.text} ${at(ot)}.`);
+  const type: ValueType =
+    target === "varchar" ? "string" : target === "date" || target === "timestamp" ? "date" : "number";
+  return { kind: "cast", type, target, length, operand };
+}
+
+function parseScalar(p: Parser, t: Token): Expr {
+  const name = t.text;
+  const scalar = SCALARS.get(name);
+  if (scalar === undefined) return fail(p, `Unknown function '${excerpt(t.raw, 32)}' ${at(t)}.`);
+  const args: { e: Expr; t: Token }[] = [];
+  if (!isOp(peek(p), ")")) {
+    for (;;) {
+      const at1 = peek(p);
+      args.push({ e: needValue(p, parseOr(p), at1), t: at1 });
+      if (!isOp(peek(p), ",")) break;
+      p.pos++;
+    }
+  }
+  if (args.length < scalar.min || args.length > scalar.max) {
+    const n = scalar.min === scalar.max ? `${scalar.min}` : `${scalar.min} to ${scalar.max}`;
+    fail(p, `${name} takes ${n} argument${scalar.max === 1 ? "" : "s"} ${at(t)}.`);
+  }
+  switch (scalar.name) {
+    case "abs":
+    case "ceiling":
+    case "floor":
+    case "log":
+    case "log10":
+    case "power":
+    case "round":
+    case "truncate":
+    case "mod": {
+      const typed = args.map((a) => need(p, a.e, "number", a.t, name));
+      const [x, y] = typed;
+      // POWER of two literals is judged here, as PostgreSQL judges it, before any SQL runs.
+      if (scalar.name === "power" && x?.kind === "number" && y?.kind === "number") {
+        const fault = powerFault(x.value, y.value);
+        if (fault !== undefined) fail(p, `${fault} ${at(t)}.`);
+      }
+      return { kind: "call", type: "number", name: scalar.name, args: typed };
+    }
+    // Functions of text: CHAR_LENGTH counts it, the others answer text.
+    case "char_length":
+    case "concat":
+    case "lower":
+    case "upper":
+      return {
+        kind: "call",
+        type: scalar.name === "char_length" ? "number" : "string",
+        name: scalar.name,
+        args: args.map((a) => need(p, a.e, "string", a.t, name)),
+      };
+    case "coalesce":
+    case "nullif": {
+      let type: ValueType = "null";
+      const out: Expr[] = [];
+      const first = args[0] as { e: Expr; t: Token };
+      for (const a of args) {
+        const [, e] = unify(p, first.e, a.e, a.t, name);
+        if (type === "null") type = e.type;
+        out.push(e);
+      }
+      // NULLIF(a, b) has a's type even when a is NULL; COALESCE has the first non-null argument's.
+      if (scalar.name === "nullif") type = out[0]?.type === "null" ? type : (out[0]?.type ?? "null");
+      return { kind: "call", type, name: scalar.name, args: out };
+    }
+    case "substring":
+    case "position":
+      // Parsed above with their own keywords.
+      return unexpected(p, t);
   }
 }
