@@ -6,7 +6,8 @@ import type { Geometry } from "geojson";
 import { describe, expect, it } from "vitest";
 import { planQuery } from "#shared/features/plan.ts";
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
-import { type Dialect, emitQuery, type SpatialFilter } from "#shared/features/sql.ts";
+import { emitQuery } from "#shared/features/sql.ts";
+import type { Dialect, SpatialFilter } from "#shared/features/sql/emitter.ts";
 import { citiesSchema } from "./helpers/feature-layer.ts";
 
 const NOW = Date.UTC(2024, 4, 6, 7, 8, 9, 10);

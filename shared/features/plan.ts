@@ -3,16 +3,9 @@
 // refused with ArcGIS's envelope (`'<param>' parameter is invalid`). Readers and SQL emitters take only the
 // plan, never the request, so nothing a client wrote reaches a data source except as a checked value.
 import { canonicalWkid } from "#shared/features/geometry/projection.ts";
-import { type Field, fieldByName, type LayerSchema } from "#shared/features/schema.ts";
-import {
-  excerpt,
-  type Expr,
-  fieldValueType,
-  holdsForEveryRow,
-  invalidParameter,
-  nodes,
-  parseWhere,
-} from "#shared/features/where.ts";
+import { invalidParameter } from "#shared/features/errors.ts";
+import { type Field, fieldByName, fieldValueType, type LayerSchema } from "#shared/features/schema.ts";
+import { excerpt, type Expr, holdsForEveryRow, nodes, parseWhere } from "#shared/features/where.ts";
 
 /** The page size a layer answers when it sets none (ArcGIS's own default for hosted layers). */
 export const DEFAULT_MAX_RECORD_COUNT = 2000;

@@ -7,9 +7,10 @@ import {
   DataExceptionError,
   DatasetError,
   GeometryTopologyError,
-  QueryTextError,
+  invalidParameter,
   QueryTimeoutError,
-} from "#shared/features/geopackage.ts";
+} from "#shared/features/errors.ts";
+import { QueryTextError } from "#shared/features/geopackage.ts";
 import { fromEsriGeometry } from "#shared/features/geometry/esri-json.ts";
 import { generalize } from "#shared/features/geometry/generalize.ts";
 import {
@@ -25,10 +26,11 @@ import { MAX_RECORD_COUNT } from "#shared/features/layer-json.ts";
 import { renderAnswer, type QueryAnswer } from "#shared/features/output.ts";
 import { DISTANCE_UNITS, planQuery, type QueryPlan, type SpatialRelation } from "#shared/features/plan.ts";
 import type { Bounds, FeatureRow } from "#shared/features/schema.ts";
-import { type EmittedQuery, emitQuery, type SpatialFilter } from "#shared/features/sql.ts";
+import { type EmittedQuery, emitQuery } from "#shared/features/sql.ts";
+import type { SpatialFilter } from "#shared/features/sql/emitter.ts";
 import type { OpenDataset, SpatialTest } from "#shared/features/sources.ts";
 import { ExpressionError } from "#shared/features/sqlite-functions.ts";
-import { type Expr, invalidParameter, nodes, type ScalarFunction } from "#shared/features/where.ts";
+import { type Expr, nodes, type ScalarFunction } from "#shared/features/where.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";

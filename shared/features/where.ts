@@ -4,8 +4,8 @@
 // input), with a length cap checked before anything else and a nesting cap checked before each descent, so a
 // hostile input is refused quickly and never overflows the stack. The tree holds values, never SQL: the
 // emitters bind every literal as a parameter.
-import { badRequest } from "#shared/http/errors.ts";
-import { type Field, fieldByName, type LayerSchema } from "#shared/features/schema.ts";
+import { ARGUMENT_FAULTS, invalidParameter } from "#shared/features/errors.ts";
+import { type Field, fieldByName, fieldValueType, type LayerSchema } from "#shared/features/schema.ts";
 
 /** The longest `where` accepted, in UTF-16 code units: far above what clients build, far below a DoS. */
 export const MAX_WHERE_LENGTH = 16_384;
@@ -135,44 +135,6 @@ export interface WhereOptions {
   readonly now?: number;
 }
 
-/** The value type of a field, as expressions see it; undefined for a type no expression may use (blobs). */
-export function fieldValueType(field: Field): ValueType | undefined {
-  switch (field.type) {
-    case "esriFieldTypeOID":
-    case "esriFieldTypeSmallInteger":
-    case "esriFieldTypeInteger":
-    case "esriFieldTypeBigInteger":
-    case "esriFieldTypeSingle":
-    case "esriFieldTypeDouble":
-      return "number";
-    case "esriFieldTypeString":
-    case "esriFieldTypeGUID":
-      return "string";
-    case "esriFieldTypeDate":
-    case "esriFieldTypeDateOnly":
-      return "date";
-    case "esriFieldTypeBlob":
-      return undefined;
-  }
-}
-
-/**
- * Arguments a function of the subset has no value for, as PostgreSQL refuses them (its data exceptions), in the
- * words every path answers with: the parser for a literal argument, SQLite's functions (sqlite-functions.ts) for a
- * computed one, and the PostgreSQL reader for the error the database raises, so both dialects answer one 400.
- */
-export const ARGUMENT_FAULTS = {
-  /** SQLSTATE 22003: a result past a double (overflow, or underflow to zero), an argument past an integer. */
-  range: "A number in the expression is out of range",
-  /** SQLSTATE 2201F. */
-  power:
-    "POWER has no real result for these arguments (zero to a negative power, or a negative number to a fractional one)",
-  /** SQLSTATE 22025. */
-  likeEscape: "A LIKE pattern cannot end with its ESCAPE character",
-  /** SQLSTATE 22011. */
-  substringLength: "SUBSTRING was given a negative length",
-} as const;
-
 /** POWER(x, y)'s fault as PostgreSQL's power(double precision, double precision) raises it; undefined when none. */
 export function powerFault(x: number, y: number): string | undefined {
   if (x === 0 && y < 0) return ARGUMENT_FAULTS.power;
@@ -199,11 +161,6 @@ export function endsWithEscape(pattern: string, escape: string): boolean {
   const chars = Array.from(pattern);
   for (let i = 0; i < chars.length; i++) if (chars[i] === escape && ++i === chars.length) return true;
   return false;
-}
-
-/** The error every problem with a where/having text becomes: ArcGIS's envelope plus one specific reason. */
-export function invalidParameter(parameter: string, reason: string) {
-  return badRequest("Unable to complete operation.", [`'${parameter}' parameter is invalid`, reason]);
 }
 
 /** A short, printable excerpt of untrusted text, for error messages. */
