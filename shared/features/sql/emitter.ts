@@ -8,9 +8,8 @@
 // placeholder and the value bound to it, a field's conversion, the geometry column), plus the geometry a
 // statement writes, which each emitter will give as it gives the geometry a statement reads.
 import type { Geometry } from "geojson";
-import type { Statistic } from "#shared/features/plan.ts";
+import type { SpatialRelation, Statistic } from "#shared/features/plan.ts";
 import type { Bounds, FieldValueType } from "#shared/features/schema.ts";
-import type { SpatialRelation } from "#shared/features/plan.ts";
 import type { Expr, ExtractUnit } from "#shared/features/where.ts";
 
 export type Dialect = "sqlite" | "postgres";
