@@ -4,7 +4,8 @@
 // against one page and against the layer.
 //   node --expose-gc bench/feature-memory.ts FILE TABLE N QUERY  →  prints one JSON line
 import { statSync } from "node:fs";
-import { DatasetError, geoPackageAt } from "#shared/features/geopackage.ts";
+import { DatasetError } from "#shared/features/errors.ts";
+import { geoPackageAt } from "#shared/features/geopackage.ts";
 import { runQuery } from "#shared/features/query.ts";
 import { Params } from "#shared/http/params.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";

@@ -8,7 +8,7 @@ import { access, realpath, stat } from "node:fs/promises";
 import { isAbsolute, dirname, relative, sep } from "node:path";
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { config, tableName } from "#shared/config.ts";
-import { DatasetError, QueryTimeoutError } from "#shared/features/geopackage.ts";
+import { DatasetError, QueryTimeoutError } from "#shared/features/errors.ts";
 import { itemId } from "#shared/ids.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { dataStoreItem } from "#shared/items.ts";

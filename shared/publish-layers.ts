@@ -20,7 +20,7 @@ import { TransactWriteCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import type { JobInput } from "#shared/jobs.ts";
 import { serviceItem } from "#shared/items.ts";
 import { restServiceUrl, stableItemId } from "#shared/publishing.ts";
-import { DatasetError, QueryTimeoutError } from "#shared/features/geopackage.ts";
+import { DatasetError, QueryTimeoutError } from "#shared/features/errors.ts";
 import { databaseDatasetPage, type SourceDataset, storageDatasetPage } from "#shared/features/sources.ts";
 import {
   type DataStore,

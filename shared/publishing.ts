@@ -6,7 +6,8 @@ import { type RestRequest, requireMember, requirePrivilege } from "#shared/http/
 import type { Identity } from "#shared/auth/identity.ts";
 import { DataStoreChangedError, DataStoreInputError } from "#shared/datastore-registration.ts";
 import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
-import { DatasetError, isGeoPackageName, QueryTimeoutError, splitGeoPackagePath } from "#shared/features/geopackage.ts";
+import { DatasetError, QueryTimeoutError } from "#shared/features/errors.ts";
+import { isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
 import { databaseDatasets, geoPackageDatasets, type SourceDataset } from "#shared/features/sources.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { type Entry, joinPath, StorageError, safeRelativePath } from "#shared/storage/storage.ts";

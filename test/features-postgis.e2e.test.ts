@@ -695,7 +695,7 @@ describe("the sessions mapgate opens", () => {
   }
 
   it("are read-only, even for a login that may write; and every statement ends at its timeout", async () => {
-    const { QueryTimeoutError } = await import("#shared/features/geopackage.ts");
+    const { QueryTimeoutError } = await import("#shared/features/errors.ts");
     const session = await database(db.superuser.user, db.superuser.password);
     await expect(session.all("CREATE TABLE public.written (a integer)", [])).rejects.toThrow(/read-only/);
     await expect(session.all("UPDATE public.cities SET pop = 0", [])).rejects.toThrow(/read-only/);
@@ -707,7 +707,7 @@ describe("the sessions mapgate opens", () => {
   }, 30_000);
 
   it("a server that stops answering mid-session: node-postgres' own read timeout is a timeout, as the statement's", async () => {
-    const { QueryTimeoutError } = await import("#shared/features/geopackage.ts");
+    const { QueryTimeoutError } = await import("#shared/features/errors.ts");
     // A login of its own: a pool of its own (the reader's password was rotated above).
     await db.admin.query("CREATE ROLE mapgate_stalled LOGIN PASSWORD 'stalled-pw'");
     const session = await database("mapgate_stalled", "stalled-pw");

@@ -9,8 +9,8 @@
 // table's size.
 import type { AggregateOptions, DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 
-type SqlFunction = (...args: SQLOutputValue[]) => SQLInputValue;
-import { SQLITE_DEADLINE } from "#shared/features/sql.ts";
+import { DatasetError, QueryTimeoutError } from "#shared/features/errors.ts";
+import { SQLITE_DEADLINE } from "#shared/features/sql/sqlite.ts";
 import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-functions.ts";
 import {
   type Bounds,
@@ -21,6 +21,8 @@ import {
   type LayerSchema,
 } from "#shared/features/schema.ts";
 
+type SqlFunction = (...args: SQLOutputValue[]) => SQLInputValue;
+
 /** What a GeoPackage holds, as a data store's describe lists it. */
 export interface GeoPackageDataset {
   readonly table: string;
@@ -29,44 +31,10 @@ export interface GeoPackageDataset {
   readonly unpublishable?: string;
 }
 
-/** A query that ran past its time (the caller answers that the data source took too long). */
-export class QueryTimeoutError extends Error {
-  constructor() {
-    super("The query took longer than its time allows.");
-    this.name = "QueryTimeoutError";
-  }
-}
-
 /**
  * A statement that handed the query's functions more text than MAX_FUNCTION_TEXT: an expression carrying a long
  * text into a function on every row (the caller answers that the expression is too costly).
  */
-/**
- * The database's geometry engine met a feature geometry it cannot relate (an invalid polygon: GEOS's
- * TopologyException). The query is run again with the features' geometries repaired, as the JTS path repairs them.
- */
-export class GeometryTopologyError extends Error {
-  constructor() {
-    super("a feature geometry could not be related");
-    this.name = "GeometryTopologyError";
-  }
-}
-
-/**
- * The database met a value the request's expression cannot take (PostgreSQL's class 22: a text cast to a number,
- * an integer out of range…): the caller answers that `where` (or `having`) cannot be evaluated on this data.
- */
-export class DataExceptionError extends Error {
-  /** What was wrong, when the database said it in terms the request can be told (ARGUMENT_FAULTS). */
-  readonly fault: string | undefined;
-
-  constructor(fault?: string) {
-    super("the expression cannot be evaluated on this data");
-    this.name = "DataExceptionError";
-    this.fault = fault;
-  }
-}
-
 export class QueryTextError extends Error {
   constructor() {
     super("The query hands its functions more text than it may.");
@@ -80,14 +48,6 @@ export class QueryTextError extends Error {
  * memory as the deadline bounds its time: a 16,000-character pattern tested on 171,000 rows would hold 2.7 GB.
  */
 export const MAX_FUNCTION_TEXT = 128 * 1024 * 1024;
-
-/** A file that is no GeoPackage, or one whose tables say something impossible: the data is at fault. */
-export class DatasetError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "DatasetError";
-  }
-}
 
 type Sqlite = typeof import("node:sqlite");
 let sqlite: Sqlite | undefined;

@@ -3,8 +3,9 @@
 // refused with ArcGIS's envelope (`'<param>' parameter is invalid`). Readers and SQL emitters take only the
 // plan, never the request, so nothing a client wrote reaches a data source except as a checked value.
 import { canonicalWkid } from "#shared/features/geometry/projection.ts";
-import { type Field, fieldByName, type LayerSchema } from "#shared/features/schema.ts";
-import { fieldValueType, invalidParameter, parseWhere } from "#shared/features/where.ts";
+import { invalidParameter } from "#shared/features/errors.ts";
+import { type Field, fieldByName, fieldValueType, type LayerSchema } from "#shared/features/schema.ts";
+import { parseWhere } from "#shared/features/where.ts";
 import { excerpt } from "#shared/features/where-tokens.ts";
 import { type Expr, holdsForEveryRow, nodes } from "#shared/features/where-tree.ts";
 

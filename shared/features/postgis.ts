@@ -9,11 +9,12 @@
 import { isIP } from "node:net";
 import type { Pool, PoolConfig } from "pg";
 import {
+  ARGUMENT_FAULTS,
   DataExceptionError,
   DatasetError,
   GeometryTopologyError,
   QueryTimeoutError,
-} from "#shared/features/geopackage.ts";
+} from "#shared/features/errors.ts";
 import {
   type Bounds,
   type EsriFieldType,
@@ -22,7 +23,6 @@ import {
   type GeometryColumn,
   type LayerSchema,
 } from "#shared/features/schema.ts";
-import { ARGUMENT_FAULTS } from "#shared/features/where.ts";
 import { config } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
 import { databaseAddress } from "#shared/stores/database-address.ts";

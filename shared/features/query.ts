@@ -9,9 +9,10 @@ import {
   DataExceptionError,
   DatasetError,
   GeometryTopologyError,
-  QueryTextError,
+  invalidParameter,
   QueryTimeoutError,
-} from "#shared/features/geopackage.ts";
+} from "#shared/features/errors.ts";
+import { QueryTextError } from "#shared/features/geopackage.ts";
 import { fromEsriGeometry } from "#shared/features/geometry/esri-json.ts";
 import { generalize } from "#shared/features/geometry/generalize.ts";
 import {
@@ -33,10 +34,10 @@ import {
   type SpatialRelation,
 } from "#shared/features/plan.ts";
 import type { Bounds, FeatureRow } from "#shared/features/schema.ts";
-import { type EmittedQuery, emitQuery, type SpatialFilter } from "#shared/features/sql.ts";
+import { type EmittedQuery, emitQuery } from "#shared/features/sql.ts";
+import type { SpatialFilter } from "#shared/features/sql/emitter.ts";
 import type { OpenDataset, SpatialTest } from "#shared/features/sources.ts";
 import { ExpressionError } from "#shared/features/sqlite-functions.ts";
-import { invalidParameter } from "#shared/features/where.ts";
 import { type Expr, nodes, type ScalarFunction } from "#shared/features/where-tree.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import { logger } from "#shared/log.ts";
@@ -89,7 +90,7 @@ function resolveSpatial(plan: QueryPlan, dataset: OpenDataset): Resolved | undef
     filter: {
       bbox: spatial.bounds,
       relation: request.relation,
-      geometry: dataset.dialect === "postgres" ? spatial.sqlGeometry() : geometry,
+      geometry: dataset.emitter.testsSpatialInSql ? spatial.sqlGeometry() : geometry,
     },
     test: (feature) => spatial.test(feature),
   };
@@ -214,12 +215,12 @@ async function compute(
   resolved: Resolved | undefined,
 ): Promise<{ emitted: EmittedQuery; rows: unknown[][] }> {
   const { schema } = dataset;
-  const emitted = emitQuery(dataset.dialect, plan, schema, resolved?.filter);
+  const emitted = emitQuery(dataset.emitter, plan, schema, resolved?.filter);
   try {
     return { emitted, rows: await run(plan, dataset, emitted, resolved) };
   } catch (err) {
     if (!(err instanceof GeometryTopologyError) || !resolved) throw err;
-    const repaired = emitQuery(dataset.dialect, plan, schema, { ...resolved.filter, repair: true });
+    const repaired = emitQuery(dataset.emitter, plan, schema, { ...resolved.filter, repair: true });
     const rows = await run(plan, dataset, repaired, resolved).catch((again: unknown) => {
       // The features repaired, what still cannot be related is the query geometry.
       if (again instanceof GeometryTopologyError)

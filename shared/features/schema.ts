@@ -101,6 +101,33 @@ export interface FeatureRow {
   readonly geometry?: Geometry | null;
 }
 
+/** The type of a field's values as expressions see them (dates as epoch milliseconds). */
+export type FieldValueType = "number" | "string" | "date";
+
+/**
+ * The value type of a field, as expressions and emitters see it; undefined for a type no expression may use
+ * (blobs). Beside the field types, since the parser, the plan and both emitters read it.
+ */
+export function fieldValueType(field: Field): FieldValueType | undefined {
+  switch (field.type) {
+    case "esriFieldTypeOID":
+    case "esriFieldTypeSmallInteger":
+    case "esriFieldTypeInteger":
+    case "esriFieldTypeBigInteger":
+    case "esriFieldTypeSingle":
+    case "esriFieldTypeDouble":
+      return "number";
+    case "esriFieldTypeString":
+    case "esriFieldTypeGUID":
+      return "string";
+    case "esriFieldTypeDate":
+    case "esriFieldTypeDateOnly":
+      return "date";
+    case "esriFieldTypeBlob":
+      return undefined;
+  }
+}
+
 export const fieldByName = (schema: LayerSchema, name: string): Field | undefined => {
   const wanted = name.toLowerCase();
   return schema.fields.find((f) => f.name.toLowerCase() === wanted);

@@ -1,7 +1,7 @@
 // A bulk-published FeatureServer at its URL: the service, its one layer (or table) and `query`, read from the
 // dataset where it lies, as JSON or, with f=html, as pages (layer-html.ts). The caller's access to the service
 // was checked before (shared/catalog.ts).
-import { DatasetError } from "#shared/features/geopackage.ts";
+import { DatasetError } from "#shared/features/errors.ts";
 import { featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";

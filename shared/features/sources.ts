@@ -4,17 +4,15 @@
 // PostgreSQL database, each a dataset at `/<schema>.<table>`. Both open as one OpenDataset, which the query
 // runs on without knowing which it is.
 import type { Geometry } from "geojson";
-import {
-  DatasetError,
-  type GeoPackage,
-  geoPackageAt,
-  isGeoPackageName,
-  splitGeoPackagePath,
-} from "#shared/features/geopackage.ts";
+import { DatasetError } from "#shared/features/errors.ts";
+import { type GeoPackage, geoPackageAt, isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
 import { decodeGeoPackageGeometry, decodeWkb } from "#shared/features/geometry/wkb.ts";
 import type { PostGisDatabase } from "#shared/features/postgis.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
-import type { Dialect, EmittedQuery } from "#shared/features/sql.ts";
+import type { EmittedQuery } from "#shared/features/sql.ts";
+import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
+import { postgresEmitter } from "#shared/features/sql/postgres.ts";
+import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { joinPath, type Storage, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
 import type { Dataset, PostgresConnection, StoreLocation } from "#shared/stores/datastores.ts";
@@ -113,8 +111,8 @@ export type SpatialTest = (geometry: Geometry | null | undefined) => boolean;
 /** A layer's dataset, open: its schema and how its rows are read; a DatasetError says why it cannot be. */
 export interface OpenDataset {
   readonly schema: LayerSchema;
-  /** The SQL dialect its statements are emitted in. */
-  readonly dialect: Dialect;
+  /** What writes its statements' SQL. */
+  readonly emitter: SqlEmitter;
   /**
    * Runs an emitted statement until `deadline` (epoch ms); rows as arrays in SELECT order. `test` is the exact
    * spatial test, for the SQLite dialect (PostGIS tests in SQL).
@@ -129,7 +127,7 @@ export interface OpenDataset {
 export function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDataset {
   return {
     schema,
-    dialect: "sqlite",
+    emitter: sqliteEmitter,
     // Synchronous inside: nothing else runs between choosing the open file and reading it.
     run: async (emitted, test, deadline) => {
       gpkg.spatialTest = test ? (blob) => (blob ? test(decodeGeoPackageGeometry(blob).geometry) : false) : undefined;
@@ -147,7 +145,7 @@ export function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDa
 export function postGisDataset(db: PostGisDatabase, schema: LayerSchema): OpenDataset {
   return {
     schema,
-    dialect: "postgres",
+    emitter: postgresEmitter,
     // The database's statement_timeout bounds each statement (postgis.ts).
     run: (emitted) => db.all(emitted.sql, emitted.params),
     decode: (value) => (value instanceof Uint8Array ? (decodeWkb(value).geometry ?? null) : null),

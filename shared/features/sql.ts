@@ -1,8 +1,10 @@
-// SQL for a query plan, in the two dialects mapgate reads: SQLite (GeoPackage, through node:sqlite) and
-// PostgreSQL/PostGIS. Every value that came with the request is a bound parameter (`?N` for SQLite, `$N` for
-// PostgreSQL, numbered so that text and parameters never drift apart); identifiers come only from the layer
-// schema, quoted with quotes doubled; the only other text is this module's own. The emitted SQL holds no
-// string literal at all, so no quote a client writes can ever close one.
+// SQL for a query plan, assembled once for both dialects mapgate reads: SQLite (GeoPackage, through node:sqlite)
+// and PostgreSQL/PostGIS. This module walks the plan and the expression tree and joins the clauses; what the
+// dialects write differently it asks of the dataset's emitter (sql/sqlite.ts, sql/postgres.ts, behind the
+// interface of sql/emitter.ts). Every value that came with the request is a bound parameter (`?N` for SQLite,
+// `$N` for PostgreSQL, numbered so that text and parameters never drift apart); identifiers come only from the
+// layer schema, quoted with quotes doubled; the only other text is the emitters' own. The emitted SQL holds no
+// string literal a request can reach, so no quote a client writes can ever close one.
 //
 // Conventions both dialects keep, so a layer answers the same from either source:
 // - A date is whole epoch milliseconds (UTC) in every expression and every answer: SQLite converts GeoPackage's
@@ -14,28 +16,22 @@
 // - Division is always in floating point and a division by zero gives NULL, never an error.
 // - Ascending order puts NULLs first, descending last (SQLite's default; PostgreSQL is told so).
 // Functions SQLite lacks, or has with other semantics, are called as mapgate_<name>: see sqlite-functions.ts.
-import type { Geometry } from "geojson";
-import type { Bounds, Field, LayerSchema } from "#shared/features/schema.ts";
-import type { OrderTerm, QueryPlan, SpatialRelation, Statistic, StatisticType } from "#shared/features/plan.ts";
-import { type Expr, type ExtractUnit, fieldValueType, type ValueType } from "#shared/features/where.ts";
-
-export type Dialect = "sqlite" | "postgres";
-
-/** The query geometry, already resolved into the dataset's coordinates by the caller. */
-export interface SpatialFilter {
-  /** The query geometry's envelope (not yet grown by `distance`). */
-  readonly bbox: Bounds;
-  readonly relation: SpatialRelation;
-  readonly geometry: Geometry;
-  /** The buffer around the query geometry, in the dataset's units. */
-  readonly distance?: number;
-  /**
-   * Relate each feature's geometry repaired (a zero-width buffer, as the JTS path repairs what it cannot node):
-   * asked for again after the database's geometry engine refused an invalid one, never first (it costs a buffer
-   * per row).
-   */
-  readonly repair?: boolean;
-}
+import type { OrderTerm, QueryPlan, Statistic, StatisticType } from "#shared/features/plan.ts";
+import { type Field, fieldValueType, type LayerSchema } from "#shared/features/schema.ts";
+import {
+  type BindType,
+  type Clauses,
+  type Dialect,
+  type OperandType,
+  qualified,
+  quoteIdentifier,
+  type SpatialFilter,
+  type SqlEmitter,
+  T,
+} from "#shared/features/sql/emitter.ts";
+import { postgresEmitter } from "#shared/features/sql/postgres.ts";
+import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
+import type { Expr } from "#shared/features/where.ts";
 
 export type ColumnRole = "field" | "geometry" | "statistic" | "count" | "ids" | "xmin" | "ymin" | "xmax" | "ymax";
 
@@ -56,11 +52,8 @@ export interface EmittedQuery {
   readonly pageSize?: number;
 }
 
-/**
- * The function every SQLite statement with work per row calls (see conditions): the reader registers it, non-
- * deterministic, to abort the statement past its deadline.
- */
-export const SQLITE_DEADLINE = "mapgate_deadline";
+/** The emitter of each dialect, for callers that name the dialect. */
+const EMITTERS: Readonly<Record<Dialect, SqlEmitter>> = { sqlite: sqliteEmitter, postgres: postgresEmitter };
 
 /**
  * The most operands joined by one run of AND or OR. SQLite parses a run as a left-deep tree and refuses trees
@@ -68,69 +61,31 @@ export const SQLITE_DEADLINE = "mapgate_deadline";
  * many: AND and OR are associative, so both dialects read the groups as the run they replace.
  */
 const MAX_RUN = 64;
-/** The longest pattern SQLite's own LIKE accepts, in bytes (SQLITE_MAX_LIKE_PATTERN_LENGTH): longer ones fail. */
-const SQLITE_LIKE_PATTERN_BYTES = 50_000;
 
-/** The table alias every column is qualified with, so no field name can clash with a joined table's. */
-const T = "t";
-
-/** The places ROUND and TRUNCATE take at most either way: past them no double changes further. */
-export const MAX_ROUND_PLACES = 400;
-const MS_PER_DAY = 86_400_000;
-/** EXTRACT's unit as SQLite's mapgate_extract takes it (a number, so the SQL holds no string literal). */
-export const EXTRACT_CODES: Readonly<Record<ExtractUnit, number>> = {
-  year: 1,
-  month: 2,
-  day: 3,
-  hour: 4,
-  minute: 5,
-  second: 6,
-};
-
-/** Quotes an identifier: double quotes, embedded ones doubled; NUL cannot be quoted and is refused. */
-export function quoteIdentifier(name: string): string {
-  if (name.includes("\u0000")) throw new Error("an identifier cannot hold NUL");
-  return `"${name.replaceAll('"', '""')}"`;
-}
-
-class Sql {
+/** One statement being assembled: its parameters, and the clauses every dialect shares. */
+class Statement implements Clauses {
   readonly params: unknown[] = [];
-  readonly dialect: Dialect;
+  readonly emitter: SqlEmitter;
 
-  constructor(dialect: Dialect) {
-    this.dialect = dialect;
+  constructor(emitter: SqlEmitter) {
+    this.emitter = emitter;
   }
 
-  get pg(): boolean {
-    return this.dialect === "postgres";
-  }
-
-  /** A bound value; PostgreSQL gets the type too, since a bare `$n` in an expression may not be inferable. */
-  bind(value: unknown, pgType?: string): string {
-    this.params.push(value);
-    const n = this.params.length;
-    if (!this.pg) return `?${n}`;
-    return pgType === undefined ? `$${n}` : `CAST($${n} AS ${pgType})`;
+  bind(value: unknown, type?: BindType): string {
+    this.params.push(this.emitter.parameter(value, type));
+    return this.emitter.placeholder(this.params.length, type);
   }
 
   number(value: number): string {
-    if (Number.isSafeInteger(value)) {
-      // node:sqlite binds every JS number as a REAL; an integer bound as such keeps integer arithmetic and text.
-      return this.pg ? this.bind(value, "bigint") : this.bind(BigInt(value));
-    }
-    return this.bind(value, "double precision");
+    return this.bind(value, Number.isSafeInteger(value) ? "bigint" : "double");
   }
 
   text(value: string): string {
     return this.bind(value, "text");
   }
 
-  get double(): string {
-    return this.pg ? "double precision" : "REAL";
-  }
-
-  column(field: Field | string): string {
-    return `${T}.${quoteIdentifier(typeof field === "string" ? field : field.column)}`;
+  column(field: Field): string {
+    return qualified(field.column);
   }
 
   /** A field's column as the field's type: the source's conversion applied (PostgreSQL's types only). */
@@ -156,27 +111,17 @@ class Sql {
    */
   fieldValue(field: Field): string {
     const col = this.source(field);
-    if (fieldValueType(field) !== "date") return col;
-    return this.pg
-      ? `CAST(ROUND(EXTRACT(EPOCH FROM ${col}) * 1000) AS double precision)`
-      : `CAST(ROUND((julianday(${col}) - 2440587.5) * ${MS_PER_DAY}) AS INTEGER)`;
+    return fieldValueType(field) === "date" ? this.emitter.fieldEpochMs(col) : col;
   }
 
   /** A field as answers carry it: numbers as JS numbers, GUIDs as text, dates as epoch milliseconds. */
   fieldOutput(field: Field): string {
     const type = fieldValueType(field);
-    if (type === "date") return this.fieldValue(field);
-    if (!this.pg) return this.source(field);
-    // pg answers bigint and numeric as strings; a double is what the answer holds anyway.
-    if (type === "number") return `CAST(${this.source(field)} AS double precision)`;
-    if (type === "string") return `CAST(${this.source(field)} AS text)`;
-    return this.source(field);
+    return type === "date" ? this.fieldValue(field) : this.emitter.output(this.source(field), type);
   }
 
-  /** NULL where PostgreSQL needs to know its type to pick a function. */
-  typed(e: Expr, want: "number" | "string" | "date"): string {
-    if (e.type === "null" && this.pg) return `CAST(NULL AS ${want === "string" ? "text" : "double precision"})`;
-    return this.expr(e);
+  typed(e: Expr, want: OperandType): string {
+    return (e.type === "null" ? this.emitter.typedNull(want) : undefined) ?? this.expr(e);
   }
 
   expr(e: Expr): string {
@@ -184,11 +129,10 @@ class Sql {
       case "field":
         return this.fieldValue(e.field);
       case "number":
+      case "date":
         return this.number(e.value);
       case "string":
         return this.text(e.value);
-      case "date":
-        return this.number(e.value);
       case "null":
         return "NULL";
       case "compare":
@@ -213,191 +157,61 @@ class Sql {
       case "isNull":
         return `(${this.expr(e.operand)} IS${e.negated ? " NOT" : ""} NULL)`;
       case "like":
-        return this.like(e);
+        return this.emitter.like(this, e);
       case "arithmetic": {
         let acc = this.typed(e.first, "number");
         for (const { op, operand } of e.rest) {
           const x = this.typed(operand, "number");
-          acc = op === "/" ? `(CAST(${acc} AS ${this.double}) / NULLIF(${x}, 0))` : `(${acc} ${op} ${x})`;
+          acc =
+            op === "/"
+              ? `(CAST(${acc} AS ${this.emitter.typeName("double")}) / NULLIF(${x}, 0))`
+              : `(${acc} ${op} ${x})`;
         }
         return acc;
       }
       case "negate":
         return `(-${this.typed(e.operand, "number")})`;
-      case "extract": {
-        const x = this.typed(e.operand, "date");
-        if (!this.pg) return `mapgate_extract(${EXTRACT_CODES[e.unit]}, ${x})`;
-        const utc = this.text("UTC");
-        return `CAST(EXTRACT(${e.unit.toUpperCase()} FROM (to_timestamp(${x} / 1000.0) AT TIME ZONE ${utc})) AS double precision)`;
-      }
+      case "extract":
+        return this.emitter.extract(this, e.unit, this.typed(e.operand, "date"));
       case "trim": {
         const x = this.typed(e.operand, "string");
         // The characters to strip are a set: a literal one is bound with each character once (the databases walk
         // the whole text for every row).
         const set = e.chars?.kind === "string" ? this.text([...new Set(e.chars.value)].join("")) : undefined;
         const chars = e.chars === undefined ? "" : `, ${set ?? this.typed(e.chars, "string")}`;
-        const fn = e.side === "leading" ? "ltrim" : e.side === "trailing" ? "rtrim" : this.pg ? "btrim" : "trim";
+        const fn = e.side === "leading" ? "ltrim" : e.side === "trailing" ? "rtrim" : this.emitter.trimBoth;
         return `${fn}(${x}${chars})`;
       }
       case "cast":
-        return this.cast(e);
+        return this.emitter.cast(this, e);
       case "call":
-        return this.call(e);
+        return this.emitter.call(this, e);
       case "aggregate":
         return this.aggregate(e.name, e.operand);
     }
   }
 
-  like(e: Extract<Expr, { kind: "like" }>): string {
-    const x = this.typed(e.operand, "string");
-    const not = e.negated ? "NOT " : "";
-    if (this.pg) {
-      const p = this.typed(e.pattern, "string");
-      // ESCAPE '' switches off PostgreSQL's default escape character, the backslash.
-      return `(${x} ${not}LIKE ${p} ESCAPE ${this.text(e.escape ?? "")})`;
-    }
-    // A literal pattern is bound with its runs of % made one (the same pattern): the pattern travels to
-    // mapgate_like with every row it is tested on.
-    const p =
-      e.pattern.kind === "string" ? this.text(collapsePercents(e.pattern.value, e.escape)) : this.expr(e.pattern);
-    const escape = e.escape === undefined ? undefined : this.text(e.escape);
-    const decide = `mapgate_like(${x}, ${p}, ${escape ?? "NULL"})`;
-    // SQLite's own LIKE (in C, cheaper) narrows first, but fails on a pattern over its length limit: it narrows
-    // only by a literal pattern, whose length is known here; a computed one (UPPER can triple a text) is left to
-    // mapgate_like alone.
-    if (e.pattern.kind !== "string" || Buffer.byteLength(e.pattern.value) > SQLITE_LIKE_PATTERN_BYTES)
-      return `(${not}${decide})`;
-    // The parameters are referenced twice by number: bound once, read twice.
-    const narrow = `${x} LIKE ${p}${escape === undefined ? "" : ` ESCAPE ${escape}`}`;
-    return `(${not}(${narrow} AND ${decide}))`;
-  }
-
-  cast(e: Extract<Expr, { kind: "cast" }>): string {
-    const from: ValueType = e.operand.type;
-    const pg = this.pg;
-    if (from === "null") {
-      const type = e.target === "varchar" ? "text" : e.target === "integer" ? (pg ? "bigint" : "INTEGER") : this.double;
-      return `CAST(NULL AS ${type})`;
-    }
-    const x = this.expr(e.operand);
-    switch (e.target) {
-      case "integer":
-        // Both truncate toward zero (PostgreSQL's own cast would round).
-        if (!pg) return `CAST(${x} AS INTEGER)`;
-        return from === "string" ? `CAST(trunc(CAST(${x} AS numeric)) AS bigint)` : `CAST(trunc(${x}) AS bigint)`;
-      case "float":
-        return `CAST(${x} AS ${this.double})`;
-      case "varchar": {
-        const n = this.number(e.length ?? 1);
-        return pg ? `left(CAST(${x} AS text), CAST(${n} AS integer))` : `substr(CAST(${x} AS TEXT), 1, ${n})`;
-      }
-      case "date":
-        if (from === "string") {
-          return pg
-            ? `CAST(EXTRACT(EPOCH FROM CAST(${x} AS date)) * 1000 AS double precision)`
-            : `CAST(ROUND((julianday(date(${x})) - 2440587.5) * ${MS_PER_DAY}) AS INTEGER)`;
-        }
-        return `(${pg ? "floor" : "mapgate_floor"}(${x} / ${MS_PER_DAY}.0) * ${MS_PER_DAY})`;
-      case "timestamp":
-        if (from === "string") {
-          return pg
-            ? `CAST(EXTRACT(EPOCH FROM CAST(${x} AS timestamp)) * 1000 AS double precision)`
-            : `CAST(ROUND((julianday(${x}) - 2440587.5) * ${MS_PER_DAY}) AS INTEGER)`;
-        }
-        return x;
-    }
-  }
-
-  call(e: Extract<Expr, { kind: "call" }>): string {
-    const pg = this.pg;
-    const num = (i: number) => this.typed(e.args[i] as Expr, "number");
-    const str = (i: number) => this.typed(e.args[i] as Expr, "string");
-    switch (e.name) {
-      case "abs":
-        // SQLite's abs() fails on the smallest 64-bit integer (what CAST(-1e300 AS INTEGER) saturates to).
-        return pg ? `abs(${num(0)})` : `mapgate_abs(${num(0)})`;
-      case "ceiling":
-        return pg ? `ceiling(${num(0)})` : `mapgate_ceiling(${num(0)})`;
-      case "floor":
-        return pg ? `floor(${num(0)})` : `mapgate_floor(${num(0)})`;
-      case "log":
-      case "log10": {
-        if (!pg) return `mapgate_${e.name === "log" ? "ln" : "log10"}(${num(0)})`;
-        // PostgreSQL raises an error on a logarithm of zero or less; both dialects answer NULL.
-        const x = num(0);
-        return `(CASE WHEN ${x} > 0 THEN ${e.name === "log" ? "ln" : "log"}(CAST(${x} AS double precision)) END)`;
-      }
-      case "power":
-        return pg
-          ? `power(CAST(${num(0)} AS double precision), CAST(${num(1)} AS double precision))`
-          : `mapgate_power(${num(0)}, ${num(1)})`;
-      case "round":
-      case "truncate": {
-        const digits = e.args.length > 1 ? num(1) : this.number(0);
-        if (!pg) return `mapgate_${e.name}(${num(0)}, ${digits})`;
-        // Decimal rounding, half away from zero, as mapgate_round does it.
-        const fn = e.name === "round" ? "round" : "trunc";
-        // Past ±400 places no double changes further, and numeric would carry a billion digits (as mapgate_round).
-        const places = `CAST(LEAST(GREATEST(CAST(${digits} AS bigint), -${MAX_ROUND_PLACES}), ${MAX_ROUND_PLACES}) AS integer)`;
-        return `CAST(${fn}(CAST(${num(0)} AS numeric), ${places}) AS double precision)`;
-      }
-      case "mod":
-        return pg
-          ? `CAST(mod(CAST(${num(0)} AS numeric), NULLIF(CAST(${num(1)} AS numeric), 0)) AS double precision)`
-          : `mapgate_mod(${num(0)}, ${num(1)})`;
-      case "char_length":
-        return pg ? `char_length(${str(0)})` : `length(${str(0)})`;
-      case "concat":
-        // PostgreSQL's concat() is only stable, so it is run again on every row (a 16,000-character argument on
-        // 171,000 rows held the statement to its timeout); || over COALESCEs is immutable, folded once when
-        // constant, and skips NULLs as concat does.
-        return pg
-          ? `(${e.args.map((_, i) => `COALESCE(${str(i)}, '')`).join(" || ")})`
-          : `concat(${e.args.map((_, i) => str(i)).join(", ")})`;
-      case "lower":
-      case "upper":
-        return pg ? `${e.name}(${str(0)})` : `mapgate_${e.name}(${str(0)})`;
-      case "substring": {
-        if (!pg) return `mapgate_substring(${e.args.map((a, i) => (i === 0 ? str(0) : num(i))).join(", ")})`;
-        const length = e.args.length > 2 ? ` FOR CAST(${num(2)} AS integer)` : "";
-        return `substring(${str(0)} FROM CAST(${num(1)} AS integer)${length})`;
-      }
-      case "position":
-        return pg ? `strpos(${str(1)}, ${str(0)})` : `instr(${str(1)}, ${str(0)})`;
-      case "coalesce":
-      case "nullif":
-        return `${e.name}(${e.args.map((a) => this.expr(a)).join(", ")})`;
-    }
-  }
-
   aggregate(name: StatisticType, field: Field | undefined, stat?: Statistic): string {
-    const pg = this.pg;
-    if (field === undefined) return pg ? "CAST(COUNT(*) AS double precision)" : "COUNT(*)";
+    if (field === undefined) return this.count();
     const x = this.fieldValue(field);
-    const numeric = (sql: string) => (pg ? `CAST(${sql} AS double precision)` : sql);
     switch (name) {
       case "count":
-        return numeric(`COUNT(${x})`);
       case "sum":
       case "avg":
-        return numeric(`${name.toUpperCase()}(${x})`);
+        return this.emitter.numeric(`${name.toUpperCase()}(${x})`);
       case "min":
-      case "max":
-        return fieldValueType(field) === "number"
-          ? numeric(`${name.toUpperCase()}(${x})`)
-          : `${name.toUpperCase()}(${x})`;
-      case "stddev":
-        return pg ? numeric(`stddev_samp(${x})`) : `mapgate_stddev(${x})`;
-      case "var":
-        return pg ? numeric(`var_samp(${x})`) : `mapgate_var(${x})`;
-      case "percentile_cont":
-      case "percentile_disc": {
-        const p = this.bind(stat?.percentile ?? 0.5, "double precision");
-        const desc = stat?.descending ?? false;
-        if (!pg) return `mapgate_${name}(${x}, ${p}, ${desc ? 1 : 0})`;
-        return numeric(`${name}(${p}) WITHIN GROUP (ORDER BY ${x}${desc ? " DESC" : ""})`);
+      case "max": {
+        const sql = `${name.toUpperCase()}(${x})`;
+        return fieldValueType(field) === "number" ? this.emitter.numeric(sql) : sql;
       }
+      default:
+        return this.emitter.statistic(this, name, x, stat);
     }
+  }
+
+  /** COUNT(*), as the answer reads it. */
+  count(): string {
+    return this.emitter.numeric("COUNT(*)");
   }
 
   order(sql: string, descending: boolean, nullable: boolean): string {
@@ -405,11 +219,11 @@ class Sql {
     return nullable ? `${sql} ${dir} NULLS ${descending ? "LAST" : "FIRST"}` : `${sql} ${dir}`;
   }
 
-  /** Ordering by a field: the column itself (indexable), except SQLite dates, whose text may mix formats. */
+  /** Ordering by a field: the column itself (indexable) where the dialect can, else the field's value. */
   orderField(term: OrderTerm, oid: Field): string {
     const f = term.field;
-    const sql = !this.pg && fieldValueType(f) === "date" ? this.fieldValue(f) : this.source(f);
-    return this.order(sql, term.descending, f.nullable && f !== oid);
+    const key = this.emitter.sortKey(this.source(f), this.fieldValue(f), fieldValueType(f));
+    return this.order(key, term.descending, f.nullable && f !== oid);
   }
 
   limit(pageSize: number, offset: number): string {
@@ -418,97 +232,45 @@ class Sql {
   }
 }
 
-/** A LIKE pattern with each run of unescaped % made one %, which matches what the run matches. */
-export function collapsePercents(pattern: string, escape: string | undefined): string {
-  let out = "";
-  let afterPercent = false;
-  const chars = Array.from(pattern);
-  for (let i = 0; i < chars.length; i++) {
-    const c = chars[i] as string;
-    if (c === escape) {
-      out += c + (chars[++i] ?? "");
-      afterPercent = false;
-    } else if (c !== "%" || !afterPercent) {
-      out += c;
-      afterPercent = c === "%";
-    }
-  }
-  return out;
-}
-
 function table(schema: LayerSchema): string {
   return schema.table.map(quoteIdentifier).join(".");
 }
 
-function conditions(sql: Sql, plan: QueryPlan, schema: LayerSchema, oid: Field, spatial: SpatialFilter | undefined) {
+function conditions(
+  sql: Statement,
+  plan: QueryPlan,
+  schema: LayerSchema,
+  oid: Field,
+  spatial: SpatialFilter | undefined,
+) {
   const out: string[] = [];
   if (plan.where !== undefined) out.push(sql.expr(plan.where));
-  if (plan.objectIds !== undefined) {
-    // One parameter for the whole list, however long.
-    out.push(
-      sql.pg
-        ? `${sql.column(oid)} = ANY(${sql.bind(plan.objectIds, "bigint[]")})`
-        : `${sql.column(oid)} IN (SELECT value FROM json_each(${sql.bind(JSON.stringify(plan.objectIds))}))`,
-    );
-  }
+  if (plan.objectIds !== undefined) out.push(sql.emitter.idsIn(sql, sql.column(oid), plan.objectIds));
   if (plan.spatial !== undefined) {
     if (spatial === undefined) throw new Error("a query with a geometry needs its resolved spatial filter");
     const geometry = schema.geometry;
     if (geometry === undefined) throw new Error(`layer ${schema.name} has no geometry to filter on`);
     const d = spatial.distance ?? 0;
     const [xmin, ymin, xmax, ymax] = spatial.bbox;
-    const box = [xmin - d, ymin - d, xmax + d, ymax + d].map((v) => sql.bind(v, "double precision"));
-    const g0 = sql.column(geometry.column);
-    if (sql.pg) {
-      const srid = sql.bind(geometry.srid, "integer");
-      out.push(`${g0} && ST_MakeEnvelope(${box.join(", ")}, ${srid})`);
-      const g = spatial.repair ? `ST_Buffer(${g0}, 0)` : g0;
-      if (spatial.relation !== "envelopeIntersects") {
-        const q = `ST_SetSRID(ST_GeomFromGeoJSON(${sql.bind(JSON.stringify(spatial.geometry), "text")}), ${srid})`;
-        const dist = d > 0 ? sql.bind(d, "double precision") : undefined;
-        if (spatial.relation === "intersects" && dist === undefined && spatial.geometry.type === "MultiPoint") {
-          // What meets any of many points: the index probed point by point, rather than every row in the
-          // points' envelope tested against all of them (10,000 points over a world of places ran for minutes).
-          const pk = quoteIdentifier(oid.column);
-          const gc = quoteIdentifier(geometry.column);
-          const g2 = spatial.repair ? `ST_Buffer(p.${gc}, 0)` : `p.${gc}`;
-          out.push(
-            `${sql.column(oid)} IN (SELECT p.${pk} FROM ${table(schema)} AS p JOIN ST_Dump(${q}) AS d ON p.${gc} && d.geom WHERE ST_Intersects(d.geom, ${g2}))`,
-          );
-        } else if (spatial.relation === "intersects") {
-          out.push(dist === undefined ? `ST_Intersects(${q}, ${g})` : `ST_DWithin(${q}, ${g}, ${dist})`);
-        } else {
-          // The relation reads from the query geometry to the feature (see SPATIAL_RELATIONS).
-          const qb = dist === undefined ? q : `ST_Buffer(${q}, ${dist})`;
-          const fn = {
-            contains: "ST_Contains",
-            within: "ST_Within",
-            crosses: "ST_Crosses",
-            touches: "ST_Touches",
-            overlaps: "ST_Overlaps",
-          }[spatial.relation];
-          out.push(`${fn}(${qb}, ${g})`);
-        }
-      }
-    } else {
-      const g = g0;
-      if (geometry.index !== undefined) {
-        // The R*Tree narrows (its float32 boxes are rounded outwards, so nothing is lost); its id is the key.
-        const [bx0, by0, bx1, by1] = box as [string, string, string, string];
-        out.push(
-          `${sql.column(oid)} IN (SELECT id FROM ${quoteIdentifier(geometry.index)} WHERE minx <= ${bx1} AND maxx >= ${bx0} AND miny <= ${by1} AND maxy >= ${by0})`,
-        );
-      }
-      // The exact test runs in JavaScript, on the blob, against the filter the reader registered for this query.
-      if (spatial.relation !== "envelopeIntersects" || geometry.index === undefined)
-        out.push(`mapgate_spatial(${g}) = 1`);
-    }
+    const box = [xmin - d, ymin - d, xmax + d, ymax + d].map((v) => sql.bind(v, "double"));
+    out.push(
+      ...sql.emitter.spatial(sql, {
+        filter: spatial,
+        table: table(schema),
+        geometryColumn: geometry.column,
+        srid: geometry.srid,
+        index: geometry.index,
+        oidColumn: oid.column,
+        box: box as [string, string, string, string],
+        distance: d,
+      }),
+    );
   }
-  // SQLite runs on the function's thread: a statement that filters or sorts calls the reader's deadline on
-  // each row it examines, so a costly one ends at its deadline instead of holding the function. An unfiltered
-  // count or extent keeps SQLite's shortcuts (bounded by the table's size, and fast).
-  if (!sql.pg && (out.length > 0 || (plan.output !== "count" && plan.output !== "extent")))
-    out.unshift(`${SQLITE_DEADLINE}() = 1`);
+  // A statement that filters or sorts guards each row it examines (SQLite's deadline). An unfiltered count or
+  // extent keeps the database's shortcuts (bounded by the table's size, and fast).
+  const guard = sql.emitter.rowGuard;
+  if (guard !== undefined && (out.length > 0 || (plan.output !== "count" && plan.output !== "extent")))
+    out.unshift(guard);
   return out.length === 0 ? "" : ` WHERE ${out.join(" AND ")}`;
 }
 
@@ -519,12 +281,12 @@ function conditions(sql: Sql, plan: QueryPlan, schema: LayerSchema, oid: Field, 
  * SPATIAL_RELATIONS defines it; for envelopeIntersects on a layer without R*Tree, the envelope test).
  */
 export function emitQuery(
-  dialect: Dialect,
+  dialect: SqlEmitter | Dialect,
   plan: QueryPlan,
   schema: LayerSchema,
   spatial?: SpatialFilter,
 ): EmittedQuery {
-  const sql = new Sql(dialect);
+  const sql = new Statement(typeof dialect === "string" ? EMITTERS[dialect] : dialect);
   const oid = schema.fields.find((f) => f.name === schema.objectIdField);
   if (oid === undefined) throw new Error(`layer ${schema.name}: the object id field is not among its fields`);
   const from = ` FROM ${table(schema)} AS ${T}`;
@@ -541,8 +303,8 @@ export function emitQuery(
       const list = fieldColumns(plan.fields);
       const geometry = schema.geometry;
       if (plan.returnGeometry && geometry !== undefined) {
-        const g = sql.column(geometry.column);
-        list.push(select("g", sql.pg ? `ST_AsBinary(${g})` : g, { role: "geometry", name: geometry.column }));
+        const g = sql.emitter.geometryOutput(qualified(geometry.column));
+        list.push(select("g", g, { role: "geometry", name: geometry.column }));
       }
       const where = conditions(sql, plan, schema, oid, spatial);
       const order = plan.orderBy.map((t) => sql.orderField(t, oid)).join(", ");
@@ -550,10 +312,7 @@ export function emitQuery(
       return { sql: text, params: sql.params, columns, pageSize: plan.pageSize };
     }
     case "count": {
-      const n = select("n", sql.pg ? "CAST(COUNT(*) AS double precision)" : "COUNT(*)", {
-        role: "count",
-        name: "count",
-      });
+      const n = select("n", sql.count(), { role: "count", name: "count" });
       const where = conditions(sql, plan, schema, oid, spatial);
       if (plan.distinctFields === undefined) return { sql: `SELECT ${n}${from}${where}`, params: sql.params, columns };
       const inner = plan.distinctFields.map((f, i) => `${sql.fieldValue(f)} AS d${i}`).join(", ");
@@ -563,47 +322,29 @@ export function emitQuery(
       // Every id in one text, joined in order by the database (`1,2,3`, NULL for none): one value to read, not a
       // row (an array and a number) per feature, which held ~110 bytes per id of a table of millions in the
       // function's memory. The key is an integer column, so its text is its digits.
-      const id = `CAST(${sql.source(oid)} AS ${sql.pg ? "text" : "TEXT"})`;
+      const id = `CAST(${sql.source(oid)} AS ${sql.emitter.typeName("text")})`;
       const where = conditions(sql, plan, schema, oid, spatial);
       const order = plan.orderBy.map((t) => sql.orderField(t, oid)).join(", ");
-      // SQLite's separator is a comma by default; PostgreSQL's is bound, since the SQL holds no string literal.
-      const joined = sql.pg
-        ? `string_agg(${id}, ${sql.text(",")} ORDER BY ${order})`
-        : `group_concat(${id} ORDER BY ${order})`;
+      const joined = sql.emitter.joinIds(sql, id, order);
       const list = select("ids", joined, { role: "ids", name: oid.name, field: oid });
       return { sql: `SELECT ${list}${from}${where}`, params: sql.params, columns };
     }
     case "extent": {
       const geometry = schema.geometry;
       if (geometry === undefined) throw new Error(`layer ${schema.name} has no geometry`);
-      const g = sql.column(geometry.column);
+      const form = sql.emitter.extent(qualified(geometry.column), geometry.index, sql.column(oid));
       const corners = ["xmin", "ymin", "xmax", "ymax"] as const;
-      const count = plan.withCount ? `, ${sql.pg ? "CAST(COUNT(*) AS double precision)" : "COUNT(*)"} AS n` : "";
-      // The corners, then the count, listed in the order every form below selects them: the answer reads each
-      // value at its column's index.
-      const selectCorners = (expression: (corner: (typeof corners)[number]) => string) => {
-        const list = corners.map((c) => select(c, expression(c), { role: c, name: c }));
-        if (plan.withCount) columns.push({ alias: "n", role: "count", name: "count" });
-        return list;
-      };
-      if (sql.pg) {
-        const where = conditions(sql, plan, schema, oid, spatial);
-        const fn = { xmin: "ST_XMin", ymin: "ST_YMin", xmax: "ST_XMax", ymax: "ST_YMax" };
-        const list = selectCorners((c) => `${fn[c]}(e)`);
-        const text = `SELECT ${list.join(", ")}${count ? ", n" : ""} FROM (SELECT ST_Extent(${g}) AS e${count}${from}${where}) AS s`;
-        return { sql: text, params: sql.params, columns };
-      }
-      if (geometry.index !== undefined) {
-        const r = quoteIdentifier(geometry.index);
-        const agg = { xmin: "MIN(r.minx)", ymin: "MIN(r.miny)", xmax: "MAX(r.maxx)", ymax: "MAX(r.maxy)" };
-        const list = selectCorners((c) => agg[c]);
-        const where = conditions(sql, plan, schema, oid, spatial);
-        const text = `SELECT ${list.join(", ")}${count}${from} LEFT JOIN ${r} AS r ON r.id = ${sql.column(oid)}${where}`;
-        return { sql: text, params: sql.params, columns };
-      }
-      const list = selectCorners((c) => `mapgate_${c}(${g})`);
+      const count = plan.withCount ? `, ${sql.count()} AS n` : "";
+      // The corners, then the count, listed in the order either form selects them: the answer reads each value
+      // at its column's index.
+      const list = corners.map((c) => select(c, form.corners[c], { role: c, name: c }));
+      if (plan.withCount) columns.push({ alias: "n", role: "count", name: "count" });
       const where = conditions(sql, plan, schema, oid, spatial);
-      return { sql: `SELECT ${list.join(", ")}${count}${from}${where}`, params: sql.params, columns };
+      const text =
+        form.envelope === undefined
+          ? `SELECT ${list.join(", ")}${count}${from}${form.join ?? ""}${where}`
+          : `SELECT ${list.join(", ")}${count ? ", n" : ""} FROM (SELECT ${form.envelope} AS e${count}${from}${where}) AS s`;
+      return { sql: text, params: sql.params, columns };
     }
     case "statistics": {
       const list = plan.groupBy.map((f, i) =>

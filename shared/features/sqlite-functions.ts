@@ -1,4 +1,4 @@
-// The functions the SQLite SQL of sql.ts calls as mapgate_<name>: those SQLite lacks (sample deviation and
+// The functions the SQLite SQL of sql/sqlite.ts calls as mapgate_<name>: those SQLite lacks (sample deviation and
 // variance, percentiles, EXTRACT, a case-sensitive LIKE) and those it has with semantics of its own (lower/upper
 // only for ASCII, round only to whole digits after the point, substr counting from the end for a negative
 // start, abs failing on the smallest integer), written to answer as PostgreSQL does. The GeoPackage reader
@@ -6,8 +6,10 @@
 //   for (const f of SQLITE_FUNCTIONS) db.function(f.name, { deterministic: true, varargs: f.varargs }, f.fn);
 //   for (const a of SQLITE_AGGREGATES) db.aggregate(a.name, { ...a.options });
 // mapgate_spatial is not here: it depends on each query's geometry, so the reader registers it per query.
-import { EXTRACT_CODES, MAX_ROUND_PLACES } from "#shared/features/sql.ts";
-import { ARGUMENT_FAULTS, powerFault, type ScalarFunction, sqlInteger } from "#shared/features/where.ts";
+import { ARGUMENT_FAULTS } from "#shared/features/errors.ts";
+import { MAX_ROUND_PLACES } from "#shared/features/sql/emitter.ts";
+import { EXTRACT_CODES } from "#shared/features/sql/sqlite.ts";
+import { powerFault, type ScalarFunction, sqlInteger } from "#shared/features/where.ts";
 
 /**
  * A function of the query given a value it cannot take (SUBSTRING with a negative length, POWER past a double):

@@ -5,7 +5,8 @@
 // hostile input is refused quickly and never overflows the stack. The tree holds values, never SQL: the
 // emitters bind every literal as a parameter. The tree and its walks are where-tree.ts, the tokens
 // where-tokens.ts; here are the grammar's rules, each a function over one small state (Parser).
-import { type Field, fieldByName, type LayerSchema } from "#shared/features/schema.ts";
+import { ARGUMENT_FAULTS, invalidParameter } from "#shared/features/errors.ts";
+import { fieldByName, fieldValueType, type LayerSchema } from "#shared/features/schema.ts";
 import { describeToken, excerpt, isOp, isWord, type Token, tokenize } from "#shared/features/where-tokens.ts";
 import type {
   AggregateName,
@@ -17,7 +18,6 @@ import type {
   ScalarFunction,
   ValueType,
 } from "#shared/features/where-tree.ts";
-import { badRequest } from "#shared/http/errors.ts";
 
 // The readers and emitters name the subset's tree and walks through this module, as they did before the tree
 // and the tokenizer had modules of their own.
@@ -46,44 +46,6 @@ export interface WhereOptions {
   readonly now?: number;
 }
 
-/** The value type of a field, as expressions see it; undefined for a type no expression may use (blobs). */
-export function fieldValueType(field: Field): ValueType | undefined {
-  switch (field.type) {
-    case "esriFieldTypeOID":
-    case "esriFieldTypeSmallInteger":
-    case "esriFieldTypeInteger":
-    case "esriFieldTypeBigInteger":
-    case "esriFieldTypeSingle":
-    case "esriFieldTypeDouble":
-      return "number";
-    case "esriFieldTypeString":
-    case "esriFieldTypeGUID":
-      return "string";
-    case "esriFieldTypeDate":
-    case "esriFieldTypeDateOnly":
-      return "date";
-    case "esriFieldTypeBlob":
-      return undefined;
-  }
-}
-
-/**
- * Arguments a function of the subset has no value for, as PostgreSQL refuses them (its data exceptions), in the
- * words every path answers with: the parser for a literal argument, SQLite's functions (sqlite-functions.ts) for a
- * computed one, and the PostgreSQL reader for the error the database raises, so both dialects answer one 400.
- */
-export const ARGUMENT_FAULTS = {
-  /** SQLSTATE 22003: a result past a double (overflow, or underflow to zero), an argument past an integer. */
-  range: "A number in the expression is out of range",
-  /** SQLSTATE 2201F. */
-  power:
-    "POWER has no real result for these arguments (zero to a negative power, or a negative number to a fractional one)",
-  /** SQLSTATE 22025. */
-  likeEscape: "A LIKE pattern cannot end with its ESCAPE character",
-  /** SQLSTATE 22011. */
-  substringLength: "SUBSTRING was given a negative length",
-} as const;
-
 /** POWER(x, y)'s fault as PostgreSQL's power(double precision, double precision) raises it; undefined when none. */
 export function powerFault(x: number, y: number): string | undefined {
   if (x === 0 && y < 0) return ARGUMENT_FAULTS.power;
@@ -110,11 +72,6 @@ export function endsWithEscape(pattern: string, escape: string): boolean {
   const chars = Array.from(pattern);
   for (let i = 0; i < chars.length; i++) if (chars[i] === escape && ++i === chars.length) return true;
   return false;
-}
-
-/** The error every problem with a where/having text becomes: ArcGIS's envelope plus one specific reason. */
-export function invalidParameter(parameter: string, reason: string) {
-  return badRequest("Unable to complete operation.", [`'${parameter}' parameter is invalid`, reason]);
 }
 
 /**

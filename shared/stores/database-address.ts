@@ -6,7 +6,7 @@
 import { lookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
 import { config } from "#shared/config.ts";
-import { DatasetError } from "#shared/features/geopackage.ts";
+import { DatasetError } from "#shared/features/errors.ts";
 
 const LOCAL = new BlockList();
 LOCAL.addSubnet("127.0.0.0", 8, "ipv4");

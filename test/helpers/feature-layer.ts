@@ -3,7 +3,7 @@
 // mapgate_* functions registered as the GeoPackage reader registers them.
 import { DatabaseSync } from "node:sqlite";
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
-import { SQLITE_DEADLINE } from "#shared/features/sql.ts";
+import { SQLITE_DEADLINE } from "#shared/features/sql/sqlite.ts";
 import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-functions.ts";
 
 const field = (name: string, type: Field["type"], nullable = true, column = name): Field => ({

@@ -1,0 +1,184 @@
+// SQLite's SQL, as the GeoPackage reader runs it through node:sqlite: placeholders `?n`, integers bound as
+// BigInt (node:sqlite binds every JS number as a REAL), GeoPackage's ISO 8601 dates read with julianday(), and
+// the functions SQLite lacks, or has with other semantics, called as mapgate_<name> (sqlite-functions.ts). The
+// exact spatial test runs in JavaScript on the blob (mapgate_spatial, which the reader registers per query),
+// after the R*Tree narrows; every statement examining rows calls the reader's deadline on each row.
+import {
+  type CastType,
+  type Clauses,
+  MS_PER_DAY,
+  qualified,
+  quoteIdentifier,
+  type SqlEmitter,
+} from "#shared/features/sql/emitter.ts";
+import type { Expr, ExtractUnit } from "#shared/features/where.ts";
+
+/**
+ * The function every SQLite statement with work per row calls (the assembler's row guard): the reader registers
+ * it, non-deterministic, to abort the statement past its deadline.
+ */
+export const SQLITE_DEADLINE = "mapgate_deadline";
+
+/** EXTRACT's unit as mapgate_extract takes it (a number, so the SQL holds no string literal). */
+export const EXTRACT_CODES: Readonly<Record<ExtractUnit, number>> = {
+  year: 1,
+  month: 2,
+  day: 3,
+  hour: 4,
+  minute: 5,
+  second: 6,
+};
+
+/** The longest pattern SQLite's own LIKE accepts, in bytes (SQLITE_MAX_LIKE_PATTERN_LENGTH): longer ones fail. */
+const SQLITE_LIKE_PATTERN_BYTES = 50_000;
+
+const CAST_TYPES: Readonly<Record<CastType, string>> = { integer: "INTEGER", double: "REAL", text: "TEXT" };
+
+/** A date text (or julianday's input) as epoch milliseconds. */
+const epochMs = (sql: string) => `CAST(ROUND((julianday(${sql}) - 2440587.5) * ${MS_PER_DAY}) AS INTEGER)`;
+
+/** A LIKE pattern with each run of unescaped % made one %, which matches what the run matches. */
+export function collapsePercents(pattern: string, escape: string | undefined): string {
+  let out = "";
+  let afterPercent = false;
+  const chars = Array.from(pattern);
+  for (let i = 0; i < chars.length; i++) {
+    const c = chars[i] as string;
+    if (c === escape) {
+      out += c + (chars[++i] ?? "");
+      afterPercent = false;
+    } else if (c !== "%" || !afterPercent) {
+      out += c;
+      afterPercent = c === "%";
+    }
+  }
+  return out;
+}
+
+function call(c: Clauses, e: Extract<Expr, { kind: "call" }>): string {
+  const num = (i: number) => c.typed(e.args[i] as Expr, "number");
+  const str = (i: number) => c.typed(e.args[i] as Expr, "string");
+  switch (e.name) {
+    case "abs": // SQLite's abs() fails on the smallest 64-bit integer (what CAST(-1e300 AS INTEGER) saturates to).
+    case "ceiling":
+    case "floor":
+    case "mod":
+    case "power":
+      return `mapgate_${e.name}(${e.args.map((_, i) => num(i)).join(", ")})`;
+    case "log":
+    case "log10":
+      return `mapgate_${e.name === "log" ? "ln" : "log10"}(${num(0)})`;
+    case "round":
+    case "truncate": {
+      const digits = e.args.length > 1 ? num(1) : c.number(0);
+      return `mapgate_${e.name}(${num(0)}, ${digits})`;
+    }
+    case "char_length":
+      return `length(${str(0)})`;
+    case "concat":
+      return `concat(${e.args.map((_, i) => str(i)).join(", ")})`;
+    case "lower":
+    case "upper":
+      return `mapgate_${e.name}(${str(0)})`;
+    case "substring":
+      return `mapgate_substring(${e.args.map((_, i) => (i === 0 ? str(0) : num(i))).join(", ")})`;
+    case "position":
+      return `instr(${str(1)}, ${str(0)})`;
+    case "coalesce":
+    case "nullif":
+      return `${e.name}(${e.args.map((a) => c.expr(a)).join(", ")})`;
+  }
+}
+
+export const sqliteEmitter: SqlEmitter = {
+  dialect: "sqlite",
+  testsSpatialInSql: false,
+  placeholder: (n) => `?${n}`,
+  // node:sqlite binds every JS number as a REAL; an integer bound as such keeps integer arithmetic and text.
+  parameter: (value, type) => (type === "bigint" && typeof value === "number" ? BigInt(value) : value),
+  typeName: (type) => CAST_TYPES[type],
+  // SQLite's functions take an untyped NULL.
+  typedNull: () => undefined,
+  epochMs,
+  fieldEpochMs: epochMs,
+  numeric: (sql) => sql,
+  output: (sql) => sql,
+  // A date column's text may mix formats: ordered by its value, not its text.
+  sortKey: (column, value, type) => (type === "date" ? value : column),
+  geometryOutput: (column) => column,
+  trimBoth: "trim",
+  extract: (_c, unit, x) => `mapgate_extract(${EXTRACT_CODES[unit]}, ${x})`,
+  like(c, e) {
+    const x = c.typed(e.operand, "string");
+    const not = e.negated ? "NOT " : "";
+    // SQLite's LIKE ignores ASCII case, so it only narrows, and mapgate_like decides (case-sensitive, as
+    // PostgreSQL's). A literal pattern is bound with its runs of % made one (the same pattern): the pattern
+    // travels to mapgate_like with every row it is tested on.
+    const p = e.pattern.kind === "string" ? c.text(collapsePercents(e.pattern.value, e.escape)) : c.expr(e.pattern);
+    const escape = e.escape === undefined ? undefined : c.text(e.escape);
+    const decide = `mapgate_like(${x}, ${p}, ${escape ?? "NULL"})`;
+    // SQLite's own LIKE (in C, cheaper) narrows first, but fails on a pattern over its length limit: it narrows
+    // only by a literal pattern, whose length is known here; a computed one (UPPER can triple a text) is left to
+    // mapgate_like alone.
+    if (e.pattern.kind !== "string" || Buffer.byteLength(e.pattern.value) > SQLITE_LIKE_PATTERN_BYTES)
+      return `(${not}${decide})`;
+    // The parameters are referenced twice by number: bound once, read twice.
+    const narrow = `${x} LIKE ${p}${escape === undefined ? "" : ` ESCAPE ${escape}`}`;
+    return `(${not}(${narrow} AND ${decide}))`;
+  },
+  cast(c, e) {
+    const from = e.operand.type;
+    if (from === "null")
+      return `CAST(NULL AS ${e.target === "varchar" ? "text" : e.target === "integer" ? "INTEGER" : "REAL"})`;
+    const x = c.expr(e.operand);
+    switch (e.target) {
+      case "integer": // Truncated toward zero, as PostgreSQL is told to.
+        return `CAST(${x} AS INTEGER)`;
+      case "float":
+        return `CAST(${x} AS REAL)`;
+      case "varchar":
+        return `substr(CAST(${x} AS TEXT), 1, ${c.number(e.length ?? 1)})`;
+      case "date":
+        return from === "string" ? epochMs(`date(${x})`) : `(mapgate_floor(${x} / ${MS_PER_DAY}.0) * ${MS_PER_DAY})`;
+      case "timestamp":
+        return from === "string" ? epochMs(x) : x;
+    }
+  },
+  call,
+  statistic(c, name, x, stat) {
+    if (name === "stddev" || name === "var") return `mapgate_${name}(${x})`;
+    const p = c.bind(stat?.percentile ?? 0.5, "double");
+    return `mapgate_${name}(${x}, ${p}, ${stat?.descending ? 1 : 0})`;
+  },
+  // One parameter for the whole list, however long.
+  idsIn: (c, column, ids) => `${column} IN (SELECT value FROM json_each(${c.bind(JSON.stringify(ids))}))`,
+  // SQLite's separator is a comma by default.
+  joinIds: (_c, id, order) => `group_concat(${id} ORDER BY ${order})`,
+  spatial(_c, s) {
+    const out: string[] = [];
+    if (s.index !== undefined) {
+      // The R*Tree narrows (its float32 boxes are rounded outwards, so nothing is lost); its id is the key.
+      const [bx0, by0, bx1, by1] = s.box;
+      out.push(
+        `${qualified(s.oidColumn)} IN (SELECT id FROM ${quoteIdentifier(s.index)} WHERE minx <= ${bx1} AND maxx >= ${bx0} AND miny <= ${by1} AND maxy >= ${by0})`,
+      );
+    }
+    // The exact test runs in JavaScript, on the blob, against the filter the reader registered for this query.
+    if (s.filter.relation !== "envelopeIntersects" || s.index === undefined)
+      out.push(`mapgate_spatial(${qualified(s.geometryColumn)}) = 1`);
+    return out;
+  },
+  extent(geometry, index, oidColumn) {
+    if (index === undefined) {
+      const corner = (c: string) => `mapgate_${c}(${geometry})`;
+      return { corners: { xmin: corner("xmin"), ymin: corner("ymin"), xmax: corner("xmax"), ymax: corner("ymax") } };
+    }
+    return {
+      corners: { xmin: "MIN(r.minx)", ymin: "MIN(r.miny)", xmax: "MAX(r.maxx)", ymax: "MAX(r.maxy)" },
+      join: ` LEFT JOIN ${quoteIdentifier(index)} AS r ON r.id = ${oidColumn}`,
+    };
+  },
+  // SQLite runs on the function's thread: a statement that filters or sorts calls the reader's deadline on each
+  // row it examines, so a costly one ends at its deadline instead of holding the function.
+  rowGuard: `${SQLITE_DEADLINE}() = 1`,
+};
