@@ -91,7 +91,7 @@ export const handler = restHandler(
       { maxStart: MAX_CANDIDATES, minNum: 0, maxNum: 100, defaultNum: 10 },
       problems,
     );
-    // "uploaded" is what ArcGIS clients send for the creation date.
+    // ArcGIS documents "uploaded" among its sort fields: the creation date, sorted here as "created".
     const sort = readSort(req.params, SORT_FIELDS, problems, { uploaded: "created" });
     let query: Query | undefined;
     try {
