@@ -12,6 +12,7 @@ import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
+import { readPaging } from "#shared/paging.ts";
 import { viewLink } from "#shared/viewer/links.ts";
 import { usableDataStore } from "#shared/publishing.ts";
 import {
@@ -26,13 +27,6 @@ import {
 const FAILED = "Unable to get layers.";
 /** Lambda answers at most 6 MB; leave room for the envelope and headers. */
 const MAX_ANSWER_BYTES = 5 * 1024 * 1024;
-
-function count(raw: string | undefined, name: string, min: number, problems: string[]): number | undefined {
-  if (raw === undefined || raw === "") return undefined;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) problems.push(`'${name}' must be a whole number, at least ${min}.`);
-  return n;
-}
 
 /** The layers as the JSON answers them, after a list linking each to its map. */
 function layersPage(data: object): string {
@@ -54,9 +48,12 @@ function layersPage(data: object): string {
 export const handler = restHandler({ name: "Get Layers", html: layersPage }, async (req) => {
   const { store, identity } = await usableDataStore(req, FAILED);
   const problems: string[] = [];
-  const start = count(req.params.get("start"), "start", 1, problems) ?? 1;
-  const num = count(req.params.get("num"), "num", 1, problems);
-  if (num !== undefined && num > 10_000) problems.push("'num' may be at most 10000.");
+  // Without `num` the whole list is answered, unpaged (up to MAX_ANSWER_BYTES).
+  const { start, num } = readPaging(
+    req.params,
+    { maxStart: Infinity, minNum: 1, maxNum: 10_000, defaultNum: undefined, numCapApart: true },
+    problems,
+  );
   if (problems.length > 0) throw badRequest(FAILED, problems);
 
   const { datastoreId } = store;

@@ -5,12 +5,11 @@
 // pages may lag a change by a moment: the page shown is read again from the table and checked once more.
 import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
-import { intParam } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { itemsPage } from "#shared/item-pages.ts";
 import { itemView } from "#shared/items.ts";
 import { matches, parseQuery, type Query, QueryError, requiredValues } from "#shared/search-query.ts";
-import { pageOf } from "#shared/paging.ts";
+import { pageOf, readPaging, readSort } from "#shared/paging.ts";
 import { getItems, type Item, type ItemIndex, PUBLIC_PARTITION, queryItems } from "#shared/stores/items.ts";
 
 const FAILED = "Unable to search.";
@@ -87,15 +86,13 @@ export const handler = restHandler(
   async (req) => {
     const q = req.params.get("q") ?? "";
     const problems: string[] = [];
-    const start = intParam(req.params.get("start"), "start", 1, 1, MAX_CANDIDATES, problems);
-    const num = intParam(req.params.get("num"), "num", 10, 0, 100, problems);
-    const sortRaw = req.params.get("sortField")?.trim().toLowerCase() || undefined;
-    const sortField = sortRaw === "uploaded" ? "created" : sortRaw;
-    if (sortField !== undefined && !(SORT_FIELDS as readonly string[]).includes(sortField)) {
-      problems.push(`'sortField' must be one of ${SORT_FIELDS.join(", ")}.`);
-    }
-    const order = req.params.get("sortOrder")?.trim().toLowerCase() || undefined;
-    if (order !== undefined && order !== "asc" && order !== "desc") problems.push("'sortOrder' must be asc or desc.");
+    const { start, num } = readPaging(
+      req.params,
+      { maxStart: MAX_CANDIDATES, minNum: 0, maxNum: 100, defaultNum: 10 },
+      problems,
+    );
+    // ArcGIS documents "uploaded" among its sort fields: the creation date, sorted here as "created".
+    const sort = readSort(req.params, SORT_FIELDS, problems, { uploaded: "created" });
     let query: Query | undefined;
     try {
       query = parseQuery(q);
@@ -123,8 +120,8 @@ export const handler = restHandler(
       });
     const hits = (await candidates(req, parsed)).filter(hit);
     // Without a sort field: newest first. A sort field sorts ascending unless told otherwise; ties by id.
-    const field: SortField = (sortField as SortField | undefined) ?? "created";
-    const sign = (order ?? (sortField ? "asc" : "desc")) === "desc" ? -1 : 1;
+    const field: SortField = sort.field ?? "created";
+    const sign = (sort.order ?? (sort.field ? "asc" : "desc")) === "desc" ? -1 : 1;
     hits.sort((a, b) => sign * compare(field, a, b) || a.itemId.localeCompare(b.itemId));
     const { shown, ...page } = pageOf(hits, start, num);
     // The page as the table holds it now: an item unshared or deleted a moment ago is not shown.

@@ -4,7 +4,7 @@
 // Below a hosted server's SOAP endpoint (/<server>/services/…, where the SOAP catalog's service URLs point), a
 // SOAP 1.1 fault instead, naming what is answered over SOAP here (the catalog) and where the service is served.
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
-import { noSuchResource } from "#shared/http/errors.ts";
+import { nothingServed } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { Redirect } from "#shared/http/render.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
@@ -27,7 +27,7 @@ const rest = restHandler({ name: "Not Found" }, async (req) => {
   const name = req.method === "GET" ? SERVER_HOME.exec(path)?.[1] : undefined;
   const server = name ? await hostedServer(name) : undefined;
   if (server) return new Redirect(`/${encodeURIComponent(server.name)}/rest/services`);
-  throw noSuchResource([`Nothing is served at ${req.method} ${path.slice(0, 200)}.`]);
+  throw nothingServed(req.method, path);
 });
 
 /** A path below a server's SOAP endpoint: the server's name and what follows `services/`. */

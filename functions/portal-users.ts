@@ -1,19 +1,17 @@
 // GET|POST …/portals/<self | id>/users: the organization's members with their roles, paged with start
 // (1-based) and num (≤ 100), sorted by username. Administrators only.
 import { badRequest, forbidden } from "#shared/http/errors.ts";
-import { intParam } from "#shared/http/params.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { privilegesOf } from "#shared/auth/identity.ts";
 import { listPortalUsers } from "#shared/stores/users.ts";
-import { pageOf } from "#shared/paging.ts";
+import { LIST_PAGING, pageOf, readPaging } from "#shared/paging.ts";
 import { fullProfile } from "#shared/user-views.ts";
 
 export const handler = restHandler({ name: "Users" }, async (req) => {
   const { user, portal } = requireMember(req);
   if (user.role !== "org_admin") throw forbidden();
   const problems: string[] = [];
-  const start = intParam(req.params.get("start"), "start", 1, 1, 1_000_000, problems);
-  const num = intParam(req.params.get("num"), "num", 10, 0, 100, problems);
+  const { start, num } = readPaging(req.params, LIST_PAGING, problems);
   if (problems.length > 0) throw badRequest("Unable to list users.", problems);
   const users = (await listPortalUsers(portal.portalId)).sort((a, b) => (a.username < b.username ? -1 : 1));
   const { shown, ...page } = pageOf(users, start, num);

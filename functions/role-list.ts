@@ -2,15 +2,17 @@
 import { badRequest } from "#shared/http/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { rolesPage, roleView } from "#shared/roles.ts";
-import { intParam } from "#shared/http/params.ts";
-import { pageOf } from "#shared/paging.ts";
+import { pageOf, readPaging } from "#shared/paging.ts";
 import { listRoles } from "#shared/stores/roles.ts";
 
 export const handler = restHandler({ name: "Roles", html: rolesPage }, async (req) => {
   const { portal } = requireMember(req);
   const problems: string[] = [];
-  const start = intParam(req.params.get("start"), "start", 1, 1, Number.MAX_SAFE_INTEGER, problems);
-  const num = intParam(req.params.get("num"), "num", 10, 1, 100, problems);
+  const { start, num } = readPaging(
+    req.params,
+    { maxStart: Number.MAX_SAFE_INTEGER, minNum: 1, maxNum: 100, defaultNum: 10 },
+    problems,
+  );
   const withPrivileges = (req.params.get("returnPrivileges") ?? "false").toLowerCase() === "true";
   if (problems.length > 0) throw badRequest("Unable to list roles.", problems);
   // Sorted by name (case-insensitively) then id, so pages are stable.

@@ -2,11 +2,10 @@
 // first, paged with start (1-based) and num (≤ 100). Signed-in callers only.
 import { visibleTo } from "#shared/catalog.ts";
 import { badRequest } from "#shared/http/errors.ts";
-import { intParam } from "#shared/http/params.ts";
 import { requireUser, restHandler } from "#shared/http/pipeline.ts";
 import { itemsPage } from "#shared/item-pages.ts";
 import { itemView } from "#shared/items.ts";
-import { pageOf } from "#shared/paging.ts";
+import { LIST_PAGING, pageOf, readPaging } from "#shared/paging.ts";
 import { getItems, type Item, queryItems } from "#shared/stores/items.ts";
 
 interface Answer {
@@ -31,8 +30,7 @@ export const handler = restHandler(
     requireUser(req);
     const username = req.pathParameters.username ?? "";
     const problems: string[] = [];
-    const start = intParam(req.params.get("start"), "start", 1, 1, 1_000_000, problems);
-    const num = intParam(req.params.get("num"), "num", 10, 0, 100, problems);
+    const { start, num } = readPaging(req.params, LIST_PAGING, problems);
     if (username.length > 128) problems.push("'username' has at most 128 characters.");
     if (problems.length > 0) throw badRequest("Unable to list the user's content.", problems);
     // One partition of the byOwner index, read page by page: the cost is the user's own item count.

@@ -5,6 +5,7 @@ import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, forbidden, tokenRequired } from "#shared/http/errors.ts";
 import { boolParam } from "#shared/http/params.ts";
 import type { Params } from "#shared/http/params.ts";
+import { readSort } from "#shared/paging.ts";
 import { readTags } from "#shared/publishing.ts";
 import {
   getGroup,
@@ -244,17 +245,12 @@ export function readGroupFields(params: Params, creating: boolean, problems: str
     if (v !== undefined) out[flag] = v;
     else if (creating) out[flag] = false;
   }
-  const sortField = params.get("sortField")?.trim().toLowerCase();
-  if (sortField) {
-    if (!(GROUP_SORT_FIELDS as readonly string[]).includes(sortField)) {
-      problems.push(`'sortField' must be one of ${GROUP_SORT_FIELDS.join(", ")}.`);
-    } else out.sortField = sortField;
-  } else if (creating) out.sortField = "title";
-  const sortOrder = params.get("sortOrder")?.trim().toLowerCase();
-  if (sortOrder) {
-    if (sortOrder !== "asc" && sortOrder !== "desc") problems.push("'sortOrder' must be asc or desc.");
-    else out.sortOrder = sortOrder;
-  } else if (creating) out.sortOrder = "asc";
+  // A value refused is listed in problems, so what is set for it (the default) is never stored.
+  const sort = readSort(params, GROUP_SORT_FIELDS, problems);
+  if (sort.field !== undefined) out.sortField = sort.field;
+  else if (creating) out.sortField = "title";
+  if (sort.order !== undefined) out.sortOrder = sort.order;
+  else if (creating) out.sortOrder = "asc";
   return out;
 }
 

@@ -1,7 +1,7 @@
 // The rules of registration that hold against hostile input, as the stack sets them on AWS (local hosts refused,
 // TLS required, folders refused, the granted buckets only): checked here on the shared module itself, without a
 // database or a network (a name is resolved through the machine's hosts file).
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -74,14 +74,16 @@ describe("where a database connection may go", () => {
     }
   });
 
-  it("resolves a name and refuses it when it leads to one of those addresses (here: the hosts file)", async () => {
-    // `vm` and `runsc` are loopback names in this machine's /etc/hosts; localhost is refused by name alone.
-    const { readFileSync } = await import("node:fs");
+  it("resolves a name and refuses it when it leads to one of those addresses (here: the hosts file)", async (ctx) => {
+    // A name the resolver leads to loopback, taken from the hosts file (localhost itself is refused by name alone,
+    // so it proves nothing here). Where the hosts file has none, the check cannot run: it is reported skipped, with
+    // why, never passed.
     const loopbackName = readFileSync("/etc/hosts", "utf8")
       .split("\n")
       .map((l) => l.trim().split(/\s+/))
       .find(([ip, name]) => ip?.startsWith("127.") && name && name !== "localhost" && !name.includes("localhost"))?.[1];
-    if (!loopbackName) return;
+    if (!loopbackName)
+      return ctx.skip("/etc/hosts names no loopback host besides localhost, so no name resolves to one");
     expect(await refusal(egdb(`postgresql://u:${SECRET}@${loopbackName}:5432/gis`))).toMatch(/loopback or link-local/);
     await expect(address.databaseAddress(loopbackName, false)).rejects.toThrow(/loopback or link-local/);
   });

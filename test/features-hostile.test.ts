@@ -23,7 +23,7 @@ import { MAX_WHERE_DEPTH, MAX_WHERE_LENGTH } from "#shared/features/where.ts";
 import { stableItemId } from "#shared/publishing.ts";
 import { demoOrganization, registerPostgresStore } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, form } from "./helpers/http.ts";
+import { call, form, jsonCalls } from "./helpers/http.ts";
 import { copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
 import { share, waitForJob } from "./helpers/publish.ts";
 import { prng } from "./helpers/prng.ts";
@@ -284,7 +284,8 @@ interface Layer {
   readonly rows: number;
 }
 
-const getJson = async (url: string) => (await (await fetch(url)).json()) as Record<string, unknown>;
+// Plain HTTP: no certificate to trust.
+const { getJson } = jsonCalls();
 
 async function describeLayer(url: string): Promise<Layer> {
   const json = (await getJson(`${url}?f=json`)) as unknown as {

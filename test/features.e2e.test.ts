@@ -11,7 +11,7 @@ import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
 import { stableItemId } from "#shared/publishing.ts";
 import { demoOrganization } from "./helpers/admin.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call } from "./helpers/http.ts";
+import { call, jsonCalls } from "./helpers/http.ts";
 
 let engine: RunningEngine;
 let datastoreId: string;
@@ -23,7 +23,7 @@ const layerUrl = (table: string) => {
   return `${engine.ready.http}/arcgis/rest/services/${DEMO_LAYERS_FOLDER}/${name}/FeatureServer`;
 };
 
-const getJson = async (url: string) => (await call(url)).json<Record<string, unknown>>();
+const { getJson } = jsonCalls();
 const query = (table: string, params: Record<string, string>) =>
   getJson(`${layerUrl(table)}/0/query?${new URLSearchParams({ f: "json", ...params })}`);
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminCommand, type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
 import { portalCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, form } from "./helpers/http.ts";
+import { call, form, jsonCalls } from "./helpers/http.ts";
 import { publish, waitForJob } from "./helpers/publish.ts";
 
 const NS = "http://www.esri.com/schemas/ArcGIS/10.8";
@@ -30,16 +30,7 @@ async function signIn(username: string, pass: string): Promise<string> {
   return res.json<{ token: string }>().token;
 }
 
-async function getJson(url: string, token?: string): Promise<Record<string, unknown>> {
-  const sep = url.includes("?") ? "&" : "?";
-  const res = await call(`${url}${sep}f=json${token ? `&token=${encodeURIComponent(token)}` : ""}`, { ca: engine.ca });
-  return res.json<Record<string, unknown>>();
-}
-
-async function postJson(url: string, token: string, fields: Record<string, string> = {}) {
-  const res = await call(url, { ca: engine.ca, body: form({ f: "json", token, ...fields }) });
-  return res.json<Record<string, unknown>>();
-}
+const { getJson, postJson } = jsonCalls(() => engine.ca);
 
 const soapDescriptions = async (token?: string) =>
   (

@@ -14,7 +14,7 @@ import { writeTileCache } from "#infra/local/demo/tile-cache.ts";
 import { loadSceneLayer } from "./clients/i3s-loaders.ts";
 import { type DemoOrganization, demoOrganization, registerFolderStore } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, form } from "./helpers/http.ts";
+import { call, form, jsonCalls } from "./helpers/http.ts";
 import {
   type Published,
   publish as publishService,
@@ -40,11 +40,7 @@ async function signIn(username: string, password: string): Promise<string> {
   return res.json<{ token: string }>().token;
 }
 
-async function getJson(url: string, token?: string): Promise<Record<string, unknown>> {
-  const sep = url.includes("?") ? "&" : "?";
-  const res = await fetch(`${url}${sep}f=json${token ? `&token=${token}` : ""}`);
-  return (await res.json()) as Record<string, unknown>;
-}
+const { getJson } = jsonCalls();
 
 /** The publish operation's own answer (the job it started, or the error). */
 const startPublish = (type: string, serviceName: string, path: string, store: string, folder: string) =>

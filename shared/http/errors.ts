@@ -24,6 +24,10 @@ export const notFound = (details: readonly string[] = []) =>
 export const noSuchResource = (details: readonly string[] = []) =>
   new ApiError(404, "Resource does not exist or is inaccessible.", details);
 
+/** The 404 for a request no route (or sub-operation) answers: the method and path, cut short, and nothing more. */
+export const nothingServed = (method: string, path: string) =>
+  noSuchResource([`Nothing is served at ${method} ${path.slice(0, 200)}.`]);
+
 export const forbidden = (details: readonly string[] = []) =>
   new ApiError(
     403,

@@ -78,3 +78,38 @@ export async function formOf(
   if (!csrf || !jar) throw new Error(`no form on ${url}: ${page.status} ${page.text.slice(0, 400)}`);
   return { page, cookie: jar, csrf };
 }
+
+export interface JsonCalls {
+  /**
+   * A GET answered as JSON: `f=json` is added unless the URL already names a format, and the token (if any)
+   * after it, as ArcGIS clients send them.
+   */
+  getJson(url: string, token?: string): Promise<Record<string, unknown>>;
+  /** A form POST with `f=json`, the token and `fields`, answered as JSON. */
+  postJson(url: string, token: string, fields?: Record<string, string>): Promise<Record<string, unknown>>;
+}
+
+/**
+ * The JSON calls of a test, trusting the certificate `ca` answers when it is called (the engine's, which is
+ * known only once the engine has started).
+ */
+export function jsonCalls(ca: () => Buffer | undefined = () => undefined): JsonCalls {
+  const trusted = (): CallOptions => {
+    const cert = ca();
+    return cert ? { ca: cert } : {};
+  };
+  return {
+    async getJson(url, token) {
+      const u = new URL(url);
+      const added = [
+        ...(u.searchParams.has("f") ? [] : ["f=json"]),
+        ...(token ? [`token=${encodeURIComponent(token)}`] : []),
+      ].join("&");
+      const sep = added === "" ? "" : url.includes("?") ? "&" : "?";
+      return (await call(`${url}${sep}${added}`, trusted())).json();
+    },
+    async postJson(url, token, fields = {}) {
+      return (await call(url, { ...trusted(), body: form({ f: "json", token, ...fields }) })).json();
+    },
+  };
+}
