@@ -23,13 +23,10 @@ let portalId: string;
 
 beforeAll(async () => {
   dynamo = await inProcessStore();
-  const { bootstrapOrganization } = await import("#infra/admin/operations.ts");
-  ({
-    portal: { portalId },
-  } = await bootstrapOrganization({
-    name: "Steps Org",
-    admin: { username: "steps-admin", password: "steps-password-1" },
-  }));
+  // The organization an anonymous caller is answered by (the deployment's default one), and its admin.
+  const admin = { username: "steps-admin", password: "steps-password-1" };
+  const org = await (await import("#infra/admin/operations.ts")).bootstrapOrganization({ name: "Steps Org", admin });
+  portalId = org.portal.portalId;
   (await import("#shared/metrics.ts")).setMetricsSink((line) => metrics.push(line));
   m = {
     accessLog: (await import("#shared/http/pipeline/access-log.ts")).accessLog,
