@@ -1,0 +1,73 @@
+// Every error leaves through here: the `{error:{…}}` envelope (HTTP 200, as ArcGIS clients expect) in the requested
+// format, or on OAuth endpoints an RFC 6749 error body with its HTTP status. No stack trace ever reaches a client.
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { PORTAL_ROOT } from "#infra/system.ts";
+import { ApiError, errorBody, INTERNAL_ERROR, OAuthError } from "#shared/http/errors.ts";
+import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
+import { finish } from "#shared/http/pipeline/finish.ts";
+import type { Operation } from "#shared/http/pipeline/request.ts";
+import type { RestMiddleware } from "#shared/http/pipeline/state.ts";
+import { type Rendering, renderHtml, renderJson, renderOAuthError } from "#shared/http/render.ts";
+import { logger } from "#shared/log.ts";
+import { formPageOf, requestOrigins } from "#shared/urls.ts";
+
+export const errorEnvelope = (op: Operation): RestMiddleware => ({
+  onError: (request) => {
+    const err = request.error;
+    const s = request.internal;
+    const https = s.rendering?.https ?? requestOrigins(request.event).https;
+    let body: ReturnType<typeof errorBody> = INTERNAL_ERROR;
+    if (err instanceof ApiError) body = errorBody(err);
+    else if (!(err instanceof OAuthError) || op.protocol !== "oauth") {
+      logger.error("internal error", {
+        requestId: request.event.requestContext.requestId,
+        operation: op.name,
+        error: err instanceof Error ? err : new Error(String(err)),
+      });
+    }
+    if (op.protocol === "oauth") {
+      // Transport and parameter faults found by the shared steps (SSL, body size, method) are the client's.
+      const oauth =
+        err instanceof OAuthError
+          ? err
+          : err instanceof ApiError
+            ? new OAuthError("invalid_request", [err.message, ...err.details].join(" "))
+            : undefined;
+      s.errorCode = oauth?.status ?? 500;
+      request.response = renderOAuthError(oauth, https);
+      finish(request.response, s, op);
+      return;
+    }
+    s.errorCode = body.error.code;
+    const rendering: Rendering = s.rendering ?? { format: "json", https };
+    request.response =
+      rendering.format === "html"
+        ? renderHtml(
+            page(
+              `Error ${body.error.code}`,
+              `<div class="error"><h1>${escapeHtml(body.error.message)}</h1>${renderValue(body.error.details)}</div>` +
+                errorWayOn(request.event),
+            ),
+            rendering.https,
+          )
+        : renderJson(body, rendering);
+    finish(request.response, s, op);
+  },
+});
+
+/**
+ * Where a person goes from an error page, so that a refused form is not a dead end: back to the form they sent
+ * (the page it was on, as the browser's same-origin Referer names it, its prefilled values kept), the directory
+ * the path belongs to, and home.
+ */
+function errorWayOn(event: APIGatewayProxyEventV2): string {
+  const links: [href: string, label: string][] = [];
+  if (event.requestContext.http.method === "POST") {
+    links.push([formPageOf(event) ?? `${event.rawPath}?f=html`, "Back to the form"]);
+  }
+  const server = /^\/([^/]+)\/rest\//.exec(event.rawPath)?.[1];
+  if (event.rawPath.startsWith(PORTAL_ROOT)) links.push([`${PORTAL_ROOT}?f=html`, "Directory"]);
+  else if (server) links.push([`/${server}/rest/services?f=html`, "Services directory"]);
+  links.push(["/", "Home"]);
+  return `<p>${links.map(([href, label]) => `<a href="${escapeHtml(href)}">${escapeHtml(label)}</a>`).join(" · ")}</p>`;
+}
