@@ -13,4 +13,34 @@ export default tseslint.config(
       "no-console": "off",
     },
   },
+  // Imports run one way: bench/ and test/ → infra/ → functions/ → shared/ (the description, shared/system.ts, at its
+  // bottom, importing nothing). A static or dynamic import that runs up fails the check.
+  ...[
+    { files: ["shared/**/*.ts"], above: ["infra", "functions"] },
+    { files: ["functions/**/*.ts"], above: ["infra"] },
+    { files: ["infra/**/*.ts"], above: ["functions"] },
+  ].map(({ files, above }) => ({
+    files,
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              // A regex, not a gitignore-style group: there `#` would start a comment.
+              regex: `^(#|(\\.\\./)+)(${above.join("|")})/`,
+              message: `Imports run one way (test → infra → functions → shared): ${files[0]?.split("/")[0]}/ may not import ${above.join("/ or ")}/.`,
+            },
+          ],
+        },
+      ],
+      "no-restricted-syntax": [
+        "error",
+        ...above.map((layer) => ({
+          selector: `ImportExpression > Literal[value=/^(#|\\.\\.?\\/.*)${layer}\\//]`,
+          message: `Imports run one way (test → infra → functions → shared): no import() of ${layer}/ here.`,
+        })),
+      ],
+    },
+  })),
 );

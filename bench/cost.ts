@@ -280,8 +280,8 @@ async function monitoringCost(): Promise<void> {
   const { App } = await import("aws-cdk-lib");
   const { Template } = await import("aws-cdk-lib/assertions");
   const { MapgateStack } = await import("#infra/aws/stack.ts");
-  const { ROUTES } = await import("#infra/system.ts");
-  const { EVENTS } = await import("#infra/system.ts");
+  const { ROUTES } = await import("#shared/system.ts");
+  const { EVENTS } = await import("#shared/system.ts");
   const { OUTCOMES, SERVED_RESOURCES } = await import("#shared/metrics.ts");
   const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
   const stack = new MapgateStack(app, "mapgate-cost", {});

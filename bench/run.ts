@@ -10,7 +10,7 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 import { build, type Metafile } from "esbuild";
 import { splitEsbuildOptions } from "#infra/aws/bundling.ts";
-import { invocationFunction, REDELIVERY, ROUTES, WORKFLOW } from "#infra/system.ts";
+import { invocationFunction, REDELIVERY, ROUTES, WORKFLOW } from "#shared/system.ts";
 import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";

@@ -1,6 +1,6 @@
 // Everything under …/sharing/rest/community/ that no other route serves: groups and their members, as ArcGIS
 // has them. One function (the stack's resource budget counts functions), its operations declared in the `{name}`
-// templates of its route (infra/system.ts), each with the shared pipeline's steps; the use cases are in
+// templates of its route (shared/system.ts), each with the shared pipeline's steps; the use cases are in
 // shared/groups/ (lifecycle, membership, requests, search):
 //   POST createGroup                                   a new group, its owner its first member
 //   GET  groups?q=…                                    group search (the item search's query language)

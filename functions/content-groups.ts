@@ -1,6 +1,6 @@
 // What no other content route serves (…/sharing/rest/content/{path+}), as ArcGIS has it: a group's items and an
 // item's groups (shared/groups/content.ts). One function for both, its operations declared in the `{name}`
-// templates of its route (infra/system.ts); anything else is the usual 404.
+// templates of its route (shared/system.ts); anything else is the usual 404.
 import { groupContent, itemGroups } from "#shared/groups/content.ts";
 import { familyHandler } from "#shared/http/router.ts";
 import { itemsPage } from "#shared/item-pages.ts";

@@ -1,9 +1,9 @@
 // POST …/portals/<self | id>/datastores/<operation>: what the owner of a data store registered through the
 // portal does with it, one Lambda for the six operations (a function costs the stack eight resources, and
-// CloudFormation holds 500), declared in the `{name}` templates of its route (infra/system.ts); the operations
+// CloudFormation holds 500), declared in the `{name}` templates of its route (shared/system.ts); the operations
 // are in shared/datastore-operations.ts. The route is `datastores/{operation+}`: describe, publish, publishLayers
 // and getLayers have routes of their own, which API Gateway prefers to this one.
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import {
   addToServer,
   deleteLayers,

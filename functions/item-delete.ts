@@ -3,7 +3,7 @@
 // pair removed). A data store's item goes with its data store and its secret, once no layer published from it
 // remains (deleteLayers first).
 import { removeDataStore } from "#shared/datastore-registration.ts";
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";

@@ -15,7 +15,7 @@ import { boolParam } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { GROUP_BOX, itemPageHref, OFFERED_GROUPS } from "#shared/item-pages.ts";
 import { resultPage } from "#shared/http/html.ts";
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { changing, managedItem, visibleItem } from "#shared/items.ts";
 import { changeItemSharing, type Item, MAX_GROUP_CHANGES, MAX_ITEM_GROUPS } from "#shared/stores/items.ts";
 import type { Access } from "#shared/stores/service-keys.ts";

@@ -4,7 +4,7 @@
 // (`{error:{code,message,details}}`). A job operation given a task token answers it when the job ends; if the
 // operation is refused before a job starts, the token is failed at once, so no workflow waits for nothing.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import type { InvokedOperation } from "#infra/system.ts";
+import type { InvokedOperation } from "#shared/system.ts";
 import { config } from "#shared/config.ts";
 import { ApiError, errorBody, INTERNAL_ERROR } from "#shared/http/errors.ts";
 import type { Invocation, RestContext } from "#shared/http/pipeline.ts";

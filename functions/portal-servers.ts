@@ -1,6 +1,6 @@
 // GET|POST …/sharing/rest/portals/<self | id>/servers: the organization's federated servers, so a client
 // can find the serverURL for a server-token. Members of the organization only.
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { escapeHtml, page } from "#shared/http/html.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { listPortalServers, serverView } from "#shared/stores/servers.ts";

@@ -6,7 +6,7 @@ import { requireRoleAdmin } from "#shared/roles.ts";
 import { failedConditions } from "#shared/stores/dynamo.ts";
 import { getRole, listRoles } from "#shared/stores/roles.ts";
 import { BUILT_IN_ROLES, getUser, listPortalUsers, setUserRole } from "#shared/stores/users.ts";
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { resultPage } from "#shared/http/html.ts";
 import { emit } from "#shared/events.ts";
 

@@ -1,7 +1,7 @@
 // Configuration is read from the environment once, at cold start, and validated there: a function
 // that is missing a variable its construct should have set fails loudly at start, not mid-request.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { TABLES, type TableName, tableEnvName } from "#infra/system.ts";
+import { TABLES, type TableName, tableEnvName } from "#shared/system.ts";
 
 export interface Config {
   readonly tables: Readonly<Partial<Record<TableName, string>>>;

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import type { PutEventsCommandOutput, PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { PutCommand } from "@aws-sdk/lib-dynamodb";
-import { EVENTS, type EventType } from "#infra/system.ts";
+import { EVENTS, type EventType } from "#shared/system.ts";
 import { config, tableName } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
 import { count, METRIC } from "#shared/metrics.ts";

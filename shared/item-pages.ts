@@ -2,7 +2,7 @@
 // share, update and delete it) and lists of items (a user's content, search results).
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { escapeHtml, page, renderDate, renderForm } from "#shared/http/html.ts";
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 import { viewLink } from "#shared/viewer/links.ts";
 

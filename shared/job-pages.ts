@@ -1,6 +1,6 @@
 // The HTML of a job: its progress in words, the services a publish job made, the contents a describe job found
 // (each leading on to the next form), then the job as tables.
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { serviceConfiguration } from "#shared/form-choices.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";

@@ -2,7 +2,7 @@
 // named by the job id: a repeated start of the same job is the same execution, never a second run.
 import { randomBytes } from "node:crypto";
 import { SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { config } from "#shared/config.ts";
 import { renderValue, resultPage } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";

@@ -5,7 +5,7 @@
 // Dimensions are kept low-cardinality by construction: operation names, outcome classes, event and job kinds.
 // Never a user, an item, a path or a request id (those ride along as plain members, searchable in the log).
 
-import { ROUTES, type RouteSpec, routeKeys } from "#infra/system.ts";
+import { ROUTES, type RouteSpec, routeKeys } from "#shared/system.ts";
 
 /** The CloudWatch namespace of every mapgate metric. */
 export const NAMESPACE = "mapgate";

@@ -1,7 +1,7 @@
 // The rules of custom-role administration, shared by the role handlers.
 import { KNOWN_PRIVILEGES, ROLE_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { ApiError, badRequest, forbidden, notFound } from "#shared/http/errors.ts";
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { escapeHtml, page, renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, requireMember } from "#shared/http/pipeline.ts";
 import { getRole, NameTakenError, type Role, StaleRoleError } from "#shared/stores/roles.ts";

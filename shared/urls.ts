@@ -1,6 +1,10 @@
 // Public URLs of the portal and its hosted servers, built from the request's origin.
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/system.ts";
 import { config } from "#shared/config.ts";
+
+// The portal's sharing REST root is declared with the routes (the description); modules that need the URL and
+// nothing else of the description take it from here.
+export { PORTAL_ROOT };
 
 /** The versions this deployment reports: an ArcGIS Enterprise 10.8.1 portal and server. */
 export const PORTAL_REST_VERSION = "8.2";

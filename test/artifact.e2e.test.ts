@@ -22,7 +22,7 @@ import { bootstrapDemo, DEMO_CACHE_PATHS, WORLD_DATASETS } from "#infra/admin/de
 import { registerCaller } from "#infra/admin/callers.ts";
 import { registerDataStore } from "#infra/admin/operations.ts";
 import { ensureDemoCaches, filesOf } from "#infra/local/demo/write.ts";
-import { WORKFLOW } from "#infra/system.ts";
+import { WORKFLOW } from "#shared/system.ts";
 import { createJob, newJob } from "#shared/stores/jobs.ts";
 import { REGION, synthesize } from "./helpers/artifact.ts";
 import { type ArtifactSystem, startArtifactSystem } from "./helpers/artifact-system.ts";

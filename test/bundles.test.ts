@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { build, type Metafile } from "esbuild";
 import { describe, expect, it } from "vitest";
 import { BUNDLE, splitEsbuildOptions } from "#infra/aws/bundling.ts";
-import { INVOCATION, invocationFunction, REDELIVERY, ROUTES, WORKFLOW } from "#infra/system.ts";
+import { INVOCATION, invocationFunction, REDELIVERY, ROUTES, WORKFLOW } from "#shared/system.ts";
 import { ROOT } from "./helpers/engine.ts";
 
 const modules = [

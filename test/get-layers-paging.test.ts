@@ -9,7 +9,7 @@ import { apiEvent, countRequests, inProcessStore, lambdaContext } from "./helper
 const store = await inProcessStore();
 const { ddb, observeStore } = await import("#shared/stores/dynamo.ts");
 const { grants } = await import("#shared/config.ts");
-const { ROUTES } = await import("#infra/system.ts");
+const { ROUTES } = await import("#shared/system.ts");
 const ops = await import("#infra/admin/operations.ts");
 const { issueToken } = await import("#shared/auth/tokens.ts");
 const { forEachPairPage, recordPair } = await import("#shared/stores/layers.ts");

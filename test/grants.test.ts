@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
 import { splitEsbuildOptions } from "#infra/aws/bundling.ts";
-import { type Access, invocationFunction, REDELIVERY, ROUTES, TABLES, WORKFLOW } from "#infra/system.ts";
+import { type Access, invocationFunction, REDELIVERY, ROUTES, TABLES, WORKFLOW } from "#shared/system.ts";
 import { ROOT } from "./helpers/engine.ts";
 
 interface Granted {

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { CACHED_PATH, CDN_MAX_TTL_SECONDS, CREDENTIALS_HEADER } from "#infra/aws/cdn.ts";
 import { DEFAULT_THRESHOLDS } from "#infra/aws/monitoring.ts";
 import { MapgateStack } from "#infra/aws/stack.ts";
-import { invocationFunction, REDELIVERY, ROUTES, SECRETS, TABLES, tableEnvName, WORKFLOW } from "#infra/system.ts";
+import { invocationFunction, REDELIVERY, ROUTES, SECRETS, TABLES, tableEnvName, WORKFLOW } from "#shared/system.ts";
 import { readConfig, TUNABLES } from "#shared/config.ts";
 import { EDGE_KEY_HEADER, VIEWER_ADDRESS_HEADER } from "#shared/http/edge.ts";
 import { METRIC, NAMESPACE } from "#shared/metrics.ts";

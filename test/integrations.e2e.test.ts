@@ -17,7 +17,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EVENTS, type EventType, eventSchemaFile } from "#infra/system.ts";
+import { EVENTS, type EventType, eventSchemaFile } from "#shared/system.ts";
 import { stableItemId } from "#shared/publishing.ts";
 import { adminCommand, type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";

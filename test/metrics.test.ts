@@ -9,7 +9,7 @@ import { PutCommand } from "@aws-sdk/lib-dynamodb";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CDN_MAX_TTL_SECONDS } from "#infra/aws/cdn.ts";
-import { ROUTES, routeKeys } from "#infra/system.ts";
+import { ROUTES, routeKeys } from "#shared/system.ts";
 import type { Service } from "#shared/stores/services.ts";
 import { newDataDir, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { checkEmf, emfLines } from "./helpers/emf.ts";

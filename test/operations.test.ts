@@ -1,11 +1,11 @@
-// The operations function runs each operation with the handler of the route infra/system.ts names for it (its
+// The operations function runs each operation with the handler of the route shared/system.ts names for it (its
 // handler modules are listed in functions/operations.ts so the bundler can see them), group operations included.
 import type { Context } from "aws-lambda";
 import { beforeAll, describe, expect, it } from "vitest";
 import { inProcessStore, lambdaContext } from "./helpers/in-process.ts";
 
 await inProcessStore();
-const { INVOCATION, ROUTES, invokedRoute } = await import("#infra/system.ts");
+const { INVOCATION, ROUTES, invokedRoute } = await import("#shared/system.ts");
 const { MODULES, handler } = await import("#functions/operations.ts");
 const { MAX_PARAM_DEPTH } = await import("#shared/invocation/event.ts");
 

@@ -152,7 +152,7 @@ describe("a job's page", () => {
 describe("table grants on one process", () => {
   it("keeps a function to the tables its route declares, as its environment does on AWS", async () => {
     const { grants } = await import("#shared/config.ts");
-    const { ROUTES } = await import("#infra/system.ts");
+    const { ROUTES } = await import("#shared/system.ts");
     const route = ROUTES.find((r) => r.id === "portal-self");
     const path = "/portal/sharing/rest/portals/self";
     // Run as the gateway runs it: with the route's own tables, the handler works.

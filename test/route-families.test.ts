@@ -6,7 +6,7 @@ import { App } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MapgateStack } from "#infra/aws/stack.ts";
-import { INVOCATION, invokedRoute, type InvokedOperation, ROUTES, type RouteSpec } from "#infra/system.ts";
+import { INVOCATION, invokedRoute, type InvokedOperation, ROUTES, type RouteSpec } from "#shared/system.ts";
 import { compileTemplates, fillTemplate, type Matcher } from "#shared/http/router.ts";
 import { type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call } from "./helpers/http.ts";

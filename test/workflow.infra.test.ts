@@ -8,7 +8,7 @@ import { Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MapgateStack } from "#infra/aws/stack.ts";
 import { bindTasks, readDefinition, taskStates } from "#infra/local/workflows.ts";
-import { ROUTES, taskVariable, WORKFLOW } from "#infra/system.ts";
+import { ROUTES, taskVariable, WORKFLOW } from "#shared/system.ts";
 import { PAGE } from "#shared/publish-layers.ts";
 import { JOB_DEADLINE_MS } from "#shared/publishing.ts";
 import { ROOT } from "./helpers/engine.ts";

@@ -9,7 +9,7 @@ import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secre
 import { followEvents } from "./events.ts";
 import { formatMetrics, sumMetrics } from "./metrics.ts";
 import { OPERATIONS_FUNCTION_ARN } from "../local/lambda.ts";
-import { TABLES, tableEnvName } from "#infra/system.ts";
+import { TABLES, tableEnvName } from "#shared/system.ts";
 import { generatePassword } from "#shared/auth/passwords.ts";
 import type { DataStore, Dataset, StoreLocation } from "#shared/stores/datastores.ts";
 import { updatePortal } from "#shared/stores/portals.ts";

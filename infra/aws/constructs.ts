@@ -5,7 +5,7 @@ import { AttributeType, Billing, TableEncryptionV2, TableV2 } from "aws-cdk-lib/
 import type { Function as LambdaFunction } from "aws-cdk-lib/aws-lambda";
 import { Secret } from "aws-cdk-lib/aws-secretsmanager";
 import { Construct } from "constructs";
-import { type Access, SECRETS, type SecretName, type TableSpec, tableEnvName } from "#infra/system.ts";
+import { type Access, SECRETS, type SecretName, type TableSpec, tableEnvName } from "#shared/system.ts";
 
 export class MapgateTable extends Construct {
   readonly table: TableV2;

@@ -62,7 +62,7 @@ import {
   type TaskSpec,
   taskVariable,
   WORKFLOW,
-} from "#infra/system.ts";
+} from "#shared/system.ts";
 import { VIEWER_ASSETS, VIEWER_ASSETS_FOLDER } from "#shared/viewer/assets.ts";
 import { MapgateCdn } from "./cdn.ts";
 import { MapgateSecret, MapgateTable } from "./constructs.ts";

@@ -3,7 +3,7 @@
 // an owner-only file of the data folder.
 import { createWriteStream, existsSync, mkdirSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { setLogDestination } from "#shared/log.ts";
 import { DEMO_PASSWORDS_FILE, type DemoPassword, LOG_FILE, writeDemoPasswords } from "./data-folder.ts";
 

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createRequire } from "node:module";
 import { CreateTableCommand, DynamoDBClient, ResourceInUseException } from "@aws-sdk/client-dynamodb";
 import dynalite from "dynalite";
-import { TABLES, type TableSpec } from "#infra/system.ts";
+import { TABLES, type TableSpec } from "#shared/system.ts";
 import type { StoreAnswer, StoreCall } from "./store-call.ts";
 import { openTransactionLayer, serveHttp } from "./transactions.ts";
 

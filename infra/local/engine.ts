@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bootstrapDemo, type DemoResult } from "#infra/admin/demo.ts";
 import { backfillItems } from "#infra/admin/operations.ts";
-import { REDELIVERY, TABLES, tableEnvName } from "#infra/system.ts";
+import { REDELIVERY, TABLES, tableEnvName } from "#shared/system.ts";
 import { grants } from "#shared/config.ts";
 import { setMetricsSink } from "#shared/metrics.ts";
 import { callerWorkflows } from "./caller-workflows.ts";

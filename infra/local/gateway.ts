@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { pathToFileURL } from "node:url";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { lambdaContext } from "./lambda-context.ts";
-import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec, takesAnyMethod } from "#infra/system.ts";
+import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec, takesAnyMethod } from "#shared/system.ts";
 import { grants } from "#shared/config.ts";
 import { Deadlines } from "#shared/deadlines.ts";
 import { logger } from "#shared/log.ts";

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Context } from "aws-lambda";
 import { lambdaContext } from "./lambda-context.ts";
-import { invocationFunction, LAMBDA_PAYLOAD_BYTES } from "#infra/system.ts";
+import { invocationFunction, LAMBDA_PAYLOAD_BYTES } from "#shared/system.ts";
 import { grants } from "#shared/config.ts";
 import { CALLER_ID, getCaller, principalOf } from "#shared/stores/callers.ts";
 

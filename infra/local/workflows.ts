@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { StateMachine } from "aws-local-stepfunctions";
-import { type TaskSpec, taskVariable, WORKFLOW } from "#infra/system.ts";
+import { type TaskSpec, taskVariable, WORKFLOW } from "#shared/system.ts";
 import {
   answer,
   AwsJsonError,

@@ -3,7 +3,7 @@
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { BUILT_IN_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { type Presented, type TokenClaims, verifyToken } from "#shared/auth/tokens.ts";
-import type { TableName } from "#infra/system.ts";
+import type { TableName } from "#shared/system.ts";
 import { tableName } from "#shared/config.ts";
 import { cookieValues } from "#shared/http/cookies.ts";
 import { badRequest, invalidToken } from "#shared/http/errors.ts";

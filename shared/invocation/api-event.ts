@@ -1,7 +1,7 @@
 // The API Gateway event an invoked operation becomes: the route it names, its path filled from the event's
 // params (the rest sent as the form body), as API Gateway would deliver a POST of that path.
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
-import { invokedRoute, ROUTES, routeKeys } from "#infra/system.ts";
+import { invokedRoute, ROUTES, routeKeys } from "#shared/system.ts";
 import { config } from "#shared/config.ts";
 import { ApiError } from "#shared/http/errors.ts";
 import { fillTemplate } from "#shared/http/router.ts";

@@ -1,6 +1,6 @@
 // The browser session: the `vendor_authcookie` cookie that carries a token (URL-encoded JSON, as on the
 // original), the lifetime of the tokens people and apps get, and where a browser may be sent back to.
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { AUTH_COOKIE, AUTH_COOKIE_ATTRIBUTES } from "#shared/auth/identity.ts";
 import { issueToken, type NewToken } from "#shared/auth/tokens.ts";
 import { config } from "#shared/config.ts";

@@ -13,7 +13,7 @@ import { DynamoDBDocumentClient, QueryCommand, ScanCommand } from "@aws-sdk/lib-
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import type { InitializeMiddleware, MetadataBearer } from "@smithy/types";
-import type { TABLES } from "#infra/system.ts";
+import type { TABLES } from "#shared/system.ts";
 import { tableName } from "#shared/config.ts";
 
 const engineOptions = (globalThis as { [key: symbol]: DynamoDBClientConfig | undefined })[
@@ -90,7 +90,7 @@ export async function queryAll(input: QueryInput): Promise<Record<string, unknow
   return out;
 }
 
-/** The tables infra/system.ts gives a `byPortal` index. */
+/** The tables shared/system.ts gives a `byPortal` index. */
 type WithPortalIndex<T> = T extends { name: infer Name; indexes: readonly (infer Index)[] }
   ? Index extends { name: "byPortal" }
     ? Name

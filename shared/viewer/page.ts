@@ -9,7 +9,7 @@ import { itemPageHref } from "#shared/item-pages.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
 import type { TileInfo } from "#shared/caches/tiling.ts";
 import { hostedServer } from "#shared/stores/servers.ts";
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { viewerAssetHref } from "#shared/viewer/assets.ts";
 import { VIEWER_PATH } from "#shared/viewer/links.ts";
 

@@ -14,7 +14,7 @@ import { Gateway } from "#infra/local/gateway.ts";
 import { type LocalWorkflows, startWorkflows, type TaskFn, taskStates } from "#infra/local/workflows.ts";
 import { eventFiles, startEvents } from "#infra/local/events.ts";
 import { callerWorkflows } from "#infra/local/caller-workflows.ts";
-import { type RouteSpec, routeKeys } from "#infra/system.ts";
+import { type RouteSpec, routeKeys } from "#shared/system.ts";
 import { ACCOUNT, allows, arnLike, type Assembly, type FunctionArtifact, REGION } from "./artifact.ts";
 import { type AwsStandIn, type Decision, startAwsStandIn } from "./aws-stand-in.ts";
 import { ROOT } from "./engine.ts";

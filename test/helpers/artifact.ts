@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { localTableName } from "#infra/local/dynamo.ts";
-import { invocationFunction, REDELIVERY, ROUTES, TABLES, WORKFLOW } from "#infra/system.ts";
+import { invocationFunction, REDELIVERY, ROUTES, TABLES, WORKFLOW } from "#shared/system.ts";
 
 export const ACCOUNT = "123456789012";
 export const REGION = "us-east-1";

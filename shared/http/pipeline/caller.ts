@@ -79,7 +79,7 @@ export const caller = (op: Operation): RestMiddleware => ({
     const params = n.params;
     const address = clientAddress(event);
     const sourceIp = typeof address === "string" ? address : await address;
-    // A path's GET and POST are one `ANY` route (infra/system.ts): every other method stops here.
+    // A path's GET and POST are one `ANY` route (shared/system.ts): every other method stops here.
     const verb = event.requestContext.http.method.toUpperCase();
     if (verb !== "GET" && verb !== "POST") throw methodNotAllowed("Only GET and POST are supported.");
     if (op.httpsOnly && !rendering.https) {

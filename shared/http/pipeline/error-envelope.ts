@@ -1,7 +1,7 @@
 // Every error leaves through here: the `{error:{…}}` envelope (HTTP 200, as ArcGIS clients expect) in the requested
 // format, or on OAuth endpoints an RFC 6749 error body with its HTTP status. No stack trace ever reaches a client.
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { ApiError, errorBody, INTERNAL_ERROR, OAuthError } from "#shared/http/errors.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { finish } from "#shared/http/pipeline/finish.ts";

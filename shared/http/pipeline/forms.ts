@@ -1,7 +1,7 @@
 // The pages a browser's form gets from the pipeline itself, whatever the operation: the form that performs it,
 // the confirmation an irreversible one asks for, and post/redirect/get's sealed result page.
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { PORTAL_ROOT } from "#infra/system.ts";
+import { PORTAL_ROOT } from "#shared/urls.ts";
 import { CSRF_FIELD } from "#shared/auth/csrf.ts";
 import { FORM_RESULT, formCookie, sealFormResult } from "#shared/http/form-results.ts";
 import { escapeHtml, type FormField, type HtmlPage, page, renderForm } from "#shared/http/html.ts";
