@@ -725,7 +725,7 @@ describe("custom roles and publishing", () => {
       serverFolder: "Custom",
       serviceConfiguration: sceneConfig("By_Custom_Role", undefined, ownStore),
     });
-    expect(ok.success).toBe(true);
+    expect(ok).toMatchObject({ success: true });
     expect((await waitFor(String(ok.jobId), String(ok.key), "user")).status).toBe("completed");
     await post(`/roles/${id}/setPrivileges`, "admin", {
       privileges: JSON.stringify({ privileges: ["portal:user:createItem"] }),
