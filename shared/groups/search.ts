@@ -1,9 +1,8 @@
 // Group search (community/groups?q=…): the item search's query language over an organization's groups.
 import { groupView, groupVisibleTo } from "#shared/groups.ts";
 import { badRequest } from "#shared/http/errors.ts";
-import { intParam } from "#shared/http/params.ts";
 import type { Compute } from "#shared/http/pipeline.ts";
-import { pageOf } from "#shared/paging.ts";
+import { pageOf, readPaging, readSort } from "#shared/paging.ts";
 import { matches, parseQuery, type Query, QueryError } from "#shared/search-query.ts";
 import { type Group, listPortalGroups } from "#shared/stores/groups.ts";
 
@@ -20,14 +19,13 @@ function compare(field: (typeof SORT_FIELDS)[number], a: Group, b: Group): numbe
 export const searchGroups: Compute = async (req) => {
   const problems: string[] = [];
   const q = req.params.get("q") ?? "";
-  const start = intParam(req.params.get("start"), "start", 1, 1, MAX_CANDIDATES, problems);
-  const num = intParam(req.params.get("num"), "num", 10, 0, 100, problems);
-  const sortField = req.params.get("sortField")?.trim().toLowerCase() || undefined;
-  if (sortField !== undefined && !(SORT_FIELDS as readonly string[]).includes(sortField)) {
-    problems.push(`'sortField' must be one of ${SORT_FIELDS.join(", ")}.`);
-  }
-  const order = req.params.get("sortOrder")?.trim().toLowerCase() || undefined;
-  if (order !== undefined && order !== "asc" && order !== "desc") problems.push("'sortOrder' must be asc or desc.");
+  // Paged and sorted by the rule every list follows, with item search's bounds.
+  const { start, num } = readPaging(
+    req.params,
+    { maxStart: MAX_CANDIDATES, minNum: 0, maxNum: 100, defaultNum: 10 },
+    problems,
+  );
+  const sort = readSort(req.params, SORT_FIELDS, problems);
   let query: Query | undefined;
   try {
     query = parseQuery(q);
@@ -59,8 +57,8 @@ export const searchGroups: Compute = async (req) => {
         snippet: g.snippet,
       }),
   );
-  const field = (sortField as (typeof SORT_FIELDS)[number] | undefined) ?? "title";
-  const sign = (order ?? "asc") === "desc" ? -1 : 1;
+  const field = sort.field ?? "title";
+  const sign = (sort.order ?? "asc") === "desc" ? -1 : 1;
   hits.sort((a, b) => sign * compare(field, a, b) || a.groupId.localeCompare(b.groupId));
   const { shown, ...page } = pageOf(hits, start, num);
   return { query: q, ...page, results: shown.map((g) => groupView(g)) };

@@ -7,7 +7,7 @@
 // by segment with each template, so matching costs time linear in the path. A path no template matches gets the
 // one 404.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import { noSuchResource } from "#shared/http/errors.ts";
+import { nothingServed } from "#shared/http/errors.ts";
 import { type Compute, type Operation, restHandler } from "#shared/http/pipeline.ts";
 
 export type EventHandler = (
@@ -112,9 +112,9 @@ export interface Family {
   readonly operations: Readonly<Record<string, FamilyOperation>>;
 }
 
-/** The 404 of a path nothing serves. */
-export const nothingServed: Compute = async (req) => {
-  throw noSuchResource([`Nothing is served at ${req.method} ${req.event.rawPath.slice(0, 200)}.`]);
+/** The 404 of a path nothing serves (the one every route answers). */
+export const servesNothing: Compute = async (req) => {
+  throw nothingServed(req.method, req.event.rawPath);
 };
 
 /**
@@ -126,7 +126,7 @@ export function familyHandler(family: Family): EventHandler & { readonly matcher
     Object.entries(family.operations).map(([template, { op, compute }]) => [template, restHandler(op, compute)]),
   );
   const matcher = compileTemplates<EventHandler>(handlers, family.shapes);
-  const fallback = restHandler({ name: family.notFound }, nothingServed);
+  const fallback = restHandler({ name: family.notFound }, servesNothing);
   const handler = (event: APIGatewayProxyEventV2, context: Context) => {
     const found = matcher.match(event.pathParameters?.[family.greedy] ?? "");
     if (!found) return fallback(event, context);
