@@ -13,7 +13,8 @@ php -m 2>/dev/null | grep -qx soap || need+=(php-soap)
 /usr/bin/python3 -c "import suds" 2>/dev/null || need+=(python3-suds)
 [ -x /usr/bin/chromium ] || need+=(chromium fonts-dejavu-core)
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql)
-[ -f /usr/share/postgresql/15/extension/postgis.control ] || need+=(postgresql-15-postgis-3)
+# The library itself: its control file belongs to postgresql-15-postgis-3-scripts, which stays when PostGIS goes.
+[ -f /usr/lib/postgresql/15/lib/postgis-3.so ] || need+=(postgresql-15-postgis-3)
 command -v ogr2ogr >/dev/null 2>&1 || need+=(gdal-bin)
 if [ ${#need[@]} -eq 0 ]; then
   echo "setup: every system package the tests need is installed"
