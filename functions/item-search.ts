@@ -9,11 +9,11 @@ import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { itemsPage } from "#shared/item-pages.ts";
 import { itemView } from "#shared/items.ts";
 import { matches, parseQuery, type Query, QueryError, requiredValues } from "#shared/search-query.ts";
-import { pageOf, readPaging, readSort } from "#shared/paging.ts";
+import { pageOf, readPaging, readSort, SEARCH_PAGING } from "#shared/paging.ts";
 import { getItems, type Item, type ItemIndex, PUBLIC_PARTITION, queryItems } from "#shared/stores/items.ts";
 
 const FAILED = "Unable to search.";
-const MAX_CANDIDATES = 10_000;
+const MAX_CANDIDATES = SEARCH_PAGING.maxStart;
 const SORT_FIELDS = ["title", "created", "modified", "type", "owner"] as const;
 type SortField = (typeof SORT_FIELDS)[number];
 
@@ -86,11 +86,7 @@ export const handler = restHandler(
   async (req) => {
     const q = req.params.get("q") ?? "";
     const problems: string[] = [];
-    const { start, num } = readPaging(
-      req.params,
-      { maxStart: MAX_CANDIDATES, minNum: 0, maxNum: 100, defaultNum: 10 },
-      problems,
-    );
+    const { start, num } = readPaging(req.params, SEARCH_PAGING, problems);
     // ArcGIS documents "uploaded" among its sort fields: the creation date, sorted here as "created".
     const sort = readSort(req.params, SORT_FIELDS, problems, { uploaded: "created" });
     let query: Query | undefined;

@@ -32,6 +32,9 @@ export interface PagingLimits {
   readonly numCapApart?: boolean;
 }
 
+/** Item and group search: up to 10,000 candidates, pages of up to 100 (0 for a count alone), 10 by default. */
+export const SEARCH_PAGING = { maxStart: 10_000, minNum: 0, maxNum: 100, defaultNum: 10 } as const;
+
 /** Lists of a user's items and of an organization's users: read whole, so `start` is bounded only loosely. */
 export const LIST_PAGING = {
   maxStart: 1_000_000,

@@ -22,7 +22,7 @@ import { geoPackageDataset, type OpenDataset, postGisDataset } from "#shared/fea
 import { ApiError } from "#shared/http/errors.ts";
 import { Params } from "#shared/http/params.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
-import { cities } from "./helpers/feature-layer.ts";
+import { citiesLayer } from "./helpers/feature-layer.ts";
 import { copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
 
 let work: string;
@@ -36,25 +36,7 @@ beforeAll(async () => {
   db = await startPostgres();
   work = mkdtempSync(join(tmpdir(), "mapgate-parity-"));
   const file = join(work, "cities.gpkg");
-  writeGeoPackage(file, [
-    {
-      name: "cities",
-      geometryType: "POINT",
-      columns: [
-        { name: "name", type: "TEXT" },
-        { name: "pop", type: "INTEGER" },
-        { name: "area", type: "REAL" },
-        { name: "founded", type: "DATETIME" },
-        { name: "day", type: "DATE" },
-        { name: "kind", type: "TEXT", maxLength: 16 },
-      ],
-      rows: cities.map((c) => ({
-        id: c.objectid,
-        values: { name: c.name, pop: c.pop, area: c.area, founded: c.founded, day: c.day, kind: c.kind },
-        geometry: { type: "Point", coordinates: [c.x, c.y] },
-      })),
-    },
-  ]);
+  writeGeoPackage(file, [citiesLayer]);
   gpkg = await GeoPackage.open(file, "v1");
   const fileSchema = gpkg.schema("cities");
   if (!fileSchema || fileSchema instanceof DatasetError) throw new Error("no cities layer in the GeoPackage");

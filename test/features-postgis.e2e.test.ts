@@ -29,7 +29,7 @@ import {
   registerPostgresStore,
 } from "./helpers/admin.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { cities } from "./helpers/feature-layer.ts";
+import { cities, citiesLayer } from "./helpers/feature-layer.ts";
 import { call } from "./helpers/http.ts";
 import { share } from "./helpers/publish.ts";
 import { blackHole, copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
@@ -90,25 +90,7 @@ beforeAll(async () => {
     .token as string;
   // The same rows in a GeoPackage and in PostGIS: the demo's world tables, and the cities fixture (every type).
   work = mkdtempSync(join(tmpdir(), "mapgate-pg-test-"));
-  writeGeoPackage(join(work, "cities.gpkg"), [
-    {
-      name: "cities",
-      geometryType: "POINT",
-      columns: [
-        { name: "name", type: "TEXT" },
-        { name: "pop", type: "INTEGER" },
-        { name: "area", type: "REAL" },
-        { name: "founded", type: "DATETIME" },
-        { name: "day", type: "DATE" },
-        { name: "kind", type: "TEXT", maxLength: 16 },
-      ],
-      rows: cities.map((c) => ({
-        id: c.objectid,
-        values: { name: c.name, pop: c.pop, area: c.area, founded: c.founded, day: c.day, kind: c.kind },
-        geometry: { type: "Point", coordinates: [c.x, c.y] },
-      })),
-    },
-  ]);
+  writeGeoPackage(join(work, "cities.gpkg"), [citiesLayer]);
   const world = join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH);
   for (const table of ["countries", "places", "attribution"]) await copyGeoPackageTable(world, table, db.admin);
   await copyGeoPackageTable(join(work, "cities.gpkg"), "cities", db.admin);

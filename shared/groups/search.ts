@@ -2,11 +2,11 @@
 import { groupView, groupVisibleTo } from "#shared/groups.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import type { Compute } from "#shared/http/pipeline.ts";
-import { pageOf, readPaging, readSort } from "#shared/paging.ts";
+import { pageOf, readPaging, readSort, SEARCH_PAGING } from "#shared/paging.ts";
 import { matches, parseQuery, type Query, QueryError } from "#shared/search-query.ts";
 import { type Group, listPortalGroups } from "#shared/stores/groups.ts";
 
-const MAX_CANDIDATES = 10_000;
+const MAX_CANDIDATES = SEARCH_PAGING.maxStart;
 const SORT_FIELDS = ["title", "owner", "created", "modified"] as const;
 
 function compare(field: (typeof SORT_FIELDS)[number], a: Group, b: Group): number {
@@ -20,11 +20,7 @@ export const searchGroups: Compute = async (req) => {
   const problems: string[] = [];
   const q = req.params.get("q") ?? "";
   // Paged and sorted by the rule every list follows, with item search's bounds.
-  const { start, num } = readPaging(
-    req.params,
-    { maxStart: MAX_CANDIDATES, minNum: 0, maxNum: 100, defaultNum: 10 },
-    problems,
-  );
+  const { start, num } = readPaging(req.params, SEARCH_PAGING, problems);
   const sort = readSort(req.params, SORT_FIELDS, problems);
   let query: Query | undefined;
   try {

@@ -2,6 +2,7 @@
 // laid out as a GeoPackage feature table (ISO 8601 text dates, GeoPackage point blobs, an R*Tree), with the
 // mapgate_* functions registered as the GeoPackage reader registers them.
 import { DatabaseSync } from "node:sqlite";
+import type { GeoPackageLayer } from "#infra/local/demo/geopackage.ts";
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
 import { SQLITE_DEADLINE } from "#shared/features/sql/sqlite.ts";
 import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-functions.ts";
@@ -132,6 +133,25 @@ export const cities: readonly City[] = [
     y: 43.7,
   },
 ];
+
+/** The same cities as a GeoPackage layer, for tests that write them to a file (and copy them to PostGIS). */
+export const citiesLayer: GeoPackageLayer = {
+  name: "cities",
+  geometryType: "POINT",
+  columns: [
+    { name: "name", type: "TEXT" },
+    { name: "pop", type: "INTEGER" },
+    { name: "area", type: "REAL" },
+    { name: "founded", type: "DATETIME" },
+    { name: "day", type: "DATE" },
+    { name: "kind", type: "TEXT", maxLength: 16 },
+  ],
+  rows: cities.map((c) => ({
+    id: c.objectid,
+    values: { name: c.name, pop: c.pop, area: c.area, founded: c.founded, day: c.day, kind: c.kind },
+    geometry: { type: "Point", coordinates: [c.x, c.y] },
+  })),
+};
 
 /** A GeoPackage point blob: header (little endian, no envelope unless asked) and WKB. */
 export function gpkgPoint(x: number, y: number, srid = 4326, envelope = false): Uint8Array {
