@@ -34,7 +34,13 @@ async function newPage(): Promise<{ context: BrowserContext; page: Page }> {
   page.on("pageerror", (e) => consoleMessages.push({ type: "pageerror", text: e.message, url: page.url() }));
   page.on("response", (r) => {
     if (!(r.headers()["content-type"] ?? "").startsWith("text/html")) return;
-    htmlPages.push({ url: r.url(), headers: r.headers(), body: r.text().catch((e: Error) => `unread: ${e.message}`) });
+    // Chromium drops a body once its page navigates on (a 303's target arriving fast): a GET is then read again
+    // with the same cookies, so the check below still sees what the page served; anything else stays "unread".
+    const body = r.text().catch(async (e: Error) => {
+      if (r.request().method() !== "GET") return `unread: ${e.message}`;
+      return (await context.request.get(r.url(), { maxRedirects: 0 })).text();
+    });
+    htmlPages.push({ url: r.url(), headers: r.headers(), body });
   });
   return { context, page };
 }
