@@ -289,6 +289,10 @@ describe("each published service at its serviceUrl", () => {
     )) as { sources: Record<string, { tiles?: string[]; url?: string }>; sprite: string; glyphs: string };
     const source = Object.values(style.sources)[0];
     expect(source?.tiles?.[0]).toBe(`${published.vector}/tile/{z}/{y}/{x}.pbf?token=${tokens.user}`);
+    // ArcGIS clients read the service's extent and tiling scheme from the source's url: the service JSON.
+    expect(source?.url).toBe(`${published.vector}?f=json&token=${tokens.user}`);
+    const described = (await fetch(source?.url ?? "").then((r) => r.json())) as Record<string, unknown>;
+    expect(described).toMatchObject({ fullExtent: { xmin: expect.any(Number) }, tileInfo: expect.any(Object) });
     expect(style.sprite.startsWith(`${published.vector}/resources/sprites/sprite`)).toBe(true);
     const sprite = await fetch(`${published.vector}/resources/sprites/sprite.json?token=${tokens.user}`);
     expect(sprite.status).toBe(200);

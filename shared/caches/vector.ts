@@ -93,9 +93,9 @@ function rewriteResource(ref: string, serviceUrl: string, query: string): string
 
 /**
  * The package's style (`resources/styles/root.json`) made loadable by a Mapbox GL client from anywhere: each
- * vector source gets an absolute `tiles` template on this service and loses its `url` (a client would fetch
- * TileJSON from it, and the service JSON's `tiles` are relative, which clients resolve against the page, not
- * the service); `sprite` and `glyphs` become absolute. `query` (`?token=…` or "") is added to every URL of
+ * vector source gets an absolute `tiles` template on this service and its `url` becomes the service's JSON
+ * (absolute: the service JSON's `tiles` are relative, which Mapbox GL clients would resolve against the page, so
+ * the explicit `tiles` stay beside it); `sprite` and `glyphs` become absolute. `query` (`?token=…` or "") is added to every URL of
  * this service. With `root` (the package's root.json), sources also learn the deepest level holding tiles, so
  * clients overzoom past it instead of asking for tiles that do not exist. Undefined for anything that is not
  * a style (not an object with a `sources` object). Linear in the style's size; the layers are not copied.
@@ -104,6 +104,10 @@ export function rewriteStyle(style: unknown, serviceUrl: string, query: string, 
   if (!isObject(style) || !isObject(style.sources)) return undefined;
   const base = serviceUrl.replace(/\/+$/, "");
   const tiles = [withQuery(`${base}/tile/{z}/{y}/{x}.pbf`, query)];
+  // The service itself, as JSON: ArcGIS clients read its fullExtent, levels and tiling scheme from the source's
+  // `url` (without it the ArcGIS Maps SDK takes the whole world as the layer's extent). Mapbox GL clients fetch
+  // it too and keep the `tiles` given here, which take precedence over the service JSON's relative ones.
+  const serviceJsonUrl = withQuery(`${base}?f=json`, query);
   const maxzoom = root ? (zoom(root.maxzoom) ?? zoom(root.maxLOD)) : undefined;
   const sources: Json = {};
   for (const [id, source] of Object.entries(style.sources)) {
@@ -112,7 +116,12 @@ export function rewriteStyle(style: unknown, serviceUrl: string, query: string, 
       continue;
     }
     const { url: _url, tiles: _tiles, ...rest } = source;
-    sources[id] = { ...rest, tiles, ...(maxzoom !== undefined && rest.maxzoom === undefined ? { maxzoom } : {}) };
+    sources[id] = {
+      ...rest,
+      url: serviceJsonUrl,
+      tiles,
+      ...(maxzoom !== undefined && rest.maxzoom === undefined ? { maxzoom } : {}),
+    };
   }
   const out: Json = { ...style, sources };
   if (typeof style.glyphs === "string") out.glyphs = rewriteResource(style.glyphs, base, query);
