@@ -189,6 +189,71 @@ describe("query", () => {
     expect(res.body.length).toBeLessThan(JSON.stringify(json).length / 2);
   });
 
+  it("an SDK tile (resultType=tile, quantizationParameters in view mode) lands where the map draws it", async () => {
+    const layer = await getJson(`${layerUrl("countries")}/0?f=json`);
+    expect(layer).toMatchObject({
+      supportsCoordinatesQuantization: true,
+      tileMaxRecordCount: 4000,
+      standardMaxRecordCount: 4000,
+      advancedQueryCapabilities: { supportsQueryWithResultType: true, supportsMaxRecordCountFactor: true },
+    });
+    // The request FeatureLayerView2D sends for a 512-pixel tile over France, word for word but the token.
+    const tile = {
+      xmin: -1252344.2714243282,
+      ymin: 5009377.085697312,
+      xmax: 1252344.2714243282,
+      ymax: 7514065.628545968,
+    };
+    const sr = { wkid: 102100 };
+    const tolerance = (tile.xmax - tile.xmin) / 512;
+    const where = "name = 'France'";
+    const params = new URLSearchParams({
+      f: "pbf",
+      geometry: JSON.stringify({ ...tile, spatialReference: sr }),
+      maxRecordCountFactor: "3",
+      resultType: "tile",
+      returnExceededLimitFeatures: "false",
+      spatialRel: "esriSpatialRelIntersects",
+      where,
+      geometryType: "esriGeometryEnvelope",
+      inSR: "102100",
+      outFields: "fid",
+      outSR: "102100",
+      quantizationParameters: JSON.stringify({
+        extent: { spatialReference: sr, ...tile },
+        mode: "view",
+        originPosition: "upperLeft",
+        tolerance,
+      }),
+    });
+    const res = await call(`${layerUrl("countries")}/0/query?${params}`);
+    expect(res.headers["content-type"]).toBe("application/x-protobuf");
+    const { default: decode } = await import("arcgis-pbf-parser");
+    const decoded = decode(new Uint8Array(res.body));
+    expect(decoded.exceededTransferLimit).toBe(false);
+    const feature = decoded.featureCollection.features[0];
+    if (feature?.geometry?.type !== "MultiPolygon" && feature?.geometry?.type !== "Polygon")
+      throw new Error("France decoded to no polygon");
+    // The decoder applied the answer's transform; the SDK reads the integers against the tile it asked for. Both
+    // read the same place only if the transform is the tile's corner and the tolerance: each decoded vertex is
+    // then within one tolerance of France as the full-resolution JSON answer has it.
+    const exact = await query("countries", { where, outSR: "102100", outFields: "fid" });
+    const rings = (exact.features as { geometry: { rings: number[][][] } }[])[0]?.geometry.rings ?? [];
+    const vertices = rings.flat();
+    const positions = (JSON.stringify(feature.geometry.coordinates).match(/-?[\d.e+-]+/g) ?? []).map(Number);
+    expect(positions.length / 2).toBeGreaterThan(50);
+    expect(positions.length / 2).toBeLessThan(vertices.length);
+    for (let i = 0; i < positions.length; i += 2) {
+      const [x = NaN, y = NaN] = [positions[i], positions[i + 1]];
+      // As the SDK reads a pixel: from the tile's upper left.
+      const px = Math.round((x - tile.xmin) / tolerance);
+      const py = Math.round((tile.ymax - y) / tolerance);
+      const sdk = [tile.xmin + px * tolerance, tile.ymax - py * tolerance];
+      expect(Math.abs((sdk[0] ?? NaN) - x) + Math.abs((sdk[1] ?? NaN) - y)).toBeLessThan(1e-6);
+      expect(vertices.some(([vx = NaN, vy = NaN]) => Math.hypot(vx - x, vy - y) <= tolerance)).toBe(true);
+    }
+  });
+
   it("statistics grouped, with having", async () => {
     const stats = await query("places", {
       where: "country IN ('IS', 'FO')",

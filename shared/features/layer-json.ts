@@ -7,6 +7,13 @@ import { SERVER_REST_VERSION } from "#shared/urls.ts";
 
 /** Rows a query answers at most in one page (GDAL and queryAllFeatures page by it). */
 export const MAX_RECORD_COUNT = 2000;
+/**
+ * Rows a page answers with `resultType=standard` and `resultType=tile` (the ArcGIS Maps SDK draws by tiles of
+ * quantized, generalized features, each far smaller than a full feature): ArcGIS's hosted-layer defaults for
+ * lines and polygons. `maxRecordCountFactor` multiplies each, up to MAX_RECORD_COUNT_FACTOR.
+ */
+export const STANDARD_MAX_RECORD_COUNT = 4000;
+export const TILE_MAX_RECORD_COUNT = 4000;
 
 export const QUERY_FORMATS = "JSON, geoJSON, PBF";
 
@@ -112,8 +119,8 @@ export function layerJson(service: Service, schema: LayerSchema) {
     hasLabels: false,
     capabilities: "Query",
     maxRecordCount: MAX_RECORD_COUNT,
-    standardMaxRecordCount: MAX_RECORD_COUNT,
-    tileMaxRecordCount: MAX_RECORD_COUNT,
+    standardMaxRecordCount: STANDARD_MAX_RECORD_COUNT,
+    tileMaxRecordCount: TILE_MAX_RECORD_COUNT,
     maxRecordCountFactor: 1,
     supportsStatistics: true,
     supportsAdvancedQueries: true,
@@ -136,7 +143,9 @@ export function layerJson(service: Service, schema: LayerSchema) {
       supportsQueryWithDistance: true,
       supportsSqlExpression: false,
       supportsOutFieldSQLExpression: false,
-      supportsQueryWithResultType: false,
+      supportsQueryWithResultType: true,
+      supportsMaxRecordCountFactor: true,
+      supportsQuantizationEditMode: true,
       supportsReturningGeometryCentroid: false,
       supportsPercentileStatistics: true,
     },

@@ -2,8 +2,9 @@
 // set ArcGIS clients read), GeoJSON (RFC 7946, with `exceededTransferLimit` where GDAL reads it), the PBF
 // FeatureCollection (quantized coordinates) and HTML (the result shown below the query form of layer-html.ts).
 import { type EsriGeometry, toEsriGeometry, toRfc7946 } from "#shared/features/geometry/esri-json.ts";
-import { encodeCount, encodeFeatureCollection, encodeIds } from "#shared/features/geometry/pbf.ts";
+import { encodeCount, encodeFeatureCollection, encodeIds, type Quantization } from "#shared/features/geometry/pbf.ts";
 import { xyResolution } from "#shared/features/geometry/projection.ts";
+import { type QuantizationGrid, quantizeEsriGeometry, transformJson } from "#shared/features/geometry/quantize.ts";
 import { extentJson, spatialReference } from "#shared/features/layer-json.ts";
 import type { Bounds, EsriGeometryType, FeatureRow, Field, LayerSchema } from "#shared/features/schema.ts";
 import { badRequest } from "#shared/http/errors.ts";
@@ -20,8 +21,15 @@ export type QueryAnswer =
       readonly fields: readonly Omit<Field, "column">[];
       readonly features: readonly FeatureRow[];
       readonly exceededTransferLimit: boolean;
-      /** Present when the features carry geometry: its type and the spatial reference it is in. */
-      readonly geometry?: { readonly type: EsriGeometryType; readonly srid: number };
+      /**
+       * Present when the features carry geometry: its type, the spatial reference it is in, and the grid
+       * quantizationParameters asked for (f=json and f=pbf answer on it; GeoJSON never asks for one).
+       */
+      readonly geometry?: {
+        readonly type: EsriGeometryType;
+        readonly srid: number;
+        readonly quantization?: QuantizationGrid;
+      };
     };
 
 const fieldJson = (f: Omit<Field, "column">) => ({
@@ -45,16 +53,21 @@ function esriJson(a: QueryAnswer): object {
     case "features": {
       const g = a.geometry;
       const dims = { hasZ: a.schema.geometry?.hasZ ?? false, hasM: false };
+      const grid = g?.quantization;
+      const geometry = (f: FeatureRow) => {
+        const esri = toEsriGeometry(f.geometry ?? null, (g as NonNullable<typeof g>).type, dims);
+        return esri && grid ? quantizeEsriGeometry(esri, grid) : esri;
+      };
       return {
         objectIdFieldName: a.schema.objectIdField,
         uniqueIdField: { name: a.schema.objectIdField, isSystemMaintained: true },
         globalIdFieldName: "",
         ...(g ? { geometryType: g.type, spatialReference: spatialReference(g.srid), ...dims } : {}),
+        // As ArcGIS answers quantized features: the grid beside them, their coordinates cells of it.
+        ...(grid ? { transform: transformJson(grid) } : {}),
         fields: a.fields.map(fieldJson),
         features: a.features.map((f) =>
-          g
-            ? { attributes: f.attributes, geometry: toEsriGeometry(f.geometry ?? null, g.type, dims) }
-            : { attributes: f.attributes },
+          g ? { attributes: f.attributes, geometry: geometry(f) } : { attributes: f.attributes },
         ),
         exceededTransferLimit: a.exceededTransferLimit,
       };
@@ -102,9 +115,12 @@ function pbf(a: QueryAnswer): Uint8Array {
       ]);
     case "features": {
       const g = a.geometry;
-      // Without quantizationParameters the grid is the coordinate system's resolution, as ArcGIS's own: the
-      // answer is as exact as the JSON one to within a tolerance clients ignore, whatever the page's extent.
+      const grid = g?.quantization;
+      // With quantizationParameters, their grid (its origin corner is the translate). Without, the grid is the
+      // coordinate system's resolution from the page's own corner, as ArcGIS's own: the answer is as exact as the
+      // JSON one to within a tolerance clients ignore, and its transform says where it lies.
       const tolerance = g ? xyResolution(g.srid) : undefined;
+      const quantization: Quantization | undefined = grid ? { grid } : tolerance ? { tolerance } : undefined;
       return encodeFeatureCollection({
         objectIdFieldName: a.schema.objectIdField,
         uniqueIdField: { name: a.schema.objectIdField, isSystemMaintained: true },
@@ -114,7 +130,7 @@ function pbf(a: QueryAnswer): Uint8Array {
         exceededTransferLimit: a.exceededTransferLimit,
         fields: a.fields.map((f) => ({ name: f.name, type: f.type, alias: f.alias })),
         features: g ? a.features : a.features.map((f) => ({ attributes: f.attributes })),
-        ...(tolerance ? { quantization: { tolerance } } : {}),
+        ...(quantization ? { quantization } : {}),
       });
     }
   }

@@ -3,8 +3,9 @@
 // refused with ArcGIS's envelope (`'<param>' parameter is invalid`). Readers and SQL emitters take only the
 // plan, never the request, so nothing a client wrote reaches a data source except as a checked value.
 import { canonicalWkid } from "#shared/features/geometry/projection.ts";
+import type { OriginPosition } from "#shared/features/geometry/quantize.ts";
 import { invalidParameter } from "#shared/features/errors.ts";
-import { type Field, fieldByName, fieldValueType, type LayerSchema } from "#shared/features/schema.ts";
+import { type Bounds, type Field, fieldByName, fieldValueType, type LayerSchema } from "#shared/features/schema.ts";
 import { parseWhere } from "#shared/features/where.ts";
 import { excerpt } from "#shared/features/where-tokens.ts";
 import { type Expr, holdsForEveryRow, nodes } from "#shared/features/where-tree.ts";
@@ -22,9 +23,23 @@ export const MAX_LIST_FIELDS = 32;
 /** The largest `resultOffset`: past it, offset paging is a scan no client should ask for. */
 export const MAX_RESULT_OFFSET = 2_147_483_647;
 
+/** The largest `maxRecordCountFactor` honoured (ArcGIS's documented ceiling); a larger one counts as this. */
+export const MAX_RECORD_COUNT_FACTOR = 5;
+/** The longest `quantizationParameters` text: an object of four members needs far less. */
+export const MAX_QUANTIZATION_LENGTH = 4096;
+/**
+ * The most grid cells across a quantization extent: past 2^40 a cell is too small for the extent's coordinates
+ * (doubles carry 53 bits), and integers far from the extent could no longer be exact.
+ */
+export const MAX_QUANTIZATION_CELLS = 2 ** 40;
+
 export interface QueryLimits {
   /** The layer's page size: `resultRecordCount` is capped by it, and it is the page when none is asked. */
   readonly maxRecordCount?: number;
+  /** The page size of `resultType=standard` (default: maxRecordCount). */
+  readonly standardMaxRecordCount?: number;
+  /** The page size of `resultType=tile` (default: maxRecordCount). */
+  readonly tileMaxRecordCount?: number;
   /** The instant CURRENT_DATE and CURRENT_TIMESTAMP name (epoch ms); the clock when absent. */
   readonly now?: number;
 }
@@ -93,6 +108,24 @@ export interface SpatialRequest {
   readonly units: DistanceUnit | undefined;
 }
 
+export type ResultType = "none" | "standard" | "tile";
+
+/**
+ * `quantizationParameters`: answer x and y as cells of `tolerance` counted from the `originPosition` corner of
+ * `extent` (quantize.ts). `view` also generalizes every geometry to the tolerance (a cell is what the client
+ * draws as a pixel); `edit` keeps every vertex the grid can tell apart.
+ */
+export interface QuantizationParameters {
+  readonly mode: "view" | "edit";
+  readonly originPosition: OriginPosition;
+  /** A cell's size, in the units of the answer's spatial reference. */
+  readonly tolerance: number;
+  /** The grid's extent (absent: the layer's extent), in `extentSR`. */
+  readonly extent: Bounds | undefined;
+  /** The extent's own spatial reference (absent: the query geometry's, else the layer's, as ArcGIS reads it). */
+  readonly extentSR: number | undefined;
+}
+
 export interface OrderTerm {
   readonly field: Field;
   readonly descending: boolean;
@@ -153,6 +186,9 @@ export type QueryPlan = PlanFilter &
         readonly returnGeometry: boolean;
         readonly geometryPrecision: number | undefined;
         readonly maxAllowableOffset: number | undefined;
+        /** Absent: coordinates as they are (f=pbf then quantizes on a grid of its own, described by its transform). */
+        readonly quantization: QuantizationParameters | undefined;
+        readonly resultType: ResultType;
         /** Always ends with the object id, so the order is total and offset paging neither skips nor repeats. */
         readonly orderBy: readonly OrderTerm[];
       } & Page)
@@ -371,6 +407,90 @@ function spatialRequest(params: ParamSource): SpatialRequest | undefined {
   };
 }
 
+const ORIGINS: Readonly<Record<string, OriginPosition>> = {
+  upperleft: "upperLeft",
+  lowerleft: "lowerLeft",
+  // The REST reference writes the lower-left corner this way too.
+  bottomleft: "lowerLeft",
+};
+
+const finite = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+
+function quantization(params: ParamSource, maxAllowableOffset: number | undefined): QuantizationParameters | undefined {
+  const raw = params.get("quantizationParameters");
+  if (!present(raw)) return undefined;
+  const bad = (reason: string) => invalidParameter("quantizationParameters", reason);
+  if (raw.length > MAX_QUANTIZATION_LENGTH)
+    throw bad(`The value is longer than ${MAX_QUANTIZATION_LENGTH} characters.`);
+  const value = parseJson(raw.trim(), "quantizationParameters");
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw bad("Expected a JSON object with extent, mode, originPosition and tolerance.");
+  const q = value as Record<string, unknown>;
+  const word = (name: string): string | undefined => {
+    const v = q[name];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== "string") throw bad(`'${name}' must be a string.`);
+    return v.trim().toLowerCase();
+  };
+  const modeWord = word("mode") ?? "view";
+  if (modeWord !== "view" && modeWord !== "edit") throw bad("'mode' must be view or edit.");
+  const originWord = word("originPosition") ?? "upperleft";
+  const originPosition = ORIGINS[originWord];
+  if (originPosition === undefined) throw bad("'originPosition' must be upperLeft or lowerLeft.");
+  // Without a tolerance ArcGIS takes maxAllowableOffset's; with neither there is no cell size to count in.
+  const tolerance = q.tolerance ?? maxAllowableOffset;
+  if (tolerance === undefined) throw bad("A 'tolerance' (or a maxAllowableOffset) is needed.");
+  if (!finite(tolerance) || tolerance <= 0) throw bad("'tolerance' must be a number greater than zero.");
+  let extent: Bounds | undefined;
+  let extentSR: number | undefined;
+  if (q.extent !== undefined && q.extent !== null) {
+    if (typeof q.extent !== "object" || Array.isArray(q.extent))
+      throw bad("'extent' must be an envelope {xmin, ymin, xmax, ymax}.");
+    const e = q.extent as Record<string, unknown>;
+    const { xmin, ymin, xmax, ymax } = e;
+    if (!finite(xmin) || !finite(ymin) || !finite(xmax) || !finite(ymax))
+      throw bad("'extent' needs finite xmin, ymin, xmax and ymax.");
+    if (!(xmin < xmax && ymin < ymax)) throw bad("The extent's minimum must be below its maximum.");
+    if (Math.max(xmax - xmin, ymax - ymin) / tolerance > MAX_QUANTIZATION_CELLS)
+      throw bad("The tolerance is too small for the extent.");
+    extent = [xmin, ymin, xmax, ymax];
+    const sr = e.spatialReference;
+    if (sr !== undefined && sr !== null) {
+      if (typeof sr !== "object" || Array.isArray(sr)) throw bad("The extent's spatialReference must be an object.");
+      extentSR = parseSpatialReference(sr as Record<string, unknown>, "quantizationParameters");
+    }
+  }
+  return { mode: modeWord, originPosition, tolerance, extent, extentSR };
+}
+
+function resultType(params: ParamSource): ResultType {
+  const raw = params.get("resultType");
+  if (!present(raw)) return "none";
+  const v = raw.trim().toLowerCase();
+  if (v === "none" || v === "standard" || v === "tile") return v;
+  throw invalidParameter("resultType", "Expected none, standard or tile.");
+}
+
+/**
+ * The most rows one page answers: the page size of the result type, times `maxRecordCountFactor` (up to
+ * MAX_RECORD_COUNT_FACTOR).
+ */
+function pageLimit(params: ParamSource, type: ResultType, limits: QueryLimits): number {
+  const max = limits.maxRecordCount ?? DEFAULT_MAX_RECORD_COUNT;
+  const base =
+    type === "tile"
+      ? (limits.tileMaxRecordCount ?? max)
+      : type === "standard"
+        ? (limits.standardMaxRecordCount ?? max)
+        : max;
+  const raw = params.get("maxRecordCountFactor");
+  if (!present(raw)) return base;
+  const factor = Number(raw.trim());
+  if (!Number.isFinite(factor) || factor <= 0)
+    throw invalidParameter("maxRecordCountFactor", "Expected a number greater than zero.");
+  return Math.max(1, Math.floor(base * Math.min(factor, MAX_RECORD_COUNT_FACTOR)));
+}
+
 const STAT_NAME = /^[\p{L}_][\p{L}\p{N}_]{0,63}$/u;
 
 function statistics(raw: string, schema: LayerSchema): Statistic[] {
@@ -432,7 +552,8 @@ function statistics(raw: string, schema: LayerSchema): Statistic[] {
  * distinct values), returnIdsOnly, returnDistinctValues, and features.
  */
 export function planQuery(params: ParamSource, schema: LayerSchema, limits: QueryLimits = {}): QueryPlan {
-  const maxRecordCount = limits.maxRecordCount ?? DEFAULT_MAX_RECORD_COUNT;
+  const type = resultType(params);
+  const maxRecordCount = pageLimit(params, type, limits);
   const oid = fieldByName(schema, schema.objectIdField);
   if (oid === undefined) throw new Error(`layer ${schema.name}: the object id field is not among its fields`);
   const now = limits.now;
@@ -460,6 +581,7 @@ export function planQuery(params: ParamSource, schema: LayerSchema, limits: Quer
   const distinct = bool(params, "returnDistinctValues", false);
   const geometryPrecision = integer(params, "geometryPrecision", 0, 17);
   const maxAllowableOffset = nonNegative(params, "maxAllowableOffset");
+  const quantizationParameters = quantization(params, maxAllowableOffset || undefined);
   const offset = integer(params, "resultOffset", 0, MAX_RESULT_OFFSET) ?? 0;
   const count = integer(params, "resultRecordCount", 1, Number.MAX_SAFE_INTEGER);
   const pageSize = Math.min(count ?? maxRecordCount, maxRecordCount);
@@ -551,6 +673,8 @@ export function planQuery(params: ParamSource, schema: LayerSchema, limits: Quer
     returnGeometry: returnGeometry && schema.geometry !== undefined,
     geometryPrecision,
     maxAllowableOffset,
+    quantization: quantizationParameters,
+    resultType: type,
     orderBy: fieldOrder(undefined, [oid]),
     offset,
     pageSize,

@@ -23,8 +23,9 @@ import {
   requireCrs,
   roundCoordinates,
 } from "#shared/features/geometry/projection.ts";
+import { gridOf, type QuantizationGrid } from "#shared/features/geometry/quantize.ts";
 import { prepareSpatialFilter, type SpatialRelation as EsriRelation } from "#shared/features/geometry/spatial.ts";
-import { MAX_RECORD_COUNT } from "#shared/features/layer-json.ts";
+import { MAX_RECORD_COUNT, STANDARD_MAX_RECORD_COUNT, TILE_MAX_RECORD_COUNT } from "#shared/features/layer-json.ts";
 import { renderAnswer, type QueryAnswer } from "#shared/features/output.ts";
 import {
   DISTANCE_UNITS,
@@ -139,20 +140,61 @@ async function run(
   }
 }
 
-/** A stored geometry as the answer gives it: projected, generalized, rounded. */
+type FeaturesPlan = Extract<QueryPlan, { output: "features" }>;
+
+/**
+ * A stored geometry as the answer gives it: projected, generalized (to maxAllowableOffset, and in view mode to
+ * the quantization tolerance too: no vertex the client's pixel could show is lost), rounded (not when quantized:
+ * the grid is the precision then).
+ */
 function shapeGeometry(
   dataset: OpenDataset,
   value: unknown,
   from: number,
   to: number,
-  plan: Extract<QueryPlan, { output: "features" }>,
+  plan: FeaturesPlan,
+  grid: Grid | undefined,
 ): Geometry | null {
   let g = dataset.decode(value);
   if (!g) return null;
   if (from !== 0 && to !== 0 && from !== to) g = project(g, from, to);
-  if (plan.maxAllowableOffset) g = generalize(g, plan.maxAllowableOffset);
-  if (g && plan.geometryPrecision !== undefined) g = roundCoordinates(g, plan.geometryPrecision);
+  const offset = Math.max(plan.maxAllowableOffset ?? 0, grid?.mode === "view" ? grid.tolerance : 0);
+  if (offset > 0) g = generalize(g, offset);
+  if (g && plan.geometryPrecision !== undefined && !grid) g = roundCoordinates(g, plan.geometryPrecision);
   return g;
+}
+
+/** The quantization grid in the answer's coordinates, with the mode that asked for it. */
+interface Grid extends QuantizationGrid {
+  readonly mode: "view" | "edit";
+  readonly tolerance: number;
+}
+
+/**
+ * `quantizationParameters` resolved against the layer: the extent (the layer's when none is given) in the
+ * answer's spatial reference, projected there from its own when they differ. GeoJSON is never quantized.
+ */
+function resolveGrid(
+  plan: QueryPlan,
+  format: string | undefined,
+  dataset: OpenDataset,
+  outSR: number,
+): Grid | undefined {
+  if (plan.output !== "features" || !plan.returnGeometry || !plan.quantization || format === "geojson")
+    return undefined;
+  const q = plan.quantization;
+  const srid = dataset.schema.geometry?.srid ?? 0;
+  let extent = q.extent;
+  let from = q.extentSR ?? plan.spatial?.inSR ?? srid;
+  if (!extent) {
+    extent = dataset.schema.extent ?? [0, 0, 0, 0];
+    from = srid;
+  }
+  if (from !== 0 && outSR !== 0 && from !== outSR) {
+    requireCrs(from, "quantizationParameters");
+    extent = projectBounds(extent, from, outSR);
+  }
+  return { ...gridOf(extent, q.tolerance, q.originPosition), mode: q.mode, tolerance: q.tolerance };
 }
 
 /** A query as the service hands it over: its parameters, and the content format (`geojson`, `pbf`) `f` named. */
@@ -178,7 +220,7 @@ export async function answerQuery(
   const plan = await normalize(params, dataset);
   const frame = await validate(plan, format, dataset);
   const { emitted, rows } = await compute(plan, dataset, frame.resolved);
-  return toAnswer(dataset, plan, emitted, rows, frame.srid, frame.outSR);
+  return toAnswer(dataset, plan, emitted, rows, frame);
 }
 
 /** The plan: every parameter parsed and checked against the layer. */
@@ -186,7 +228,11 @@ async function normalize(params: ParamSource, dataset: OpenDataset): Promise<Que
   const srid = dataset.schema.geometry?.srid ?? 0;
   // Awaited only for a system the projection library does not know (rare): see OpenDataset.run for why.
   if (srid !== 0 && !hasCrs(srid)) await knowCrs(dataset, srid);
-  return planQuery(params, dataset.schema, { maxRecordCount: MAX_RECORD_COUNT });
+  return planQuery(params, dataset.schema, {
+    maxRecordCount: MAX_RECORD_COUNT,
+    standardMaxRecordCount: STANDARD_MAX_RECORD_COUNT,
+    tileMaxRecordCount: TILE_MAX_RECORD_COUNT,
+  });
 }
 
 /** The coordinates a query is read and answered in. */
@@ -197,6 +243,8 @@ interface Frame {
   readonly outSR: number;
   /** The query geometry in the dataset's coordinates, when the plan has one. */
   readonly resolved: Resolved | undefined;
+  /** The grid features are answered on, when quantizationParameters asked for one. */
+  readonly grid: Grid | undefined;
 }
 
 /** What the plan asks of the dataset, checked against it: the output's spatial reference, the query geometry. */
@@ -205,7 +253,9 @@ async function validate(plan: QueryPlan, format: string | undefined, dataset: Op
   // GeoJSON is WGS 84 whatever outSR says (RFC 7946); others answer in outSR, else the layer's own.
   const outSR = format === "geojson" ? 4326 : (plan.outSR ?? srid);
   if (plan.outSR !== undefined && srid !== 0 && !hasCrs(plan.outSR)) await knowCrs(dataset, plan.outSR);
-  return { srid, outSR, resolved: resolveSpatial(plan, dataset) };
+  const extentSR = plan.output === "features" ? plan.quantization?.extentSR : undefined;
+  if (extentSR !== undefined && srid !== 0 && !hasCrs(extentSR)) await knowCrs(dataset, extentSR);
+  return { srid, outSR, resolved: resolveSpatial(plan, dataset), grid: resolveGrid(plan, format, dataset, outSR) };
 }
 
 /** The plan's SQL, run on the dataset; once more with the features' geometries repaired if they are invalid. */
@@ -237,8 +287,7 @@ function toAnswer(
   plan: QueryPlan,
   emitted: EmittedQuery,
   rows: unknown[][],
-  srid: number,
-  outSR: number,
+  { srid, outSR, grid }: Frame,
 ): QueryAnswer {
   const { schema } = dataset;
   const columns = emitted.columns;
@@ -273,7 +322,7 @@ function toAnswer(
           if (c.role === "field") attributes[c.name] = cell(r[i]);
         });
         if (geometryAt < 0) return { attributes };
-        return { attributes, geometry: shapeGeometry(dataset, r[geometryAt], srid, outSR, plan) };
+        return { attributes, geometry: shapeGeometry(dataset, r[geometryAt], srid, outSR, plan, grid) };
       });
       return {
         kind: "features",
@@ -281,7 +330,9 @@ function toAnswer(
         fields: plan.fields,
         features,
         exceededTransferLimit: more,
-        ...(plan.returnGeometry && schema.geometry ? { geometry: { type: schema.geometry.type, srid: outSR } } : {}),
+        ...(plan.returnGeometry && schema.geometry
+          ? { geometry: { type: schema.geometry.type, srid: outSR, ...(grid ? { quantization: grid } : {}) } }
+          : {}),
       };
     }
     case "statistics":

@@ -9,16 +9,18 @@
 //     geometryProperties 5, serverGens 6, geometryType 7, spatialReference 8, exceededTransferLimit 9, hasZ 10,
 //     hasM 11, transform 12, fields 13, values 14, features 15
 //   SpatialReference: wkid 1, lastestWkid 2, vcsWkid 3, latestVcsWkid 4, wkt 5
-//   Transform: quantizeOriginPostion 1 (upperLeft 0), scale 2, translate 3; Scale/Translate: x 1, y 2, m 3, z 4
+//   Transform: quantizeOriginPostion 1 (upperLeft 0, lowerLeft 1), scale 2, translate 3; Scale/Translate: x 1, y 2,
+//     m 3, z 4
 //   Field: name 1, fieldType 2, alias 3, sqlType 4, domain 5, defaultValue 6
 //   Feature: attributes 1, geometry 2, shapeBuffer 3, centroid 4
 //   Geometry: lengths 2 (packed uint32), coords 3 (packed sint64)
 //   Value: string 1, float 2, double 3, sint 4, uint 5, int64 6, uint64 7, sint64 8, bool 9
 //   CountResult: count 1; ObjectIdsResult: objectIdFieldName 1, serverGens 2, objectIds 3 (packed uint64)
 //
-// Coordinates are always quantized: x = round((X - translateX) / scaleX), y = round((translateY - Y) / scaleY)
-// with the translate at the upper left of the extent (y grows downwards). The first vertex of each part is
-// absolute, the rest are deltas from the previous vertex: decoders restart at every part. Polygon outer rings are
+// Coordinates are always quantized, on the grid quantize.ts describes: x = round((X - translateX) / scaleX) and,
+// from an upper-left origin, y = round((translateY - Y) / scaleY) (y grows downwards; from a lower-left one,
+// y = round((Y - translateY) / scaleY)). The first vertex of each part is absolute, the rest are deltas from the
+// previous vertex: decoders restart at every part. Polygon outer rings are
 // clockwise and holes counter-clockwise in map coordinates (the decoders group rings by that orientation).
 // Attributes are positional: one Value per field, in the order of `fields`; an empty Value is null.
 import { PbfWriter } from "pbf";
@@ -26,6 +28,7 @@ import type { Geometry } from "geojson";
 import type { Bounds, EsriFieldType, EsriGeometryType, FeatureRow } from "#shared/features/schema.ts";
 import { geometryBounds } from "./bounds.ts";
 import { toEsriGeometry } from "./esri-json.ts";
+import { cellX, cellY, gridOf, minimumCells, type QuantizationGrid, quantizePart } from "./quantize.ts";
 
 const GEOMETRY_TYPE: Readonly<Record<EsriGeometryType, number>> = {
   esriGeometryPoint: 0,
@@ -57,9 +60,11 @@ export interface PbfField {
 }
 
 export interface Quantization {
-  /** The extent the integer grid covers (its upper left is the origin); default: the page's own bounds. */
+  /** The grid `quantizationParameters` asked for; when given, extent and tolerance are not read. */
+  readonly grid?: QuantizationGrid;
+  /** The extent whose upper left is the grid's origin; default: the page's own bounds. */
   readonly extent?: Bounds;
-  /** The size of one grid step in map units (`quantizationParameters.tolerance`); default: the extent / 1e9. */
+  /** The size of one grid step in map units; default: the extent / 1e9. */
   readonly tolerance?: number;
   /** The size of one step of z (default a millimetre in metres). */
   readonly zTolerance?: number;
@@ -81,11 +86,7 @@ export interface FeatureCollectionPage {
   readonly quantization?: Quantization;
 }
 
-interface Grid {
-  readonly tx: number;
-  readonly ty: number;
-  readonly sx: number;
-  readonly sy: number;
+interface Grid extends QuantizationGrid {
   readonly sz: number;
   readonly hasZ: boolean;
 }
@@ -108,42 +109,32 @@ function pageBounds(features: readonly FeatureRow[]): Bounds | undefined {
 
 function grid(page: FeatureCollectionPage): Grid {
   const q = page.quantization ?? {};
-  const extent = q.extent ?? pageBounds(page.features) ?? [0, 0, 0, 0];
-  const span = Math.max(extent[2] - extent[0], extent[3] - extent[1]);
-  const tolerance = q.tolerance && q.tolerance > 0 ? q.tolerance : span > 0 ? span / 1e9 : 1e-9;
   return {
-    tx: extent[0],
-    ty: extent[3],
-    sx: tolerance,
-    sy: tolerance,
+    ...(q.grid ?? ownGrid(page, q)),
     sz: q.zTolerance && q.zTolerance > 0 ? q.zTolerance : 0.001,
     hasZ: page.hasZ ?? false,
   };
 }
 
-/** One part (a path, a ring, or all the points of a multipoint) quantized and delta-coded onto `coords`. */
-function quantizePart(part: readonly number[][], g: Grid, coords: number[], closed: boolean): number {
-  let px = 0;
-  let py = 0;
+/** The grid of a page that asked for none: from the upper left of the given extent, else of the page's bounds. */
+function ownGrid(page: FeatureCollectionPage, q: Quantization): QuantizationGrid {
+  const extent = q.extent ?? pageBounds(page.features) ?? [0, 0, 0, 0];
+  const span = Math.max(extent[2] - extent[0], extent[3] - extent[1]);
+  const tolerance = q.tolerance && q.tolerance > 0 ? q.tolerance : span > 0 ? span / 1e9 : 1e-9;
+  return gridOf(extent, tolerance, "upperLeft");
+}
+
+/** One path or ring quantized and delta-coded onto `coords` (z, when the page has it, delta-coded beside). */
+function encodePart(part: readonly number[][], g: Grid, coords: number[]): number {
   let pz = 0;
-  let count = 0;
-  for (let i = 0; i < part.length; i++) {
-    const p = part[i] as number[];
-    const x = Math.round(((p[0] as number) - g.tx) / g.sx);
-    const y = Math.round((g.ty - (p[1] as number)) / g.sy);
-    const z = g.hasZ ? Math.round((p[2] ?? 0) / g.sz) : 0;
-    // A vertex that falls on the previous one adds nothing at this resolution (the closing vertex of a ring
-    // always stays, or the ring would open).
-    if (count > 0 && x === px && y === py && !(closed && i === part.length - 1)) continue;
-    if (count === 0) coords.push(x, y);
-    else coords.push(x - px, y - py);
-    if (g.hasZ) coords.push(count === 0 ? z : z - pz);
-    px = x;
-    py = y;
-    pz = z;
-    count++;
-  }
-  return count;
+  return quantizePart(part, g, (dx, dy, p, first) => {
+    coords.push(dx, dy);
+    if (g.hasZ) {
+      const z = Math.round((p[2] ?? 0) / g.sz);
+      coords.push(first ? z : z - pz);
+      pz = z;
+    }
+  });
 }
 
 interface EncodedGeometry {
@@ -157,7 +148,7 @@ function encodeGeometry(geometry: Geometry, type: EsriGeometryType, g: Grid): En
   const coords: number[] = [];
   const lengths: number[] = [];
   if ("x" in esri) {
-    quantizePart([[esri.x, esri.y, ...(esri.z !== undefined ? [esri.z] : [])]], g, coords, false);
+    encodePart([[esri.x, esri.y, ...(esri.z !== undefined ? [esri.z] : [])]], g, coords);
     return { lengths, coords };
   }
   if ("points" in esri) {
@@ -166,8 +157,8 @@ function encodeGeometry(geometry: Geometry, type: EsriGeometryType, g: Grid): En
     let py = 0;
     let pz = 0;
     esri.points.forEach((p, i) => {
-      const x = Math.round(((p[0] as number) - g.tx) / g.sx);
-      const y = Math.round((g.ty - (p[1] as number)) / g.sy);
+      const x = cellX(g, p[0] as number);
+      const y = cellY(g, p[1] as number);
       const z = g.hasZ ? Math.round((p[2] ?? 0) / g.sz) : 0;
       coords.push(i ? x - px : x, i ? y - py : y);
       if (g.hasZ) coords.push(i ? z - pz : z);
@@ -182,9 +173,9 @@ function encodeGeometry(geometry: Geometry, type: EsriGeometryType, g: Grid): En
   const closed = "rings" in esri;
   for (const part of parts) {
     const before = coords.length;
-    const n = quantizePart(part, g, coords, closed);
+    const n = encodePart(part, g, coords);
     // A part the grid collapses (a ring under four vertices, a path under two) is left out.
-    if (n < (closed ? 4 : 2)) coords.length = before;
+    if (n < minimumCells(closed)) coords.length = before;
     else lengths.push(n);
   }
   return lengths.length ? { lengths, coords } : null;
@@ -270,7 +261,7 @@ function writeFeatureResult(page: FeatureCollectionPage, pbf: PbfWriter): void {
     pbf.writeMessage(
       12,
       (_: null, w: PbfWriter) => {
-        w.writeVarintField(1, 0);
+        w.writeVarintField(1, g.originPosition === "upperLeft" ? 0 : 1);
         w.writeMessage(
           2,
           (_: null, s: PbfWriter) => {
