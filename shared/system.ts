@@ -286,13 +286,13 @@ function servingRoutes(): RouteSpec[] {
   const GP = ["GET", "POST"] as const;
   const tables = { servers: "read", services: "read" } as const;
   return [
-    route({ id: "services-directory", read: true, methods: GP, path: "/{server}/rest/services", tables }),
+    // The root and a folder: one function (the same code and grants) at two paths.
     route({
-      id: "services-folder",
-      handler: "services-directory",
+      id: "services-directory",
       read: true,
       methods: GP,
-      path: "/{server}/rest/services/{folder}",
+      path: "/{server}/rest/services",
+      alsoAt: ["/{server}/rest/services/{folder}"],
       tables,
     }),
     route({
@@ -483,17 +483,12 @@ function dataStoreRoutes(): RouteSpec[] {
       tables: jobWriter,
       startsWorkflow: true,
     }),
+    // Both paths ArcGIS documents for it: one function.
     route({
       id: "datastore-get-layers",
       methods: GP,
       path: `${stores}/getLayers`,
-      tables: { datastores: "read", layers: "read", cursors: "write" },
-    }),
-    route({
-      id: "datastore-all-get-layers",
-      handler: "datastore-get-layers",
-      methods: GP,
-      path: `${stores}/allDatasets/getLayers`,
+      alsoAt: [`${stores}/allDatasets/getLayers`],
       tables: { datastores: "read", layers: "read", cursors: "write" },
     }),
     // The operations on a data store registered through the portal (validate, addToServer, getServers,
