@@ -3,6 +3,7 @@
 import { notFound } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { getPortal } from "#shared/stores/portals.ts";
+import { fullProfile } from "#shared/user-views.ts";
 import { hostAndPath, PORTAL_REST_VERSION, portalUrl } from "#shared/urls.ts";
 
 const PORTAL_ID = /^[A-Za-z0-9]{1,64}$/;
@@ -28,8 +29,10 @@ export const handler = restHandler({ name: "Portal" }, async (req) => {
     maxTokenExpirationMinutes: portal.maxTokenExpirationMinutes,
     created: portal.created,
     modified: portal.modified,
-    ...(own && req.identity.kind === "user"
-      ? { user: { username: req.identity.user.username, role: req.identity.user.role, orgId: portal.portalId } }
-      : {}),
+    // Who may read this organization's answers from other origins' pages (empty: every origin).
+    allowedOrigins: portal.allowedOrigins,
+    // The caller's own record, as community/self answers it but without groups (as on ArcGIS): the SDK's
+    // PortalUser reads it (its `id` builds `content/users/<id>/addItem`).
+    ...(own && req.identity.kind === "user" ? { user: fullProfile(req.identity.user, req.identity.privileges) } : {}),
   };
 });

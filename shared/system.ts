@@ -26,6 +26,12 @@ export interface RouteSpec {
   /** API Gateway path template: `{name}` matches one segment, `{name+}` the rest of the path. */
   readonly path: string;
   /**
+   * Other paths the same function answers, as ArcGIS serves one endpoint at two addresses (OAuth 2.0 at
+   * `sharing/oauth2` and `sharing/rest/oauth2`): on AWS one more API Gateway route on the route's integration
+   * (a route is one resource, a function about seven), locally one more pattern leading to the same handler.
+   */
+  readonly alsoAt?: readonly string[];
+  /**
    * A route family's operations: the sub-paths its greedy `{name+}` serves, in the same `{name}` notation,
    * matched by shared/http/router.ts; any other sub-path is a 404 (docs/architecture.md#route-families).
    */
@@ -172,6 +178,8 @@ export const eventSchemaFile = (type: EventType) =>
   `${EVENTS.schemaDir}/${type.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}.schema.json`;
 
 export const PORTAL_ROOT = "/portal/sharing/rest";
+/** The portal's `sharing` root without `rest`, where ArcGIS serves OAuth 2.0 as well (`sharing/oauth2/…`). */
+export const SHARING_ROOT = PORTAL_ROOT.replace(/\/rest$/, "");
 
 /**
  * AWS limits the local engine models, so what fails on AWS fails locally too: Lambda takes and returns at most
@@ -203,6 +211,13 @@ export const ROUTES: readonly RouteSpec[] = [
   }),
   route({ id: "sharing-info", read: true, methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
   route({ id: "portal-self", read: true, methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
+  // The organization's settings an administrator changes (allowedOrigins, …).
+  route({
+    id: "portal-update",
+    methods: ["GET", "POST"],
+    path: `${PORTAL_ROOT}/portals/{portalId}/update`,
+    tables: { portals: "write" },
+  }),
   route({
     id: "server-info",
     read: true,
@@ -271,13 +286,13 @@ function servingRoutes(): RouteSpec[] {
   const GP = ["GET", "POST"] as const;
   const tables = { servers: "read", services: "read" } as const;
   return [
-    route({ id: "services-directory", read: true, methods: GP, path: "/{server}/rest/services", tables }),
+    // The root and a folder: one function (the same code and grants) at two paths.
     route({
-      id: "services-folder",
-      handler: "services-directory",
+      id: "services-directory",
       read: true,
       methods: GP,
-      path: "/{server}/rest/services/{folder}",
+      path: "/{server}/rest/services",
+      alsoAt: ["/{server}/rest/services/{folder}"],
       tables,
     }),
     route({
@@ -411,18 +426,24 @@ function contentRoutes(): RouteSpec[] {
   ];
 }
 
-/** OAuth 2.0, the sign-in page and the registration of applications. */
+/**
+ * OAuth 2.0, the sign-in page and the registration of applications. The OAuth endpoints and the sign-in page are
+ * also served without `rest` (`sharing/oauth2/…`), where ArcGIS Enterprise and Online serve them too and where
+ * the ArcGIS Maps SDK for JavaScript sends its sign-in.
+ */
 function signInRoutes(): RouteSpec[] {
   const oauth = `${PORTAL_ROOT}/oauth2`;
+  const bare = `${SHARING_ROOT}/oauth2`;
   const apps = `${PORTAL_ROOT}/portals/{portalId}/apps`;
   const GP = ["GET", "POST"] as const;
+  const at = (name: string) => ({ path: `${oauth}/${name}`, alsoAt: [`${bare}/${name}`] });
   return [
     // The three ways a password comes in share one lockout, which raises an event.
-    route({ id: "oauth-authorize", methods: GP, path: `${oauth}/authorize`, tables: { tokens: "write" }, emits: true }),
-    route({ id: "oauth-token", methods: GP, path: `${oauth}/token`, tables: { tokens: "write" }, emits: true }),
-    route({ id: "oauth-revoke", methods: GP, path: `${oauth}/revokeToken`, tables: { tokens: "write" } }),
-    route({ id: "oauth-signin", methods: GP, path: `${oauth}/signin`, tables: { tokens: "write" }, emits: true }),
-    route({ id: "oauth-signout", methods: GP, path: `${oauth}/signout`, tables: { tokens: "write" } }),
+    route({ id: "oauth-authorize", methods: GP, ...at("authorize"), tables: { tokens: "write" }, emits: true }),
+    route({ id: "oauth-token", methods: GP, ...at("token"), tables: { tokens: "write" }, emits: true }),
+    route({ id: "oauth-revoke", methods: GP, ...at("revokeToken"), tables: { tokens: "write" } }),
+    route({ id: "oauth-signin", methods: GP, ...at("signin"), tables: { tokens: "write" }, emits: true }),
+    route({ id: "oauth-signout", methods: GP, ...at("signout"), tables: { tokens: "write" } }),
     route({ id: "app-list", methods: GP, path: apps }),
     route({ id: "app-register", methods: GP, path: `${apps}/register`, tables: { apps: "write" } }),
     route({ id: "app-unregister", methods: GP, path: `${apps}/{clientId}/unregister`, tables: { apps: "write" } }),
@@ -462,17 +483,12 @@ function dataStoreRoutes(): RouteSpec[] {
       tables: jobWriter,
       startsWorkflow: true,
     }),
+    // Both paths ArcGIS documents for it: one function.
     route({
       id: "datastore-get-layers",
       methods: GP,
       path: `${stores}/getLayers`,
-      tables: { datastores: "read", layers: "read", cursors: "write" },
-    }),
-    route({
-      id: "datastore-all-get-layers",
-      handler: "datastore-get-layers",
-      methods: GP,
-      path: `${stores}/allDatasets/getLayers`,
+      alsoAt: [`${stores}/allDatasets/getLayers`],
       tables: { datastores: "read", layers: "read", cursors: "write" },
     }),
     // The operations on a data store registered through the portal (validate, addToServer, getServers,
@@ -651,16 +667,25 @@ function roleRoutes(): RouteSpec[] {
 
 /**
  * Whether a route takes any method: one `ANY` route instead of a GET and a POST route (a stack holds at most 500
- * resources, and every route is one); the shared pipeline refuses methods other than GET and POST itself.
+ * resources, and every route is one); the shared pipeline answers OPTIONS (CORS preflights, which `ANY` brings
+ * to the route's function) and refuses methods other than GET and POST itself.
  */
 export const takesAnyMethod = (route: RouteSpec): boolean =>
   route.methods !== "$default" && route.methods.includes("GET") && route.methods.includes("POST");
 
-/** The route keys API Gateway matches a route by (and sets on the event): `ANY /path`, `GET /path`, `$default`. */
+/** Every path a route answers: its own, then its aliases (`alsoAt`). */
+export const routePaths = (route: RouteSpec): readonly string[] => [route.path, ...(route.alsoAt ?? [])];
+
+/**
+ * The route keys API Gateway matches a route by (and sets on the event): `ANY /path`, `GET /path`, `$default`;
+ * its own path's first, then its aliases'.
+ */
 export function routeKeys(route: RouteSpec): string[] {
   if (route.methods === "$default") return ["$default"];
-  if (takesAnyMethod(route)) return [`ANY ${route.path}`];
-  return route.methods.map((m) => `${m} ${route.path}`);
+  const methods = route.methods;
+  return routePaths(route).flatMap((path) =>
+    takesAnyMethod(route) ? [`ANY ${path}`] : methods.map((m) => `${m} ${path}`),
+  );
 }
 
 export function tableEnvName(table: string): string {

@@ -6,6 +6,11 @@ import type { User } from "#shared/stores/users.ts";
 /** The profile members of the user's organization see. */
 export function publicProfile(user: User): Record<string, unknown> {
   return {
+    // ArcGIS answers a 32-hex id, and the ArcGIS Maps SDK builds `content/users/<id>/…` and
+    // `community/users/<id>` from it; ArcGIS REST JS and older SDKs build the same URLs from the username. mapgate
+    // answers the username as the id: every such route takes it, with no lookup of one by the other (usernames are
+    // letters, digits and `_.@-`, safe unencoded in a path, as the SDK puts the id there).
+    id: user.username,
     username: user.username,
     fullName: user.fullName,
     description: null,
@@ -34,6 +39,8 @@ export function fullProfile(user: User, privileges: readonly string[]): Record<s
     privileges,
     level: "2",
     userLicenseTypeId: "creatorUT",
+    // A mapgate account signs in here only (ArcGIS: `arcgisonly`, or `both` for Esri's own sites too).
+    userType: "arcgisonly",
     disabled: false,
   };
 }

@@ -6,7 +6,16 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { CACHED_PATH, CDN_MAX_TTL_SECONDS, CREDENTIALS_HEADER } from "#infra/aws/cdn.ts";
 import { DEFAULT_THRESHOLDS } from "#infra/aws/monitoring.ts";
 import { MapgateStack } from "#infra/aws/stack.ts";
-import { invocationFunction, REDELIVERY, ROUTES, SECRETS, TABLES, tableEnvName, WORKFLOW } from "#shared/system.ts";
+import {
+  invocationFunction,
+  REDELIVERY,
+  ROUTES,
+  routeKeys,
+  SECRETS,
+  TABLES,
+  tableEnvName,
+  WORKFLOW,
+} from "#shared/system.ts";
 import { readConfig, TUNABLES } from "#shared/config.ts";
 import { EDGE_KEY_HEADER, VIEWER_ADDRESS_HEADER } from "#shared/http/edge.ts";
 import { METRIC, NAMESPACE } from "#shared/metrics.ts";
@@ -89,13 +98,28 @@ describe("infrastructure", () => {
 
   it("routes every declared path and method (and $default) to its own function", () => {
     const keys = ofType("AWS::ApiGatewayV2::Route").map(([, r]) => r.Properties.RouteKey);
-    // A path's GET and POST are one ANY route (the pipeline refuses other methods).
-    const expected = ROUTES.flatMap((r) =>
-      r.methods === "$default"
-        ? ["$default"]
-        : r.methods.includes("GET") && r.methods.includes("POST")
-          ? [`ANY ${r.path}`]
-          : r.methods.map((m) => `${m} ${r.path}`),
+    // A path's GET and POST are one ANY route (the pipeline answers OPTIONS and refuses other methods); an
+    // alias (`alsoAt`) is one more route of its own.
+    const expected = ROUTES.flatMap((r) => {
+      if (r.methods === "$default") return ["$default"];
+      const methods = r.methods;
+      return [r.path, ...(r.alsoAt ?? [])].flatMap((path) =>
+        methods.includes("GET") && methods.includes("POST") ? [`ANY ${path}`] : methods.map((m) => `${m} ${path}`),
+      );
+    });
+    // An alias reaches the same function as its route: one integration per function, not per route.
+    const integrationsOf = new Map<string, Set<string>>();
+    for (const [, r] of ofType("AWS::ApiGatewayV2::Route")) {
+      const spec = ROUTES.find((s) => routeKeys(s).includes(String(r.Properties.RouteKey)));
+      if (spec)
+        integrationsOf.set(
+          spec.id,
+          (integrationsOf.get(spec.id) ?? new Set()).add(JSON.stringify(r.Properties.Target)),
+        );
+    }
+    for (const [id, targets] of integrationsOf) expect(targets.size, id).toBe(1);
+    expect(ROUTES.filter((r) => r.alsoAt).map((r) => r.id)).toEqual(
+      expect.arrayContaining(["oauth-authorize", "oauth-token", "services-directory", "datastore-get-layers"]),
     );
     expect([...keys].sort()).toEqual([...expected].sort());
     // Routes, workflow tasks, the operations function and events-redeliver.
@@ -120,8 +144,9 @@ describe("infrastructure", () => {
       const fn = JSON.stringify(p.FunctionName);
       expect(JSON.stringify(p.SourceArn)).toMatch(fn.includes("NotFound") ? /\/\*\/\*"/ : /\/\*\/\*\/\*"/);
     }
-    // CloudFormation refuses a stack of more than 500 resources: keep room for what comes next (409 today; each
-    // new route costs about 7: function, role, policy, log group, permission, integration, route).
+    // CloudFormation refuses a stack of more than 500 resources: keep room for what comes next (446 today; each
+    // new function costs about 7: function, role, policy, log group, permission, integration, route; another path
+    // for an existing function, `alsoAt`, costs one route).
     expect(Object.keys(template.toJSON().Resources as object).length).toBeLessThan(450);
   });
 

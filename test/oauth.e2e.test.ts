@@ -892,15 +892,98 @@ describe("hardening", () => {
       redirect_uri: "https://web.example.test/app/cb",
       code_verifier: verifier,
     };
-    const ok = await tokenRequest(fields, { origin: "https://web.example.test" });
-    expect(ok.json()).toHaveProperty("access_token");
-    expect(ok.headers["access-control-allow-origin"]).toBe("https://web.example.test");
-    expect(ok.headers["access-control-allow-credentials"]).toBeUndefined();
-    const replay = await tokenRequest(fields, { origin: "https://web.example.test" });
-    expect(replay.status).toBe(400);
-    expect(replay.headers["access-control-allow-origin"]).toBe("https://web.example.test");
-    const other = await tokenRequest(fields, { origin: "https://evil.example" });
-    expect(other.headers["access-control-allow-origin"]).toBeUndefined();
+    // The organization lists one origin only: the app's own is read whatever the list says, another is not.
+    const limit = (allowedOrigins: string) =>
+      post("portals/self/update", { f: "json", token: adminToken, allowedOrigins });
+    expect((await limit("https://other.example.test")).json()).toMatchObject({ success: true });
+    try {
+      const ok = await tokenRequest(fields, { origin: "https://web.example.test" });
+      expect(ok.json()).toHaveProperty("access_token");
+      expect(ok.headers["access-control-allow-origin"]).toBe("https://web.example.test");
+      // The SDK sends its requests to the portal with credentials (the token endpoint reads no cookie).
+      expect(ok.headers["access-control-allow-credentials"]).toBe("true");
+      expect(ok.headers.vary).toContain("Origin");
+      const replay = await tokenRequest(fields, { origin: "https://web.example.test" });
+      expect(replay.status).toBe(400);
+      expect(replay.headers["access-control-allow-origin"]).toBe("https://web.example.test");
+      const other = await tokenRequest(fields, { origin: "https://evil.example" });
+      expect(other.headers["access-control-allow-origin"]).toBeUndefined();
+    } finally {
+      expect((await limit("")).json()).toMatchObject({ success: true, allowedOrigins: [] });
+    }
+    // With no list (every origin, as on ArcGIS), any page may read the token endpoint's answers: they hold a
+    // token only for a code and verifier the page already has, and no cookie is ever read there.
+    const open = await tokenRequest(fields, { origin: "https://evil.example" });
+    expect(open.headers["access-control-allow-origin"]).toBe("https://evil.example");
+  });
+
+  it("serves authorization code + PKCE, revocation, sign-in and sign-out at sharing/oauth2 too (no rest), as ArcGIS does", async () => {
+    const bare = `${engine.ready.https}/portal/sharing/oauth2`;
+    const { verifier, challenge } = pkce();
+    const params = {
+      response_type: "code",
+      client_id: browserApp.client_id,
+      redirect_uri: NATIVE_REDIRECT,
+      state: "bare",
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+    };
+    const url = `${bare}/authorize?${new URLSearchParams(params).toString()}`;
+    const { page, cookie, csrf } = await formOf(url, engine.ca);
+    // The page posts back where it was served.
+    expect(page.text).toContain('action="/portal/sharing/oauth2/authorize"');
+    const authorized = await call(`${bare}/authorize`, {
+      ca: engine.ca,
+      body: form({ ...params, csrf, username: "admin", password: PASSWORDS.admin }),
+      headers: { cookie },
+    });
+    expect(authorized.status).toBe(303);
+    const location = new URL(String(authorized.headers.location));
+    expect(`${location.origin}${location.pathname}`).toBe(NATIVE_REDIRECT);
+    expect(location.searchParams.get("state")).toBe("bare");
+    const code = location.searchParams.get("code") as string;
+    const exchanged = await call(`${bare}/token`, {
+      ca: engine.ca,
+      body: form({
+        grant_type: "authorization_code",
+        client_id: browserApp.client_id,
+        code,
+        redirect_uri: NATIVE_REDIRECT,
+        code_verifier: verifier,
+      }),
+    });
+    expect(exchanged.status).toBe(200);
+    const tokens = exchanged.json<Tokens>();
+    expect(await whoAmI(tokens.access_token)).toMatchObject({ username: "admin" });
+    const revoked = await call(`${bare}/revokeToken`, {
+      ca: engine.ca,
+      body: form({ client_id: browserApp.client_id, token: tokens.access_token }),
+    });
+    expect(revoked.json()).toEqual({ success: true });
+    expect(await whoAmI(tokens.access_token)).toMatchObject({ error: { code: 498 } });
+
+    // The sign-in page and sign-out: the cookie for the whole host, the redirect kept on the site.
+    const signInPage = await formOf(`${bare}/signin`, engine.ca);
+    expect(signInPage.page.text).toContain('action="/portal/sharing/oauth2/signin"');
+    const signedIn = await call(`${bare}/signin`, {
+      ca: engine.ca,
+      body: form({ username: "admin", password: PASSWORDS.admin, csrf: signInPage.csrf, redirect: "/portal/home" }),
+      headers: { cookie: signInPage.cookie },
+    });
+    expect(signedIn.status).toBe(303);
+    expect(signedIn.headers.location).toBe("/portal/home");
+    const auth = (setCookies(signedIn).find((c) => c.startsWith("vendor_authcookie=")) ?? "").split(";")[0] as string;
+    expect(setCookies(signedIn).find((c) => c.startsWith("vendor_authcookie="))).toContain("; Path=/;");
+    const both = `${auth}; ${signInPage.cookie}`;
+    const out = await formOf(`${bare}/signout`, engine.ca, both);
+    expect(out.page.text).toContain('action="/portal/sharing/oauth2/signout"');
+    const signedOut = await call(`${bare}/signout`, {
+      ca: engine.ca,
+      body: form({ csrf: out.csrf }),
+      headers: { cookie: both },
+    });
+    expect(signedOut.status).toBe(303);
+    expect(setCookies(signedOut)).toEqual(["vendor_authcookie=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0"]);
   });
 
   it("lets the consent page's form reach the app's redirect URI, and nothing else (CSP form-action)", async () => {

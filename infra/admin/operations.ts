@@ -149,6 +149,7 @@ export async function bootstrapOrganization(spec: NewOrganization): Promise<{ po
     maxTokenExpirationMinutes: maxMinutes,
     requireTokens: spec.requireTokens ?? false,
     allowPasswordGrant: false,
+    allowedOrigins: [],
     created: now,
     modified: now,
   };

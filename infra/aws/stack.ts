@@ -55,6 +55,7 @@ import {
   invocationFunction,
   REDELIVERY,
   ROUTES,
+  routePaths,
   takesAnyMethod,
   type SecretName,
   TABLES,
@@ -479,14 +480,18 @@ export class MapgateStack extends Stack {
       const integration = new HttpLambdaIntegration(`${name}Integration`, fn, {
         scopePermissionToRoute: route.methods === "$default",
       });
+      const verbs = route.methods === "$default" ? [] : route.methods;
       const apiRoutes =
         route.methods === "$default"
           ? [new HttpRoute(this, `${name}Route`, { httpApi: this.api, routeKey: HttpRouteKey.DEFAULT, integration })]
-          : this.api.addRoutes({
-              path: route.path,
-              methods: takesAnyMethod(route) ? [HttpMethod.ANY] : route.methods.map((m) => HttpMethod[m]),
-              integration,
-            });
+          : // An alias (`alsoAt`) is one more route on the same integration and function: one resource, not seven.
+            routePaths(route).flatMap((path) =>
+              this.api.addRoutes({
+                path,
+                methods: takesAnyMethod(route) ? [HttpMethod.ANY] : verbs.map((m) => HttpMethod[m]),
+                integration,
+              }),
+            );
       for (const r of apiRoutes) {
         Validations.of(r).acknowledge({
           id: "AwsSolutions-APIG4",

@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { pathToFileURL } from "node:url";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { lambdaContext } from "./lambda-context.ts";
-import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec, takesAnyMethod } from "#shared/system.ts";
+import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec, routePaths, takesAnyMethod } from "#shared/system.ts";
 import { grants } from "#shared/config.ts";
 import { Deadlines } from "#shared/deadlines.ts";
 import { logger } from "#shared/log.ts";
@@ -21,6 +21,8 @@ export type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promi
 
 interface CompiledRoute {
   readonly spec: RouteSpec;
+  /** The path this pattern matches: the route's own or one of its aliases (`alsoAt`). */
+  readonly path: string;
   readonly pattern: RegExp;
   readonly names: readonly string[];
   readonly literalSegments: number;
@@ -37,10 +39,10 @@ interface CompiledRoute {
 type Loaded =
   Handler | { readonly pool: FunctionPool; readonly here: Handler; readonly pooled: (path: string) => boolean };
 
-function compile(spec: RouteSpec, loaded: Loaded): CompiledRoute {
+function compile(spec: RouteSpec, loaded: Loaded, path = spec.path): CompiledRoute {
   const names: string[] = [];
   let literalSegments = 0;
-  const source = spec.path
+  const source = path
     .split("/")
     .map((segment) => {
       const greedy = segment.match(/^\{(\w+)\+\}$/);
@@ -62,6 +64,7 @@ function compile(spec: RouteSpec, loaded: Loaded): CompiledRoute {
   const tables = new Set(Object.keys(spec.tables));
   return {
     spec,
+    path,
     pattern: new RegExp(`^${source}/?$`),
     names,
     literalSegments,
@@ -159,9 +162,9 @@ export class Gateway {
             loaded = { pool, here, pooled };
           } else loaded = here;
         }
-        const compiled = compile(spec, loaded);
-        if (spec.methods === "$default") fallback = compiled;
-        else routes.push(compiled);
+        // An alias is one more pattern leading to the same function, as on AWS one more route on its integration.
+        if (spec.methods === "$default") fallback = compile(spec, loaded);
+        else for (const path of routePaths(spec)) routes.push(compile(spec, loaded, path));
       }
       if (!fallback) throw new Error("no $default route is declared");
     } catch (err) {
@@ -170,7 +173,7 @@ export class Gateway {
     }
     // API Gateway prefers the most specific route: more literal segments first, then a route without a
     // greedy `{name+}` variable over one with it.
-    const greedy = (r: CompiledRoute) => (r.spec.path.includes("+}") ? 1 : 0);
+    const greedy = (r: CompiledRoute) => (r.path.includes("+}") ? 1 : 0);
     routes.sort((a, b) => b.literalSegments - a.literalSegments || greedy(a) - greedy(b));
     return new Gateway(routes, fallback, pools);
   }
@@ -206,7 +209,7 @@ export class Gateway {
       if (!m) continue;
       try {
         const pathParameters = Object.fromEntries(route.names.map((n, i) => [n, decodeURIComponent(m[i + 1] ?? "")]));
-        return { route, routeKey: `${any ? "ANY" : method} ${route.spec.path}`, pathParameters };
+        return { route, routeKey: `${any ? "ANY" : method} ${route.path}`, pathParameters };
       } catch {
         break; // a malformed escape in the path: nothing can match it
       }

@@ -1,5 +1,6 @@
-// The one middy stack every REST handler uses: normalize (parameters, format, caller) → validate
-// (method and transport rules) → compute (the handler) → respond (render once, errors as envelopes).
+// The one middy stack every REST handler uses: a CORS preflight answered first, then normalize (parameters,
+// format, caller) → validate (method and transport rules) → compute (the handler) → respond (render once, errors
+// as envelopes).
 // Each middleware is a small factory in shared/http/pipeline/; their state travels in middy's `request.internal`
 // (shared/http/pipeline/state.ts). The handler returns data or throws a typed error.
 import middy from "@middy/core";
@@ -11,6 +12,7 @@ import { caller } from "#shared/http/pipeline/caller.ts";
 import { compute } from "#shared/http/pipeline/compute.ts";
 import { errorEnvelope } from "#shared/http/pipeline/error-envelope.ts";
 import { normalize } from "#shared/http/pipeline/normalize.ts";
+import { preflight } from "#shared/http/pipeline/preflight.ts";
 import type { Compute, Operation, RestRequest } from "#shared/http/pipeline/request.ts";
 import { respond } from "#shared/http/pipeline/respond.ts";
 import type { PipelineState, RestContext } from "#shared/http/pipeline/state.ts";
@@ -48,11 +50,13 @@ export function restHandler(op: Operation, fn: Compute) {
   config();
   // The early timeout is beforeTimeout's (one interval for all requests, in compute()), not middy's timer per
   // request. middy's own handler does nothing: the operation runs in compute(), which sees the request state.
+  const log = accessLog(op);
   const chain = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, RestContext, PipelineState>({
     timeoutEarlyInMillis: 0,
   })
-    .use(accessLog(op))
+    .use(log)
     .use(errorEnvelope(op))
+    .use(preflight(op, log.done))
     .use(normalize(op))
     .use(caller(op))
     .use(respond(op))

@@ -30,6 +30,12 @@ function headers(contentType: string, https: boolean): Record<string, string> {
   };
 }
 
+/** An answer without a body (a CORS preflight's): the headers every answer carries, no content type. */
+export function renderNoContent(https: boolean): APIGatewayProxyStructuredResultV2 {
+  const { "content-type": _none, ...rest } = headers("text/plain", https);
+  return { statusCode: 204, headers: rest, body: "" };
+}
+
 /**
  * An answer kept whole by its handler (a listing per catalog version and viewer) with its JSON text, so that a
  * json or JSONP answer is not serialised again on every request; pjson and html render `data` as usual.

@@ -86,7 +86,8 @@ export function appRegistrationAnswer(app: App, clientSecret: string | undefined
 
 /**
  * A browser app redeems its code with `fetch` from its own pages: the token and revocation answers may be read
- * by the origins of its registered redirect URIs (never with credentials: the request carries none).
+ * by the origins of its registered redirect URIs, whatever the organization's allowedOrigins say. Credentials are
+ * allowed because the ArcGIS Maps SDK sends them to the portal (these endpoints never read a cookie).
  */
 export function allowAppOrigin(req: RestRequest, app: App): void {
   const origin = req.event.headers?.origin;
@@ -94,6 +95,7 @@ export function allowAppOrigin(req: RestRequest, app: App): void {
   const allowed = app.redirectUris.some((u) => URL.canParse(u) && new URL(u).origin === origin);
   if (!allowed) return;
   req.responseHeaders["access-control-allow-origin"] = origin;
+  req.responseHeaders["access-control-allow-credentials"] = "true";
   req.responseHeaders.vary = "Origin";
 }
 

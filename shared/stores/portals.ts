@@ -14,6 +14,11 @@ export interface Portal {
   readonly requireTokens: boolean;
   /** Whether the OAuth `password` grant is allowed (off by default: it hands passwords to applications). */
   readonly allowPasswordGrant: boolean;
+  /**
+   * The origins (`scheme://host[:port]`) whose pages may read this organization's answers across origins
+   * (shared/http/cors.ts); empty: every origin, as on ArcGIS.
+   */
+  readonly allowedOrigins: readonly string[];
   readonly created: number;
   readonly modified: number;
 }
@@ -32,6 +37,7 @@ export function toPortal(item: Record<string, unknown>): Portal {
     maxTokenExpirationMinutes: r.number("maxTokenExpirationMinutes"),
     requireTokens: r.boolean("requireTokens"),
     allowPasswordGrant: item.allowPasswordGrant === true,
+    allowedOrigins: r.strings("allowedOrigins"),
     created: r.number("created"),
     modified: r.number("modified"),
   };
@@ -87,7 +93,10 @@ export async function listPortals(): Promise<Portal[]> {
 }
 
 export type PortalSettings = Partial<
-  Pick<Portal, "allSSL" | "maxTokenExpirationMinutes" | "requireTokens" | "allowPasswordGrant" | "name">
+  Pick<
+    Portal,
+    "allSSL" | "maxTokenExpirationMinutes" | "requireTokens" | "allowPasswordGrant" | "name" | "allowedOrigins"
+  >
 >;
 
 /** Changes an organization's settings; `modified` advances. Answers the portal as stored afterwards. */

@@ -13,7 +13,7 @@ function bodyBytes(response: APIGatewayProxyStructuredResultV2 | null | undefine
 }
 
 /** The outermost step: it starts the clock first and writes its lines last, whether the request failed or not. */
-export const accessLog = (op: Operation): RestMiddleware => {
+export const accessLog = (op: Operation): RestMiddleware & { done: (request: RestMiddyRequest) => void } => {
   const operation = op.name;
   const done = (request: RestMiddyRequest) => {
     const s = request.internal;
@@ -49,5 +49,7 @@ export const accessLog = (op: Operation): RestMiddleware => {
     },
     after: done,
     onError: done,
+    // An answer given early (a preflight's) skips `after`: its step logs it with this.
+    done,
   };
 };

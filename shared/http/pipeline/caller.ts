@@ -13,6 +13,7 @@ import {
   type Identity,
   resolveIdentityWith,
 } from "#shared/auth/identity.ts";
+import { cookieMayAuthenticate, corsHeaders, ownOrigins } from "#shared/http/cors.ts";
 import { clientAddress } from "#shared/http/edge.ts";
 import { ApiError, forbidden, methodNotAllowed, sslRequired } from "#shared/http/errors.ts";
 import type { Invocation, Operation, RestRequest } from "#shared/http/pipeline/request.ts";
@@ -91,26 +92,25 @@ export const caller = (op: Operation): RestMiddleware => ({
     }
     const server = op.at ? await op.at(event) : undefined;
     const method = event.requestContext.http.method.toUpperCase();
-    // What a browser's Origin header says of our pages: scheme and host, never the base path (parsed only for
-    // the requests that check it).
+    // What a browser's Origin header says of our pages: scheme and host, never the base path.
+    const own = ownOrigins(n);
     const csrfChecked =
-      method === "POST" && rendering.https
-        ? await csrfValid(
-            event,
-            params.get(CSRF_FIELD),
-            [n.origin, n.httpsOrigin].map((o) => new URL(o).origin),
-          )
-        : false;
+      method === "POST" && rendering.https ? await csrfValid(event, params.get(CSRF_FIELD), own) : false;
     // The browser's ambient cookie never authorizes a JSONP answer (any site can read one), nor an operation that
     // changes state unless the request is one of our own forms (its CSRF field matches): a cross-site form
     // could submit it otherwise.
     const statechanging = op.postOnly === true && method === "POST";
-    const useCookie = rendering.callback === undefined && !op.ignoreCookie && (!statechanging || csrfChecked);
+    // Nor a request from another origin's page, whatever it asks (shared/http/cors.ts: the one cookie rule).
+    const sameOrigin = cookieMayAuthenticate(event, own);
+    const useCookie =
+      sameOrigin && rendering.callback === undefined && !op.ignoreCookie && (!statechanging || csrfChecked);
     // OAuth endpoints authenticate clients their own way, and their `token` parameter is the token at hand
     // (RFC 7009), not the caller's credential.
     const credential: Credential | undefined =
       op.protocol === "oauth" ? undefined : findCredential(event, params, useCookie);
-    if (!credential && statechanging && !op.ignoreCookie && hasAuthCookie(event) && !csrfChecked) {
+    // Another origin's request was never going to use the cookie: it goes on without one (and is told it needs a
+    // token), rather than being told a form of ours failed its check.
+    if (!credential && sameOrigin && statechanging && !op.ignoreCookie && hasAuthCookie(event) && !csrfChecked) {
       throw forbidden(["The form could not be verified (CSRF check failed): reload the page and submit it again."]);
     }
     const presented = {
@@ -135,6 +135,8 @@ export const caller = (op: Operation): RestMiddleware => ({
     let portal: Portal;
     if (identity.kind === "anonymous") ({ portal, extra: prefetched } = await anonymousPortal(server, extra));
     else portal = identity.portal;
+    // Known before any refusal below, so that the page of an allowed origin can read it.
+    s.cors = corsHeaders(event, portal, own, op.openCors === true);
     if (portal.allSSL && !rendering.https) throw sslRequired();
     let csrf: string | undefined;
     if (rendering.format === "html" && rendering.https) {

@@ -4,7 +4,9 @@ import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { PORTAL_ROOT } from "#shared/urls.ts";
 import { ApiError, errorBody, INTERNAL_ERROR, OAuthError } from "#shared/http/errors.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
+import { corsHeaders, ownOrigins } from "#shared/http/cors.ts";
 import { finish } from "#shared/http/pipeline/finish.ts";
+import { corsPortal } from "#shared/http/pipeline/preflight.ts";
 import type { Operation } from "#shared/http/pipeline/request.ts";
 import type { RestMiddleware } from "#shared/http/pipeline/state.ts";
 import { type Rendering, renderHtml, renderJson, renderOAuthError } from "#shared/http/render.ts";
@@ -12,10 +14,17 @@ import { logger } from "#shared/log.ts";
 import { formPageOf, requestOrigins } from "#shared/urls.ts";
 
 export const errorEnvelope = (op: Operation): RestMiddleware => ({
-  onError: (request) => {
+  onError: async (request) => {
     const err = request.error;
     const s = request.internal;
     const https = s.rendering?.https ?? requestOrigins(request.event).https;
+    // Refused before its organization was known (a bad token, a bad format): the page of an allowed origin still
+    // reads why, by the organization the request addresses.
+    if (!s.cors && !request.context.mapgate?.invocation) {
+      const event = request.event;
+      const portal = event.headers?.origin !== undefined ? await corsPortal(event, op) : undefined;
+      s.cors = corsHeaders(event, portal, ownOrigins(requestOrigins(event)), op.openCors === true);
+    }
     let body: ReturnType<typeof errorBody> = INTERNAL_ERROR;
     if (err instanceof ApiError) body = errorBody(err);
     else if (!(err instanceof OAuthError) || op.protocol !== "oauth") {
@@ -35,7 +44,7 @@ export const errorEnvelope = (op: Operation): RestMiddleware => ({
             : undefined;
       s.errorCode = oauth?.status ?? 500;
       request.response = renderOAuthError(oauth, https);
-      finish(request.response, s, op);
+      finish(request.response, s);
       return;
     }
     s.errorCode = body.error.code;
@@ -51,7 +60,7 @@ export const errorEnvelope = (op: Operation): RestMiddleware => ({
             rendering.https,
           )
         : renderJson(body, rendering);
-    finish(request.response, s, op);
+    finish(request.response, s);
   },
 });
 

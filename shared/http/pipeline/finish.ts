@@ -1,16 +1,20 @@
 // What every answer carries besides its body, a rendered result or an error alike.
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { AUTH_COOKIE, CLEARED_AUTH_COOKIE } from "#shared/auth/identity.ts";
-import type { Operation } from "#shared/http/pipeline/request.ts";
+import { mergeVary } from "#shared/http/cors.ts";
 import type { PipelineState } from "#shared/http/pipeline/state.ts";
 
 /**
- * The handler's extra headers and the pipeline's cookies, set before the handler's own, so a handler's new
- * sign-in cookie is never followed by the stale one's clearing.
+ * The CORS headers (shared/http/cors.ts), the handler's extra headers (which win: a registered app's origin at
+ * the token endpoint) and the pipeline's cookies, set before the handler's own, so a handler's new sign-in cookie
+ * is never followed by the stale one's clearing. `Vary` adds to what the answer varies on already.
  */
-export function finish(response: APIGatewayProxyStructuredResultV2, s: PipelineState, op: Operation) {
-  const extra = { ...(op.openCors ? { "access-control-allow-origin": "*" } : {}), ...s.request?.responseHeaders };
-  if (Object.keys(extra).length > 0) response.headers = { ...response.headers, ...extra };
+export function finish(response: APIGatewayProxyStructuredResultV2, s: PipelineState) {
+  const extra: Record<string, string | number | boolean> = { ...s.cors, ...s.request?.responseHeaders };
+  if (Object.keys(extra).length > 0) {
+    const vary = mergeVary(String(response.headers?.vary ?? ""), typeof extra.vary === "string" ? extra.vary : "");
+    response.headers = { ...response.headers, ...extra, ...(vary ? { vary } : {}) };
+  }
   const own = response.cookies ?? [];
   const signsIn = own.some((c) => c.startsWith(`${AUTH_COOKIE}=`));
   const pipeline = (s.cookies ?? []).filter((c) => !(signsIn && c === CLEARED_AUTH_COOKIE));

@@ -58,8 +58,9 @@ export interface Operation {
   /** Ignores the sign-in cookie: a sign-in operation must work even when a stale cookie is present. */
   readonly ignoreCookie?: boolean;
   /**
-   * Any origin may read the answers, errors included (`Access-Control-Allow-Origin: *`): services and their
-   * content, which map clients on other origins read with a token in the URL or a header, never a cookie.
+   * Services and their content, which map clients on other origins read with a token in the URL or a header:
+   * `Access-Control-Allow-Origin: *` to a request without `Origin` (tools); to a browser page, what every answer
+   * gives, the allowed origin echoed (shared/http/cors.ts).
    */
   readonly openCors?: boolean;
   /** An OAuth 2.0 endpoint: JSON only (no JSONP), errors as RFC 6749 bodies with real HTTP statuses. */

@@ -57,7 +57,7 @@ export const respond = (op: Operation): RestMiddleware => ({
         ran(s.rendering, "normalize"),
         answer instanceof Rendered ? answer.json : undefined,
       );
-    finish(request.response, s, op);
+    finish(request.response, s);
     // What Lambda returns is the whole result (headers, base64 body): past 6 MB, AWS answers a bare 500.
     // Measured on the rendered answer, so pjson's indentation, HTML's tables and JSONP count too.
     if (mayExceedPayload(request.response) && Buffer.byteLength(JSON.stringify(request.response)) > PAYLOAD_ROOM) {

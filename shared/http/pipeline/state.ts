@@ -28,6 +28,11 @@ export type PipelineState = {
   normalized?: Normalized;
   /** caller(): Set-Cookie values every answer carries (a stale sign-in cookie's clearing, a first form's CSRF). */
   cookies?: string[];
+  /**
+   * caller(), or errorEnvelope() for a request refused before its organization was known: the CORS headers every
+   * answer to it carries (shared/http/cors.ts).
+   */
+  cors?: Record<string, string>;
   /** caller(): the request as the compute step sees it. */
   request?: RestRequest;
   /** caller(): a browser's GET of a POST-only operation, answered with its form instead of running it. */
