@@ -1,7 +1,9 @@
-// POST …/content/users/<username>/addItem: adds an item. The one kind of item added here is a data store's
-// registration (type `Data Store`, its JSON in `text`), as ArcGIS clients register a database, a bucket or a
-// folder: the item and the store are made at once, a database's password moved to the store's secret (the
-// item's data shows it redacted). Nothing is connected to: `validate` says whether the store can be read.
+// POST …/content/users/<username>/addItem: adds an item. Two kinds are added here: an uploaded file (`file`, sent
+// as multipart/form-data: a CSV, GeoJSON, zipped shapefile or GeoPackage to publish, or a document), kept as sent
+// and served back as an attachment (shared/uploads.ts); and a data store's registration (type `Data Store`, its
+// JSON in `text`), as ArcGIS clients register a database, a bucket or a folder: the item and the store are made at
+// once, a database's password moved to the store's secret (the item's data shows it redacted). Nothing is
+// connected to: `validate` says whether the store can be read.
 import { badRequest, forbidden } from "#shared/http/errors.ts";
 import { PORTAL_ROOT } from "#shared/urls.ts";
 import { renderValue, resultPage } from "#shared/http/html.ts";
@@ -11,6 +13,7 @@ import { readDataStoreJson, registerDataStore } from "#shared/datastore-registra
 import { DESCRIBE_PRIVILEGE, registering, tagsOf } from "#shared/publishing.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 import { getUser } from "#shared/stores/users.ts";
+import { addFileItem } from "#shared/uploads.ts";
 
 const FAILED = "Unable to add item.";
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
@@ -19,6 +22,17 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 /** The registered store's page and what comes next for it: validate it, add it to a server, describe it. */
 function registeredPage(data: object, req: RestRequest): string {
   const { id } = data as { id?: string };
+  if (req.params.file("file")) {
+    return resultPage(
+      "Item added",
+      `Added “${req.params.get("title") || req.params.file("file")?.filename || ""}”.`,
+      [
+        [itemPageHref(id ?? ""), "The item"],
+        [`${PORTAL_ROOT}?f=html`, "Directory"],
+      ],
+      renderValue(data),
+    );
+  }
   const stores = `${PORTAL_ROOT}/portals/self/datastores`;
   const q = `datastoreId=${encodeURIComponent(id ?? "")}&f=html`;
   return resultPage(
@@ -34,10 +48,24 @@ function registeredPage(data: object, req: RestRequest): string {
   );
 }
 
+const CREATE_ITEM_PRIVILEGE = "portal:user:createItem";
+
+/** Whose content the item joins: administrators may add to another member's content; anyone else to their own. */
+async function ownerFor(req: RestRequest, caller: string, role: string, portalId: string): Promise<string> {
+  const owner = req.pathParameters.username ?? "";
+  if (owner === caller) return owner;
+  if (role !== "org_admin") throw forbidden();
+  const member = await getUser(owner);
+  if (!member || member.portalId !== portalId)
+    throw badRequest(FAILED, [`User '${owner.slice(0, 128)}' does not exist.`]);
+  return owner;
+}
+
 export const handler = restHandler(
   {
     name: "Add Item",
     postOnly: true,
+    files: ["file"],
     html: registeredPage,
     // The data store's JSON may hold a password: never in a URL, which logs and histories keep.
     bodyOnly: ["text"],
@@ -70,6 +98,29 @@ export const handler = restHandler(
   async (req) => {
     const identity = requireUser(req);
     const { user, portal } = identity;
+    const file = req.params.file("file");
+    if (file) {
+      if (user.role !== "org_admin" && !identity.privileges.includes(CREATE_ITEM_PRIVILEGE)) throw forbidden();
+      const title = (req.params.get("title") ?? "").trim();
+      if (title.length > 250 || CONTROL.test(title))
+        throw badRequest(FAILED, ["'title' must have at most 250 characters and no control characters."]);
+      const owner = await ownerFor(req, user.username, user.role, portal.portalId);
+      const item = await addFileItem(
+        file,
+        {
+          portalId: portal.portalId,
+          owner,
+          type: req.params.get("type"),
+          title,
+          tags: tagsOf(req.params.get("tags")),
+          description: (req.params.get("description") ?? "").slice(0, 64_000),
+          snippet: (req.params.get("snippet") ?? "").slice(0, 2048),
+          filename: req.params.get("filename"),
+        },
+        FAILED,
+      );
+      return { success: true, id: item.itemId, folder: null };
+    }
     if (user.role !== "org_admin" && !identity.privileges.includes(DESCRIBE_PRIVILEGE)) throw forbidden();
     const problems: string[] = [];
     const type = req.params.get("type") ?? "";
@@ -81,14 +132,7 @@ export const handler = restHandler(
     const text = req.params.get("text") ?? "";
     if (text.trim() === "") problems.push("'text' (the data store's JSON) must be specified.");
     if (problems.length > 0) throw badRequest(FAILED, problems);
-    // Administrators may add to another member's content; anyone else to their own.
-    const owner = req.pathParameters.username ?? "";
-    if (owner !== user.username) {
-      if (user.role !== "org_admin") throw forbidden();
-      const member = await getUser(owner);
-      if (!member || member.portalId !== portal.portalId)
-        throw badRequest(FAILED, [`User '${owner.slice(0, 128)}' does not exist.`]);
-    }
+    const owner = await ownerFor(req, user.username, user.role, portal.portalId);
     const store = await registering(FAILED, async () => {
       const spec = await readDataStoreJson(text);
       // A folder of the serving machine is the operator's to give: only administrators register one.

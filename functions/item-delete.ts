@@ -9,6 +9,7 @@ import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";
 import { registering } from "#shared/publishing.ts";
 import { getDataStore } from "#shared/stores/datastores.ts";
+import { itemFiles } from "#shared/stores/item-files.ts";
 import { DATA_STORE_TYPE, deleteItem } from "#shared/stores/items.ts";
 import { emit } from "#shared/events.ts";
 
@@ -41,6 +42,8 @@ export const handler = restHandler(
     const store = item.type === DATA_STORE_TYPE ? await getDataStore(item.itemId) : undefined;
     if (store) await registering(FAILED, () => removeDataStore(store));
     else await changing(item, () => deleteItem(item));
+    // After its item: a failure here leaves a file no item names, never an item without its file.
+    if (item.file) await itemFiles().remove(item.itemId);
     if (item.service) {
       await emit("serviceUnpublished", {
         portalId: item.portalId,

@@ -36,6 +36,10 @@ export interface Config {
   readonly datastoreSecrets: { readonly prefix: string } | { readonly dir: string } | undefined;
   /** What users may register as data stores, and where a database connection may go. */
   readonly datastorePolicy: DataStorePolicy;
+  /** Where uploaded item files are kept: the stack's bucket (AWS) or a folder (local engine). */
+  readonly itemFiles: { readonly bucket: string } | { readonly dir: string } | undefined;
+  /** How many bytes of uploaded files one member, and one organization, may keep. */
+  readonly storageQuota: { readonly userBytes: number; readonly organizationBytes: number };
 }
 
 /**
@@ -81,6 +85,8 @@ export const TUNABLES = [
   "OAUTH_ACCESS_TOKEN_MINUTES",
   "OAUTH_REFRESH_TOKEN_MINUTES",
   "OAUTH_CODE_SECONDS",
+  "STORAGE_QUOTA_USER_MB",
+  "STORAGE_QUOTA_ORGANIZATION_MB",
 ] as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -178,8 +184,19 @@ export function readConfig(env: Env): Config {
               .map((b) => b.trim())
               .filter(Boolean),
     },
+    itemFiles: env.ITEM_FILES_BUCKET
+      ? { bucket: env.ITEM_FILES_BUCKET }
+      : env.ITEM_FILES_DIR
+        ? { dir: env.ITEM_FILES_DIR }
+        : undefined,
+    storageQuota: {
+      userBytes: bounded(env, "STORAGE_QUOTA_USER_MB", 2 * 1024, 1024 * 1024) * MB,
+      organizationBytes: bounded(env, "STORAGE_QUOTA_ORGANIZATION_MB", 100 * 1024, 1024 * 1024 * 1024) * MB,
+    },
   };
 }
+
+const MB = 1024 * 1024;
 
 let cached: Config | undefined;
 

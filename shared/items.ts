@@ -170,7 +170,7 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     created: item.created,
     modified: item.modified,
     guid: null,
-    name: item.service?.name ?? null,
+    name: item.file?.name ?? item.service?.name ?? null,
     title: item.title,
     type: item.type,
     typeKeywords: item.typeKeywords,
@@ -190,7 +190,7 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     proxyFilter: null,
     // As ArcGIS: a private item shared with groups reads as "shared".
     access: item.access === "private" && (item.groups?.length ?? 0) > 0 ? "shared" : item.access,
-    size: -1,
+    size: item.file?.size ?? -1,
     appCategories: [],
     industries: [],
     languages: [],

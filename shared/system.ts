@@ -48,6 +48,11 @@ export interface RouteSpec {
    * runs in the VPC like a reader; `write` registers, changes and removes them (creates and deletes secrets).
    */
   readonly datastoreSecrets?: "read" | "write";
+  /**
+   * Files users upload as items (shared/stores/item-files.ts): `read` serves them, `write` also keeps and removes
+   * them. On AWS the stack's item-files bucket, granted as asked; locally a folder of the data folder.
+   */
+  readonly itemFiles?: Access;
   /** Sends events to mapgate's bus (PutEvents on that bus only), keeping what the bus refused in `outbox`. */
   readonly emits?: boolean;
   /**
@@ -355,20 +360,23 @@ function contentRoutes(): RouteSpec[] {
       tables: { ...sharing, datastores: "write" },
       emits: true,
       datastoreSecrets: "write",
+      itemFiles: "write",
     }),
-    // Registering a data store is adding its item (the only item type added here).
+    // Uploading a file is adding its item; so is registering a data store.
     route({
       id: "item-add",
       methods: GP,
       path: `${content}/users/{username}/addItem`,
       tables: { items: "write", datastores: "write", servers: "read" },
       datastoreSecrets: "write",
+      itemFiles: "write",
     }),
     route({
       id: "item-data",
       methods: GP,
       path: `${content}/items/{itemId}/data`,
       tables: { items: "read", datastores: "read" },
+      itemFiles: "read",
     }),
     route({ id: "user-content", methods: GP, path: `${content}/users/{username}`, tables: { items: "read" } }),
     route({ id: "item-search", read: true, methods: GP, path: `${PORTAL_ROOT}/search`, tables: { items: "read" } }),

@@ -16,10 +16,16 @@ interface Granted {
   /** The module under functions/ it runs. */
   readonly entry: string;
   readonly tables: Readonly<Record<string, Access>>;
+  readonly itemFiles?: Access;
 }
 
 const functions: Granted[] = [
-  ...ROUTES.map((r) => ({ id: r.id, entry: r.handler ?? r.id, tables: r.tables })),
+  ...ROUTES.map((r) => ({
+    id: r.id,
+    entry: r.handler ?? r.id,
+    tables: r.tables,
+    ...(r.itemFiles ? { itemFiles: r.itemFiles } : {}),
+  })),
   ...WORKFLOW.tasks.map((t) => ({ id: t.id, entry: t.id, tables: t.tables })),
   { ...invocationFunction(), entry: invocationFunction().id },
   { ...REDELIVERY, entry: REDELIVERY.id },
@@ -37,20 +43,23 @@ const LOOKUP = /\btableName\d*\(([^)]*)\)/g;
 const FORWARDED = /^("\w+"|name\d*|table\d*|extra\d*\.table)$/;
 
 /** The tables a function's bundle reaches, and any lookup it cannot tell the table of. */
-async function reach(entry: string): Promise<{ tables: Set<string>; unknown: string[] }> {
+async function reach(entry: string): Promise<{ tables: Set<string>; unknown: string[]; itemFiles: boolean }> {
   const options = splitEsbuildOptions(join(ROOT, "functions", `${entry}.ts`), join(ROOT, "unwritten", entry));
   // Unminified, so the names survive; packages stay outside (the AWS SDK names no table of mapgate's).
   const { outputFiles } = await build({ ...options, minify: false, packages: "external", write: false });
   const tables = new Set<string>();
   const unknown: string[] = [];
+  let itemFiles = false;
   for (const { path, text } of outputFiles) {
     if (!path.endsWith(".mjs")) continue;
+    // shared/stores/item-files.ts's refusal, left in every bundle that opens the item files.
+    if (text.includes("ITEM_FILES_BUCKET or ITEM_FILES_DIR")) itemFiles = true;
     for (const pattern of NAMED) {
       for (const m of text.matchAll(pattern)) if (m[1] && TABLE_NAMES.has(m[1])) tables.add(m[1]);
     }
     for (const m of text.matchAll(LOOKUP)) if (!FORWARDED.test(m[1]?.trim() ?? "")) unknown.push(m[0]);
   }
-  return { tables, unknown };
+  return { tables, unknown, itemFiles };
 }
 
 let reached: Promise<Map<string, Awaited<ReturnType<typeof reach>>>> | undefined;
@@ -78,6 +87,18 @@ describe("table grants", () => {
       for (const t of r?.tables ?? []) if (!(t in f.tables)) missing.push(`${f.id}: ${t}`);
     }
     expect(missing).toEqual([]);
+  }, 120_000);
+
+  it("grants the item files to every function whose code opens them, and to no other", async () => {
+    const all = await reaches();
+    const opening = functions.filter((f) => all.get(f.entry)?.itemFiles).map((f) => f.id);
+    expect(opening.sort()).toEqual(
+      functions
+        .filter((f) => f.itemFiles)
+        .map((f) => f.id)
+        .sort(),
+    );
+    expect(opening).toEqual(expect.arrayContaining(["item-add", "item-data", "item-delete"]));
   }, 120_000);
 
   it("tells the table of every lookup in every bundle, and sees the tables it should", async () => {

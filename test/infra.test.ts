@@ -59,6 +59,8 @@ const DATASTORE_ENV = [
   "DATASTORE_TLS",
   "CLOUD_STORE_BUCKETS",
 ];
+/** A policy statement on the item-files bucket's objects (its resource names the bucket by its logical id). */
+const itemFilesStatement = (st: { Resource: unknown }) => JSON.stringify(st.Resource).includes("ItemFiles");
 const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
 
 function functionFor(routeId: string): Resource {
@@ -162,6 +164,7 @@ describe("infrastructure", () => {
         ...(route.startsWorkflow ? ["STATE_MACHINE_ARN"] : []),
         ...(route.emits ? ["EVENT_BUS_NAME"] : []),
         ...(secretsLevel(route) ? DATASTORE_ENV : []),
+        ...(route.itemFiles ? ["ITEM_FILES_BUCKET"] : []),
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",
         // The metrics' Stack dimension, and the CDN's origin (absolute URLs point at it: no custom domain here) and
@@ -243,6 +246,40 @@ describe("infrastructure", () => {
     expect(apiTargets).not.toContain("OperationsFunction");
   });
 
+  it("keeps uploaded files in a private bucket of its own, reached only by the functions declaring them", () => {
+    const buckets = ofType("AWS::S3::Bucket").filter(([id]) => id.startsWith("ItemFiles"));
+    expect(buckets).toHaveLength(1);
+    expect(buckets[0]?.[1].Properties).toMatchObject({
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: "AES256" } }],
+      },
+    });
+    const policies = ofType("AWS::IAM::Policy");
+    for (const spec of ROUTES) {
+      const policy = policies.find(([id]) => id.startsWith(`${pascal(spec.id)}RoleDefaultPolicy`));
+      const statements = (
+        (policy?.[1].Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] })
+          ?.Statement ?? []
+      ).filter(itemFilesStatement);
+      const expected =
+        spec.itemFiles === "write"
+          ? ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+          : spec.itemFiles === "read"
+            ? "s3:GetObject"
+            : undefined;
+      expect(
+        statements.map((st) => st.Action),
+        spec.id,
+      ).toEqual(expected === undefined ? [] : [expected]);
+    }
+  });
+
   it("grants read access to the cloud stores' buckets only to the functions that read data stores' content", () => {
     const policies = ofType("AWS::IAM::Policy");
     const readers = [...ROUTES, ...WORKFLOW.tasks].filter((r) => r.readsStorage).map((r) => r.id);
@@ -260,7 +297,7 @@ describe("infrastructure", () => {
       if (!policy) throw new Error(`no policy for ${spec.id}`);
       const statements = (
         policy[1].Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }
-      ).Statement.filter((st) => JSON.stringify(st.Action).includes("s3:"));
+      ).Statement.filter((st) => JSON.stringify(st.Action).includes("s3:") && !itemFilesStatement(st));
       if (!spec.readsStorage) {
         expect(statements, spec.id).toEqual([]);
         continue;
@@ -374,7 +411,7 @@ describe("infrastructure", () => {
     expect([...TUNABLES].sort()).toEqual(
       ["MAX_BODY_BYTES", "OAUTH_ACCESS_TOKEN_MINUTES", "OAUTH_CODE_SECONDS", "OAUTH_REFRESH_TOKEN_MINUTES"]
         .concat(["SIGNIN_FAILURE_WINDOW_SECONDS", "SIGNIN_LOCKOUT_SECONDS", "SIGNIN_MAX_FAILURES"])
-        .concat(["SOAP_MESSAGE_FORMAT", "SOAP_NAMESPACE"])
+        .concat(["SOAP_MESSAGE_FORMAT", "SOAP_NAMESPACE", "STORAGE_QUOTA_ORGANIZATION_MB", "STORAGE_QUOTA_USER_MB"])
         .sort(),
     );
     // The synth command checks context values with the functions' own rules (infra/aws/app.ts).

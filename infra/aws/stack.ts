@@ -46,6 +46,7 @@ import { Architecture, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { type ICommandHooks, NodejsFunction, OutputFormat, SourceMapMode } from "aws-cdk-lib/aws-lambda-nodejs";
 import { BUNDLE } from "./bundling.ts";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import { BlockPublicAccess, Bucket, BucketEncryption } from "aws-cdk-lib/aws-s3";
 import { DefinitionBody, LogLevel, StateMachine, StateMachineType } from "aws-cdk-lib/aws-stepfunctions";
 import type { Construct } from "constructs";
 import {
@@ -347,6 +348,32 @@ export class MapgateStack extends Stack {
       }
     };
 
+    // Files users upload as items: private, encrypted, reached over TLS only, by the functions that declare them.
+    const itemFilesBucket = new Bucket(this, "ItemFiles", {
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      encryption: BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      removalPolicy,
+    });
+    Validations.of(itemFilesBucket).acknowledge({
+      id: "AwsSolutions-S1",
+      reason:
+        "Only mapgate's functions read and write this bucket, and each request to them is logged with its caller by the function; object-level trails are the operator's choice (CloudTrail data events).",
+    });
+    // The object actions a level needs and no more (the bucket's grant helpers add List*, GetBucket* and more).
+    const grantItemFiles = (fn: NodejsFunction, level: Access) => {
+      const actions = level === "write" ? ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"] : ["s3:GetObject"];
+      fn.addToRolePolicy(new PolicyStatement({ actions, resources: [itemFilesBucket.arnForObjects("items/*")] }));
+      const bucketId = Stack.of(this).getLogicalId(itemFilesBucket.node.defaultChild as CfnElement);
+      if (fn.role) {
+        Validations.of(fn.role).acknowledge({
+          id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/items/*]`,
+          reason: "Any uploaded item's file: files are keyed by item id, and the item's record decides who reads it.",
+        });
+      }
+      fn.addEnvironment("ITEM_FILES_BUCKET", itemFilesBucket.bucketName);
+    };
+
     const functions: { id: string; fn: NodejsFunction }[] = [];
     const makeFunction = (
       id: string,
@@ -357,7 +384,8 @@ export class MapgateStack extends Stack {
         readsStorage = false,
         datastoreSecrets,
         viewerAssets = false,
-      }: Pick<RouteSpec, "readsStorage" | "datastoreSecrets" | "viewerAssets"> = {},
+        itemFiles,
+      }: Pick<RouteSpec, "readsStorage" | "datastoreSecrets" | "viewerAssets" | "itemFiles"> = {},
     ) => {
       const name = pascal(id);
       const logGroup = new LogGroup(this, `${name}Logs`, { retention: RetentionDays.ONE_MONTH, removalPolicy });
@@ -415,6 +443,7 @@ export class MapgateStack extends Stack {
         fn.addEnvironment("DATASTORE_SECRET_PREFIX", datastoreSecretPrefix);
         for (const [k, v] of Object.entries(datastorePolicy)) fn.addEnvironment(k, v);
       }
+      if (itemFiles) grantItemFiles(fn, itemFiles);
       for (const [table, level] of Object.entries(access)) {
         const t = tables.get(table as TableName);
         if (!t) throw new Error(`${id} names unknown table ${table}`);

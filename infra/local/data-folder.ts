@@ -9,6 +9,9 @@ import { generate } from "selfsigned";
 /** The data folder's folder of database stores' passwords (shared/stores/datastore-secrets.ts). */
 export const DATASTORE_SECRETS_FOLDER = "datastore-secrets";
 
+/** The data folder's folder of files users uploaded as items (shared/stores/item-files.ts). */
+export const ITEM_FILES_FOLDER = "item-files";
+
 /** The first start's demo passwords, readable by the user alone (mode 0600). */
 export const DEMO_PASSWORDS_FILE = "demo-passwords.txt";
 /** Where the engine's log (one JSON line per request, task and warning) goes when it runs in a terminal. */

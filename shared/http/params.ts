@@ -1,16 +1,31 @@
-// Request parameters as ArcGIS clients send them: the query string and, for POST, a form body
-// (plain or base64, as API Gateway delivers it). A name given twice must carry the same value:
-// silently picking one of two different values hides client bugs and invites parameter smuggling.
+// Request parameters as ArcGIS clients send them: the query string and, for POST, a form body (plain or base64,
+// as API Gateway delivers it), urlencoded or multipart (ArcGIS REST JS and the Python API send files, and every
+// other parameter beside them, as multipart/form-data). A name given twice must carry the same value: silently
+// picking one of two different values hides client bugs and invites parameter smuggling.
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { ApiError, badRequest, tooLarge } from "#shared/http/errors.ts";
 
 const MAX_PARAMS = 1000;
 
+/** A file sent in a multipart body: its name as the client gave it (untrusted), its declared type, its bytes. */
+export interface UploadedFile {
+  readonly filename: string;
+  readonly contentType: string;
+  readonly bytes: Buffer;
+}
+
 export class Params {
   readonly #values: ReadonlyMap<string, string>;
+  readonly #files: ReadonlyMap<string, UploadedFile>;
 
-  constructor(values: ReadonlyMap<string, string>) {
+  constructor(values: ReadonlyMap<string, string>, files: ReadonlyMap<string, UploadedFile> = new Map()) {
     this.#values = values;
+    this.#files = files;
+  }
+
+  /** A file part of a multipart body (only the operation's declared `files` ever reach it). */
+  file(name: string): UploadedFile | undefined {
+    return this.#files.get(name);
   }
 
   get(name: string): string | undefined {
@@ -38,7 +53,65 @@ export function bodyBytes(event: APIGatewayProxyEventV2): Buffer {
   return event.isBase64Encoded ? Buffer.from(event.body, "base64") : Buffer.from(event.body, "utf8");
 }
 
-export function parseParams(event: APIGatewayProxyEventV2, maxBodyBytes: number): Params {
+/** The most file parts one request may carry (addItem's file and thumbnail, addPart's part). */
+const MAX_FILES = 4;
+
+const MULTIPART = "multipart/form-data";
+const URLENCODED = "application/x-www-form-urlencoded";
+
+/**
+ * A multipart body's fields and files, parsed by the platform's own parser (undici's, linear in the body). The
+ * body was bounded before; a file field a browser form sent with no file chosen (no name, no bytes) is absent,
+ * not an empty file.
+ */
+async function multipartParts(
+  body: Buffer,
+  contentType: string,
+  acceptsFiles: readonly string[],
+): Promise<{ fields: [string, string][]; files: Map<string, UploadedFile> }> {
+  let form: FormData;
+  try {
+    form = await new Response(body, { headers: { "content-type": contentType } }).formData();
+  } catch {
+    throw badRequest("Invalid multipart body.", [
+      "The body is not valid multipart/form-data: every part is delimited by the boundary its content type names.",
+    ]);
+  }
+  const fields: [string, string][] = [];
+  const files = new Map<string, UploadedFile>();
+  for (const [name, value] of form) {
+    if (typeof value === "string") {
+      fields.push([name, value]);
+      continue;
+    }
+    if (value.name === "" && value.size === 0) continue;
+    if (!acceptsFiles.includes(name)) {
+      throw badRequest("Unexpected file.", [
+        acceptsFiles.length === 0
+          ? "This operation takes no file: send its parameters as form fields."
+          : `'${name.slice(0, 64)}' cannot be a file here; files are taken as ${acceptsFiles.map((f) => `'${f}'`).join(", ")}.`,
+      ]);
+    }
+    if (files.has(name)) throw badRequest("Conflicting parameters.", [`'${name}' was given more than one file.`]);
+    if (files.size >= MAX_FILES) throw badRequest("Too many files.", [`At most ${MAX_FILES} are accepted.`]);
+    files.set(name, {
+      filename: value.name,
+      contentType: value.type,
+      bytes: Buffer.from(await value.arrayBuffer()),
+    });
+  }
+  return { fields, files };
+}
+
+/**
+ * The request's parameters. `acceptsFiles` names the multipart file fields the operation takes (Operation.files);
+ * a file under any other name is refused, so no operation meets bytes it never meant to read.
+ */
+export async function parseParams(
+  event: APIGatewayProxyEventV2,
+  maxBodyBytes: number,
+  acceptsFiles: readonly string[] = [],
+): Promise<Params> {
   // Size is judged on the wire form first, so a huge base64 body is refused before it is decoded.
   const rawLength = event.body
     ? event.isBase64Encoded
@@ -46,20 +119,23 @@ export function parseParams(event: APIGatewayProxyEventV2, maxBodyBytes: number)
       : event.body.length
     : 0;
   if (rawLength > maxBodyBytes) throw tooLarge(maxBodyBytes);
-  const sources: URLSearchParams[] = [new URLSearchParams(event.rawQueryString ?? "")];
+  const sources: Iterable<[string, string]>[] = [new URLSearchParams(event.rawQueryString ?? "")];
+  let files = new Map<string, UploadedFile>();
   const body = bodyBytes(event);
   if (body.length > maxBodyBytes) throw tooLarge(maxBodyBytes);
   if (body.length > 0) {
-    const type = (header(event, "content-type") ?? "application/x-www-form-urlencoded")
-      .split(";")[0]
-      ?.trim()
-      .toLowerCase();
-    if (type !== "application/x-www-form-urlencoded") {
+    const declared = header(event, "content-type") ?? URLENCODED;
+    const type = declared.split(";")[0]?.trim().toLowerCase();
+    if (type === URLENCODED) sources.push(new URLSearchParams(body.toString("utf8")));
+    else if (type === MULTIPART) {
+      const parts = await multipartParts(body, declared, acceptsFiles);
+      sources.push(parts.fields);
+      files = parts.files;
+    } else {
       throw new ApiError(400, "Unsupported content type.", [
-        `Send parameters as application/x-www-form-urlencoded, not ${type || "an empty content type"}.`,
+        `Send parameters as ${URLENCODED} or ${MULTIPART}, not ${type || "an empty content type"}.`,
       ]);
     }
-    sources.push(new URLSearchParams(body.toString("utf8")));
   }
   const values = new Map<string, string>();
   const conflicts = new Set<string>();
@@ -73,13 +149,14 @@ export function parseParams(event: APIGatewayProxyEventV2, maxBodyBytes: number)
       } else if (seen !== value) conflicts.add(name);
     }
   }
+  for (const name of files.keys()) if (values.has(name)) conflicts.add(name);
   if (conflicts.size > 0) {
     throw badRequest(
       "Conflicting parameters.",
       [...conflicts].map((n) => `'${n.slice(0, 64)}' was given more than once with different values.`),
     );
   }
-  return new Params(values);
+  return new Params(values, files);
 }
 
 /** A whole-number parameter within bounds (the fallback when absent); a problem is listed otherwise. */

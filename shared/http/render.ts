@@ -136,11 +136,22 @@ export class Content {
   readonly shared: boolean;
   /** Seconds a cache may keep it without asking again. */
   readonly maxAge: number;
+  /**
+   * A file a user uploaded, served under this name: as an attachment, in a sandbox without scripts, so nothing in
+   * it runs as mapgate's own content (an HTML or SVG file would otherwise act with the reader's session).
+   */
+  readonly attachment: string | undefined;
 
   constructor(
     body: Buffer,
     contentType: string,
-    options: { status?: 200 | 204 | 404; encoding?: string; shared?: boolean; maxAge?: number } = {},
+    options: {
+      status?: 200 | 204 | 404;
+      encoding?: string;
+      shared?: boolean;
+      maxAge?: number;
+      attachment?: string;
+    } = {},
   ) {
     this.body = body;
     this.contentType = contentType;
@@ -148,7 +159,18 @@ export class Content {
     this.encoding = options.encoding;
     this.shared = options.shared ?? false;
     this.maxAge = options.maxAge ?? 0;
+    this.attachment = options.attachment;
   }
+}
+
+/**
+ * `Content-Disposition: attachment` with the file's name (RFC 6266): an ASCII fallback, and the name itself
+ * percent-encoded as UTF-8 (RFC 8187), so no character of it can end the header or add another.
+ */
+export function attachmentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\%;]/g, "_");
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
 /** Lambda's 6 MB response limit applies to the base64 text: the bytes must stay under three quarters of it. */
@@ -192,6 +214,12 @@ export function renderContent(
     etag,
     "cache-control": `${c.shared && shareable ? "public" : "private"}, max-age=${c.maxAge}`,
     ...(c.encoding ? { "content-encoding": c.encoding, vary: "Accept-Encoding" } : {}),
+    ...(c.attachment !== undefined
+      ? {
+          "content-disposition": attachmentDisposition(c.attachment),
+          "content-security-policy": "sandbox; default-src 'none'",
+        }
+      : {}),
   };
   if (matches(ifNoneMatch, etag)) return { statusCode: 304, headers, body: "" };
   return { statusCode: 200, headers, body: c.body.toString("base64"), isBase64Encoded: true };

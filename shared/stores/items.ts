@@ -57,6 +57,15 @@ export interface Item {
   readonly service?: ServiceRef;
   /** A bulk-published layer's layer–dataset pair (removed with the item). */
   readonly pair?: { readonly datastoreId: string; readonly path: string };
+  /** An uploaded file's item: the file as the uploader named it, its size and type (kept in item files). */
+  readonly file?: ItemFile;
+}
+
+export interface ItemFile {
+  /** The file's name as uploaded (untrusted text: escaped wherever it is shown, never a path). */
+  readonly name: string;
+  readonly size: number;
+  readonly contentType: string;
 }
 
 /** Item fields an owner may change (`update`). */
@@ -68,6 +77,7 @@ export function toItem(record: Record<string, unknown>): Item {
   const r = new RecordReader("item", record);
   const service = r.object("service");
   const pair = r.object("pair");
+  const file = r.object("file");
   const extent = record.extent;
   return {
     itemId: r.string("itemId"),
@@ -96,6 +106,9 @@ export function toItem(record: Record<string, unknown>): Item {
         }
       : {}),
     ...(pair ? { pair: { datastoreId: String(pair.datastoreId), path: String(pair.path) } } : {}),
+    ...(file
+      ? { file: { name: String(file.name), size: Number(file.size), contentType: String(file.contentType) } }
+      : {}),
   };
 }
 
@@ -112,6 +125,7 @@ function record(item: Item): Record<string, unknown> {
     ...(item.extent ? { extent: item.extent.map((p) => [...p]) } : {}),
     ...(item.service ? { service: { ...item.service } } : {}),
     ...(item.pair ? { pair: { ...item.pair } } : {}),
+    ...(item.file ? { file: { ...item.file } } : {}),
     createdKey: String(item.created).padStart(16, "0"),
     ...(item.access === "public" ? { listed: PUBLIC } : {}),
   };
@@ -125,6 +139,73 @@ export const itemPut = (item: Item) => ({
     ConditionExpression: "attribute_not_exists(itemId)",
   },
 });
+
+/**
+ * The bytes of uploaded files an organization, and each of its members, keeps: counters in the items table
+ * (keys no item id can take: item ids are 32 hex digits), changed in the transaction that adds or deletes a file's
+ * item, so a quota holds under concurrent uploads and a crash can never count a file twice or lose one.
+ */
+const usageKey = (portalId: string, username?: string) => ({
+  itemId: username === undefined ? `usage#${portalId}` : `usage#${portalId}#${username}`,
+});
+
+/** A file would take its owner, or their organization, past what they may keep. */
+export class StorageQuotaError extends Error {
+  readonly whose: "user" | "organization";
+  constructor(whose: "user" | "organization") {
+    super(`The ${whose}'s storage quota would be exceeded.`);
+    this.whose = whose;
+    this.name = "StorageQuotaError";
+  }
+}
+
+function usageChange(portalId: string, username: string | undefined, bytes: number, limit?: number) {
+  return {
+    Update: {
+      TableName: tableName("items"),
+      Key: usageKey(portalId, username),
+      UpdateExpression: "ADD #b :n",
+      ExpressionAttributeNames: { "#b": "bytes" },
+      ExpressionAttributeValues: { ":n": bytes, ...(limit !== undefined ? { ":room": limit - bytes } : {}) },
+      // DynamoDB's conditions cannot add: "used + size ≤ limit" is asked as "used ≤ limit − size".
+      ...(limit !== undefined ? { ConditionExpression: "attribute_not_exists(#b) OR #b <= :room" } : {}),
+    },
+  };
+}
+
+/** Bytes of uploaded files kept by a member (with `username`) or by the whole organization. */
+export async function storageUsed(portalId: string, username?: string): Promise<number> {
+  const { Item } = await ddb.send(
+    new GetCommand({ TableName: tableName("items"), Key: usageKey(portalId, username), ConsistentRead: true }),
+  );
+  return typeof Item?.bytes === "number" ? Item.bytes : 0;
+}
+
+/**
+ * Creates an uploaded file's item and counts its bytes against its owner's and organization's quotas, at once:
+ * past either quota nothing is written (StorageQuotaError).
+ */
+export async function putFileItem(
+  item: Item & { file: ItemFile },
+  quota: { readonly userBytes: number; readonly organizationBytes: number },
+): Promise<void> {
+  try {
+    await ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          itemPut(item),
+          usageChange(item.portalId, item.owner, item.file.size, quota.userBytes),
+          usageChange(item.portalId, undefined, item.file.size, quota.organizationBytes),
+        ],
+      }),
+    );
+  } catch (err) {
+    const failed = failedConditions(err);
+    if (failed?.includes(1)) throw new StorageQuotaError("user");
+    if (failed?.includes(2)) throw new StorageQuotaError("organization");
+    throw err;
+  }
+}
 
 /** Creates an item on its own, unless it exists (for items of what existed before items did). */
 export async function putMissingItem(item: Item): Promise<boolean> {
@@ -443,6 +524,13 @@ export async function deleteItem(item: Item): Promise<void> {
         ]
       : []),
     ...(item.pair ? [{ Delete: pairOf(item) }] : []),
+    // An uploaded file's bytes leave its owner's and organization's usage with the item.
+    ...(item.file
+      ? [
+          usageChange(item.portalId, item.owner, -item.file.size),
+          usageChange(item.portalId, undefined, -item.file.size),
+        ]
+      : []),
   ]);
   // The groups' records of the item are an index that group content checks against the item itself: removed
   // after the item, so a failure here leaves only entries that no longer find an item.

@@ -42,6 +42,13 @@ const { input, session: authentication } = await signedIn<{ calls: Call[] }>();
 const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = {
   getItem: (o) => getItem(String(o.id), { authentication }),
   createItem: (o) => createItem({ item: o.item as { title: string; type: string }, authentication }),
+  // A file as a browser app gives one (a File with its name), its bytes passed here as base64.
+  createItemWithFile: (o) =>
+    createItem({
+      item: o.item as { title: string; type: string },
+      file: new File([Buffer.from(String(o.base64), "base64")], String(o.name)),
+      authentication,
+    }),
   getItemData: (o) => getItemData(String(o.id), { authentication }),
   getUserContent: (o) => getUserContent({ ...o, authentication }),
   searchItems: (o) => searchItems({ ...(o as { q: string }), authentication }),
@@ -77,7 +84,12 @@ for (const call of input.calls) {
     results.push(await fn(call.options));
   } catch (err) {
     results.push({
-      error: { name: (err as Error).name, code: (err as { code?: unknown }).code, message: (err as Error).message },
+      error: {
+        name: (err as Error).name,
+        code: (err as { code?: unknown }).code,
+        message: (err as Error).message,
+        details: (err as { response?: { error?: { details?: unknown } } }).response?.error?.details,
+      },
     });
   }
 }

@@ -19,8 +19,9 @@ function runClient(
   username: string,
   password: string,
   input: Record<string, unknown>,
+  nodeArgs: readonly string[] = [],
 ): Promise<unknown[]> {
-  const child = spawn(process.execPath, [join(ROOT, "test/clients", script)], {
+  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, "test/clients", script)], {
     cwd: ROOT,
     env: { ...process.env, NODE_EXTRA_CA_CERTS: engine.ready.cert },
   });
@@ -55,6 +56,17 @@ export function portalCalls(
   username: string,
   password: string,
   calls: { fn: string; options: Record<string, unknown> }[],
+  { asInBrowser = false }: { asInBrowser?: boolean } = {},
 ): Promise<unknown[]> {
-  return runClient("arcgis-portal.ts", engine, username, password, { calls });
+  // REST JS sends files as FormData. Under Node its form-data package resolves to a Node ponyfill whose FormData
+  // this Node's fetch does not encode (it sends "[object FormData]" as text/plain); a browser app gets the
+  // platform's own FormData, which the `browser` export condition gives here too.
+  return runClient(
+    "arcgis-portal.ts",
+    engine,
+    username,
+    password,
+    { calls },
+    asInBrowser ? ["--conditions=browser"] : [],
+  );
 }

@@ -12,10 +12,10 @@ const FORMAT_NAMES: ReadonlySet<string> = new Set(FORMATS);
 const isFormat = (f: string): f is Format => FORMAT_NAMES.has(f);
 
 export const normalize = (op: Operation): RestMiddleware => ({
-  before: (request) => {
+  before: async (request) => {
     const event = request.event;
     const o = requestOrigins(event);
-    const params = parseParams(event, config().maxBodyBytes);
+    const params = await parseParams(event, config().maxBodyBytes, op.files);
     if (op.bodyOnly && event.rawQueryString) refuseInQuery(op.bodyOnly, event.rawQueryString);
     const contentFormat = chooseRendering(op, params, event.rawPath, o.https, request.internal);
     request.internal.normalized = { params, contentFormat, origin: o.origin, httpsOrigin: o.httpsOrigin };

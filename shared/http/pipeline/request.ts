@@ -41,6 +41,11 @@ export interface Operation {
    * The POST's page is answered as it is, not redirected (sign-in pages: a refused sign-in shows its form again).
    */
   readonly answersPostInPlace?: true;
+  /**
+   * The multipart file fields the operation reads (addItem's `file`); a file under any other name, or sent to an
+   * operation declaring none, is refused before anything else runs.
+   */
+  readonly files?: readonly string[];
   /** Parameters that carry secrets: refused in the query string (URLs land in logs and browser histories). */
   readonly bodyOnly?: readonly string[];
   /**

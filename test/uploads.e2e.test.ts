@@ -1,0 +1,263 @@
+// Files uploaded as items (`addItem` with a multipart `file`), through the real local engine: by the real ArcGIS REST
+// JS client and by raw multipart bodies; served back only as attachments; every bad upload refused with nothing
+// left behind; quotas held; the file gone with its item.
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { portalCalls } from "./helpers/arcgis.ts";
+import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { type Answer, call, form, jsonCalls } from "./helpers/http.ts";
+
+let engine: RunningEngine;
+const tokens = { admin: "", publisher: "", user: "" };
+const rest = () => `${engine.ready.https}/portal/sharing/rest`;
+const { getJson, postJson } = jsonCalls(() => engine.ca);
+
+const CSV = "name,lat,lon\nLouvre,48.8606,2.3376\nPrado,40.4138,-3.6921\n";
+const GPKG_HEADER = Buffer.concat([Buffer.from("SQLite format 3\u0000"), Buffer.alloc(84)]);
+const MB = 1024 * 1024;
+
+async function signIn(username: string, password: string): Promise<string> {
+  const res = await call(`${rest()}/generateToken`, { ca: engine.ca, body: form({ f: "json", username, password }) });
+  return res.json<{ token: string }>().token;
+}
+
+/** A multipart/form-data body as a browser or Node's fetch encodes it. */
+async function multipart(
+  fields: Record<string, string>,
+  files: Record<string, { name: string; bytes: Buffer | string }>,
+): Promise<{ body: Buffer; type: string }> {
+  const data = new FormData();
+  for (const [k, v] of Object.entries(fields)) data.append(k, v);
+  for (const [k, f] of Object.entries(files)) data.append(k, new Blob([f.bytes]), f.name);
+  const request = new Request("https://mapgate.invalid/", { method: "POST", body: data });
+  return { body: Buffer.from(await request.arrayBuffer()), type: request.headers.get("content-type") ?? "" };
+}
+
+async function upload(
+  token: string,
+  fields: Record<string, string>,
+  files: Record<string, { name: string; bytes: Buffer | string }>,
+  path = "content/users/publisher/addItem",
+): Promise<Record<string, unknown>> {
+  const { body, type } = await multipart({ f: "json", token, ...fields }, files);
+  return (await call(`${rest()}/${path}`, { ca: engine.ca, body, headers: { "content-type": type } })).json();
+}
+
+const itemFilesOf = (dataDir: string) => {
+  const dir = join(dataDir, "item-files", "items");
+  return existsSync(dir) ? readdirSync(dir) : [];
+};
+
+const errorOf = (answer: Record<string, unknown>) =>
+  answer.error as { code: number; message: string; details: string[] };
+
+beforeAll(async () => {
+  engine = await startEngine({ env: { STORAGE_QUOTA_USER_MB: "2" } });
+  tokens.admin = await signIn("admin", PASSWORDS.admin);
+  tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
+  tokens.user = await signIn("user", PASSWORDS.user);
+}, 120_000);
+
+afterAll(async () => {
+  await engine?.stop();
+});
+
+describe("uploading a file as an item", () => {
+  it("takes a CSV from ArcGIS REST JS's createItem, and gives it back as an attachment, byte for byte", async () => {
+    const [created] = (await portalCalls(
+      engine,
+      "publisher",
+      PASSWORDS.publisher,
+      [
+        {
+          fn: "createItemWithFile",
+          options: {
+            item: { title: "Museums", type: "CSV" },
+            name: "museums.csv",
+            base64: Buffer.from(CSV).toString("base64"),
+          },
+        },
+      ],
+      { asInBrowser: true },
+    )) as [{ success: boolean; id: string }];
+    expect(created).toMatchObject({ success: true, id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    const item = await getJson(`${rest()}/content/items/${created.id}`, tokens.publisher);
+    expect(item).toMatchObject({
+      id: created.id,
+      owner: "publisher",
+      title: "Museums",
+      type: "CSV",
+      name: "museums.csv",
+      size: Buffer.byteLength(CSV),
+      access: "private",
+    });
+    const data = await call(`${rest()}/content/items/${created.id}/data?token=${tokens.publisher}`, { ca: engine.ca });
+    expect(data.status).toBe(200);
+    expect(data.text).toBe(CSV);
+    expect(data.headers["content-type"]).toBe("text/csv; charset=utf-8");
+    expect(data.headers["content-disposition"]).toBe(
+      `attachment; filename="museums.csv"; filename*=UTF-8''museums.csv`,
+    );
+    expect(data.headers["x-content-type-options"]).toBe("nosniff");
+    expect(data.headers["content-security-policy"]).toBe("sandbox; default-src 'none'");
+    // The same file is on disk under the item's id alone.
+    expect(itemFilesOf(engine.dataDir)).toContain(created.id);
+  });
+
+  it("knows the type from the file's name, keeps the name without its path, and titles the item after it", async () => {
+    const added = await upload(tokens.publisher, {}, { file: { name: "../../Parcels 2026.gpkg", bytes: GPKG_HEADER } });
+    expect(added).toMatchObject({ success: true });
+    const item = await getJson(`${rest()}/content/items/${String(added.id)}`, tokens.publisher);
+    expect(item).toMatchObject({ type: "GeoPackage", name: "Parcels 2026.gpkg", title: "Parcels 2026" });
+    const data = await call(`${rest()}/content/items/${String(added.id)}/data?token=${tokens.publisher}`, {
+      ca: engine.ca,
+    });
+    expect(data.body.equals(GPKG_HEADER)).toBe(true);
+    // A name beyond ASCII reaches the browser whole (RFC 8187), and nothing in it can break the header.
+    const odd = await upload(tokens.publisher, {}, { file: { name: 'Café "x";.csv', bytes: CSV } });
+    const oddData = await call(`${rest()}/content/items/${String(odd.id)}/data?token=${tokens.publisher}`, {
+      ca: engine.ca,
+    });
+    expect(oddData.headers["content-disposition"]).toBe(
+      `attachment; filename="Caf_ _x__.csv"; filename*=UTF-8''Caf%C3%A9%20%22x%22%3B.csv`,
+    );
+  });
+
+  it("shows the file only to those who may see the item", async () => {
+    const added = await upload(tokens.publisher, { title: "Private sites" }, { file: { name: "s.csv", bytes: CSV } });
+    const id = String(added.id);
+    const asOther = await call(`${rest()}/content/items/${id}/data?f=json&token=${tokens.user}`, { ca: engine.ca });
+    expect(asOther.text).not.toContain("Louvre");
+    // As ArcGIS: an item the caller may not see does not exist for them.
+    expect(JSON.parse(asOther.text)).toMatchObject({ error: { code: 400 } });
+    const anonymous = await call(`${rest()}/content/items/${id}/data?f=json`, { ca: engine.ca });
+    expect(anonymous.text).not.toContain("Louvre");
+    const admin = await call(`${rest()}/content/items/${id}/data?token=${tokens.admin}`, { ca: engine.ca });
+    expect(admin.text).toBe(CSV);
+  });
+
+  it("refuses what is not the type it claims, or no file a type takes, and keeps nothing of it", async () => {
+    const before = itemFilesOf(engine.dataDir).length;
+    const cases: [Record<string, string>, { name: string; bytes: Buffer | string }, RegExp][] = [
+      [{ type: "GeoPackage" }, { name: "fake.gpkg", bytes: "not a database" }, /is not a GeoPackage/],
+      [{ type: "CSV" }, { name: "tool.exe", bytes: "MZ" }, /An item of type 'CSV' is a CSV file, named \*\.csv/],
+      [{}, { name: "page.html", bytes: "<script>alert(1)</script>" }, /is not known from its name/],
+      [{ type: "Web Mapping Application" }, { name: "a.csv", bytes: CSV }, /cannot be added as an item of type/],
+      [{ type: "Shapefile" }, { name: "roads.zip", bytes: "plain text" }, /is not a zipped shapefile/],
+      [{}, { name: "empty.csv", bytes: "" }, /The file is empty/],
+    ];
+    for (const [fields, file, detail] of cases) {
+      const answer = await upload(tokens.publisher, fields, { file });
+      expect(errorOf(answer), file.name).toMatchObject({ code: 400, message: "Unable to add item." });
+      expect(errorOf(answer).details.join(" "), file.name).toMatch(detail);
+    }
+    expect(itemFilesOf(engine.dataDir).length).toBe(before);
+  });
+
+  it("refuses a file where the operation takes none, a second file, and a body that is not multipart", async () => {
+    const elsewhere = await upload(tokens.publisher, { title: "x" }, { file: { name: "a.csv", bytes: CSV } }, "search");
+    expect(errorOf(elsewhere)).toMatchObject({ code: 400, message: "Unexpected file." });
+    const misnamed = await upload(tokens.publisher, {}, { text: { name: "a.csv", bytes: CSV } });
+    expect(errorOf(misnamed).details).toEqual(["'text' cannot be a file here; files are taken as 'file'."]);
+    const both = await upload(tokens.publisher, { file: "x" }, { file: { name: "a.csv", bytes: CSV } });
+    expect(errorOf(both)).toMatchObject({ code: 400, message: "Conflicting parameters." });
+    const broken = await call(`${rest()}/content/users/publisher/addItem?f=json&token=${tokens.publisher}`, {
+      ca: engine.ca,
+      body: '--nope\r\nContent-Disposition: form-data; name="a"\r\n\r\nb',
+      headers: { "content-type": "multipart/form-data; boundary=other" },
+    });
+    expect(broken.json()).toMatchObject({ error: { code: 400, message: "Invalid multipart body." } });
+    const xml = await call(`${rest()}/content/users/publisher/addItem?f=json&token=${tokens.publisher}`, {
+      ca: engine.ca,
+      body: "<a/>",
+      headers: { "content-type": "text/xml" },
+    });
+    expect(xml.json<{ error: { details: string[] } }>().error.details[0]).toMatch(/multipart\/form-data/);
+  });
+
+  it("lets only members who may create items upload, and only to their own content", async () => {
+    const forOther = await upload(
+      tokens.user,
+      {},
+      { file: { name: "a.csv", bytes: CSV } },
+      "content/users/publisher/addItem",
+    );
+    expect(errorOf(forOther)).toMatchObject({ code: 403 });
+    const anonymous = await (async () => {
+      const { body, type } = await multipart({ f: "json" }, { file: { name: "a.csv", bytes: CSV } });
+      return (
+        await call(`${rest()}/content/users/user/addItem`, { ca: engine.ca, body, headers: { "content-type": type } })
+      ).json();
+    })();
+    expect(errorOf(anonymous).code).toBe(499);
+    const own = await upload(tokens.user, {}, { file: { name: "mine.csv", bytes: CSV } }, "content/users/user/addItem");
+    expect(own).toMatchObject({ success: true });
+    // An administrator may add to a member's content.
+    const byAdmin = await upload(
+      tokens.admin,
+      {},
+      { file: { name: "given.csv", bytes: CSV } },
+      "content/users/user/addItem",
+    );
+    expect(byAdmin).toMatchObject({ success: true });
+    expect(await getJson(`${rest()}/content/items/${String(byAdmin.id)}`, tokens.user)).toMatchObject({
+      owner: "user",
+    });
+  });
+});
+
+describe("storage quota and deletion", () => {
+  it("holds a member's quota (2 MB here), and gives the bytes back when the item is deleted, file and all", async () => {
+    // A fresh member of the organization, so the earlier uploads do not count.
+    const big = (n: number) => Buffer.concat([Buffer.from("name,lat,lon\n"), Buffer.alloc(n, 0x41)]);
+    const first = await upload(
+      tokens.admin,
+      {},
+      { file: { name: "a.csv", bytes: big(0.9 * MB) } },
+      "content/users/admin/addItem",
+    );
+    const second = await upload(
+      tokens.admin,
+      {},
+      { file: { name: "b.csv", bytes: big(0.9 * MB) } },
+      "content/users/admin/addItem",
+    );
+    expect(first).toMatchObject({ success: true });
+    expect(second).toMatchObject({ success: true });
+    const files = itemFilesOf(engine.dataDir).length;
+    const over = await upload(
+      tokens.admin,
+      {},
+      { file: { name: "c.csv", bytes: big(0.9 * MB) } },
+      "content/users/admin/addItem",
+    );
+    expect(errorOf(over)).toMatchObject({ code: 403, message: "Storage quota exceeded." });
+    expect(errorOf(over).details[0]).toMatch(/at most 2 MB/);
+    expect(itemFilesOf(engine.dataDir).length).toBe(files);
+    const removed = await postJson(`${rest()}/content/users/admin/items/${String(first.id)}/delete`, tokens.admin);
+    expect(removed).toMatchObject({ success: true });
+    expect(itemFilesOf(engine.dataDir)).not.toContain(String(first.id));
+    const again = await upload(
+      tokens.admin,
+      {},
+      { file: { name: "c.csv", bytes: big(0.9 * MB) } },
+      "content/users/admin/addItem",
+    );
+    expect(again).toMatchObject({ success: true });
+  });
+
+  it("refuses a body over the request limit, saying the limit", async () => {
+    const { body, type } = await multipart(
+      { f: "json", token: tokens.publisher },
+      { file: { name: "huge.csv", bytes: Buffer.alloc(1.5 * MB, 0x41) } },
+    );
+    const res: Answer = await call(`${rest()}/content/users/publisher/addItem`, {
+      ca: engine.ca,
+      body,
+      headers: { "content-type": type },
+    });
+    expect(res.text).toMatch(/1048576|1 MB|too large/i);
+    expect(res.text).not.toMatch(/"success":\s*true/);
+  });
+});
