@@ -38,6 +38,11 @@ export interface Config {
   readonly datastorePolicy: DataStorePolicy;
   /** Where uploaded item files are kept: the stack's bucket (AWS) or a folder (local engine). */
   readonly itemFiles: { readonly bucket: string } | { readonly dir: string } | undefined;
+  /**
+   * Where hosted layers' data is kept (one GeoPackage per hosted service): under `hosted/` of the item-files bucket
+   * (AWS) or a folder of the data folder (local engine).
+   */
+  readonly hostedData: { readonly bucket: string } | { readonly dir: string } | undefined;
   /** How many bytes of uploaded files one member, and one organization, may keep. */
   readonly storageQuota: { readonly userBytes: number; readonly organizationBytes: number };
 }
@@ -188,6 +193,11 @@ export function readConfig(env: Env): Config {
       ? { bucket: env.ITEM_FILES_BUCKET }
       : env.ITEM_FILES_DIR
         ? { dir: env.ITEM_FILES_DIR }
+        : undefined,
+    hostedData: env.HOSTED_DATA_BUCKET
+      ? { bucket: env.HOSTED_DATA_BUCKET }
+      : env.HOSTED_DATA_DIR
+        ? { dir: env.HOSTED_DATA_DIR }
         : undefined,
     storageQuota: {
       userBytes: bounded(env, "STORAGE_QUOTA_USER_MB", 2 * 1024, 1024 * 1024) * MB,

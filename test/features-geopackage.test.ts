@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeGeoPackage } from "#infra/local/demo/geopackage.ts";
+import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
 import { QueryTimeoutError } from "#shared/features/errors.ts";
 import { GeoPackage, MAX_FUNCTION_TEXT, QueryTextError } from "#shared/features/geopackage.ts";
 import { planQuery } from "#shared/features/plan.ts";

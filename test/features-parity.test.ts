@@ -13,7 +13,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeGeoPackage } from "#infra/local/demo/geopackage.ts";
+import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
 import { DatasetError } from "#shared/features/errors.ts";
 import { GeoPackage } from "#shared/features/geopackage.ts";
 import { PostGisDatabase } from "#shared/features/postgis.ts";

@@ -19,7 +19,7 @@ import { join } from "node:path";
 import decodeArcgisPbf from "arcgis-pbf-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
-import { writeGeoPackage } from "#infra/local/demo/geopackage.ts";
+import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
 import { stableItemId } from "#shared/publishing.ts";
 import {
   adminCommand,

@@ -15,7 +15,7 @@ import { PbfReader } from "pbf";
 import { feature } from "topojson-client";
 import type { GeometryCollection, Topology } from "topojson-specification";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type GeoPackageLayer, writeGeoPackage } from "#infra/local/demo/geopackage.ts";
+import { type GeoPackageLayer, writeGeoPackage } from "#shared/features/geopackage-writer.ts";
 import { GeoPackage } from "#shared/features/geopackage.ts";
 import { project } from "#shared/features/geometry/projection.ts";
 import { planQuery } from "#shared/features/plan.ts";

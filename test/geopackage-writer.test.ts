@@ -15,7 +15,7 @@ import {
   type GeoPackageLayer,
   writeGeoPackage,
   type WrittenLayer,
-} from "#infra/local/demo/geopackage.ts";
+} from "#shared/features/geopackage-writer.ts";
 import {
   DEMO_GEOPACKAGE_FILE,
   DEMO_GEOPACKAGE_LAYERS,

@@ -59,6 +59,10 @@ export interface Item {
   readonly pair?: { readonly datastoreId: string; readonly path: string };
   /** An uploaded file's item: the file as the uploader named it, its size and type (kept in item files). */
   readonly file?: ItemFile;
+  /** A hosted service's item: its data is mapgate's own (shared/hosted/storage.ts), removed with the item. */
+  readonly hostedData?: true;
+  /** A hosted service's item: the file item it was published from (ArcGIS's Service2Data relationship). */
+  readonly sourceItemId?: string;
 }
 
 export interface ItemFile {
@@ -109,6 +113,8 @@ export function toItem(record: Record<string, unknown>): Item {
     ...(file
       ? { file: { name: String(file.name), size: Number(file.size), contentType: String(file.contentType) } }
       : {}),
+    ...(record.hostedData === true ? { hostedData: true as const } : {}),
+    ...(typeof record.sourceItemId === "string" ? { sourceItemId: record.sourceItemId } : {}),
   };
 }
 

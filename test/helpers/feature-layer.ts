@@ -2,7 +2,7 @@
 // laid out as a GeoPackage feature table (ISO 8601 text dates, GeoPackage point blobs, an R*Tree), with the
 // mapgate_* functions registered as the GeoPackage reader registers them.
 import { DatabaseSync } from "node:sqlite";
-import type { GeoPackageLayer } from "#infra/local/demo/geopackage.ts";
+import type { GeoPackageLayer } from "#shared/features/geopackage-writer.ts";
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
 import { SQLITE_DEADLINE } from "#shared/features/sql/sqlite.ts";
 import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-functions.ts";

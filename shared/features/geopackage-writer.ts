@@ -1,4 +1,4 @@
-// A GeoPackage (OGC 12-128r18, version 1.3) writer for the demo data and test fixtures: feature and attribute
+// A GeoPackage (OGC 12-128r18, version 1.3) writer for hosted layers, the demo data and test fixtures: feature and attribute
 // tables written once, in one transaction, into a file that appears under its final name only when complete.
 // It only writes: reading GeoPackage geometry (and everything else a layer needs) lives in shared/features, and
 // the tests check what is written here against GDAL, so writer and reader cannot agree on a private dialect.

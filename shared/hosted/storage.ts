@@ -1,0 +1,71 @@
+// Where hosted layers' data lives: one GeoPackage per hosted service, named by the service item's id, written by
+// mapgate (never the upload itself) and read by the same GeoPackage reader as by-reference layers, through the
+// same Storage (a folder of the data folder locally, `hosted/` of the stack's item-files bucket on AWS).
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, rename, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { config } from "#shared/config.ts";
+import type { StoreLocation } from "#shared/stores/datastores.ts";
+
+/** The `datastoreId` hosted services' sources carry: no registered store (whose ids are 32 hex digits) has it. */
+export const HOSTED_STORE_ID = "hosted";
+const PREFIX = "hosted";
+const ITEM_ID = /^[0-9a-f]{32}$/;
+
+/** The file name of a hosted service's data. */
+export function hostedFileName(serviceItemId: string): string {
+  if (!ITEM_ID.test(serviceItemId)) throw new Error(`not an item id: ${serviceItemId.slice(0, 40)}`);
+  return `${serviceItemId}.gpkg`;
+}
+
+function where(): { readonly bucket: string } | { readonly dir: string } {
+  const w = config().hostedData;
+  if (!w) throw new Error("no hosted data storage configured (HOSTED_DATA_BUCKET or HOSTED_DATA_DIR)");
+  return w;
+}
+
+/** The location a hosted service's source names: what serving opens, as it opens any store's. */
+export function hostedLocation(): StoreLocation {
+  const w = where();
+  return "bucket" in w ? { bucket: w.bucket, prefix: PREFIX } : { folder: w.dir };
+}
+
+/**
+ * Makes a hosted service's GeoPackage: `write` writes it at the temporary path given (whole, or throws), then it
+ * is moved (a folder) or uploaded (a bucket) under its final name. Nothing is left behind on failure.
+ */
+export async function keepHostedData(serviceItemId: string, write: (path: string) => void): Promise<number> {
+  const name = hostedFileName(serviceItemId);
+  const w = where();
+  const staging = "dir" in w ? w.dir : join(tmpdir(), "mapgate-hosted");
+  await mkdir(staging, { recursive: true, mode: 0o700 });
+  const temporary = join(staging, `.${name}.${randomBytes(6).toString("hex")}.part`);
+  try {
+    write(temporary);
+    if ("dir" in w) {
+      await rename(temporary, join(w.dir, name));
+      return 0;
+    }
+    const bytes = await readFile(temporary);
+    const s3 = await import("@aws-sdk/client-s3");
+    const client = new s3.S3Client({ forcePathStyle: process.env.S3_FORCE_PATH_STYLE === "true" });
+    await client.send(new s3.PutObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}`, Body: bytes }));
+    return bytes.length;
+  } finally {
+    await rm(temporary, { force: true });
+  }
+}
+
+/** Removes a hosted service's data (after its item and service are gone); nothing happens when there is none. */
+export async function removeHostedData(serviceItemId: string): Promise<void> {
+  const name = hostedFileName(serviceItemId);
+  const w = where();
+  if ("dir" in w) {
+    await rm(join(w.dir, name), { force: true });
+    return;
+  }
+  const s3 = await import("@aws-sdk/client-s3");
+  const client = new s3.S3Client({ forcePathStyle: process.env.S3_FORCE_PATH_STYLE === "true" });
+  await client.send(new s3.DeleteObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}` }));
+}
