@@ -242,7 +242,8 @@ export const ROUTES: readonly RouteSpec[] = [
     id: "community-self",
     methods: ["GET", "POST"],
     path: `${PORTAL_ROOT}/community/self`,
-    tables: { groups: "read" },
+    // items: the bytes of uploaded files the user keeps (storageUsage), counted there.
+    tables: { groups: "read", items: "read" },
   }),
   route({
     id: "portal-servers",

@@ -53,7 +53,7 @@ const errorOf = (answer: Record<string, unknown>) =>
   answer.error as { code: number; message: string; details: string[] };
 
 beforeAll(async () => {
-  engine = await startEngine({ env: { STORAGE_QUOTA_USER_MB: "2" } });
+  engine = await startEngine({ env: { STORAGE_QUOTA_USER_MB: "2", MAX_BODY_BYTES: "3000000" } });
   tokens.admin = await signIn("admin", PASSWORDS.admin);
   tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
   tokens.user = await signIn("user", PASSWORDS.user);
@@ -247,10 +247,57 @@ describe("storage quota and deletion", () => {
     expect(again).toMatchObject({ success: true });
   });
 
+  it("refuses a first file larger than the whole quota (no counter yet), and keeps nothing of it", async () => {
+    const files = itemFilesOf(engine.dataDir).length;
+    const big = Buffer.concat([Buffer.from("name\n"), Buffer.alloc(2.5 * MB, 0x41)]);
+    const answer = await upload(
+      tokens.user,
+      {},
+      { file: { name: "big.csv", bytes: big } },
+      "content/users/user/addItem",
+    );
+    expect(errorOf(answer)).toMatchObject({ code: 403, message: "Storage quota exceeded." });
+    expect(itemFilesOf(engine.dataDir).length).toBe(files);
+  });
+
+  it("holds the quota under concurrent uploads: what is kept never passes it", async () => {
+    const token = tokens.publisher;
+    const used = async () =>
+      ((await getJson(`${rest()}/community/self`, token)) as { storageUsage: number }).storageUsage;
+    const before = await used();
+    expect(await getJson(`${rest()}/community/self`, token)).toMatchObject({ storageQuota: 2 * MB });
+    const part = Buffer.concat([Buffer.from("name\n"), Buffer.alloc(0.45 * MB, 0x42)]);
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => upload(token, {}, { file: { name: `p${i}.csv`, bytes: part } })),
+    );
+    for (const a of answers) {
+      if (a.success !== true) expect(errorOf(a)).toMatchObject({ code: 403, message: "Storage quota exceeded." });
+    }
+    const kept = answers.filter((a) => a.success === true).length;
+    expect(kept).toBeGreaterThan(0);
+    expect(before + kept * part.length).toBeLessThanOrEqual(2 * MB);
+    expect(before + (kept + 1) * part.length).toBeGreaterThan(2 * MB);
+    expect(await used()).toBe(before + kept * part.length);
+  });
+
+  it("refuses a body of more parts than parameters a request may have, before building them", async () => {
+    const boundary = "b0undary";
+    const parts = Array.from(
+      { length: 3000 },
+      (_, i) => `--${boundary}\r\nContent-Disposition: form-data; name="p${i}"\r\n\r\nx\r\n`,
+    ).join("");
+    const res = await call(`${rest()}/info?f=json`, {
+      ca: engine.ca,
+      body: `${parts}--${boundary}--\r\n`,
+      headers: { "content-type": `multipart/form-data; boundary=${boundary}` },
+    });
+    expect(res.json()).toMatchObject({ error: { code: 400, message: "Too many parameters." } });
+  });
+
   it("refuses a body over the request limit, saying the limit", async () => {
     const { body, type } = await multipart(
       { f: "json", token: tokens.publisher },
-      { file: { name: "huge.csv", bytes: Buffer.alloc(1.5 * MB, 0x41) } },
+      { file: { name: "huge.csv", bytes: Buffer.alloc(3.5 * MB, 0x41) } },
     );
     const res: Answer = await call(`${rest()}/content/users/publisher/addItem`, {
       ca: engine.ca,

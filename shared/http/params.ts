@@ -69,6 +69,12 @@ async function multipartParts(
   contentType: string,
   acceptsFiles: readonly string[],
 ): Promise<{ fields: [string, string][]; files: Map<string, UploadedFile> }> {
+  // The platform's parser builds every part before anything can be counted: the parts are counted first, in one
+  // pass over the body, so a body of tens of thousands of tiny parts is refused before any is built.
+  const boundary = boundaryOf(contentType);
+  if (boundary === undefined) throw badRequest("Invalid multipart body.", ["The content type names no boundary."]);
+  if (countOccurrences(body, Buffer.from(`--${boundary}`)) > MAX_PARAMS + MAX_FILES + 1)
+    throw badRequest("Too many parameters.", [`At most ${MAX_PARAMS} are accepted.`]);
   let form: FormData;
   try {
     form = await new Response(body, { headers: { "content-type": contentType } }).formData();
@@ -101,6 +107,19 @@ async function multipartParts(
     });
   }
   return { fields, files };
+}
+
+/** The `boundary` parameter of a multipart content type (RFC 2046: 1–70 characters, maybe quoted). */
+function boundaryOf(contentType: string): string | undefined {
+  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;"]{1,70}))/i.exec(contentType);
+  return m?.[1] ?? m?.[2];
+}
+
+/** How many times `needle` occurs in `haystack` (non-overlapping), in one linear pass. */
+function countOccurrences(haystack: Buffer, needle: Buffer): number {
+  let count = 0;
+  for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, at + needle.length)) count++;
+  return count;
 }
 
 /**

@@ -195,21 +195,29 @@ export async function putFileItem(
   item: Item & { file: ItemFile },
   quota: { readonly userBytes: number; readonly organizationBytes: number },
 ): Promise<void> {
-  try {
-    await ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          itemPut(item),
-          usageChange(item.portalId, item.owner, item.file.size, quota.userBytes),
-          usageChange(item.portalId, undefined, item.file.size, quota.organizationBytes),
-        ],
-      }),
-    );
-  } catch (err) {
-    const failed = failedConditions(err);
-    if (failed?.includes(1)) throw new StorageQuotaError("user");
-    if (failed?.includes(2)) throw new StorageQuotaError("organization");
-    throw err;
+  // A counter not made yet passes any condition: a file larger than a whole quota is refused here.
+  if (item.file.size > quota.userBytes) throw new StorageQuotaError("user");
+  if (item.file.size > quota.organizationBytes) throw new StorageQuotaError("organization");
+  const actions = [
+    itemPut(item),
+    usageChange(item.portalId, item.owner, item.file.size, quota.userBytes),
+    usageChange(item.portalId, undefined, item.file.size, quota.organizationBytes),
+  ];
+  // Every upload of an organization updates its one counter: concurrent ones cancel each other with
+  // TransactionConflict on DynamoDB, and are tried again (as transact does) rather than answered 500.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await ddb.send(new TransactWriteCommand({ TransactItems: actions as never }));
+      return;
+    } catch (err) {
+      const failed = failedConditions(err) ?? [];
+      if (failed.includes(1)) throw new StorageQuotaError("user");
+      if (failed.includes(2)) throw new StorageQuotaError("organization");
+      const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
+      if (failed.length > 0 || !reasons.some((r) => r.Code === "TransactionConflict")) throw err;
+      if (attempt >= 8) throw new ItemBusyError();
+      await new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** attempt));
+    }
   }
 }
 
