@@ -1,4 +1,5 @@
-// POST …/content/users/<username>/addItem: adds an item. Two kinds are added here: an uploaded file (`file`, sent
+// POST …/content/users/<username>/addItem: adds an item (the function also serves the hosted-layer operations at
+// their own paths: analyze, publish and an item's status, shared/hosted/operations.ts). Two kinds are added here: an uploaded file (`file`, sent
 // as multipart/form-data: a CSV, GeoJSON, zipped shapefile or GeoPackage to publish, or a document), kept as sent
 // and served back as an attachment (shared/uploads.ts); and a data store's registration (type `Data Store`, its
 // JSON in `text`), as ArcGIS clients register a database, a bucket or a folder: the item and the store are made at
@@ -7,7 +8,10 @@
 import { badRequest, forbidden } from "#shared/http/errors.ts";
 import { PORTAL_ROOT } from "#shared/urls.ts";
 import { renderValue, resultPage } from "#shared/http/html.ts";
-import { type RestRequest, requireUser, restHandler } from "#shared/http/pipeline.ts";
+import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
+import { type FamilyOperation, routesHandler } from "#shared/http/router.ts";
+import { analyzeOperation, publishOperation, statusOperation } from "#shared/hosted/operations.ts";
+import { CONTENT_FILES } from "#shared/system.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
 import { readDataStoreJson, registerDataStore } from "#shared/datastore-registration.ts";
 import { DESCRIBE_PRIVILEGE, registering, tagsOf } from "#shared/publishing.ts";
@@ -61,8 +65,8 @@ async function ownerFor(req: RestRequest, caller: string, role: string, portalId
   return owner;
 }
 
-export const handler = restHandler(
-  {
+const addItem = {
+  op: {
     name: "Add Item",
     postOnly: true,
     files: ["file"],
@@ -95,7 +99,7 @@ export const handler = restHandler(
       },
     ],
   },
-  async (req) => {
+  compute: async (req: RestRequest) => {
     const identity = requireUser(req);
     const { user, portal } = identity;
     const file = req.params.file("file");
@@ -152,4 +156,11 @@ export const handler = restHandler(
     });
     return { success: true, id: store.datastoreId, folder: null };
   },
-);
+} satisfies FamilyOperation;
+
+export const handler = routesHandler({
+  [CONTENT_FILES.addItem]: addItem,
+  [CONTENT_FILES.analyze]: analyzeOperation,
+  [CONTENT_FILES.publish]: publishOperation,
+  [CONTENT_FILES.status]: statusOperation,
+});

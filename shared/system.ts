@@ -53,6 +53,11 @@ export interface RouteSpec {
    * them. On AWS the stack's item-files bucket, granted as asked; locally a folder of the data folder.
    */
   readonly itemFiles?: Access;
+  /**
+   * Hosted layers' data (shared/hosted/storage.ts): `read` serves it, `write` also makes and removes it. On AWS
+   * `hosted/` of the item-files bucket; locally a folder of the data folder.
+   */
+  readonly hostedData?: Access;
   /** Sends events to mapgate's bus (PutEvents on that bus only), keeping what the bus refused in `outbox`. */
   readonly emits?: boolean;
   /**
@@ -206,6 +211,20 @@ function route(spec: Omit<RouteSpec, "secrets" | "tables"> & { tables?: Readonly
   return { ...spec, tables, secrets: ["tokenKey"] };
 }
 
+/** A custom role and what it grants: one function answers both (their rules and tables are the same). */
+export const ROLE_PATHS = {
+  role: `${PORTAL_ROOT}/portals/{portalId}/roles/{roleId}`,
+  privileges: `${PORTAL_ROOT}/portals/{portalId}/roles/{roleId}/privileges`,
+} as const;
+
+/** The paths of the function that takes uploads: adding an item, analyzing a file, publishing it, an item's status. */
+export const CONTENT_FILES = {
+  addItem: `${PORTAL_ROOT}/content/users/{username}/addItem`,
+  analyze: `${PORTAL_ROOT}/content/features/analyze`,
+  publish: `${PORTAL_ROOT}/content/users/{username}/publish`,
+  status: `${PORTAL_ROOT}/content/users/{username}/items/{itemId}/status`,
+} as const;
+
 export const ROUTES: readonly RouteSpec[] = [
   route({
     id: "sharing-root",
@@ -308,6 +327,7 @@ function servingRoutes(): RouteSpec[] {
       path: "/{server}/rest/services/{path+}",
       tables,
       readsStorage: true,
+      hostedData: "read",
     }),
   ];
 }
@@ -362,15 +382,19 @@ function contentRoutes(): RouteSpec[] {
       emits: true,
       datastoreSecrets: "write",
       itemFiles: "write",
+      hostedData: "write",
     }),
-    // Uploading a file is adding its item; so is registering a data store.
+    // Uploading a file is adding its item; so is registering a data store. The same function analyzes uploaded
+    // files and publishes them as hosted layers (one function, its operations at their own paths: CONTENT_FILES).
     route({
       id: "item-add",
       methods: GP,
-      path: `${content}/users/{username}/addItem`,
-      tables: { items: "write", datastores: "write", servers: "read" },
+      path: CONTENT_FILES.addItem,
+      alsoAt: [CONTENT_FILES.analyze, CONTENT_FILES.publish, CONTENT_FILES.status],
+      tables: { items: "write", datastores: "write", servers: "read", services: "write" },
       datastoreSecrets: "write",
       itemFiles: "write",
+      hostedData: "write",
     }),
     route({
       id: "item-data",
@@ -648,12 +672,12 @@ export const taskVariable = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c:
 
 function roleRoutes(): RouteSpec[] {
   const portal = `${PORTAL_ROOT}/portals/{portalId}`;
-  const role = `${portal}/roles/{roleId}`;
+  const role = ROLE_PATHS.role;
   const GP = ["GET", "POST"] as const;
   return [
     route({ id: "role-create", methods: GP, path: `${portal}/createRole`, tables: { roles: "write" }, emits: true }),
     route({ id: "role-list", methods: GP, path: `${portal}/roles` }),
-    route({ id: "role-get", methods: GP, path: role }),
+    route({ id: "role-get", methods: GP, path: role, alsoAt: [ROLE_PATHS.privileges] }),
     route({ id: "role-update", methods: GP, path: `${role}/update`, tables: { roles: "write" }, emits: true }),
     route({ id: "role-delete", methods: GP, path: `${role}/delete`, tables: { roles: "write" }, emits: true }),
     route({
@@ -663,7 +687,6 @@ function roleRoutes(): RouteSpec[] {
       tables: { roles: "write" },
       emits: true,
     }),
-    route({ id: "role-privileges", methods: GP, path: `${role}/privileges` }),
     route({
       id: "user-update-role",
       methods: GP,

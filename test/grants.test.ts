@@ -17,6 +17,7 @@ interface Granted {
   readonly entry: string;
   readonly tables: Readonly<Record<string, Access>>;
   readonly itemFiles?: Access;
+  readonly hostedData?: Access;
 }
 
 const functions: Granted[] = [
@@ -25,6 +26,7 @@ const functions: Granted[] = [
     entry: r.handler ?? r.id,
     tables: r.tables,
     ...(r.itemFiles ? { itemFiles: r.itemFiles } : {}),
+    ...(r.hostedData ? { hostedData: r.hostedData } : {}),
   })),
   ...WORKFLOW.tasks.map((t) => ({ id: t.id, entry: t.id, tables: t.tables })),
   { ...invocationFunction(), entry: invocationFunction().id },
@@ -43,23 +45,27 @@ const LOOKUP = /\btableName\d*\(([^)]*)\)/g;
 const FORWARDED = /^("\w+"|name\d*|table\d*|extra\d*\.table)$/;
 
 /** The tables a function's bundle reaches, and any lookup it cannot tell the table of. */
-async function reach(entry: string): Promise<{ tables: Set<string>; unknown: string[]; itemFiles: boolean }> {
+async function reach(
+  entry: string,
+): Promise<{ tables: Set<string>; unknown: string[]; itemFiles: boolean; hostedData: boolean }> {
   const options = splitEsbuildOptions(join(ROOT, "functions", `${entry}.ts`), join(ROOT, "unwritten", entry));
   // Unminified, so the names survive; packages stay outside (the AWS SDK names no table of mapgate's).
   const { outputFiles } = await build({ ...options, minify: false, packages: "external", write: false });
   const tables = new Set<string>();
   const unknown: string[] = [];
   let itemFiles = false;
+  let hostedData = false;
   for (const { path, text } of outputFiles) {
     if (!path.endsWith(".mjs")) continue;
     // shared/stores/item-files.ts's refusal, left in every bundle that opens the item files.
     if (text.includes("ITEM_FILES_BUCKET or ITEM_FILES_DIR")) itemFiles = true;
+    if (text.includes("HOSTED_DATA_BUCKET or HOSTED_DATA_DIR")) hostedData = true;
     for (const pattern of NAMED) {
       for (const m of text.matchAll(pattern)) if (m[1] && TABLE_NAMES.has(m[1])) tables.add(m[1]);
     }
     for (const m of text.matchAll(LOOKUP)) if (!FORWARDED.test(m[1]?.trim() ?? "")) unknown.push(m[0]);
   }
-  return { tables, unknown, itemFiles };
+  return { tables, unknown, itemFiles, hostedData };
 }
 
 let reached: Promise<Map<string, Awaited<ReturnType<typeof reach>>>> | undefined;
@@ -99,6 +105,12 @@ describe("table grants", () => {
         .sort(),
     );
     expect(opening).toEqual(expect.arrayContaining(["item-add", "item-data", "item-delete"]));
+    // Publishing and deleting open the hosted data themselves; serving reads it through the service's source like
+    // any store's, so it is granted without opening it here.
+    const hosting = functions.filter((f) => all.get(f.entry)?.hostedData);
+    expect(hosting.filter((f) => f.hostedData !== "write").map((f) => f.id)).toEqual([]);
+    expect(hosting.map((f) => f.id).sort()).toEqual(["item-add", "item-delete"]);
+    expect(functions.find((f) => f.id === "service")?.hostedData).toBe("read");
   }, 120_000);
 
   it("tells the table of every lookup in every bundle, and sees the tables it should", async () => {

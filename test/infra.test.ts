@@ -60,7 +60,13 @@ const DATASTORE_ENV = [
   "CLOUD_STORE_BUCKETS",
 ];
 /** A policy statement on the item-files bucket's objects (its resource names the bucket by its logical id). */
-const itemFilesStatement = (st: { Resource: unknown }) => JSON.stringify(st.Resource).includes("ItemFiles");
+const itemFilesStatement = (st: { Resource: unknown }) =>
+  JSON.stringify(st.Resource).includes("ItemFiles") && JSON.stringify(st.Resource).includes("/items/*");
+/** A policy statement on the hosted layers' data (`hosted/` of the same bucket). */
+const hostedDataStatement = (st: { Resource: unknown }) =>
+  JSON.stringify(st.Resource).includes("ItemFiles") && JSON.stringify(st.Resource).includes("/hosted/*");
+const objectActions = (level: "read" | "write" | undefined) =>
+  level === "write" ? [["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]] : level === "read" ? ["s3:GetObject"] : [];
 const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
 
 function functionFor(routeId: string): Resource {
@@ -165,6 +171,7 @@ describe("infrastructure", () => {
         ...(route.emits ? ["EVENT_BUS_NAME"] : []),
         ...(secretsLevel(route) ? DATASTORE_ENV : []),
         ...(route.itemFiles ? ["ITEM_FILES_BUCKET"] : []),
+        ...(route.hostedData ? ["HOSTED_DATA_BUCKET"] : []),
         "POWERTOOLS_SERVICE_NAME",
         "POWERTOOLS_LOG_LEVEL",
         // The metrics' Stack dimension, and the CDN's origin (absolute URLs point at it: no custom domain here) and
@@ -263,20 +270,17 @@ describe("infrastructure", () => {
     const policies = ofType("AWS::IAM::Policy");
     for (const spec of ROUTES) {
       const policy = policies.find(([id]) => id.startsWith(`${pascal(spec.id)}RoleDefaultPolicy`));
-      const statements = (
-        (policy?.[1].Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] })
-          ?.Statement ?? []
-      ).filter(itemFilesStatement);
-      const expected =
-        spec.itemFiles === "write"
-          ? ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
-          : spec.itemFiles === "read"
-            ? "s3:GetObject"
-            : undefined;
+      const statements = ((
+        policy?.[1].Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }
+      )?.Statement ?? []) as { Action: string | string[]; Resource: unknown }[];
       expect(
-        statements.map((st) => st.Action),
+        statements.filter(itemFilesStatement).map((st) => st.Action),
         spec.id,
-      ).toEqual(expected === undefined ? [] : [expected]);
+      ).toEqual(objectActions(spec.itemFiles));
+      expect(
+        statements.filter(hostedDataStatement).map((st) => st.Action),
+        spec.id,
+      ).toEqual(objectActions(spec.hostedData));
     }
   });
 
@@ -297,7 +301,9 @@ describe("infrastructure", () => {
       if (!policy) throw new Error(`no policy for ${spec.id}`);
       const statements = (
         policy[1].Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }
-      ).Statement.filter((st) => JSON.stringify(st.Action).includes("s3:") && !itemFilesStatement(st));
+      ).Statement.filter(
+        (st) => JSON.stringify(st.Action).includes("s3:") && !itemFilesStatement(st) && !hostedDataStatement(st),
+      );
       if (!spec.readsStorage) {
         expect(statements, spec.id).toEqual([]);
         continue;

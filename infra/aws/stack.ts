@@ -373,6 +373,20 @@ export class MapgateStack extends Stack {
       }
       fn.addEnvironment("ITEM_FILES_BUCKET", itemFilesBucket.bucketName);
     };
+    // Hosted layers' data: `hosted/` of the same bucket, read by the service function, written by publishing.
+    const grantHostedData = (fn: NodejsFunction, level: Access) => {
+      const actions = level === "write" ? ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"] : ["s3:GetObject"];
+      fn.addToRolePolicy(new PolicyStatement({ actions, resources: [itemFilesBucket.arnForObjects("hosted/*")] }));
+      const bucketId = Stack.of(this).getLogicalId(itemFilesBucket.node.defaultChild as CfnElement);
+      if (fn.role) {
+        Validations.of(fn.role).acknowledge({
+          id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/hosted/*]`,
+          reason:
+            "Any hosted layer's data: files are keyed by service item id, and the service record decides who reads it.",
+        });
+      }
+      fn.addEnvironment("HOSTED_DATA_BUCKET", itemFilesBucket.bucketName);
+    };
 
     const functions: { id: string; fn: NodejsFunction }[] = [];
     const makeFunction = (
@@ -385,7 +399,8 @@ export class MapgateStack extends Stack {
         datastoreSecrets,
         viewerAssets = false,
         itemFiles,
-      }: Pick<RouteSpec, "readsStorage" | "datastoreSecrets" | "viewerAssets" | "itemFiles"> = {},
+        hostedData,
+      }: Pick<RouteSpec, "readsStorage" | "datastoreSecrets" | "viewerAssets" | "itemFiles" | "hostedData"> = {},
     ) => {
       const name = pascal(id);
       const logGroup = new LogGroup(this, `${name}Logs`, { retention: RetentionDays.ONE_MONTH, removalPolicy });
@@ -444,6 +459,7 @@ export class MapgateStack extends Stack {
         for (const [k, v] of Object.entries(datastorePolicy)) fn.addEnvironment(k, v);
       }
       if (itemFiles) grantItemFiles(fn, itemFiles);
+      if (hostedData) grantHostedData(fn, hostedData);
       for (const [table, level] of Object.entries(access)) {
         const t = tables.get(table as TableName);
         if (!t) throw new Error(`${id} names unknown table ${table}`);

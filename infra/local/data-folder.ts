@@ -12,6 +12,9 @@ export const DATASTORE_SECRETS_FOLDER = "datastore-secrets";
 /** The data folder's folder of files users uploaded as items (shared/stores/item-files.ts). */
 export const ITEM_FILES_FOLDER = "item-files";
 
+/** The data folder's folder of hosted layers' data, one GeoPackage per service (shared/hosted/storage.ts). */
+export const HOSTED_DATA_FOLDER = "hosted";
+
 /** The first start's demo passwords, readable by the user alone (mode 0600). */
 export const DEMO_PASSWORDS_FILE = "demo-passwords.txt";
 /** Where the engine's log (one JSON line per request, task and warning) goes when it runs in a terminal. */

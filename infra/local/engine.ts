@@ -15,7 +15,7 @@ import { setMetricsSink } from "#shared/metrics.ts";
 import { callerWorkflows } from "./caller-workflows.ts";
 import { eventFiles, LOCAL_BUS, startEvents } from "./events.ts";
 import { startLambda } from "./lambda.ts";
-import { DATASTORE_SECRETS_FOLDER, ITEM_FILES_FOLDER, openDataFolder } from "./data-folder.ts";
+import { DATASTORE_SECRETS_FOLDER, HOSTED_DATA_FOLDER, ITEM_FILES_FOLDER, openDataFolder } from "./data-folder.ts";
 import { createTables, localTableName, startDynamo } from "./dynamo.ts";
 import { Gateway } from "./gateway.ts";
 import { LOCAL_STATE_MACHINE_ARN, startWorkflows } from "./workflows.ts";
@@ -115,6 +115,7 @@ export function localEnvironment(
     DATASTORE_SECRETS_DIR: join(dirname(tokenKeyFile), DATASTORE_SECRETS_FOLDER),
     // Files users upload as items, kept in the data folder (the stack keeps them in its bucket).
     ITEM_FILES_DIR: join(dirname(tokenKeyFile), ITEM_FILES_FOLDER),
+    HOSTED_DATA_DIR: join(dirname(tokenKeyFile), HOSTED_DATA_FOLDER),
     PUBLIC_HTTPS_ORIGIN: httpsOrigin,
     // Where the stack puts them beside the function's bundle: the map viewer's files (copied at each start).
     VIEWER_ASSETS_DIR: join(dirname(tokenKeyFile), VIEWER_ASSETS_FOLDER),

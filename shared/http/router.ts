@@ -134,3 +134,17 @@ export function familyHandler(family: Family): EventHandler & { readonly matcher
   };
   return Object.assign(handler, { matcher });
 }
+
+/**
+ * The handler of a function serving several routes of its own (a route and its `alsoAt` aliases, shared/system.ts):
+ * the route API Gateway matched (`ANY <path template>` in the event's routeKey, on both engines) picks the operation.
+ * A route key the table lacks is a deployment fault, answered as the one 404.
+ */
+export function routesHandler(routes: Readonly<Record<string, FamilyOperation>>): EventHandler {
+  const handlers = new Map(Object.entries(routes).map(([path, { op, compute }]) => [path, restHandler(op, compute)]));
+  const fallback = restHandler({ name: "Not Found" }, servesNothing);
+  return (event, context) => {
+    const template = event.routeKey.slice(event.routeKey.indexOf(" ") + 1);
+    return (handlers.get(template) ?? fallback)(event, context);
+  };
+}

@@ -1,0 +1,268 @@
+// Hosted feature layers from uploaded files, on the sharing wire ArcGIS clients call: `content/features/analyze`
+// (what a file holds, as publishParameters) and `content/users/<u>/publish` (a feature service in the hosting
+// server's Hosted folder, whose data is a GeoPackage mapgate writes from the file's rows: never the upload itself).
+// A file fits in one request (MAX_BODY_BYTES), so a publish is done within its request: the GeoPackage is written
+// and kept first, then the service and its item are made in one transaction; a refused transaction removes the
+// data again, and a crash in between leaves only a file no service names (never a service without its data).
+import { COLUMN_TYPES, csvTable, type FieldKind, geoJsonTable, type Table } from "#shared/hosted/tables.ts";
+import {
+  HOSTED_STORE_ID,
+  hostedFileName,
+  hostedLocation,
+  keepHostedData,
+  removeHostedData,
+} from "#shared/hosted/storage.ts";
+import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
+import { badRequest } from "#shared/http/errors.ts";
+import type { Params } from "#shared/http/params.ts";
+import { itemId as newItemId } from "#shared/ids.ts";
+import { serviceItem } from "#shared/items.ts";
+import { nestedDeeperThan } from "#shared/json-depth.ts";
+import { restServiceUrl } from "#shared/publishing.ts";
+import { itemFiles } from "#shared/stores/item-files.ts";
+import type { Item } from "#shared/stores/items.ts";
+import { listPortalServers, type Server, serverUrl } from "#shared/stores/servers.ts";
+import { createService, type Service, ServiceExistsError, serviceNameTaken } from "#shared/stores/services.ts";
+
+/** The file types publishing takes, by `filetype`, with the item type each must be. */
+export const PUBLISHABLE: Readonly<Record<string, string>> = { csv: "CSV", geojson: "GeoJson" };
+/** The file types ArcGIS publishes that mapgate does not yet: said so, rather than "invalid". */
+const NOT_YET = new Set(["shapefile", "geopackage", "excel", "filegeodatabase", "featurecollection"]);
+
+export const HOSTED_FOLDER = "Hosted";
+const SERVICE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,119}$/;
+
+const ESRI_TYPES: Readonly<Record<FieldKind, string>> = {
+  integer: "esriFieldTypeInteger",
+  double: "esriFieldTypeDouble",
+  date: "esriFieldTypeDate",
+  string: "esriFieldTypeString",
+};
+
+const ESRI_GEOMETRY: Readonly<Record<string, string>> = {
+  POINT: "esriGeometryPoint",
+  MULTIPOINT: "esriGeometryMultipoint",
+  LINESTRING: "esriGeometryPolyline",
+  MULTILINESTRING: "esriGeometryPolyline",
+  POLYGON: "esriGeometryPolygon",
+  MULTIPOLYGON: "esriGeometryPolygon",
+};
+
+/** A text field's declared length: room for what the file holds and for edits (ArcGIS declares 256 at least). */
+const textLength = (longest: number) => Math.max(256, longest);
+
+/** `publishParameters` / `analyzeParameters`: a JSON object of bounded size and depth (absent: {}). */
+export function parametersOf(raw: string | undefined, name: string, what: string): Record<string, unknown> {
+  if (raw === undefined || raw.trim() === "") return {};
+  if (raw.length > 64 * 1024) throw badRequest(what, [`'${name}' is longer than 64 KB.`]);
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw badRequest(what, [`'${name}' must be JSON.`]);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value) || nestedDeeperThan(value, 16))
+    throw badRequest(what, [`'${name}' must be a JSON object.`]);
+  return value as Record<string, unknown>;
+}
+
+const optionalText = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
+
+/** `filetype` checked against what publishing takes (and the item's type, when there is an item). */
+export function fileTypeOf(raw: string | undefined, what: string, item?: Item): string {
+  const filetype = (raw ?? "").trim().toLowerCase();
+  if (NOT_YET.has(filetype))
+    throw badRequest(what, [`Publishing a ${raw} is not available yet: mapgate publishes csv and geojson files.`]);
+  const type = PUBLISHABLE[filetype];
+  if (!type) throw badRequest(what, [`'filetype' must be one of ${Object.keys(PUBLISHABLE).join(", ")}.`]);
+  if (item && item.type !== type)
+    throw badRequest(what, [`The item is of type '${item.type}', not ${type}: 'filetype' must match it.`]);
+  return filetype;
+}
+
+/** The file's table, read as `parameters` say (a CSV's coordinate columns, or `locationType: none`). */
+export function readTable(bytes: Buffer, filetype: string, parameters: Record<string, unknown>, what: string): Table {
+  if (filetype === "geojson") return geoJsonTable(bytes, what);
+  const none = parameters.locationType === "none";
+  const table = csvTable(bytes, what, {
+    latitude: optionalText(parameters.latitudeFieldName),
+    longitude: optionalText(parameters.longitudeFieldName),
+  });
+  if (!none) return table;
+  const { geometryType: _g, location: _l, ...attributes } = table;
+  return { ...attributes, rows: table.rows.map((r) => ({ values: r.values ?? {} })) };
+}
+
+/** A service name from a title, as ArcGIS suggests one: letters, digits and `_`, starting with a letter. */
+export function serviceNameFrom(title: string): string {
+  const base = title.replace(/[^A-Za-z0-9_]/g, "_").replace(/^[^A-Za-z]+/, "");
+  return (base || "layer").slice(0, 120);
+}
+
+/** The layer a table makes, as analyze shows it and publish makes it. */
+export function layerInfo(name: string, table: Table): Record<string, unknown> {
+  return {
+    name,
+    type: table.geometryType ? "Feature Layer" : "Table",
+    ...(table.geometryType ? { geometryType: ESRI_GEOMETRY[table.geometryType] } : {}),
+    objectIdField: "fid",
+    fields: [
+      { name: "fid", type: "esriFieldTypeOID", alias: "fid", nullable: false, editable: false, domain: null },
+      ...table.fields.map((f) => ({
+        name: f.name,
+        type: ESRI_TYPES[f.kind],
+        alias: f.alias,
+        ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+        nullable: true,
+        editable: true,
+        domain: null,
+        defaultValue: null,
+      })),
+    ],
+  };
+}
+
+/** What `analyze` answers: the parameters to publish the file with, and its first records as features. */
+export function analysis(filetype: string, title: string, table: Table): Record<string, unknown> {
+  const name = serviceNameFrom(title);
+  return {
+    publishParameters: {
+      type: filetype,
+      name,
+      ...(filetype === "csv"
+        ? {
+            locationType: table.location ? "coordinates" : "none",
+            ...(table.location
+              ? { latitudeFieldName: table.location.latitude, longitudeFieldName: table.location.longitude }
+              : {}),
+            columnDelimiter: ",",
+            qualifier: '"',
+          }
+        : {}),
+      sourceSR: { wkid: 4326, latestWkid: 4326 },
+      targetSR: { wkid: 4326, latestWkid: 4326 },
+      maxRecordCount: 2000,
+      layerInfo: layerInfo(name, table),
+    },
+    records: table.rows.slice(0, 10).map((r) => ({ attributes: r.values ?? {}, geometry: r.geometry ?? null })),
+    notes: table.notes,
+  };
+}
+
+/** The organization's hosting server, where hosted services live. */
+async function hostingServer(portalId: string, what: string): Promise<Server> {
+  const server = (await listPortalServers(portalId)).find((s) => s.hosted && s.serverRole === "HOSTING_SERVER");
+  if (!server) throw badRequest(what, ["The organization has no hosting server to publish hosted layers on."]);
+  return server;
+}
+
+export interface PublishRequest {
+  readonly source: Item & { readonly file: NonNullable<Item["file"]> };
+  readonly filetype: string;
+  readonly parameters: Record<string, unknown>;
+  readonly owner: string;
+  readonly origin: string;
+}
+
+/** Publishes a file item as a hosted feature service; answers as ArcGIS's publish does. */
+export async function publishHosted(p: PublishRequest, what: string): Promise<Record<string, unknown>> {
+  const name = optionalText(p.parameters.name) ?? serviceNameFrom(p.source.title);
+  if (!SERVICE_NAME.test(name))
+    throw badRequest(what, [
+      `'${name.slice(0, 64)}' cannot name a service: 1–120 letters, digits and underscores, starting with a letter.`,
+    ]);
+  const server = await hostingServer(p.source.portalId, what);
+  if (await serviceNameTaken(server.serverId, HOSTED_FOLDER, name))
+    throw badRequest(what, [`Service name '${name}' already exists.`]);
+  const bytes = await itemFiles().get(p.source.itemId);
+  if (!bytes) throw new Error(`the file of item ${p.source.itemId} is missing`);
+  const table = readTable(bytes, p.filetype, p.parameters, what);
+  const serviceItemId = newItemId();
+  let extent: [number, number, number, number] | undefined;
+  await keepHostedData(serviceItemId, (path) => {
+    const [written] = writeGeoPackage(path, [
+      {
+        name,
+        identifier: p.source.title,
+        ...(table.geometryType ? { geometryType: table.geometryType, srsId: 4326 as const } : {}),
+        columns: table.fields.map((f) => ({
+          name: f.name,
+          type: COLUMN_TYPES[f.kind],
+          ...(f.kind === "string" ? { maxLength: textLength(f.length) } : {}),
+        })),
+        rows: table.rows,
+      },
+    ]);
+    extent = written?.extent;
+  });
+  const now = Date.now();
+  const service: Service = {
+    serverId: server.serverId,
+    portalId: p.source.portalId,
+    folder: HOSTED_FOLDER,
+    name,
+    type: "FeatureServer",
+    capabilities: "Query",
+    description: p.source.description,
+    tags: p.source.tags,
+    itemId: serviceItemId,
+    owner: p.owner,
+    // Private until its owner shares it, as ArcGIS makes new items.
+    access: "private",
+    extensions: [],
+    source: {
+      datastoreId: HOSTED_STORE_ID,
+      location: hostedLocation(),
+      path: `/${hostedFileName(serviceItemId)}/${name}`,
+    },
+    created: now,
+  };
+  const path = restServiceUrl(serverUrl(server, ""), HOSTED_FOLDER, name, "FeatureServer");
+  const base = serviceItem(service, path, { title: p.source.title, snippet: p.source.snippet });
+  const item: Item = {
+    ...base,
+    typeKeywords: [...base.typeKeywords, "Hosted Service"],
+    ...(extent
+      ? {
+          extent: [
+            [extent[0], extent[1]],
+            [extent[2], extent[3]],
+          ],
+        }
+      : {}),
+    hostedData: true,
+    sourceItemId: p.source.itemId,
+  };
+  try {
+    await createService(service, item);
+  } catch (err) {
+    await removeHostedData(serviceItemId);
+    if (err instanceof ServiceExistsError) throw badRequest(what, [`Service name '${name}' already exists.`]);
+    throw err;
+  }
+  const serviceurl = restServiceUrl(serverUrl(server, p.origin), HOSTED_FOLDER, name, "FeatureServer");
+  return {
+    services: [
+      {
+        type: "Feature Service",
+        serviceurl,
+        encodedServiceURL: serviceurl,
+        size: bytes.length,
+        // Done within this request: the status this id is asked with answers "completed".
+        jobId: newItemId(),
+        serviceItemId,
+        ...(table.notes.length > 0 ? { notes: table.notes } : {}),
+      },
+    ],
+  };
+}
+
+/** What a publish request names: the file item, and how to read it. */
+export function publishInput(params: Params, what: string) {
+  return {
+    itemId: params.required("itemId", what),
+    filetype: params.get("filetype"),
+    parameters: parametersOf(params.get("publishParameters"), "publishParameters", what),
+    overwrite: params.get("overwrite")?.toLowerCase() === "true",
+  };
+}

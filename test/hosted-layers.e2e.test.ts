@@ -1,0 +1,310 @@
+// Hosted feature layers from uploaded files, through the real local engine: a CSV of points and a GeoJSON of
+// polygons uploaded, analyzed, published, polled and queried as ArcGIS clients do, their data read back by GDAL from
+// the GeoPackage mapgate wrote; bad files refused with nothing left behind; the data gone with the service.
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { call, form, jsonCalls } from "./helpers/http.ts";
+
+let engine: RunningEngine;
+const tokens = { admin: "", publisher: "", user: "" };
+const rest = () => `${engine.ready.https}/portal/sharing/rest`;
+const { getJson, postJson } = jsonCalls(() => engine.ca);
+
+const CSV = [
+  "Name,Visitors,Opened,Latitude,Longitude",
+  "Louvre,8900000,1793-08-10,48.8606,2.3376",
+  'Prado,"3200000",1819-11-19,40.4138,-3.6921',
+  "Rijksmuseum,2700000,1800-05-31,52.36,4.8852",
+  "Nowhere,10,2000-01-01,,",
+  "Bad,11,2000-01-02,north,east",
+].join("\n");
+
+const SQUARE = (x: number, y: number) => [
+  [
+    [x, y],
+    [x + 1, y],
+    [x + 1, y + 1],
+    [x, y + 1],
+    [x, y],
+  ],
+];
+const GEOJSON = JSON.stringify({
+  type: "FeatureCollection",
+  features: [
+    {
+      type: "Feature",
+      properties: { zone: "A", area: 1.5, meta: { a: [1, 2] } },
+      geometry: { type: "Polygon", coordinates: SQUARE(2, 48) },
+    },
+    {
+      type: "Feature",
+      properties: { zone: "B", area: 2 },
+      geometry: { type: "MultiPolygon", coordinates: [SQUARE(4, 50), SQUARE(6, 50)] },
+    },
+  ],
+});
+
+async function signIn(username: string, password: string): Promise<string> {
+  const res = await call(`${rest()}/generateToken`, { ca: engine.ca, body: form({ f: "json", username, password }) });
+  return res.json<{ token: string }>().token;
+}
+
+async function upload(token: string, name: string, bytes: string, owner = "publisher"): Promise<string> {
+  const data = new FormData();
+  data.append("f", "json");
+  data.append("token", token);
+  data.append("file", new Blob([bytes]), name);
+  const request = new Request("https://mapgate.invalid/", { method: "POST", body: data });
+  const res = await call(`${rest()}/content/users/${owner}/addItem`, {
+    ca: engine.ca,
+    body: Buffer.from(await request.arrayBuffer()),
+    headers: { "content-type": request.headers.get("content-type") ?? "" },
+  });
+  const answer = res.json<{ success?: boolean; id?: string }>();
+  expect(answer.success, JSON.stringify(answer)).toBe(true);
+  return answer.id as string;
+}
+
+const hostedFiles = () => {
+  const dir = join(engine.dataDir, "hosted");
+  return existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".gpkg")) : [];
+};
+
+type Published = { services: { serviceurl: string; serviceItemId: string; jobId: string; type: string }[] };
+
+beforeAll(async () => {
+  engine = await startEngine();
+  tokens.admin = await signIn("admin", PASSWORDS.admin);
+  tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
+  tokens.user = await signIn("user", PASSWORDS.user);
+}, 120_000);
+
+afterAll(async () => {
+  await engine?.stop();
+});
+
+describe("a CSV of points", () => {
+  let itemId = "";
+  let published: Published;
+
+  it("is analyzed: its fields typed from every value, the coordinate columns found", async () => {
+    itemId = await upload(tokens.publisher, "museums.csv", CSV);
+    const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+      itemId,
+      filetype: "csv",
+    });
+    expect(analyzed.publishParameters).toMatchObject({
+      type: "csv",
+      name: "museums",
+      locationType: "coordinates",
+      latitudeFieldName: "Latitude",
+      longitudeFieldName: "Longitude",
+      layerInfo: {
+        type: "Feature Layer",
+        geometryType: "esriGeometryPoint",
+        fields: [
+          { name: "fid", type: "esriFieldTypeOID" },
+          { name: "Name", type: "esriFieldTypeString", alias: "Name", length: 256 },
+          { name: "Visitors", type: "esriFieldTypeInteger" },
+          { name: "Opened", type: "esriFieldTypeDate" },
+          // "north" is no number: the column stays text, and its row gets no point.
+          { name: "Latitude", type: "esriFieldTypeString" },
+          { name: "Longitude", type: "esriFieldTypeString" },
+        ],
+      },
+    });
+    expect((analyzed.records as unknown[]).length).toBe(5);
+    expect(analyzed.notes).toEqual([
+      "2 row(s) had no coordinates that parse as a latitude and longitude: kept without a point.",
+    ]);
+  });
+
+  it("is published as a hosted feature service in the Hosted folder, its status completed", async () => {
+    const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+      itemId,
+      filetype: "csv",
+    });
+    published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId,
+      filetype: "csv",
+      publishParameters: JSON.stringify({ ...(analyzed.publishParameters as object), name: "Museums" }),
+    })) as unknown as Published;
+    const [service] = published.services;
+    expect(service).toMatchObject({
+      type: "Feature Service",
+      serviceurl: `${engine.ready.https}/arcgis/rest/services/Hosted/Museums/FeatureServer`,
+      serviceItemId: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
+    const status = await getJson(
+      `${rest()}/content/users/publisher/items/${service?.serviceItemId}/status?jobId=${service?.jobId}&jobType=publish`,
+      tokens.publisher,
+    );
+    expect(status).toMatchObject({ status: "completed", itemId: service?.serviceItemId });
+    const item = await getJson(`${rest()}/content/items/${service?.serviceItemId}`, tokens.publisher);
+    expect(item).toMatchObject({ type: "Feature Service", title: "museums", owner: "publisher", access: "private" });
+    expect(item.typeKeywords).toContain("Hosted Service");
+    // The directory lists it under Hosted.
+    const folder = await getJson(`${engine.ready.https}/arcgis/rest/services/Hosted`, tokens.publisher);
+    expect(folder.services).toContainEqual({ name: "Hosted/Museums", type: "FeatureServer" });
+  });
+
+  it("answers queries with every row and its point; GDAL reads the same rows from the GeoPackage", async () => {
+    const url = published.services[0]?.serviceurl as string;
+    const count = await getJson(`${url}/0/query?where=1%3D1&returnCountOnly=true`, tokens.publisher);
+    expect(count).toEqual({ count: 5 });
+    const answer = await getJson(
+      `${url}/0/query?where=Visitors%3E1000000&outFields=Name,Visitors,Opened&outSR=4326&orderByFields=fid`,
+      tokens.publisher,
+    );
+    const features = answer.features as { attributes: Record<string, unknown>; geometry: { x: number; y: number } }[];
+    expect(features.map((f) => f.attributes.Name)).toEqual(["Louvre", "Prado", "Rijksmuseum"]);
+    expect(features[0]?.attributes).toMatchObject({ Visitors: 8900000, Opened: Date.UTC(1793, 7, 10) });
+    expect(features[1]?.geometry.x).toBeCloseTo(-3.6921, 6);
+    expect(features[1]?.geometry.y).toBeCloseTo(40.4138, 6);
+    const [file] = hostedFiles().filter((f) => f.startsWith(published.services[0]?.serviceItemId as string));
+    const info = execFileSync("ogrinfo", ["-ro", "-al", "-so", join(engine.dataDir, "hosted", file as string)], {
+      encoding: "utf8",
+    });
+    expect(info).toMatch(/Layer name: Museums/);
+    expect(info).toMatch(/Feature Count: 5/);
+    expect(info).toMatch(/Visitors: Integer/);
+  });
+
+  it("refuses a second service of the same name, a wrong filetype, a file type not published yet", async () => {
+    const again = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId,
+      filetype: "csv",
+      publishParameters: JSON.stringify({ name: "Museums" }),
+    });
+    expect(again.error).toMatchObject({ code: 400, details: ["Service name 'Museums' already exists."] });
+    const wrongType = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId,
+      filetype: "geojson",
+    });
+    expect((wrongType.error as { details: string[] }).details[0]).toMatch(/must match it/);
+    const shapefile = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId,
+      filetype: "shapefile",
+    });
+    expect((shapefile.error as { details: string[] }).details[0]).toMatch(/not available yet/);
+    // Someone who cannot see the item, or may not publish, publishes nothing.
+    const byUser = await postJson(`${rest()}/content/users/user/publish`, tokens.user, { itemId, filetype: "csv" });
+    expect((byUser.error as { code: number }).code).toBe(403);
+  });
+
+  it("is gone, data and all, when its item is deleted; the file it came from stays", async () => {
+    const service = published.services[0];
+    const before = hostedFiles().length;
+    const removed = await postJson(
+      `${rest()}/content/users/publisher/items/${service?.serviceItemId}/delete`,
+      tokens.publisher,
+    );
+    expect(removed).toMatchObject({ success: true });
+    expect(hostedFiles().length).toBe(before - 1);
+    expect(await getJson(`${rest()}/content/items/${itemId}`, tokens.publisher)).toMatchObject({ type: "CSV" });
+    // The name is free again.
+    const again = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId,
+      filetype: "csv",
+      publishParameters: JSON.stringify({ name: "Museums" }),
+    })) as unknown as Published;
+    expect(again.services[0]?.serviceurl).toMatch(/\/Hosted\/Museums\/FeatureServer$/);
+  });
+});
+
+describe("a GeoJSON of polygons, and files that cannot be published", () => {
+  it("publishes polygons (a Polygon and a MultiPolygon make one multipolygon layer), nested properties as text", async () => {
+    const itemId = await upload(tokens.publisher, "zones.geojson", GEOJSON);
+    const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId,
+      filetype: "geojson",
+    })) as unknown as Published;
+    const url = published.services[0]?.serviceurl as string;
+    const layer = await getJson(`${url}/0`, tokens.publisher);
+    expect(layer).toMatchObject({ geometryType: "esriGeometryPolygon" });
+    const answer = await getJson(
+      `${url}/0/query?where=1%3D1&outFields=*&outSR=4326&orderByFields=fid`,
+      tokens.publisher,
+    );
+    const features = answer.features as { attributes: Record<string, unknown>; geometry: { rings: number[][][] } }[];
+    expect(features.map((f) => f.attributes.zone)).toEqual(["A", "B"]);
+    expect(features[0]?.attributes.meta).toBe('{"a":[1,2]}');
+    expect(features[1]?.geometry.rings).toHaveLength(2);
+  });
+
+  it("publishes a CSV without coordinate columns as a table", async () => {
+    const itemId = await upload(tokens.publisher, "budget.csv", "year,amount\n2025,10.5\n2026,12\n");
+    const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId,
+      filetype: "csv",
+    })) as unknown as Published;
+    const url = published.services[0]?.serviceurl as string;
+    const service = await getJson(url, tokens.publisher);
+    expect(service.tables).toEqual([expect.objectContaining({ name: "budget", type: "Table" })]);
+  });
+
+  it("refuses mixed geometry types, leaving no service and no data behind", async () => {
+    const mixed = JSON.stringify({
+      type: "FeatureCollection",
+      features: [
+        { type: "Feature", properties: {}, geometry: { type: "Point", coordinates: [1, 2] } },
+        { type: "Feature", properties: {}, geometry: { type: "Polygon", coordinates: SQUARE(0, 0) } },
+      ],
+    });
+    const itemId = await upload(tokens.publisher, "mixed.geojson", mixed);
+    const files = hostedFiles().length;
+    const answer = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId,
+      filetype: "geojson",
+      publishParameters: JSON.stringify({ name: "Mixed" }),
+    });
+    expect((answer.error as { details: string[] }).details[0]).toMatch(/mixes geometry types \(POINT, POLYGON\)/);
+    expect(hostedFiles().length).toBe(files);
+    const folder = await getJson(`${engine.ready.https}/arcgis/rest/services/Hosted`, tokens.publisher);
+    expect(JSON.stringify(folder.services)).not.toContain("Mixed");
+  });
+
+  it("refuses malformed coordinates and a file of too many columns, saying why", async () => {
+    const broken = JSON.stringify({
+      type: "FeatureCollection",
+      features: [{ type: "Feature", properties: {}, geometry: { type: "Polygon", coordinates: [[1, 2]] } }],
+    });
+    const brokenId = await upload(tokens.publisher, "broken.geojson", broken);
+    const answer = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId: brokenId,
+      filetype: "geojson",
+    });
+    expect((answer.error as { details: string[] }).details[0]).toMatch(/does not have the coordinates its type needs/);
+    const wide = `${Array.from({ length: 1200 }, (_, i) => `c${i}`).join(",")}\n${"1,".repeat(1199)}1\n`;
+    const wideId = await upload(tokens.publisher, "wide.csv", wide);
+    const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+      itemId: wideId,
+      filetype: "csv",
+    });
+    expect((analyzed.error as { details: string[] }).details[0]).toMatch(
+      /has 1200 columns; a layer holds at most 1000/,
+    );
+  });
+
+  it("renames duplicate and reserved field names as it says", async () => {
+    const itemId = await upload(tokens.publisher, "names.csv", "OBJECTID,name,Name,2nd value,\n1,a,b,c,d\n");
+    const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+      itemId,
+      filetype: "csv",
+    });
+    const fields = (analyzed.publishParameters as { layerInfo: { fields: { name: string; alias: string }[] } })
+      .layerInfo.fields;
+    expect(fields.map((f) => [f.name, f.alias])).toEqual([
+      ["fid", "fid"],
+      ["OBJECTID_1", "OBJECTID"],
+      ["name", "name"],
+      ["Name_1", "Name"],
+      ["F2nd_value", "2nd value"],
+      ["Field5", ""],
+    ]);
+    expect((analyzed.notes as string[])[0]).toMatch(/^Renamed 4 field\(s\)/);
+  });
+});
