@@ -101,9 +101,11 @@ function allowed(origin: string, portal: Portal, own: readonly string[]): boolea
 }
 
 /**
- * The CORS headers of an answer (errors included, so that a page can read a 498 or 403 envelope). Every answer
- * says `Vary: Origin`: the same URL is answered differently to different origins, and a CDN caching a public
- * answer must keep them apart. `portal` undefined (the organization could not be read): no origin is allowed.
+ * The CORS headers of an answer (errors included, so that a page can read a 498 or 403 envelope), every kind of
+ * answer alike (finish() applies them and drops any a renderer wrote). Every answer says `Vary: Origin`: the same
+ * URL is answered differently to different origins. `Vary` is for browsers and the caches that honour it;
+ * CloudFront does not, which is why the CDN's content cache policy keys on `Origin` itself (infra/aws/cdn.ts).
+ * `portal` undefined (the organization could not be read): no origin is allowed.
  *
  * An `openCors` operation (services and their content) answers `*` to a request without `Origin` (a tool, a
  * server; no browser page is involved) and, to a browser, what every other answer does: the allowed origin echoed
