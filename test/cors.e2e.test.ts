@@ -54,6 +54,8 @@ function expectRefused(res: Answer) {
 
 /** Binary answers (content): a feature query's PBF, an image tile and an uploaded item's file. */
 let contentUrls: { pbf: string; tile: string; data: string };
+/** The user's uploaded file: a private item. */
+let privateItem: string;
 
 /** A file uploaded as an item of the user's, as ArcGIS REST JS sends one (multipart/form-data). */
 async function uploadedItem(token: string): Promise<string> {
@@ -84,7 +86,7 @@ beforeAll(async () => {
   contentUrls = {
     pbf: `${services}/${DEMO_LAYERS_FOLDER}/${places}/FeatureServer/0/query?f=pbf&where=1%3D1&resultRecordCount=2`,
     tile: `${services}/Imagery/Ortho_2024/ImageServer/tile/0/0/0?token=${tokens.user}`,
-    data: `${rest()}/content/items/${await uploadedItem(tokens.user)}/data?token=${tokens.user}`,
+    data: `${rest()}/content/items/${(privateItem = await uploadedItem(tokens.user))}/data?token=${tokens.user}`,
   };
 }, 60_000);
 
@@ -230,20 +232,21 @@ describe("CORS by the organization's allowed origins", () => {
   });
 });
 
-describe("the sign-in cookie and other origins", () => {
-  async function signedInCookie(): Promise<string> {
-    const url = `${rest()}/oauth2/signin`;
-    const { cookie, csrf } = await formOf(url, engine.ca);
-    const res = await call(url, {
-      ca: engine.ca,
-      body: form({ username: "user", password: PASSWORDS.user, csrf }),
-      headers: { cookie },
-    });
-    const auth = setCookies(res).find((c) => c.startsWith("vendor_authcookie="));
-    if (!auth) throw new Error(`not signed in: ${res.status} ${res.text.slice(0, 300)}`);
-    return auth.split(";")[0] as string;
-  }
+/** A browser's sign-in cookie for user, from the sign-in page's form. */
+async function signedInCookie(): Promise<string> {
+  const url = `${rest()}/oauth2/signin`;
+  const { cookie, csrf } = await formOf(url, engine.ca);
+  const res = await call(url, {
+    ca: engine.ca,
+    body: form({ username: "user", password: PASSWORDS.user, csrf }),
+    headers: { cookie },
+  });
+  const auth = setCookies(res).find((c) => c.startsWith("vendor_authcookie="));
+  if (!auth) throw new Error(`not signed in: ${res.status} ${res.text.slice(0, 300)}`);
+  return auth.split(";")[0] as string;
+}
 
+describe("the sign-in cookie and other origins", () => {
   it("never authenticates another origin's request by the cookie; its token works", async () => {
     const cookie = await signedInCookie();
     const self = `${rest()}/community/self?f=json`;
@@ -276,6 +279,42 @@ describe("the sign-in cookie and other origins", () => {
       const res = await get(url, { cookie, origin: APP, ...headers });
       expect(res.json()).toMatchObject({ username: "user" });
       expectEchoed(res, APP);
+    }
+  });
+});
+
+describe("the sign-in cookie and other sites' subresources", () => {
+  it("does not sign in an image or script another site embeds, which sends the cookie without Origin", async () => {
+    const cookie = await signedInCookie();
+    const self = `${rest()}/community/self?f=json`;
+    const data = `${rest()}/content/items/${privateItem}/data`;
+    const fetchMode = (site: string, mode: string) => ({ cookie, "sec-fetch-site": site, "sec-fetch-mode": mode });
+    // A sibling subdomain's or another port's <img>, <script> or no-cors fetch (same-site), or another site's
+    // (cross-site): anonymous. The private file neither loads nor tells that it exists.
+    for (const site of ["same-site", "cross-site"])
+      for (const mode of ["no-cors", "cors", "same-origin", "websocket"]) {
+        expect((await get(self, fetchMode(site, mode))).json(), `${site} ${mode}`).toMatchObject({
+          error: { code: 499 },
+        });
+        const file = await get(data, fetchMode(site, mode));
+        // An error page (HTML: no f), not the file.
+        expect(file.headers["content-type"], `${site} ${mode}`).toContain("text/html");
+        expect(file.text, `${site} ${mode}`).not.toContain("A,1,2");
+      }
+    // mapgate's own pages' reads, navigations from anywhere (a link, the HTML pages and their forms), a typed URL,
+    // and clients that say nothing: the cookie signs the user in.
+    for (const headers of [
+      fetchMode("same-origin", "cors"),
+      fetchMode("same-origin", "no-cors"),
+      fetchMode("same-site", "navigate"),
+      fetchMode("cross-site", "navigate"),
+      fetchMode("none", "navigate"),
+      { cookie },
+    ]) {
+      expect((await get(self, headers)).json(), JSON.stringify(headers)).toMatchObject({ username: "user" });
+      const file = await get(data, headers);
+      expect(file.status).toBe(200);
+      expect(file.text, JSON.stringify(headers)).toBe("name,x,y\nA,1,2\n");
     }
   });
 });
