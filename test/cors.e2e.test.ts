@@ -3,6 +3,9 @@
 // function or by $default's), the sign-in cookie never authenticating another origin's request, and the
 // signed-in user's record in portals/self as the ArcGIS Maps SDK reads it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
+import { stableItemId } from "#shared/publishing.ts";
+import { demoOrganization } from "./helpers/admin.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { type Answer, call, form, formOf, setCookies } from "./helpers/http.ts";
 
@@ -49,11 +52,41 @@ function expectRefused(res: Answer) {
   expect(res.headers.vary).toContain("Origin");
 }
 
+/** Binary answers (content): a feature query's PBF, an image tile and an uploaded item's file. */
+let contentUrls: { pbf: string; tile: string; data: string };
+/** The user's uploaded file: a private item. */
+let privateItem: string;
+
+/** A file uploaded as an item of the user's, as ArcGIS REST JS sends one (multipart/form-data). */
+async function uploadedItem(token: string): Promise<string> {
+  const data = new FormData();
+  data.append("f", "json");
+  data.append("token", token);
+  data.append("file", new Blob(["name,x,y\nA,1,2\n"]), "sites.csv");
+  const request = new Request("https://mapgate.invalid/", { method: "POST", body: data });
+  const res = await call(`${rest()}/content/users/user/addItem`, {
+    ca: engine.ca,
+    body: Buffer.from(await request.arrayBuffer()),
+    headers: { "content-type": request.headers.get("content-type") ?? "" },
+  });
+  const id = res.json<{ id?: string }>().id;
+  if (!id) throw new Error(res.text);
+  return id;
+}
+
 beforeAll(async () => {
   engine = await startEngine();
   tokens = {
     admin: await generateToken("admin", PASSWORDS.admin),
     user: await generateToken("user", PASSWORDS.user),
+  };
+  const world = demoOrganization(engine.dataDir).worldStore;
+  const places = `places_${stableItemId(world, "/world.gpkg/places").slice(0, 6)}`;
+  const services = `${engine.ready.https}/arcgis/rest/services`;
+  contentUrls = {
+    pbf: `${services}/${DEMO_LAYERS_FOLDER}/${places}/FeatureServer/0/query?f=pbf&where=1%3D1&resultRecordCount=2`,
+    tile: `${services}/Imagery/Ortho_2024/ImageServer/tile/0/0/0?token=${tokens.user}`,
+    data: `${rest()}/content/items/${(privateItem = await uploadedItem(tokens.user))}/data?token=${tokens.user}`,
   };
 }, 60_000);
 
@@ -130,6 +163,15 @@ describe("CORS by the organization's allowed origins", () => {
     const tool = await get(`${engine.ready.https}/arcgis/rest/services?f=json`);
     expect(tool.headers["access-control-allow-origin"]).toBe("*");
     expect(tool.headers.vary).toContain("Origin");
+    // A service's content too; an item's file (portal content, not a service) carries none without Origin.
+    for (const [what, url] of Object.entries(contentUrls)) {
+      const res = await get(url);
+      expect(res.status, what).toBe(200);
+      expect(res.headers["access-control-allow-origin"], what).toBe(what === "data" ? undefined : "*");
+      expect(res.headers["access-control-allow-credentials"], what).toBeUndefined();
+      expect(res.headers.vary, what).toContain("Origin");
+      expectEchoed(await get(url, { origin: APP }), APP);
+    }
     // Other answers carry no CORS header without Origin, but still vary on it.
     const noOrigin = await get(`${rest()}/portals/self?f=json`);
     expect(noOrigin.headers["access-control-allow-origin"]).toBeUndefined();
@@ -170,6 +212,16 @@ describe("CORS by the organization's allowed origins", () => {
       expect(refused.headers["access-control-allow-methods"]).toBeUndefined();
       // A service answers the listed origins only too (as ArcGIS Server does with the list set).
       expectRefused(await get(`${engine.ready.https}/arcgis/rest/services?f=json`, { origin: OTHER }));
+      // So do binary answers: a PBF page, a tile, an item's file, decided where every other answer's CORS is.
+      for (const [what, url] of Object.entries(contentUrls)) {
+        const listed = await get(url, { origin: APP });
+        expect(listed.status, what).toBe(200);
+        expect(listed.headers["content-type"], what).not.toContain("json");
+        expectEchoed(listed, APP);
+        const other = await get(url, { origin: OTHER });
+        expect(other.status, what).toBe(200);
+        expectRefused(other);
+      }
       // mapgate's own pages are always its own: the engine's other listener is another origin, not listed.
       expectEchoed(await get(`${rest()}/portals/self?f=json`, { origin: engine.ready.https }), engine.ready.https);
       expectRefused(await get(`${rest()}/portals/self?f=json`, { origin: engine.ready.http }));
@@ -180,20 +232,21 @@ describe("CORS by the organization's allowed origins", () => {
   });
 });
 
-describe("the sign-in cookie and other origins", () => {
-  async function signedInCookie(): Promise<string> {
-    const url = `${rest()}/oauth2/signin`;
-    const { cookie, csrf } = await formOf(url, engine.ca);
-    const res = await call(url, {
-      ca: engine.ca,
-      body: form({ username: "user", password: PASSWORDS.user, csrf }),
-      headers: { cookie },
-    });
-    const auth = setCookies(res).find((c) => c.startsWith("vendor_authcookie="));
-    if (!auth) throw new Error(`not signed in: ${res.status} ${res.text.slice(0, 300)}`);
-    return auth.split(";")[0] as string;
-  }
+/** A browser's sign-in cookie for user, from the sign-in page's form. */
+async function signedInCookie(): Promise<string> {
+  const url = `${rest()}/oauth2/signin`;
+  const { cookie, csrf } = await formOf(url, engine.ca);
+  const res = await call(url, {
+    ca: engine.ca,
+    body: form({ username: "user", password: PASSWORDS.user, csrf }),
+    headers: { cookie },
+  });
+  const auth = setCookies(res).find((c) => c.startsWith("vendor_authcookie="));
+  if (!auth) throw new Error(`not signed in: ${res.status} ${res.text.slice(0, 300)}`);
+  return auth.split(";")[0] as string;
+}
 
+describe("the sign-in cookie and other origins", () => {
   it("never authenticates another origin's request by the cookie; its token works", async () => {
     const cookie = await signedInCookie();
     const self = `${rest()}/community/self?f=json`;
@@ -226,6 +279,42 @@ describe("the sign-in cookie and other origins", () => {
       const res = await get(url, { cookie, origin: APP, ...headers });
       expect(res.json()).toMatchObject({ username: "user" });
       expectEchoed(res, APP);
+    }
+  });
+});
+
+describe("the sign-in cookie and other sites' subresources", () => {
+  it("does not sign in an image or script another site embeds, which sends the cookie without Origin", async () => {
+    const cookie = await signedInCookie();
+    const self = `${rest()}/community/self?f=json`;
+    const data = `${rest()}/content/items/${privateItem}/data`;
+    const fetchMode = (site: string, mode: string) => ({ cookie, "sec-fetch-site": site, "sec-fetch-mode": mode });
+    // A sibling subdomain's or another port's <img>, <script> or no-cors fetch (same-site), or another site's
+    // (cross-site): anonymous. The private file neither loads nor tells that it exists.
+    for (const site of ["same-site", "cross-site"])
+      for (const mode of ["no-cors", "cors", "same-origin", "websocket"]) {
+        expect((await get(self, fetchMode(site, mode))).json(), `${site} ${mode}`).toMatchObject({
+          error: { code: 499 },
+        });
+        const file = await get(data, fetchMode(site, mode));
+        // An error page (HTML: no f), not the file.
+        expect(file.headers["content-type"], `${site} ${mode}`).toContain("text/html");
+        expect(file.text, `${site} ${mode}`).not.toContain("A,1,2");
+      }
+    // mapgate's own pages' reads, navigations from anywhere (a link, the HTML pages and their forms), a typed URL,
+    // and clients that say nothing: the cookie signs the user in.
+    for (const headers of [
+      fetchMode("same-origin", "cors"),
+      fetchMode("same-origin", "no-cors"),
+      fetchMode("same-site", "navigate"),
+      fetchMode("cross-site", "navigate"),
+      fetchMode("none", "navigate"),
+      { cookie },
+    ]) {
+      expect((await get(self, headers)).json(), JSON.stringify(headers)).toMatchObject({ username: "user" });
+      const file = await get(data, headers);
+      expect(file.status).toBe(200);
+      expect(file.text, JSON.stringify(headers)).toBe("name,x,y\nA,1,2\n");
     }
   });
 });

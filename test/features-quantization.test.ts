@@ -514,6 +514,57 @@ describe("quantizationParameters: every mode, origin and format, decoded as the 
   });
 });
 
+describe("quantizationParameters: the grid stays exact", () => {
+  const base = (f: string, q: Record<string, unknown>, extra: Record<string, string> = {}) => ({
+    f,
+    where: "1=1",
+    outSR: "102100",
+    quantizationParameters: JSON.stringify({ mode: "edit", originPosition: "upperLeft", ...q }),
+    ...extra,
+  });
+  const invalid = async (layer: string, params: Record<string, string>, what: string) => {
+    const details = await refusal(layer, params);
+    expect(details[0], what).toBe("'quantizationParameters' parameter is invalid");
+    expect(details.length, what).toBeGreaterThan(1);
+  };
+
+  it("counts the layer's extent, when none is given, in cells of the tolerance", async () => {
+    for (const f of ["json", "pbf"]) {
+      await invalid("points", base(f, { tolerance: 1e-300 }), `${f}: 1e-300`);
+      // The smallest double: the span over it is Infinity.
+      await invalid("points", base(f, { tolerance: 5e-324 }), `${f}: 5e-324`);
+      await invalid("points", base(f, { tolerance: 1e-300, extent: { ...TILE, spatialReference: WEB_MERCATOR } }), f);
+    }
+  });
+
+  it("counts an extent in the answer's spatial reference, where the tolerance is", async () => {
+    const degrees = { xmin: -10, ymin: 40, xmax: 10, ymax: 55, spatialReference: { wkid: 4326 } };
+    // 20 degrees in micro-degrees is 2e7 cells; the same extent in Web Mercator metres is over 2e12 cells.
+    for (const f of ["json", "pbf"]) await invalid("points", base(f, { tolerance: 1e-6, extent: degrees }), f);
+    // The other way round: metres given, degrees answered, a micro-degree grid fits.
+    const answer = (await query(
+      "points",
+      base("json", { tolerance: 1e-6, extent: { ...TILE, spatialReference: WEB_MERCATOR } }, { outSR: "4326" }),
+    )) as { features: { geometry: { x: number; y: number } }[] };
+    const [x = NaN] = must(POINTS[0]);
+    const g = project({ type: "Point", coordinates: [TILE.xmin, TILE.ymax] }, 3857, 4326);
+    const left = g.type === "Point" ? (g.coordinates[0] as number) : NaN;
+    expect(Math.abs(must(answer.features[0]).geometry.x - (x - left) / 1e-6)).toBeLessThanOrEqual(1);
+  });
+
+  it("refuses a feature whose cell would not be an exact integer, in json and pbf", async () => {
+    const [x = NaN, y = NaN] = paris();
+    // A metre around Paris on a grid of a tenth of a nanometre: 1e10 cells across, but Nice is 7e15 cells away.
+    const extent = { xmin: x, ymin: y, xmax: x + 1, ymax: y + 1, spatialReference: WEB_MERCATOR };
+    for (const f of ["json", "pbf"]) {
+      await invalid("points", base(f, { tolerance: 1e-10, extent }), f);
+      // Paris alone is answered.
+      const near = await query("points", base(f, { tolerance: 1e-10, extent }, { where: "label = 'p0'" }));
+      expect(near).toBeDefined();
+    }
+  });
+});
+
 describe("resultType and maxRecordCountFactor: the page a query answers", () => {
   const limits = {
     maxRecordCount: MAX_RECORD_COUNT,

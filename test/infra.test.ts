@@ -912,7 +912,7 @@ describe("the CDN in front of the API", () => {
     expect(outputs.ApiUrl).toBeDefined();
   });
 
-  it("keys the services' cache on the path, every query parameter but token, gzip and the credentials mark", () => {
+  it("keys the services' cache on the path, every query parameter but token, Origin, gzip and the credentials mark", () => {
     const content = (distribution.CacheBehaviors as Behavior[])[0] ?? {};
     const policy = resource(content.CachePolicyId)?.CachePolicyConfig as Record<string, unknown>;
     expect(policy).toMatchObject({ DefaultTTL: 0, MinTTL: 0, MaxTTL: CDN_MAX_TTL_SECONDS });
@@ -920,18 +920,21 @@ describe("the CDN in front of the API", () => {
       CookiesConfig: { CookieBehavior: "none" },
       EnableAcceptEncodingBrotli: false,
       EnableAcceptEncodingGzip: true,
-      HeadersConfig: { HeaderBehavior: "whitelist", Headers: [CREDENTIALS_HEADER] },
+      // Origin: a public tile's CORS headers are answered for the origin that asked (CloudFront ignores Vary),
+      // so each origin, and a request without one, has an entry of its own.
+      HeadersConfig: { HeaderBehavior: "whitelist", Headers: [CREDENTIALS_HEADER, "origin"] },
       QueryStringsConfig: { QueryStringBehavior: "allExcept", QueryStrings: ["token"] },
     });
     // What reaches the origin besides the key: credentials (never Authorization itself: CloudFront refuses it
-    // outside the key), the referer tokens may be bound to, cookies and every parameter.
+    // outside the key), the referer tokens may be bound to, cookies and every parameter (Origin is in the key,
+    // which forwards it).
     const forwarded = resource(content.OriginRequestPolicyId)?.OriginRequestPolicyConfig as Record<string, unknown>;
     expect(forwarded).toMatchObject({
       CookiesConfig: { CookieBehavior: "all" },
       QueryStringsConfig: { QueryStringBehavior: "all" },
       HeadersConfig: {
         HeaderBehavior: "whitelist",
-        Headers: ["x-esri-authorization", "referer", "origin", VIEWER_ADDRESS_HEADER],
+        Headers: ["x-esri-authorization", "referer", VIEWER_ADDRESS_HEADER],
       },
     });
     expect(content.FunctionAssociations).toEqual([{ EventType: "viewer-request", FunctionARN: expect.anything() }]);
@@ -946,7 +949,7 @@ describe("the CDN in front of the API", () => {
       // No credential is part of any key: no cookie, no token, no authorization header.
       expect(key.CookiesConfig?.CookieBehavior).toBe("none");
       expect(key.QueryStringsConfig).toEqual({ QueryStringBehavior: "allExcept", QueryStrings: ["token"] });
-      expect(key.HeadersConfig?.Headers).toEqual([CREDENTIALS_HEADER]);
+      expect(key.HeadersConfig?.Headers).toEqual([CREDENTIALS_HEADER, "origin"]);
       // Every request with a credential is marked, so it never shares an entry with anonymous requests (and its
       // answer, Cache-Control: private, is never stored under its own).
       expect(b.FunctionAssociations).toEqual([expect.objectContaining({ EventType: "viewer-request" })]);

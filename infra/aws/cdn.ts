@@ -1,8 +1,8 @@
 // The CDN in front of the HTTP API. Everything passes through uncached except what mapgate says may be shared:
 // `Cache-Control: public`, which it sets only on content of public services answered to a request that carries no
 // credential (shared/http/pipeline.ts). Only the services' paths are cacheable at all, keyed on the path, every
-// query parameter but `token`, and the gzip-normalized Accept-Encoding; never a token, a header's credential or
-// a cookie. A request that carries any of those is marked by a viewer-request function, and the mark is part of
+// query parameter but `token`, the request's `Origin` and the gzip-normalized Accept-Encoding; never a token, a
+// header's credential or a cookie. A request that carries any of those is marked by a viewer-request function, and the mark is part of
 // the key: such requests never share an entry with anonymous ones, and their answers (private) are never stored.
 import { Duration, Stack, Validations } from "aws-cdk-lib";
 import type { Function as LambdaFunction } from "aws-cdk-lib/aws-lambda";
@@ -108,7 +108,11 @@ export class MapgateCdn extends Construct {
       minTtl: Duration.seconds(0),
       maxTtl: Duration.seconds(CDN_MAX_TTL_SECONDS),
       queryStringBehavior: CacheQueryStringBehavior.denyList("token"),
-      headerBehavior: CacheHeaderBehavior.allowList(CREDENTIALS_HEADER),
+      // `Origin` is in the key because the answer's CORS headers depend on it (an allowed origin is echoed, a
+      // request without one gets `*`, a refused one none): CloudFront honours no `Vary` but Accept-Encoding, so
+      // without it the first origin to fetch a public tile would be the one every other page was answered for.
+      // A key header is forwarded to the API too, which is why the origin request policy does not list it.
+      headerBehavior: CacheHeaderBehavior.allowList(CREDENTIALS_HEADER, "origin"),
       cookieBehavior: CacheCookieBehavior.none(),
       // mapgate answers gzip to clients that take it (and nothing else): Brotli in the key would only split it.
       enableAcceptEncodingGzip: true,
@@ -116,12 +120,7 @@ export class MapgateCdn extends Construct {
     });
     const forwarded = new OriginRequestPolicy(this, "ContentOrigin", {
       comment: "mapgate: what the origin needs besides the cache key (credentials, referer, cookies)",
-      headerBehavior: OriginRequestHeaderBehavior.allowList(
-        "x-esri-authorization",
-        "referer",
-        "origin",
-        VIEWER_ADDRESS_HEADER,
-      ),
+      headerBehavior: OriginRequestHeaderBehavior.allowList("x-esri-authorization", "referer", VIEWER_ADDRESS_HEADER),
       queryStringBehavior: OriginRequestQueryStringBehavior.all(),
       cookieBehavior: OriginRequestCookieBehavior.all(),
     });

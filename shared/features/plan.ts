@@ -28,8 +28,9 @@ export const MAX_RECORD_COUNT_FACTOR = 5;
 /** The longest `quantizationParameters` text: an object of four members needs far less. */
 export const MAX_QUANTIZATION_LENGTH = 4096;
 /**
- * The most grid cells across a quantization extent: past 2^40 a cell is too small for the extent's coordinates
- * (doubles carry 53 bits), and integers far from the extent could no longer be exact.
+ * The most grid cells across a quantization extent, counted in the answer's spatial reference (the tolerance's
+ * units): past 2^40 a cell is too small for the extent's coordinates (doubles carry 53 bits), and integers far
+ * from the extent could no longer be exact. Checked where the extent is known in those units (query.ts).
  */
 export const MAX_QUANTIZATION_CELLS = 2 ** 40;
 
@@ -451,8 +452,6 @@ function quantization(params: ParamSource, maxAllowableOffset: number | undefine
     if (!finite(xmin) || !finite(ymin) || !finite(xmax) || !finite(ymax))
       throw bad("'extent' needs finite xmin, ymin, xmax and ymax.");
     if (!(xmin < xmax && ymin < ymax)) throw bad("The extent's minimum must be below its maximum.");
-    if (Math.max(xmax - xmin, ymax - ymin) / tolerance > MAX_QUANTIZATION_CELLS)
-      throw bad("The tolerance is too small for the extent.");
     extent = [xmin, ymin, xmax, ymax];
     const sr = e.spatialReference;
     if (sr !== undefined && sr !== null) {

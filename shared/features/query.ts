@@ -29,6 +29,7 @@ import { MAX_RECORD_COUNT, STANDARD_MAX_RECORD_COUNT, TILE_MAX_RECORD_COUNT } fr
 import { renderAnswer, type QueryAnswer } from "#shared/features/output.ts";
 import {
   DISTANCE_UNITS,
+  MAX_QUANTIZATION_CELLS,
   type ParamSource,
   planQuery,
   type QueryPlan,
@@ -194,6 +195,14 @@ function resolveGrid(
     requireCrs(from, "quantizationParameters");
     extent = projectBounds(extent, from, outSR);
   }
+  // Counted here, in the answer's units (the tolerance's), whichever extent the grid has: the one given, projected,
+  // or the layer's. Written so that NaN and Infinity (a tolerance of 5e-324) fail it too.
+  const cells = Math.max(extent[2] - extent[0], extent[3] - extent[1]) / q.tolerance;
+  if (!(cells <= MAX_QUANTIZATION_CELLS))
+    throw invalidParameter(
+      "quantizationParameters",
+      `The tolerance is too small for the extent: a grid may be at most ${MAX_QUANTIZATION_CELLS} cells across, in the answer's spatial reference.`,
+    );
   return { ...gridOf(extent, q.tolerance, q.originPosition), mode: q.mode, tolerance: q.tolerance };
 }
 

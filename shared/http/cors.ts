@@ -84,12 +84,21 @@ function requestOrigin(event: APIGatewayProxyEventV2): string | undefined {
  * THE cookie rule: a request whose `Origin` names another origin than mapgate's own (another port of the same
  * host, a sibling subdomain: places a SameSite=Lax cookie still reaches) is never authenticated by the sign-in
  * cookie. Such a page signs in as an app (OAuth) or with generateToken and sends its token; a page elsewhere
- * must not act as whoever is signed in to mapgate in the same browser. A request without `Origin` is a
- * navigation or one of mapgate's own pages' reads (browsers send it on every cross-origin fetch).
+ * must not act as whoever is signed in to mapgate in the same browser.
+ *
+ * Nor is a subresource another site asked for: an `<img>` or `<script>` on a sibling subdomain or another port is
+ * fetched without `Origin` yet with the Lax cookie, and although the page cannot read the answer, whether it
+ * loads tells whether a private item exists, and a private image shows. Browsers say so in `Sec-Fetch-Site`
+ * (`same-site`, `cross-site`) and `Sec-Fetch-Mode` (not `navigate`). What stays: mapgate's own pages' reads
+ * (`same-origin`), top-level navigations from anywhere (a link someone follows, the HTML pages and their forms),
+ * a URL typed or bookmarked (`none`), and clients that send neither header.
  */
 export function cookieMayAuthenticate(event: APIGatewayProxyEventV2, own: readonly string[]): boolean {
   const origin = requestOrigin(event);
-  return origin === undefined || own.includes(origin);
+  if (origin !== undefined && !own.includes(origin)) return false;
+  const site = event.headers?.["sec-fetch-site"]?.trim().toLowerCase();
+  const mode = event.headers?.["sec-fetch-mode"]?.trim().toLowerCase();
+  return !((site === "same-site" || site === "cross-site") && mode !== "navigate");
 }
 
 /** Whether `origin` may read this organization's answers: its own pages, or a listed origin (all when none is). */
@@ -101,9 +110,11 @@ function allowed(origin: string, portal: Portal, own: readonly string[]): boolea
 }
 
 /**
- * The CORS headers of an answer (errors included, so that a page can read a 498 or 403 envelope). Every answer
- * says `Vary: Origin`: the same URL is answered differently to different origins, and a CDN caching a public
- * answer must keep them apart. `portal` undefined (the organization could not be read): no origin is allowed.
+ * The CORS headers of an answer (errors included, so that a page can read a 498 or 403 envelope), every kind of
+ * answer alike (finish() applies them and drops any a renderer wrote). Every answer says `Vary: Origin`: the same
+ * URL is answered differently to different origins. `Vary` is for browsers and the caches that honour it;
+ * CloudFront does not, which is why the CDN's content cache policy keys on `Origin` itself (infra/aws/cdn.ts).
+ * `portal` undefined (the organization could not be read): no origin is allowed.
  *
  * An `openCors` operation (services and their content) answers `*` to a request without `Origin` (a tool, a
  * server; no browser page is involved) and, to a browser, what every other answer does: the allowed origin echoed

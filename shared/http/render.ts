@@ -200,8 +200,7 @@ export function renderContent(
 ): APIGatewayProxyStructuredResultV2 {
   const base: Record<string, string> = {
     "x-content-type-options": "nosniff",
-    // Tokens travel in the URL or a header, never a cookie, for content: any origin's map may read it.
-    "access-control-allow-origin": "*",
+    // No CORS header here: finish() gives every answer kind the one the organization's allowedOrigins decide.
     ...(https ? { "strict-transport-security": "max-age=31536000" } : {}),
   };
   if (c.status !== 200) {

@@ -11,6 +11,7 @@
 // resolution and is left out, and a part left with too few cells (a path under two, a ring under four) is left
 // out: it has no length or no area at this resolution.
 import type { Position } from "geojson";
+import { invalidParameter } from "#shared/features/errors.ts";
 import type { Bounds } from "#shared/features/schema.ts";
 import type { EsriGeometry } from "./esri-json.ts";
 
@@ -37,9 +38,26 @@ export function gridOf(extent: Bounds, tolerance: number, originPosition: Origin
   };
 }
 
-export const cellX = (g: QuantizationGrid, x: number): number => Math.round((x - g.tx) / g.sx);
+const MAX_CELL = 2 ** 52;
+
+/**
+ * A cell number as answered: a safe integer, or the request is refused. The grid's extent is bounded
+ * (MAX_QUANTIZATION_CELLS) but features are not: one far outside it, on a fine grid, would count past 2^53 (no
+ * longer exact: f=json would answer a rounded number, f=pbf could not write it as a varint).
+ */
+function exact(cell: number): number {
+  // At most 2^52 either way, so that the delta between two cells (what paths and f=pbf carry) is exact too.
+  if (!Number.isSafeInteger(cell) || Math.abs(cell) > MAX_CELL)
+    throw invalidParameter(
+      "quantizationParameters",
+      "A feature lies too far from the grid's extent for its tolerance: its cell would not be an exact integer. Use a larger tolerance or an extent around the features.",
+    );
+  return cell;
+}
+
+export const cellX = (g: QuantizationGrid, x: number): number => exact(Math.round((x - g.tx) / g.sx));
 export const cellY = (g: QuantizationGrid, y: number): number =>
-  Math.round(g.originPosition === "upperLeft" ? (g.ty - y) / g.sy : (y - g.ty) / g.sy);
+  exact(Math.round(g.originPosition === "upperLeft" ? (g.ty - y) / g.sy : (y - g.ty) / g.sy));
 
 /** The map coordinates a cell stands for (what a client applying the transform reads). */
 export const mapX = (g: QuantizationGrid, x: number): number => g.tx + x * g.sx;
