@@ -13,7 +13,12 @@ import { createRequire } from "node:module";
 import type { MultiPolygon, Polygon, Position } from "geojson";
 import { feature } from "topojson-client";
 import type { GeometryCollection, Topology } from "topojson-specification";
-import { type GeoPackageLayer, type GeoPackageRow, type WrittenLayer, writeGeoPackage } from "#shared/features/geopackage-writer.ts";
+import {
+  type GeoPackageLayer,
+  type GeoPackageRow,
+  type WrittenLayer,
+  writeGeoPackage,
+} from "#shared/features/geopackage-writer.ts";
 
 export const DEMO_GEOPACKAGE_FILE = "world.gpkg";
 export const DEMO_GEOPACKAGE_LAYERS = {
