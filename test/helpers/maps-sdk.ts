@@ -37,6 +37,7 @@ export { default as IdentityManager } from "@arcgis/core/identity/IdentityManage
 export { default as OAuthInfo } from "@arcgis/core/identity/OAuthInfo.js";
 export { default as ServerInfo } from "@arcgis/core/identity/ServerInfo.js";
 export { default as Point } from "@arcgis/core/geometry/Point.js";
+export { default as TileInfo } from "@arcgis/core/layers/support/TileInfo.js";
 export { default as esriRequest } from "@arcgis/core/request.js";
 export * as reactiveUtils from "@arcgis/core/core/reactiveUtils.js";
 `;
@@ -156,8 +157,13 @@ export interface EngineRequest {
   /** The HTTP status, or 0 when no answer came (the failure's text is in `failure`). */
   readonly status: number;
   readonly failure?: string;
-  /** The request's Origin header (absent on same-origin GETs and navigations). */
+  /** The request's Origin header (absent on same-origin GETs and GET navigations). */
   readonly origin?: string;
+  /**
+   * A page load (the browser's, not the SDK's fetch): e.g. the portal's sign-in form posted from its own page,
+   * which carries the portal's own origin.
+   */
+  readonly navigation: boolean;
   /** The answer's Access-Control-Allow-Origin and -Credentials headers. */
   readonly allowOrigin?: string;
   readonly allowCredentials?: string;
@@ -238,6 +244,7 @@ export async function openSdkPage(
       method: r.request().method(),
       url: r.url(),
       status: r.status(),
+      navigation: r.request().isNavigationRequest(),
       ...(r.request().headers().origin ? { origin: r.request().headers().origin } : {}),
       ...(h["access-control-allow-origin"] ? { allowOrigin: h["access-control-allow-origin"] } : {}),
       ...(h["access-control-allow-credentials"] ? { allowCredentials: h["access-control-allow-credentials"] } : {}),
@@ -250,6 +257,7 @@ export async function openSdkPage(
       url: r.url(),
       status: 0,
       failure: r.failure()?.errorText ?? "failed",
+      navigation: r.isNavigationRequest(),
       ...(r.headers().origin ? { origin: r.headers().origin } : {}),
     });
   });
