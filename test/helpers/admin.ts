@@ -26,13 +26,14 @@ export function demoOrganization(dataDir: string): DemoOrganization {
   const org = (
     JSON.parse(adminCommand(dataDir, ["list"])) as {
       portalId: string;
-      servers: { serverId: string }[];
+      servers: { serverId: string; name: string }[];
       datastores: { datastoreId: string; kind: string; title: string }[];
     }[]
   )[0];
   return {
     portalId: org?.portalId ?? "",
-    serverId: org?.servers[0]?.serverId ?? "",
+    // The demo's hosting server by its name: servers are listed by id, which is random, and tests add others.
+    serverId: (org?.servers.find((s) => s.name === "arcgis") ?? org?.servers[0])?.serverId ?? "",
     folderStore: org?.datastores.find((d) => d.title === "Demo Data Store")?.datastoreId ?? "",
     worldStore: org?.datastores.find((d) => d.title === "World Data")?.datastoreId ?? "",
     cloudStore: org?.datastores.find((d) => d.kind === "cloudStore")?.datastoreId ?? "",

@@ -130,6 +130,11 @@ export class Assembly {
       }
       case "AWS::CloudFront::Distribution":
         return { ref: name, attrs: { DomainName: `${name.toLowerCase().slice(0, 14)}.cloudfront.net` } };
+      case "AWS::S3::Bucket": {
+        // Bucket names are lowercase and global: a name of this stack's, as CloudFormation would make one.
+        const bucket = `${this.stackName}-${id}`.toLowerCase().slice(0, 63);
+        return { ref: bucket, attrs: { Arn: `arn:aws:s3:::${bucket}`, DomainName: `${bucket}.s3.amazonaws.com` } };
+      }
       case "AWS::Logs::LogGroup":
         return { ref: name, attrs: { Arn: `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${name}:*` } };
       default:
