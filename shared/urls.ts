@@ -6,8 +6,12 @@ import { config } from "#shared/config.ts";
 // nothing else of the description take it from here.
 export { PORTAL_ROOT };
 
-/** The versions this deployment reports: an ArcGIS Enterprise 10.8.1 portal and server. */
-export const PORTAL_REST_VERSION = "8.2";
+/**
+ * The versions this deployment reports: a portal of ArcGIS Enterprise 10.9 (whose OAuth is the authorization code
+ * flow with PKCE, which mapgate serves: from 8.4 on, the ArcGIS Maps SDK's default OAuthInfo uses it, where before
+ * it asks for the implicit flow, which mapgate does not serve) with a 10.8.1 server federated to it.
+ */
+export const PORTAL_REST_VERSION = "8.4";
 export const SERVER_REST_VERSION = 10.81;
 export const SERVER_FULL_VERSION = "10.8.1";
 

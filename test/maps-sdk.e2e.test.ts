@@ -285,9 +285,9 @@ describe("the portal through the SDK", () => {
 
   it("signs in by OAuth 2.0 (authorization code with PKCE, no popup) at <portal>/sharing/oauth2/authorize", async () => {
     const p = await open();
-    // The authorization code flow with PKCE, which mapgate serves. With the default flowType ("auto") the SDK picks
-    // it only when the portal's server info says version 8.4 or later, and otherwise asks for response_type=token
-    // (the implicit flow), which mapgate refuses.
+    // The app's OAuthInfo as most apps write it (flowType left "auto"): the SDK picks the authorization code flow with
+    // PKCE, which mapgate serves, because the portal reports version 8.4 (before it, the SDK asks for the implicit
+    // flow, which mapgate refuses).
     // The SDK leaves the page for the portal's authorization page.
     const left = p.page.waitForURL((u) => u.href.startsWith(https("/portal/sharing/oauth2/authorize")), {
       timeout: 20_000,
@@ -295,7 +295,7 @@ describe("the portal through the SDK", () => {
     void p
       .run(
         `
-        sdk.IdentityManager.registerOAuthInfos([new sdk.OAuthInfo({ appId: args.appId, portalUrl: args.portal, popup: false, flowType: "authorization-code" })]);
+        sdk.IdentityManager.registerOAuthInfos([new sdk.OAuthInfo({ appId: args.appId, portalUrl: args.portal, popup: false })]);
         await sdk.IdentityManager.getCredential(args.portal + "/sharing");
         `,
         { appId: clientId, portal: portalUrl() },
@@ -314,7 +314,7 @@ describe("the portal through the SDK", () => {
     const out = await p.run<{ username: string | null; id: string | null; userId: string | null }>(
       `
       sdk.esriConfig.portalUrl = args.portal;
-      sdk.IdentityManager.registerOAuthInfos([new sdk.OAuthInfo({ appId: args.appId, portalUrl: args.portal, popup: false, flowType: "authorization-code" })]);
+      sdk.IdentityManager.registerOAuthInfos([new sdk.OAuthInfo({ appId: args.appId, portalUrl: args.portal, popup: false })]);
       const credential = await sdk.IdentityManager.checkSignInStatus(args.portal + "/sharing");
       const portal = new sdk.Portal({ url: args.portal });
       await portal.load();

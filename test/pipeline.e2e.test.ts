@@ -55,7 +55,7 @@ describe("formats", () => {
         isTokenBasedSecurity: true,
         tokenServicesUrl: `${engine.ready.https}/portal/sharing/rest/generateToken`,
       },
-      currentVersion: "8.2",
+      currentVersion: "8.4",
     });
   });
 

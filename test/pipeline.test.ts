@@ -239,7 +239,7 @@ describe("a public origin with a base path", () => {
       });
       const info = (await import("#functions/sharing-info.ts")).handler;
       expect(body(await info(apiEvent("/portal/sharing/rest/info", { query: "f=json" }), lambdaContext()))).toEqual({
-        currentVersion: "8.2",
+        currentVersion: "8.4",
         owningSystemUrl: "https://gis.example.com/maps/portal",
         authInfo: {
           isTokenBasedSecurity: true,
