@@ -307,4 +307,103 @@ describe("a GeoJSON of polygons, and files that cannot be published", () => {
     ]);
     expect((analyzed.notes as string[])[0]).toMatch(/^Renamed 4 field\(s\)/);
   });
+
+  it("takes the ArcGIS Python API's spelling (itemid, fileType) and a name it makes from a title with digits first", async () => {
+    const itemId = await upload(
+      tokens.publisher,
+      "sales.csv",
+      "region;amount;when\nNorth;12;2024-02-30\nSouth;7;2020-01-01 10:00\n",
+    );
+    const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemid: itemId,
+      fileType: "csv",
+      publishParameters: JSON.stringify({ name: "2024_Sales", locationType: "none" }),
+    })) as unknown as Published;
+    const url = published.services[0]?.serviceurl as string;
+    expect(url).toMatch(/\/Hosted\/2024_Sales\/FeatureServer$/);
+    // The semicolons were found as the delimiter; a day that does not exist keeps the column text.
+    const answer = await getJson(`${url}/0/query?where=1%3D1&outFields=*&orderByFields=fid`, tokens.publisher);
+    expect((answer.features as { attributes: Record<string, unknown> }[]).map((f) => f.attributes)).toEqual([
+      { fid: 1, region: "North", amount: 12, when: "2024-02-30" },
+      { fid: 2, region: "South", amount: 7, when: "2020-01-01 10:00" },
+    ]);
+  });
+
+  it("keeps dates without an offset as UTC, GeoJSON strings as strings, and a __proto__ column as a field", async () => {
+    const csvId = await upload(tokens.publisher, "times.csv", "__proto__,at\nx,2020-01-01 10:00\n");
+    const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+      itemId: csvId,
+      filetype: "csv",
+    });
+    const params = analyzed.publishParameters as { layerInfo: { fields: { name: string; type: string }[] } };
+    expect(params.layerInfo.fields.map((f) => [f.name, f.type])).toEqual([
+      ["fid", "esriFieldTypeOID"],
+      ["F__proto__", "esriFieldTypeString"],
+      ["at", "esriFieldTypeDate"],
+    ]);
+    expect((analyzed.records as { attributes: Record<string, unknown> }[])[0]?.attributes).toEqual({
+      F__proto__: "x",
+      at: "2020-01-01T10:00:00.000Z",
+    });
+    const geoId = await upload(
+      tokens.publisher,
+      "codes.geojson",
+      JSON.stringify({
+        type: "FeatureCollection",
+        features: [
+          { type: "Feature", properties: { code: "007", n: 7 }, geometry: { type: "Point", coordinates: [1, 2] } },
+        ],
+      }),
+    );
+    const geo = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+      itemId: geoId,
+      filetype: "geojson",
+    });
+    const fields = (geo.publishParameters as { layerInfo: { fields: { name: string; type: string }[] } }).layerInfo
+      .fields;
+    expect(fields.map((f) => [f.name, f.type])).toEqual([
+      ["fid", "esriFieldTypeOID"],
+      ["code", "esriFieldTypeString"],
+      ["n", "esriFieldTypeInteger"],
+    ]);
+  });
+
+  it("refuses a GeoJSON in another coordinate system, a reserved service name, and a file of too many values", async () => {
+    const projected = await upload(
+      tokens.publisher,
+      "mercator.geojson",
+      JSON.stringify({
+        type: "FeatureCollection",
+        crs: { type: "name", properties: { name: "urn:ogc:def:crs:EPSG::3857" } },
+        features: [
+          { type: "Feature", properties: {}, geometry: { type: "Point", coordinates: [261845.7, 6250564.3] } },
+        ],
+      }),
+    );
+    const refused = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId: projected,
+      filetype: "geojson",
+    });
+    expect((refused.error as { details: string[] }).details[0]).toMatch(
+      /names the coordinate system 'urn:ogc:def:crs:EPSG::3857'/,
+    );
+    const small = await upload(tokens.publisher, "small.csv", "a\n1\n");
+    const reserved = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId: small,
+      filetype: "csv",
+      publishParameters: JSON.stringify({ name: "gpkg_contents" }),
+    });
+    expect((reserved.error as { code: number; details: string[] }).code).toBe(400);
+    expect((reserved.error as { details: string[] }).details[0]).toMatch(/not beginning with gpkg_/);
+    // A thousand columns over thousands of short rows: a few bytes a row, millions of values.
+    const header = Array.from({ length: 1000 }, (_, i) => `c${i}`).join(",");
+    const many = await upload(tokens.publisher, "short-rows.csv", `${header}\n${"1\n".repeat(4000)}`);
+    const answer = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+      itemId: many,
+      filetype: "csv",
+    });
+    expect((answer.error as { details: string[] }).details[0]).toMatch(
+      /4000 rows of 1000 fields: at most 3,000,000 values/,
+    );
+  });
 });

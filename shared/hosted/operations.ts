@@ -18,18 +18,18 @@ export const analyzeOperation: FamilyOperation = {
     const what = "Unable to analyze.";
     const { user, privileges } = requireUser(req);
     if (user.role !== "org_admin" && !privileges.includes(CREATE_ITEM_PRIVILEGE)) throw forbidden();
-    const parameters = parametersOf(req.params.get("analyzeParameters"), "analyzeParameters", what);
+    const parameters = parametersOf(req.params.caseless("analyzeParameters"), "analyzeParameters", what);
     const sent = req.params.file("file");
-    const itemId = req.params.get("itemId");
+    const itemId = req.params.caseless("itemId");
     if (sent) {
-      const filetype = fileTypeOf(req.params.get("filetype"), what);
+      const filetype = fileTypeOf(req.params.caseless("filetype"), what);
       const table = readTable(sent.bytes, filetype, parameters, what);
       return analysis(filetype, sent.filename.replace(/\.[^.]*$/, ""), table);
     }
     if (!itemId) throw badRequest(what, ["Give 'itemId' (an uploaded file's item) or send the 'file' itself."]);
     const item = await visibleItem(req.identity, itemId);
     if (!item.file) throw badRequest(what, ["The item holds no uploaded file to analyze."]);
-    const filetype = fileTypeOf(req.params.get("filetype") ?? item.type, what, item);
+    const filetype = fileTypeOf(req.params.caseless("filetype") ?? item.type, what, item);
     const bytes = await itemFiles().get(item.itemId);
     if (!bytes) throw new Error(`the file of item ${item.itemId} is missing`);
     return analysis(filetype, item.title, readTable(bytes, filetype, parameters, what));
@@ -75,7 +75,7 @@ export const statusOperation: FamilyOperation = {
   op: { name: "Item Status", defaultFormat: "json" },
   compute: async (req) => {
     const item = await visibleItem(req.identity, req.pathParameters.itemId);
-    const jobId = req.params.get("jobId");
+    const jobId = req.params.caseless("jobId");
     return {
       status: "completed",
       statusMessage: "completed",

@@ -4,7 +4,15 @@
 // A file fits in one request (MAX_BODY_BYTES), so a publish is done within its request: the GeoPackage is written
 // and kept first, then the service and its item are made in one transaction; a refused transaction removes the
 // data again, and a crash in between leaves only a file no service names (never a service without its data).
-import { COLUMN_TYPES, csvTable, type FieldKind, geoJsonTable, type Table } from "#shared/hosted/tables.ts";
+import {
+  COLUMN_TYPES,
+  csvTable,
+  DELIMITERS,
+  type FieldKind,
+  geoJsonTable,
+  RESERVED_TABLE,
+  type Table,
+} from "#shared/hosted/tables.ts";
 import {
   HOSTED_STORE_ID,
   hostedFileName,
@@ -30,7 +38,8 @@ export const PUBLISHABLE: Readonly<Record<string, string>> = { csv: "CSV", geojs
 const NOT_YET = new Set(["shapefile", "geopackage", "excel", "filegeodatabase", "featurecollection"]);
 
 export const HOSTED_FOLDER = "Hosted";
-const SERVICE_NAME = /^[A-Za-z][A-Za-z0-9_]{0,119}$/;
+/** As every service name (shared/publishing.ts NAME); clients name services from titles, digits first included. */
+const SERVICE_NAME = /^[A-Za-z0-9_]{1,120}$/;
 
 const ESRI_TYPES: Readonly<Record<FieldKind, string>> = {
   integer: "esriFieldTypeInteger",
@@ -84,9 +93,13 @@ export function fileTypeOf(raw: string | undefined, what: string, item?: Item): 
 export function readTable(bytes: Buffer, filetype: string, parameters: Record<string, unknown>, what: string): Table {
   if (filetype === "geojson") return geoJsonTable(bytes, what);
   const none = parameters.locationType === "none";
+  const delimiter = optionalText(parameters.columnDelimiter);
+  if (delimiter !== undefined && !(DELIMITERS as readonly string[]).includes(delimiter))
+    throw badRequest(what, ["'columnDelimiter' must be a comma, a semicolon, a tab or a vertical bar."]);
   const table = csvTable(bytes, what, {
     latitude: optionalText(parameters.latitudeFieldName),
     longitude: optionalText(parameters.longitudeFieldName),
+    delimiter,
   });
   if (!none) return table;
   const { geometryType: _g, location: _l, ...attributes } = table;
@@ -95,8 +108,9 @@ export function readTable(bytes: Buffer, filetype: string, parameters: Record<st
 
 /** A service name from a title, as ArcGIS suggests one: letters, digits and `_`, starting with a letter. */
 export function serviceNameFrom(title: string): string {
-  const base = title.replace(/[^A-Za-z0-9_]/g, "_").replace(/^[^A-Za-z]+/, "");
-  return (base || "layer").slice(0, 120);
+  const base = title.replace(/[^A-Za-z0-9_]/g, "_").replace(/^_+/, "");
+  const name = (base || "layer").slice(0, 120);
+  return RESERVED_TABLE.test(name) ? `layer_${name}`.slice(0, 120) : name;
 }
 
 /** The layer a table makes, as analyze shows it and publish makes it. */
@@ -135,7 +149,7 @@ export function analysis(filetype: string, title: string, table: Table): Record<
             ...(table.location
               ? { latitudeFieldName: table.location.latitude, longitudeFieldName: table.location.longitude }
               : {}),
-            columnDelimiter: ",",
+            columnDelimiter: table.delimiter ?? ",",
             qualifier: '"',
           }
         : {}),
@@ -167,9 +181,9 @@ export interface PublishRequest {
 /** Publishes a file item as a hosted feature service; answers as ArcGIS's publish does. */
 export async function publishHosted(p: PublishRequest, what: string): Promise<Record<string, unknown>> {
   const name = optionalText(p.parameters.name) ?? serviceNameFrom(p.source.title);
-  if (!SERVICE_NAME.test(name))
+  if (!SERVICE_NAME.test(name) || RESERVED_TABLE.test(name))
     throw badRequest(what, [
-      `'${name.slice(0, 64)}' cannot name a service: 1–120 letters, digits and underscores, starting with a letter.`,
+      `'${name.slice(0, 64)}' cannot name a service: 1–120 letters (A–Z), digits and underscores, not beginning with gpkg_, rtree_ or sqlite_.`,
     ]);
   const server = await hostingServer(p.source.portalId, what);
   if (await serviceNameTaken(server.serverId, HOSTED_FOLDER, name))
@@ -259,10 +273,13 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
 
 /** What a publish request names: the file item, and how to read it. */
 export function publishInput(params: Params, what: string) {
+  // Clients spell these as they like (the ArcGIS Python API sends itemid and fileType); ArcGIS ignores the case.
+  const itemId = params.caseless("itemId");
+  if (itemId === undefined || itemId.trim() === "") throw badRequest(what, ["'itemId' must be specified."]);
   return {
-    itemId: params.required("itemId", what),
-    filetype: params.get("filetype"),
-    parameters: parametersOf(params.get("publishParameters"), "publishParameters", what),
-    overwrite: params.get("overwrite")?.toLowerCase() === "true",
+    itemId,
+    filetype: params.caseless("filetype"),
+    parameters: parametersOf(params.caseless("publishParameters"), "publishParameters", what),
+    overwrite: params.caseless("overwrite")?.toLowerCase() === "true",
   };
 }

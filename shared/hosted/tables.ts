@@ -12,8 +12,23 @@ import { nestedDeeperThan } from "#shared/json-depth.ts";
 export const MAX_FIELDS = 1000;
 /** The longest text a field keeps; longer values are cut there, and counted. */
 const MAX_TEXT = 64_000;
-/** How deep a GeoJSON file may nest (geometry and properties); deeper properties are kept as JSON text. */
+/** How deep a GeoJSON file may nest (geometry and properties); a deeper file is refused. */
 const MAX_DEPTH = 64;
+/**
+ * The most cells (rows × fields) a file may make: every cell is a value kept and written, so a few bytes of short
+ * rows under a thousand-column header must not become a billion of them.
+ */
+export const MAX_CELLS = 3_000_000;
+
+function checkCells(rows: number, fields: number, what: string): void {
+  if (rows * fields > MAX_CELLS)
+    throw badRequest(what, [
+      `The file has ${rows} rows of ${fields} fields: at most ${MAX_CELLS.toLocaleString("en")} values are published from one file.`,
+    ]);
+}
+
+/** Names SQLite and GeoPackage keep for their own tables: a service (its table) may not take them. */
+export const RESERVED_TABLE = /^(gpkg_|rtree_|sqlite_)/i;
 
 export type FieldKind = "integer" | "double" | "date" | "string";
 
@@ -33,6 +48,8 @@ export interface Table {
   readonly rows: readonly GeoPackageRow[];
   /** Absent: a table without geometry. */
   readonly geometryType?: GeometryTypeName;
+  /** CSV only: the delimiter its lines were split by. */
+  readonly delimiter?: string;
   /** CSV only: the columns the points were made from. */
   readonly location?: { readonly latitude: string; readonly longitude: string };
   /** What was read but not kept, in words (rows without usable coordinates, names changed, values cut). */
@@ -56,7 +73,8 @@ export function fieldNames(columns: readonly string[], notes: string[]): string[
       .replace(/[^A-Za-z0-9_]/g, "_")
       .slice(0, 60);
     if (base === "" || /^_+$/.test(base)) base = `Field${i + 1}`;
-    if (/^[0-9]/.test(base)) base = `F${base}`;
+    // A letter first (`__proto__` would otherwise name an object's prototype, `2nd` no SQL identifier).
+    if (!/^[A-Za-z]/.test(base)) base = `F${base}`;
     let name = base;
     for (let n = 1; RESERVED.has(name.toLowerCase()) || taken.has(name.toLowerCase()); n++) name = `${base}_${n}`;
     taken.add(name.toLowerCase());
@@ -73,6 +91,8 @@ export function fieldNames(columns: readonly string[], notes: string[]): string[
 }
 
 const INTEGER = /^[+-]?\d{1,15}$/;
+/** More significant digits than a double keeps: such a number stays text rather than change. */
+const TOO_PRECISE = /\d{16,}/;
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,3})?$/;
 const DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
@@ -80,13 +100,19 @@ const DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2
 class KindOf {
   #kind: FieldKind | undefined;
   length = 0;
+  /** GeoJSON: its values are typed already (a string "007" is text); CSV: every value is text to be read. */
+  readonly #typed: boolean;
+
+  constructor(typed = false) {
+    this.#typed = typed;
+  }
 
   see(value: unknown): void {
     if (value === null || value === undefined || value === "") return;
     const text = typeof value === "string" ? value : JSON.stringify(value);
     this.length = Math.max(this.length, Math.min(text.length, MAX_TEXT));
     if (this.#kind === "string") return;
-    const kind = kindOfValue(value);
+    const kind = kindOfValue(value, this.#typed);
     if (this.#kind === undefined || this.#kind === kind) this.#kind = kind;
     else if ((this.#kind === "integer" && kind === "double") || (this.#kind === "double" && kind === "integer"))
       this.#kind = "double";
@@ -98,21 +124,37 @@ class KindOf {
   }
 }
 
-function kindOfValue(value: unknown): FieldKind {
+function kindOfValue(value: unknown, typed: boolean): FieldKind {
   if (typeof value === "number") return Number.isSafeInteger(value) && Math.abs(value) < 2 ** 31 ? "integer" : "double";
-  if (typeof value !== "string") return "string";
+  if (typeof value !== "string" || typed) return "string";
   const t = value.trim();
+  if (TOO_PRECISE.test(t)) return "string";
   if (INTEGER.test(t)) return Math.abs(Number(t)) < 2 ** 31 ? "integer" : "double";
   if (NUMBER.test(t) && Number.isFinite(Number(t))) return "double";
-  if (DATE.test(t) && !Number.isNaN(Date.parse(t.replace(" ", "T")))) return "date";
+  if (DATE.test(t) && dateOf(t) !== undefined) return "date";
   return "string";
+}
+
+/**
+ * A date or date-time as written (ISO 8601): one without an offset is UTC (never the reading machine's zone), and
+ * a day that does not exist (2024-02-30) is no date rather than another day.
+ */
+function dateOf(text: string): Date | undefined {
+  const iso = text.replace(" ", "T");
+  const withZone = /T/.test(iso) && !/(Z|[+-]\d{2}:?\d{2})$/.test(iso) ? `${iso}Z` : iso;
+  const ms = Date.parse(withZone);
+  if (Number.isNaN(ms)) return undefined;
+  // The calendar day must survive the round trip (Date.parse rolls 2024-02-30 over to March).
+  return new Date(ms).toISOString().slice(0, 10) === iso.slice(0, 10) || /[+-]\d{2}:?\d{2}$/.test(iso)
+    ? new Date(ms)
+    : undefined;
 }
 
 /** A value as its field keeps it (numbers as numbers, dates as Dates, anything else as text, cut at MAX_TEXT). */
 function cellOf(value: unknown, kind: FieldKind, cut: { count: number }): string | number | Date | null {
   if (value === null || value === undefined || value === "") return null;
   if (kind === "integer" || kind === "double") return typeof value === "number" ? value : Number(String(value).trim());
-  if (kind === "date") return new Date(Date.parse(String(value).trim().replace(" ", "T")));
+  if (kind === "date") return dateOf(String(value).trim()) ?? null;
   const text = typeof value === "string" ? value : JSON.stringify(value);
   if (text.length <= MAX_TEXT) return text;
   cut.count++;
@@ -147,11 +189,13 @@ function columnNamed(columns: readonly string[], names: readonly string[]): numb
 export function csvTable(
   bytes: Buffer,
   what: string,
-  given: { latitude?: string | undefined; longitude?: string | undefined } = {},
+  given: { latitude?: string | undefined; longitude?: string | undefined; delimiter?: string | undefined } = {},
 ): Table {
   let records: string[][];
+  const delimiter = given.delimiter ?? delimiterOf(bytes);
   try {
     records = parse(bytes, {
+      delimiter,
       bom: true,
       relax_column_count: true,
       skip_empty_lines: true,
@@ -164,6 +208,7 @@ export function csvTable(
   if (!header || header.length === 0) throw badRequest(what, ["The CSV file has no header line naming its columns."]);
   if (header.length > MAX_FIELDS)
     throw badRequest(what, [`The CSV file has ${header.length} columns; a layer holds at most ${MAX_FIELDS}.`]);
+  checkCells(body.length, header.length, what);
   const notes: string[] = [];
   const names = fieldNames(header, notes);
   const byName = (wanted: string | undefined) => {
@@ -186,9 +231,11 @@ export function csvTable(
   const cut = { count: 0 };
   let unlocated = 0;
   const rows: GeoPackageRow[] = body.map((record) => {
-    const values: Record<string, string | number | Date | null> = {};
-    fields.forEach((f, i) => {
-      values[f.name] = cellOf(record[i], f.kind, cut);
+    // No prototype: a field's name is only ever a key (and a short row's missing cells stay absent: NULL).
+    const values: Record<string, string | number | Date | null> = Object.create(null);
+    record.forEach((v, i) => {
+      const f = fields[i];
+      if (f) values[f.name] = cellOf(v, f.kind, cut);
     });
     if (!located) return { values };
     const y = Number(record[lat]?.trim() || Number.NaN);
@@ -205,6 +252,7 @@ export function csvTable(
   return {
     fields,
     rows,
+    delimiter,
     ...(located
       ? {
           geometryType: "POINT" as const,
@@ -240,6 +288,21 @@ function wellFormed(type: GeometryTypeName, coordinates: unknown): boolean {
     level = next;
   }
   return level.every(isPosition);
+}
+
+/** The delimiters a CSV may use: the given one, else the first line's most frequent of comma, semicolon, tab, bar. */
+export const DELIMITERS = [",", ";", "\t", "|"] as const;
+
+function delimiterOf(bytes: Buffer): string {
+  const end = bytes.indexOf(0x0a);
+  const first = bytes.subarray(0, end < 0 ? Math.min(bytes.length, 64 * 1024) : Math.min(end, 64 * 1024)).toString();
+  let best = ",";
+  let most = 0;
+  for (const d of DELIMITERS) {
+    const n = first.split(d).length - 1;
+    if (n > most) [best, most] = [d, n];
+  }
+  return best;
 }
 
 const FAMILIES: Readonly<Record<string, GeometryTypeName>> = {
@@ -286,6 +349,15 @@ export function geoJsonTable(bytes: Buffer, what: string): Table {
         : [];
   if (top?.type !== "FeatureCollection" && top?.type !== "Feature")
     throw badRequest(what, ["The GeoJSON file is neither a FeatureCollection nor a Feature."]);
+  // RFC 7946 coordinates are WGS 84 longitude, latitude; the old `crs` member may name only that.
+  const crs = (doc as { crs?: { properties?: { name?: unknown } } }).crs;
+  if (crs !== undefined && crs !== null) {
+    const name = String(crs.properties?.name ?? "");
+    if (!/^(urn:ogc:def:crs:OGC:1\.3:CRS84|urn:ogc:def:crs:EPSG::4326|EPSG:4326|CRS84)$/i.test(name))
+      throw badRequest(what, [
+        `The GeoJSON file names the coordinate system '${name.slice(0, 64)}': give its coordinates in WGS 84 longitude and latitude (RFC 7946).`,
+      ]);
+  }
   const columns: string[] = [];
   const index = new Map<string, number>();
   const kinds: KindOf[] = [];
@@ -305,7 +377,7 @@ export function geoJsonTable(bytes: Buffer, what: string): Table {
           ]);
         i = columns.push(k) - 1;
         index.set(k, i);
-        kinds.push(new KindOf());
+        kinds.push(new KindOf(true));
       }
       kinds[i]?.see(v);
     }
@@ -322,6 +394,7 @@ export function geoJsonTable(bytes: Buffer, what: string): Table {
       ]);
     seen.add(type);
   }
+  checkCells(features.length, columns.length, what);
   const geometryType = layerGeometryType(seen, what);
   const notes: string[] = [];
   const names = fieldNames(columns, notes);
@@ -334,9 +407,12 @@ export function geoJsonTable(bytes: Buffer, what: string): Table {
   const cut = { count: 0 };
   const rows: GeoPackageRow[] = features.map((f) => {
     const feature = f as { properties?: Record<string, unknown> | null; geometry?: Geometry | null };
-    const values: Record<string, string | number | Date | null> = {};
-    for (const [i, field] of fields.entries())
-      values[field.name] = cellOf(feature.properties?.[columns[i] as string], field.kind, cut);
+    const values: Record<string, string | number | Date | null> = Object.create(null);
+    // Only the feature's own properties: one it lacks stays absent (NULL), so short features cost what they hold.
+    for (const [key, value] of Object.entries(feature.properties ?? {})) {
+      const field = fields[index.get(key) ?? -1];
+      if (field) values[field.name] = cellOf(value, field.kind, cut);
+    }
     return { values, geometry: feature.geometry ?? null };
   });
   if (cut.count > 0) notes.push(`${cut.count} value(s) longer than ${MAX_TEXT} characters were cut.`);

@@ -23,6 +23,18 @@ export class Params {
     this.#files = files;
   }
 
+  /**
+   * A parameter whatever the case of its name (`itemid`, `itemId`): where clients are known to spell one
+   * differently and ArcGIS takes either. The exact spelling wins; otherwise the first match.
+   */
+  caseless(name: string): string | undefined {
+    const exact = this.#values.get(name);
+    if (exact !== undefined) return exact;
+    const lower = name.toLowerCase();
+    for (const [k, v] of this.#values) if (k.toLowerCase() === lower) return v;
+    return undefined;
+  }
+
   /** A file part of a multipart body (only the operation's declared `files` ever reach it). */
   file(name: string): UploadedFile | undefined {
     return this.#files.get(name);
