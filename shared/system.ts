@@ -395,6 +395,7 @@ function contentRoutes(): RouteSpec[] {
       datastoreSecrets: "write",
       itemFiles: "write",
       hostedData: "write",
+      emits: true,
     }),
     route({
       id: "item-data",

@@ -2,7 +2,7 @@
 // polygons uploaded, analyzed, published, polled and queried as ArcGIS clients do, their data read back by GDAL from
 // the GeoPackage mapgate wrote; bad files refused with nothing left behind; the data gone with the service.
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
@@ -146,6 +146,18 @@ describe("a CSV of points", () => {
     const item = await getJson(`${rest()}/content/items/${service?.serviceItemId}`, tokens.publisher);
     expect(item).toMatchObject({ type: "Feature Service", title: "museums", owner: "publisher", access: "private" });
     expect(item.typeKeywords).toContain("Hosted Service");
+    // Integrations hear of it as of any published service (the engine's bus writes what it delivers).
+    await expect
+      .poll(() => {
+        const log = join(engine.dataDir, "events.jsonl");
+        if (!existsSync(log)) return undefined;
+        return readFileSync(log, "utf8")
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { "detail-type": string; detail: Record<string, unknown> })
+          .find((e) => e["detail-type"] === "Service Published" && e.detail.itemId === service?.serviceItemId)?.detail;
+      })
+      .toMatchObject({ type: "Feature Service", owner: "publisher", url: service?.serviceurl });
     // The directory lists it under Hosted.
     const folder = await getJson(`${engine.ready.https}/arcgis/rest/services/Hosted`, tokens.publisher);
     expect(folder.services).toContainEqual({ name: "Hosted/Museums", type: "FeatureServer" });

@@ -21,6 +21,7 @@ import {
   removeHostedData,
 } from "#shared/hosted/storage.ts";
 import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
+import { emit } from "#shared/events.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import type { Params } from "#shared/http/params.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
@@ -255,6 +256,16 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
     throw err;
   }
   const serviceurl = restServiceUrl(serverUrl(server, p.origin), HOSTED_FOLDER, name, "FeatureServer");
+  const jobId = newItemId();
+  // As a publishing job's completion raises it: integrations learn of hosted services as of any other.
+  await emit("servicePublished", {
+    portalId: p.source.portalId,
+    owner: p.owner,
+    jobId,
+    itemId: serviceItemId,
+    type: "Feature Service",
+    url: serviceurl,
+  });
   return {
     services: [
       {
@@ -263,7 +274,7 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
         encodedServiceURL: serviceurl,
         size: bytes.length,
         // Done within this request: the status this id is asked with answers "completed".
-        jobId: newItemId(),
+        jobId,
         serviceItemId,
         ...(table.notes.length > 0 ? { notes: table.notes } : {}),
       },
