@@ -113,7 +113,7 @@ function checkContent(type: string, file: UploadedFile, what: string): void {
 const MB = 1024 * 1024;
 
 /** A refusal naming whose quota and how large it is (403, as a permission the caller lacks for more bytes). */
-function quotaExceeded(whose: "user" | "organization", quota: { userBytes: number; organizationBytes: number }) {
+export function quotaExceeded(whose: "user" | "organization", quota: { userBytes: number; organizationBytes: number }) {
   const limit = whose === "user" ? quota.userBytes : quota.organizationBytes;
   return new ApiError(403, "Storage quota exceeded.", [
     `${whose === "user" ? "Your" : "Your organization's"} uploaded files may take at most ${Math.round(limit / MB)} MB: delete some, or ask an administrator for more.`,

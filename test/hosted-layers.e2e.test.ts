@@ -2,7 +2,7 @@
 // polygons uploaded, analyzed, published, polled and queried as ArcGIS clients do, their data read back by GDAL from
 // the GeoPackage mapgate wrote; bad files refused with nothing left behind; the data gone with the service.
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
@@ -210,12 +210,20 @@ describe("a CSV of points", () => {
   it("is gone, data and all, when its item is deleted; the file it came from stays", async () => {
     const service = published.services[0];
     const before = hostedFiles().length;
+    // Its data counted against its owner's quota, as uploads are; given back with it.
+    const usage = async () =>
+      ((await getJson(`${rest()}/community/self`, tokens.publisher)) as { storageUsage: number }).storageUsage;
+    const used = await usage();
+    const [file] = hostedFiles().filter((f) => f.startsWith(service?.serviceItemId as string));
+    const dataBytes = statSync(join(engine.dataDir, "hosted", file as string)).size;
+    expect(used).toBeGreaterThanOrEqual(dataBytes);
     const removed = await postJson(
       `${rest()}/content/users/publisher/items/${service?.serviceItemId}/delete`,
       tokens.publisher,
     );
     expect(removed).toMatchObject({ success: true });
     expect(hostedFiles().length).toBe(before - 1);
+    expect(await usage()).toBe(used - dataBytes);
     expect(await getJson(`${rest()}/content/items/${itemId}`, tokens.publisher)).toMatchObject({ type: "CSV" });
     // The name is free again.
     const again = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {

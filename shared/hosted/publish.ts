@@ -29,7 +29,9 @@ import { serviceItem } from "#shared/items.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { restServiceUrl } from "#shared/publishing.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
-import type { Item } from "#shared/stores/items.ts";
+import { type Item, quotaFailure, StorageQuotaError, usageCharge } from "#shared/stores/items.ts";
+import { quotaExceeded } from "#shared/uploads.ts";
+import { config } from "#shared/config.ts";
 import { listPortalServers, type Server, serverUrl } from "#shared/stores/servers.ts";
 import { createService, type Service, ServiceExistsError, serviceNameTaken } from "#shared/stores/services.ts";
 
@@ -194,7 +196,7 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
   const table = readTable(bytes, p.filetype, p.parameters, what);
   const serviceItemId = newItemId();
   let extent: [number, number, number, number] | undefined;
-  await keepHostedData(serviceItemId, (path) => {
+  const dataBytes = await keepHostedData(serviceItemId, (path) => {
     const [written] = writeGeoPackage(path, [
       {
         name,
@@ -245,14 +247,19 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
           ],
         }
       : {}),
-    hostedData: true,
+    hostedData: dataBytes,
     sourceItemId: p.source.itemId,
   };
+  const quota = config().storageQuota;
   try {
-    await createService(service, item);
+    // The data counts against its owner's quota as an uploaded file does, in the transaction that makes the service
+    // (its writes follow the service's and the item's: indexes 2 and 3).
+    await createService(service, item, undefined, usageCharge(service.portalId, p.owner, dataBytes, quota));
   } catch (err) {
     await removeHostedData(serviceItemId);
     if (err instanceof ServiceExistsError) throw badRequest(what, [`Service name '${name}' already exists.`]);
+    const refused = err instanceof StorageQuotaError ? err : quotaFailure(err, 2);
+    if (refused) throw quotaExceeded(refused.whose, quota);
     throw err;
   }
   const serviceurl = restServiceUrl(serverUrl(server, p.origin), HOSTED_FOLDER, name, "FeatureServer");

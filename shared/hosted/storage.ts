@@ -2,7 +2,7 @@
 // mapgate (never the upload itself) and read by the same GeoPackage reader as by-reference layers, through the
 // same Storage (a folder of the data folder locally, `hosted/` of the stack's item-files bucket on AWS).
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { config } from "#shared/config.ts";
@@ -33,7 +33,8 @@ export function hostedLocation(): StoreLocation {
 
 /**
  * Makes a hosted service's GeoPackage: `write` writes it at the temporary path given (whole, or throws), then it
- * is moved (a folder) or uploaded (a bucket) under its final name. Nothing is left behind on failure.
+ * is moved (a folder) or uploaded (a bucket) under its final name; answers its size. Nothing is left behind on
+ * failure.
  */
 export async function keepHostedData(serviceItemId: string, write: (path: string) => void): Promise<number> {
   const name = hostedFileName(serviceItemId);
@@ -44,8 +45,9 @@ export async function keepHostedData(serviceItemId: string, write: (path: string
   try {
     write(temporary);
     if ("dir" in w) {
+      const { size } = await stat(temporary);
       await rename(temporary, join(w.dir, name));
-      return 0;
+      return size;
     }
     const bytes = await readFile(temporary);
     const s3 = await import("@aws-sdk/client-s3");

@@ -59,8 +59,11 @@ export interface Item {
   readonly pair?: { readonly datastoreId: string; readonly path: string };
   /** An uploaded file's item: the file as the uploader named it, its size and type (kept in item files). */
   readonly file?: ItemFile;
-  /** A hosted service's item: its data is mapgate's own (shared/hosted/storage.ts), removed with the item. */
-  readonly hostedData?: true;
+  /**
+   * A hosted service's item: the bytes of its data, which is mapgate's own (shared/hosted/storage.ts), counted
+   * against its owner's quota like an uploaded file and removed with the item.
+   */
+  readonly hostedData?: number;
   /** A hosted service's item: the file item it was published from (ArcGIS's Service2Data relationship). */
   readonly sourceItemId?: string;
 }
@@ -113,7 +116,7 @@ export function toItem(record: Record<string, unknown>): Item {
     ...(file
       ? { file: { name: String(file.name), size: Number(file.size), contentType: String(file.contentType) } }
       : {}),
-    ...(record.hostedData === true ? { hostedData: true as const } : {}),
+    ...(typeof record.hostedData === "number" ? { hostedData: record.hostedData } : {}),
     ...(typeof record.sourceItemId === "string" ? { sourceItemId: record.sourceItemId } : {}),
   };
 }
@@ -177,6 +180,42 @@ function usageChange(portalId: string, username: string | undefined, bytes: numb
       ...(limit !== undefined ? { ConditionExpression: "attribute_not_exists(#b) OR #b <= :room" } : {}),
     },
   };
+}
+
+/** The bytes an item counts against its owner's and organization's quotas (its file, or its hosted data). */
+const keptBytes = (item: Item) => item.file?.size ?? item.hostedData ?? 0;
+
+function usageRelease(item: Item) {
+  const bytes = keptBytes(item);
+  return bytes > 0
+    ? [usageChange(item.portalId, item.owner, -bytes), usageChange(item.portalId, undefined, -bytes)]
+    : [];
+}
+
+/**
+ * The writes that count `bytes` against a member's and their organization's quotas, for a transaction that makes
+ * what takes them (a hosted service's data); `quotaFailure` reads which refused, by where they were placed.
+ */
+export function usageCharge(
+  portalId: string,
+  owner: string,
+  bytes: number,
+  quota: { readonly userBytes: number; readonly organizationBytes: number },
+): object[] {
+  if (bytes > quota.userBytes) throw new StorageQuotaError("user");
+  if (bytes > quota.organizationBytes) throw new StorageQuotaError("organization");
+  return [
+    usageChange(portalId, owner, bytes, quota.userBytes),
+    usageChange(portalId, undefined, bytes, quota.organizationBytes),
+  ];
+}
+
+/** Which quota refused a transaction whose usageCharge writes were placed from index `at` on (else undefined). */
+export function quotaFailure(err: unknown, at: number): StorageQuotaError | undefined {
+  const failed = failedConditions(err) ?? [];
+  if (failed.includes(at)) return new StorageQuotaError("user");
+  if (failed.includes(at + 1)) return new StorageQuotaError("organization");
+  return undefined;
 }
 
 /** Bytes of uploaded files kept by a member (with `username`) or by the whole organization. */
@@ -538,13 +577,8 @@ export async function deleteItem(item: Item): Promise<void> {
         ]
       : []),
     ...(item.pair ? [{ Delete: pairOf(item) }] : []),
-    // An uploaded file's bytes leave its owner's and organization's usage with the item.
-    ...(item.file
-      ? [
-          usageChange(item.portalId, item.owner, -item.file.size),
-          usageChange(item.portalId, undefined, -item.file.size),
-        ]
-      : []),
+    // An uploaded file's bytes (or a hosted service's data) leave its owner's and organization's usage with the item.
+    ...usageRelease(item),
   ]);
   // The groups' records of the item are an index that group content checks against the item itself: removed
   // after the item, so a failure here leaves only entries that no longer find an item.
