@@ -29,6 +29,7 @@ import { serviceItem } from "#shared/items.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { restServiceUrl } from "#shared/publishing.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
+import { retryingConflicts } from "#shared/stores/dynamo.ts";
 import { type Item, quotaFailure, StorageQuotaError, usageCharge } from "#shared/stores/items.ts";
 import { quotaExceeded } from "#shared/uploads.ts";
 import { config } from "#shared/config.ts";
@@ -254,7 +255,9 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
   try {
     // The data counts against its owner's quota as an uploaded file does, in the transaction that makes the service
     // (its writes follow the service's and the item's: indexes 2 and 3).
-    await createService(service, item, undefined, usageCharge(service.portalId, p.owner, dataBytes, quota));
+    const charge = usageCharge(service.portalId, p.owner, dataBytes, quota);
+    // Concurrent publishes and uploads of one organization meet on its usage counter: tried again on conflict.
+    await retryingConflicts(() => createService(service, item, undefined, charge));
   } catch (err) {
     await removeHostedData(serviceItemId);
     if (err instanceof ServiceExistsError) throw badRequest(what, [`Service name '${name}' already exists.`]);

@@ -68,6 +68,30 @@ export function isConditionFailure(err: unknown): boolean {
   return err instanceof Error && err.name === "ConditionalCheckFailedException";
 }
 
+/** True when a transaction was cancelled only because another one was changing the same items at once. */
+export function isTransactionConflict(err: unknown): boolean {
+  if (!(err instanceof Error) || err.name !== "TransactionCanceledException") return false;
+  const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
+  return (
+    reasons.some((r) => r.Code === "TransactionConflict") && !reasons.some((r) => r.Code === "ConditionalCheckFailed")
+  );
+}
+
+/**
+ * Runs a transaction again while it is cancelled by TransactionConflict (concurrent writes to one item, such as an
+ * organization's usage counter), with jittered backoff (about 2.5 s in all); any other failure goes to the caller.
+ */
+export async function retryingConflicts<T>(run: () => Promise<T>, attempts = 8): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await run();
+    } catch (err) {
+      if (!isTransactionConflict(err) || attempt >= attempts) throw err;
+      await new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** attempt));
+    }
+  }
+}
+
 /** Which item of a cancelled transaction failed its condition (by position), if that is why it failed. */
 export function failedConditions(err: unknown): number[] | undefined {
   if (!(err instanceof Error) || err.name !== "TransactionCanceledException") return undefined;

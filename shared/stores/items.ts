@@ -4,7 +4,14 @@
 // server's catalog version, so every cached catalog sees the change on its next request.
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { batchGet, ddb, failedConditions, isConditionFailure } from "#shared/stores/dynamo.ts";
+import {
+  batchGet,
+  ddb,
+  failedConditions,
+  isConditionFailure,
+  isTransactionConflict,
+  retryingConflicts,
+} from "#shared/stores/dynamo.ts";
 import { groupTouched } from "#shared/stores/groups.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import {
@@ -243,20 +250,11 @@ export async function putFileItem(
     usageChange(item.portalId, undefined, item.file.size, quota.organizationBytes),
   ];
   // Every upload of an organization updates its one counter: concurrent ones cancel each other with
-  // TransactionConflict on DynamoDB, and are tried again (as transact does) rather than answered 500.
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await ddb.send(new TransactWriteCommand({ TransactItems: actions as never }));
-      return;
-    } catch (err) {
-      const failed = failedConditions(err) ?? [];
-      if (failed.includes(1)) throw new StorageQuotaError("user");
-      if (failed.includes(2)) throw new StorageQuotaError("organization");
-      const reasons = (err as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
-      if (failed.length > 0 || !reasons.some((r) => r.Code === "TransactionConflict")) throw err;
-      if (attempt >= 8) throw new ItemBusyError();
-      await new Promise((r) => setTimeout(r, Math.random() * 10 * 2 ** attempt));
-    }
+  // TransactionConflict on DynamoDB, and are tried again rather than answered 500.
+  try {
+    await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
+  } catch (err) {
+    throw quotaFailure(err, 1) ?? (isTransactionConflict(err) ? new ItemBusyError() : err);
   }
 }
 
