@@ -3,7 +3,6 @@
 // its JSON as registered, the connection string without its password (which nobody reads back, administrators
 // included); other items have none (an empty answer, as ArcGIS gives for an item without data).
 import { dataStoreJson } from "#shared/datastore-registration.ts";
-import { ApiError } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { Content } from "#shared/http/render.ts";
 import { visibleItem } from "#shared/items.ts";
@@ -15,8 +14,8 @@ export const handler = restHandler({ name: "Item Data" }, async (req) => {
   const item = await visibleItem(req.identity, req.pathParameters.itemId);
   if (item.file) {
     const bytes = await itemFiles().get(item.itemId);
-    // The item commits after its file is kept: a missing file is a fault of the storage, said as such.
-    if (!bytes) throw new ApiError(500, "The item's file could not be read.", []);
+    // The item commits after its file is kept: a missing file is a fault of the storage, logged as one (a 500).
+    if (!bytes) throw new Error(`the file of item ${item.itemId} is missing`);
     return new Content(bytes, item.file.contentType, { attachment: item.file.name });
   }
   if (item.type !== DATA_STORE_TYPE) return {};

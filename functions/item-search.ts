@@ -8,7 +8,7 @@ import { ApiError, badRequest } from "#shared/http/errors.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { itemsPage } from "#shared/item-pages.ts";
 import { itemView } from "#shared/items.ts";
-import { matches, parseQuery, type Query, QueryError, requiredValues } from "#shared/search-query.ts";
+import { matches, type Query, readQuery, requiredValues } from "#shared/search-query.ts";
 import { pageOf, readPaging, readSort, SEARCH_PAGING } from "#shared/paging.ts";
 import { getItems, type Item, type ItemIndex, PUBLIC_PARTITION, queryItems } from "#shared/stores/items.ts";
 
@@ -89,18 +89,11 @@ export const handler = restHandler(
     const { start, num } = readPaging(req.params, SEARCH_PAGING, problems);
     // ArcGIS documents "uploaded" among its sort fields: the creation date, sorted here as "created".
     const sort = readSort(req.params, SORT_FIELDS, problems, { uploaded: "created" });
-    let query: Query | undefined;
-    try {
-      query = parseQuery(q);
-    } catch (err) {
-      if (!(err instanceof QueryError)) throw err;
-      problems.push(err.message);
-    }
+    const query = readQuery(q, problems);
     if (problems.length > 0 || !query) throw badRequest(FAILED, problems);
-    const parsed = query;
     const hit = (item: Item) =>
       visibleTo(req.identity, item) &&
-      matches(parsed, {
+      matches(query, {
         id: item.itemId,
         owner: item.owner,
         orgId: item.portalId,
@@ -114,7 +107,7 @@ export const handler = restHandler(
         snippet: item.snippet,
         ...(item.groups ? { groups: item.groups } : {}),
       });
-    const hits = (await candidates(req, parsed)).filter(hit);
+    const hits = (await candidates(req, query)).filter(hit);
     // Without a sort field: newest first. A sort field sorts ascending unless told otherwise; ties by id.
     const field: SortField = sort.field ?? "created";
     const sign = (sort.order ?? (sort.field ? "asc" : "desc")) === "desc" ? -1 : 1;

@@ -189,16 +189,8 @@ export function readConfig(env: Env): Config {
               .map((b) => b.trim())
               .filter(Boolean),
     },
-    itemFiles: env.ITEM_FILES_BUCKET
-      ? { bucket: env.ITEM_FILES_BUCKET }
-      : env.ITEM_FILES_DIR
-        ? { dir: env.ITEM_FILES_DIR }
-        : undefined,
-    hostedData: env.HOSTED_DATA_BUCKET
-      ? { bucket: env.HOSTED_DATA_BUCKET }
-      : env.HOSTED_DATA_DIR
-        ? { dir: env.HOSTED_DATA_DIR }
-        : undefined,
+    itemFiles: bucketOrFolder(env, "ITEM_FILES"),
+    hostedData: bucketOrFolder(env, "HOSTED_DATA"),
     storageQuota: {
       userBytes: bounded(env, "STORAGE_QUOTA_USER_MB", 2 * 1024, 1024 * 1024) * MB,
       organizationBytes: bounded(env, "STORAGE_QUOTA_ORGANIZATION_MB", 100 * 1024, 1024 * 1024 * 1024) * MB,
@@ -207,6 +199,13 @@ export function readConfig(env: Env): Config {
 }
 
 const MB = 1024 * 1024;
+
+/** `<NAME>_BUCKET` (the stack's bucket, on AWS) or `<NAME>_DIR` (a folder of the data folder, locally). */
+function bucketOrFolder(env: Env, name: string): { bucket: string } | { dir: string } | undefined {
+  const bucket = env[`${name}_BUCKET`];
+  const dir = env[`${name}_DIR`];
+  return bucket ? { bucket } : dir ? { dir } : undefined;
+}
 
 let cached: Config | undefined;
 

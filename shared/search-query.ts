@@ -270,6 +270,17 @@ function words(s: string): string[] {
 }
 
 /** True when item satisfies query. */
+/** `q` parsed, or its fault added to `problems` (undefined), for searches that list every problem at once. */
+export function readQuery(q: string, problems: string[]): Query | undefined {
+  try {
+    return parseQuery(q);
+  } catch (err) {
+    if (!(err instanceof QueryError)) throw err;
+    problems.push(err.message);
+    return undefined;
+  }
+}
+
 export function matches(query: Query, item: Searchable): boolean {
   return compile(query)(view(item));
 }

@@ -3,6 +3,7 @@
 // anything that reads its content (publishing) copies rows out of it into files mapgate makes.
 import { extname } from "node:path";
 import { config } from "#shared/config.ts";
+import { logger } from "#shared/log.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { UploadedFile } from "#shared/http/params.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
@@ -165,7 +166,10 @@ export async function addFileItem(file: UploadedFile, d: UploadDescription, what
   try {
     await putFileItem(item, config().storageQuota);
   } catch (err) {
-    await files.remove(item.itemId);
+    // The refusal is what the caller hears; a file left by a failed removal is only an orphan (logged).
+    await files
+      .remove(item.itemId)
+      .catch((e: unknown) => logger.warn("item file not removed", { itemId: item.itemId, error: String(e) }));
     if (err instanceof StorageQuotaError) throw quotaExceeded(err.whose, config().storageQuota);
     throw err;
   }

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, form, jsonCalls } from "./helpers/http.ts";
+import { call, jsonCalls, multipartBody, signIn as signInAt } from "./helpers/http.ts";
 
 let engine: RunningEngine;
 const tokens = { admin: "", publisher: "", user: "" };
@@ -47,21 +47,14 @@ const GEOJSON = JSON.stringify({
   ],
 });
 
-async function signIn(username: string, password: string): Promise<string> {
-  const res = await call(`${rest()}/generateToken`, { ca: engine.ca, body: form({ f: "json", username, password }) });
-  return res.json<{ token: string }>().token;
-}
+const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
 
 async function upload(token: string, name: string, bytes: string, owner = "publisher"): Promise<string> {
-  const data = new FormData();
-  data.append("f", "json");
-  data.append("token", token);
-  data.append("file", new Blob([bytes]), name);
-  const request = new Request("https://mapgate.invalid/", { method: "POST", body: data });
+  const { body, type } = await multipartBody({ f: "json", token }, { file: { name, bytes } });
   const res = await call(`${rest()}/content/users/${owner}/addItem`, {
     ca: engine.ca,
-    body: Buffer.from(await request.arrayBuffer()),
-    headers: { "content-type": request.headers.get("content-type") ?? "" },
+    body,
+    headers: { "content-type": type },
   });
   const answer = res.json<{ success?: boolean; id?: string }>();
   expect(answer.success, JSON.stringify(answer)).toBe(true);

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { portalCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { type Answer, call, form, jsonCalls } from "./helpers/http.ts";
+import { type Answer, call, jsonCalls, multipartBody, signIn as signInAt } from "./helpers/http.ts";
 
 let engine: RunningEngine;
 const tokens = { admin: "", publisher: "", user: "" };
@@ -17,22 +17,8 @@ const CSV = "name,lat,lon\nLouvre,48.8606,2.3376\nPrado,40.4138,-3.6921\n";
 const GPKG_HEADER = Buffer.concat([Buffer.from("SQLite format 3\u0000"), Buffer.alloc(84)]);
 const MB = 1024 * 1024;
 
-async function signIn(username: string, password: string): Promise<string> {
-  const res = await call(`${rest()}/generateToken`, { ca: engine.ca, body: form({ f: "json", username, password }) });
-  return res.json<{ token: string }>().token;
-}
-
-/** A multipart/form-data body as a browser or Node's fetch encodes it. */
-async function multipart(
-  fields: Record<string, string>,
-  files: Record<string, { name: string; bytes: Buffer | string }>,
-): Promise<{ body: Buffer; type: string }> {
-  const data = new FormData();
-  for (const [k, v] of Object.entries(fields)) data.append(k, v);
-  for (const [k, f] of Object.entries(files)) data.append(k, new Blob([f.bytes]), f.name);
-  const request = new Request("https://mapgate.invalid/", { method: "POST", body: data });
-  return { body: Buffer.from(await request.arrayBuffer()), type: request.headers.get("content-type") ?? "" };
-}
+const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
+const multipart = multipartBody;
 
 async function upload(
   token: string,

@@ -360,32 +360,22 @@ export class MapgateStack extends Stack {
       reason:
         "Only mapgate's functions read and write this bucket, and each request to them is logged with its caller by the function; object-level trails are the operator's choice (CloudTrail data events).",
     });
-    // The object actions a level needs and no more (the bucket's grant helpers add List*, GetBucket* and more).
-    const grantItemFiles = (fn: NodejsFunction, level: Access) => {
+    /**
+     * The object actions a level needs under one prefix of the item-files bucket and no more (the bucket's grant
+     * helpers add List*, GetBucket* and more), with the variable naming the bucket: uploaded files (`items/`) and
+     * hosted layers' data (`hosted/`, read by the service function, written by publishing).
+     */
+    const grantBucketPrefix = (fn: NodejsFunction, level: Access, prefix: string, env: string, whose: string) => {
       const actions = level === "write" ? ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"] : ["s3:GetObject"];
-      fn.addToRolePolicy(new PolicyStatement({ actions, resources: [itemFilesBucket.arnForObjects("items/*")] }));
+      fn.addToRolePolicy(new PolicyStatement({ actions, resources: [itemFilesBucket.arnForObjects(`${prefix}/*`)] }));
       const bucketId = Stack.of(this).getLogicalId(itemFilesBucket.node.defaultChild as CfnElement);
       if (fn.role) {
         Validations.of(fn.role).acknowledge({
-          id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/items/*]`,
-          reason: "Any uploaded item's file: files are keyed by item id, and the item's record decides who reads it.",
+          id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${prefix}/*]`,
+          reason: `Any ${whose}: keyed by item id, and the item's record decides who reads it.`,
         });
       }
-      fn.addEnvironment("ITEM_FILES_BUCKET", itemFilesBucket.bucketName);
-    };
-    // Hosted layers' data: `hosted/` of the same bucket, read by the service function, written by publishing.
-    const grantHostedData = (fn: NodejsFunction, level: Access) => {
-      const actions = level === "write" ? ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"] : ["s3:GetObject"];
-      fn.addToRolePolicy(new PolicyStatement({ actions, resources: [itemFilesBucket.arnForObjects("hosted/*")] }));
-      const bucketId = Stack.of(this).getLogicalId(itemFilesBucket.node.defaultChild as CfnElement);
-      if (fn.role) {
-        Validations.of(fn.role).acknowledge({
-          id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/hosted/*]`,
-          reason:
-            "Any hosted layer's data: files are keyed by service item id, and the service record decides who reads it.",
-        });
-      }
-      fn.addEnvironment("HOSTED_DATA_BUCKET", itemFilesBucket.bucketName);
+      fn.addEnvironment(env, itemFilesBucket.bucketName);
     };
 
     const functions: { id: string; fn: NodejsFunction }[] = [];
@@ -458,8 +448,8 @@ export class MapgateStack extends Stack {
         fn.addEnvironment("DATASTORE_SECRET_PREFIX", datastoreSecretPrefix);
         for (const [k, v] of Object.entries(datastorePolicy)) fn.addEnvironment(k, v);
       }
-      if (itemFiles) grantItemFiles(fn, itemFiles);
-      if (hostedData) grantHostedData(fn, hostedData);
+      if (itemFiles) grantBucketPrefix(fn, itemFiles, "items", "ITEM_FILES_BUCKET", "uploaded item's file");
+      if (hostedData) grantBucketPrefix(fn, hostedData, "hosted", "HOSTED_DATA_BUCKET", "hosted layer's data");
       for (const [table, level] of Object.entries(access)) {
         const t = tables.get(table as TableName);
         if (!t) throw new Error(`${id} names unknown table ${table}`);

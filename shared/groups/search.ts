@@ -3,7 +3,7 @@ import { groupView, groupVisibleTo } from "#shared/groups.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import type { Compute } from "#shared/http/pipeline.ts";
 import { pageOf, readPaging, readSort, SEARCH_PAGING } from "#shared/paging.ts";
-import { matches, parseQuery, type Query, QueryError } from "#shared/search-query.ts";
+import { matches, readQuery } from "#shared/search-query.ts";
 import { type Group, listPortalGroups } from "#shared/stores/groups.ts";
 
 const MAX_CANDIDATES = SEARCH_PAGING.maxStart;
@@ -22,15 +22,8 @@ export const searchGroups: Compute = async (req) => {
   // Paged and sorted by the rule every list follows, with item search's bounds.
   const { start, num } = readPaging(req.params, SEARCH_PAGING, problems);
   const sort = readSort(req.params, SORT_FIELDS, problems);
-  let query: Query | undefined;
-  try {
-    query = parseQuery(q);
-  } catch (err) {
-    if (!(err instanceof QueryError)) throw err;
-    problems.push(err.message);
-  }
+  const query = readQuery(q, problems);
   if (problems.length > 0 || !query) throw badRequest("Unable to search.", problems);
-  const parsed = query;
   // Groups are read per organization (the sparse byPortal index): the caller's, or the default one for
   // anonymous callers, who see its public groups only.
   const groups = await listPortalGroups(req.portal.portalId, MAX_CANDIDATES + 1);
@@ -40,7 +33,7 @@ export const searchGroups: Compute = async (req) => {
   const hits = groups.filter(
     (g) =>
       groupVisibleTo(req.identity, g) &&
-      matches(parsed, {
+      matches(query, {
         id: g.groupId,
         owner: g.owner,
         orgId: g.portalId,

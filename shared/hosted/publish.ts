@@ -22,6 +22,7 @@ import {
 } from "#shared/hosted/storage.ts";
 import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
 import { emit } from "#shared/events.ts";
+import { logger } from "#shared/log.ts";
 import { badRequest } from "#shared/http/errors.ts";
 import type { Params } from "#shared/http/params.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
@@ -259,7 +260,10 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
     // Concurrent publishes and uploads of one organization meet on its usage counter: tried again on conflict.
     await retryingConflicts(() => createService(service, item, undefined, charge));
   } catch (err) {
-    await removeHostedData(serviceItemId);
+    // The refusal is what the caller hears; data left by a failed removal is only an orphan (logged).
+    await removeHostedData(serviceItemId).catch((e: unknown) =>
+      logger.warn("hosted data not removed", { itemId: serviceItemId, error: String(e) }),
+    );
     if (err instanceof ServiceExistsError) throw badRequest(what, [`Service name '${name}' already exists.`]);
     const refused = err instanceof StorageQuotaError ? err : quotaFailure(err, 2);
     if (refused) throw quotaExceeded(refused.whose, quota);

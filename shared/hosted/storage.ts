@@ -25,6 +25,12 @@ function where(): { readonly bucket: string } | { readonly dir: string } {
   return w;
 }
 
+/** The SDK and the function's one S3 client, loaded only where a bucket is met. */
+async function bucketClient() {
+  const [s3, { sharedS3Client }] = await Promise.all([import("@aws-sdk/client-s3"), import("#shared/storage/s3.ts")]);
+  return { s3, client: sharedS3Client() };
+}
+
 /** The location a hosted service's source names: what serving opens, as it opens any store's. */
 export function hostedLocation(): StoreLocation {
   const w = where();
@@ -50,8 +56,7 @@ export async function keepHostedData(serviceItemId: string, write: (path: string
       return size;
     }
     const bytes = await readFile(temporary);
-    const s3 = await import("@aws-sdk/client-s3");
-    const client = new s3.S3Client({ forcePathStyle: process.env.S3_FORCE_PATH_STYLE === "true" });
+    const { s3, client } = await bucketClient();
     await client.send(new s3.PutObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}`, Body: bytes }));
     return bytes.length;
   } finally {
@@ -67,7 +72,6 @@ export async function removeHostedData(serviceItemId: string): Promise<void> {
     await rm(join(w.dir, name), { force: true });
     return;
   }
-  const s3 = await import("@aws-sdk/client-s3");
-  const client = new s3.S3Client({ forcePathStyle: process.env.S3_FORCE_PATH_STYLE === "true" });
+  const { s3, client } = await bucketClient();
   await client.send(new s3.DeleteObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}` }));
 }

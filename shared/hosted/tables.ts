@@ -161,6 +161,16 @@ function cellOf(value: unknown, kind: FieldKind, cut: { count: number }): string
   return text.slice(0, MAX_TEXT);
 }
 
+/** The fields of a file's columns: each column's safe name, its own name as alias, and what its values were. */
+function fieldsOf(columns: readonly string[], names: readonly string[], kinds: readonly KindOf[]): TableField[] {
+  return columns.map((alias, i) => ({
+    name: names[i] as string,
+    alias,
+    kind: (kinds[i] as KindOf).kind,
+    length: (kinds[i] as KindOf).length,
+  }));
+}
+
 export const COLUMN_TYPES: Readonly<Record<FieldKind, ColumnSpec["type"]>> = {
   integer: "INTEGER",
   double: "DOUBLE",
@@ -222,12 +232,7 @@ export function csvTable(
   const located = lat !== undefined && lon !== undefined && lat !== lon;
   const kinds = header.map(() => new KindOf());
   for (const record of body) record.forEach((v, i) => kinds[i]?.see(v));
-  const fields: TableField[] = header.map((alias, i) => ({
-    name: names[i] as string,
-    alias,
-    kind: (kinds[i] as KindOf).kind,
-    length: (kinds[i] as KindOf).length,
-  }));
+  const fields = fieldsOf(header, names, kinds);
   const cut = { count: 0 };
   let unlocated = 0;
   const rows: GeoPackageRow[] = body.map((record) => {
@@ -398,12 +403,7 @@ export function geoJsonTable(bytes: Buffer, what: string): Table {
   const geometryType = layerGeometryType(seen, what);
   const notes: string[] = [];
   const names = fieldNames(columns, notes);
-  const fields: TableField[] = columns.map((alias, i) => ({
-    name: names[i] as string,
-    alias,
-    kind: (kinds[i] as KindOf).kind,
-    length: (kinds[i] as KindOf).length,
-  }));
+  const fields = fieldsOf(columns, names, kinds);
   const cut = { count: 0 };
   const rows: GeoPackageRow[] = features.map((f) => {
     const feature = f as { properties?: Record<string, unknown> | null; geometry?: Geometry | null };

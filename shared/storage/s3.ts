@@ -31,6 +31,9 @@ const COPIES = join(tmpdir(), "mapgate-objects");
 const forcePathStyle = process.env.S3_FORCE_PATH_STYLE === "true";
 const sharedClient = new S3Client({ forcePathStyle });
 
+/** The one S3 client of the function (stores' content, item files, hosted data): one connection pool, built once. */
+export const sharedS3Client = (): S3Client => sharedClient;
+
 /** S3 answers at most this many keys a page, whatever is asked. */
 const PAGE = 1000;
 

@@ -68,9 +68,10 @@ class BucketItemFiles implements ItemFiles {
     this.#bucket = bucket;
   }
 
+  // Loaded by the functions that meet a bucket only, and sharing the stores' client (built once per function).
   async #client() {
-    const s3 = await import("@aws-sdk/client-s3");
-    return { s3, client: new s3.S3Client({ forcePathStyle: process.env.S3_FORCE_PATH_STYLE === "true" }) };
+    const [s3, { sharedS3Client }] = await Promise.all([import("@aws-sdk/client-s3"), import("#shared/storage/s3.ts")]);
+    return { s3, client: sharedS3Client() };
   }
 
   async put(itemId: string, bytes: Buffer, contentType: string): Promise<void> {

@@ -113,3 +113,21 @@ export function jsonCalls(ca: () => Buffer | undefined = () => undefined): JsonC
     },
   };
 }
+
+/** A token for `username` from the portal's generateToken at `portal` (…/sharing/rest), trusting `ca`. */
+export async function signIn(portal: string, ca: Buffer, username: string, password: string): Promise<string> {
+  const res = await call(`${portal}/generateToken`, { ca, body: form({ f: "json", username, password }) });
+  return res.json<{ token: string }>().token;
+}
+
+/** A multipart/form-data body (and its content type, with the boundary) as a browser or Node's fetch encodes it. */
+export async function multipartBody(
+  fields: Readonly<Record<string, string>>,
+  files: Readonly<Record<string, { name: string; bytes: Buffer | string }>>,
+): Promise<{ body: Buffer; type: string }> {
+  const data = new FormData();
+  for (const [k, v] of Object.entries(fields)) data.append(k, v);
+  for (const [k, f] of Object.entries(files)) data.append(k, new Blob([f.bytes]), f.name);
+  const request = new Request("https://mapgate.invalid/", { method: "POST", body: data });
+  return { body: Buffer.from(await request.arrayBuffer()), type: request.headers.get("content-type") ?? "" };
+}
