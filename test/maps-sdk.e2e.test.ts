@@ -11,7 +11,7 @@ import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, form } from "./helpers/http.ts";
+import { call, form, multipartBody } from "./helpers/http.ts";
 import {
   type EngineRequest,
   failedRequests,
@@ -42,6 +42,9 @@ let vectorUrl: string;
 let sceneUrl: string;
 /** The demo's public cached map service. */
 let tileUrl: string;
+/** A hosted feature service published from an uploaded CSV, shared with everyone. */
+let hostedUrl: string;
+const HOSTED_CSV = "name,lat,lon\nLouvre,48.8606,2.3376\nPrado,40.4138,-3.6921\nUffizi,43.7678,11.2553\n";
 const pages: SdkPage[] = [];
 /**
  * MAPGATE_SDK_SAME_ORIGIN=1 serves the page from the engine's own origin instead of its own: to tell what only
@@ -145,6 +148,35 @@ beforeAll(async () => {
   });
   vectorUrl = vector.serviceUrl;
   sceneUrl = scene.serviceUrl;
+  // A hosted layer: a CSV uploaded and published as ArcGIS clients do, shared with everyone; the SDK opens the
+  // service URL the publish answered.
+  const { body, type } = await multipartBody(
+    { f: "json", token: publisher },
+    { file: { name: "sites.csv", bytes: HOSTED_CSV } },
+  );
+  const added = (
+    await call(https(`${REST}/content/users/publisher/addItem`), {
+      ca: engine.ca,
+      body,
+      headers: { "content-type": type },
+    })
+  ).json<{ id: string }>();
+  const hosted = (
+    await call(https(`${REST}/content/users/publisher/publish`), {
+      ca: engine.ca,
+      body: form({
+        f: "json",
+        token: publisher,
+        itemId: added.id,
+        filetype: "csv",
+        publishParameters: '{"name":"Sdk_Sites"}',
+      }),
+    })
+  ).json<{ services: { serviceurl: string; serviceItemId: string }[] }>().services[0];
+  expect(await share(engine, publisher, hosted?.serviceItemId ?? "", { everyone: "true" })).toMatchObject({
+    notSharedWith: [],
+  });
+  hostedUrl = hosted?.serviceurl ?? "";
   const world = await call(https("/arcgis/rest/services/World?f=json"), { ca: engine.ca });
   const countries = world
     .json<{ services: { name: string }[] }>()
@@ -383,6 +415,25 @@ describe("layers through the SDK", () => {
     expect(out.hits).toEqual(wanted);
     expect(p.blocked).toEqual([]);
   }, 120_000);
+
+  it("opens a hosted layer published from an uploaded CSV at the URL publishing answered, and queries its points", async () => {
+    const p = await open();
+    const out = await p.run<{ count: number; names: string[]; xs: number[]; geometryType: string }>(
+      `
+      const layer = new sdk.FeatureLayer({ url: args.url + "/0", outFields: ["name"] });
+      await layer.load();
+      const count = await layer.queryFeatureCount();
+      const set = await layer.queryFeatures({ where: "1=1", outFields: ["name"], returnGeometry: true,
+        outSpatialReference: { wkid: 4326 }, orderByFields: ["fid"] });
+      return { count, geometryType: layer.geometryType, names: set.features.map((f) => f.attributes.name),
+        xs: set.features.map((f) => f.geometry.x) };
+      `,
+      { url: hostedUrl },
+    );
+    expect(out).toMatchObject({ count: 3, geometryType: "point", names: ["Louvre", "Prado", "Uffizi"] });
+    expect(out.xs.map((x) => Math.round(x * 1e4) / 1e4)).toEqual([2.3376, -3.6921, 11.2553]);
+    expect(p.blocked).toEqual([]);
+  }, 60_000);
 
   it("gives a vector tile layer the service's own extent, not the whole world", async () => {
     const service = (await call(`${vectorUrl}?f=json`, { ca: engine.ca })).json<{
