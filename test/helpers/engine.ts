@@ -1,7 +1,7 @@
 // Starts the real local engine (`node infra/local/main.ts`, what `npm start` runs) in a child process
 // on a fresh data folder and free ports, and waits for its ready line.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,8 +49,43 @@ export function removeDataDirs(): void {
 }
 
 export interface StartOptions {
+  /** A folder to start on (an earlier engine's, or an empty one for a first start). */
   dataDir?: string;
   env?: Record<string, string>;
+  /**
+   * Without `dataDir`: start on an empty folder (the first start writes the demo data), not on a copy of the
+   * run's demo folder. For tests of what a first start does.
+   */
+  fresh?: boolean;
+}
+
+/**
+ * A data folder holding what a first start writes (the store with the demo organization, the demo GeoPackage and
+ * caches, the certificate, keys): made once per test run by the first engine started without a folder, then copied
+ * for every later one, so a test file starts in seconds instead of writing 171,000 places again. The run's folder
+ * comes from the global setup (test/helpers/engine-template.ts); outside vitest (bench) there is none.
+ */
+async function demoTemplate(): Promise<string | undefined> {
+  if (!process.env.VITEST) return undefined;
+  const { inject } = await import("vitest");
+  const root = inject("engineTemplate");
+  if (!root) return undefined;
+  const data = join(root, "data");
+  const done = join(root, "ready");
+  if (existsSync(done)) return data;
+  try {
+    mkdirSync(join(root, "lock")); // atomic: one worker of the run makes it, the others wait for it
+  } catch {
+    for (let waited = 0; !existsSync(done); waited += 200) {
+      if (waited > 120_000) throw new Error("the run's demo data folder was not made within 120 s");
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return data;
+  }
+  const first = await startEngine({ dataDir: data });
+  await first.stop();
+  writeFileSync(done, "");
+  return data;
 }
 
 export function spawnEngine(options: StartOptions = {}) {
@@ -88,6 +123,14 @@ export function spawnEngine(options: StartOptions = {}) {
 }
 
 export async function startEngine(options: StartOptions = {}): Promise<RunningEngine> {
+  if (!options.dataDir && !options.fresh) {
+    const template = await demoTemplate();
+    if (template) {
+      const dataDir = newDataDir();
+      cpSync(template, dataDir, { recursive: true });
+      options = { ...options, dataDir };
+    }
+  }
   const { dataDir, child, lines, errLines, exited } = spawnEngine(options);
   const ready = await new Promise<Ready>((resolve, reject) => {
     // A first start writes the demo data (171,000 places): on a machine busy with other work that takes a while.
