@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The system packages the test suite drives, installed from Debian's packages when missing (`npm run setup`, part
-# of the README's test command): curl (the README's commands), three SOAP clients (PHP's SoapClient, zeep, suds)
+# of the README's test command): curl and jq (the README's commands, whose walk a test runs), three SOAP clients (PHP's SoapClient, zeep, suds)
 # and xmllint, Chromium with a font (the browser tests), PostgreSQL 15 with PostGIS 3 (database data stores,
 # started by the tests on loopback) and GDAL (a client of feature layers). Nothing is installed when all are there.
 set -euo pipefail
 need=()
 command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v jq >/dev/null 2>&1 || need+=(jq)
 command -v xmllint >/dev/null 2>&1 || need+=(libxml2-utils)
 command -v php >/dev/null 2>&1 || need+=(php-cli)
 php -m 2>/dev/null | grep -qx soap || need+=(php-soap)

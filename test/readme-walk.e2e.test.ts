@@ -1,0 +1,113 @@
+// The README's "Ten minutes with mapgate", run as written: every `sh` block of that section, in order, in one bash
+// shell against the real local engine (started on the demo data), with only what a reader fills in put in (the
+// engine's address and certificate, the publisher's password). A block whose commands fail, or whose output no
+// longer shows what the README's comments say, fails here before a reader meets it.
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+
+let engine: RunningEngine;
+let work: string;
+/** Each block's output, by its place in the section. */
+let outputs: string[] = [];
+
+/** The section's `sh` blocks, as a reader copies them. */
+function walkBlocks(): string[] {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const start = readme.indexOf("## Ten minutes with mapgate");
+  const end = readme.indexOf("\n## ", start + 1);
+  expect(start).toBeGreaterThan(0);
+  const section = readme.slice(start, end);
+  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+}
+
+/**
+ * A job's result comes a moment after it starts, and the README tells the reader to run `job` again while it is
+ * processing; the script does what the reader does, after every line that starts one.
+ */
+const WAIT_FOR_JOB = `for i in $(seq 1 300); do [ "$(job "$J" | jq -r .status)" = processing ] || break; sleep 0.1; done`;
+
+beforeAll(async () => {
+  engine = await startEngine();
+  work = mkdtempSync(join(tmpdir(), "mapgate-walk-"));
+  const blocks = walkBlocks().map((block) =>
+    block
+      .replaceAll("https://localhost:8443", engine.ready.https)
+      .replaceAll("$PWD/.mapgate/tls-cert.pem", engine.ready.cert)
+      .replace("'<the publisher password npm start printed>'", `'${PASSWORDS.publisher}'`)
+      .replace(/^(J=\$\(curl[^\n]*(?:\\\n[^\n]*)*\))$/gm, `$1\n${WAIT_FOR_JOB}`),
+  );
+  const script = ["set -eo pipefail", ...blocks.map((b, i) => `echo "@@block ${i}"\n${b}`)].join("\n");
+  const { stdout } = await promisify(execFile)("bash", ["-c", script], {
+    cwd: work,
+    env: { ...process.env, HOME: work },
+    maxBuffer: 16 * 1024 * 1024,
+    timeout: 120_000,
+  }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
+    throw new Error(`the walk failed: ${err.message}\n${err.stdout ?? ""}\n${err.stderr ?? ""}`);
+  });
+  outputs = stdout.split(/^@@block \d+\n/m).slice(1);
+}, 180_000);
+
+afterAll(async () => {
+  await engine?.stop();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe("the README's walk", () => {
+  it("has its blocks in the order this test reads them", () => {
+    expect(outputs).toHaveLength(8);
+  });
+
+  it("1. signs in as the publisher", () => {
+    expect(JSON.parse(outputs[1] ?? "")).toMatchObject({ username: "publisher", role: "org_publisher" });
+  });
+
+  it("2. describes the folder store's tile caches", () => {
+    expect(outputs[2]).toMatch(/^"completed"\n/);
+    expect(outputs[2]).toContain('"path": "/caches/tiles/Basemap"');
+  });
+
+  it("3. publishes the cache as a map service", () => {
+    expect(JSON.parse(outputs[3] ?? "")).toMatchObject({
+      services: [{ type: "Map Service", serviceUrl: expect.stringMatching(/\/Walkthrough\/Basemap\/MapServer$/) }],
+    });
+  });
+
+  it("4. serves its JSON and a tile", () => {
+    expect(outputs[4]).toContain('"Map,TilesOnly"');
+    const tile = readFileSync(join(work, "tile.png"));
+    expect(tile.subarray(1, 4).toString()).toBe("PNG");
+  });
+
+  it("5. answers 499 before sharing and anyone after", () => {
+    const [before, shared, after] = (outputs[5] ?? "").trim().split("\n");
+    expect(before).toBe("499");
+    expect(JSON.parse(shared ?? "")).toMatchObject({ notSharedWith: [] });
+    expect(after).toBe('"Map,TilesOnly"');
+  });
+
+  it("6. lets GDAL count, copy and curl query the demo's places", () => {
+    expect(outputs[6]).toContain("Feature Count: 8941");
+    expect(existsSync(join(work, "france.gpkg"))).toBe(true);
+    expect(outputs[6]).toMatch(/"name":"Paris","country":"FR"/);
+  });
+
+  it("7. publishes a spreadsheet as a hosted layer, shares it and queries it", () => {
+    const lines = (outputs[7] ?? "").trim().split("\n");
+    expect(JSON.parse(lines[0] ?? "")).toEqual({
+      locationType: "coordinates",
+      latitudeFieldName: "latitude",
+      longitudeFieldName: "longitude",
+    });
+    expect(JSON.parse(lines[1] ?? "")).toMatchObject({ notSharedWith: [] });
+    expect(lines.slice(2)).toEqual([
+      '{"fid":1,"site":"Harbour depot","visits":120}',
+      '{"fid":3,"site":"East gate","visits":300}',
+    ]);
+  });
+});
