@@ -190,7 +190,8 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     proxyFilter: null,
     // As ArcGIS: a private item shared with groups reads as "shared".
     access: item.access === "private" && (item.groups?.length ?? 0) > 0 ? "shared" : item.access,
-    size: item.file?.size ?? -1,
+    // What the item keeps and is charged for: its file, or a hosted service's data (ArcGIS: -1 for a reference).
+    size: item.file?.size ?? item.hostedData ?? -1,
     appCategories: [],
     industries: [],
     languages: [],

@@ -54,6 +54,8 @@ export const BULK_PRIVILEGE = "portal:publisher:bulkPublishFromDataStores";
 
 /** Service and folder names as the original accepts them. */
 export const NAME = /^[A-Za-z0-9_]{1,120}$/;
+/** The folder of the hosting server where hosted services (published from users' files) live, as ArcGIS has it. */
+export const HOSTED_FOLDER = "Hosted";
 
 export const isAdmin = (req: RestRequest) => req.identity.kind === "user" && req.identity.user.role === "org_admin";
 

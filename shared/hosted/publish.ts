@@ -28,7 +28,7 @@ import type { Params } from "#shared/http/params.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { serviceItem } from "#shared/items.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
-import { restServiceUrl } from "#shared/publishing.ts";
+import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { retryingConflicts } from "#shared/stores/dynamo.ts";
 import { type Item, quotaFailure, StorageQuotaError, usageCharge } from "#shared/stores/items.ts";
@@ -42,7 +42,6 @@ export const PUBLISHABLE: Readonly<Record<string, string>> = { csv: "CSV", geojs
 /** The file types ArcGIS publishes that mapgate does not yet: said so, rather than "invalid". */
 const NOT_YET = new Set(["shapefile", "geopackage", "excel", "filegeodatabase", "featurecollection"]);
 
-export const HOSTED_FOLDER = "Hosted";
 /** As every service name (shared/publishing.ts NAME); clients name services from titles, digits first included. */
 const SERVICE_NAME = /^[A-Za-z0-9_]{1,120}$/;
 
