@@ -416,3 +416,89 @@ describe("exporting a hosted layer", () => {
     expect(Number((await getJson(`${rest()}/community/self`, tokens.publisher)).storageUsage)).toBe(before);
   });
 });
+
+describe("exporting layers of other shapes and sizes", () => {
+  it("pages through a layer larger than a query's page, every row once, in object id order", async () => {
+    const rows = Array.from({ length: 4500 }, (_, i) => `site ${i},${i % 7},${(i % 170) - 85},${(i % 350) - 175}`);
+    const itemId = await upload(tokens.publisher, "many.csv", ["Label,Kind,Lat,Lon", ...rows].join("\n"), "publisher");
+    const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId,
+      filetype: "csv",
+      publishParameters: JSON.stringify({ name: "Many", latitudeFieldName: "Lat", longitudeFieldName: "Lon" }),
+    })) as { services: { serviceItemId: string }[] };
+    const many = published.services[0]?.serviceItemId ?? "";
+    const exported = (await postJson(`${rest()}/content/users/publisher/export`, tokens.publisher, {
+      itemId: many,
+      exportFormat: "GeoJson",
+      exportParameters: JSON.stringify({ layers: [{ id: 0, where: "Kind <> 3" }] }),
+    })) as unknown as Exported;
+    const collection = JSON.parse((await download(tokens.publisher, exported.exportItemId)).toString("utf8")) as {
+      features: { id: number; properties: { Label: string; Kind: number } }[];
+    };
+    const expected = Array.from({ length: 4500 }, (_, i) => i).filter((i) => i % 7 !== 3);
+    expect(collection.features.map((f) => f.properties.Label)).toEqual(expected.map((i) => `site ${i}`));
+    expect(collection.features.map((f) => f.id)).toEqual(expected.map((i) => i + 1));
+    const shapefile = (await postJson(`${rest()}/content/users/publisher/export`, tokens.publisher, {
+      itemId: many,
+      exportFormat: "Shapefile",
+    })) as unknown as Exported;
+    const zip = join(scratch, "many.zip");
+    writeFileSync(zip, await download(tokens.publisher, shapefile.exportItemId));
+    expect(execFileSync("ogrinfo", ["-ro", "-al", "-so", `/vsizip/${zip}`], { encoding: "utf8" })).toMatch(
+      /Feature Count: 4500/,
+    );
+  });
+
+  it("writes polygons to a shapefile GDAL reads as the same shapes, and to a CSV of attributes alone", async () => {
+    const square = (x: number, y: number) => [
+      [x, y],
+      [x + 1, y],
+      [x + 1, y + 1],
+      [x, y + 1],
+      [x, y],
+    ];
+    // The second polygon has a hole; rings are given counter-clockwise outside (RFC 7946), a shapefile wants clockwise.
+    const hole = [
+      [4.25, 50.25],
+      [4.25, 50.75],
+      [4.75, 50.75],
+      [4.75, 50.25],
+      [4.25, 50.25],
+    ];
+    const geojson = JSON.stringify({
+      type: "FeatureCollection",
+      features: [
+        { type: "Feature", properties: { zone: "A" }, geometry: { type: "Polygon", coordinates: [square(2, 48)] } },
+        {
+          type: "Feature",
+          properties: { zone: "=B" },
+          geometry: { type: "MultiPolygon", coordinates: [[square(4, 50), hole], [square(6, 50)]] },
+        },
+      ],
+    });
+    const itemId = await upload(tokens.publisher, "zones.geojson", geojson, "publisher");
+    const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId,
+      filetype: "geojson",
+      publishParameters: JSON.stringify({ name: "Zones" }),
+    })) as { services: { serviceItemId: string }[] };
+    const zones = published.services[0]?.serviceItemId ?? "";
+    const shapefile = (await postJson(`${rest()}/content/users/publisher/export`, tokens.publisher, {
+      itemId: zones,
+      exportFormat: "Shapefile",
+    })) as unknown as Exported;
+    const zip = join(scratch, "zones.zip");
+    writeFileSync(zip, await download(tokens.publisher, shapefile.exportItemId));
+    const sql = "SELECT zone, ST_Area(geometry) AS area, ST_NumGeometries(geometry) AS parts FROM Zones ORDER BY zone";
+    const read = gdalFeatures(`/vsizip/${zip}`, "-dialect", "SQLite", "-sql", sql);
+    expect(read.map((f) => f.properties)).toEqual([
+      { zone: "=B", area: 1.75, parts: 2 },
+      { zone: "A", area: 1, parts: 1 },
+    ]);
+    const csv = (await postJson(`${rest()}/content/users/publisher/export`, tokens.publisher, {
+      itemId: zones,
+      exportFormat: "CSV",
+    })) as unknown as Exported;
+    expect((await download(tokens.publisher, csv.exportItemId)).toString("utf8")).toBe("fid,zone\r\n1,A\r\n2,'=B\r\n");
+  });
+});

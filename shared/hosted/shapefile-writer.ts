@@ -130,7 +130,7 @@ function signedArea(ring: readonly Position[]): number {
     const [x2 = 0, y2 = 0] = ring[i] ?? [];
     sum += (x1 - x2) * (y1 + y2);
   }
-  return -sum;
+  return sum;
 }
 
 /** A polygon's rings as a shapefile orders them: the outer ring clockwise, its holes counter-clockwise. */
