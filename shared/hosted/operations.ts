@@ -7,7 +7,6 @@ import { requireUser } from "#shared/http/pipeline.ts";
 import { canManage, visibleItem } from "#shared/items.ts";
 import { analysis, fileTypeOf, parametersOf, publishHosted, publishInput, readTable } from "#shared/hosted/publish.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
-import { exportFormatOf, exportHosted, exportParametersOf, WHAT as EXPORT_FAILED } from "#shared/hosted/export.ts";
 import { tagsOf } from "#shared/publishing.ts";
 
 const PUBLISH_PRIVILEGE = "portal:publisher:publishFeatures";
@@ -98,7 +97,8 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 export const exportOperation: FamilyOperation = {
   op: { name: "Export Item", postOnly: true, defaultFormat: "json" },
   compute: async (req) => {
-    const what = EXPORT_FAILED;
+    // Loaded by the first export: uploads and publishing never pay for the query's libraries and the file writers.
+    const { exportFormatOf, exportHosted, exportParametersOf, WHAT: what } = await import("#shared/hosted/export.ts");
     const identity = requireUser(req);
     const { user } = identity;
     if (user.role !== "org_admin" && !identity.privileges.includes(CREATE_ITEM_PRIVILEGE)) throw forbidden();
