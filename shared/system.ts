@@ -223,6 +223,7 @@ export const CONTENT_FILES = {
   analyze: `${PORTAL_ROOT}/content/features/analyze`,
   publish: `${PORTAL_ROOT}/content/users/{username}/publish`,
   status: `${PORTAL_ROOT}/content/users/{username}/items/{itemId}/status`,
+  export: `${PORTAL_ROOT}/content/users/{username}/export`,
 } as const;
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -385,12 +386,13 @@ function contentRoutes(): RouteSpec[] {
       hostedData: "write",
     }),
     // Uploading a file is adding its item; so is registering a data store. The same function analyzes uploaded
-    // files and publishes them as hosted layers (one function, its operations at their own paths: CONTENT_FILES).
+    // files, publishes them as hosted layers and exports hosted layers back to files (one function, its operations at
+    // their own paths: CONTENT_FILES).
     route({
       id: "item-add",
       methods: GP,
       path: CONTENT_FILES.addItem,
-      alsoAt: [CONTENT_FILES.analyze, CONTENT_FILES.publish, CONTENT_FILES.status],
+      alsoAt: [CONTENT_FILES.analyze, CONTENT_FILES.publish, CONTENT_FILES.status, CONTENT_FILES.export],
       tables: { items: "write", datastores: "write", servers: "read", services: "write" },
       datastoreSecrets: "write",
       itemFiles: "write",

@@ -412,3 +412,48 @@ function cell(v: unknown): string | number | null {
   if (typeof v === "bigint") return Number(v);
   return null;
 }
+
+/**
+ * Every feature `params` select (their `where`, `outSR`, fields and geometry as a query takes them), page by page
+ * in object id order, for what reads a whole layer (an export): each page is one query of at most `pageSize` rows
+ * after the last id seen (keyset paging, so each page costs the same however deep it is), and only one page is
+ * held at a time. The id condition is joined to the parsed `where` as a tree, never as text, so no `where` can
+ * undo it.
+ */
+export async function* featurePages(
+  params: ParamSource,
+  format: string | undefined,
+  dataset: OpenDataset,
+  pageSize: number,
+): AsyncGenerator<readonly FeatureRow[]> {
+  const plan = await normalize(params, dataset);
+  if (plan.output !== "features") throw new Error("featurePages reads features only");
+  const oid = plan.fields[0];
+  if (!oid) throw new Error(`layer ${dataset.schema.name}: no object id field`);
+  let last: number | undefined;
+  for (;;) {
+    const after: Expr | undefined =
+      last === undefined
+        ? undefined
+        : {
+            kind: "compare",
+            type: "boolean",
+            op: ">",
+            left: { kind: "field", type: "number", field: oid },
+            right: { kind: "number", type: "number", value: last },
+          };
+    const where: Expr | undefined =
+      after && plan.where ? { kind: "and", type: "boolean", parts: [plan.where, after] } : (after ?? plan.where);
+    const page: FeaturesPlan = { ...plan, where, offset: 0, pageSize, orderBy: [{ field: oid, descending: false }] };
+    const frame = await validate(page, format, dataset);
+    const { emitted, rows } = await compute(page, dataset, frame.resolved);
+    const answer = toAnswer(dataset, page, emitted, rows, frame);
+    if (answer.kind !== "features") throw new Error("a features plan answered otherwise");
+    if (answer.features.length > 0) yield answer.features;
+    const id = answer.features.at(-1)?.attributes[oid.name];
+    if (!answer.exceededTransferLimit) return;
+    if (typeof id !== "number" || (last !== undefined && id <= last))
+      throw new Error(`layer ${dataset.schema.name}: object ids do not increase`);
+    last = id;
+  }
+}

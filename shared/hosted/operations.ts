@@ -1,12 +1,13 @@
 // The hosted-layer operations of the sharing wire, served by the function that takes uploads (addItem): analyze a
 // file (an uploaded item, or a file sent with the request), publish a file item as a hosted feature service, and an
-// item's status (what clients poll after publishing).
+// item's status (what clients poll after publishing or exporting); and export a hosted layer back to a file item.
 import type { FamilyOperation } from "#shared/http/router.ts";
 import { badRequest, forbidden } from "#shared/http/errors.ts";
 import { requireUser } from "#shared/http/pipeline.ts";
 import { canManage, visibleItem } from "#shared/items.ts";
 import { analysis, fileTypeOf, parametersOf, publishHosted, publishInput, readTable } from "#shared/hosted/publish.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
+import { tagsOf } from "#shared/publishing.ts";
 
 const PUBLISH_PRIVILEGE = "portal:publisher:publishFeatures";
 const CREATE_ITEM_PRIVILEGE = "portal:user:createItem";
@@ -82,5 +83,45 @@ export const statusOperation: FamilyOperation = {
       itemId: item.itemId,
       ...(jobId && /^[0-9a-f]{32}$/.test(jobId) ? { jobId } : {}),
     };
+  },
+};
+
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * POST …/content/users/<u>/export: `itemId` (a hosted feature layer), `exportFormat`, `exportParameters`, `title`,
+ * `tags` → a file item of the caller's. Its owner and administrators export a layer (ArcGIS also lets others when
+ * the layer allows it: mapgate has no such setting yet); the new item is the caller's, so the path names the caller.
+ */
+export const exportOperation: FamilyOperation = {
+  op: { name: "Export Item", postOnly: true, defaultFormat: "json" },
+  compute: async (req) => {
+    // Loaded by the first export: uploads and publishing never pay for the query's libraries and the file writers.
+    const { exportFormatOf, exportHosted, exportParametersOf, WHAT: what } = await import("#shared/hosted/export.ts");
+    const identity = requireUser(req);
+    const { user } = identity;
+    if (user.role !== "org_admin" && !identity.privileges.includes(CREATE_ITEM_PRIVILEGE)) throw forbidden();
+    if ((req.pathParameters.username ?? "") !== user.username)
+      throw forbidden(["An export becomes an item of the caller's: export into your own content."]);
+    const itemId = req.params.caseless("itemId");
+    if (itemId === undefined || itemId.trim() === "") throw badRequest(what, ["'itemId' must be specified."]);
+    const format = exportFormatOf(req.params.caseless("exportFormat"));
+    const parameters = exportParametersOf(
+      parametersOf(req.params.caseless("exportParameters"), "exportParameters", what),
+    );
+    const title = req.params.caseless("title")?.trim();
+    if (title !== undefined && (title.length > 250 || CONTROL.test(title)))
+      throw badRequest(what, ["'title' must have at most 250 characters and no control characters."]);
+    const source = await visibleItem(req.identity, itemId);
+    if (!canManage(req.identity, source)) throw forbidden(["Only the layer's owner or an administrator exports it."]);
+    return exportHosted({
+      source,
+      format,
+      parameters,
+      owner: user.username,
+      title: title || undefined,
+      tags: tagsOf(req.params.caseless("tags")),
+    });
   },
 };

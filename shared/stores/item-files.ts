@@ -4,12 +4,15 @@
 // The item record is the truth: a file is written before its item commits and removed after its item is gone,
 // so a crash between the two leaves at most a file no item names (never an item whose file is missing).
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import { copyFile, mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { config } from "#shared/config.ts";
 
 export interface ItemFiles {
   put(itemId: string, bytes: Buffer, contentType: string): Promise<void>;
+  /** Keeps a file mapgate wrote (an export) as the item's, streamed from `path` rather than read whole; its size. */
+  putFile(itemId: string, path: string, contentType: string): Promise<number>;
   /** The file's bytes; undefined when there is none. */
   get(itemId: string): Promise<Buffer | undefined>;
   /** Removes the file; nothing happens when there is none. */
@@ -46,6 +49,27 @@ class FolderItemFiles implements ItemFiles {
     await rename(temporary, target);
   }
 
+  async putFile(itemId: string, path: string): Promise<number> {
+    const target = join(this.#dir, checkedKey(itemId));
+    await mkdir(join(this.#dir, "items"), { recursive: true, mode: 0o700 });
+    const temporary = `${target}.${randomBytes(6).toString("hex")}.part`;
+    try {
+      // Copied (the file may lie on another file system), made durable, then named: as put does.
+      await copyFile(path, temporary);
+      const handle = await open(temporary, "r+");
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      const { size } = await stat(temporary);
+      await rename(temporary, target);
+      return size;
+    } finally {
+      await rm(temporary, { force: true });
+    }
+  }
+
   async get(itemId: string): Promise<Buffer | undefined> {
     try {
       return await readFile(join(this.#dir, checkedKey(itemId)));
@@ -79,6 +103,22 @@ class BucketItemFiles implements ItemFiles {
     await client.send(
       new s3.PutObjectCommand({ Bucket: this.#bucket, Key: checkedKey(itemId), Body: bytes, ContentType: contentType }),
     );
+  }
+
+  async putFile(itemId: string, path: string, contentType: string): Promise<number> {
+    const { s3, client } = await this.#client();
+    const { size } = await stat(path);
+    // A stream of known length: the file is never held whole in the function's memory.
+    await client.send(
+      new s3.PutObjectCommand({
+        Bucket: this.#bucket,
+        Key: checkedKey(itemId),
+        Body: createReadStream(path),
+        ContentLength: size,
+        ContentType: contentType,
+      }),
+    );
+    return size;
   }
 
   async get(itemId: string): Promise<Buffer | undefined> {

@@ -6,6 +6,7 @@ import {
   addGroupUsers,
   createGroup,
   createItem,
+  exportItem,
   getGroup,
   getGroupContent,
   getGroupUsers,
@@ -74,6 +75,7 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   shareItemWithGroup: (o) => shareItemWithGroup({ ...(o as { id: string; groupId: string }), authentication }),
   unshareItemWithGroup: (o) => unshareItemWithGroup({ ...(o as { id: string; groupId: string }), authentication }),
   removeGroup: (o) => removeGroup({ id: String(o.id), authentication }),
+  exportItem: (o) => exportItem({ ...(o as { id: string; exportFormat: "CSV" }), authentication }),
 };
 
 const results: unknown[] = [];

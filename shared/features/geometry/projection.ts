@@ -118,6 +118,18 @@ function loadEpsgIndex(code: number): boolean {
   }
 }
 
+/** The WKT the EPSG index gives `code` (what a shapefile's .prj holds), undefined when it has none. */
+export function epsgWkt(code: number): string | undefined {
+  const file = epsgIndexFile(canonicalWkid(code));
+  if (!file) return undefined;
+  try {
+    const entry = JSON.parse(readFileSync(file, "utf8")) as { wkt?: unknown };
+    return typeof entry.wkt === "string" && entry.wkt !== "" ? entry.wkt : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** True when mapgate can project from and to `code` (loading its definition on first use). */
 export function hasCrs(code: number): boolean {
   const c = canonicalWkid(code);
