@@ -397,6 +397,18 @@ describe("bad files, each refused with a 400 that says why", () => {
     });
   });
 
+  it("refuses an encrypted entry", async () => {
+    const zip = await zipOf([{ name: "zones.dbf", bytes: "x".repeat(100) }]);
+    // The general purpose flag's bit 0 (encrypted) set, in the local header (offset 6) and the central one (8).
+    zip.writeUInt16LE(zip.readUInt16LE(6) | 1, 6);
+    const central = zip.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]));
+    zip.writeUInt16LE(zip.readUInt16LE(central + 8) | 1, central + 8);
+    expect(await analyzeZip(zip)).toMatchObject({
+      code: 400,
+      details: ['The zip entry "zones.dbf" is encrypted: encrypted entries cannot be read.'],
+    });
+  });
+
   it("refuses a shapefile missing its .shp, its .dbf or its .prj, naming it", async () => {
     for (const ext of ["shp", "dbf", "prj"])
       expect(await analyzeZip(shapefileEntries("zones", [ext]))).toMatchObject({
