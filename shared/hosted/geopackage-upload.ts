@@ -23,6 +23,7 @@ import {
   MAX_FIELDS,
   MAX_TEXT,
   type NamedTable,
+  RESERVED_TABLE,
   type TableField,
 } from "#shared/hosted/tables.ts";
 
@@ -95,10 +96,12 @@ function readTables(gpkg: GeoPackage, what: string): NamedTable[] {
     .all() as unknown as (Content & { kind: string | null; sql: string | null })[];
   const notes: string[] = [];
   const real = contents.filter((c) => {
-    const isTable = c.kind === "table" && !/^\s*CREATE\s+VIRTUAL/i.test(c.sql ?? "");
+    // GeoPackage's and SQLite's own tables (gpkg_…, rtree_…, sqlite_…) are never a layer, whatever lists them.
+    const own = RESERVED_TABLE.test(c.table_name);
+    const isTable = c.kind === "table" && !own && !/^\s*CREATE\s+VIRTUAL/i.test(c.sql ?? "");
     if (!isTable)
       notes.push(
-        `${shown(c.table_name)} is ${c.kind === "view" ? "a view" : "no ordinary table"}: only tables are published.`,
+        `${shown(c.table_name)} is ${c.kind === "view" ? "a view" : own ? "a table GeoPackage keeps for itself" : "no ordinary table"}: only tables are published.`,
       );
     return isTable;
   });

@@ -31,6 +31,11 @@ export const MAX_LAYERS = 32;
  * rings' sizes, so a crafted record of many rings would otherwise take time quadratic in its size.
  */
 export const MAX_RING_WORK = 200_000_000;
+/**
+ * The most vertices the shapefiles of one zip may hold: each becomes a position held while the layer is written
+ * (about 4,000,000 fit the function's memory beside everything else).
+ */
+export const MAX_VERTICES = 4_000_000;
 
 const PART = /^(.*)\.(shp|dbf|prj|cpg|shx)$/i;
 const shown = (name: string) => JSON.stringify(name.slice(0, 120));
@@ -52,6 +57,8 @@ const SHAPE_TYPES: Readonly<Record<number, GeometryTypeName | null>> = {
   25: "MULTIPOLYGON",
 };
 const POLYGON_TYPES = new Set([5, 15, 25]);
+const PARTS_TYPES = new Set([3, 13, 23, 5, 15, 25]);
+const MULTIPOINT_TYPES = new Set([8, 18, 28]);
 
 /** The zip's shapefiles, one table each, in the order of their names. */
 export async function shapefileTables(bytes: Buffer, what: string): Promise<NamedTable[]> {
@@ -76,12 +83,13 @@ export async function shapefileTables(bytes: Buffer, what: string): Promise<Name
   shapefiles.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const out: NamedTable[] = [];
   let cells = 0;
+  const vertices = { count: 0 };
   for (const [, set] of shapefiles) {
     const base = (set.get("") as Buffer).toString();
     for (const ext of ["shp", "dbf", "prj"])
       if (!set.has(ext))
         throw badRequest(what, [`The shapefile ${shown(base)} has no ${shown(`${base}.${ext}`)} in the zip file.`]);
-    const table = await oneShapefile(base, set, what);
+    const table = await oneShapefile(base, set, vertices, what);
     cells += table.rows.length * Math.max(table.fields.length, 1);
     if (cells > MAX_CELLS)
       throw badRequest(what, [
@@ -217,7 +225,7 @@ function kindOf(base: string, f: DbfField, what: string): FieldKind | undefined 
 }
 
 /** The .shp's layer geometry type, after walking its records once: their bounds, and the polygons' ring work. */
-function scanShp(base: string, shp: Buffer, what: string): GeometryTypeName | undefined {
+function scanShp(base: string, shp: Buffer, vertices: { count: number }, what: string): GeometryTypeName | undefined {
   const damaged = () => badRequest(what, [`The shapefile ${shown(base)} has a damaged .shp file.`]);
   if (shp.length < 100 || shp.readInt32BE(0) !== 9994) throw damaged();
   const shapeType = shp.readInt32LE(32);
@@ -232,6 +240,15 @@ function scanShp(base: string, shp: Buffer, what: string): GeometryTypeName | un
     if (length < 4 || content + length > shp.length) throw damaged();
     const type = shp.readInt32LE(content);
     if (type !== 0 && type !== shapeType) throw damaged();
+    if (type !== 0) {
+      const offset = PARTS_TYPES.has(type) ? 40 : MULTIPOINT_TYPES.has(type) ? 36 : -1;
+      if (offset > 0 && length < offset + 4) throw damaged();
+      vertices.count += offset > 0 ? Math.max(shp.readInt32LE(content + offset), 0) : 1;
+      if (vertices.count > MAX_VERTICES)
+        throw badRequest(what, [
+          `The shapefiles hold more than ${MAX_VERTICES.toLocaleString("en")} vertices: at most that many are published from one file.`,
+        ]);
+    }
     if (POLYGON_TYPES.has(type)) {
       if (length < 44) throw damaged();
       const parts = shp.readInt32LE(content + 36);
@@ -276,12 +293,17 @@ function rewound(g: Geometry): Geometry {
 
 const finite = (p: Position) => Number.isFinite(p[0]) && Number.isFinite(p[1]);
 
-async function oneShapefile(base: string, set: Map<string, Buffer>, what: string): Promise<Table> {
+async function oneShapefile(
+  base: string,
+  set: Map<string, Buffer>,
+  vertices: { count: number },
+  what: string,
+): Promise<Table> {
   const encoding = encodingOf(base, set.get("cpg"), what);
   const project = fromPrj(base, set.get("prj") as Buffer, what);
   const shp = set.get("shp") as Buffer;
   const dbf = set.get("dbf") as Buffer;
-  const geometryType = scanShp(base, shp, what);
+  const geometryType = scanShp(base, shp, vertices, what);
   const header = dbfOf(base, dbf, encoding, what);
   const kinds = header.fields.map((f) => kindOf(base, f, what));
   const kept = header.fields.flatMap((f, i) => (kinds[i] ? [{ f, kind: kinds[i] }] : []));

@@ -10,8 +10,8 @@ import { ApiError, badRequest } from "#shared/http/errors.ts";
 export const MAX_ZIP_ENTRIES = 1000;
 /** The most bytes one entry may inflate to. */
 export const MAX_ZIP_ENTRY_BYTES = 256 * 1024 * 1024;
-/** The most bytes all entries together may inflate to. */
-export const MAX_ZIP_TOTAL_BYTES = 512 * 1024 * 1024;
+/** The most bytes all entries together may inflate to (they are held while the layers are read). */
+export const MAX_ZIP_TOTAL_BYTES = 256 * 1024 * 1024;
 /**
  * The most an entry may inflate to, as a multiple of its compressed size, once it holds more than
  * MIN_RATIO_BYTES. A dBASE file of padded text compresses well (a hundred to one is common); deflate tops out near
