@@ -192,7 +192,7 @@ describe("a CSV of points", () => {
     expect((wrongType.error as { details: string[] }).details[0]).toMatch(/must match it/);
     const shapefile = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
       itemId,
-      filetype: "shapefile",
+      filetype: "excel",
     });
     expect((shapefile.error as { details: string[] }).details[0]).toMatch(/not available yet/);
     // Someone who cannot see the item, or may not publish, publishes nothing.

@@ -89,16 +89,26 @@ export class GeoPackage {
     this.version = version;
   }
 
-  static async open(file: string, version: string): Promise<GeoPackage> {
+  /**
+   * `untrusted`: a file an uploader made (publishing copies rows out of it): SQLite's defensive mode, and nothing in
+   * its schema (views, triggers, defaults) may call a function not marked innocuous.
+   */
+  static async open(file: string, version: string, options: { untrusted?: boolean } = {}): Promise<GeoPackage> {
     const { DatabaseSync } = await loadSqlite();
     let db: DatabaseSync;
     try {
-      db = new DatabaseSync(file, { readOnly: true, enableForeignKeyConstraints: false });
+      db = new DatabaseSync(file, {
+        readOnly: true,
+        enableForeignKeyConstraints: false,
+        allowExtension: false,
+        ...(options.untrusted ? { defensive: true } : {}),
+      });
     } catch {
       throw new DatasetError("The file cannot be opened as a GeoPackage.");
     }
     const gpkg = new GeoPackage(db, version);
     try {
+      if (options.untrusted) db.exec("PRAGMA trusted_schema = OFF");
       const app = db.prepare("PRAGMA application_id").get() as { application_id?: number } | undefined;
       // 'GPKG' (1.2 and later) or 'GP10'/'GP11' (1.0, 1.1); a plain SQLite file with the tables is read too.
       const known = [0x47504b47, 0x47503130, 0x47503131, 0];

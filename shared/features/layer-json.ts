@@ -1,6 +1,8 @@
 // The JSON of a feature service and its layer, as ArcGIS answers them and clients read them (QGIS filters
 // layers on `capabilities`, GDAL pages by `maxRecordCount`, web maps draw with `drawingInfo`). A bulk-published
-// FeatureServer serves one dataset: layer 0, or table 0 when the dataset has no geometry.
+// FeatureServer serves one dataset: layer 0, or table 0 when the dataset has no geometry; a hosted service published
+// from a file of several layers (shapefiles, GeoPackage tables) serves each at its id, layers and tables numbered
+// together (0…n-1) as ArcGIS numbers them.
 import type { Bounds, EsriGeometryType, LayerSchema } from "#shared/features/schema.ts";
 import type { Service } from "#shared/stores/services.ts";
 import { SERVER_REST_VERSION } from "#shared/urls.ts";
@@ -64,12 +66,12 @@ function renderer(type: EsriGeometryType) {
   }
 }
 
-export function layerJson(service: Service, schema: LayerSchema) {
+export function layerJson(service: Service, schema: LayerSchema, id = 0) {
   const g = schema.geometry;
   const srid = g?.srid ?? 0;
   return {
     currentVersion: SERVER_REST_VERSION,
-    id: 0,
+    id,
     name: schema.name,
     type: isTable(schema) ? "Table" : "Feature Layer",
     parentLayer: null,
@@ -154,9 +156,9 @@ export function layerJson(service: Service, schema: LayerSchema) {
 }
 
 /** The service's entry for a layer or table in `layers`/`tables`. */
-function entry(schema: LayerSchema) {
+function entry(schema: LayerSchema, id: number) {
   return {
-    id: 0,
+    id,
     name: schema.name,
     parentLayerId: -1,
     defaultVisibility: true,
@@ -168,9 +170,23 @@ function entry(schema: LayerSchema) {
   };
 }
 
-export function featureServiceJson(service: Service, schema: LayerSchema) {
-  const srid = schema.geometry?.srid ?? 0;
-  const extent = extentJson(schema.extent, srid);
+/** The extent of every layer in the first geometry layer's system (hosted layers share one: WGS 84). */
+function unionExtent(schemas: readonly LayerSchema[], srid: number) {
+  let union: [number, number, number, number] | undefined;
+  for (const s of schemas) {
+    const e = s.extent;
+    if (!e || (s.geometry?.srid ?? 0) !== srid) continue;
+    union = union
+      ? [Math.min(union[0], e[0]), Math.min(union[1], e[1]), Math.max(union[2], e[2]), Math.max(union[3], e[3])]
+      : [e[0], e[1], e[2], e[3]];
+  }
+  return union;
+}
+
+/** The service's JSON from its layers' schemas, by id. */
+export function featureServiceJson(service: Service, schemas: readonly LayerSchema[]) {
+  const srid = schemas.find((s) => s.geometry)?.geometry?.srid ?? 0;
+  const extent = extentJson(unionExtent(schemas, srid), srid);
   return {
     currentVersion: SERVER_REST_VERSION,
     serviceDescription: service.description,
@@ -189,14 +205,16 @@ export function featureServiceJson(service: Service, schema: LayerSchema) {
     fullExtent: extent,
     units: srid === 4326 || srid === 4269 || srid === 4258 ? "esriDecimalDegrees" : "esriMeters",
     allowGeometryUpdates: false,
-    layers: isTable(schema) ? [] : [entry(schema)],
-    tables: isTable(schema) ? [entry(schema)] : [],
+    layers: schemas.flatMap((s, id) => (isTable(s) ? [] : [entry(s, id)])),
+    tables: schemas.flatMap((s, id) => (isTable(s) ? [entry(s, id)] : [])),
     serviceItemId: service.itemId,
   };
 }
 
 /** `FeatureServer/layers`: every layer's and table's full JSON. */
-export function layersJson(service: Service, schema: LayerSchema) {
-  const layer = layerJson(service, schema);
-  return isTable(schema) ? { layers: [], tables: [layer] } : { layers: [layer], tables: [] };
+export function layersJson(service: Service, schemas: readonly LayerSchema[]) {
+  return {
+    layers: schemas.flatMap((s, id) => (isTable(s) ? [] : [layerJson(service, s, id)])),
+    tables: schemas.flatMap((s, id) => (isTable(s) ? [layerJson(service, s, id)] : [])),
+  };
 }

@@ -4,7 +4,7 @@
 import { DatasetError } from "#shared/features/errors.ts";
 import { featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
-import { openDataset } from "#shared/features/sources.ts";
+import { layerCount, type OpenDataset, openDataset } from "#shared/features/sources.ts";
 import { ApiError, badRequest, operationNotSupported } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
@@ -36,11 +36,12 @@ export class FeaturePage {
 
 const isSourceFault = (err: unknown) => err instanceof DatasetError || err instanceof StorageError;
 
-/** Each layer's schema when its source last answered in this warm function (bounded, oldest dropped). */
+/** Each layer's schema when its source last answered in this warm function, by `<item id>/<layer id>` (bounded). */
 const lastKnown = new Map<string, LayerSchema>();
-function remember(itemId: string, schema: LayerSchema): void {
-  lastKnown.delete(itemId);
-  lastKnown.set(itemId, schema);
+function remember(itemId: string, id: number, schema: LayerSchema): void {
+  const key = `${itemId}/${id}`;
+  lastKnown.delete(key);
+  lastKnown.set(key, schema);
   if (lastKnown.size > 256) lastKnown.delete(lastKnown.keys().next().value as string);
 }
 
@@ -50,7 +51,7 @@ function remember(itemId: string, schema: LayerSchema): void {
  * are what the services directory shows anyone who may see the layer.
  */
 function layerName(service: Service): string {
-  const dataset = lastKnown.get(service.itemId)?.name ?? service.source?.path.split("/").at(-1) ?? "";
+  const dataset = lastKnown.get(`${service.itemId}/0`)?.name ?? service.source?.path.split("/").at(-1) ?? "";
   const path = `${service.folder ? `${service.folder}/` : ""}${service.name}/${service.type}/0`;
   return dataset ? `${path} (${dataset})` : path;
 }
@@ -79,44 +80,55 @@ export async function featureResource(
   resource: readonly string[],
 ): Promise<object> {
   const [first, second, ...rest] = resource;
+  const source = service.source;
+  if (!source) throw new Error("a feature layer without a source");
+  // A layer's id: 0…n-1 as the service's source numbers its layers (written as ArcGIS writes ids: no leading zeros).
+  const count = layerCount(source);
+  const layerId = first !== undefined && /^(0|[1-9]\d{0,3})$/.test(first) && Number(first) < count ? Number(first) : -1;
+  const isLayer = layerId >= 0;
   // Told before the source is read: the answer does not depend on it.
   if (first === "applyEdits" && second === undefined) throw readOnly(first);
-  if (first === "0" && second !== undefined && rest.length === 0 && EDITS.has(second)) throw readOnly(second);
-  const isQuery = first === "0" && second === "query" && rest.length === 0;
+  if (isLayer && second !== undefined && rest.length === 0 && EDITS.has(second)) throw readOnly(second);
+  const isQuery = isLayer && second === "query" && rest.length === 0;
   if (req.contentFormat && !isQuery) {
     throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by 'query' only.`]);
   }
   if (!req.server) throw new Error("a feature resource without its server");
-  const source = service.source;
-  if (!source) throw new Error("a feature layer without a source");
   const pages =
     req.format === "html"
       ? (await import("#shared/features/layer-html.ts")).featurePages(req.server, service)
       : undefined;
-  /** The service, its layers or its layer, from what the dataset is. */
-  const describe = (schema: LayerSchema): object => {
+  const whole = first === undefined || (first === "layers" && second === undefined);
+  if (!whole && (!isLayer || (second !== undefined && !isQuery))) throw invalidUrl();
+  /** The service or its layers (every layer's schema, by id), or one layer (`schemas` holds only its own). */
+  const describe = (schemas: readonly LayerSchema[]): object => {
     if (first === undefined) {
-      const json = featureServiceJson(service, schema);
+      const json = featureServiceJson(service, schemas);
       return pages ? new FeaturePage(pages.service(json)) : json;
     }
-    if (first === "layers" && second === undefined) {
-      const json = layersJson(service, schema);
+    if (first === "layers") {
+      const json = layersJson(service, schemas);
       return pages ? new FeaturePage(pages.layers(json)) : json;
     }
-    if (first !== "0" || second !== undefined) throw invalidUrl();
-    const layer = layerJson(service, schema);
+    const layer = layerJson(service, schemas[0] as LayerSchema, layerId);
     return pages ? new FeaturePage(pages.layer(layer)) : layer;
   };
+  const ids = whole ? Array.from({ length: count }, (_, i) => i) : [layerId];
   try {
     // Loaded by the first query, before the file is opened (no await between opening and reading): tiles and
     // service JSON never pay for the query's libraries (JTS, proj4), nor for the pages' modules.
     const query = isQuery ? await import("#shared/features/query.ts") : undefined;
-    const dataset = await openDataset(source);
-    remember(service.itemId, dataset.schema);
-    if (!query) return describe(dataset.schema);
+    const datasets: OpenDataset[] = [];
+    for (const id of ids) {
+      const dataset = await openDataset(source, id);
+      remember(service.itemId, id, dataset.schema);
+      datasets.push(dataset);
+    }
+    const dataset = datasets[0] as OpenDataset;
+    if (!query) return describe(datasets.map((d) => d.schema));
     if (!pages) return await query.runQuery(req, dataset);
     // normalize (what the form shows; whether a query was asked) → validate and compute (the plan, run) → respond.
-    const layer = layerJson(service, dataset.schema);
+    const layer = layerJson(service, dataset.schema, layerId);
     const answer = pages.asked(req.params)
       ? await query.answerQuery(req.params, req.contentFormat, dataset)
       : undefined;
@@ -124,8 +136,8 @@ export async function featureResource(
   } catch (err) {
     // While its source is down, a layer this function has read still describes itself (clients list it, and
     // its queries say the source is unavailable).
-    const known = !isQuery && isSourceFault(err) ? lastKnown.get(service.itemId) : undefined;
-    if (!known) return sourceFault(service, err);
+    const known = !isQuery && isSourceFault(err) ? ids.map((id) => lastKnown.get(`${service.itemId}/${id}`)) : [];
+    if (known.length === 0 || !known.every((k) => k !== undefined)) return sourceFault(service, err);
     logger.warn("feature layer described from its last known schema", {
       layer: layerName(service),
       itemId: service.itemId,

@@ -162,13 +162,18 @@ async function openPostGisDataset(datastoreId: string, connection: PostgresConne
   return postGisDataset(db, schema);
 }
 
-export async function openDataset(source: ServiceSource): Promise<OpenDataset> {
+/** How many layers a service's source serves (ids 0…n-1): a hosted service's tables, else one dataset. */
+export const layerCount = (source: ServiceSource): number =>
+  "location" in source && source.layers ? source.layers.length : 1;
+
+/** The dataset of layer `id` (0 unless the source names several tables, as a hosted service of several layers). */
+export async function openDataset(source: ServiceSource, id = 0): Promise<OpenDataset> {
   if ("connection" in source) return openPostGisDataset(source.datastoreId, source.connection, source.path);
   const split = splitGeoPackagePath(source.path);
   if (!split) throw new DatasetError("The layer's dataset is not in a GeoPackage.");
   const gpkg = await openGeoPackage(source.location, split.file);
   if (!gpkg) throw new DatasetError("The layer's GeoPackage is no longer in its data store.");
-  const schema = gpkg.schema(split.table);
+  const schema = gpkg.schema(source.layers?.[id] ?? split.table);
   if (!schema) throw new DatasetError("The layer's table is no longer in its GeoPackage.");
   if (schema instanceof DatasetError) throw schema;
   return geoPackageDataset(gpkg, schema);

@@ -5,7 +5,7 @@ import type { FamilyOperation } from "#shared/http/router.ts";
 import { badRequest, forbidden } from "#shared/http/errors.ts";
 import { requireUser } from "#shared/http/pipeline.ts";
 import { canManage, visibleItem } from "#shared/items.ts";
-import { analysis, fileTypeOf, parametersOf, publishHosted, publishInput, readTable } from "#shared/hosted/publish.ts";
+import { analysis, fileTypeOf, parametersOf, publishHosted, publishInput, readTables } from "#shared/hosted/publish.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { tagsOf } from "#shared/publishing.ts";
 
@@ -24,8 +24,8 @@ export const analyzeOperation: FamilyOperation = {
     const itemId = req.params.caseless("itemId");
     if (sent) {
       const filetype = fileTypeOf(req.params.caseless("filetype"), what);
-      const table = readTable(sent.bytes, filetype, parameters, what);
-      return analysis(filetype, sent.filename.replace(/\.[^.]*$/, ""), table);
+      const tables = await readTables(sent.bytes, filetype, parameters, what);
+      return analysis(filetype, sent.filename.replace(/\.[^.]*$/, ""), tables);
     }
     if (!itemId) throw badRequest(what, ["Give 'itemId' (an uploaded file's item) or send the 'file' itself."]);
     const item = await visibleItem(req.identity, itemId);
@@ -33,7 +33,7 @@ export const analyzeOperation: FamilyOperation = {
     const filetype = fileTypeOf(req.params.caseless("filetype") ?? item.type, what, item);
     const bytes = await itemFiles().get(item.itemId);
     if (!bytes) throw new Error(`the file of item ${item.itemId} is missing`);
-    return analysis(filetype, item.title, readTable(bytes, filetype, parameters, what));
+    return analysis(filetype, item.title, await readTables(bytes, filetype, parameters, what));
   },
 };
 

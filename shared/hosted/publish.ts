@@ -1,6 +1,8 @@
 // Hosted feature layers from uploaded files, on the sharing wire ArcGIS clients call: `content/features/analyze`
 // (what a file holds, as publishParameters) and `content/users/<u>/publish` (a feature service in the hosting
 // server's Hosted folder, whose data is a GeoPackage mapgate writes from the file's rows: never the upload itself).
+// A CSV or GeoJSON file makes one layer; a zipped shapefile one layer per shapefile, a GeoPackage one per table
+// (ids 0…n-1, named from their sources), all in the one GeoPackage of the service.
 // A file fits in one request (MAX_BODY_BYTES), so a publish is done within its request: the GeoPackage is written
 // and kept first, then the service and its item are made in one transaction; a refused transaction removes the
 // data again, and a crash in between leaves only a file no service names (never a service without its data).
@@ -10,6 +12,7 @@ import {
   DELIMITERS,
   type FieldKind,
   geoJsonTable,
+  type NamedTable,
   RESERVED_TABLE,
   type Table,
 } from "#shared/hosted/tables.ts";
@@ -38,9 +41,14 @@ import { listPortalServers, type Server, serverUrl } from "#shared/stores/server
 import { createService, type Service, ServiceExistsError, serviceNameTaken } from "#shared/stores/services.ts";
 
 /** The file types publishing takes, by `filetype`, with the item type each must be. */
-export const PUBLISHABLE: Readonly<Record<string, string>> = { csv: "CSV", geojson: "GeoJson" };
+export const PUBLISHABLE: Readonly<Record<string, string>> = {
+  csv: "CSV",
+  geojson: "GeoJson",
+  shapefile: "Shapefile",
+  geopackage: "GeoPackage",
+};
 /** The file types ArcGIS publishes that mapgate does not yet: said so, rather than "invalid". */
-const NOT_YET = new Set(["shapefile", "geopackage", "excel", "filegeodatabase", "featurecollection"]);
+const NOT_YET = new Set(["excel", "filegeodatabase", "featurecollection"]);
 
 /** As every service name (shared/publishing.ts NAME); clients name services from titles, digits first included. */
 const SERVICE_NAME = /^[A-Za-z0-9_]{1,120}$/;
@@ -85,7 +93,9 @@ const optionalText = (v: unknown) => (typeof v === "string" && v !== "" ? v : un
 export function fileTypeOf(raw: string | undefined, what: string, item?: Item): string {
   const filetype = (raw ?? "").trim().toLowerCase();
   if (NOT_YET.has(filetype))
-    throw badRequest(what, [`Publishing a ${raw} is not available yet: mapgate publishes csv and geojson files.`]);
+    throw badRequest(what, [
+      `Publishing a ${raw} is not available yet: mapgate publishes csv, geojson, shapefile and geoPackage files.`,
+    ]);
   const type = PUBLISHABLE[filetype];
   if (!type) throw badRequest(what, [`'filetype' must be one of ${Object.keys(PUBLISHABLE).join(", ")}.`]);
   if (item && item.type !== type)
@@ -93,8 +103,29 @@ export function fileTypeOf(raw: string | undefined, what: string, item?: Item): 
   return filetype;
 }
 
-/** The file's table, read as `parameters` say (a CSV's coordinate columns, or `locationType: none`). */
-export function readTable(bytes: Buffer, filetype: string, parameters: Record<string, unknown>, what: string): Table {
+/**
+ * The file's tables, one per layer, read as `parameters` say (a CSV's coordinate columns, or `locationType: none`):
+ * a CSV or GeoJSON file has one (its name given when published), a zipped shapefile or a GeoPackage one per layer.
+ */
+export async function readTables(
+  bytes: Buffer,
+  filetype: string,
+  parameters: Record<string, unknown>,
+  what: string,
+): Promise<NamedTable[]> {
+  if (filetype === "shapefile") {
+    const { shapefileTables } = await import("#shared/hosted/shapefile.ts");
+    return shapefileTables(bytes, what);
+  }
+  if (filetype === "geopackage") {
+    const { geoPackageTables } = await import("#shared/hosted/geopackage-upload.ts");
+    return geoPackageTables(bytes, what);
+  }
+  return [{ name: "", table: readTable(bytes, filetype, parameters, what) }];
+}
+
+/** A CSV or GeoJSON file's table. */
+function readTable(bytes: Buffer, filetype: string, parameters: Record<string, unknown>, what: string): Table {
   if (filetype === "geojson") return geoJsonTable(bytes, what);
   const none = parameters.locationType === "none";
   const delimiter = optionalText(parameters.columnDelimiter);
@@ -117,9 +148,27 @@ export function serviceNameFrom(title: string): string {
   return RESERVED_TABLE.test(name) ? `layer_${name}`.slice(0, 120) : name;
 }
 
+/**
+ * The layers' names: a single layer of a CSV or GeoJSON file takes the service's name (as ArcGIS names it);
+ * layers of a shapefile zip or a GeoPackage their own, made safe as service names are and unique whatever their
+ * case (`_1`, `_2`… after a repeated one).
+ */
+export function layerNames(tables: readonly NamedTable[], serviceName: string): string[] {
+  if (tables.length === 1 && tables[0]?.name === "") return [serviceName];
+  const taken = new Set<string>();
+  return tables.map(({ name }) => {
+    const base = serviceNameFrom(name).slice(0, 100);
+    let unique = base;
+    for (let n = 1; taken.has(unique.toLowerCase()); n++) unique = `${base}_${n}`;
+    taken.add(unique.toLowerCase());
+    return unique;
+  });
+}
+
 /** The layer a table makes, as analyze shows it and publish makes it. */
-export function layerInfo(name: string, table: Table): Record<string, unknown> {
+export function layerInfo(name: string, table: Table, id = 0): Record<string, unknown> {
   return {
+    id,
     name,
     type: table.geometryType ? "Feature Layer" : "Table",
     ...(table.geometryType ? { geometryType: ESRI_GEOMETRY[table.geometryType] } : {}),
@@ -140,9 +189,14 @@ export function layerInfo(name: string, table: Table): Record<string, unknown> {
   };
 }
 
-/** What `analyze` answers: the parameters to publish the file with, and its first records as features. */
-export function analysis(filetype: string, title: string, table: Table): Record<string, unknown> {
+/**
+ * What `analyze` answers: the parameters to publish the file with (a file of several layers lists each in
+ * `layers`, `layerInfo` being the first), and its first layer's first records as features.
+ */
+export function analysis(filetype: string, title: string, tables: readonly NamedTable[]): Record<string, unknown> {
   const name = serviceNameFrom(title);
+  const names = layerNames(tables, name);
+  const table = (tables[0] as NamedTable).table;
   return {
     publishParameters: {
       type: filetype,
@@ -160,10 +214,13 @@ export function analysis(filetype: string, title: string, table: Table): Record<
       sourceSR: { wkid: 4326, latestWkid: 4326 },
       targetSR: { wkid: 4326, latestWkid: 4326 },
       maxRecordCount: 2000,
-      layerInfo: layerInfo(name, table),
+      layerInfo: layerInfo(names[0] as string, table),
+      ...(filetype === "shapefile" || filetype === "geopackage"
+        ? { layers: tables.map((t, id) => layerInfo(names[id] as string, t.table, id)) }
+        : {}),
     },
     records: table.rows.slice(0, 10).map((r) => ({ attributes: r.values ?? {}, geometry: r.geometry ?? null })),
-    notes: table.notes,
+    notes: tables.flatMap((t) => t.table.notes),
   };
 }
 
@@ -194,14 +251,17 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
     throw badRequest(what, [`Service name '${name}' already exists.`]);
   const bytes = await itemFiles().get(p.source.itemId);
   if (!bytes) throw new Error(`the file of item ${p.source.itemId} is missing`);
-  const table = readTable(bytes, p.filetype, p.parameters, what);
+  const tables = await readTables(bytes, p.filetype, p.parameters, what);
+  const names = layerNames(tables, name);
+  const notes = tables.flatMap((t) => t.table.notes);
   const serviceItemId = newItemId();
   let extent: [number, number, number, number] | undefined;
   const dataBytes = await keepHostedData(serviceItemId, (path) => {
-    const [written] = writeGeoPackage(path, [
-      {
-        name,
-        identifier: p.source.title,
+    const written = writeGeoPackage(
+      path,
+      tables.map(({ table }, i) => ({
+        name: names[i] as string,
+        identifier: tables.length === 1 ? p.source.title : (names[i] as string),
         ...(table.geometryType ? { geometryType: table.geometryType, srsId: 4326 as const } : {}),
         columns: table.fields.map((f) => ({
           name: f.name,
@@ -209,9 +269,15 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
           ...(f.kind === "string" ? { maxLength: textLength(f.length) } : {}),
         })),
         rows: table.rows,
-      },
-    ]);
-    extent = written?.extent;
+      })),
+    );
+    for (const w of written) {
+      const e = w.extent;
+      if (!e) continue;
+      extent = extent
+        ? [Math.min(extent[0], e[0]), Math.min(extent[1], e[1]), Math.max(extent[2], e[2]), Math.max(extent[3], e[3])]
+        : e;
+    }
   });
   const now = Date.now();
   const service: Service = {
@@ -231,7 +297,8 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
     source: {
       datastoreId: HOSTED_STORE_ID,
       location: hostedLocation(),
-      path: `/${hostedFileName(serviceItemId)}/${name}`,
+      path: `/${hostedFileName(serviceItemId)}/${names[0] as string}`,
+      ...(names.length > 1 ? { layers: names } : {}),
     },
     created: now,
   };
@@ -289,7 +356,7 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
         // Done within this request: the status this id is asked with answers "completed".
         jobId,
         serviceItemId,
-        ...(table.notes.length > 0 ? { notes: table.notes } : {}),
+        ...(notes.length > 0 ? { notes } : {}),
       },
     ],
   };

@@ -11,7 +11,7 @@ import { nestedDeeperThan } from "#shared/json-depth.ts";
 /** The most columns a file may have (ArcGIS stops well below SQLite's 2,000). */
 export const MAX_FIELDS = 1000;
 /** The longest text a field keeps; longer values are cut there, and counted. */
-const MAX_TEXT = 64_000;
+export const MAX_TEXT = 64_000;
 /** How deep a GeoJSON file may nest (geometry and properties); a deeper file is refused. */
 const MAX_DEPTH = 64;
 /**
@@ -20,7 +20,7 @@ const MAX_DEPTH = 64;
  */
 export const MAX_CELLS = 3_000_000;
 
-function checkCells(rows: number, fields: number, what: string): void {
+export function checkCells(rows: number, fields: number, what: string): void {
   if (rows * fields > MAX_CELLS)
     throw badRequest(what, [
       `The file has ${rows} rows of ${fields} fields: at most ${MAX_CELLS.toLocaleString("en")} values are published from one file.`,
@@ -54,6 +54,18 @@ export interface Table {
   readonly location?: { readonly latitude: string; readonly longitude: string };
   /** What was read but not kept, in words (rows without usable coordinates, names changed, values cut). */
   readonly notes: readonly string[];
+}
+
+/** A table and the name its layer takes from its source (a shapefile's, a GeoPackage table's). */
+export interface NamedTable {
+  readonly name: string;
+  readonly table: Table;
+}
+
+/** Whether a geometry fits a layer of `type`: its own type, or the single kind of a multi layer's. */
+export function fitsLayer(type: GeometryTypeName, geometry: Geometry): boolean {
+  const own = geometry.type.toUpperCase();
+  return own === type || (type.startsWith("MULTI") && `MULTI${own}` === type);
 }
 
 /** Names a GeoPackage and ArcGIS clients keep for themselves: a column named so is renamed (`OBJECTID_1`). */

@@ -32,7 +32,16 @@ export interface ServiceExtension {
  * that serving reads no data store record.
  */
 export type ServiceSource =
-  | { readonly datastoreId: string; readonly location: StoreLocation; readonly path: string }
+  | {
+      readonly datastoreId: string;
+      readonly location: StoreLocation;
+      readonly path: string;
+      /**
+       * A hosted service of several layers: the tables of its GeoPackage (the file `path` names), layer id by
+       * position. Absent: one layer, the table `path` names.
+       */
+      readonly layers?: readonly string[];
+    }
   | { readonly datastoreId: string; readonly connection: PostgresConnection; readonly path: string };
 
 export interface Service {
@@ -70,10 +79,12 @@ function toSource(value: unknown): ServiceSource | undefined {
   if (connection) return { datastoreId: r.string("datastoreId"), connection, path: r.string("path") };
   const l = new RecordReader("service source location", (r.object("location") ?? {}) as Record<string, unknown>);
   const folder = l.optionalString("folder");
+  const layers = r.strings("layers");
   return {
     datastoreId: r.string("datastoreId"),
     location: folder !== undefined ? { folder } : { bucket: l.string("bucket"), prefix: l.string("prefix") },
     path: r.string("path"),
+    ...(layers.length > 0 ? { layers } : {}),
   };
 }
 
@@ -136,7 +147,7 @@ export async function readCatalog(serverId: string): Promise<Catalog> {
 const sourceRecord = (source: ServiceSource) =>
   "connection" in source
     ? { ...source, connection: { ...source.connection } }
-    : { ...source, location: { ...source.location } };
+    : { ...source, location: { ...source.location }, ...(source.layers ? { layers: [...source.layers] } : {}) };
 
 /** The stored form of a service (lists copied: the SDK marshals plain arrays). */
 const serviceRecord = (service: Service) => ({
