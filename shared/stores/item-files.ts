@@ -324,6 +324,11 @@ export function itemFiles(): ItemFiles {
   if (opened) return opened;
   const where = config().itemFiles;
   if (!where) throw new Error("no item file storage configured (ITEM_FILES_BUCKET or ITEM_FILES_DIR)");
-  opened = "bucket" in where ? new BucketItemFiles(where.bucket) : new FolderItemFiles(where.dir);
+  opened = openItemFiles(where);
   return opened;
+}
+
+/** The item files kept in a bucket or a folder (what itemFiles() opens from the configuration). */
+export function openItemFiles(where: { readonly bucket: string } | { readonly dir: string }): ItemFiles {
+  return "bucket" in where ? new BucketItemFiles(where.bucket) : new FolderItemFiles(where.dir);
 }
