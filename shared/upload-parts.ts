@@ -159,7 +159,8 @@ export const addPartOperation: FamilyOperation = {
     if (file.bytes.length === 0) throw badRequest(what, ["The part is empty."]);
     if (file.bytes.length > maxPartBytes()) throw partTooLarge(file.bytes.length);
     const files = itemFiles();
-    const before = (await files.listParts(item.itemId)).get(partNum) ?? 0;
+    // One part's size, not a listing: a file of many parts costs each part the same.
+    const before = (await files.partSize(item.itemId, partNum)) ?? 0;
     const delta = file.bytes.length - before;
     const max = config().maxItemFileBytes;
     if (item.upload.bytes + delta > max) {

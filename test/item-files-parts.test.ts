@@ -70,6 +70,8 @@ describe.each(["folder", "bucket"])("parts in the %s store", (kind) => {
       [2, 3.5 * MB],
       [3, 3.5 * MB],
     ]);
+    expect(await store().partSize(itemId, 2)).toBe(3.5 * MB);
+    expect(await store().partSize(itemId, 4)).toBeUndefined();
     const assembled = await store().assemble(itemId, [1, 2, 3], "text/csv; charset=utf-8");
     const whole = Buffer.concat(parts);
     expect(assembled.size).toBe(whole.length);

@@ -154,6 +154,24 @@ describe("a file uploaded in parts", () => {
     await postJson(`${rest()}/content/users/publisher/items/${id}/delete`, tokens.publisher);
   });
 
+  it("takes parts sent at once, as ArcGIS allows, and counts each once", async () => {
+    const before = await usage(tokens.publisher);
+    const file = csvBytes(600_000);
+    const id = await startUpload(tokens.publisher, { filename: "together.csv" });
+    const cuts = [0, 100_000, 220_000, 350_000, 480_000, file.length];
+    const answers = await Promise.all(
+      [5, 3, 1, 4, 2].map((n) => addPart(tokens.publisher, id, n, file.subarray(cuts[n - 1], cuts[n]))),
+    );
+    expect(answers).toEqual(Array.from({ length: 5 }, () => ({ success: true, id })));
+    expect(await usage(tokens.publisher)).toBe(before + file.length);
+    expect(await commit(tokens.publisher, id)).toEqual({ success: true, id });
+    const data = await call(`${rest()}/content/items/${id}/data?token=${tokens.publisher}`, { ca: engine.ca });
+    expect(Buffer.from(data.body).equals(file)).toBe(true);
+    expect(await usage(tokens.publisher)).toBe(before + file.length);
+    await postJson(`${rest()}/content/users/publisher/items/${id}/delete`, tokens.publisher);
+    expect(await usage(tokens.publisher)).toBe(before);
+  });
+
   it("refuses a commit with missing parts, naming them, and stays partial", async () => {
     const id = await startUpload(tokens.publisher, { filename: "gaps.csv" });
     for (const n of [1, 3, 4, 8]) await addPart(tokens.publisher, id, n, csvBytes(100));

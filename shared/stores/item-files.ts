@@ -18,6 +18,8 @@ export interface ItemFiles {
   remove(itemId: string): Promise<void>;
   /** Keeps one part of a file uploaded in parts (addPart), replacing a part of the same number. */
   putPart(itemId: string, partNum: number, bytes: Buffer): Promise<void>;
+  /** The size of one part kept for an item; undefined when there is none. */
+  partSize(itemId: string, partNum: number): Promise<number | undefined>;
   /** The parts kept for an item: part number → size in bytes. */
   listParts(itemId: string): Promise<Map<number, number>>;
   /**
@@ -124,6 +126,15 @@ class FolderItemFiles implements ItemFiles {
     await rename(temporary, target);
   }
 
+  async partSize(itemId: string, partNum: number): Promise<number | undefined> {
+    try {
+      return (await stat(join(this.#dir, partsPrefix(itemId), partName(partNum)))).size;
+    } catch (err) {
+      if ((err as { code?: string }).code === "ENOENT") return undefined;
+      throw err;
+    }
+  }
+
   async listParts(itemId: string): Promise<Map<number, number>> {
     const folder = join(this.#dir, partsPrefix(itemId));
     const out = new Map<number, number>();
@@ -215,6 +226,20 @@ class BucketItemFiles implements ItemFiles {
     const { s3, client } = await this.#client();
     const Key = partsPrefix(itemId) + partName(partNum);
     await client.send(new s3.PutObjectCommand({ Bucket: this.#bucket, Key, Body: bytes }));
+  }
+
+  async partSize(itemId: string, partNum: number): Promise<number | undefined> {
+    const { s3, client } = await this.#client();
+    try {
+      const out = await client.send(
+        new s3.HeadObjectCommand({ Bucket: this.#bucket, Key: partsPrefix(itemId) + partName(partNum) }),
+      );
+      return out.ContentLength ?? 0;
+    } catch (err) {
+      if ((err as { name?: string }).name === "NotFound" || (err as { name?: string }).name === "NoSuchKey")
+        return undefined;
+      throw err;
+    }
   }
 
   /** The keys and sizes under the item's parts prefix, a listing page (1,000 keys) at a time. */
