@@ -17,7 +17,9 @@ import { readDataStoreJson, registerDataStore } from "#shared/datastore-registra
 import { DESCRIBE_PRIVILEGE, registering, tagsOf } from "#shared/publishing.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 import { getUser } from "#shared/stores/users.ts";
-import { addFileItem } from "#shared/uploads.ts";
+import { addFileItem, type UploadDescription } from "#shared/uploads.ts";
+import { addPartialItem, addPartOperation, commitOperation } from "#shared/upload-parts.ts";
+import { boolParam } from "#shared/http/params.ts";
 
 const FAILED = "Unable to add item.";
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
@@ -103,26 +105,31 @@ const addItem = {
     const identity = requireUser(req);
     const { user, portal } = identity;
     const file = req.params.file("file");
-    if (file) {
+    const flags: string[] = [];
+    const multipart = boolParam(req.params.caseless("multipart"), "multipart", flags) ?? false;
+    // async=true: ArcGIS answers before the file is kept and the status says when it is; here the file is kept
+    // within the request, so the status already says `completed` when the answer arrives.
+    boolParam(req.params.caseless("async"), "async", flags);
+    if (flags.length > 0) throw badRequest(FAILED, flags);
+    if (file && multipart)
+      throw badRequest(FAILED, ["With multipart=true the file comes in parts (addPart): send no 'file' here."]);
+    if (file || multipart) {
       if (user.role !== "org_admin" && !identity.privileges.includes(CREATE_ITEM_PRIVILEGE)) throw forbidden();
       const title = (req.params.get("title") ?? "").trim();
       if (title.length > 250 || CONTROL.test(title))
         throw badRequest(FAILED, ["'title' must have at most 250 characters and no control characters."]);
       const owner = await ownerFor(req, user.username, user.role, portal.portalId);
-      const item = await addFileItem(
-        file,
-        {
-          portalId: portal.portalId,
-          owner,
-          type: req.params.get("type"),
-          title,
-          tags: tagsOf(req.params.get("tags")),
-          description: (req.params.get("description") ?? "").slice(0, 64_000),
-          snippet: (req.params.get("snippet") ?? "").slice(0, 2048),
-          filename: req.params.get("filename"),
-        },
-        FAILED,
-      );
+      const description: UploadDescription = {
+        portalId: portal.portalId,
+        owner,
+        type: req.params.get("type"),
+        title,
+        tags: tagsOf(req.params.get("tags")),
+        description: (req.params.get("description") ?? "").slice(0, 64_000),
+        snippet: (req.params.get("snippet") ?? "").slice(0, 2048),
+        filename: req.params.get("filename"),
+      };
+      const item = file ? await addFileItem(file, description, FAILED) : await addPartialItem(description, FAILED);
       return { success: true, id: item.itemId, folder: null };
     }
     if (user.role !== "org_admin" && !identity.privileges.includes(DESCRIBE_PRIVILEGE)) throw forbidden();
@@ -160,6 +167,8 @@ const addItem = {
 
 export const handler = routesHandler({
   [CONTENT_FILES.addItem]: addItem,
+  [CONTENT_FILES.addPart]: addPartOperation,
+  [CONTENT_FILES.commit]: commitOperation,
   [CONTENT_FILES.analyze]: analyzeOperation,
   [CONTENT_FILES.publish]: publishOperation,
   [CONTENT_FILES.status]: statusOperation,

@@ -3,6 +3,7 @@
 // its JSON as registered, the connection string without its password (which nobody reads back, administrators
 // included); other items have none (an empty answer, as ArcGIS gives for an item without data).
 import { dataStoreJson } from "#shared/datastore-registration.ts";
+import { badRequest } from "#shared/http/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { Content } from "#shared/http/render.ts";
 import { visibleItem } from "#shared/items.ts";
@@ -12,6 +13,11 @@ import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 
 export const handler = restHandler({ name: "Item Data" }, async (req) => {
   const item = await visibleItem(req.identity, req.pathParameters.itemId);
+  if (item.upload) {
+    throw badRequest("Unable to get item data.", [
+      `The item's file is not whole yet (its upload is ${item.upload.state}): its status says when it is.`,
+    ]);
+  }
   if (item.file) {
     const bytes = await itemFiles().get(item.itemId);
     // The item commits after its file is kept: a missing file is a fault of the storage, logged as one (a 500).

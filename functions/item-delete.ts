@@ -45,6 +45,11 @@ export const handler = restHandler(
     else await changing(item, () => deleteItem(item));
     // After its item: a failure here leaves a file no item names, never an item without its file.
     if (item.file) await itemFiles().remove(item.itemId);
+    // A file still coming in parts: its parts, and a file an interrupted commit may have assembled.
+    if (item.upload) {
+      await itemFiles().removeParts(item.itemId);
+      await itemFiles().remove(item.itemId);
+    }
     // A hosted service's data is mapgate's own: it goes with the service (the file it was published from stays).
     if (item.hostedData) await removeHostedData(item.itemId);
     if (item.service) {

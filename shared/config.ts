@@ -45,6 +45,11 @@ export interface Config {
   readonly hostedData: { readonly bucket: string } | { readonly dir: string } | undefined;
   /** How many bytes of uploaded files one member, and one organization, may keep. */
   readonly storageQuota: { readonly userBytes: number; readonly organizationBytes: number };
+  /**
+   * The largest file uploaded in parts, once assembled: the commit streams it within one request's time (29 s on
+   * AWS), so the default stays well within what a function copies in that time.
+   */
+  readonly maxItemFileBytes: number;
 }
 
 /**
@@ -92,6 +97,7 @@ export const TUNABLES = [
   "OAUTH_CODE_SECONDS",
   "STORAGE_QUOTA_USER_MB",
   "STORAGE_QUOTA_ORGANIZATION_MB",
+  "MAX_ITEM_FILE_MB",
 ] as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -195,6 +201,7 @@ export function readConfig(env: Env): Config {
       userBytes: bounded(env, "STORAGE_QUOTA_USER_MB", 2 * 1024, 1024 * 1024) * MB,
       organizationBytes: bounded(env, "STORAGE_QUOTA_ORGANIZATION_MB", 100 * 1024, 1024 * 1024 * 1024) * MB,
     },
+    maxItemFileBytes: bounded(env, "MAX_ITEM_FILE_MB", 256, 5 * 1024) * MB,
   };
 }
 

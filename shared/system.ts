@@ -217,13 +217,18 @@ export const ROLE_PATHS = {
   privileges: `${PORTAL_ROOT}/portals/{portalId}/roles/{roleId}/privileges`,
 } as const;
 
-/** The paths of the function that takes uploads: adding an item, analyzing a file, publishing it, an item's status. */
+/**
+ * The paths of the function that takes uploads: adding an item, a file's parts and their commit, analyzing a file,
+ * publishing it, an item's status.
+ */
 export const CONTENT_FILES = {
   addItem: `${PORTAL_ROOT}/content/users/{username}/addItem`,
   analyze: `${PORTAL_ROOT}/content/features/analyze`,
   publish: `${PORTAL_ROOT}/content/users/{username}/publish`,
   status: `${PORTAL_ROOT}/content/users/{username}/items/{itemId}/status`,
   export: `${PORTAL_ROOT}/content/users/{username}/export`,
+  addPart: `${PORTAL_ROOT}/content/users/{username}/items/{itemId}/addPart`,
+  commit: `${PORTAL_ROOT}/content/users/{username}/items/{itemId}/commit`,
 } as const;
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -392,7 +397,14 @@ function contentRoutes(): RouteSpec[] {
       id: "item-add",
       methods: GP,
       path: CONTENT_FILES.addItem,
-      alsoAt: [CONTENT_FILES.analyze, CONTENT_FILES.publish, CONTENT_FILES.status, CONTENT_FILES.export],
+      alsoAt: [
+        CONTENT_FILES.analyze,
+        CONTENT_FILES.publish,
+        CONTENT_FILES.status,
+        CONTENT_FILES.addPart,
+        CONTENT_FILES.commit,
+        CONTENT_FILES.export,
+      ],
       tables: { items: "write", datastores: "write", servers: "read", services: "write" },
       datastoreSecrets: "write",
       itemFiles: "write",

@@ -102,11 +102,14 @@ export function fileItemType(asked: string | undefined, name: string, what: stri
   return type;
 }
 
-/** Refuses a file whose first bytes are not those of its type (a renamed executable, an empty upload). */
-function checkContent(type: string, file: UploadedFile, what: string): void {
+/**
+ * Refuses a file whose first bytes (`head`, at least the longest magic's length when the file has as many) are not
+ * those of its type (a renamed executable), or an empty one.
+ */
+export function checkContent(type: string, head: Buffer, size: number, what: string): void {
   const spec = FILE_ITEM_TYPES[type] as FileType;
-  if (file.bytes.length === 0) throw badRequest(what, ["The file is empty."]);
-  if (spec.magic && !spec.magic.some((m) => file.bytes.subarray(0, m.length).equals(m))) {
+  if (size === 0) throw badRequest(what, ["The file is empty."]);
+  if (spec.magic && !spec.magic.some((m) => head.subarray(0, m.length).equals(m))) {
     throw badRequest(what, [`The file is not ${spec.what}: its content does not begin as one does.`]);
   }
 }
@@ -142,7 +145,7 @@ export async function addFileItem(file: UploadedFile, d: UploadDescription, what
   const name = itemFileName(d.filename || file.filename);
   if (name === "") throw badRequest(what, ["The file has no name: give 'filename' (e.g. sites.csv)."]);
   const type = fileItemType(d.type, name, what);
-  checkContent(type, file, what);
+  checkContent(type, file.bytes, file.bytes.length, what);
   const spec = FILE_ITEM_TYPES[type] as FileType;
   const now = Date.now();
   const item: Item & { file: NonNullable<Item["file"]> } = {

@@ -65,8 +65,15 @@ const itemFilesStatement = (st: { Resource: unknown }) =>
 /** A policy statement on the hosted layers' data (`hosted/` of the same bucket). */
 const hostedDataStatement = (st: { Resource: unknown }) =>
   JSON.stringify(st.Resource).includes("ItemFiles") && JSON.stringify(st.Resource).includes("/hosted/*");
-const objectActions = (level: "read" | "write" | undefined) =>
-  level === "write" ? [["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]] : level === "read" ? ["s3:GetObject"] : [];
+const objectActions = (level: "read" | "write" | undefined, parts = false) =>
+  level === "write"
+    ? [["s3:GetObject", "s3:PutObject", "s3:DeleteObject", ...(parts ? ["s3:AbortMultipartUpload"] : [])]]
+    : level === "read"
+      ? ["s3:GetObject"]
+      : [];
+/** The listing of the item-files bucket a writer of uploaded files gets (an item's parts), under `items/` alone. */
+const itemPartsListing = (st: { Action: unknown; Resource: unknown }) =>
+  st.Action === "s3:ListBucket" && JSON.stringify(st.Resource).includes("ItemFiles");
 const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
 
 function functionFor(routeId: string): Resource {
@@ -276,7 +283,12 @@ describe("infrastructure", () => {
       expect(
         statements.filter(itemFilesStatement).map((st) => st.Action),
         spec.id,
-      ).toEqual(objectActions(spec.itemFiles));
+      ).toEqual(objectActions(spec.itemFiles, true));
+      expect(statements.filter(itemPartsListing), spec.id).toEqual(
+        spec.itemFiles === "write"
+          ? [expect.objectContaining({ Condition: { StringLike: { "s3:prefix": ["items/*"] } } })]
+          : [],
+      );
       expect(
         statements.filter(hostedDataStatement).map((st) => st.Action),
         spec.id,
@@ -302,7 +314,11 @@ describe("infrastructure", () => {
       const statements = (
         policy[1].Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] }
       ).Statement.filter(
-        (st) => JSON.stringify(st.Action).includes("s3:") && !itemFilesStatement(st) && !hostedDataStatement(st),
+        (st) =>
+          JSON.stringify(st.Action).includes("s3:") &&
+          !itemFilesStatement(st) &&
+          !hostedDataStatement(st) &&
+          !itemPartsListing(st),
       );
       if (!spec.readsStorage) {
         expect(statements, spec.id).toEqual([]);
@@ -418,6 +434,7 @@ describe("infrastructure", () => {
       ["MAX_BODY_BYTES", "OAUTH_ACCESS_TOKEN_MINUTES", "OAUTH_CODE_SECONDS", "OAUTH_REFRESH_TOKEN_MINUTES"]
         .concat(["SIGNIN_FAILURE_WINDOW_SECONDS", "SIGNIN_LOCKOUT_SECONDS", "SIGNIN_MAX_FAILURES"])
         .concat(["SOAP_MESSAGE_FORMAT", "SOAP_NAMESPACE", "STORAGE_QUOTA_ORGANIZATION_MB", "STORAGE_QUOTA_USER_MB"])
+        .concat(["MAX_ITEM_FILE_MB"])
         .sort(),
     );
     // The synth command checks context values with the functions' own rules (infra/aws/app.ts).

@@ -365,9 +365,30 @@ export class MapgateStack extends Stack {
      * helpers add List*, GetBucket* and more), with the variable naming the bucket: uploaded files (`items/`) and
      * hosted layers' data (`hosted/`, read by the service function, written by publishing).
      */
-    const grantBucketPrefix = (fn: NodejsFunction, level: Access, prefix: string, env: string, whose: string) => {
-      const actions = level === "write" ? ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"] : ["s3:GetObject"];
+    const grantBucketPrefix = (
+      fn: NodejsFunction,
+      level: Access,
+      prefix: string,
+      env: string,
+      whose: string,
+      parts = false,
+    ) => {
+      // A writer of uploaded files also assembles files uploaded in parts (`parts`): an S3 multipart upload it may
+      // abort, and a listing of its own prefix alone (an item's parts).
+      const actions =
+        level === "write"
+          ? ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", ...(parts ? ["s3:AbortMultipartUpload"] : [])]
+          : ["s3:GetObject"];
       fn.addToRolePolicy(new PolicyStatement({ actions, resources: [itemFilesBucket.arnForObjects(`${prefix}/*`)] }));
+      if (level === "write" && parts) {
+        fn.addToRolePolicy(
+          new PolicyStatement({
+            actions: ["s3:ListBucket"],
+            resources: [itemFilesBucket.bucketArn],
+            conditions: { StringLike: { "s3:prefix": [`${prefix}/*`] } },
+          }),
+        );
+      }
       const bucketId = Stack.of(this).getLogicalId(itemFilesBucket.node.defaultChild as CfnElement);
       if (fn.role) {
         Validations.of(fn.role).acknowledge({
@@ -448,7 +469,7 @@ export class MapgateStack extends Stack {
         fn.addEnvironment("DATASTORE_SECRET_PREFIX", datastoreSecretPrefix);
         for (const [k, v] of Object.entries(datastorePolicy)) fn.addEnvironment(k, v);
       }
-      if (itemFiles) grantBucketPrefix(fn, itemFiles, "items", "ITEM_FILES_BUCKET", "uploaded item's file");
+      if (itemFiles) grantBucketPrefix(fn, itemFiles, "items", "ITEM_FILES_BUCKET", "uploaded item's file", true);
       if (hostedData) grantBucketPrefix(fn, hostedData, "hosted", "HOSTED_DATA_BUCKET", "hosted layer's data");
       for (const [table, level] of Object.entries(access)) {
         const t = tables.get(table as TableName);

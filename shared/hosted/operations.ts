@@ -8,6 +8,7 @@ import { canManage, visibleItem } from "#shared/items.ts";
 import { analysis, fileTypeOf, parametersOf, publishHosted, publishInput, readTables } from "#shared/hosted/publish.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { tagsOf } from "#shared/publishing.ts";
+import { uploadStatus } from "#shared/upload-parts.ts";
 
 const PUBLISH_PRIVILEGE = "portal:publisher:publishFeatures";
 const CREATE_ITEM_PRIVILEGE = "portal:user:createItem";
@@ -69,8 +70,9 @@ export const publishOperation: FamilyOperation = {
 };
 
 /**
- * GET|POST …/content/users/<u>/items/<id>/status: an item made by publishing (or uploaded) is whole once it exists,
- * as a publish finishes within its request: `completed`, as ArcGIS answers a finished job.
+ * GET|POST …/content/users/<u>/items/<id>/status: an item made by publishing (or uploaded in one request) is whole
+ * once it exists, as a publish finishes within its request: `completed`, as ArcGIS answers a finished job. A file
+ * uploaded in parts is `partial`, `processing` or `failed` until its commit makes it whole (shared/upload-parts.ts).
  */
 export const statusOperation: FamilyOperation = {
   op: { name: "Item Status", defaultFormat: "json" },
@@ -78,8 +80,7 @@ export const statusOperation: FamilyOperation = {
     const item = await visibleItem(req.identity, req.pathParameters.itemId);
     const jobId = req.params.caseless("jobId");
     return {
-      status: "completed",
-      statusMessage: "completed",
+      ...(await uploadStatus(req, item)),
       itemId: item.itemId,
       ...(jobId && /^[0-9a-f]{32}$/.test(jobId) ? { jobId } : {}),
     };

@@ -142,6 +142,7 @@ export async function parseParams(
   event: APIGatewayProxyEventV2,
   maxBodyBytes: number,
   acceptsFiles: readonly string[] = [],
+  refuseTooLarge: (limit: number, got: number) => Error = tooLarge,
 ): Promise<Params> {
   // Size is judged on the wire form first, so a huge base64 body is refused before it is decoded.
   const rawLength = event.body
@@ -149,11 +150,11 @@ export async function parseParams(
       ? Math.floor((event.body.length * 3) / 4)
       : event.body.length
     : 0;
-  if (rawLength > maxBodyBytes) throw tooLarge(maxBodyBytes);
+  if (rawLength > maxBodyBytes) throw refuseTooLarge(maxBodyBytes, rawLength);
   const sources: Iterable<[string, string]>[] = [new URLSearchParams(event.rawQueryString ?? "")];
   let files = new Map<string, UploadedFile>();
   const body = bodyBytes(event);
-  if (body.length > maxBodyBytes) throw tooLarge(maxBodyBytes);
+  if (body.length > maxBodyBytes) throw refuseTooLarge(maxBodyBytes, body.length);
   if (body.length > 0) {
     const declared = header(event, "content-type") ?? URLENCODED;
     const type = declared.split(";")[0]?.trim().toLowerCase();

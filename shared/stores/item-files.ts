@@ -5,8 +5,9 @@
 // so a crash between the two leaves at most a file no item names (never an item whose file is missing).
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { copyFile, mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
 import { config } from "#shared/config.ts";
 
 export interface ItemFiles {
@@ -17,13 +18,63 @@ export interface ItemFiles {
   get(itemId: string): Promise<Buffer | undefined>;
   /** Removes the file; nothing happens when there is none. */
   remove(itemId: string): Promise<void>;
+  /** Keeps one part of a file uploaded in parts (addPart), replacing a part of the same number. */
+  putPart(itemId: string, partNum: number, bytes: Buffer): Promise<void>;
+  /** The size of one part kept for an item; undefined when there is none. */
+  partSize(itemId: string, partNum: number): Promise<number | undefined>;
+  /** The parts kept for an item: part number → size in bytes. */
+  listParts(itemId: string): Promise<Map<number, number>>;
+  /**
+   * Writes the item's file from its parts, in the order given, streaming (one part's chunks, or on S3 one
+   * bounded buffer, in memory at a time); answers the file's size and its first bytes (for the magic check).
+   */
+  assemble(itemId: string, partNums: readonly number[], contentType: string): Promise<Assembled>;
+  /** Removes every part kept for the item; nothing happens when there is none. */
+  removeParts(itemId: string): Promise<void>;
 }
+
+export interface Assembled {
+  readonly size: number;
+  /** The file's first bytes (at most HEAD_BYTES). */
+  readonly head: Buffer;
+}
+
+const HEAD_BYTES = 64;
 
 const ITEM_ID = /^[0-9a-f]{32}$/;
 
 function checkedKey(itemId: string): string {
   if (!ITEM_ID.test(itemId)) throw new Error(`not an item id: ${itemId.slice(0, 40)}`);
   return `items/${itemId}`;
+}
+
+/**
+ * Where an item's parts are kept (`items/parts/<item id>/`): under the files' own prefix (so the functions' grant
+ * covers them), never where a file is looked for (no item id is `parts`).
+ */
+function partsPrefix(itemId: string): string {
+  if (!ITEM_ID.test(itemId)) throw new Error(`not an item id: ${itemId.slice(0, 40)}`);
+  return `items/parts/${itemId}/`;
+}
+
+/** A part's name: its number padded, so names sort as numbers do. */
+function partName(partNum: number): string {
+  if (!Number.isSafeInteger(partNum) || partNum < 1 || partNum > 10_000) throw new Error(`not a part number`);
+  return String(partNum).padStart(5, "0");
+}
+
+const PART_NAME = /^\d{5}$/;
+
+/** Collects a file's first bytes as its chunks pass. */
+class Head {
+  #bytes = Buffer.alloc(0);
+  take(chunk: Buffer): void {
+    if (this.#bytes.length < HEAD_BYTES)
+      this.#bytes = Buffer.concat([this.#bytes, chunk.subarray(0, HEAD_BYTES - this.#bytes.length)]);
+  }
+  get bytes(): Buffer {
+    return this.#bytes;
+  }
 }
 
 /** One machine: a folder only the engine's user reads; each file written whole, then renamed into place. */
@@ -82,6 +133,78 @@ class FolderItemFiles implements ItemFiles {
   async remove(itemId: string): Promise<void> {
     await rm(join(this.#dir, checkedKey(itemId)), { force: true });
   }
+
+  async putPart(itemId: string, partNum: number, bytes: Buffer): Promise<void> {
+    const folder = join(this.#dir, partsPrefix(itemId));
+    await mkdir(folder, { recursive: true, mode: 0o700 });
+    const target = join(folder, partName(partNum));
+    const temporary = `${target}.${randomBytes(6).toString("hex")}.tmp`;
+    const handle = await open(temporary, "wx", 0o600);
+    try {
+      await handle.writeFile(bytes);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temporary, target);
+  }
+
+  async partSize(itemId: string, partNum: number): Promise<number | undefined> {
+    try {
+      return (await stat(join(this.#dir, partsPrefix(itemId), partName(partNum)))).size;
+    } catch (err) {
+      if ((err as { code?: string }).code === "ENOENT") return undefined;
+      throw err;
+    }
+  }
+
+  async listParts(itemId: string): Promise<Map<number, number>> {
+    const folder = join(this.#dir, partsPrefix(itemId));
+    const out = new Map<number, number>();
+    let names: string[];
+    try {
+      names = await readdir(folder);
+    } catch (err) {
+      if ((err as { code?: string }).code === "ENOENT") return out;
+      throw err;
+    }
+    for (const name of names) {
+      if (!PART_NAME.test(name)) continue;
+      out.set(Number(name), (await stat(join(folder, name))).size);
+    }
+    return out;
+  }
+
+  async assemble(itemId: string, partNums: readonly number[]): Promise<Assembled> {
+    const target = join(this.#dir, checkedKey(itemId));
+    await mkdir(join(this.#dir, "items"), { recursive: true, mode: 0o700 });
+    const temporary = `${target}.${randomBytes(6).toString("hex")}.part`;
+    const handle = await open(temporary, "wx", 0o600);
+    const head = new Head();
+    let size = 0;
+    try {
+      for (const n of partNums) {
+        for await (const chunk of createReadStream(join(this.#dir, partsPrefix(itemId), partName(n)))) {
+          const bytes = chunk as Buffer;
+          head.take(bytes);
+          await handle.write(bytes);
+          size += bytes.length;
+        }
+      }
+      await handle.sync();
+    } catch (err) {
+      await handle.close();
+      await rm(temporary, { force: true });
+      throw err;
+    }
+    await handle.close();
+    await rename(temporary, target);
+    return { size, head: head.bytes };
+  }
+
+  async removeParts(itemId: string): Promise<void> {
+    await rm(join(this.#dir, partsPrefix(itemId)), { recursive: true, force: true });
+  }
 }
 
 /** AWS: the stack's private, encrypted bucket; the SDK is loaded only by functions that meet a file. */
@@ -137,7 +260,126 @@ class BucketItemFiles implements ItemFiles {
     const { s3, client } = await this.#client();
     await client.send(new s3.DeleteObjectCommand({ Bucket: this.#bucket, Key: checkedKey(itemId) }));
   }
+
+  async putPart(itemId: string, partNum: number, bytes: Buffer): Promise<void> {
+    const { s3, client } = await this.#client();
+    const Key = partsPrefix(itemId) + partName(partNum);
+    await client.send(new s3.PutObjectCommand({ Bucket: this.#bucket, Key, Body: bytes }));
+  }
+
+  async partSize(itemId: string, partNum: number): Promise<number | undefined> {
+    const { s3, client } = await this.#client();
+    try {
+      const out = await client.send(
+        new s3.HeadObjectCommand({ Bucket: this.#bucket, Key: partsPrefix(itemId) + partName(partNum) }),
+      );
+      return out.ContentLength ?? 0;
+    } catch (err) {
+      if ((err as { name?: string }).name === "NotFound" || (err as { name?: string }).name === "NoSuchKey")
+        return undefined;
+      throw err;
+    }
+  }
+
+  /** The keys and sizes under the item's parts prefix, a listing page (1,000 keys) at a time. */
+  async #partObjects(itemId: string): Promise<{ key: string; size: number }[]> {
+    const { s3, client } = await this.#client();
+    const Prefix = partsPrefix(itemId);
+    const out: { key: string; size: number }[] = [];
+    let ContinuationToken: string | undefined;
+    do {
+      const page = await client.send(
+        new s3.ListObjectsV2Command({
+          Bucket: this.#bucket,
+          Prefix,
+          ...(ContinuationToken ? { ContinuationToken } : {}),
+        }),
+      );
+      for (const o of page.Contents ?? []) if (o.Key) out.push({ key: o.Key, size: o.Size ?? 0 });
+      ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (ContinuationToken);
+    return out;
+  }
+
+  async listParts(itemId: string): Promise<Map<number, number>> {
+    const prefix = partsPrefix(itemId);
+    const out = new Map<number, number>();
+    for (const { key, size } of await this.#partObjects(itemId)) {
+      const name = key.slice(prefix.length);
+      if (PART_NAME.test(name)) out.set(Number(name), size);
+    }
+    return out;
+  }
+
+  /**
+   * S3 takes a multipart upload's parts from 5 MiB (but the last), and mapgate's parts are smaller than a
+   * request body: the parts' bytes are streamed into one buffer of S3_CHUNK bytes, sent as an S3 part whenever it
+   * fills, so at most one chunk (and one part's stream) is in memory whatever the file's size.
+   */
+  async assemble(itemId: string, partNums: readonly number[], contentType: string): Promise<Assembled> {
+    const { s3, client } = await this.#client();
+    const Bucket = this.#bucket;
+    const Key = checkedKey(itemId);
+    const { UploadId } = await client.send(
+      new s3.CreateMultipartUploadCommand({ Bucket, Key, ContentType: contentType }),
+    );
+    if (!UploadId) throw new Error("S3 gave no multipart upload id");
+    const done: { PartNumber: number; ETag: string }[] = [];
+    const head = new Head();
+    const buffer = Buffer.alloc(S3_CHUNK);
+    let filled = 0;
+    let size = 0;
+    const flush = async () => {
+      const PartNumber = done.length + 1;
+      const out = await client.send(
+        new s3.UploadPartCommand({ Bucket, Key, UploadId, PartNumber, Body: Buffer.from(buffer.subarray(0, filled)) }),
+      );
+      if (!out.ETag) throw new Error("S3 gave no ETag for an uploaded part");
+      done.push({ PartNumber, ETag: out.ETag });
+      filled = 0;
+    };
+    try {
+      for (const n of partNums) {
+        const got = await client.send(new s3.GetObjectCommand({ Bucket, Key: partsPrefix(itemId) + partName(n) }));
+        for await (const chunk of got.Body as Readable) {
+          let bytes = chunk as Buffer;
+          head.take(bytes);
+          size += bytes.length;
+          while (bytes.length > 0) {
+            const taken = bytes.copy(buffer, filled);
+            filled += taken;
+            bytes = bytes.subarray(taken);
+            if (filled === S3_CHUNK) await flush();
+          }
+        }
+      }
+      // An empty file still needs one part to complete.
+      if (filled > 0 || done.length === 0) await flush();
+      await client.send(
+        new s3.CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: done } }),
+      );
+    } catch (err) {
+      // The incomplete upload would otherwise be kept (and billed) until a lifecycle rule removes it.
+      await client.send(new s3.AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => undefined);
+      throw err;
+    }
+    return { size, head: head.bytes };
+  }
+
+  async removeParts(itemId: string): Promise<void> {
+    const { s3, client } = await this.#client();
+    const keys = (await this.#partObjects(itemId)).map((o) => o.key);
+    // One DeleteObject per key (the grant is per object), a few at a time.
+    for (let i = 0; i < keys.length; i += 8) {
+      await Promise.all(
+        keys.slice(i, i + 8).map((Key) => client.send(new s3.DeleteObjectCommand({ Bucket: this.#bucket, Key }))),
+      );
+    }
+  }
 }
+
+/** The S3 part size of an assembled file: above S3's 5 MiB floor, a bounded buffer in a function's memory. */
+const S3_CHUNK = 8 * 1024 * 1024;
 
 let opened: ItemFiles | undefined;
 
@@ -146,6 +388,11 @@ export function itemFiles(): ItemFiles {
   if (opened) return opened;
   const where = config().itemFiles;
   if (!where) throw new Error("no item file storage configured (ITEM_FILES_BUCKET or ITEM_FILES_DIR)");
-  opened = "bucket" in where ? new BucketItemFiles(where.bucket) : new FolderItemFiles(where.dir);
+  opened = openItemFiles(where);
   return opened;
+}
+
+/** The item files kept in a bucket or a folder (what itemFiles() opens from the configuration). */
+export function openItemFiles(where: { readonly bucket: string } | { readonly dir: string }): ItemFiles {
+  return "bucket" in where ? new BucketItemFiles(where.bucket) : new FolderItemFiles(where.dir);
 }

@@ -2,7 +2,14 @@
 // An item is the source of truth for who sees its service; the service record keeps a copy of `access` (and
 // of the description and tags the catalog shows), changed in the same transaction as the item, with the
 // server's catalog version, so every cached catalog sees the change on its next request.
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import {
   batchGet,
@@ -73,6 +80,21 @@ export interface Item {
   readonly hostedData?: number;
   /** A hosted service's item: the file item it was published from (ArcGIS's Service2Data relationship). */
   readonly sourceItemId?: string;
+  /** A file uploaded in parts, not yet whole (`addItem` with `multipart=true`); gone once its file is. */
+  readonly upload?: ItemUpload;
+}
+
+/**
+ * A file coming in parts: its name, what its parts count against the quotas so far (`bytes`), and where it stands:
+ * `partial` takes parts; `processing` is being (or waits to be, `claimed` 0) assembled; `failed` says why.
+ */
+export interface ItemUpload {
+  readonly state: "partial" | "processing" | "failed";
+  readonly name: string;
+  readonly bytes: number;
+  /** When an assembly began (ms); 0 while an asynchronous commit waits for one. */
+  readonly claimed?: number;
+  readonly reason?: string;
 }
 
 export interface ItemFile {
@@ -92,6 +114,7 @@ export function toItem(record: Record<string, unknown>): Item {
   const service = r.object("service");
   const pair = r.object("pair");
   const file = r.object("file");
+  const upload = r.object("upload");
   const extent = record.extent;
   return {
     itemId: r.string("itemId"),
@@ -125,6 +148,17 @@ export function toItem(record: Record<string, unknown>): Item {
       : {}),
     ...(typeof record.hostedData === "number" ? { hostedData: record.hostedData } : {}),
     ...(typeof record.sourceItemId === "string" ? { sourceItemId: record.sourceItemId } : {}),
+    ...(upload
+      ? {
+          upload: {
+            state: String(upload.state) as ItemUpload["state"],
+            name: String(upload.name),
+            bytes: Number(upload.bytes),
+            ...(typeof upload.claimed === "number" ? { claimed: upload.claimed } : {}),
+            ...(typeof upload.reason === "string" ? { reason: upload.reason } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -142,6 +176,7 @@ function record(item: Item): Record<string, unknown> {
     ...(item.service ? { service: { ...item.service } } : {}),
     ...(item.pair ? { pair: { ...item.pair } } : {}),
     ...(item.file ? { file: { ...item.file } } : {}),
+    ...(item.upload ? { upload: { ...item.upload } } : {}),
     createdKey: String(item.created).padStart(16, "0"),
     ...(item.access === "public" ? { listed: PUBLIC } : {}),
   };
@@ -190,7 +225,7 @@ function usageChange(portalId: string, username: string | undefined, bytes: numb
 }
 
 /** The bytes an item counts against its owner's and organization's quotas (its file, or its hosted data). */
-const keptBytes = (item: Item) => item.file?.size ?? item.hostedData ?? 0;
+const keptBytes = (item: Item) => item.file?.size ?? item.hostedData ?? item.upload?.bytes ?? 0;
 
 function usageRelease(item: Item) {
   const bytes = keptBytes(item);
@@ -560,8 +595,33 @@ export async function updateItem(item: Item, changes: ItemChanges): Promise<void
  * kept, its layer–dataset pair, and a new catalog version. The name is free again the moment this commits.
  */
 export async function deleteItem(item: Item): Promise<void> {
+  // A file coming in parts changes what it counts as parts arrive: the item is deleted as it was read (the usage it
+  // gives back is what it counted), else read again.
+  let current = item;
+  for (let attempt = 0; current.upload && attempt < 8; attempt++) {
+    try {
+      return await deleteItemAsRead(current);
+    } catch (err) {
+      if (!(err instanceof ItemGoneError)) throw err;
+      const fresh = await getItem(current.itemId);
+      if (!fresh) throw err;
+      current = fresh;
+    }
+  }
+  if (current.upload) throw new ItemBusyError();
+  return deleteItemAsRead(current);
+}
+
+async function deleteItemAsRead(item: Item): Promise<void> {
+  const asRead = item.upload
+    ? {
+        ConditionExpression: "attribute_exists(itemId) AND #u.#b = :b",
+        ExpressionAttributeNames: { "#u": "upload", "#b": "bytes" },
+        ExpressionAttributeValues: { ":b": item.upload.bytes },
+      }
+    : { ConditionExpression: "attribute_exists(itemId)" };
   await transact([
-    { Delete: { ...itemKey(item), ConditionExpression: "attribute_exists(itemId)" } },
+    { Delete: { ...itemKey(item), ...asRead } },
     ...(item.service
       ? [
           {
@@ -582,5 +642,173 @@ export async function deleteItem(item: Item): Promise<void> {
   // after the item, so a failure here leaves only entries that no longer find an item.
   for (const groupId of item.groups ?? []) {
     await ddb.send(new DeleteCommand({ TableName: tableName("groups"), Key: groupItemKey(groupId, item.itemId) }));
+  }
+}
+
+// Files uploaded in parts (shared/upload-parts.ts). The item exists from `addItem` on, as `upload`; each part's bytes
+// count against the quotas as it arrives, and the commit that makes the file whole counts the file instead.
+
+/** The item is no longer taking parts (committed, or being committed). */
+export class UploadStateError extends Error {
+  constructor() {
+    super("The item is no longer taking parts.");
+    this.name = "UploadStateError";
+  }
+}
+
+/**
+ * Counts `delta` more bytes (fewer, when a part is replaced by a smaller one) against the item's upload and its
+ * owner's and organization's quotas, at once, while the item still takes parts.
+ */
+export async function chargeUpload(
+  item: Item,
+  delta: number,
+  quota: { readonly userBytes: number; readonly organizationBytes: number },
+): Promise<void> {
+  const limits = delta > 0 ? [quota.userBytes, quota.organizationBytes] : [undefined, undefined];
+  if (delta > quota.userBytes) throw new StorageQuotaError("user");
+  if (delta > quota.organizationBytes) throw new StorageQuotaError("organization");
+  const actions = [
+    {
+      Update: {
+        ...itemKey(item),
+        // ADD takes top-level attributes only: a nested counter is SET from itself.
+        UpdateExpression: "SET #u.#b = #u.#b + :d",
+        ConditionExpression: "#u.#s = :partial",
+        ExpressionAttributeNames: { "#u": "upload", "#b": "bytes", "#s": "state" },
+        ExpressionAttributeValues: { ":d": delta, ":partial": "partial" },
+      },
+    },
+    usageChange(item.portalId, item.owner, delta, limits[0]),
+    usageChange(item.portalId, undefined, delta, limits[1]),
+  ];
+  try {
+    await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
+  } catch (err) {
+    if (failedConditions(err)?.includes(0)) throw new UploadStateError();
+    throw quotaFailure(err, 1) ?? (isTransactionConflict(err) ? new ItemBusyError() : err);
+  }
+}
+
+/**
+ * Takes the assembly of an upload: a partial upload (`from` partial), or one whose asynchronous commit waits or
+ * whose assembler stopped before `staleBefore` (`from` processing). False when someone else holds it.
+ */
+export async function claimUpload(
+  item: Item,
+  from: "partial" | "processing",
+  claimed: number,
+  staleBefore = 0,
+): Promise<boolean> {
+  try {
+    await ddb.send(
+      new UpdateCommand({
+        ...itemKey(item),
+        UpdateExpression: "SET #u.#s = :processing, #u.#c = :c",
+        ConditionExpression:
+          from === "partial"
+            ? "#u.#s = :partial"
+            : "#u.#s = :processing AND (attribute_not_exists(#u.#c) OR #u.#c < :stale)",
+        ExpressionAttributeNames: { "#u": "upload", "#s": "state", "#c": "claimed" },
+        ExpressionAttributeValues: {
+          ":processing": "processing",
+          ":c": claimed,
+          ...(from === "partial" ? { ":partial": "partial" } : { ":stale": staleBefore }),
+        },
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (isConditionFailure(err)) return false;
+    throw err;
+  }
+}
+
+/** The claim an assembler holds: the item still processing, claimed when it claimed it. */
+const heldClaim = (claimed: number) => ({
+  ConditionExpression: "#u.#s = :processing AND #u.#c = :c",
+  names: { "#u": "upload", "#s": "state", "#c": "claimed" },
+  values: { ":processing": "processing", ":c": claimed },
+});
+
+/** The assembler no longer holds the upload (another took it over after it stalled, or the item is gone). */
+export class ClaimLostError extends Error {
+  constructor() {
+    super("The upload's assembly was taken over or the item deleted.");
+    this.name = "ClaimLostError";
+  }
+}
+
+/**
+ * The upload is whole: the item gets its file, and the quotas count the file's size instead of its parts' (the
+ * difference charged, or given back).
+ */
+export async function completeUpload(
+  item: Item & { upload: ItemUpload },
+  claimed: number,
+  file: ItemFile,
+  quota: { readonly userBytes: number; readonly organizationBytes: number },
+): Promise<void> {
+  const delta = file.size - item.upload.bytes;
+  const claim = heldClaim(claimed);
+  const actions = [
+    {
+      Update: {
+        ...itemKey(item),
+        UpdateExpression: "SET #f = :f, modified = :m REMOVE #u",
+        ConditionExpression: claim.ConditionExpression,
+        ExpressionAttributeNames: { ...claim.names, "#f": "file" },
+        ExpressionAttributeValues: {
+          ...claim.values,
+          ":f": { ...file },
+          ":m": Math.max(Date.now(), item.modified + 1),
+        },
+      },
+    },
+    ...(delta !== 0
+      ? [
+          usageChange(item.portalId, item.owner, delta, delta > 0 ? quota.userBytes : undefined),
+          usageChange(item.portalId, undefined, delta, delta > 0 ? quota.organizationBytes : undefined),
+        ]
+      : []),
+  ];
+  try {
+    await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
+  } catch (err) {
+    if (failedConditions(err)?.includes(0)) throw new ClaimLostError();
+    throw quotaFailure(err, 1) ?? (isTransactionConflict(err) ? new ItemBusyError() : err);
+  }
+}
+
+/** The upload failed (`reason` is what its owner reads): its parts' bytes are given back to the quotas. */
+export async function failUpload(item: Item & { upload: ItemUpload }, claimed: number, reason: string): Promise<void> {
+  const claim = heldClaim(claimed);
+  const bytes = item.upload.bytes;
+  const actions = [
+    {
+      Update: {
+        ...itemKey(item),
+        UpdateExpression: "SET #u.#s = :failed, #u.#r = :r, #u.#b = :zero, modified = :m",
+        ConditionExpression: `${claim.ConditionExpression} AND #u.#b = :b`,
+        ExpressionAttributeNames: { ...claim.names, "#r": "reason", "#b": "bytes" },
+        ExpressionAttributeValues: {
+          ...claim.values,
+          ":failed": "failed",
+          ":r": reason,
+          ":zero": 0,
+          ":b": bytes,
+          ":m": Math.max(Date.now(), item.modified + 1),
+        },
+      },
+    },
+    ...(bytes !== 0
+      ? [usageChange(item.portalId, item.owner, -bytes), usageChange(item.portalId, undefined, -bytes)]
+      : []),
+  ];
+  try {
+    await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
+  } catch (err) {
+    if (failedConditions(err)?.includes(0)) throw new ClaimLostError();
+    throw err;
   }
 }

@@ -4,8 +4,12 @@
 // NODE_EXTRA_CA_CERTS for the local certificate.
 import {
   addGroupUsers,
+  addItemPart,
+  commitItemUpload,
   createGroup,
   createItem,
+  createItemInFolder,
+  getItemStatus,
   exportItem,
   getGroup,
   getGroupContent,
@@ -50,6 +54,24 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
       file: new File([Buffer.from(String(o.base64), "base64")], String(o.name)),
       authentication,
     }),
+  // A large file as REST JS uploads one: the item first (multipart, no file), then its parts, then the commit.
+  createItemMultipart: (o) =>
+    createItemInFolder({
+      item: o.item as { title: string; type: string },
+      multipart: true,
+      filename: String(o.filename),
+      authentication,
+    }),
+  addItemPart: (o) =>
+    addItemPart({
+      id: String(o.id),
+      partNum: Number(o.partNum),
+      file: new File([Buffer.from(String(o.base64), "base64")], String(o.name ?? "part")),
+      authentication,
+    }),
+  commitItemUpload: (o) =>
+    commitItemUpload({ id: String(o.id), item: (o.item ?? {}) as { title: string; type: string }, authentication }),
+  getItemStatus: (o) => getItemStatus({ id: String(o.id), authentication }),
   getItemData: (o) => getItemData(String(o.id), { authentication }),
   getUserContent: (o) => getUserContent({ ...o, authentication }),
   searchItems: (o) => searchItems({ ...(o as { q: string }), authentication }),

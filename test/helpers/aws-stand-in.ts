@@ -109,6 +109,11 @@ function s3Check(method: string, url: URL): Check {
     return { action: `s3:${method}Bucket`, resource: bucketArn };
   }
   const object = `${bucketArn}/${key}`;
+  // A multipart upload: creating, completing and sending its parts are s3:PutObject; stopping it is its own action.
+  if (method === "POST" && (url.searchParams.has("uploads") || url.searchParams.has("uploadId")))
+    return { action: "s3:PutObject", resource: object };
+  if (method === "DELETE" && url.searchParams.has("uploadId"))
+    return { action: "s3:AbortMultipartUpload", resource: object };
   const actions: Record<string, string> = {
     GET: "s3:GetObject",
     HEAD: "s3:GetObject",

@@ -15,7 +15,7 @@ export const normalize = (op: Operation): RestMiddleware => ({
   before: async (request) => {
     const event = request.event;
     const o = requestOrigins(event);
-    const params = await parseParams(event, config().maxBodyBytes, op.files);
+    const params = await parseParams(event, config().maxBodyBytes, op.files, op.bodyTooLarge);
     if (op.bodyOnly && event.rawQueryString) refuseInQuery(op.bodyOnly, event.rawQueryString);
     const contentFormat = chooseRendering(op, params, event.rawPath, o.https, request.internal);
     request.internal.normalized = { params, contentFormat, origin: o.origin, httpsOrigin: o.httpsOrigin };

@@ -41,6 +41,8 @@ export interface Operation {
    * The POST's page is answered as it is, not redirected (sign-in pages: a refused sign-in shows its form again).
    */
   readonly answersPostInPlace?: true;
+  /** The refusal of a body over the limit, where the operation says more than the 413 (addPart: the part sizes taken). */
+  readonly bodyTooLarge?: (limit: number, got: number) => Error;
   /**
    * The multipart file fields the operation reads (addItem's `file`); a file under any other name, or sent to an
    * operation declaring none, is refused before anything else runs.
