@@ -9,7 +9,7 @@ import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";
 import { registering } from "#shared/publishing.ts";
 import { getDataStore } from "#shared/stores/datastores.ts";
-import { removeHostedData } from "#shared/hosted/storage.ts";
+import { dropHostedData } from "#shared/hosted/store.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { DATA_STORE_TYPE, deleteItem } from "#shared/stores/items.ts";
 import { emit } from "#shared/events.ts";
@@ -46,7 +46,7 @@ export const handler = restHandler(
     // After its item: a failure here leaves a file no item names, never an item without its file.
     if (item.file) await itemFiles().remove(item.itemId);
     // A hosted service's data is mapgate's own: it goes with the service (the file it was published from stays).
-    if (item.hostedData) await removeHostedData(item.itemId);
+    if (item.hostedData) await dropHostedData(item.itemId);
     if (item.service) {
       await emit("serviceUnpublished", {
         portalId: item.portalId,

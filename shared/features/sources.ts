@@ -9,6 +9,7 @@ import { type GeoPackage, geoPackageAt, isGeoPackageName, splitGeoPackagePath } 
 import { decodeGeoPackageGeometry, decodeWkb } from "#shared/features/geometry/wkb.ts";
 import type { PostGisDatabase } from "#shared/features/postgis.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
+import { HOSTED_STORE_ID } from "#shared/hosted/store.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
@@ -163,7 +164,14 @@ async function openPostGisDataset(datastoreId: string, connection: PostgresConne
 }
 
 export async function openDataset(source: ServiceSource): Promise<OpenDataset> {
-  if ("connection" in source) return openPostGisDataset(source.datastoreId, source.connection, source.path);
+  if ("connection" in source) {
+    // A hosted layer kept in the deployment's own database, reached as that database requires (RDS Proxy).
+    if (source.datastoreId === HOSTED_STORE_ID) {
+      const { openHostedLayer } = await import("#shared/hosted/postgis-store.ts");
+      return openHostedLayer(source.path);
+    }
+    return openPostGisDataset(source.datastoreId, source.connection, source.path);
+  }
   const split = splitGeoPackagePath(source.path);
   if (!split) throw new DatasetError("The layer's dataset is not in a GeoPackage.");
   const gpkg = await openGeoPackage(source.location, split.file);

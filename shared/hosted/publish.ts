@@ -5,7 +5,6 @@
 // and kept first, then the service and its item are made in one transaction; a refused transaction removes the
 // data again, and a crash in between leaves only a file no service names (never a service without its data).
 import {
-  COLUMN_TYPES,
   csvTable,
   DELIMITERS,
   type FieldKind,
@@ -13,14 +12,7 @@ import {
   RESERVED_TABLE,
   type Table,
 } from "#shared/hosted/tables.ts";
-import {
-  HOSTED_STORE_ID,
-  hostedFileName,
-  hostedLocation,
-  keepHostedData,
-  removeHostedData,
-} from "#shared/hosted/storage.ts";
-import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
+import { hostedStore } from "#shared/hosted/store.ts";
 import { emit } from "#shared/events.ts";
 import { logger } from "#shared/log.ts";
 import { badRequest } from "#shared/http/errors.ts";
@@ -197,23 +189,24 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
   if (!bytes) throw new Error(`the file of item ${p.source.itemId} is missing`);
   const table = readTable(bytes, p.filetype, p.parameters, what);
   const serviceItemId = newItemId();
-  let extent: [number, number, number, number] | undefined;
-  const dataBytes = await keepHostedData(serviceItemId, (path) => {
-    const [written] = writeGeoPackage(path, [
-      {
-        name,
-        identifier: p.source.title,
-        ...(table.geometryType ? { geometryType: table.geometryType, srsId: 4326 as const } : {}),
-        columns: table.fields.map((f) => ({
-          name: f.name,
-          type: COLUMN_TYPES[f.kind],
-          ...(f.kind === "string" ? { maxLength: textLength(f.length) } : {}),
-        })),
-        rows: table.rows,
-      },
-    ]);
-    extent = written?.extent;
-  });
+  const store = await hostedStore();
+  const kept = await store.create(serviceItemId, [
+    {
+      name,
+      title: p.source.title,
+      ...(table.geometryType ? { geometryType: table.geometryType } : {}),
+      columns: table.fields.map((f) => ({
+        name: f.name,
+        kind: f.kind,
+        ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+      })),
+      rows: table.rows,
+    },
+  ]);
+  const [layer] = kept.layers;
+  if (!layer) throw new Error("the hosted store kept no layer");
+  const { extent } = layer;
+  const dataBytes = kept.bytes;
   const now = Date.now();
   const service: Service = {
     serverId: server.serverId,
@@ -229,11 +222,7 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
     // Private until its owner shares it, as ArcGIS makes new items.
     access: "private",
     extensions: [],
-    source: {
-      datastoreId: HOSTED_STORE_ID,
-      location: hostedLocation(),
-      path: `/${hostedFileName(serviceItemId)}/${name}`,
-    },
+    source: layer.source,
     created: now,
   };
   const path = restServiceUrl(serverUrl(server, ""), HOSTED_FOLDER, name, "FeatureServer");
@@ -261,9 +250,9 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
     await retryingConflicts(() => createService(service, item, undefined, charge));
   } catch (err) {
     // The refusal is what the caller hears; data left by a failed removal is only an orphan (logged).
-    await removeHostedData(serviceItemId).catch((e: unknown) =>
-      logger.warn("hosted data not removed", { itemId: serviceItemId, error: String(e) }),
-    );
+    await store
+      .drop(serviceItemId)
+      .catch((e: unknown) => logger.warn("hosted data not removed", { itemId: serviceItemId, error: String(e) }));
     if (err instanceof ServiceExistsError) throw badRequest(what, [`Service name '${name}' already exists.`]);
     const refused = err instanceof StorageQuotaError ? err : quotaFailure(err, 2);
     if (refused) throw quotaExceeded(refused.whose, quota);
