@@ -28,7 +28,7 @@ const schemas = async () =>
 const gdalSource = () =>
   `PG:host=127.0.0.1 port=${db.port} dbname=${db.database} user=${HOST.user} password='${HOST.password.replaceAll("'", "\\'")}'`;
 
-hostedLayerSuite({
+const suite = hostedLayerSuite({
   start: async () => {
     db = await startPostgres();
     // The login mapgate owns its data with: it makes a schema per service in the database, nothing more.
@@ -103,5 +103,37 @@ describe("through the stand-in for RDS Proxy", () => {
       "SELECT attidentity FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname LIKE 'h\\_%' AND c.relname = 'zones' AND a.attname = 'fid'",
     );
     expect(identity.rows).toEqual([{ attidentity: "a" }]);
+  });
+
+  it("leaves nothing when the database refuses part of a publish: the transaction is rolled back, the name stays free", async () => {
+    const itemId = await suite.upload(suite.publisher(), "refused.csv", "name,lat,lon\na,1,2\n");
+    const before = await schemas();
+    // PostGIS's types live in the public schema: without it the schema is made, then the geometry table refused.
+    await db.admin.query("REVOKE USAGE ON SCHEMA public FROM PUBLIC");
+    let answer: Record<string, unknown>;
+    try {
+      answer = await suite.postJson(`${suite.rest()}/content/users/publisher/publish`, suite.publisher(), {
+        itemId,
+        filetype: "csv",
+        publishParameters: JSON.stringify({ name: "Refused" }),
+      });
+    } finally {
+      await db.admin.query("GRANT USAGE ON SCHEMA public TO PUBLIC");
+    }
+    expect(answer.error).toEqual({
+      code: 500,
+      message: "Unable to publish item.",
+      details: ["The layer's data could not be stored: nothing was published. Try again later."],
+    });
+    expect(await schemas()).toBe(before);
+    const folder = await suite.getJson(`${suite.servicesUrl()}/Hosted`, suite.publisher());
+    expect(JSON.stringify(folder.services)).not.toContain("Refused");
+    const again = await suite.postJson(`${suite.rest()}/content/users/publisher/publish`, suite.publisher(), {
+      itemId,
+      filetype: "csv",
+      publishParameters: JSON.stringify({ name: "Refused" }),
+    });
+    expect(JSON.stringify(again)).toMatch(/Hosted\/Refused\/FeatureServer/);
+    expect(await schemas()).toBe(before + 1);
   });
 });

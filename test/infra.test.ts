@@ -433,6 +433,21 @@ describe("infrastructure", () => {
       "https://u:p@x.test",
     ])
       expect(() => readConfig({ PUBLIC_HTTPS_ORIGIN: bad })).toThrow(/PUBLIC_HTTPS_ORIGIN must be an https/);
+    // The hosting database: a URI without its password, and where the password is (never in the URI: logs).
+    expect(
+      readConfig({ HOSTED_DATABASE: "postgresql://mapgate@proxy.test:5432/gis", HOSTED_DATABASE_SECRET_ID: "arn:s" })
+        .hostedDatabase,
+    ).toEqual({ uri: "postgresql://mapgate@proxy.test:5432/gis", secret: { secretId: "arn:s" } });
+    expect(() =>
+      readConfig({ HOSTED_DATABASE: "postgresql://mapgate:s3cret@db/gis", HOSTED_DATABASE_SECRET_FILE: "/x" }),
+    ).toThrow(/^HOSTED_DATABASE must not hold a password: give it as HOSTED_DATABASE_SECRET_ID or _SECRET_FILE$/);
+    expect(() => readConfig({ HOSTED_DATABASE: "postgresql://mapgate@db/gis" })).toThrow(
+      /needs HOSTED_DATABASE_SECRET/,
+    );
+    expect(() => readConfig({ HOSTED_DATABASE: "mysql://db/gis", HOSTED_DATABASE_SECRET_FILE: "/x" })).toThrow(
+      /must be a postgresql:\/\/ URI/,
+    );
+    expect(readConfig({}).hostedDatabase).toBeUndefined();
   });
 });
 

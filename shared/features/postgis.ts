@@ -122,7 +122,7 @@ const DATA_FAULTS: Readonly<Record<string, string>> = {
 };
 
 /** Whether a statement failed because its connection had ended (not a connect timeout, nor the statement's own). */
-function endedWhileIdle(err: unknown): boolean {
+export function endedWhileIdle(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e.code === "string" ? e.code : "";
   // 57P01 admin_shutdown, 57P02 crash_shutdown: the server ended the session.

@@ -19,7 +19,7 @@ import type { Pool, PoolClient } from "pg";
 import { config } from "#shared/config.ts";
 import { DatasetError } from "#shared/features/errors.ts";
 import { toWkb } from "#shared/features/geopackage-writer.ts";
-import { classifyPgError, PostGisDatabase, STATEMENT_TIMEOUT_MS } from "#shared/features/postgis.ts";
+import { classifyPgError, endedWhileIdle, PostGisDatabase, STATEMENT_TIMEOUT_MS } from "#shared/features/postgis.ts";
 import { type OpenDataset, postGisDataset } from "#shared/features/sources.ts";
 import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
 import {
@@ -175,13 +175,21 @@ async function inTransaction<T>(
   begin: "BEGIN" | "BEGIN READ ONLY",
   work: (client: PoolClient) => Promise<T>,
 ): Promise<T> {
-  const client = await connectPatiently(pool);
+  let client = await connectPatiently(pool);
   let broken = false;
   try {
-    // One round trip (the simple protocol takes both statements).
-    await client.query(
-      `${begin}; SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}; SET LOCAL lock_timeout = 5000`,
-    );
+    // One round trip (the simple protocol takes the three statements).
+    const opening = `${begin}; SET LOCAL statement_timeout = ${STATEMENT_TIMEOUT_MS}; SET LOCAL lock_timeout = 5000`;
+    try {
+      await client.query(opening);
+    } catch (err) {
+      // An idle connection the server (or the proxy) ended can be handed out before its end is read: nothing of the
+      // work has run, so it starts again on a new connection.
+      if (!endedWhileIdle(err)) throw err;
+      client.release(true);
+      client = await connectPatiently(pool);
+      await client.query(opening);
+    }
     const result = await work(client);
     await client.query("COMMIT");
     return result;

@@ -15,7 +15,7 @@ import {
 import { hostedStore } from "#shared/hosted/store.ts";
 import { emit } from "#shared/events.ts";
 import { logger } from "#shared/log.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { Params } from "#shared/http/params.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { serviceItem } from "#shared/items.ts";
@@ -175,6 +175,20 @@ export interface PublishRequest {
   readonly origin: string;
 }
 
+/**
+ * Keeps a service's data. A store that cannot take it (its database down, refusing, out of space) has kept nothing
+ * (shared/hosted/store.ts): the caller hears that plainly, the operator reads why in the log.
+ */
+async function keeping<T>(make: () => Promise<T>, what: string): Promise<T> {
+  try {
+    return await make();
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    logger.error("hosted data not kept", { error: err instanceof Error ? err.message : String(err) });
+    throw new ApiError(500, what, ["The layer's data could not be stored: nothing was published. Try again later."]);
+  }
+}
+
 /** Publishes a file item as a hosted feature service; answers as ArcGIS's publish does. */
 export async function publishHosted(p: PublishRequest, what: string): Promise<Record<string, unknown>> {
   const name = optionalText(p.parameters.name) ?? serviceNameFrom(p.source.title);
@@ -190,19 +204,23 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
   const table = readTable(bytes, p.filetype, p.parameters, what);
   const serviceItemId = newItemId();
   const store = await hostedStore();
-  const kept = await store.create(serviceItemId, [
-    {
-      name,
-      title: p.source.title,
-      ...(table.geometryType ? { geometryType: table.geometryType } : {}),
-      columns: table.fields.map((f) => ({
-        name: f.name,
-        kind: f.kind,
-        ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
-      })),
-      rows: table.rows,
-    },
-  ]);
+  const kept = await keeping(
+    () =>
+      store.create(serviceItemId, [
+        {
+          name,
+          title: p.source.title,
+          ...(table.geometryType ? { geometryType: table.geometryType } : {}),
+          columns: table.fields.map((f) => ({
+            name: f.name,
+            kind: f.kind,
+            ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+          })),
+          rows: table.rows,
+        },
+      ]),
+    what,
+  );
   const [layer] = kept.layers;
   if (!layer) throw new Error("the hosted store kept no layer");
   const { extent } = layer;

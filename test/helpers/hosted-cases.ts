@@ -24,7 +24,17 @@ export interface HostedBacking {
   dataBytes(dataDir: string, serviceItemId: string): number | undefined;
 }
 
-export function hostedLayerSuite(backing: HostedBacking): void {
+/** What a backing's own tests use of the running suite. */
+export interface HostedSuite {
+  readonly rest: () => string;
+  readonly servicesUrl: () => string;
+  readonly publisher: () => string;
+  readonly upload: (token: string, name: string, bytes: string) => Promise<string>;
+  readonly postJson: ReturnType<typeof jsonCalls>["postJson"];
+  readonly getJson: ReturnType<typeof jsonCalls>["getJson"];
+}
+
+export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
   let engine: RunningEngine;
   const tokens = { admin: "", publisher: "", user: "" };
   const rest = () => `${engine.ready.https}/portal/sharing/rest`;
@@ -171,7 +181,7 @@ export function hostedLayerSuite(backing: HostedBacking): void {
       expect(folder.services).toContainEqual({ name: "Hosted/Museums", type: "FeatureServer" });
     });
 
-    it("answers queries with every row and its point; GDAL reads the same rows from the GeoPackage", async () => {
+    it("answers queries with every row and its point; GDAL reads the same rows where they are kept", async () => {
       const url = published.services[0]?.serviceurl as string;
       const count = await getJson(`${url}/0/query?where=1%3D1&returnCountOnly=true`, tokens.publisher);
       expect(count).toEqual({ count: 5 });
@@ -436,4 +446,13 @@ export function hostedLayerSuite(backing: HostedBacking): void {
       );
     });
   });
+
+  return {
+    rest,
+    servicesUrl: () => `${engine.ready.https}/arcgis/rest/services`,
+    publisher: () => tokens.publisher,
+    upload: (token, name, bytes) => upload(token, name, bytes),
+    postJson,
+    getJson,
+  };
 }
