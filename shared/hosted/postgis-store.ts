@@ -336,12 +336,18 @@ async function createLayer(client: PoolClient, schema: string, layer: HostedLaye
   return extent;
 }
 
+/** Whether this warm function has seen PostGIS in the hosting database. */
+let postgisChecked = false;
+
 async function create(serviceItemId: string, layers: readonly HostedLayer[]): Promise<KeptService> {
   const schema = schemaOf(serviceItemId);
   const { connection } = await hostingDatabase();
   const tables = new Set(layers.map((l) => tableOf(l.name).toLowerCase()));
   if (tables.size !== layers.length) throw new Error("two layers of one service share a name");
-  return writing(async (client) => {
+  const kept = await writing(async (client) => {
+    // A database the stack made has no PostGIS until mapgate asks for it (its login may: rds_superuser); one that
+    // has it answers at once, whoever asks.
+    if (!postgisChecked) await client.query("CREATE EXTENSION IF NOT EXISTS postgis");
     await client.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
     const extents: ([number, number, number, number] | undefined)[] = [];
     for (const layer of layers) extents.push(await createLayer(client, schema, layer));
@@ -363,6 +369,9 @@ async function create(serviceItemId: string, layers: readonly HostedLayer[]): Pr
       }),
     };
   });
+  // Committed: PostGIS is there from now on.
+  postgisChecked = true;
+  return kept;
 }
 
 async function drop(serviceItemId: string): Promise<void> {
