@@ -13,6 +13,7 @@ import { dropHostedData } from "#shared/hosted/store.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { DATA_STORE_TYPE, deleteItem } from "#shared/stores/items.ts";
 import { emit } from "#shared/events.ts";
+import { logger } from "#shared/log.ts";
 
 const FAILED = "Unable to delete item.";
 
@@ -46,7 +47,14 @@ export const handler = restHandler(
     // After its item: a failure here leaves a file no item names, never an item without its file.
     if (item.file) await itemFiles().remove(item.itemId);
     // A hosted service's data is mapgate's own: it goes with the service (the file it was published from stays).
-    if (item.hostedData) await dropHostedData(item.itemId);
+    // The item is gone already: data left by a failed drop is only an orphan (logged), never a failed delete.
+    if (item.hostedData)
+      await dropHostedData(item.itemId).catch((e: unknown) =>
+        logger.warn("hosted data not dropped", {
+          itemId: item.itemId,
+          error: e instanceof Error ? e.message : String(e),
+        }),
+      );
     if (item.service) {
       await emit("serviceUnpublished", {
         portalId: item.portalId,

@@ -4,6 +4,8 @@
 // through it unchanged (test/helpers/hosted-cases.ts), GDAL reading each layer from the database; then what the
 // proxy saw is checked: no startup options, nothing that would pin a session.
 import { execFileSync } from "node:child_process";
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { CONNECT_TIMEOUT_MS } from "#shared/features/postgis.ts";
@@ -103,6 +105,16 @@ describe("through the stand-in for RDS Proxy", () => {
       "SELECT attidentity FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname LIKE 'h\\_%' AND c.relname = 'zones' AND a.attname = 'fid'",
     );
     expect(identity.rows).toEqual([{ attidentity: "a" }]);
+  });
+
+  it("keeps the hosting password in the data folder alone (0600), never in a log", () => {
+    const file = join(suite.engine().dataDir, "hosted-database.json");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ password: HOST.password });
+    const logs = suite.engine().lines.join("\n");
+    expect(logs).toContain("mapgate: ready");
+    expect(logs).not.toContain(HOST.password);
+    expect(logs).not.toContain(encodeURIComponent(HOST.password));
   });
 
   it("leaves nothing when the database refuses part of a publish: the transaction is rolled back, the name stays free", async () => {

@@ -1,6 +1,6 @@
 // The local engine: one process running dynalite, the gateway and (later) the workflow runner over a
 // data folder, serving the same handler modules the CDK deploys.
-import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
@@ -141,7 +141,16 @@ export function localEnvironment(
  * in a file of the data folder readable by the engine's user alone (as Secrets Manager keeps it on AWS, the JSON RDS
  * writes), so neither the environment nor a log ever holds it.
  */
-export async function hostedDatabaseEnvironment(root: string, uri: string): Promise<Record<string, string>> {
+export async function hostedDatabaseEnvironment(
+  root: string,
+  uri: string | undefined,
+): Promise<Record<string, string>> {
+  const file = join(root, HOSTED_DATABASE_SECRET_FILE);
+  if (!uri) {
+    // A password given to an earlier start is not kept once the setting is gone.
+    await rm(file, { force: true });
+    return {};
+  }
   let parsed: ReturnType<typeof parseConnectionString>;
   try {
     parsed = parseConnectionString(uri);
@@ -149,7 +158,6 @@ export async function hostedDatabaseEnvironment(root: string, uri: string): Prom
     // The parser names the part that is wrong and never repeats the value (it holds a password).
     throw new Error(`MAPGATE_HOSTED_DATABASE: ${(err as Error).message}`);
   }
-  const file = join(root, HOSTED_DATABASE_SECRET_FILE);
   await writeFile(file, JSON.stringify({ password: parsed.password }), { mode: 0o600 });
   const c = parsed.connection;
   const host = c.host.includes(":") ? `[${c.host}]` : c.host;
@@ -367,9 +375,7 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     // Set before any handler or task module loads: they read their configuration once, at cold start.
     const environment = {
       ...localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, endpoints),
-      ...(options.hostedDatabase
-        ? await hostedDatabaseEnvironment(dirname(folder.tokenKeyFile), options.hostedDatabase)
-        : {}),
+      ...(await hostedDatabaseEnvironment(dirname(folder.tokenKeyFile), options.hostedDatabase)),
     };
     Object.assign(process.env, environment);
     await copyViewerAssets(environment.VIEWER_ASSETS_DIR as string);

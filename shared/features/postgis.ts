@@ -286,12 +286,6 @@ export class PostGisDatabase {
     });
   }
 
-  /** Forgets what was learnt of a dataset (its table was dropped or made again). */
-  forget(name: string): void {
-    this.#schemas.delete(name);
-    this.#datasets = undefined;
-  }
-
   /** A dataset's schema, or why it cannot be served; undefined when the database has no such table. */
   schema(name: string): Promise<LayerSchema | DatasetError | undefined> {
     const held = this.#schemas.get(name);

@@ -26,6 +26,7 @@ export interface HostedBacking {
 
 /** What a backing's own tests use of the running suite. */
 export interface HostedSuite {
+  readonly engine: () => RunningEngine;
   readonly rest: () => string;
   readonly servicesUrl: () => string;
   readonly publisher: () => string;
@@ -448,6 +449,7 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
   });
 
   return {
+    engine: () => engine,
     rest,
     servicesUrl: () => `${engine.ready.https}/arcgis/rest/services`,
     publisher: () => tokens.publisher,
