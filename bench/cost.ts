@@ -36,6 +36,14 @@ export const PRICES = {
   /** X-Ray traces recorded; Lambda's default sampling records the first request each second and 5% of the rest. */
   xrayPerTrace: 5 / 1e6,
   xraySampled: 0.05,
+  /** Hosting (`-c hosting=true`): Aurora Serverless v2 capacity and storage, RDS Proxy (billed from 8 ACU). */
+  auroraPerAcuHour: 0.12,
+  auroraStoragePerGbMonth: 0.1,
+  rdsProxyPerAcuHour: 0.015,
+  rdsProxyMinimumAcu: 8,
+  /** An interface VPC endpoint, per availability zone. */
+  interfaceEndpointPerHour: 0.01,
+  hoursPerMonth: 730,
 } as const;
 
 /** The share of public tile requests the CDN answers from its cache in the figures below (`BENCH_CDN_HIT_RATIO`). */
@@ -205,6 +213,7 @@ export async function costModel(): Promise<void> {
   const tileCost = measured.get("map tile (public)");
   if (tile && tileCost) await cdnCost(tile, tileCost);
   await monitoringCost();
+  await hostingCost();
 }
 
 /** The bytes a request writes to its log on AWS (its INFO request line and its metric line), and its answer's. */
@@ -313,4 +322,42 @@ Monitoring: USD a month, whatever the traffic (CloudWatch, ${PRICES.region})`);
   console.log(
     `  custom metrics: at most ${series} series ($${PRICES.customMetricPerMonth} each a month, prorated by the hour they receive data): up to $${(series * PRICES.customMetricPerMonth).toFixed(2)}; an API whose routes each see ok and client errors, about $${((requestSeries(2) + 20) * PRICES.customMetricPerMonth).toFixed(2)}`,
   );
+}
+
+/**
+ * What the hosting option costs a month while idle (`-c hosting=true`): the proxy's floor, paid whether the cluster
+ * runs or is paused at 0 ACU, and the interface endpoints the functions in the VPC reach AWS's services by (none when
+ * the VPC has them, or a NAT); counted from the synthesized stack.
+ */
+export async function hostingCost(): Promise<void> {
+  const { App } = await import("aws-cdk-lib");
+  const { Template } = await import("aws-cdk-lib/assertions");
+  const { MapgateStack } = await import("#infra/aws/stack.ts");
+  const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+  const subnetIds = ["subnet-0a1", "subnet-0b2"];
+  const stack = new MapgateStack(app, "mapgate-cost-hosting", {
+    databaseVpc: { vpcId: "vpc-0a1b2c3d", subnetIds, securityGroupId: "sg-0c3d4e5f", routeTableIds: ["rtb-0e4"] },
+    hosting: {},
+  });
+  const parent = Object.values(Template.fromStack(stack).toJSON().Resources as Record<string, Json>);
+  const endpoints = parent.filter(
+    (r) => r.Type === "AWS::EC2::VPCEndpoint" && (r.Properties as Json).VpcEndpointType === "Interface",
+  ).length;
+  const hosting = stack.node.findChild("Hosting") as import("aws-cdk-lib").NestedStack;
+  const nested = Object.values(Template.fromStack(hosting).toJSON().Resources as Record<string, Json>);
+  const proxies = nested.filter((r) => r.Type === "AWS::RDS::DBProxy").length;
+  const proxy = proxies * PRICES.rdsProxyMinimumAcu * PRICES.rdsProxyPerAcuHour * PRICES.hoursPerMonth;
+  const endpointCost = endpoints * subnetIds.length * PRICES.interfaceEndpointPerHour * PRICES.hoursPerMonth;
+  console.log(`
+Hosting on Aurora (-c hosting=true): USD a month while idle (${PRICES.region})`);
+  console.log(
+    `  RDS Proxy: ${proxies} × ${PRICES.rdsProxyMinimumAcu} ACU at least ($${PRICES.rdsProxyPerAcuHour} an ACU-hour), paused cluster or not: $${proxy.toFixed(2)}`,
+  );
+  console.log(
+    `  interface endpoints: ${endpoints} in ${subnetIds.length} zones ($${PRICES.interfaceEndpointPerHour} an hour each): $${endpointCost.toFixed(2)} (none if the VPC has them or a NAT)`,
+  );
+  console.log(
+    `  Aurora Serverless v2 at 0 ACU: no compute; storage $${PRICES.auroraStoragePerGbMonth} a GB-month; $${PRICES.auroraPerAcuHour} an ACU-hour while it runs`,
+  );
+  console.log(`  idle floor: $${proxy.toFixed(2)} to $${(proxy + endpointCost).toFixed(2)}, plus storage`);
 }

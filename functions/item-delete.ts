@@ -9,10 +9,11 @@ import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";
 import { registering } from "#shared/publishing.ts";
 import { getDataStore } from "#shared/stores/datastores.ts";
-import { removeHostedData } from "#shared/hosted/storage.ts";
+import { dropHostedData } from "#shared/hosted/store.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { DATA_STORE_TYPE, deleteItem } from "#shared/stores/items.ts";
 import { emit } from "#shared/events.ts";
+import { logger } from "#shared/log.ts";
 
 const FAILED = "Unable to delete item.";
 
@@ -51,7 +52,14 @@ export const handler = restHandler(
       await itemFiles().remove(item.itemId);
     }
     // A hosted service's data is mapgate's own: it goes with the service (the file it was published from stays).
-    if (item.hostedData) await removeHostedData(item.itemId);
+    // The item is gone already: data left by a failed drop is only an orphan (logged), never a failed delete.
+    if (item.hostedData)
+      await dropHostedData(item.itemId).catch((e: unknown) =>
+        logger.warn("hosted data not dropped", {
+          itemId: item.itemId,
+          error: e instanceof Error ? e.message : String(e),
+        }),
+      );
     if (item.service) {
       await emit("serviceUnpublished", {
         portalId: item.portalId,

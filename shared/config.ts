@@ -43,6 +43,13 @@ export interface Config {
    * (AWS) or a folder of the data folder (local engine).
    */
   readonly hostedData: { readonly bucket: string } | { readonly dir: string } | undefined;
+  /**
+   * Hosted layers on a PostgreSQL + PostGIS database instead (shared/hosted/postgis-store.ts): `HOSTED_DATABASE`, a
+   * libpq URI without its password, and where the password is, `HOSTED_DATABASE_SECRET_ID` (Secrets Manager: the
+   * JSON RDS keeps, `{"password": …}`) or `HOSTED_DATABASE_SECRET_FILE` (the same JSON in a file of the data folder).
+   */
+  readonly hostedDatabase:
+    { readonly uri: string; readonly secret: { readonly secretId: string } | { readonly file: string } } | undefined;
   /** How many bytes of uploaded files one member, and one organization, may keep. */
   readonly storageQuota: { readonly userBytes: number; readonly organizationBytes: number };
   /**
@@ -197,6 +204,7 @@ export function readConfig(env: Env): Config {
     },
     itemFiles: bucketOrFolder(env, "ITEM_FILES"),
     hostedData: bucketOrFolder(env, "HOSTED_DATA"),
+    hostedDatabase: hostedDatabase(env),
     storageQuota: {
       userBytes: bounded(env, "STORAGE_QUOTA_USER_MB", 2 * 1024, 1024 * 1024) * MB,
       organizationBytes: bounded(env, "STORAGE_QUOTA_ORGANIZATION_MB", 100 * 1024, 1024 * 1024 * 1024) * MB,
@@ -212,6 +220,21 @@ function bucketOrFolder(env: Env, name: string): { bucket: string } | { dir: str
   const bucket = env[`${name}_BUCKET`];
   const dir = env[`${name}_DIR`];
   return bucket ? { bucket } : dir ? { dir } : undefined;
+}
+
+/** `HOSTED_DATABASE` and its secret: both or neither; the URI never carries the password (it would reach logs). */
+function hostedDatabase(env: Env): Config["hostedDatabase"] {
+  const uri = env.HOSTED_DATABASE;
+  if (!uri) return undefined;
+  if (!/^postgres(?:ql)?:\/\//i.test(uri)) throw new Error("HOSTED_DATABASE must be a postgresql:// URI");
+  // user:password@ is refused without repeating the value (it may be a password).
+  if (/^postgres(?:ql)?:\/\/[^/@?]*:[^/@?]*@/i.test(uri))
+    throw new Error("HOSTED_DATABASE must not hold a password: give it as HOSTED_DATABASE_SECRET_ID or _SECRET_FILE");
+  const secretId = env.HOSTED_DATABASE_SECRET_ID;
+  const file = env.HOSTED_DATABASE_SECRET_FILE;
+  if (!secretId && !file)
+    throw new Error("HOSTED_DATABASE needs HOSTED_DATABASE_SECRET_ID or HOSTED_DATABASE_SECRET_FILE");
+  return { uri, secret: secretId ? { secretId } : { file: file as string } };
 }
 
 let cached: Config | undefined;

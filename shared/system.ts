@@ -54,7 +54,7 @@ export interface RouteSpec {
    */
   readonly itemFiles?: Access;
   /**
-   * Hosted layers' data (shared/hosted/storage.ts): `read` serves it, `write` also makes and removes it. On AWS
+   * Hosted layers' data (shared/hosted/store.ts): `read` serves it, `write` also makes and removes it. On AWS
    * `hosted/` of the item-files bucket; locally a folder of the data folder.
    */
   readonly hostedData?: Access;

@@ -1,5 +1,5 @@
 // The synthesized CloudFormation template holds exactly what the system description declares.
-import { App, Validations } from "aws-cdk-lib";
+import { App, type NestedStack, Validations } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -450,6 +450,21 @@ describe("infrastructure", () => {
       "https://u:p@x.test",
     ])
       expect(() => readConfig({ PUBLIC_HTTPS_ORIGIN: bad })).toThrow(/PUBLIC_HTTPS_ORIGIN must be an https/);
+    // The hosting database: a URI without its password, and where the password is (never in the URI: logs).
+    expect(
+      readConfig({ HOSTED_DATABASE: "postgresql://mapgate@proxy.test:5432/gis", HOSTED_DATABASE_SECRET_ID: "arn:s" })
+        .hostedDatabase,
+    ).toEqual({ uri: "postgresql://mapgate@proxy.test:5432/gis", secret: { secretId: "arn:s" } });
+    expect(() =>
+      readConfig({ HOSTED_DATABASE: "postgresql://mapgate:s3cret@db/gis", HOSTED_DATABASE_SECRET_FILE: "/x" }),
+    ).toThrow(/^HOSTED_DATABASE must not hold a password: give it as HOSTED_DATABASE_SECRET_ID or _SECRET_FILE$/);
+    expect(() => readConfig({ HOSTED_DATABASE: "postgresql://mapgate@db/gis" })).toThrow(
+      /needs HOSTED_DATABASE_SECRET/,
+    );
+    expect(() => readConfig({ HOSTED_DATABASE: "mysql://db/gis", HOSTED_DATABASE_SECRET_FILE: "/x" })).toThrow(
+      /must be a postgresql:\/\/ URI/,
+    );
+    expect(readConfig({}).hostedDatabase).toBeUndefined();
   });
 });
 
@@ -595,6 +610,63 @@ describe("infrastructure in the databases' VPC", () => {
     expect(() => bad({}, false)).toThrow(/give databaseVpc too/);
     expect(() => bad({ secretArn: "gis/proxy-login" })).toThrow(/complete ARN/);
     expect(() => bad({ port: 0 })).toThrow(/not a port/);
+  });
+
+  it("hosts layers' data on Aurora Serverless v2 (0 ACU) behind RDS Proxy in a nested stack, reached by the hosting functions in the VPC", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new MapgateStack(app, "mapgate-hosting", { databaseVpc: VPC, hosting: {} });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
+    const json = Template.fromStack(stack).toJSON();
+    const all = Object.entries(json.Resources as Record<string, Resource>);
+    // The cluster and the proxy are in the nested stack: the parent gains the nested stack alone.
+    expect(all.filter(([, r]) => r.Type.startsWith("AWS::RDS::"))).toEqual([]);
+    expect(all.length).toBeLessThan(470);
+    const hostingStack = stack.node.findChild("Hosting") as NestedStack;
+    const nested = Object.values(Template.fromStack(hostingStack).toJSON().Resources as Record<string, Resource>);
+    const cluster = nested.find((r) => r.Type === "AWS::RDS::DBCluster")?.Properties;
+    expect(cluster).toMatchObject({
+      Engine: "aurora-postgresql",
+      DatabaseName: "mapgate",
+      StorageEncrypted: true,
+      ServerlessV2ScalingConfiguration: { MinCapacity: 0, MaxCapacity: 4 },
+      VpcSecurityGroupIds: [VPC.securityGroupId],
+    });
+    expect(nested.filter((r) => r.Type === "AWS::RDS::DBInstance").map((r) => r.Properties.DBInstanceClass)).toEqual([
+      "db.serverless",
+    ]);
+    const proxy = nested.find((r) => r.Type === "AWS::RDS::DBProxy")?.Properties;
+    expect(proxy).toMatchObject({
+      EngineFamily: "POSTGRESQL",
+      RequireTLS: true,
+      VpcSubnetIds: VPC.subnetIds,
+      Auth: [expect.objectContaining({ AuthScheme: "SECRETS", IAMAuth: "DISABLED" })],
+    });
+    // Exactly the functions that keep or serve hosted data (and those already there for data stores) are in the VPC,
+    // told the database without its password and granted its secret.
+    const fns = all.filter(([, r]) => r.Type === "AWS::Lambda::Function");
+    const hostingFns = ROUTES.filter((r) => r.hostedData).map((r) => r.id);
+    expect(hostingFns.sort()).toEqual(["item-add", "item-delete", "service"]);
+    for (const id of hostingFns) {
+      const fn = fns.find(([rid]) => rid.startsWith(`${pascal(id)}Function`))?.[1].Properties;
+      expect(fn?.VpcConfig, id).toEqual({ SubnetIds: VPC.subnetIds, SecurityGroupIds: [VPC.securityGroupId] });
+      const env = (fn?.Environment as { Variables: Record<string, unknown> }).Variables;
+      const uri = JSON.stringify(env.HOSTED_DATABASE);
+      expect(uri, id).toContain("postgresql://mapgate_host@");
+      expect(uri, id).toContain(":5432/mapgate?sslmode=require");
+      expect(env.HOSTED_DATABASE_SECRET_ID, id).toBeDefined();
+      const policy = all.find(([pid]) => pid.startsWith(`${pascal(id)}RoleDefaultPolicy`))?.[1];
+      expect(JSON.stringify(policy?.Properties.PolicyDocument), id).toContain("secretsmanager:GetSecretValue");
+    }
+    for (const [rid, r] of fns) {
+      if (hostingFns.some((id) => rid.startsWith(`${pascal(id)}Function`))) continue;
+      const env = (r.Properties.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables;
+      expect(env?.HOSTED_DATABASE, rid).toBeUndefined();
+    }
+    expect(json.Outputs.HostingProxyEndpoint).toBeDefined();
+    expect(
+      () => new MapgateStack(new App({ context: { "aws:cdk:bundling-stacks": [] } }), "bad", { hosting: {} }),
+    ).toThrow(/give databaseVpc too/);
   });
 
   it("lets the operator allow local database hosts and plain connections, refused by default", () => {

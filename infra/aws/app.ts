@@ -58,6 +58,12 @@ const databaseProxy = proxyInstance
       secretArn: String(app.node.tryGetContext("databaseProxySecretArn") ?? ""),
     }
   : undefined;
+// `-c hosting=true [-c hostingMaxCapacity=4]`: hosted layers in an Aurora PostgreSQL cluster the stack makes (needs the
+// databases' VPC above).
+const hostingMax = app.node.tryGetContext("hostingMaxCapacity") as unknown;
+const hosting = flag("hosting")
+  ? { ...(hostingMax !== undefined ? { maxCapacity: Number(hostingMax) } : {}) }
+  : undefined;
 // `-c cdn=false`: no CloudFront distribution in front of the API (there is one unless told otherwise).
 const cdn = String(app.node.tryGetContext("cdn") ?? "true") !== "false";
 // `-c alarmReadP99Ms=800` etc.: alarm thresholds other than the defaults (infra/aws/monitoring.ts).
@@ -79,6 +85,7 @@ new MapgateStack(app, (app.node.tryGetContext("stackName") as string | undefined
   tunables,
   ...(databaseVpc ? { databaseVpc } : {}),
   ...(databaseProxy ? { databaseProxy } : {}),
+  ...(hosting ? { hosting } : {}),
   allowLocalDatabaseHosts: flag("allowLocalDatabaseHosts"),
   databaseTlsOptional: flag("databaseTlsOptional"),
   cdn,

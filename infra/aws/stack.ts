@@ -69,6 +69,7 @@ import { VIEWER_ASSETS, VIEWER_ASSETS_FOLDER } from "#shared/viewer/assets.ts";
 import { MapgateCdn } from "./cdn.ts";
 import { MapgateSecret, MapgateTable } from "./constructs.ts";
 import { Monitoring, type Thresholds } from "./monitoring.ts";
+import { Hosting, HOSTING_DATABASE, HOSTING_USER } from "./hosting.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -101,6 +102,13 @@ export interface MapgateStackProps extends StackProps {
    * (the `DatabaseProxyEndpoint` output) as their host.
    */
   readonly databaseProxy?: DatabaseProxySpec;
+  /**
+   * Hosted layers' data in a PostgreSQL + PostGIS database the stack makes (docs/aws.md, "Hosting on Aurora"): an
+   * Aurora Serverless v2 cluster that pauses at 0 capacity, behind RDS Proxy, in the databases' VPC (give
+   * `databaseVpc` too), in a nested stack. The functions that keep and serve hosted data run in that VPC. Without it
+   * hosted layers are GeoPackages in the item-files bucket.
+   */
+  readonly hosting?: { readonly maxCapacity?: number };
   /** Database hosts at loopback or link-local addresses (refused by default: they are the functions' own). */
   readonly allowLocalDatabaseHosts?: boolean;
   /** Database connections without TLS (refused by default: `sslmode=disable` refused, `prefer` made `require`). */
@@ -302,6 +310,17 @@ export class MapgateStack extends Stack {
       if (!network) throw new Error("databaseProxy: the proxy lives in the databases' VPC: give databaseVpc too");
       this.databaseProxy(props.databaseProxy, network);
     }
+    if (props.hosting && !network)
+      throw new Error("hosting: the hosting database lives in the databases' VPC: give databaseVpc too");
+    const hosting =
+      props.hosting && network
+        ? new Hosting(this, "Hosting", {
+            network,
+            removalPolicy,
+            ...(props.hosting.maxCapacity !== undefined ? { maxCapacity: props.hosting.maxCapacity } : {}),
+          })
+        : undefined;
+    if (hosting) new CfnOutput(this, "HostingProxyEndpoint", { value: hosting.proxy.endpoint });
 
     /**
      * A function in a VPC creates and removes its network interfaces. EC2's Describe actions take no resource,
@@ -423,7 +442,9 @@ export class MapgateStack extends Stack {
       const secretsLevel = datastoreSecrets === "write" ? "write" : connects ? "read" : undefined;
       if (readsStorage) grantStorage(role);
       if (secretsLevel) grantDatastoreSecrets(role, secretsLevel);
-      const inVpc = connects && network ? network : undefined;
+      // What keeps or serves hosted data reaches the hosting database (when the stack has one) in its VPC too.
+      const hosts = hostedData !== undefined && hosting !== undefined;
+      const inVpc = (connects || hosts) && network ? network : undefined;
       if (inVpc) grantNetworkInterfaces(role);
       const entryFile = join(ROOT, "functions", `${entry}.ts`);
       const fn = new NodejsFunction(this, `${name}Function`, {
@@ -471,6 +492,15 @@ export class MapgateStack extends Stack {
       }
       if (itemFiles) grantBucketPrefix(fn, itemFiles, "items", "ITEM_FILES_BUCKET", "uploaded item's file", true);
       if (hostedData) grantBucketPrefix(fn, hostedData, "hosted", "HOSTED_DATA_BUCKET", "hosted layer's data");
+      if (hosts && hosting) {
+        // Through the proxy, with the cluster's login; the password only in its secret (shared/config.ts).
+        hosting.secret.grantRead(fn);
+        fn.addEnvironment(
+          "HOSTED_DATABASE",
+          `postgresql://${HOSTING_USER}@${hosting.proxy.endpoint}:5432/${HOSTING_DATABASE}?sslmode=require`,
+        );
+        fn.addEnvironment("HOSTED_DATABASE_SECRET_ID", hosting.secret.secretArn);
+      }
       for (const [table, level] of Object.entries(access)) {
         const t = tables.get(table as TableName);
         if (!t) throw new Error(`${id} names unknown table ${table}`);

@@ -12,8 +12,11 @@ export const DATASTORE_SECRETS_FOLDER = "datastore-secrets";
 /** The data folder's folder of files users uploaded as items (shared/stores/item-files.ts). */
 export const ITEM_FILES_FOLDER = "item-files";
 
-/** The data folder's folder of hosted layers' data, one GeoPackage per service (shared/hosted/storage.ts). */
+/** The data folder's folder of hosted layers' data, one GeoPackage per service (shared/hosted/geopackage-store.ts). */
 export const HOSTED_DATA_FOLDER = "hosted";
+
+/** The hosting database's password (MAPGATE_HOSTED_DATABASE), owner-only, as `{"password": …}`. */
+export const HOSTED_DATABASE_SECRET_FILE = "hosted-database.json";
 
 /** The first start's demo passwords, readable by the user alone (mode 0600). */
 export const DEMO_PASSWORDS_FILE = "demo-passwords.txt";

@@ -1,6 +1,6 @@
 // The local engine: one process running dynalite, the gateway and (later) the workflow runner over a
 // data folder, serving the same handler modules the CDK deploys.
-import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
@@ -15,7 +15,14 @@ import { setMetricsSink } from "#shared/metrics.ts";
 import { callerWorkflows } from "./caller-workflows.ts";
 import { eventFiles, LOCAL_BUS, startEvents } from "./events.ts";
 import { startLambda } from "./lambda.ts";
-import { DATASTORE_SECRETS_FOLDER, HOSTED_DATA_FOLDER, ITEM_FILES_FOLDER, openDataFolder } from "./data-folder.ts";
+import {
+  DATASTORE_SECRETS_FOLDER,
+  HOSTED_DATA_FOLDER,
+  HOSTED_DATABASE_SECRET_FILE,
+  ITEM_FILES_FOLDER,
+  openDataFolder,
+} from "./data-folder.ts";
+import { parseConnectionString } from "#shared/stores/connection-string.ts";
 import { createTables, localTableName, startDynamo } from "./dynamo.ts";
 import { Gateway } from "./gateway.ts";
 import { LOCAL_STATE_MACHINE_ARN, startWorkflows } from "./workflows.ts";
@@ -57,6 +64,11 @@ export interface EngineOptions {
   readonly host: string;
   readonly allSSL?: boolean;
   readonly passwords: { readonly admin?: string; readonly publisher?: string; readonly user?: string };
+  /**
+   * `MAPGATE_HOSTED_DATABASE`: a PostgreSQL + PostGIS database to keep hosted layers in (a libpq URI with its
+   * password), instead of a GeoPackage per service in the data folder.
+   */
+  readonly hostedDatabase?: string;
   /** Where metric lines go (whole lines, several at a time): the log's destination; standard output if unset. */
   readonly metrics?: (text: string) => void;
 }
@@ -122,6 +134,37 @@ export function localEnvironment(
   };
   for (const t of TABLES) env[tableEnvName(t.name)] = localTableName(t.name);
   return env;
+}
+
+/**
+ * The functions' settings for a hosting database the operator names: its URI without the password, and the password
+ * in a file of the data folder readable by the engine's user alone (as Secrets Manager keeps it on AWS, the JSON RDS
+ * writes), so neither the environment nor a log ever holds it.
+ */
+export async function hostedDatabaseEnvironment(
+  root: string,
+  uri: string | undefined,
+): Promise<Record<string, string>> {
+  const file = join(root, HOSTED_DATABASE_SECRET_FILE);
+  if (!uri) {
+    // A password given to an earlier start is not kept once the setting is gone.
+    await rm(file, { force: true });
+    return {};
+  }
+  let parsed: ReturnType<typeof parseConnectionString>;
+  try {
+    parsed = parseConnectionString(uri);
+  } catch (err) {
+    // The parser names the part that is wrong and never repeats the value (it holds a password).
+    throw new Error(`MAPGATE_HOSTED_DATABASE: ${(err as Error).message}`);
+  }
+  await writeFile(file, JSON.stringify({ password: parsed.password }), { mode: 0o600 });
+  const c = parsed.connection;
+  const host = c.host.includes(":") ? `[${c.host}]` : c.host;
+  return {
+    HOSTED_DATABASE: `postgresql://${encodeURIComponent(c.user)}@${host}:${c.port}/${encodeURIComponent(c.database)}?sslmode=${c.sslmode}`,
+    HOSTED_DATABASE_SECRET_FILE: file,
+  };
 }
 
 /**
@@ -330,7 +373,10 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     setMetricsSink(metricLines.write);
     cleanups.push(async () => metricLines.close());
     // Set before any handler or task module loads: they read their configuration once, at cold start.
-    const environment = localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, endpoints);
+    const environment = {
+      ...localEnvironment(dynamo.endpoint, folder.tokenKeyFile, httpsOrigin, endpoints),
+      ...(await hostedDatabaseEnvironment(dirname(folder.tokenKeyFile), options.hostedDatabase)),
+    };
     Object.assign(process.env, environment);
     await copyViewerAssets(environment.VIEWER_ASSETS_DIR as string);
     await workflows.load();

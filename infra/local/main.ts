@@ -23,6 +23,10 @@ const dataDir = resolve(process.env.MAPGATE_DATA_DIR || ".mapgate");
 const allSSL = process.env.MAPGATE_ALL_SSL;
 const log = chooseLog(dataDir, process.env.MAPGATE_LOG, process.stdout.isTTY === true);
 
+const hostedDatabase = process.env.MAPGATE_HOSTED_DATABASE;
+// It holds a password: not left in the environment the functions (and anything they start) see.
+delete process.env.MAPGATE_HOSTED_DATABASE;
+
 let engine: Awaited<ReturnType<typeof startEngine>>;
 try {
   engine = await startEngine({
@@ -32,6 +36,7 @@ try {
     httpPort: port("MAPGATE_HTTP_PORT", 8080),
     metrics: log.write,
     ...(allSSL ? { allSSL: allSSL === "true" } : {}),
+    ...(hostedDatabase ? { hostedDatabase } : {}),
     passwords: {
       ...(process.env.MAPGATE_ADMIN_PASSWORD ? { admin: process.env.MAPGATE_ADMIN_PASSWORD } : {}),
       ...(process.env.MAPGATE_PUBLISHER_PASSWORD ? { publisher: process.env.MAPGATE_PUBLISHER_PASSWORD } : {}),

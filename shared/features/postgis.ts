@@ -122,7 +122,7 @@ const DATA_FAULTS: Readonly<Record<string, string>> = {
 };
 
 /** Whether a statement failed because its connection had ended (not a connect timeout, nor the statement's own). */
-function endedWhileIdle(err: unknown): boolean {
+export function endedWhileIdle(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e.code === "string" ? e.code : "";
   // 57P01 admin_shutdown, 57P02 crash_shutdown: the server ended the session.
@@ -225,24 +225,35 @@ async function makePool(
   return pool;
 }
 
+/**
+ * How a statement reaches the database: by default straight on the pool (its sessions read-only and bounded by
+ * their startup options); the hosting database runs each in a read-only transaction of its own instead
+ * (shared/hosted/postgis-store.ts), as RDS Proxy takes no startup options.
+ */
+export type StatementRunner = (pool: Pool, sql: string, params: readonly unknown[]) => Promise<unknown[][]>;
+
+const onPool: StatementRunner = async (pool, sql, params) =>
+  (await pool.query({ text: sql, values: params as unknown[], rowMode: "array" })).rows as unknown[][];
+
 /** One database of a data store: its pool and what was learnt of its tables lately. */
 export class PostGisDatabase {
   readonly #pool: Pool;
   readonly #onLoginRefused: () => void;
+  readonly #run: StatementRunner;
   #datasets: { at: number; list: Promise<PostGisDataset[]> } | undefined;
   readonly #schemas = new Map<string, { at: number; schema: Promise<LayerSchema | DatasetError | undefined> }>();
 
-  constructor(pool: Pool, onLoginRefused: () => void) {
+  constructor(pool: Pool, onLoginRefused: () => void, run: StatementRunner = onPool) {
     this.#pool = pool;
     this.#onLoginRefused = onLoginRefused;
+    this.#run = run;
   }
 
   /** Runs a statement; rows as arrays, columns in SELECT order. Errors classified (classifyPgError). */
   async all(sql: string, params: readonly unknown[]): Promise<unknown[][]> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const out = await this.#pool.query({ text: sql, values: params as unknown[], rowMode: "array" });
-        return out.rows as unknown[][];
+        return await this.#run(this.#pool, sql, params);
       } catch (err) {
         // An idle connection the server ended (a restart, an administrator, a password change) can be handed out
         // before its end is read: the statement, read-only, runs once more on a new connection.

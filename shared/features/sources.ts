@@ -9,6 +9,7 @@ import { type GeoPackage, geoPackageAt, isGeoPackageName, splitGeoPackagePath } 
 import { decodeGeoPackageGeometry, decodeWkb } from "#shared/features/geometry/wkb.ts";
 import type { PostGisDatabase } from "#shared/features/postgis.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
+import { HOSTED_STORE_ID } from "#shared/hosted/store.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
@@ -163,12 +164,20 @@ async function openPostGisDataset(datastoreId: string, connection: PostgresConne
 }
 
 /** How many layers a service's source serves (ids 0…n-1): a hosted service's tables, else one dataset. */
-export const layerCount = (source: ServiceSource): number =>
-  "location" in source && source.layers ? source.layers.length : 1;
+export const layerCount = (source: ServiceSource): number => source.layers?.length ?? 1;
 
 /** The dataset of layer `id` (0 unless the source names several tables, as a hosted service of several layers). */
 export async function openDataset(source: ServiceSource, id = 0): Promise<OpenDataset> {
-  if ("connection" in source) return openPostGisDataset(source.datastoreId, source.connection, source.path);
+  if ("connection" in source) {
+    // A hosted layer kept in the deployment's own database, reached as that database requires (RDS Proxy); a
+    // service of several layers names them in one schema: `/<schema>/<layer>`.
+    if (source.datastoreId === HOSTED_STORE_ID) {
+      const { openHostedLayer } = await import("#shared/hosted/postgis-store.ts");
+      const layer = source.layers?.[id];
+      return openHostedLayer(layer ? source.path.replace(/[^/]*$/, layer) : source.path);
+    }
+    return openPostGisDataset(source.datastoreId, source.connection, source.path);
+  }
   const split = splitGeoPackagePath(source.path);
   if (!split) throw new DatasetError("The layer's dataset is not in a GeoPackage.");
   const gpkg = await openGeoPackage(source.location, split.file);

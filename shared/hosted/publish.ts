@@ -1,13 +1,13 @@
 // Hosted feature layers from uploaded files, on the sharing wire ArcGIS clients call: `content/features/analyze`
 // (what a file holds, as publishParameters) and `content/users/<u>/publish` (a feature service in the hosting
-// server's Hosted folder, whose data is a GeoPackage mapgate writes from the file's rows: never the upload itself).
+// server's Hosted folder, whose data mapgate writes from the file's rows into its hosted store (shared/hosted/store.ts:
+// a GeoPackage per service, or a schema per service in PostgreSQL): never the upload itself).
 // A CSV or GeoJSON file makes one layer; a zipped shapefile one layer per shapefile, a GeoPackage one per table
-// (ids 0…n-1, named from their sources), all in the one GeoPackage of the service.
-// A file fits in one request (MAX_BODY_BYTES), so a publish is done within its request: the GeoPackage is written
-// and kept first, then the service and its item are made in one transaction; a refused transaction removes the
-// data again, and a crash in between leaves only a file no service names (never a service without its data).
+// (ids 0…n-1, named from their sources), all in the service's one GeoPackage or schema.
+// A publish is done within its request: the data is written and kept first, then the service and its item are made
+// in one transaction; a refused transaction drops the data again, and a crash in between leaves only data no service
+// names (never a service without its data).
 import {
-  COLUMN_TYPES,
   csvTable,
   DELIMITERS,
   type FieldKind,
@@ -16,17 +16,10 @@ import {
   RESERVED_TABLE,
   type Table,
 } from "#shared/hosted/tables.ts";
-import {
-  HOSTED_STORE_ID,
-  hostedFileName,
-  hostedLocation,
-  keepHostedData,
-  removeHostedData,
-} from "#shared/hosted/storage.ts";
-import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
+import { hostedStore } from "#shared/hosted/store.ts";
 import { emit } from "#shared/events.ts";
 import { logger } from "#shared/log.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { Params } from "#shared/http/params.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { serviceItem } from "#shared/items.ts";
@@ -239,6 +232,20 @@ export interface PublishRequest {
   readonly origin: string;
 }
 
+/**
+ * Keeps a service's data. A store that cannot take it (its database down, refusing, out of space) has kept nothing
+ * (shared/hosted/store.ts): the caller hears that plainly, the operator reads why in the log.
+ */
+async function keeping<T>(make: () => Promise<T>, what: string): Promise<T> {
+  try {
+    return await make();
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    logger.error("hosted data not kept", { error: err instanceof Error ? err.message : String(err) });
+    throw new ApiError(500, what, ["The layer's data could not be stored: nothing was published. Try again later."]);
+  }
+}
+
 /** Publishes a file item as a hosted feature service; answers as ArcGIS's publish does. */
 export async function publishHosted(p: PublishRequest, what: string): Promise<Record<string, unknown>> {
   const name = optionalText(p.parameters.name) ?? serviceNameFrom(p.source.title);
@@ -255,30 +262,35 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
   const names = layerNames(tables, name);
   const notes = tables.flatMap((t) => t.table.notes);
   const serviceItemId = newItemId();
-  let extent: [number, number, number, number] | undefined;
-  const dataBytes = await keepHostedData(serviceItemId, (path) => {
-    const written = writeGeoPackage(
-      path,
-      tables.map(({ table }, i) => ({
-        name: names[i] as string,
-        identifier: tables.length === 1 ? p.source.title : (names[i] as string),
-        ...(table.geometryType ? { geometryType: table.geometryType, srsId: 4326 as const } : {}),
-        columns: table.fields.map((f) => ({
-          name: f.name,
-          type: COLUMN_TYPES[f.kind],
-          ...(f.kind === "string" ? { maxLength: textLength(f.length) } : {}),
+  const store = await hostedStore();
+  const kept = await keeping(
+    () =>
+      store.create(
+        serviceItemId,
+        tables.map(({ table }, i) => ({
+          name: names[i] as string,
+          title: tables.length === 1 ? p.source.title : (names[i] as string),
+          ...(table.geometryType ? { geometryType: table.geometryType } : {}),
+          columns: table.fields.map((f) => ({
+            name: f.name,
+            kind: f.kind,
+            ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+          })),
+          rows: table.rows,
         })),
-        rows: table.rows,
-      })),
-    );
-    for (const w of written) {
-      const e = w.extent;
-      if (!e) continue;
-      extent = extent
-        ? [Math.min(extent[0], e[0]), Math.min(extent[1], e[1]), Math.max(extent[2], e[2]), Math.max(extent[3], e[3])]
-        : e;
-    }
-  });
+      ),
+    what,
+  );
+  const [first] = kept.layers;
+  if (!first || kept.layers.length !== tables.length) throw new Error("the hosted store kept other layers");
+  let extent: [number, number, number, number] | undefined;
+  for (const { extent: e } of kept.layers) {
+    if (!e) continue;
+    extent = extent
+      ? [Math.min(extent[0], e[0]), Math.min(extent[1], e[1]), Math.max(extent[2], e[2]), Math.max(extent[3], e[3])]
+      : [e[0], e[1], e[2], e[3]];
+  }
+  const dataBytes = kept.bytes;
   const now = Date.now();
   const service: Service = {
     serverId: server.serverId,
@@ -294,12 +306,8 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
     // Private until its owner shares it, as ArcGIS makes new items.
     access: "private",
     extensions: [],
-    source: {
-      datastoreId: HOSTED_STORE_ID,
-      location: hostedLocation(),
-      path: `/${hostedFileName(serviceItemId)}/${names[0] as string}`,
-      ...(names.length > 1 ? { layers: names } : {}),
-    },
+    // Several layers: the first one's source names the container (file or schema), `layers` each layer in it.
+    source: names.length > 1 ? { ...first.source, layers: names } : first.source,
     created: now,
   };
   const path = restServiceUrl(serverUrl(server, ""), HOSTED_FOLDER, name, "FeatureServer");
@@ -327,9 +335,9 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
     await retryingConflicts(() => createService(service, item, undefined, charge));
   } catch (err) {
     // The refusal is what the caller hears; data left by a failed removal is only an orphan (logged).
-    await removeHostedData(serviceItemId).catch((e: unknown) =>
-      logger.warn("hosted data not removed", { itemId: serviceItemId, error: String(e) }),
-    );
+    await store
+      .drop(serviceItemId)
+      .catch((e: unknown) => logger.warn("hosted data not removed", { itemId: serviceItemId, error: String(e) }));
     if (err instanceof ServiceExistsError) throw badRequest(what, [`Service name '${name}' already exists.`]);
     const refused = err instanceof StorageQuotaError ? err : quotaFailure(err, 2);
     if (refused) throw quotaExceeded(refused.whose, quota);

@@ -74,7 +74,7 @@ export interface Item {
   /** An uploaded file's item: the file as the uploader named it, its size and type (kept in item files). */
   readonly file?: ItemFile;
   /**
-   * A hosted service's item: the bytes of its data, which is mapgate's own (shared/hosted/storage.ts), counted
+   * A hosted service's item: the bytes of its data, which is mapgate's own (shared/hosted/store.ts), counted
    * against its owner's quota like an uploaded file and removed with the item.
    */
   readonly hostedData?: number;

@@ -42,7 +42,13 @@ export type ServiceSource =
        */
       readonly layers?: readonly string[];
     }
-  | { readonly datastoreId: string; readonly connection: PostgresConnection; readonly path: string };
+  | {
+      readonly datastoreId: string;
+      readonly connection: PostgresConnection;
+      readonly path: string;
+      /** A hosted service of several layers: the tables of its schema (the one `path` names), as above. */
+      readonly layers?: readonly string[];
+    };
 
 export interface Service {
   readonly serverId: string;
@@ -76,10 +82,16 @@ function toSource(value: unknown): ServiceSource | undefined {
   if (value === undefined) return undefined;
   const r = new RecordReader("service source", (value ?? {}) as Record<string, unknown>);
   const connection = toConnection((value as Record<string, unknown> | null)?.connection);
-  if (connection) return { datastoreId: r.string("datastoreId"), connection, path: r.string("path") };
+  const layers = r.strings("layers");
+  if (connection)
+    return {
+      datastoreId: r.string("datastoreId"),
+      connection,
+      path: r.string("path"),
+      ...(layers.length > 0 ? { layers } : {}),
+    };
   const l = new RecordReader("service source location", (r.object("location") ?? {}) as Record<string, unknown>);
   const folder = l.optionalString("folder");
-  const layers = r.strings("layers");
   return {
     datastoreId: r.string("datastoreId"),
     location: folder !== undefined ? { folder } : { bucket: l.string("bucket"), prefix: l.string("prefix") },
@@ -146,7 +158,7 @@ export async function readCatalog(serverId: string): Promise<Catalog> {
 
 const sourceRecord = (source: ServiceSource) =>
   "connection" in source
-    ? { ...source, connection: { ...source.connection } }
+    ? { ...source, connection: { ...source.connection }, ...(source.layers ? { layers: [...source.layers] } : {}) }
     : { ...source, location: { ...source.location }, ...(source.layers ? { layers: [...source.layers] } : {}) };
 
 /** The stored form of a service (lists copied: the SDK marshals plain arrays). */

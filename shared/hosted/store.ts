@@ -1,0 +1,82 @@
+// Where hosted layers' data lives, behind one interface: a GeoPackage per service (shared/hosted/geopackage-store.ts,
+// the embedded default: a folder of the data folder, or `hosted/` of the item-files bucket) or a schema per service in
+// a PostgreSQL + PostGIS database mapgate owns (shared/hosted/postgis-store.ts: Aurora behind RDS Proxy on AWS, or a
+// database the local engine's operator names). Which one is configuration, read once at cold start: HOSTED_DATABASE
+// set means PostgreSQL. Either way a service's data is made whole or not at all, and is read back by the by-reference
+// reader of its kind (the GeoPackage reader, or the PostGIS reader), so every query answers alike on both.
+import { config } from "#shared/config.ts";
+import type { Extent, GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
+import type { FieldKind } from "#shared/hosted/tables.ts";
+import type { ServiceSource } from "#shared/stores/services.ts";
+
+/** The `datastoreId` hosted services' sources carry: no registered store (whose ids are 32 hex digits) has it. */
+export const HOSTED_STORE_ID = "hosted";
+
+const ITEM_ID = /^[0-9a-f]{32}$/;
+
+/** A service item's id, checked before it names a file or a schema. */
+export function checkedItemId(serviceItemId: string): string {
+  if (!ITEM_ID.test(serviceItemId)) throw new Error(`not an item id: ${serviceItemId.slice(0, 40)}`);
+  return serviceItemId;
+}
+
+export interface HostedColumn {
+  /** Letters, digits and `_`, starting with a letter (shared/hosted/tables.ts fieldNames). */
+  readonly name: string;
+  readonly kind: FieldKind;
+  /** Text columns: the declared length. */
+  readonly length?: number;
+}
+
+/** One layer (or table) of a service to make: its columns, geometry and rows (object ids are numbered from 1). */
+export interface HostedLayer {
+  /** The layer's name, as the service shows it: 1–120 letters, digits and `_`. */
+  readonly name: string;
+  /** A longer human name (the file item's title). */
+  readonly title: string;
+  /** Absent: a table. Geometry is WGS 84 (EPSG:4326). */
+  readonly geometryType?: GeometryTypeName;
+  readonly columns: readonly HostedColumn[];
+  readonly rows: Iterable<GeoPackageRow>;
+}
+
+export interface KeptService {
+  /** What the data takes, counted against its owner's quota. */
+  readonly bytes: number;
+  /** Each layer as serving opens it, in the order given, with its rows' extent (none without geometry or rows). */
+  readonly layers: readonly { readonly source: ServiceSource; readonly extent?: Extent }[];
+}
+
+export interface HostedStore {
+  readonly kind: "geopackage" | "postgis";
+  /**
+   * Makes a service's data, all of its layers or (throwing) nothing. The service record that names it is written
+   * after: a refused record drops it again, a crash in between leaves data no service names.
+   */
+  create(serviceItemId: string, layers: readonly HostedLayer[]): Promise<KeptService>;
+  /** Drops a service's data (after its item and service are gone); nothing happens when there is none. */
+  drop(serviceItemId: string): Promise<void>;
+}
+
+let chosen: Promise<HostedStore> | undefined;
+
+/** The deployment's hosted-data store (each module, and node-postgres, loaded only where it is chosen). */
+export function hostedStore(): Promise<HostedStore> {
+  chosen ??= config().hostedDatabase
+    ? import("#shared/hosted/postgis-store.ts").then((m) => m.postGisStore())
+    : import("#shared/hosted/geopackage-store.ts").then((m) => m.geoPackageStore);
+  return chosen;
+}
+
+/**
+ * Drops a service's data wherever this deployment may have kept it: in its store, and (a deployment that moved to
+ * a database) a GeoPackage kept before the move.
+ */
+export async function dropHostedData(serviceItemId: string): Promise<void> {
+  const store = await hostedStore();
+  await store.drop(serviceItemId);
+  if (store.kind === "postgis" && config().hostedData) {
+    const { geoPackageStore } = await import("#shared/hosted/geopackage-store.ts");
+    await geoPackageStore.drop(serviceItemId);
+  }
+}

@@ -1,0 +1,460 @@
+// The hosted-layer suite, run on each backing of hosted data (test/hosted-layers.e2e.test.ts: a GeoPackage per
+// service; test/hosted-layers-postgis.e2e.test.ts: PostgreSQL + PostGIS behind a stand-in for RDS Proxy), through the
+// real local engine: a CSV of points and a GeoJSON of polygons uploaded, analyzed, published, polled and queried as
+// ArcGIS clients do, their data read back by GDAL from where the backing keeps it; bad files refused with nothing
+// left behind; the data gone with the service.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PASSWORDS, type RunningEngine, startEngine } from "./engine.ts";
+import { call, jsonCalls, multipartBody, signIn as signInAt } from "./http.ts";
+
+/** Where a run keeps hosted data, and how a test looks at it there. */
+export interface HostedBacking {
+  /** Started before the engine; answers the engine's environment. */
+  start(): Promise<Record<string, string>>;
+  stop(): Promise<void>;
+  /** How many services' data the backing holds. */
+  kept(dataDir: string): Promise<number>;
+  /** GDAL's summary (ogrinfo -so) of a service's layer, read where the backing keeps it. */
+  ogrinfo(dataDir: string, serviceItemId: string, layer: string): string;
+  /** The layer's name as GDAL shows it. */
+  gdalName(serviceItemId: string, layer: string): string;
+  /** The bytes a service's data takes where they can be known from outside (a file's size). */
+  dataBytes(dataDir: string, serviceItemId: string): number | undefined;
+}
+
+/** What a backing's own tests use of the running suite. */
+export interface HostedSuite {
+  readonly engine: () => RunningEngine;
+  readonly rest: () => string;
+  readonly servicesUrl: () => string;
+  readonly publisher: () => string;
+  readonly upload: (token: string, name: string, bytes: string) => Promise<string>;
+  readonly postJson: ReturnType<typeof jsonCalls>["postJson"];
+  readonly getJson: ReturnType<typeof jsonCalls>["getJson"];
+}
+
+export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
+  let engine: RunningEngine;
+  const tokens = { admin: "", publisher: "", user: "" };
+  const rest = () => `${engine.ready.https}/portal/sharing/rest`;
+  const { getJson, postJson } = jsonCalls(() => engine.ca);
+
+  const CSV = [
+    "Name,Visitors,Opened,Latitude,Longitude",
+    "Louvre,8900000,1793-08-10,48.8606,2.3376",
+    'Prado,"3200000",1819-11-19,40.4138,-3.6921',
+    "Rijksmuseum,2700000,1800-05-31,52.36,4.8852",
+    "Nowhere,10,2000-01-01,,",
+    "Bad,11,2000-01-02,north,east",
+  ].join("\n");
+
+  const SQUARE = (x: number, y: number) => [
+    [
+      [x, y],
+      [x + 1, y],
+      [x + 1, y + 1],
+      [x, y + 1],
+      [x, y],
+    ],
+  ];
+  const GEOJSON = JSON.stringify({
+    type: "FeatureCollection",
+    features: [
+      {
+        type: "Feature",
+        properties: { zone: "A", area: 1.5, meta: { a: [1, 2] } },
+        geometry: { type: "Polygon", coordinates: SQUARE(2, 48) },
+      },
+      {
+        type: "Feature",
+        properties: { zone: "B", area: 2 },
+        geometry: { type: "MultiPolygon", coordinates: [SQUARE(4, 50), SQUARE(6, 50)] },
+      },
+    ],
+  });
+
+  const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
+
+  async function upload(token: string, name: string, bytes: string, owner = "publisher"): Promise<string> {
+    const { body, type } = await multipartBody({ f: "json", token }, { file: { name, bytes } });
+    const res = await call(`${rest()}/content/users/${owner}/addItem`, {
+      ca: engine.ca,
+      body,
+      headers: { "content-type": type },
+    });
+    const answer = res.json<{ success?: boolean; id?: string }>();
+    expect(answer.success, JSON.stringify(answer)).toBe(true);
+    return answer.id as string;
+  }
+
+  type Published = { services: { serviceurl: string; serviceItemId: string; jobId: string; type: string }[] };
+
+  beforeAll(async () => {
+    const env = await backing.start();
+    engine = await startEngine({ env });
+    tokens.admin = await signIn("admin", PASSWORDS.admin);
+    tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
+    tokens.user = await signIn("user", PASSWORDS.user);
+  }, 120_000);
+
+  afterAll(async () => {
+    await engine?.stop();
+    await backing.stop();
+  });
+
+  describe("a CSV of points", () => {
+    let itemId = "";
+    let published: Published;
+
+    it("is analyzed: its fields typed from every value, the coordinate columns found", async () => {
+      itemId = await upload(tokens.publisher, "museums.csv", CSV);
+      const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+        itemId,
+        filetype: "csv",
+      });
+      expect(analyzed.publishParameters).toMatchObject({
+        type: "csv",
+        name: "museums",
+        locationType: "coordinates",
+        latitudeFieldName: "Latitude",
+        longitudeFieldName: "Longitude",
+        layerInfo: {
+          type: "Feature Layer",
+          geometryType: "esriGeometryPoint",
+          fields: [
+            { name: "fid", type: "esriFieldTypeOID" },
+            { name: "Name", type: "esriFieldTypeString", alias: "Name", length: 256 },
+            { name: "Visitors", type: "esriFieldTypeInteger" },
+            { name: "Opened", type: "esriFieldTypeDate" },
+            // "north" is no number: the column stays text, and its row gets no point.
+            { name: "Latitude", type: "esriFieldTypeString" },
+            { name: "Longitude", type: "esriFieldTypeString" },
+          ],
+        },
+      });
+      expect((analyzed.records as unknown[]).length).toBe(5);
+      expect(analyzed.notes).toEqual([
+        "2 row(s) had no coordinates that parse as a latitude and longitude: kept without a point.",
+      ]);
+    });
+
+    it("is published as a hosted feature service in the Hosted folder, its status completed", async () => {
+      const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+        itemId,
+        filetype: "csv",
+      });
+      published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId,
+        filetype: "csv",
+        publishParameters: JSON.stringify({ ...(analyzed.publishParameters as object), name: "Museums" }),
+      })) as unknown as Published;
+      const [service] = published.services;
+      expect(service).toMatchObject({
+        type: "Feature Service",
+        serviceurl: `${engine.ready.https}/arcgis/rest/services/Hosted/Museums/FeatureServer`,
+        serviceItemId: expect.stringMatching(/^[0-9a-f]{32}$/),
+      });
+      const status = await getJson(
+        `${rest()}/content/users/publisher/items/${service?.serviceItemId}/status?jobId=${service?.jobId}&jobType=publish`,
+        tokens.publisher,
+      );
+      expect(status).toMatchObject({ status: "completed", itemId: service?.serviceItemId });
+      const item = await getJson(`${rest()}/content/items/${service?.serviceItemId}`, tokens.publisher);
+      expect(item).toMatchObject({ type: "Feature Service", title: "museums", owner: "publisher", access: "private" });
+      expect(item.typeKeywords).toContain("Hosted Service");
+      // Integrations hear of it as of any published service (the engine's bus writes what it delivers).
+      await expect
+        .poll(() => {
+          const log = join(engine.dataDir, "events.jsonl");
+          if (!existsSync(log)) return undefined;
+          return readFileSync(log, "utf8")
+            .split("\n")
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as { "detail-type": string; detail: Record<string, unknown> })
+            .find((e) => e["detail-type"] === "Service Published" && e.detail.itemId === service?.serviceItemId)
+            ?.detail;
+        })
+        .toMatchObject({ type: "Feature Service", owner: "publisher", url: service?.serviceurl });
+      // The directory lists it under Hosted.
+      const folder = await getJson(`${engine.ready.https}/arcgis/rest/services/Hosted`, tokens.publisher);
+      expect(folder.services).toContainEqual({ name: "Hosted/Museums", type: "FeatureServer" });
+    });
+
+    it("answers queries with every row and its point; GDAL reads the same rows where they are kept", async () => {
+      const url = published.services[0]?.serviceurl as string;
+      const count = await getJson(`${url}/0/query?where=1%3D1&returnCountOnly=true`, tokens.publisher);
+      expect(count).toEqual({ count: 5 });
+      const answer = await getJson(
+        `${url}/0/query?where=Visitors%3E1000000&outFields=Name,Visitors,Opened&outSR=4326&orderByFields=fid`,
+        tokens.publisher,
+      );
+      const features = answer.features as { attributes: Record<string, unknown>; geometry: { x: number; y: number } }[];
+      expect(features.map((f) => f.attributes.Name)).toEqual(["Louvre", "Prado", "Rijksmuseum"]);
+      expect(features[0]?.attributes).toMatchObject({ Visitors: 8900000, Opened: Date.UTC(1793, 7, 10) });
+      expect(features[1]?.geometry.x).toBeCloseTo(-3.6921, 6);
+      expect(features[1]?.geometry.y).toBeCloseTo(40.4138, 6);
+      const info = backing.ogrinfo(engine.dataDir, published.services[0]?.serviceItemId as string, "Museums");
+      expect(info).toContain(
+        `Layer name: ${backing.gdalName(published.services[0]?.serviceItemId as string, "Museums")}\n`,
+      );
+      expect(info).toMatch(/Feature Count: 5/);
+      expect(info).toMatch(/Visitors: Integer/);
+    });
+
+    it("refuses a second service of the same name, a wrong filetype, a file type not published yet", async () => {
+      const again = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId,
+        filetype: "csv",
+        publishParameters: JSON.stringify({ name: "Museums" }),
+      });
+      expect(again.error).toMatchObject({ code: 400, details: ["Service name 'Museums' already exists."] });
+      const wrongType = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId,
+        filetype: "geojson",
+      });
+      expect((wrongType.error as { details: string[] }).details[0]).toMatch(/must match it/);
+      const excel = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId,
+        filetype: "excel",
+      });
+      expect((excel.error as { details: string[] }).details[0]).toMatch(/not available yet/);
+      // Someone who cannot see the item, or may not publish, publishes nothing.
+      const byUser = await postJson(`${rest()}/content/users/user/publish`, tokens.user, { itemId, filetype: "csv" });
+      expect((byUser.error as { code: number }).code).toBe(403);
+    });
+
+    it("is gone, data and all, when its item is deleted; the file it came from stays", async () => {
+      const service = published.services[0];
+      const before = await backing.kept(engine.dataDir);
+      // Its data counted against its owner's quota, as uploads are; given back with it.
+      const usage = async () =>
+        ((await getJson(`${rest()}/community/self`, tokens.publisher)) as { storageUsage: number }).storageUsage;
+      const used = await usage();
+      const dataBytes = backing.dataBytes(engine.dataDir, service?.serviceItemId as string);
+      const removed = await postJson(
+        `${rest()}/content/users/publisher/items/${service?.serviceItemId}/delete`,
+        tokens.publisher,
+      );
+      expect(removed).toMatchObject({ success: true });
+      expect(await backing.kept(engine.dataDir)).toBe(before - 1);
+      const after = await usage();
+      expect(after).toBeLessThan(used);
+      if (dataBytes !== undefined) expect(after).toBe(used - dataBytes);
+      expect(await getJson(`${rest()}/content/items/${itemId}`, tokens.publisher)).toMatchObject({ type: "CSV" });
+      // The name is free again.
+      const again = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId,
+        filetype: "csv",
+        publishParameters: JSON.stringify({ name: "Museums" }),
+      })) as unknown as Published;
+      expect(again.services[0]?.serviceurl).toMatch(/\/Hosted\/Museums\/FeatureServer$/);
+    });
+  });
+
+  describe("a GeoJSON of polygons, and files that cannot be published", () => {
+    it("publishes polygons (a Polygon and a MultiPolygon make one multipolygon layer), nested properties as text", async () => {
+      const itemId = await upload(tokens.publisher, "zones.geojson", GEOJSON);
+      const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId,
+        filetype: "geojson",
+      })) as unknown as Published;
+      const url = published.services[0]?.serviceurl as string;
+      const layer = await getJson(`${url}/0`, tokens.publisher);
+      expect(layer).toMatchObject({ geometryType: "esriGeometryPolygon" });
+      const answer = await getJson(
+        `${url}/0/query?where=1%3D1&outFields=*&outSR=4326&orderByFields=fid`,
+        tokens.publisher,
+      );
+      const features = answer.features as { attributes: Record<string, unknown>; geometry: { rings: number[][][] } }[];
+      expect(features.map((f) => f.attributes.zone)).toEqual(["A", "B"]);
+      expect(features[0]?.attributes.meta).toBe('{"a":[1,2]}');
+      expect(features[1]?.geometry.rings).toHaveLength(2);
+    });
+
+    it("publishes a CSV without coordinate columns as a table", async () => {
+      const itemId = await upload(tokens.publisher, "budget.csv", "year,amount\n2025,10.5\n2026,12\n");
+      const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId,
+        filetype: "csv",
+      })) as unknown as Published;
+      const url = published.services[0]?.serviceurl as string;
+      const service = await getJson(url, tokens.publisher);
+      expect(service.tables).toEqual([expect.objectContaining({ name: "budget", type: "Table" })]);
+    });
+
+    it("refuses mixed geometry types, leaving no service and no data behind", async () => {
+      const mixed = JSON.stringify({
+        type: "FeatureCollection",
+        features: [
+          { type: "Feature", properties: {}, geometry: { type: "Point", coordinates: [1, 2] } },
+          { type: "Feature", properties: {}, geometry: { type: "Polygon", coordinates: SQUARE(0, 0) } },
+        ],
+      });
+      const itemId = await upload(tokens.publisher, "mixed.geojson", mixed);
+      const files = await backing.kept(engine.dataDir);
+      const answer = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId,
+        filetype: "geojson",
+        publishParameters: JSON.stringify({ name: "Mixed" }),
+      });
+      expect((answer.error as { details: string[] }).details[0]).toMatch(/mixes geometry types \(POINT, POLYGON\)/);
+      expect(await backing.kept(engine.dataDir)).toBe(files);
+      const folder = await getJson(`${engine.ready.https}/arcgis/rest/services/Hosted`, tokens.publisher);
+      expect(JSON.stringify(folder.services)).not.toContain("Mixed");
+    });
+
+    it("refuses malformed coordinates and a file of too many columns, saying why", async () => {
+      const broken = JSON.stringify({
+        type: "FeatureCollection",
+        features: [{ type: "Feature", properties: {}, geometry: { type: "Polygon", coordinates: [[1, 2]] } }],
+      });
+      const brokenId = await upload(tokens.publisher, "broken.geojson", broken);
+      const answer = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId: brokenId,
+        filetype: "geojson",
+      });
+      expect((answer.error as { details: string[] }).details[0]).toMatch(
+        /does not have the coordinates its type needs/,
+      );
+      const wide = `${Array.from({ length: 1200 }, (_, i) => `c${i}`).join(",")}\n${"1,".repeat(1199)}1\n`;
+      const wideId = await upload(tokens.publisher, "wide.csv", wide);
+      const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+        itemId: wideId,
+        filetype: "csv",
+      });
+      expect((analyzed.error as { details: string[] }).details[0]).toMatch(
+        /has 1200 columns; a layer holds at most 1000/,
+      );
+    });
+
+    it("renames duplicate and reserved field names as it says", async () => {
+      const itemId = await upload(tokens.publisher, "names.csv", "OBJECTID,name,Name,2nd value,\n1,a,b,c,d\n");
+      const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+        itemId,
+        filetype: "csv",
+      });
+      const fields = (analyzed.publishParameters as { layerInfo: { fields: { name: string; alias: string }[] } })
+        .layerInfo.fields;
+      expect(fields.map((f) => [f.name, f.alias])).toEqual([
+        ["fid", "fid"],
+        ["OBJECTID_1", "OBJECTID"],
+        ["name", "name"],
+        ["Name_1", "Name"],
+        ["F2nd_value", "2nd value"],
+        ["Field5", ""],
+      ]);
+      expect((analyzed.notes as string[])[0]).toMatch(/^Renamed 4 field\(s\)/);
+    });
+
+    it("takes the ArcGIS Python API's spelling (itemid, fileType) and a name it makes from a title with digits first", async () => {
+      const itemId = await upload(
+        tokens.publisher,
+        "sales.csv",
+        "region;amount;when\nNorth;12;2024-02-30\nSouth;7;2020-01-01 10:00\n",
+      );
+      const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemid: itemId,
+        fileType: "csv",
+        publishParameters: JSON.stringify({ name: "2024_Sales", locationType: "none" }),
+      })) as unknown as Published;
+      const url = published.services[0]?.serviceurl as string;
+      expect(url).toMatch(/\/Hosted\/2024_Sales\/FeatureServer$/);
+      // The semicolons were found as the delimiter; a day that does not exist keeps the column text.
+      const answer = await getJson(`${url}/0/query?where=1%3D1&outFields=*&orderByFields=fid`, tokens.publisher);
+      expect((answer.features as { attributes: Record<string, unknown> }[]).map((f) => f.attributes)).toEqual([
+        { fid: 1, region: "North", amount: 12, when: "2024-02-30" },
+        { fid: 2, region: "South", amount: 7, when: "2020-01-01 10:00" },
+      ]);
+    });
+
+    it("keeps dates without an offset as UTC, GeoJSON strings as strings, and a __proto__ column as a field", async () => {
+      const csvId = await upload(tokens.publisher, "times.csv", "__proto__,at\nx,2020-01-01 10:00\n");
+      const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+        itemId: csvId,
+        filetype: "csv",
+      });
+      const params = analyzed.publishParameters as { layerInfo: { fields: { name: string; type: string }[] } };
+      expect(params.layerInfo.fields.map((f) => [f.name, f.type])).toEqual([
+        ["fid", "esriFieldTypeOID"],
+        ["F__proto__", "esriFieldTypeString"],
+        ["at", "esriFieldTypeDate"],
+      ]);
+      expect((analyzed.records as { attributes: Record<string, unknown> }[])[0]?.attributes).toEqual({
+        F__proto__: "x",
+        at: "2020-01-01T10:00:00.000Z",
+      });
+      const geoId = await upload(
+        tokens.publisher,
+        "codes.geojson",
+        JSON.stringify({
+          type: "FeatureCollection",
+          features: [
+            { type: "Feature", properties: { code: "007", n: 7 }, geometry: { type: "Point", coordinates: [1, 2] } },
+          ],
+        }),
+      );
+      const geo = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+        itemId: geoId,
+        filetype: "geojson",
+      });
+      const fields = (geo.publishParameters as { layerInfo: { fields: { name: string; type: string }[] } }).layerInfo
+        .fields;
+      expect(fields.map((f) => [f.name, f.type])).toEqual([
+        ["fid", "esriFieldTypeOID"],
+        ["code", "esriFieldTypeString"],
+        ["n", "esriFieldTypeInteger"],
+      ]);
+    });
+
+    it("refuses a GeoJSON in another coordinate system, a reserved service name, and a file of too many values", async () => {
+      const projected = await upload(
+        tokens.publisher,
+        "mercator.geojson",
+        JSON.stringify({
+          type: "FeatureCollection",
+          crs: { type: "name", properties: { name: "urn:ogc:def:crs:EPSG::3857" } },
+          features: [
+            { type: "Feature", properties: {}, geometry: { type: "Point", coordinates: [261845.7, 6250564.3] } },
+          ],
+        }),
+      );
+      const refused = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId: projected,
+        filetype: "geojson",
+      });
+      expect((refused.error as { details: string[] }).details[0]).toMatch(
+        /names the coordinate system 'urn:ogc:def:crs:EPSG::3857'/,
+      );
+      const small = await upload(tokens.publisher, "small.csv", "a\n1\n");
+      const reserved = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId: small,
+        filetype: "csv",
+        publishParameters: JSON.stringify({ name: "gpkg_contents" }),
+      });
+      expect((reserved.error as { code: number; details: string[] }).code).toBe(400);
+      expect((reserved.error as { details: string[] }).details[0]).toMatch(/not beginning with gpkg_/);
+      // A thousand columns over thousands of short rows: a few bytes a row, millions of values.
+      const header = Array.from({ length: 1000 }, (_, i) => `c${i}`).join(",");
+      const many = await upload(tokens.publisher, "short-rows.csv", `${header}\n${"1\n".repeat(4000)}`);
+      const answer = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, {
+        itemId: many,
+        filetype: "csv",
+      });
+      expect((answer.error as { details: string[] }).details[0]).toMatch(
+        /4000 rows of 1000 fields: at most 3,000,000 values/,
+      );
+    });
+  });
+
+  return {
+    engine: () => engine,
+    rest,
+    servicesUrl: () => `${engine.ready.https}/arcgis/rest/services`,
+    publisher: () => tokens.publisher,
+    upload: (token, name, bytes) => upload(token, name, bytes),
+    postJson,
+    getJson,
+  };
+}
