@@ -78,8 +78,10 @@ export const handler = restHandler({ name: "Get Layers", html: layersPage }, asy
         more = true;
         return;
       }
+      const { url } = pair.layer;
       const shown = {
-        layer: pair.layer,
+        // A path (pairs kept since layers' URLs are stored as paths) is answered on the caller's origin.
+        layer: url.startsWith("/") ? { ...pair.layer, url: `${req.httpsOrigin}${url}` } : pair.layer,
         dataset: {
           name: pair.dataset.name,
           displayName: pair.dataset.displayName,

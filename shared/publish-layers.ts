@@ -264,7 +264,9 @@ function layerOf(ctx: Context, dataset: Dataset, now: number): Layer {
         title: dataset.displayName,
         created,
         modified: now,
-        url: restServiceUrl(serverUrl(ctx.server, ctx.origin), ctx.folder, name, "FeatureServer"),
+        // Kept as a path, as the item's URL is: whoever lists it gets it on the origin they called (an origin the
+        // deployment gains later, or the engine's new port, never leaves stale addresses in stored pairs).
+        url,
         type: "Feature Service",
       },
       dataset: { ...dataset, datastoreId: ctx.datastoreId },
