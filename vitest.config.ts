@@ -1,9 +1,13 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     pool: "forks",
+    // At least two files at a time (vitest's default is one fewer than the cores: one on a 2-core machine). Most files
+    // wait on an engine, a browser or PostgreSQL in other processes far more than they compute, so two share the cores.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     testTimeout: 60_000,
     hookTimeout: 90_000,
     reporters: ["default"],
