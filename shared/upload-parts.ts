@@ -15,7 +15,6 @@ import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import type { FamilyOperation } from "#shared/http/router.ts";
 import { canManage } from "#shared/items.ts";
 import { logger } from "#shared/log.ts";
-import { itemId as newItemId } from "#shared/ids.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import {
   chargeUpload,
@@ -37,6 +36,7 @@ import {
   fileItemType,
   itemFileName,
   quotaExceeded,
+  newFileItem,
   type UploadDescription,
 } from "#shared/uploads.ts";
 
@@ -64,23 +64,7 @@ export async function addPartialItem(d: UploadDescription, what: string): Promis
   if (name === "")
     throw badRequest(what, ["'filename' must be specified with multipart=true (the name of the file to come)."]);
   const type = fileItemType(d.type, name, what);
-  const now = Date.now();
-  const item: Item = {
-    itemId: newItemId(),
-    portalId: d.portalId,
-    owner: d.owner,
-    title: d.title || name.replace(/\.[^.]*$/, "") || name,
-    type,
-    typeKeywords: [],
-    url: "",
-    tags: d.tags,
-    description: d.description,
-    snippet: d.snippet,
-    access: "private",
-    created: now,
-    modified: now,
-    upload: { state: "partial", name, bytes: 0 },
-  };
+  const item: Item = { ...newFileItem(d, name, type), upload: { state: "partial", name, bytes: 0 } };
   if (!(await putMissingItem(item))) throw new Error("a new item id was taken");
   return item;
 }

@@ -141,14 +141,13 @@ export interface UploadDescription {
  * Makes the item of an uploaded file: the file kept first, then the item and its bytes counted against the
  * owner's and organization's quotas in one transaction; a refused transaction removes the file again.
  */
-export async function addFileItem(file: UploadedFile, d: UploadDescription, what: string): Promise<Item> {
-  const name = itemFileName(d.filename || file.filename);
-  if (name === "") throw badRequest(what, ["The file has no name: give 'filename' (e.g. sites.csv)."]);
-  const type = fileItemType(d.type, name, what);
-  checkContent(type, file.bytes, file.bytes.length, what);
-  const spec = FILE_ITEM_TYPES[type] as FileType;
+/**
+ * A new private item of the uploader's for a file named `name` (titled after it unless a title is given), without
+ * its file: the caller adds the file kept, or where an upload in parts stands.
+ */
+export function newFileItem(d: UploadDescription, name: string, type: string): Item {
   const now = Date.now();
-  const item: Item & { file: NonNullable<Item["file"]> } = {
+  return {
     itemId: newItemId(),
     portalId: d.portalId,
     owner: d.owner,
@@ -162,6 +161,17 @@ export async function addFileItem(file: UploadedFile, d: UploadDescription, what
     access: "private",
     created: now,
     modified: now,
+  };
+}
+
+export async function addFileItem(file: UploadedFile, d: UploadDescription, what: string): Promise<Item> {
+  const name = itemFileName(d.filename || file.filename);
+  if (name === "") throw badRequest(what, ["The file has no name: give 'filename' (e.g. sites.csv)."]);
+  const type = fileItemType(d.type, name, what);
+  checkContent(type, file.bytes, file.bytes.length, what);
+  const spec = FILE_ITEM_TYPES[type] as FileType;
+  const item: Item & { file: NonNullable<Item["file"]> } = {
+    ...newFileItem(d, name, type),
     file: { name, size: file.bytes.length, contentType: spec.contentType },
   };
   const files = itemFiles();

@@ -65,6 +65,22 @@ function partName(partNum: number): string {
 
 const PART_NAME = /^\d{5}$/;
 
+/**
+ * Writes `bytes` to `target` whole or not at all: into a temporary file beside it, synced (durable before it is named:
+ * a kill -9 after the item commits must not leave a truncated file behind it), then renamed over it.
+ */
+async function writeDurably(target: string, bytes: Buffer): Promise<void> {
+  const temporary = `${target}.${randomBytes(6).toString("hex")}.part`;
+  const handle = await open(temporary, "wx", 0o600);
+  try {
+    await handle.writeFile(bytes);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(temporary, target);
+}
+
 /** Collects a file's first bytes as its chunks pass. */
 class Head {
   #bytes = Buffer.alloc(0);
@@ -86,18 +102,8 @@ class FolderItemFiles implements ItemFiles {
   }
 
   async put(itemId: string, bytes: Buffer): Promise<void> {
-    const target = join(this.#dir, checkedKey(itemId));
     await mkdir(join(this.#dir, "items"), { recursive: true, mode: 0o700 });
-    const temporary = `${target}.${randomBytes(6).toString("hex")}.part`;
-    const handle = await open(temporary, "wx", 0o600);
-    try {
-      await handle.writeFile(bytes);
-      // Durable before it is named: a kill -9 after the item commits must not leave a truncated file behind it.
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temporary, target);
+    await writeDurably(join(this.#dir, checkedKey(itemId)), bytes);
   }
 
   async putFile(itemId: string, path: string): Promise<number> {
@@ -137,16 +143,7 @@ class FolderItemFiles implements ItemFiles {
   async putPart(itemId: string, partNum: number, bytes: Buffer): Promise<void> {
     const folder = join(this.#dir, partsPrefix(itemId));
     await mkdir(folder, { recursive: true, mode: 0o700 });
-    const target = join(folder, partName(partNum));
-    const temporary = `${target}.${randomBytes(6).toString("hex")}.tmp`;
-    const handle = await open(temporary, "wx", 0o600);
-    try {
-      await handle.writeFile(bytes);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temporary, target);
+    await writeDurably(join(folder, partName(partNum)), bytes);
   }
 
   async partSize(itemId: string, partNum: number): Promise<number | undefined> {
