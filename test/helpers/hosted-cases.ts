@@ -3,7 +3,9 @@
 // real local engine: a CSV of points and a GeoJSON of polygons uploaded, analyzed, published, polled and queried as
 // ArcGIS clients do, their data read back by GDAL from where the backing keeps it; bad files refused with nothing
 // left behind; the data gone with the service.
-import { existsSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, type RunningEngine, startEngine } from "./engine.ts";
@@ -77,7 +79,7 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
 
   const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
 
-  async function upload(token: string, name: string, bytes: string, owner = "publisher"): Promise<string> {
+  async function upload(token: string, name: string, bytes: string | Buffer, owner = "publisher"): Promise<string> {
     const { body, type } = await multipartBody({ f: "json", token }, { file: { name, bytes } });
     const res = await call(`${rest()}/content/users/${owner}/addItem`, {
       ca: engine.ca,
@@ -445,6 +447,74 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
       expect((answer.error as { details: string[] }).details[0]).toMatch(
         /4000 rows of 1000 fields: at most 3,000,000 values/,
       );
+    });
+  });
+
+  describe("a GeoPackage of a point layer and a table", () => {
+    it("is published as one service of two layers (ids 0 and 1), each queried and read back by GDAL", async () => {
+      // Made by GDAL as users make theirs: a point layer from GeoJSON, then an attribute table beside it.
+      const work = mkdtempSync(join(tmpdir(), "mapgate-two-tables-"));
+      try {
+        const points = {
+          type: "FeatureCollection",
+          features: [
+            {
+              type: "Feature",
+              properties: { site: "North", depth: 12.5 },
+              geometry: { type: "Point", coordinates: [5, 52] },
+            },
+            {
+              type: "Feature",
+              properties: { site: "South", depth: 3 },
+              geometry: { type: "Point", coordinates: [4, 44] },
+            },
+            {
+              type: "Feature",
+              properties: { site: "West", depth: 7 },
+              geometry: { type: "Point", coordinates: [-1, 47] },
+            },
+          ],
+        };
+        writeFileSync(join(work, "sites.geojson"), JSON.stringify(points));
+        writeFileSync(join(work, "visits.csv"), "site,visitor,count\nNorth,ana,2\nSouth,ben,5\n");
+        const gpkg = join(work, "survey.gpkg");
+        execFileSync("ogr2ogr", ["-f", "GPKG", gpkg, join(work, "sites.geojson"), "-nln", "sites"], { stdio: "pipe" });
+        execFileSync(
+          "ogr2ogr",
+          ["-update", "-f", "GPKG", gpkg, join(work, "visits.csv"), "-nln", "visits", "-oo", "AUTODETECT_TYPE=YES"],
+          {
+            stdio: "pipe",
+          },
+        );
+        const itemId = await upload(tokens.publisher, "survey.gpkg", readFileSync(gpkg));
+        const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+          itemId,
+          filetype: "geoPackage",
+          publishParameters: JSON.stringify({ name: "Survey" }),
+        })) as unknown as Published;
+        const service = published.services[0];
+        expect(service?.serviceurl, JSON.stringify(published)).toMatch(/\/Hosted\/Survey\/FeatureServer$/);
+        const url = service?.serviceurl as string;
+        const json = await getJson(url, tokens.publisher);
+        expect(json.layers).toMatchObject([{ id: 0, name: "sites" }]);
+        expect(json.tables).toMatchObject([{ id: 1, name: "visits" }]);
+        expect(await getJson(`${url}/0/query?where=depth%3E5&returnCountOnly=true`, tokens.publisher)).toEqual({
+          count: 2,
+        });
+        const visits = await getJson(
+          `${url}/1/query?where=1%3D1&outFields=site,count&orderByFields=site`,
+          tokens.publisher,
+        );
+        expect((visits.features as { attributes: Record<string, unknown> }[]).map((f) => f.attributes)).toEqual([
+          { fid: 1, site: "North", count: 2 },
+          { fid: 2, site: "South", count: 5 },
+        ]);
+        const serviceItemId = service?.serviceItemId as string;
+        expect(backing.ogrinfo(engine.dataDir, serviceItemId, "sites")).toMatch(/Feature Count: 3/);
+        expect(backing.ogrinfo(engine.dataDir, serviceItemId, "visits")).toMatch(/Feature Count: 2/);
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
     });
   });
 
