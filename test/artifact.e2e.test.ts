@@ -91,7 +91,8 @@ async function upload(bucket: string, folder: string): Promise<void> {
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "mapgate-artifact-"));
-  // The synth (esbuild for every function) runs in its own process while the store is prepared here.
+  // The synth (esbuild for every function) runs in its own process while the store is prepared here. About a
+  // minute and a half of CPU: minutes of wall time when another test file shares the cores (the bound is for that).
   const assembly = synthesize(join(work, "cdk.out"), STACK, [BUCKET]);
   dynamo = await startDynamo(undefined);
   await createTables(dynamo.endpoint);
@@ -127,7 +128,7 @@ beforeAll(async () => {
     elsewhereStore: elsewhere.datastoreId,
   };
   system = await startArtifactSystem(await assembly, { dynamodb: dynamo.endpoint, s3: s3.endpoint });
-}, 240_000);
+}, 480_000);
 
 afterAll(async () => {
   await system?.stop();

@@ -134,7 +134,7 @@ describe("function bundles", () => {
       `for (const file of ${JSON.stringify(entries)}) { const m = await import(file); if (typeof m.handler !== "function") throw new Error(file); } console.log("ok");`,
     );
     expect(loaded.trim()).toBe("ok");
-  }, 240_000);
+  }, 480_000);
 
   it("compile at a cold start only what every request may need: what one path uses is a chunk loaded at first use", async () => {
     for (const id of modules) {
@@ -161,12 +161,12 @@ describe("function bundles", () => {
         lib,
       ).toBe(true);
     }
-  }, 240_000);
+  }, 480_000);
 
   it("keep the viewer's assets reader in the entry, so it finds the assets copied beside index.mjs", async () => {
     const viewer = await bundleOf("viewer");
     expect(Object.keys(viewer.outputs.get(viewer.entry)?.inputs ?? {})).toContain("shared/viewer/assets.ts");
-  }, 240_000);
+  }, 480_000);
 
   it("load each operation of the operations function on first use: no route handler is in what its entry imports", async () => {
     const b = await bundleOf(INVOCATION.id);
@@ -179,5 +179,5 @@ describe("function bundles", () => {
       `const m = await import(${JSON.stringify(b.entry)}); const mods = await Promise.all(Object.values(m.MODULES).map((f) => f())); if (mods.some((x) => typeof x.handler !== "function")) throw new Error("handler"); console.log(mods.length);`,
     );
     expect(Number(loaded.trim())).toBe(Object.keys(INVOCATION.operations).length);
-  }, 240_000);
+  }, 480_000);
 });
