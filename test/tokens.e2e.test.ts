@@ -8,6 +8,7 @@ import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engi
 import { type Answer, call, form } from "./helpers/http.ts";
 import { engineKey, forge } from "./helpers/tokens.ts";
 
+const LOCKOUT_SECONDS = 5;
 let engine: RunningEngine;
 let portalId: string;
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
@@ -40,7 +41,10 @@ const self = (headers: Record<string, string>, query = "") =>
   call(`${rest()}/community/self?f=json${query}`, { ca: engine.ca, headers });
 
 beforeAll(async () => {
-  engine = await startEngine({ env: { SIGNIN_LOCKOUT_SECONDS: "2", SIGNIN_FAILURE_WINDOW_SECONDS: "60" } });
+  // A lockout short enough to wait out, long enough that 20 concurrent sign-ins on a busy machine end within it.
+  engine = await startEngine({
+    env: { SIGNIN_LOCKOUT_SECONDS: String(LOCKOUT_SECONDS), SIGNIN_FAILURE_WINDOW_SECONDS: "60" },
+  });
   portalId = (await call(`${rest()}/portals/self?f=json`, { ca: engine.ca })).json<{ id: string }>().id;
 });
 afterAll(async () => {
@@ -196,7 +200,7 @@ describe("generateToken", () => {
       const password = username === "publisher" ? PASSWORDS.publisher : "anything";
       expect((await generate({ username, password })).json()).toEqual(locked);
     }
-    await new Promise((r) => setTimeout(r, 2200));
+    await new Promise((r) => setTimeout(r, LOCKOUT_SECONDS * 1000 + 200));
     expect((await tokenFor({ username: "publisher", password: PASSWORDS.publisher })).token).toBeTruthy();
   });
 
@@ -218,7 +222,7 @@ describe("generateToken", () => {
         error: { details: ["Too many invalid sign-in attempts. Try again later."] },
       });
     }
-    await new Promise((r) => setTimeout(r, 2200));
+    await new Promise((r) => setTimeout(r, LOCKOUT_SECONDS * 1000 + 200));
   });
 
   it("counts concurrent failures without losing any", async () => {
@@ -227,7 +231,7 @@ describe("generateToken", () => {
     expect((await generate({ username, password: PASSWORDS.user })).json()).toMatchObject({
       error: { details: ["Too many invalid sign-in attempts. Try again later."] },
     });
-    await new Promise((r) => setTimeout(r, 2200));
+    await new Promise((r) => setTimeout(r, LOCKOUT_SECONDS * 1000 + 200));
   });
 });
 
