@@ -9,7 +9,7 @@ import { type GeoPackage, geoPackageAt, isGeoPackageName, splitGeoPackagePath } 
 import { decodeGeoPackageGeometry, decodeWkb } from "#shared/features/geometry/wkb.ts";
 import type { PostGisDatabase } from "#shared/features/postgis.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
-import { HOSTED_STORE_ID } from "#shared/hosted/store.ts";
+import { HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { config } from "#shared/config.ts";
 import { type WrittenLayer, writeGeoPackage } from "#shared/features/geopackage-writer.ts";
 import { COLUMN_TYPES } from "#shared/hosted/tables.ts";
-import { checkedItemId, HOSTED_STORE_ID, type HostedLayer, type HostedStore } from "#shared/hosted/store.ts";
+import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
+import type { HostedLayer, HostedStore } from "#shared/hosted/store.ts";
 import type { StoreLocation } from "#shared/stores/datastores.ts";
 
 const PREFIX = "hosted";

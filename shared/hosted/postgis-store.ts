@@ -22,14 +22,8 @@ import { toWkb } from "#shared/features/geopackage-writer.ts";
 import { classifyPgError, endedWhileIdle, PostGisDatabase, STATEMENT_TIMEOUT_MS } from "#shared/features/postgis.ts";
 import { type OpenDataset, postGisDataset } from "#shared/features/sources.ts";
 import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
-import {
-  checkedItemId,
-  HOSTED_STORE_ID,
-  type HostedColumn,
-  type HostedLayer,
-  type HostedStore,
-  type KeptService,
-} from "#shared/hosted/store.ts";
+import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
+import type { HostedColumn, HostedLayer, HostedStore, KeptService } from "#shared/hosted/store.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import { logger } from "#shared/log.ts";
 import { parseConnectionString } from "#shared/stores/connection-string.ts";

@@ -9,17 +9,6 @@ import type { Extent, GeometryTypeName, GeoPackageRow } from "#shared/features/g
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import type { ServiceSource } from "#shared/stores/services.ts";
 
-/** The `datastoreId` hosted services' sources carry: no registered store (whose ids are 32 hex digits) has it. */
-export const HOSTED_STORE_ID = "hosted";
-
-const ITEM_ID = /^[0-9a-f]{32}$/;
-
-/** A service item's id, checked before it names a file or a schema. */
-export function checkedItemId(serviceItemId: string): string {
-  if (!ITEM_ID.test(serviceItemId)) throw new Error(`not an item id: ${serviceItemId.slice(0, 40)}`);
-  return serviceItemId;
-}
-
 export interface HostedColumn {
   /** Letters, digits and `_`, starting with a letter (shared/hosted/tables.ts fieldNames). */
   readonly name: string;
