@@ -23,6 +23,14 @@ export interface Statement {
   readonly effect: "Allow" | "Deny";
   readonly actions: readonly string[];
   readonly resources: readonly string[];
+  /** A `StringLike` condition on `s3:prefix` (a listing's prefix), the one condition the stack writes. */
+  readonly prefixLike?: readonly string[];
+}
+
+/** What a request says besides its action and resource that a condition can test. */
+export interface RequestContext {
+  /** A ListBucket's `prefix` (absent: none given, which no `s3:prefix` condition matches). */
+  readonly prefix?: string;
 }
 
 export interface FunctionArtifact {
@@ -263,13 +271,19 @@ export class Assembly {
 }
 
 function toStatement(s: Json): Statement {
-  // Conditions, NotAction and NotResource change what a statement means: refuse rather than misread them.
-  for (const unsupported of ["Condition", "NotAction", "NotResource", "Principal", "NotPrincipal"]) {
+  // Other conditions, NotAction and NotResource change what a statement means: refuse rather than misread them.
+  for (const unsupported of ["NotAction", "NotResource", "Principal", "NotPrincipal"]) {
     if (unsupported in s) throw new Error(`policy statement with ${unsupported} is not modelled here`);
   }
   const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : [String(v)]);
   if (s.Effect !== "Allow" && s.Effect !== "Deny") throw new Error(`bad Effect ${String(s.Effect)}`);
-  return { effect: s.Effect, actions: list(s.Action), resources: list(s.Resource) };
+  const statement = { effect: s.Effect, actions: list(s.Action), resources: list(s.Resource) } as const;
+  if (!("Condition" in s)) return statement;
+  const condition = s.Condition as Record<string, Record<string, unknown>>;
+  const like = condition.StringLike;
+  if (Object.keys(condition).length !== 1 || !like || Object.keys(like).join() !== "s3:prefix")
+    throw new Error(`policy condition ${JSON.stringify(condition)} is not modelled here`);
+  return { ...statement, prefixLike: list(like["s3:prefix"]) };
 }
 
 /** IAM's wildcards: `*` any run of characters (`/` and `:` included), `?` one character. */
@@ -282,9 +296,20 @@ function wildcard(pattern: string, value: string, ignoreCase: boolean): boolean 
 }
 
 /** An identity policy's answer: an explicit Deny wins, then any Allow, else the implicit deny. */
-export function allows(statements: readonly Statement[], action: string, resource: string): boolean {
+export function allows(
+  statements: readonly Statement[],
+  action: string,
+  resource: string,
+  context: RequestContext = {},
+): boolean {
+  // A condition on a key the request lacks does not hold (StringLike with no s3:prefix: no match).
+  const holds = (s: Statement) =>
+    !s.prefixLike ||
+    (context.prefix !== undefined && s.prefixLike.some((p) => wildcard(p, context.prefix as string, false)));
   const matches = (s: Statement) =>
-    s.actions.some((a) => wildcard(a, action, true)) && s.resources.some((r) => wildcard(r, resource, false));
+    s.actions.some((a) => wildcard(a, action, true)) &&
+    s.resources.some((r) => wildcard(r, resource, false)) &&
+    holds(s);
   if (statements.some((s) => s.effect === "Deny" && matches(s))) return false;
   return statements.some((s) => s.effect === "Allow" && matches(s));
 }

@@ -8,7 +8,7 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ACCOUNT, allows, type FunctionArtifact, REGION } from "./artifact.ts";
+import { ACCOUNT, allows, type FunctionArtifact, REGION, type RequestContext } from "./artifact.ts";
 
 type Json = Record<string, unknown>;
 
@@ -55,6 +55,7 @@ export interface AwsStandIn {
 interface Check {
   readonly action: string;
   readonly resource: string;
+  readonly context?: RequestContext;
 }
 
 const tableArn = (name: string) =>
@@ -105,7 +106,10 @@ function s3Check(method: string, url: URL): Check {
   if (key === "") {
     if (url.searchParams.has("location")) return { action: "s3:GetBucketLocation", resource: bucketArn };
     if (method === "PUT") return { action: "s3:CreateBucket", resource: bucketArn };
-    if (method === "GET" || method === "HEAD") return { action: "s3:ListBucket", resource: bucketArn };
+    if (method === "GET" || method === "HEAD") {
+      const prefix = url.searchParams.get("prefix");
+      return { action: "s3:ListBucket", resource: bucketArn, ...(prefix !== null ? { context: { prefix } } : {}) };
+    }
     return { action: `s3:${method}Bucket`, resource: bucketArn };
   }
   const object = `${bucketArn}/${key}`;
@@ -165,7 +169,7 @@ export async function startAwsStandIn(options: StandInOptions): Promise<AwsStand
   const authorize = (fn: FunctionArtifact, checks: readonly Check[]): Check | undefined => {
     let denied: Check | undefined;
     for (const c of checks) {
-      const allowed = allows(fn.statements, c.action, c.resource);
+      const allowed = allows(fn.statements, c.action, c.resource, c.context);
       decisions.push({ caller: fn.id, action: c.action, resource: c.resource, allowed });
       if (!allowed) denied ??= c;
     }
