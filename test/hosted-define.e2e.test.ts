@@ -4,9 +4,11 @@
 // renamed and deleted and layers deleted on the admin wire; a published layer truncated; who may do it; bad
 // definitions each refused with what is wrong, leaving the service as it was.
 import { execFileSync } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
 import { defineCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, form, jsonCalls, multipartBody, signIn as signInAt } from "./helpers/http.ts";
@@ -480,6 +482,99 @@ describe("truncate", () => {
     const service = await getJson(String(published.services[0]?.serviceurl), tokens.publisher);
     expect(service).toMatchObject({ layers: [{ id: 0, name: "Points" }], tables: [{ id: 1, name: "More" }] });
     expect(await getJson(`${layerUrl}/query?where=1%3D1&returnCountOnly=true`, tokens.publisher)).toEqual({ count: 0 });
+  });
+});
+
+describe("a published service of several layers", () => {
+  it("is defined by the ids it was published with: a deleted layer's id stays unserved, a new layer takes the next", async () => {
+    const work = mkdtempSync(join(tmpdir(), "mapgate-define-"));
+    let bytes: Buffer;
+    try {
+      const file = join(work, "network.gpkg");
+      writeGeoPackage(file, [
+        {
+          name: "stations",
+          geometryType: "POINT",
+          columns: [{ name: "label", type: "TEXT" }],
+          rows: [
+            { values: { label: "a" }, geometry: { type: "Point", coordinates: [2.3, 48.8] } },
+            { values: { label: "b" }, geometry: { type: "Point", coordinates: [4.9, 52.3] } },
+          ],
+        },
+        {
+          name: "readings",
+          columns: [{ name: "value", type: "DOUBLE" }],
+          rows: [{ values: { value: 1 } }, { values: { value: 2 } }, { values: { value: 3 } }],
+        },
+      ]);
+      bytes = readFileSync(file);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+    const { body, type } = await multipartBody(
+      { f: "json", token: tokens.publisher },
+      { file: { name: "network.gpkg", bytes } },
+    );
+    const upload = await call(`${rest()}/content/users/publisher/addItem`, {
+      ca: engine.ca,
+      body,
+      headers: { "content-type": type },
+    });
+    const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+      itemId: upload.json<{ id: string }>().id,
+      filetype: "geoPackage",
+      publishParameters: JSON.stringify({ name: "Network" }),
+    })) as { services: { serviceurl: string; serviceItemId: string }[] };
+    const serviceUrl = String(published.services[0]?.serviceurl);
+    const base = `${admin()}/Hosted/Network/FeatureServer`;
+    expect(
+      await postJson(`${base}/deleteFromDefinition`, tokens.publisher, {
+        deleteFromDefinition: JSON.stringify({ layers: [{ id: 0 }] }),
+      }),
+    ).toEqual({ success: true });
+    expect(await getJson(serviceUrl, tokens.publisher)).toMatchObject({
+      layers: [],
+      tables: [{ id: 1, name: "readings", type: "Table" }],
+    });
+    expect(await getJson(`${serviceUrl}/0`, tokens.publisher)).toMatchObject({ error: { code: 400 } });
+    expect(await getJson(`${serviceUrl}/1/query?where=1%3D1&returnCountOnly=true`, tokens.publisher)).toEqual({
+      count: 3,
+    });
+    // The deleted layer's id is not given again, even when asked for; its name is free.
+    const stations = { name: "stations", geometryType: "esriGeometryPoint" };
+    const again = await postJson(`${base}/addToDefinition`, tokens.publisher, {
+      addToDefinition: JSON.stringify({ layers: [{ ...stations, id: 0 }] }),
+    });
+    expect(again).toEqual({
+      error: {
+        code: 400,
+        message: "Unable to add feature service definition.",
+        details: ["Layer id 0 is taken (a deleted layer's id is never given again)."],
+      },
+    });
+    const added = await postJson(`${base}/addToDefinition`, tokens.publisher, {
+      addToDefinition: JSON.stringify({ layers: [stations] }),
+    });
+    expect(added).toEqual({ success: true, layers: [{ name: "stations", id: 2 }], tables: [] });
+    expect(await getJson(serviceUrl, tokens.publisher)).toMatchObject({
+      layers: [{ id: 2, name: "stations", geometryType: "esriGeometryPoint" }],
+      tables: [{ id: 1, name: "readings" }],
+    });
+    expect(await getJson(`${serviceUrl}/2/query?where=1%3D1&returnCountOnly=true`, tokens.publisher)).toEqual({
+      count: 0,
+    });
+    // The file holds what the service serves: the new, empty table and the kept one.
+    const info = execFileSync(
+      "ogrinfo",
+      ["-ro", "-al", "-so", hostedFile(String(published.services[0]?.serviceItemId))],
+      {
+        encoding: "utf8",
+      },
+    );
+    const counts = Object.fromEntries(
+      [...info.matchAll(/Layer name: (\w+)[\s\S]*?Feature Count: (\d+)/g)].map((m) => [m[1], Number(m[2])]),
+    );
+    expect(counts).toEqual({ stations: 0, readings: 3 });
   });
 });
 
