@@ -31,7 +31,7 @@ import {
   type SettleChange,
 } from "#shared/hosted/store.ts";
 import { MAX_FIELDS, MAX_TEXT, RESERVED, RESERVED_TABLE } from "#shared/hosted/tables.ts";
-import { retryingConflicts } from "#shared/stores/dynamo.ts";
+import { failedConditions, retryingConflicts } from "#shared/stores/dynamo.ts";
 import {
   DefinitionBusyError,
   getItem,
@@ -408,6 +408,8 @@ async function changeDefinition<T>(
           await settleHostedData(current, held, bytes, quota, next ? serviceLayersUpdate(service, next) : []);
         } catch (err) {
           if (err instanceof StorageQuotaError) throw quotaExceeded(err.whose, quota);
+          // The item or its service deleted meanwhile (its lock or its record gone): nothing is kept.
+          if ((failedConditions(err)?.length ?? 0) > 0) throw serviceNotFound();
           throw err;
         }
         settled = { bytes, layers: next };
