@@ -9,7 +9,6 @@ import { analysis, fileTypeOf, parametersOf, publishHosted, publishInput, readTa
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { tagsOf } from "#shared/publishing.ts";
 import { uploadStatus } from "#shared/upload-parts.ts";
-import { adminOperation, createDefinedService } from "#shared/hosted/define.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";
 
 const PUBLISH_PRIVILEGE = "portal:publisher:publishFeatures";
@@ -135,6 +134,8 @@ export const createServiceOperation: FamilyOperation = {
   compute: async (req) => {
     const { user, privileges } = requireUser(req);
     if (user.role !== "org_admin" && !privileges.includes(PUBLISH_PRIVILEGE)) throw forbidden();
+    // Loaded by the first definition: uploads and publishing never pay for it.
+    const { createDefinedService } = await import("#shared/hosted/define.ts");
     return createDefinedService(req);
   },
 };
@@ -145,5 +146,5 @@ export const createServiceOperation: FamilyOperation = {
  */
 export const adminServiceOperation: FamilyOperation = {
   op: { name: "Service Definition", postOnly: true, defaultFormat: "json", at: addressedServer },
-  compute: adminOperation,
+  compute: async (req) => (await import("#shared/hosted/define.ts")).adminOperation(req),
 };
