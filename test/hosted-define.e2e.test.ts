@@ -575,6 +575,26 @@ describe("a published service of several layers", () => {
       [...info.matchAll(/Layer name: (\w+)[\s\S]*?Feature Count: (\d+)/g)].map((m) => [m[1], Number(m[2])]),
     );
     expect(counts).toEqual({ stations: 0, readings: 3 });
+    // Exported by the ids it serves: the deleted one is named as no layer, a kept one is written.
+    const exportAs = (layers: object[]) =>
+      postJson(`${rest()}/content/users/publisher/export`, tokens.publisher, {
+        itemId: String(published.services[0]?.serviceItemId),
+        exportFormat: "CSV",
+        exportParameters: JSON.stringify({ layers }),
+      });
+    expect(await exportAs([{ id: 0 }])).toEqual({
+      error: {
+        code: 400,
+        message: "Unable to export item.",
+        details: ["The service has no layer 0: its layers are 1, 2."],
+      },
+    });
+    const exported = await exportAs([{ id: 1 }]);
+    expect(exported).toMatchObject({ type: "CSV", exportItemId: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    const csv = await call(`${rest()}/content/items/${String(exported.exportItemId)}/data?token=${tokens.publisher}`, {
+      ca: engine.ca,
+    });
+    expect(csv.text.trim().split("\r\n")).toEqual(["fid,value", "1,1", "2,2", "3,3"]);
   });
 });
 
