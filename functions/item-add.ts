@@ -1,5 +1,6 @@
 // POST …/content/users/<username>/addItem: adds an item (the function also serves the hosted-layer operations at
-// their own paths: analyze, publish, export and an item's status, shared/hosted/operations.ts). Two kinds are added here: an uploaded file (`file`, sent
+// their own paths: analyze, publish, export, an item's status, createService and the hosting server's admin wire
+// of hosted services, shared/hosted/operations.ts). Two kinds are added here: an uploaded file (`file`, sent
 // as multipart/form-data: a CSV, GeoJSON, zipped shapefile or GeoPackage to publish, or a document), kept as sent
 // and served back as an attachment (shared/uploads.ts); and a data store's registration (type `Data Store`, its
 // JSON in `text`), as ArcGIS clients register a database, a bucket or a folder: the item and the store are made at
@@ -10,7 +11,14 @@ import { PORTAL_ROOT } from "#shared/urls.ts";
 import { renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import { type FamilyOperation, routesHandler } from "#shared/http/router.ts";
-import { analyzeOperation, exportOperation, publishOperation, statusOperation } from "#shared/hosted/operations.ts";
+import {
+  adminServiceOperation,
+  analyzeOperation,
+  createServiceOperation,
+  exportOperation,
+  publishOperation,
+  statusOperation,
+} from "#shared/hosted/operations.ts";
 import { CONTENT_FILES } from "#shared/system.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
 import { readDataStoreJson, registerDataStore } from "#shared/datastore-registration.ts";
@@ -173,4 +181,6 @@ export const handler = routesHandler({
   [CONTENT_FILES.publish]: publishOperation,
   [CONTENT_FILES.status]: statusOperation,
   [CONTENT_FILES.export]: exportOperation,
+  [CONTENT_FILES.createService]: createServiceOperation,
+  [CONTENT_FILES.admin]: adminServiceOperation,
 });

@@ -229,6 +229,10 @@ export const CONTENT_FILES = {
   export: `${PORTAL_ROOT}/content/users/{username}/export`,
   addPart: `${PORTAL_ROOT}/content/users/{username}/items/{itemId}/addPart`,
   commit: `${PORTAL_ROOT}/content/users/{username}/items/{itemId}/commit`,
+  /** An empty hosted service, defined next on the admin wire (createFeatureService of ArcGIS REST JS). */
+  createService: `${PORTAL_ROOT}/content/users/{username}/createService`,
+  /** A hosted service's definition on its server's admin wire (addToDefinition, …, a layer's truncate). */
+  admin: "/{server}/rest/admin/services/{path+}",
 } as const;
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -391,8 +395,9 @@ function contentRoutes(): RouteSpec[] {
       hostedData: "write",
     }),
     // Uploading a file is adding its item; so is registering a data store. The same function analyzes uploaded
-    // files, publishes them as hosted layers and exports hosted layers back to files (one function, its operations at
-    // their own paths: CONTENT_FILES).
+    // files, publishes them as hosted layers, exports hosted layers back to files, makes empty hosted services
+    // (createService) and changes hosted services' definitions on the hosting server's admin wire (one function, its
+    // operations at their own paths: CONTENT_FILES).
     route({
       id: "item-add",
       methods: GP,
@@ -404,6 +409,8 @@ function contentRoutes(): RouteSpec[] {
         CONTENT_FILES.addPart,
         CONTENT_FILES.commit,
         CONTENT_FILES.export,
+        CONTENT_FILES.createService,
+        CONTENT_FILES.admin,
       ],
       tables: { items: "write", datastores: "write", servers: "read", services: "write" },
       datastoreSecrets: "write",

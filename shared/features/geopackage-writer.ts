@@ -49,6 +49,8 @@ export interface ColumnSpec {
   readonly notNull?: boolean;
   /** TEXT only: declared as TEXT(n), which clients read as the field's length. */
   readonly maxLength?: number;
+  /** A human-readable title (the field's alias), kept in gpkg_data_columns (the schema extension). */
+  readonly title?: string;
 }
 
 /**
@@ -119,6 +121,8 @@ export interface GeoPackageLayer {
   readonly geometryColumn?: string;
   /** 4326 when absent. */
   readonly srsId?: SrsId;
+  /** The INTEGER PRIMARY KEY column (the object id); `fid` when absent (as GDAL names it). */
+  readonly idColumn?: string;
   readonly columns: readonly ColumnSpec[];
   readonly rows: Iterable<GeoPackageRow>;
 }
@@ -138,7 +142,7 @@ export interface WrittenLayer {
   readonly extent?: Extent;
 }
 
-const FID = "fid";
+const DEFAULT_FID = "fid";
 
 /** SQL identifier quoting: the names come from callers, and GeoPackage allows any table or column name. */
 const q = (name: string) => `"${name.replaceAll('"', '""')}"`;
@@ -150,7 +154,10 @@ function checkLayer(layer: GeoPackageLayer, seen: Set<string>): void {
   }
   if (seen.has(lower)) throw new Error(`duplicate GeoPackage table: ${layer.name}`);
   seen.add(lower);
-  const columns = new Set([FID, ...(layer.geometryType ? [(layer.geometryColumn ?? "geom").toLowerCase()] : [])]);
+  const columns = new Set([
+    (layer.idColumn ?? DEFAULT_FID).toLowerCase(),
+    ...(layer.geometryType ? [(layer.geometryColumn ?? "geom").toLowerCase()] : []),
+  ]);
   for (const column of layer.columns) {
     if (!column.name || columns.has(column.name.toLowerCase())) {
       throw new Error(`invalid or duplicate column ${JSON.stringify(column.name)} in ${layer.name}`);
@@ -207,6 +214,48 @@ CREATE TABLE gpkg_extensions (
 );
 `;
 
+/** The schema extension's table, where columns' titles (aliases) are kept. */
+const DATA_COLUMNS = `
+CREATE TABLE IF NOT EXISTS gpkg_data_columns (
+  table_name TEXT NOT NULL,
+  column_name TEXT NOT NULL,
+  name TEXT,
+  title TEXT,
+  description TEXT,
+  mime_type TEXT,
+  constraint_name TEXT,
+  CONSTRAINT pk_gdc PRIMARY KEY (table_name, column_name)
+);
+INSERT INTO gpkg_extensions (table_name, column_name, extension_name, definition, scope)
+SELECT 'gpkg_data_columns', NULL, 'gpkg_schema', 'http://www.geopackage.org/spec/#extension_schema', 'read-write'
+WHERE NOT EXISTS (SELECT 1 FROM gpkg_extensions WHERE table_name = 'gpkg_data_columns' AND extension_name = 'gpkg_schema');
+`;
+
+/** Makes gpkg_data_columns if the file has none (a title is about to be kept). */
+export function ensureDataColumns(db: DatabaseSync): void {
+  db.exec(DATA_COLUMNS);
+}
+
+/**
+ * Adds tables to a GeoPackage open for writing (its caller's transaction): what writeGeoPackage writes for each
+ * layer, with the coordinate systems they name declared if the file lacks them.
+ */
+export function addLayers(db: DatabaseSync, layers: readonly GeoPackageLayer[]): WrittenLayer[] {
+  const existing = db.prepare("SELECT table_name FROM gpkg_contents").all() as { table_name: string }[];
+  const seen = new Set(existing.map((r) => r.table_name.toLowerCase()));
+  for (const layer of layers) checkLayer(layer, seen);
+  const srs = db.prepare(
+    "INSERT OR IGNORE INTO gpkg_spatial_ref_sys (srs_name, srs_id, organization, organization_coordsys_id, " +
+      "definition, description) VALUES (?, ?, ?, ?, ?, ?)",
+  );
+  for (const id of new Set(layers.map((l) => (l.geometryType ? (l.srsId ?? 4326) : -1)))) {
+    const def = SPATIAL_REF_SYS[id];
+    srs.run(def.srsName, id, def.organization, id, def.definition, def.description);
+  }
+  const lastChange = new Date().toISOString();
+  return layers.map((layer) => writeLayer(db, layer, lastChange));
+}
+
 /**
  * The triggers that keep an R*Tree in step with its table (the specification's 1.3 set). They call ST_IsEmpty
  * and ST_MinX…ST_MaxY, which GDAL and other GeoPackage libraries register but plain SQLite lacks, so they are
@@ -214,7 +263,9 @@ CREATE TABLE gpkg_extensions (
  * writing. A later edit through a GeoPackage library keeps the index right; one through bare SQLite fails with
  * "no such function" rather than leaving the index stale.
  */
-function rtreeTriggers(table: string, column: string): string {
+function rtreeTriggers(table: string, column: string, idColumn: string): string {
+  // A plain name as it is (the specification's text), any other quoted.
+  const FID = /^[A-Za-z_][A-Za-z0-9_]*$/.test(idColumn) ? idColumn : q(idColumn);
   const rtree = `rtree_${table}_${column}`;
   const [t, c, r] = [q(table), q(column), q(rtree)];
   const values = `(NEW.${FID}, ST_MinX(NEW.${c}), ST_MaxX(NEW.${c}), ST_MinY(NEW.${c}), ST_MaxY(NEW.${c}))`;
@@ -308,6 +359,7 @@ export function writeGeoPackage(
 
 function writeLayer(db: DatabaseSync, layer: GeoPackageLayer, lastChange: string): WrittenLayer {
   const table = layer.name;
+  const FID = layer.idColumn ?? DEFAULT_FID;
   const geometryColumn = layer.geometryType ? (layer.geometryColumn ?? "geom") : undefined;
   const srsId = layer.srsId ?? 4326;
   const columns = [
@@ -377,7 +429,15 @@ function writeLayer(db: DatabaseSync, layer: GeoPackageLayer, lastChange: string
       "INSERT INTO gpkg_extensions (table_name, column_name, extension_name, definition, scope) " +
         "VALUES (?, ?, 'gpkg_rtree_index', 'http://www.geopackage.org/spec120/#extension_rtree', 'write-only')",
     ).run(table, geometryColumn);
-    db.exec(rtreeTriggers(table, geometryColumn));
+    db.exec(rtreeTriggers(table, geometryColumn, FID));
+  }
+  const titled = layer.columns.filter((c) => c.title !== undefined && c.title !== c.name);
+  if (titled.length > 0) {
+    db.exec(DATA_COLUMNS);
+    const title = db.prepare(
+      "INSERT OR REPLACE INTO gpkg_data_columns (table_name, column_name, name, title) VALUES (?, ?, ?, ?)",
+    );
+    for (const c of titled) title.run(table, c.name, c.name, c.title ?? null);
   }
   return { name: table, count, ...(hasExtent ? { extent } : {}) };
 }

@@ -278,6 +278,7 @@ export class GeoPackage {
     if (!key || !/^INTEGER$/i.test(key.type.trim())) {
       throw new DatasetError(`The table '${table}' has no single-column INTEGER PRIMARY KEY to serve as object ids.`);
     }
+    const titles = this.#titles(table);
     const fields: Field[] = [];
     for (const c of columns) {
       if (geometry && c.name === geometry.column) continue;
@@ -287,7 +288,7 @@ export class GeoPackage {
       fields.push({
         name: c.name,
         type,
-        alias: c.name,
+        alias: titles.get(c.name) ?? c.name,
         ...(length ? { length: Number(length) } : {}),
         nullable: c !== key && c.notnull === 0,
         column: c.name,
@@ -304,6 +305,26 @@ export class GeoPackage {
       ...(geometry ? { geometry } : {}),
       ...(extent ? { extent } : {}),
     };
+  }
+
+  /**
+   * Columns' titles (aliases) from the schema extension's gpkg_data_columns, when the file has it: text of at most
+   * 255 characters, else the column's name stands.
+   */
+  #titles(table: string): Map<string, string> {
+    const titles = new Map<string, string>();
+    const has = this.db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gpkg_data_columns'")
+      .get();
+    if (!has) return titles;
+    const rows = this.db
+      .prepare("SELECT column_name, title FROM gpkg_data_columns WHERE table_name = ? LIMIT 2000")
+      .all(table) as { column_name: unknown; title: unknown }[];
+    for (const r of rows) {
+      if (typeof r.column_name === "string" && typeof r.title === "string" && r.title !== "" && r.title.length <= 255)
+        titles.set(r.column_name, r.title);
+    }
+    return titles;
   }
 
   /** The extent from the R*Tree when there is one (exact), else as gpkg_contents declares it. */

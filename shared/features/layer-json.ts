@@ -171,11 +171,11 @@ function entry(schema: LayerSchema, id: number) {
 }
 
 /** The extent of every layer in the first geometry layer's system (hosted layers share one: WGS 84). */
-function unionExtent(schemas: readonly LayerSchema[], srid: number) {
+function unionExtent(schemas: readonly (LayerSchema | undefined)[], srid: number) {
   let union: [number, number, number, number] | undefined;
   for (const s of schemas) {
-    const e = s.extent;
-    if (!e || (s.geometry?.srid ?? 0) !== srid) continue;
+    const e = s?.extent;
+    if (!s || !e || (s.geometry?.srid ?? 0) !== srid) continue;
     union = union
       ? [Math.min(union[0], e[0]), Math.min(union[1], e[1]), Math.max(union[2], e[2]), Math.max(union[3], e[3])]
       : [e[0], e[1], e[2], e[3]];
@@ -183,9 +183,12 @@ function unionExtent(schemas: readonly LayerSchema[], srid: number) {
   return union;
 }
 
-/** The service's JSON from its layers' schemas, by id. */
-export function featureServiceJson(service: Service, schemas: readonly LayerSchema[]) {
-  const srid = schemas.find((s) => s.geometry)?.geometry?.srid ?? 0;
+/**
+ * The service's JSON from its layers' schemas, by id (undefined at a deleted layer's id). A service with no layers
+ * yet (defined by its clients) is in WGS 84, as hosted data is kept.
+ */
+export function featureServiceJson(service: Service, schemas: readonly (LayerSchema | undefined)[]) {
+  const srid = schemas.find((s) => s?.geometry)?.geometry?.srid ?? (schemas.some((s) => s) ? 0 : 4326);
   const extent = extentJson(unionExtent(schemas, srid), srid);
   return {
     currentVersion: SERVER_REST_VERSION,
@@ -205,16 +208,16 @@ export function featureServiceJson(service: Service, schemas: readonly LayerSche
     fullExtent: extent,
     units: srid === 4326 || srid === 4269 || srid === 4258 ? "esriDecimalDegrees" : "esriMeters",
     allowGeometryUpdates: false,
-    layers: schemas.flatMap((s, id) => (isTable(s) ? [] : [entry(s, id)])),
-    tables: schemas.flatMap((s, id) => (isTable(s) ? [entry(s, id)] : [])),
+    layers: schemas.flatMap((s, id) => (!s || isTable(s) ? [] : [entry(s, id)])),
+    tables: schemas.flatMap((s, id) => (s && isTable(s) ? [entry(s, id)] : [])),
     serviceItemId: service.itemId,
   };
 }
 
 /** `FeatureServer/layers`: every layer's and table's full JSON. */
-export function layersJson(service: Service, schemas: readonly LayerSchema[]) {
+export function layersJson(service: Service, schemas: readonly (LayerSchema | undefined)[]) {
   return {
-    layers: schemas.flatMap((s, id) => (isTable(s) ? [] : [layerJson(service, s, id)])),
-    tables: schemas.flatMap((s, id) => (isTable(s) ? [layerJson(service, s, id)] : [])),
+    layers: schemas.flatMap((s, id) => (!s || isTable(s) ? [] : [layerJson(service, s, id)])),
+    tables: schemas.flatMap((s, id) => (s && isTable(s) ? [layerJson(service, s, id)] : [])),
   };
 }

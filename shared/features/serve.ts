@@ -4,7 +4,7 @@
 import { DatasetError } from "#shared/features/errors.ts";
 import { featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
-import { layerCount, type OpenDataset, openDataset } from "#shared/features/sources.ts";
+import { layerCount, type OpenDataset, openDataset, servesLayer } from "#shared/features/sources.ts";
 import { ApiError, badRequest, operationNotSupported } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
@@ -82,9 +82,11 @@ export async function featureResource(
   const [first, second, ...rest] = resource;
   const source = service.source;
   if (!source) throw new Error("a feature layer without a source");
-  // A layer's id: 0…n-1 as the service's source numbers its layers (written as ArcGIS writes ids: no leading zeros).
+  // A layer's id: 0…n-1 as the service's source numbers its layers, less those deleted from its definition (written
+  // as ArcGIS writes ids: no leading zeros).
   const count = layerCount(source);
-  const layerId = first !== undefined && /^(0|[1-9]\d{0,3})$/.test(first) && Number(first) < count ? Number(first) : -1;
+  const layerId =
+    first !== undefined && /^(0|[1-9]\d{0,3})$/.test(first) && servesLayer(source, Number(first)) ? Number(first) : -1;
   const isLayer = layerId >= 0;
   // Told before the source is read: the answer does not depend on it.
   if (first === "applyEdits" && second === undefined) throw readOnly(first);
@@ -100,8 +102,8 @@ export async function featureResource(
       : undefined;
   const whole = first === undefined || (first === "layers" && second === undefined);
   if (!whole && (!isLayer || (second !== undefined && !isQuery))) throw invalidUrl();
-  /** The service or its layers (every layer's schema, by id), or one layer (`schemas` holds only its own). */
-  const describe = (schemas: readonly LayerSchema[]): object => {
+  /** The service or its layers (every layer's schema, by id; none at a deleted id), or one layer (its own only). */
+  const describe = (schemas: readonly (LayerSchema | undefined)[]): object => {
     if (first === undefined) {
       const json = featureServiceJson(service, schemas);
       return pages ? new FeaturePage(pages.service(json)) : json;
@@ -110,10 +112,16 @@ export async function featureResource(
       const json = layersJson(service, schemas);
       return pages ? new FeaturePage(pages.layers(json)) : json;
     }
-    const layer = layerJson(service, schemas[0] as LayerSchema, layerId);
+    const layer = layerJson(service, schemas[layerId] as LayerSchema, layerId);
     return pages ? new FeaturePage(pages.layer(layer)) : layer;
   };
-  const ids = whole ? Array.from({ length: count }, (_, i) => i) : [layerId];
+  const ids = whole ? Array.from({ length: count }, (_, i) => i).filter((i) => servesLayer(source, i)) : [layerId];
+  /** Schemas by id, from those of `ids` in order. */
+  const byId = (schemas: readonly LayerSchema[]) => {
+    const all: (LayerSchema | undefined)[] = Array.from({ length: count }, () => undefined);
+    ids.forEach((id, i) => (all[id] = schemas[i]));
+    return all;
+  };
   try {
     // Loaded by the first query, before the file is opened (no await between opening and reading): tiles and
     // service JSON never pay for the query's libraries (JTS, proj4), nor for the pages' modules.
@@ -125,7 +133,7 @@ export async function featureResource(
       datasets.push(dataset);
     }
     const dataset = datasets[0] as OpenDataset;
-    if (!query) return describe(datasets.map((d) => d.schema));
+    if (!query) return describe(byId(datasets.map((d) => d.schema)));
     if (!pages) return await query.runQuery(req, dataset);
     // normalize (what the form shows; whether a query was asked) → validate and compute (the plan, run) → respond.
     const layer = layerJson(service, dataset.schema, layerId);
@@ -143,6 +151,6 @@ export async function featureResource(
       itemId: service.itemId,
       reason: (err as Error).message,
     });
-    return describe(known);
+    return describe(byId(known));
   }
 }

@@ -163,26 +163,35 @@ async function openPostGisDataset(datastoreId: string, connection: PostgresConne
   return postGisDataset(db, schema);
 }
 
-/** How many layers a service's source serves (ids 0…n-1): a hosted service's tables, else one dataset. */
+/**
+ * How many layer ids a service's source has given (0…n-1): a hosted service's tables (a deleted layer's id among
+ * them), else one dataset.
+ */
 export const layerCount = (source: ServiceSource): number => source.layers?.length ?? 1;
+
+/** Whether layer `id` of a service's source is one it serves (given, and not deleted from its definition). */
+export const servesLayer = (source: ServiceSource, id: number): boolean =>
+  Number.isInteger(id) && id >= 0 && id < layerCount(source) && (source.layers ? source.layers[id] != null : true);
 
 /** The dataset of layer `id` (0 unless the source names several tables, as a hosted service of several layers). */
 export async function openDataset(source: ServiceSource, id = 0): Promise<OpenDataset> {
+  const layer = source.layers ? source.layers[id] : source.path.split("/").at(-1);
+  if (typeof layer !== "string") throw new DatasetError("The service has no layer with this id.");
+  // A service of several layers names them in its container (file or schema): its path's last part is the layer's.
+  const path = source.path.replace(/[^/]*$/, layer);
   if ("connection" in source) {
-    // A hosted layer kept in the deployment's own database, reached as that database requires (RDS Proxy); a
-    // service of several layers names them in one schema: `/<schema>/<layer>`.
+    // A hosted layer kept in the deployment's own database, reached as that database requires (RDS Proxy).
     if (source.datastoreId === HOSTED_STORE_ID) {
       const { openHostedLayer } = await import("#shared/hosted/postgis-store.ts");
-      const layer = source.layers?.[id];
-      return openHostedLayer(layer ? source.path.replace(/[^/]*$/, layer) : source.path);
+      return openHostedLayer(path);
     }
     return openPostGisDataset(source.datastoreId, source.connection, source.path);
   }
-  const split = splitGeoPackagePath(source.path);
+  const split = splitGeoPackagePath(path);
   if (!split) throw new DatasetError("The layer's dataset is not in a GeoPackage.");
   const gpkg = await openGeoPackage(source.location, split.file);
   if (!gpkg) throw new DatasetError("The layer's GeoPackage is no longer in its data store.");
-  const schema = gpkg.schema(source.layers?.[id] ?? split.table);
+  const schema = gpkg.schema(split.table);
   if (!schema) throw new DatasetError("The layer's table is no longer in its GeoPackage.");
   if (schema instanceof DatasetError) throw schema;
   return geoPackageDataset(gpkg, schema);

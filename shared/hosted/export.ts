@@ -28,7 +28,7 @@ import {
 import { parseSpatialReference } from "#shared/features/plan.ts";
 import { featurePages } from "#shared/features/query.ts";
 import type { FeatureRow, Field } from "#shared/features/schema.ts";
-import { type OpenDataset, openDataset } from "#shared/features/sources.ts";
+import { layerCount, type OpenDataset, openDataset, servesLayer } from "#shared/features/sources.ts";
 import { dbfColumns, dbfProblem, SHAPE_TYPES, ShapefileWriter } from "#shared/hosted/shapefile-writer.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
@@ -170,11 +170,15 @@ interface OpenLayer {
   readonly request: LayerRequest;
 }
 
-/** The layers of a hosted service: one today (id 0), the service's dataset. */
+/**
+ * The layers of a hosted service asked for (all it serves when none is named), each opened once: by the ids its
+ * source serves (a service of several layers, or one whose definition deleted some, skips those ids).
+ */
 async function openLayers(service: Service, asked: readonly LayerRequest[] | undefined): Promise<OpenLayer[]> {
   const source = service.source;
   if (!source) throw new Error(`hosted service ${service.itemId} has no source`);
-  const ids = [0];
+  const ids = Array.from({ length: layerCount(source) }, (_, i) => i).filter((i) => servesLayer(source, i));
+  if (ids.length === 0) throw badRequest(WHAT, ["The service has no layers to export yet."]);
   const requests = asked ?? ids.map((id) => ({ id, where: undefined, includeGeometry: true }) as LayerRequest);
   const missing = requests.filter((r) => !ids.includes(r.id));
   if (missing.length > 0)
@@ -182,9 +186,9 @@ async function openLayers(service: Service, asked: readonly LayerRequest[] | und
       WHAT,
       missing.map((r) => `The service has no layer ${r.id}: its layers are ${ids.join(", ")}.`),
     );
-  let dataset: OpenDataset;
+  const datasets = new Map<number, OpenDataset>();
   try {
-    dataset = await openDataset(source);
+    for (const r of requests) if (!datasets.has(r.id)) datasets.set(r.id, await openDataset(source, r.id));
   } catch (err) {
     if (err instanceof DatasetError || err instanceof StorageError) {
       logger.warn("hosted layer unavailable for export", { itemId: service.itemId, reason: err.message });
@@ -192,7 +196,11 @@ async function openLayers(service: Service, asked: readonly LayerRequest[] | und
     }
     throw err;
   }
-  return requests.map((request) => ({ id: request.id, name: service.name, dataset, request }));
+  // A service of one layer names it as the service; one of several names each layer as its table.
+  return requests.map((request) => {
+    const dataset = datasets.get(request.id) as OpenDataset;
+    return { id: request.id, name: source.layers ? dataset.schema.name : service.name, dataset, request };
+  });
 }
 
 /** The query parameters that read a layer's rows for export. */

@@ -9,6 +9,7 @@ import { analysis, fileTypeOf, parametersOf, publishHosted, publishInput, readTa
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { tagsOf } from "#shared/publishing.ts";
 import { uploadStatus } from "#shared/upload-parts.ts";
+import { addressedServer } from "#shared/http/hosted-server.ts";
 
 const PUBLISH_PRIVILEGE = "portal:publisher:publishFeatures";
 const CREATE_ITEM_PRIVILEGE = "portal:user:createItem";
@@ -125,4 +126,25 @@ export const exportOperation: FamilyOperation = {
       tags: tagsOf(req.params.caseless("tags")),
     });
   },
+};
+
+/** POST …/content/users/<u>/createService: an empty hosted feature service (shared/hosted/define.ts). */
+export const createServiceOperation: FamilyOperation = {
+  op: { name: "Create Service", postOnly: true, defaultFormat: "json" },
+  compute: async (req) => {
+    const { user, privileges } = requireUser(req);
+    if (user.role !== "org_admin" && !privileges.includes(PUBLISH_PRIVILEGE)) throw forbidden();
+    // Loaded by the first definition: uploads and publishing never pay for it.
+    const { createDefinedService } = await import("#shared/hosted/define.ts");
+    return createDefinedService(req);
+  },
+};
+
+/**
+ * POST /<server>/rest/admin/services/…/FeatureServer[/<id>]/<operation>: a hosted service's definition, on its
+ * server (its tokens: a server-token for this server, or a portal token of its organization, as every server route).
+ */
+export const adminServiceOperation: FamilyOperation = {
+  op: { name: "Service Definition", postOnly: true, defaultFormat: "json", at: addressedServer },
+  compute: async (req) => (await import("#shared/hosted/define.ts")).adminOperation(req),
 };

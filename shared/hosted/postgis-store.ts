@@ -377,7 +377,18 @@ async function drop(serviceItemId: string): Promise<void> {
 export function postGisStore(): HostedStore {
   // Checked at cold start: a wrong setting fails the first request loudly, never a publish half-way.
   hostingConnection();
-  return { kind: "postgis", create, drop };
+  // Definitions (the admin wire) are not made in the database yet: no `definitions`, and the admin wire says so.
+  return {
+    kind: "postgis",
+    create,
+    drop,
+    sourceOf: (serviceItemId, layers) => ({
+      datastoreId: HOSTED_STORE_ID,
+      connection: hostingConnection(),
+      path: `/${schemaOf(serviceItemId)}/${layers.find((l) => l !== null) ?? ""}`,
+      layers: [...layers],
+    }),
+  };
 }
 
 /** A hosted layer kept in the hosting database (its source's path: `/<schema>/<layer name>`), opened for queries. */

@@ -44,7 +44,7 @@ export const PUBLISHABLE: Readonly<Record<string, string>> = {
 const NOT_YET = new Set(["excel", "filegeodatabase", "featurecollection"]);
 
 /** As every service name (shared/publishing.ts NAME); clients name services from titles, digits first included. */
-const SERVICE_NAME = /^[A-Za-z0-9_]{1,120}$/;
+export const SERVICE_NAME = /^[A-Za-z0-9_]{1,120}$/;
 
 const ESRI_TYPES: Readonly<Record<FieldKind, string>> = {
   integer: "esriFieldTypeInteger",
@@ -63,7 +63,7 @@ const ESRI_GEOMETRY: Readonly<Record<string, string>> = {
 };
 
 /** A text field's declared length: room for what the file holds and for edits (ArcGIS declares 256 at least). */
-const textLength = (longest: number) => Math.max(256, longest);
+export const textLength = (longest: number) => Math.max(256, longest);
 
 /** `publishParameters` / `analyzeParameters`: a JSON object of bounded size and depth (absent: {}). */
 export function parametersOf(raw: string | undefined, name: string, what: string): Record<string, unknown> {
@@ -218,7 +218,7 @@ export function analysis(filetype: string, title: string, tables: readonly Named
 }
 
 /** The organization's hosting server, where hosted services live. */
-async function hostingServer(portalId: string, what: string): Promise<Server> {
+export async function hostingServer(portalId: string, what: string): Promise<Server> {
   const server = (await listPortalServers(portalId)).find((s) => s.hosted && s.serverRole === "HOSTING_SERVER");
   if (!server) throw badRequest(what, ["The organization has no hosting server to publish hosted layers on."]);
   return server;

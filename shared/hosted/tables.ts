@@ -69,7 +69,7 @@ export function fitsLayer(type: GeometryTypeName, geometry: Geometry): boolean {
 }
 
 /** Names a GeoPackage and ArcGIS clients keep for themselves: a column named so is renamed (`OBJECTID_1`). */
-const RESERVED = new Set(["fid", "objectid", "geom", "shape", "shape_length", "shape_area", "globalid"]);
+export const RESERVED = new Set(["fid", "objectid", "geom", "shape", "shape_length", "shape_area", "globalid"]);
 
 /**
  * Field names as ArcGIS makes them from a file's columns: every character but letters, digits and `_` becomes

@@ -812,3 +812,103 @@ export async function failUpload(item: Item & { upload: ItemUpload }, claimed: n
     throw err;
   }
 }
+
+/**
+ * How long a hosted service's definition change may hold its lock: a change that crashed frees the service after
+ * this, and a change runs far shorter (one GeoPackage copied, changed and put back).
+ */
+export const DEFINING_LOCK_MS = 120_000;
+
+/** Another change of the same hosted service's definition is running. */
+export class DefinitionBusyError extends Error {
+  constructor() {
+    super("The service's definition is being changed by another request.");
+    this.name = "DefinitionBusyError";
+  }
+}
+
+/**
+ * Takes a hosted service's definition lock on its item (one change at a time, whichever function runs it, so no
+ * change is lost to another made at once); answers the lock's stamp, which settling and releasing name.
+ */
+export async function lockHostedData(item: Item, now = Date.now()): Promise<number> {
+  try {
+    await ddb.send(
+      new UpdateCommand({
+        ...itemKey(item),
+        UpdateExpression: "SET definingSince = :now",
+        ConditionExpression:
+          "attribute_exists(itemId) AND (attribute_not_exists(definingSince) OR definingSince < :stale)",
+        ExpressionAttributeValues: { ":now": now, ":stale": now - DEFINING_LOCK_MS },
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) throw new DefinitionBusyError();
+    throw err;
+  }
+  return now;
+}
+
+/** Releases the lock of a change that made nothing (its data unchanged). */
+export async function unlockHostedData(item: Item, stamp: number): Promise<void> {
+  try {
+    await ddb.send(
+      new UpdateCommand({
+        ...itemKey(item),
+        UpdateExpression: "REMOVE definingSince",
+        ConditionExpression: "definingSince = :mine",
+        ExpressionAttributeValues: { ":mine": stamp },
+      }),
+    );
+  } catch (err) {
+    // Taken over after it went stale: nothing of ours to release.
+    if (!isConditionFailure(err)) throw err;
+  }
+}
+
+/**
+ * Records a hosted service's data size, under its lock, before the changed data takes the kept data's place: the
+ * difference counts against (or is given back to) its owner's and organization's quotas, and growing past either
+ * is a StorageQuotaError (nothing recorded, nothing replaced). `also` are writes made in the same transaction (the
+ * service record's layers).
+ */
+export async function settleHostedData(
+  item: Item,
+  stamp: number,
+  bytes: number,
+  quota: { readonly userBytes: number; readonly organizationBytes: number },
+  also: readonly object[] = [],
+): Promise<void> {
+  const delta = bytes - (item.hostedData ?? 0);
+  const now = Math.max(Date.now(), item.modified + 1);
+  try {
+    // Changes of one organization's data meet on its usage counter: tried again on conflict.
+    await retryingConflicts(() =>
+      ddb.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                ...itemKey(item),
+                UpdateExpression: "SET hostedData = :b, modified = :m",
+                ConditionExpression: "definingSince = :mine",
+                ExpressionAttributeValues: { ":b": bytes, ":m": now, ":mine": stamp },
+              },
+            },
+            ...(delta === 0
+              ? []
+              : delta > 0
+                ? usageCharge(item.portalId, item.owner, delta, quota)
+                : [usageChange(item.portalId, item.owner, delta), usageChange(item.portalId, undefined, delta)]),
+            // The service record's layers, when the change gave or took some (shared/stores/services.ts).
+            ...also,
+          ],
+        }),
+      ),
+    );
+  } catch (err) {
+    const refused = delta > 0 ? quotaFailure(err, 1) : undefined;
+    if (refused) throw refused;
+    throw err;
+  }
+}

@@ -20,6 +20,7 @@ import {
   type ServiceType,
 } from "#shared/stores/service-keys.ts";
 import { RecordReader } from "#shared/stores/records.ts";
+import { CorruptRecordError } from "#shared/http/errors.ts";
 
 export interface ServiceExtension {
   readonly type: ServiceType;
@@ -37,18 +38,31 @@ export type ServiceSource =
       readonly location: StoreLocation;
       readonly path: string;
       /**
-       * A hosted service of several layers: the tables of its GeoPackage (the file `path` names), layer id by
-       * position. Absent: one layer, the table `path` names.
+       * A hosted service of several layers, or one its clients define (createService, the admin wire): the tables
+       * of its GeoPackage (the file `path` names), layer id by position, null at the id of a layer deleted from its
+       * definition (an id is never given to another layer, so a web map naming it never reaches a different one);
+       * empty for a defined service with no layers yet. Absent: one layer, the table `path` names.
        */
-      readonly layers?: readonly string[];
+      readonly layers?: readonly HostedLayerEntry[];
     }
   | {
       readonly datastoreId: string;
       readonly connection: PostgresConnection;
       readonly path: string;
       /** A hosted service of several layers: the tables of its schema (the one `path` names), as above. */
-      readonly layers?: readonly string[];
+      readonly layers?: readonly HostedLayerEntry[];
     };
+
+/** A hosted service's layer, by its id's position in `layers`: its table's name, or null once it is deleted. */
+export type HostedLayerEntry = string | null;
+
+/** The `layers` of a stored source: names and nulls (absent: none). */
+function layerEntries(value: unknown): HostedLayerEntry[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || !value.every((v) => v === null || typeof v === "string"))
+    throw new CorruptRecordError("service source", "layers is not a list of names and nulls");
+  return value as HostedLayerEntry[];
+}
 
 export interface Service {
   readonly serverId: string;
@@ -82,13 +96,13 @@ function toSource(value: unknown): ServiceSource | undefined {
   if (value === undefined) return undefined;
   const r = new RecordReader("service source", (value ?? {}) as Record<string, unknown>);
   const connection = toConnection((value as Record<string, unknown> | null)?.connection);
-  const layers = r.strings("layers");
+  const layers = layerEntries((value as Record<string, unknown> | null)?.layers);
   if (connection)
     return {
       datastoreId: r.string("datastoreId"),
       connection,
       path: r.string("path"),
-      ...(layers.length > 0 ? { layers } : {}),
+      ...(layers ? { layers } : {}),
     };
   const l = new RecordReader("service source location", (r.object("location") ?? {}) as Record<string, unknown>);
   const folder = l.optionalString("folder");
@@ -96,7 +110,7 @@ function toSource(value: unknown): ServiceSource | undefined {
     datastoreId: r.string("datastoreId"),
     location: folder !== undefined ? { folder } : { bucket: l.string("bucket"), prefix: l.string("prefix") },
     path: r.string("path"),
-    ...(layers.length > 0 ? { layers } : {}),
+    ...(layers ? { layers } : {}),
   };
 }
 
@@ -383,4 +397,25 @@ export async function serviceNameTaken(serverId: string, folder: string, name: s
     ),
   );
   return found.some((f) => f.Item !== undefined);
+}
+
+/**
+ * The writes that give a hosted service's record its layers (after its definition changed), for the transaction
+ * that counts the data's new size: the record is changed only while it is still the item's service, and the server's
+ * catalog version moves, so every cached catalog serves the new layers on its next request.
+ */
+export function serviceLayersUpdate(service: Service, layers: readonly HostedLayerEntry[]) {
+  return [
+    {
+      Update: {
+        TableName: tableName("services"),
+        Key: { serverId: service.serverId, entry: serviceEntry(service.folder, service.name) },
+        UpdateExpression: "SET #src.#layers = :layers",
+        ConditionExpression: "itemId = :id AND attribute_exists(#src)",
+        ExpressionAttributeNames: { "#src": "source", "#layers": "layers" },
+        ExpressionAttributeValues: { ":layers": [...layers], ":id": service.itemId },
+      },
+    },
+    catalogBump(service.serverId),
+  ];
 }

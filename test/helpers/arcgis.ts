@@ -70,3 +70,13 @@ export function portalCalls(
     asInBrowser ? ["--conditions=browser"] : [],
   );
 }
+
+/** Calls @esri/arcgis-rest-feature-service's service definition helpers (see test/clients/arcgis-define.ts). */
+export function defineCalls(
+  engine: RunningEngine,
+  username: string,
+  password: string,
+  calls: { fn: string; options: Record<string, unknown> }[],
+): Promise<unknown[]> {
+  return runClient("arcgis-define.ts", engine, username, password, { calls });
+}

@@ -1,0 +1,63 @@
+// Defines a hosted feature service with the real @esri/arcgis-rest-feature-service client, signed in with
+// ArcGISIdentityManager at the portal: createFeatureService, then addToServiceDefinition at the admin wire (for which
+// the session exchanges its portal token for a server-token by itself), then reads it back. Prints each answer (or
+// error) as JSON, and the server-tokens the session got. Input on stdin: {portal, username, password, calls}.
+import {
+  addToServiceDefinition,
+  createFeatureService,
+  getLayer,
+  getService,
+  queryFeatures,
+  updateServiceDefinition,
+} from "@esri/arcgis-rest-feature-service";
+import { request } from "@esri/arcgis-rest-request";
+import { signedIn } from "./signed-in.ts";
+
+interface Call {
+  fn: string;
+  options: Record<string, unknown>;
+}
+
+const { input, session: authentication } = await signedIn<{ calls: Call[] }>();
+
+const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = {
+  createFeatureService: (o) => createFeatureService({ item: o.item as never, authentication }),
+  addToServiceDefinition: (o) =>
+    addToServiceDefinition(String(o.url), {
+      layers: o.layers as never,
+      tables: o.tables as never,
+      authentication,
+    }),
+  updateServiceDefinition: (o) =>
+    updateServiceDefinition(String(o.url), { updateDefinition: o.updateDefinition as never, authentication }),
+  getService: (o) => getService({ url: String(o.url), authentication }),
+  getLayer: (o) => getLayer({ url: String(o.url), authentication }),
+  queryFeatures: (o) => queryFeatures({ url: String(o.url), ...(o.params as object), authentication }),
+  // Any call at all, with the session (its token chosen by the URL, as the library does).
+  request: (o) => request(String(o.url), { params: o.params as never, authentication }),
+  // The token the session sends to a URL: a server-token for a federated server's URL.
+  tokenFor: (o) => authentication.getToken(String(o.url)),
+};
+
+const results: unknown[] = [];
+for (const call of input.calls) {
+  const fn = CALLS[call.fn];
+  if (!fn) throw new Error(`unknown call ${call.fn}`);
+  try {
+    results.push(await fn(call.options));
+  } catch (err) {
+    results.push({
+      error: {
+        name: (err as Error).name,
+        code: (err as { code?: unknown }).code,
+        message: (err as Error).message,
+        details: (err as { response?: { error?: { details?: unknown } } }).response?.error?.details,
+      },
+    });
+  }
+}
+results.push({
+  portalToken: authentication.token,
+  federatedServers: Object.keys((authentication as unknown as { federatedServers: object }).federatedServers),
+});
+process.stdout.write(`${JSON.stringify(results)}\n`);
