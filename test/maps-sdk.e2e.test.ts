@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, form, multipartBody } from "./helpers/http.ts";
@@ -25,6 +25,9 @@ import {
   startSdkServer,
 } from "./helpers/maps-sdk.ts";
 import { publish, share } from "./helpers/publish.ts";
+
+// The SDK draws with WebGL in software (SwiftShader): seconds a view, more when another test file shares the cores.
+vi.setConfig({ testTimeout: 120_000 });
 
 const ARTIFACTS = join(ROOT, "test-artifacts");
 const REST = "/portal/sharing/rest";

@@ -294,7 +294,10 @@ describe("the map viewer, anonymously", () => {
   it("draws a feature layer from query and shows a clicked feature's attributes", async () => {
     expect(await view(seen, countriesUrl)).toBe("drawn");
     expect(await drawnPixels(seen.page, "features")).toBeGreaterThan(10_000);
-    await expect(seen.page.locator("#viewer-status").textContent()).resolves.toMatch(/\d+ features?/);
+    // The status follows the drawing: on a busy machine it may say so a moment after the pixels are there.
+    await expect
+      .poll(() => seen.page.locator("#viewer-status").textContent(), { timeout: 20_000 })
+      .toMatch(/\d+ features?/);
     // A click in the middle of the map lands on a country (the map shows the layer's whole extent).
     const box = await seen.page.locator("#map").boundingBox();
     if (!box) throw new Error("no map");
