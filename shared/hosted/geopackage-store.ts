@@ -50,12 +50,20 @@ function hostedLocation(): StoreLocation {
  * is moved (a folder) or uploaded (a bucket) under its final name; answers its size. Nothing is left behind on
  * failure.
  */
-async function keepHostedData(serviceItemId: string, write: (path: string) => void): Promise<number> {
+/**
+ * Where a service's file is written before it takes its place: beside it in a folder (a rename then replaces it
+ * whole), or in this machine's temporary folder before an upload to a bucket.
+ */
+async function staged(serviceItemId: string) {
   const name = hostedFileName(serviceItemId);
   const w = where();
   const staging = "dir" in w ? w.dir : join(tmpdir(), "mapgate-hosted");
   await mkdir(staging, { recursive: true, mode: 0o700 });
-  const temporary = join(staging, `.${name}.${randomBytes(6).toString("hex")}.part`);
+  return { name, w, temporary: join(staging, `.${name}.${randomBytes(6).toString("hex")}.part`) };
+}
+
+async function keepHostedData(serviceItemId: string, write: (path: string) => void): Promise<number> {
+  const { name, w, temporary } = await staged(serviceItemId);
   try {
     write(temporary);
     if ("dir" in w) {
@@ -84,11 +92,7 @@ async function changeHostedData(
   change: (db: DatabaseSync) => void,
   settle: SettleChange,
 ): Promise<void> {
-  const name = hostedFileName(serviceItemId);
-  const w = where();
-  const staging = "dir" in w ? w.dir : join(tmpdir(), "mapgate-hosted");
-  await mkdir(staging, { recursive: true, mode: 0o700 });
-  const temporary = join(staging, `.${name}.${randomBytes(6).toString("hex")}.part`);
+  const { name, w, temporary } = await staged(serviceItemId);
   try {
     if ("dir" in w) {
       await copyFile(join(w.dir, name), temporary);
