@@ -22,7 +22,7 @@ export const handler = restHandler({ name: "Job", html: jobPage }, async (req) =
     // job here so no job stays processing, and give a publish job's name back.
     const message = "The job did not finish in time and was stopped. Try again.";
     await finishJob(job.jobId, "failed", null, message);
-    const reserved = job.operation === "publish" ? reservationOf(job.params) : undefined;
+    const reserved = reservationOf(job);
     if (reserved) await releaseServiceName(reserved.serverId, reserved.folder, reserved.name, job.jobId);
     const ended = await getJob(job.jobId);
     if (ended) return jobView(ended);

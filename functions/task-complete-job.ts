@@ -13,7 +13,7 @@ interface Finished extends JobInput {
 
 /** The service a publish job made (publishLayers' layers are told by its one Job Completed event). */
 function publishedServices(input: Finished): { itemId: string; type: string; url: string }[] {
-  if (input.operation !== "publish") return [];
+  if (input.operation !== "publish" && input.operation !== "publishHosted") return [];
   const services = (input.result as { services?: { serviceItemId?: string; type?: string; serviceUrl?: string }[] })
     ?.services;
   return (services ?? []).map((s) => ({ itemId: s.serviceItemId ?? "", type: s.type ?? "", url: s.serviceUrl ?? "" }));
@@ -47,6 +47,12 @@ export const handler = taskHandler("complete-job", async (input: Finished) => {
       skipped: input.page?.skipped ?? 0,
     };
     warnings = skippedMessages(input.page);
+  }
+  if (input.operation === "publishHosted") {
+    // What reading the file noted (rows skipped, names changed, values cut) is the job's warnings, as a request's
+    // publish answers them as `notes`.
+    const notes = (input.result as { notes?: unknown } | null)?.notes;
+    if (Array.isArray(notes)) warnings = notes.filter((n): n is string => typeof n === "string");
   }
   // Only the run that finished the job raises its events (a repeated task finds it finished already).
   if (await finishJob(input.jobId, "completed", result, "", warnings)) {

@@ -57,6 +57,11 @@ export interface Config {
    * AWS), so the default stays well within what a function copies in that time.
    */
   readonly maxItemFileBytes: number;
+  /**
+   * A file up to this size is published within its request; a larger one by a job (shared/hosted/publish-job.ts),
+   * which has 15 minutes where a request has 29 s. `PUBLISH_IN_REQUEST_MB`, 0 = every publish is a job.
+   */
+  readonly publishInRequestBytes: number;
 }
 
 /**
@@ -105,6 +110,7 @@ export const TUNABLES = [
   "STORAGE_QUOTA_USER_MB",
   "STORAGE_QUOTA_ORGANIZATION_MB",
   "MAX_ITEM_FILE_MB",
+  "PUBLISH_IN_REQUEST_MB",
 ] as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -115,6 +121,16 @@ function positiveInt(env: Env, name: string, fallback: number): number {
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n <= 0)
     throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/** A whole number from 0 to `max` (0 is a setting: none). */
+function wholeUpTo(env: Env, name: string, fallback: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0 || n > max)
+    throw new Error(`${name} must be a whole number from 0 to ${max}, got ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -210,6 +226,7 @@ export function readConfig(env: Env): Config {
       organizationBytes: bounded(env, "STORAGE_QUOTA_ORGANIZATION_MB", 100 * 1024, 1024 * 1024 * 1024) * MB,
     },
     maxItemFileBytes: bounded(env, "MAX_ITEM_FILE_MB", 256, 5 * 1024) * MB,
+    publishInRequestBytes: wholeUpTo(env, "PUBLISH_IN_REQUEST_MB", 8, 64) * MB,
   };
 }
 

@@ -408,10 +408,20 @@ export async function reserveName(serverId: string, folder: string, name: string
 /** How long a job may take before it is declared failed on read (the state machine's own limit is one hour). */
 export const JOB_DEADLINE_MS = 75 * 60_000;
 
-/** What a publish job reserved, so whoever ends the job can give the name back. */
-export function reservationOf(
-  params: Readonly<Record<string, string>>,
-): { serverId: string; folder: string; name: string } | undefined {
+/**
+ * What a publish job reserved (a service by reference, or a hosted one), so whoever ends the job can give the name
+ * back; other jobs reserve nothing.
+ */
+export function reservationOf(job: {
+  readonly operation: string;
+  readonly params: Readonly<Record<string, string>>;
+}): { serverId: string; folder: string; name: string } | undefined {
+  const { operation, params } = job;
+  if (operation === "publishHosted")
+    return params.serverId && params.serviceName
+      ? { serverId: params.serverId, folder: params.serverFolder ?? "", name: params.serviceName }
+      : undefined;
+  if (operation !== "publish") return undefined;
   const config = readServiceConfiguration(params.serviceConfiguration, []);
   return config && params.serverId
     ? { serverId: params.serverId, folder: params.serverFolder ?? "", name: config.serviceName }

@@ -412,10 +412,12 @@ function contentRoutes(): RouteSpec[] {
         CONTENT_FILES.createService,
         CONTENT_FILES.admin,
       ],
-      tables: { items: "write", datastores: "write", servers: "read", services: "write" },
+      tables: { items: "write", datastores: "write", servers: "read", services: "write", jobs: "write" },
       datastoreSecrets: "write",
       itemFiles: "write",
       hostedData: "write",
+      // A large file's publish is a job (shared/hosted/publish-job.ts).
+      startsWorkflow: true,
       emits: true,
     }),
     route({
@@ -583,6 +585,12 @@ export interface TaskSpec {
   readonly emits?: boolean;
   /** Answers callers' task tokens (states:SendTaskSuccess and SendTaskFailure). */
   readonly answersCallers?: boolean;
+  /** Uploaded items' files, as a route's `itemFiles`. */
+  readonly itemFiles?: Access;
+  /** Hosted layers' data, as a route's `hostedData`. */
+  readonly hostedData?: Access;
+  /** Its time limit on AWS, in minutes (5 unless said: Lambda's limit is 15). */
+  readonly timeoutMinutes?: number;
 }
 
 /** The jobs workflow: one Amazon States Language file (JSONPath); each Task's Resource is `${<Pascal id>}`. */
@@ -601,8 +609,22 @@ export const WORKFLOW = {
       tables: { datastores: "read", servers: "read", services: "write", layers: "write", items: "write" },
       readsStorage: true,
     },
+    {
+      // Reads an uploaded file and keeps a hosted layer's data: the longest task (a file of MAX_ITEM_FILE_MB).
+      id: "task-publish-hosted",
+      tables: { items: "write", servers: "read", services: "write" },
+      itemFiles: "read",
+      hostedData: "write",
+      timeoutMinutes: 15,
+    },
     { id: "task-complete-job", tables: { jobs: "write", ...EMITTER_TABLES }, emits: true },
-    { id: "task-fail-job", tables: { jobs: "write", services: "write", ...EMITTER_TABLES }, emits: true },
+    {
+      // A failed hosted publish drops the data it kept (hostedData).
+      id: "task-fail-job",
+      tables: { jobs: "write", services: "write", ...EMITTER_TABLES },
+      hostedData: "write",
+      emits: true,
+    },
     { id: "task-notify-caller", tables: { jobs: "read" }, answersCallers: true },
   ] satisfies readonly TaskSpec[] as readonly TaskSpec[],
 } as const;

@@ -333,10 +333,11 @@ describe("infrastructure", () => {
     expect(template.toJSON().Outputs.CloudStoreBuckets.Value).toBe(BUCKET);
   });
 
-  it("gives the functions that read data stores 2 GB of temporary storage for cloud GeoPackages, the others the default", () => {
+  it("gives the functions that read data stores or write hosted data 2 GB of temporary storage, the others the default", () => {
     for (const spec of [...ROUTES, ...WORKFLOW.tasks]) {
       const fn = functionFor(spec.id).Properties;
-      expect(fn.EphemeralStorage, spec.id).toEqual(spec.readsStorage ? { Size: 2048 } : undefined);
+      const stages = spec.readsStorage || spec.hostedData === "write";
+      expect(fn.EphemeralStorage, spec.id).toEqual(stages ? { Size: 2048 } : undefined);
     }
   });
 
@@ -435,7 +436,7 @@ describe("infrastructure", () => {
       ["MAX_BODY_BYTES", "OAUTH_ACCESS_TOKEN_MINUTES", "OAUTH_CODE_SECONDS", "OAUTH_REFRESH_TOKEN_MINUTES"]
         .concat(["SIGNIN_FAILURE_WINDOW_SECONDS", "SIGNIN_LOCKOUT_SECONDS", "SIGNIN_MAX_FAILURES"])
         .concat(["SOAP_MESSAGE_FORMAT", "SOAP_NAMESPACE", "STORAGE_QUOTA_ORGANIZATION_MB", "STORAGE_QUOTA_USER_MB"])
-        .concat(["MAX_ITEM_FILE_MB"])
+        .concat(["MAX_ITEM_FILE_MB", "PUBLISH_IN_REQUEST_MB"])
         .sort(),
     );
     // The synth command checks context values with the functions' own rules (infra/aws/app.ts).
@@ -646,8 +647,8 @@ describe("infrastructure in the databases' VPC", () => {
     // Exactly the functions that keep or serve hosted data (and those already there for data stores) are in the VPC,
     // told the database without its password and granted its secret.
     const fns = all.filter(([, r]) => r.Type === "AWS::Lambda::Function");
-    const hostingFns = ROUTES.filter((r) => r.hostedData).map((r) => r.id);
-    expect(hostingFns.sort()).toEqual(["item-add", "item-delete", "service"]);
+    const hostingFns = [...ROUTES, ...WORKFLOW.tasks].filter((r) => r.hostedData).map((r) => r.id);
+    expect(hostingFns.sort()).toEqual(["item-add", "item-delete", "service", "task-fail-job", "task-publish-hosted"]);
     for (const id of hostingFns) {
       const fn = fns.find(([rid]) => rid.startsWith(`${pascal(id)}Function`))?.[1].Properties;
       expect(fn?.VpcConfig, id).toEqual({ SubnetIds: VPC.subnetIds, SecurityGroupIds: [VPC.securityGroupId] });

@@ -453,7 +453,8 @@ export class MapgateStack extends Stack {
         runtime: Runtime.NODEJS_24_X,
         architecture: Architecture.ARM_64,
         memorySize: FUNCTION_MEMORY_MB,
-        ...(readsStorage ? { ephemeralStorageSize: Size.mebibytes(ephemeralMb) } : {}),
+        // Readers copy stores' files, and hosted-data writers stage a service's GeoPackage (or an upload), in /tmp.
+        ...(readsStorage || hostedData === "write" ? { ephemeralStorageSize: Size.mebibytes(ephemeralMb) } : {}),
         timeout,
         role,
         logGroup,
@@ -517,7 +518,7 @@ export class MapgateStack extends Stack {
 
     // The workflow: its task functions, then the state machine running the definition file.
     const taskFunctions = WORKFLOW.tasks.map((task) => {
-      const fn = makeFunction(task.id, task.id, Duration.minutes(5), task.tables, task);
+      const fn = makeFunction(task.id, task.id, Duration.minutes(task.timeoutMinutes ?? 5), task.tables, task);
       grantIntegrations(fn, task);
       return { task, fn };
     });

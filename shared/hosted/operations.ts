@@ -10,6 +10,7 @@ import { itemFiles } from "#shared/stores/item-files.ts";
 import { tagsOf } from "#shared/publishing.ts";
 import { uploadStatus } from "#shared/upload-parts.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";
+import { publishedInRequest, publishJobStatus, startHostedPublish } from "#shared/hosted/publish-job.ts";
 
 const PUBLISH_PRIVILEGE = "portal:publisher:publishFeatures";
 const CREATE_ITEM_PRIVILEGE = "portal:user:createItem";
@@ -57,29 +58,41 @@ export const publishOperation: FamilyOperation = {
     if (!canManage(req.identity, source)) throw forbidden();
     if (!source.file) throw badRequest(what, ["The item holds no uploaded file to publish."]);
     const filetype = fileTypeOf(input.filetype ?? source.type, what, source);
-    return publishHosted(
-      {
-        source: { ...source, file: source.file },
-        filetype,
-        parameters: input.parameters,
-        owner,
-        origin: req.httpsOrigin,
-      },
-      what,
-    );
+    const request = {
+      source: { ...source, file: source.file },
+      filetype,
+      parameters: input.parameters,
+      owner,
+      origin: req.httpsOrigin,
+    };
+    // A large file is published by a job (15 minutes of a task, not a request's 29 s), as ArcGIS publishes.
+    return publishedInRequest(source.file.size) ? publishHosted(request, what) : startHostedPublish(req, request, what);
   },
 };
 
 /**
- * GET|POST …/content/users/<u>/items/<id>/status: an item made by publishing (or uploaded in one request) is whole
- * once it exists, as a publish finishes within its request: `completed`, as ArcGIS answers a finished job. A file
- * uploaded in parts is `partial`, `processing` or `failed` until its commit makes it whole (shared/upload-parts.ts).
+ * GET|POST …/content/users/<u>/items/<id>/status: a service a publish job makes is `processing` until its job ends,
+ * then `completed` or `failed` with the job's message (asked with its `jobId`, as clients poll it); an item that
+ * exists (published within its request, or uploaded in one) is whole: `completed`, as ArcGIS answers a finished
+ * job. A file uploaded in parts is `partial`, `processing` or `failed` until its commit makes it whole
+ * (shared/upload-parts.ts).
  */
 export const statusOperation: FamilyOperation = {
   op: { name: "Item Status", defaultFormat: "json" },
   compute: async (req) => {
-    const item = await visibleItem(req.identity, req.pathParameters.itemId);
     const jobId = req.params.caseless("jobId");
+    const identity = req.identity;
+    // A service a publish job is still making has no item yet: its job answers (to its owner or an administrator).
+    const ofJob =
+      identity.kind === "user"
+        ? await publishJobStatus(req.pathParameters.itemId ?? "", jobId, {
+            username: identity.user.username,
+            portalId: identity.portal.portalId,
+            admin: identity.user.role === "org_admin",
+          })
+        : undefined;
+    if (ofJob) return ofJob;
+    const item = await visibleItem(req.identity, req.pathParameters.itemId);
     return {
       ...(await uploadStatus(req, item)),
       itemId: item.itemId,

@@ -31,7 +31,13 @@ import { type Item, quotaFailure, StorageQuotaError, usageCharge } from "#shared
 import { quotaExceeded } from "#shared/uploads.ts";
 import { config } from "#shared/config.ts";
 import { listPortalServers, type Server, serverUrl } from "#shared/stores/servers.ts";
-import { createService, type Service, ServiceExistsError, serviceNameTaken } from "#shared/stores/services.ts";
+import {
+  createReservedService,
+  createService,
+  type Service,
+  ServiceExistsError,
+  serviceNameTaken,
+} from "#shared/stores/services.ts";
 
 /** The file types publishing takes, by `filetype`, with the item type each must be. */
 export const PUBLISHABLE: Readonly<Record<string, string>> = {
@@ -246,22 +252,42 @@ async function keeping<T>(make: () => Promise<T>, what: string): Promise<T> {
   }
 }
 
-/** Publishes a file item as a hosted feature service; answers as ArcGIS's publish does. */
-export async function publishHosted(p: PublishRequest, what: string): Promise<Record<string, unknown>> {
+/** The service a publish makes: its checked name, on the organization's hosting server. */
+export async function publishTarget(p: PublishRequest, what: string): Promise<{ name: string; server: Server }> {
   const name = optionalText(p.parameters.name) ?? serviceNameFrom(p.source.title);
   if (!SERVICE_NAME.test(name) || RESERVED_TABLE.test(name))
     throw badRequest(what, [
       `'${name.slice(0, 64)}' cannot name a service: 1–120 letters (A–Z), digits and underscores, not beginning with gpkg_, rtree_ or sqlite_.`,
     ]);
-  const server = await hostingServer(p.source.portalId, what);
-  if (await serviceNameTaken(server.serverId, HOSTED_FOLDER, name))
-    throw badRequest(what, [`Service name '${name}' already exists.`]);
+  return { name, server: await hostingServer(p.source.portalId, what) };
+}
+
+/** Where a publish puts its service, and (a publish job) the job whose reservation holds the name. */
+export interface HostedTarget {
+  readonly name: string;
+  readonly server: Server;
+  readonly serviceItemId: string;
+  readonly reservedBy?: string;
+}
+
+/** What a publish made: the service's path (on any origin), the file's size, what the file's reading noted. */
+export interface MadeService {
+  readonly serviceItemId: string;
+  readonly size: number;
+  readonly notes: readonly string[];
+}
+
+/**
+ * Reads the file, keeps its data and makes the service and its item (in one transaction with its owner's quota
+ * charge; a publish job's also consumes its name's reservation). A refused transaction drops the data again.
+ */
+export async function makeHostedService(p: PublishRequest, target: HostedTarget, what: string): Promise<MadeService> {
+  const { name, server, serviceItemId } = target;
   const bytes = await itemFiles().get(p.source.itemId);
   if (!bytes) throw new Error(`the file of item ${p.source.itemId} is missing`);
   const tables = await readTables(bytes, p.filetype, p.parameters, what);
   const names = layerNames(tables, name);
   const notes = tables.flatMap((t) => t.table.notes);
-  const serviceItemId = newItemId();
   const store = await hostedStore();
   const kept = await keeping(
     () =>
@@ -329,45 +355,69 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
   const quota = config().storageQuota;
   try {
     // The data counts against its owner's quota as an uploaded file does, in the transaction that makes the service
-    // (its writes follow the service's and the item's: indexes 2 and 3).
+    // (its writes follow the service's and the item's, and a job's reservation's: CHARGE_AT).
     const charge = usageCharge(service.portalId, p.owner, dataBytes, quota);
     // Concurrent publishes and uploads of one organization meet on its usage counter: tried again on conflict.
-    await retryingConflicts(() => createService(service, item, undefined, charge));
+    await retryingConflicts(() =>
+      target.reservedBy
+        ? createReservedService(service, item, target.reservedBy, undefined, charge)
+        : createService(service, item, undefined, charge),
+    );
   } catch (err) {
     // The refusal is what the caller hears; data left by a failed removal is only an orphan (logged).
     await store
       .drop(serviceItemId)
       .catch((e: unknown) => logger.warn("hosted data not removed", { itemId: serviceItemId, error: String(e) }));
     if (err instanceof ServiceExistsError) throw badRequest(what, [`Service name '${name}' already exists.`]);
-    const refused = err instanceof StorageQuotaError ? err : quotaFailure(err, 2);
+    const refused = err instanceof StorageQuotaError ? err : quotaFailure(err, target.reservedBy ? 3 : 2);
     if (refused) throw quotaExceeded(refused.whose, quota);
     throw err;
   }
-  const serviceurl = restServiceUrl(serverUrl(server, p.origin), HOSTED_FOLDER, name, "FeatureServer");
-  const jobId = newItemId();
-  // As a publishing job's completion raises it: integrations learn of hosted services as of any other.
-  await emit("servicePublished", {
-    portalId: p.source.portalId,
-    owner: p.owner,
-    jobId,
-    itemId: serviceItemId,
-    type: "Feature Service",
-    url: serviceurl,
-  });
+  return { serviceItemId, size: bytes.length, notes };
+}
+
+/** The answer to a publish, as ArcGIS gives it (its job done, or running: clients poll the item's status). */
+export function publishAnswer(
+  server: Server,
+  origin: string,
+  name: string,
+  made: { readonly serviceItemId: string; readonly size: number; readonly notes?: readonly string[] },
+  jobId: string,
+): Record<string, unknown> {
+  const serviceurl = restServiceUrl(serverUrl(server, origin), HOSTED_FOLDER, name, "FeatureServer");
   return {
     services: [
       {
         type: "Feature Service",
         serviceurl,
         encodedServiceURL: serviceurl,
-        size: bytes.length,
-        // Done within this request: the status this id is asked with answers "completed".
+        size: made.size,
         jobId,
-        serviceItemId,
-        ...(notes.length > 0 ? { notes } : {}),
+        serviceItemId: made.serviceItemId,
+        ...(made.notes && made.notes.length > 0 ? { notes: made.notes } : {}),
       },
     ],
   };
+}
+
+/** Publishes a file item as a hosted feature service within the request; answers as ArcGIS's publish does. */
+export async function publishHosted(p: PublishRequest, what: string): Promise<Record<string, unknown>> {
+  const { name, server } = await publishTarget(p, what);
+  if (await serviceNameTaken(server.serverId, HOSTED_FOLDER, name))
+    throw badRequest(what, [`Service name '${name}' already exists.`]);
+  const made = await makeHostedService(p, { name, server, serviceItemId: newItemId() }, what);
+  const jobId = newItemId();
+  // As a publishing job's completion raises it: integrations learn of hosted services as of any other.
+  await emit("servicePublished", {
+    portalId: p.source.portalId,
+    owner: p.owner,
+    jobId,
+    itemId: made.serviceItemId,
+    type: "Feature Service",
+    url: restServiceUrl(serverUrl(server, p.origin), HOSTED_FOLDER, name, "FeatureServer"),
+  });
+  // Done within this request: the status this job id is asked with answers "completed".
+  return publishAnswer(server, p.origin, name, made, jobId);
 }
 
 /** What a publish request names: the file item, and how to read it. */

@@ -6,7 +6,7 @@ import { tableName } from "#shared/config.ts";
 import { ddb, isConditionFailure, scanAll } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 
-export const OPERATIONS = ["describe", "publish", "publishLayers"] as const;
+export const OPERATIONS = ["describe", "publish", "publishLayers", "publishHosted"] as const;
 export type JobOperation = (typeof OPERATIONS)[number];
 export type JobStatus = "processing" | "completed" | "failed";
 
