@@ -1,6 +1,7 @@
 // Workflow task: every failure ends here. The job is marked failed with a message its owner can act on
 // (a JobError's own words; anything else a generic message, the detail being in the logs), and a publish
 // job gives its service name back (a hosted publish first drops the data it kept).
+import { dropFailedPublish } from "#shared/hosted/publish-job-data.ts";
 import type { JobInput } from "#shared/jobs.ts";
 import { reservationOf } from "#shared/publishing.ts";
 import { emit } from "#shared/events.ts";
@@ -29,9 +30,7 @@ function messageOf(error: Failed["error"]): string {
 
 export const handler = taskHandler("fail-job", async (input: Failed) => {
   // A hosted publish's kept data first: once the name is free, another publish may take it.
-  // Loaded by such a job only: other jobs' failures never load the file readers.
-  if (input.operation === "publishHosted")
-    await (await import("#shared/hosted/publish-job.ts")).dropFailedPublish(input);
+  if (input.operation === "publishHosted") await dropFailedPublish(input);
   const reserved = reservationOf(input);
   if (reserved) await releaseServiceName(reserved.serverId, reserved.folder, reserved.name, input.jobId);
   const message = messageOf(input.error);

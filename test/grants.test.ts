@@ -21,14 +21,13 @@ interface Granted {
 }
 
 const functions: Granted[] = [
-  ...ROUTES.map((r) => ({
+  ...[...ROUTES, ...WORKFLOW.tasks].map((r) => ({
     id: r.id,
-    entry: r.handler ?? r.id,
+    entry: "handler" in r ? (r.handler ?? r.id) : r.id,
     tables: r.tables,
     ...(r.itemFiles ? { itemFiles: r.itemFiles } : {}),
     ...(r.hostedData ? { hostedData: r.hostedData } : {}),
   })),
-  ...WORKFLOW.tasks.map((t) => ({ id: t.id, entry: t.id, tables: t.tables })),
   { ...invocationFunction(), entry: invocationFunction().id },
   { ...REDELIVERY, entry: REDELIVERY.id },
 ];
@@ -109,7 +108,12 @@ describe("table grants", () => {
     // any store's, so it is granted without opening it here.
     const hosting = functions.filter((f) => all.get(f.entry)?.hostedData);
     expect(hosting.filter((f) => f.hostedData !== "write").map((f) => f.id)).toEqual([]);
-    expect(hosting.map((f) => f.id).sort()).toEqual(["item-add", "item-delete"]);
+    expect(hosting.map((f) => f.id).sort()).toEqual([
+      "item-add",
+      "item-delete",
+      "task-fail-job",
+      "task-publish-hosted",
+    ]);
     expect(functions.find((f) => f.id === "service")?.hostedData).toBe("read");
   }, 120_000);
 

@@ -75,13 +75,17 @@ describe("the state machine", () => {
   });
 
   it("grants each task function only its declared tables, and only job-starting routes may start executions", () => {
-    const policies = ofType("AWS::IAM::Policy");
+    const policies = [...ofType("AWS::IAM::Policy"), ...ofType("AWS::IAM::ManagedPolicy")];
+    // A role's statements: its default policy's, and those of the overflow policies the CDK adds past IAM's
+    // inline size limit (the uploads function's role has one).
     const actionsOf = (prefix: string) =>
-      (
-        (policies.find(([id]) => id.startsWith(`${prefix}RoleDefaultPolicy`))?.[1].Properties.PolicyDocument as {
-          Statement: { Action: string | string[]; Resource: unknown }[];
-        }) ?? { Statement: [] }
-      ).Statement;
+      policies
+        .filter(([id]) => id.startsWith(`${prefix}RoleDefaultPolicy`) || id.startsWith(`${prefix}RoleOverflowPolicy`))
+        .flatMap(
+          ([, p]) =>
+            (p.Properties.PolicyDocument as { Statement: { Action: string | string[]; Resource: unknown }[] })
+              .Statement,
+        );
     for (const task of WORKFLOW.tasks) {
       const statements = actionsOf(pascal(task.id));
       const tables = JSON.stringify(

@@ -9,9 +9,9 @@ import { ApiError } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { type JobInput, startJob } from "#shared/jobs.ts";
-import { logger } from "#shared/log.ts";
-import { HOSTED_FOLDER, reserveName, restServiceUrl, stableItemId } from "#shared/publishing.ts";
+import { HOSTED_FOLDER, reserveName, restServiceUrl } from "#shared/publishing.ts";
 import { hostedStore } from "#shared/hosted/store.ts";
+import { jobServiceItemId } from "#shared/hosted/publish-job-data.ts";
 import {
   fileTypeOf,
   makeHostedService,
@@ -25,9 +25,6 @@ import { getItem } from "#shared/stores/items.ts";
 import { getService, releaseServiceName, ServiceExistsError } from "#shared/stores/services.ts";
 import { listPortalServers, serverUrl } from "#shared/stores/servers.ts";
 import { JobError } from "#shared/tasks.ts";
-
-/** The service item a publish job makes: known when the job starts (the answer names it), the same on a retry. */
-export const jobServiceItemId = (jobId: string) => stableItemId("hosted-service", jobId);
 
 /** Whether a file is published within its request (small) or by a job. */
 export const publishedInRequest = (bytes: number) => bytes <= config().publishInRequestBytes;
@@ -118,19 +115,6 @@ export async function runHostedPublish(input: JobInput): Promise<Record<string, 
     if (err instanceof ApiError && err.code < 500) throw new JobError([err.message, ...err.details].join(" "));
     throw err;
   }
-}
-
-/** A failed publish job's data, if any was kept before it failed: dropped (the name is given back by the caller). */
-export async function dropFailedPublish(input: JobInput): Promise<void> {
-  const serviceItemId = jobServiceItemId(input.jobId);
-  const { serverId, serviceName } = input.params;
-  if (serverId && serviceName && (await getService(serverId, HOSTED_FOLDER, serviceName))?.itemId === serviceItemId)
-    return;
-  await (
-    await hostedStore()
-  )
-    .drop(serviceItemId)
-    .catch((e: unknown) => logger.warn("hosted data not removed", { itemId: serviceItemId, error: String(e) }));
 }
 
 /**
