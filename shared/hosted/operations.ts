@@ -10,7 +10,8 @@ import { itemFiles } from "#shared/stores/item-files.ts";
 import { tagsOf } from "#shared/publishing.ts";
 import { uploadStatus } from "#shared/upload-parts.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";
-import { publishedInRequest, publishJobStatus, startHostedPublish } from "#shared/hosted/publish-job.ts";
+import { jobServiceItemId } from "#shared/hosted/publish-job-data.ts";
+import { config } from "#shared/config.ts";
 
 const PUBLISH_PRIVILEGE = "portal:publisher:publishFeatures";
 const CREATE_ITEM_PRIVILEGE = "portal:user:createItem";
@@ -65,8 +66,11 @@ export const publishOperation: FamilyOperation = {
       owner,
       origin: req.httpsOrigin,
     };
-    // A large file is published by a job (15 minutes of a task, not a request's 29 s), as ArcGIS publishes.
-    return publishedInRequest(source.file.size) ? publishHosted(request, what) : startHostedPublish(req, request, what);
+    // A large file is published by a job (15 minutes of a task, not a request's 29 s), as ArcGIS publishes; what
+    // starts jobs is loaded by the first of them.
+    return source.file.size <= config().publishInRequestBytes
+      ? publishHosted(request, what)
+      : (await import("#shared/hosted/publish-job.ts")).startHostedPublish(req, request, what);
   },
 };
 
@@ -83,9 +87,12 @@ export const statusOperation: FamilyOperation = {
     const jobId = req.params.caseless("jobId");
     const identity = req.identity;
     // A service a publish job is still making has no item yet: its job answers (to its owner or an administrator).
+    const itemId = req.pathParameters.itemId ?? "";
     const ofJob =
-      identity.kind === "user"
-        ? await publishJobStatus(req.pathParameters.itemId ?? "", jobId, {
+      identity.kind === "user" && jobId && /^[0-9a-f]{32}$/.test(jobId) && jobServiceItemId(jobId) === itemId
+        ? await (
+            await import("#shared/hosted/publish-job.ts")
+          ).publishJobStatus(itemId, jobId, {
             username: identity.user.username,
             portalId: identity.portal.portalId,
             admin: identity.user.role === "org_admin",

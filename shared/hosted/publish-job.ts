@@ -4,7 +4,6 @@
 // the data and makes the service, in up to 15 minutes of a Lambda function's time rather than API Gateway's 29 s.
 // Clients poll `…/items/<serviceItemId>/status?jobId=…` as ArcGIS clients do. A small file is published within its
 // request (shared/hosted/publish.ts publishHosted): the same reading and keeping, answered `completed` at once.
-import { config } from "#shared/config.ts";
 import { ApiError } from "#shared/http/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
@@ -25,9 +24,6 @@ import { getItem } from "#shared/stores/items.ts";
 import { getService, releaseServiceName, ServiceExistsError } from "#shared/stores/services.ts";
 import { listPortalServers, serverUrl } from "#shared/stores/servers.ts";
 import { JobError } from "#shared/tasks.ts";
-
-/** Whether a file is published within its request (small) or by a job. */
-export const publishedInRequest = (bytes: number) => bytes <= config().publishInRequestBytes;
 
 /** Starts the job that publishes `p`'s file; answers as ArcGIS's publish does while its job runs. */
 export async function startHostedPublish(
