@@ -655,7 +655,7 @@ describe("infrastructure in the databases' VPC", () => {
       const env = (fn?.Environment as { Variables: Record<string, unknown> }).Variables;
       const uri = JSON.stringify(env.HOSTED_DATABASE);
       expect(uri, id).toContain("postgresql://mapgate_host@");
-      expect(uri, id).toContain(":5432/mapgate?sslmode=require");
+      expect(uri, id).toContain(":5432/mapgate?sslmode=verify-full");
       expect(env.HOSTED_DATABASE_SECRET_ID, id).toBeDefined();
       const policy = all.find(([pid]) => pid.startsWith(`${pascal(id)}RoleDefaultPolicy`))?.[1];
       expect(JSON.stringify(policy?.Properties.PolicyDocument), id).toContain("secretsmanager:GetSecretValue");

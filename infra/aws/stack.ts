@@ -498,7 +498,7 @@ export class MapgateStack extends Stack {
         hosting.secret.grantRead(fn);
         fn.addEnvironment(
           "HOSTED_DATABASE",
-          `postgresql://${HOSTING_USER}@${hosting.proxy.endpoint}:5432/${HOSTING_DATABASE}?sslmode=require`,
+          `postgresql://${HOSTING_USER}@${hosting.proxy.endpoint}:5432/${HOSTING_DATABASE}?sslmode=verify-full`,
         );
         fn.addEnvironment("HOSTED_DATABASE_SECRET_ID", hosting.secret.secretArn);
       }
