@@ -275,6 +275,8 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
             name: f.name,
             kind: f.kind,
             ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+            // The alias analyze showed, kept with the data (a renamed column keeps its own name there).
+            ...(f.alias !== f.name ? { title: f.alias } : {}),
           })),
           rows: table.rows,
         })),
