@@ -312,15 +312,22 @@
     map.once("load", () => drawnWhenIdle(map, `Footprint of ${layer.name || "the scene layer"} drawn.`));
   }
 
-  function showAttributes(title, properties, id) {
+  /**
+   * A feature's attributes, each named by its field's alias as ArcGIS's popups name them (a column's own name as
+   * written in the uploaded file, which may be any text: it is set as text, never as markup).
+   */
+  function showAttributes(title, properties, id, fields) {
     details.replaceChildren();
     const h = document.createElement("h2");
     h.textContent = title;
     const table = document.createElement("table");
+    const aliases = new Map((fields || []).map((f) => [f.name, f.alias]));
     for (const [k, v] of Object.entries(properties)) {
       const tr = document.createElement("tr");
       const th = document.createElement("th");
-      th.textContent = k;
+      const alias = aliases.get(k);
+      th.textContent = typeof alias === "string" && alias !== "" ? alias : k;
+      if (th.textContent !== k) th.title = k;
       const td = document.createElement("td");
       td.textContent = v === null || v === undefined ? "null" : String(v);
       tr.append(th, td);
@@ -435,7 +442,12 @@
         return;
       }
       const owner = clickable.find((c) => c.layerId === hit.layer.id);
-      showAttributes(`${owner ? owner.layer.info.name : "Feature"} ${hit.id ?? ""}`.trim(), hit.properties, hit.id);
+      showAttributes(
+        `${owner ? owner.layer.info.name : "Feature"} ${hit.id ?? ""}`.trim(),
+        hit.properties,
+        hit.id,
+        owner && owner.layer.info.fields,
+      );
     });
     for (const c of clickable) {
       map.on("mouseenter", c.layerId, () => (map.getCanvas().style.cursor = "pointer"));
