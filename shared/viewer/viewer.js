@@ -348,22 +348,41 @@
     },
   };
 
+  /** What the service holds cannot be drawn (it was read well): said as it is, not as a failure to read. */
+  function nothingToDraw(text) {
+    const err = new Error(text);
+    err.nothingToDraw = true;
+    return err;
+  }
+
   async function drawFeatures() {
     let ids = config.layerIds;
+    // What is listed but not drawn: a service's tables, and layers without geometry.
+    const notDrawn = [];
     if (!ids) {
       const service = await getJson(`${config.serviceUrl}?f=json`);
       ids = (service.layers || []).map((l) => l.id);
-      if (ids.length === 0) throw new Error("The feature service has no layers to draw.");
+      for (const t of service.tables || []) notDrawn.push(String(t.name));
+      if (ids.length === 0) {
+        throw nothingToDraw(
+          notDrawn.length > 0
+            ? `The feature service has tables only (${notDrawn.join(", ")}): they have no geometry to draw on a map.`
+            : "The feature service has no layers to draw.",
+        );
+      }
     }
     const layers = [];
     for (const id of ids) {
       const url = `${config.serviceUrl}/${id}`;
       const info = await getJson(`${url}?f=json`);
-      if (!info.geometryType) continue;
+      if (!info.geometryType) {
+        if (config.layerIds === undefined) notDrawn.push(String(info.name));
+        continue;
+      }
       const extent = await getJson(`${url}/query?where=1%3D1&returnExtentOnly=true&f=geojson`);
       layers.push({ id, url, info, bbox: Array.isArray(extent.bbox) ? extent.bbox : undefined });
     }
-    if (layers.length === 0) throw new Error("A table has no geometry: there is nothing to draw on a map.");
+    if (layers.length === 0) throw nothingToDraw("A table has no geometry: there is nothing to draw on a map.");
     const boxes = layers.map((l) => l.bbox).filter(Boolean);
     const bounds = boxes.length
       ? [
@@ -421,7 +440,10 @@
         }
         map.once("idle", () => {
           if (mine !== asked || body.dataset.viewer === "failed") return;
-          say(`${notes.join("; ")}.`, false);
+          const tables = notDrawn.length
+            ? ` Not drawn (${notDrawn.length === 1 ? "a table" : "tables"}, without geometry): ${notDrawn.join(", ")}.`
+            : "";
+          say(`${notes.join("; ")}.${tables}`, false);
           body.dataset.viewer = "drawn";
         });
         map.triggerRepaint();
@@ -464,5 +486,5 @@
     fail("Nothing to draw.");
     return;
   }
-  draw().catch((err) => fail(`The service could not be read: ${err.message}`));
+  draw().catch((err) => fail(err.nothingToDraw ? err.message : `The service could not be read: ${err.message}`));
 })();
