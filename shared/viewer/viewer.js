@@ -355,6 +355,9 @@
     return err;
   }
 
+  /** How far from a click (in pixels) a feature is still the one clicked. */
+  const CLICK_TOLERANCE = 4;
+
   async function drawFeatures() {
     let ids = config.layerIds;
     // What is listed but not drawn: a service's tables, and layers without geometry.
@@ -456,7 +459,12 @@
       map.on("moveend", load);
     });
     map.on("click", (e) => {
-      const hits = map.queryRenderedFeatures(e.point, { layers: clickable.map((c) => c.layerId) });
+      // A few pixels around the click, as a person aims: a line is drawn 1.2 pixels wide.
+      const around = [
+        [e.point.x - CLICK_TOLERANCE, e.point.y - CLICK_TOLERANCE],
+        [e.point.x + CLICK_TOLERANCE, e.point.y + CLICK_TOLERANCE],
+      ];
+      const hits = map.queryRenderedFeatures(around, { layers: clickable.map((c) => c.layerId) });
       const hit = hits[0];
       if (!hit) {
         details.replaceChildren();
