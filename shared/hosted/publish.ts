@@ -276,7 +276,7 @@ export async function publishHosted(p: PublishRequest, what: string): Promise<Re
             kind: f.kind,
             ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
             // The alias analyze showed, kept with the data (a renamed column keeps its own name there).
-            ...(f.alias !== f.name ? { title: f.alias } : {}),
+            ...(f.alias !== "" && f.alias !== f.name ? { title: f.alias } : {}),
           })),
           rows: table.rows,
         })),
