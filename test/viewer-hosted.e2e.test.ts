@@ -453,7 +453,7 @@ describe("the ArcGIS Maps SDK draws each hosted layer from its URL", () => {
   });
 
   /**
-   * Loads each layer, counts its features, then draws them all in one MapView and hit-tests each place at the zoom
+   * Loads each layer, counts its features and queries them (`field` of each, in object id order), then draws them all in one MapView and hit-tests each place at the zoom
    * given: the value of `field` of the feature the SDK hits there in that layer (null for none).
    */
   async function drawAndHit(
@@ -461,7 +461,7 @@ describe("the ArcGIS Maps SDK draws each hosted layer from its URL", () => {
     places: { layer: number; lon: number; lat: number; zoom: number }[],
   ) {
     return p.run<{
-      loaded: { geometryType: string | null; isTable: boolean; count: number }[];
+      loaded: { geometryType: string | null; isTable: boolean; count: number; values: string[] }[];
       hits: (string | null)[];
       zooms: number[];
     }>(
@@ -470,7 +470,10 @@ describe("the ArcGIS Maps SDK draws each hosted layer from its URL", () => {
       const loaded = [];
       for (const layer of layers) {
         await layer.load();
-        loaded.push({ geometryType: layer.geometryType ?? null, isTable: layer.isTable, count: await layer.queryFeatureCount() });
+        const field = args.layers[loaded.length].field;
+        const set = await layer.queryFeatures({ where: "1=1", outFields: [field], orderByFields: ["fid"] });
+        loaded.push({ geometryType: layer.geometryType ?? null, isTable: layer.isTable, count: await layer.queryFeatureCount(),
+          values: set.features.map((f) => String(f.attributes[field])) });
       }
       const lods = sdk.TileInfo.create({ spatialReference: { wkid: 3857 }, numLODs: 24 }).lods;
       const view = new sdk.MapView({ container: container(), map: new sdk.EsriMap({ layers: layers.filter((l) => !l.isTable) }),
@@ -509,7 +512,7 @@ describe("the ArcGIS Maps SDK draws each hosted layer from its URL", () => {
         { layer: 0, lon: 6.45, lat: 46.45, zoom: 11 },
       ],
     );
-    expect(out.loaded).toEqual([{ geometryType: "polygon", isTable: false, count: 2 }]);
+    expect(out.loaded).toEqual([{ geometryType: "polygon", isTable: false, count: 2, values: ["Léman", "Zürich"] }]);
     expect(out.hits).toEqual(["Léman", null, null, "Zürich", "Léman"]);
     expect(out.zooms).toEqual([8, 8, 8, 8, 11]);
   });
@@ -527,7 +530,7 @@ describe("the ArcGIS Maps SDK draws each hosted layer from its URL", () => {
         { layer: 0, lon: 1.99, lat: 48.6, zoom: 12 },
       ],
     );
-    expect(out.loaded).toEqual([{ geometryType: "polygon", isTable: false, count: 2 }]);
+    expect(out.loaded).toEqual([{ geometryType: "polygon", isTable: false, count: 2, values: ["Île", "Sud"] }]);
     expect(out.hits).toEqual(["Île", null, null, "Sud", "Île", null]);
   });
 
@@ -552,9 +555,9 @@ describe("the ArcGIS Maps SDK draws each hosted layer from its URL", () => {
       ],
     );
     expect(out.loaded).toEqual([
-      { geometryType: "point", isTable: false, count: 3 },
-      { geometryType: "polyline", isTable: false, count: 2 },
-      { geometryType: null, isTable: true, count: 4 },
+      { geometryType: "point", isTable: false, count: 3, values: ["S1", "S2", "S3"] },
+      { geometryType: "polyline", isTable: false, count: 2, values: ["R1", "R2"] },
+      { geometryType: null, isTable: true, count: 4, values: ["S1", "S2", "S1", "S3"] },
     ]);
     expect(out.hits).toEqual(["S2", null, "R1", "R2", null]);
   });
