@@ -1,19 +1,24 @@
 // The README's "Ten minutes with mapgate", run as written: every `sh` block of that section, in order, in one bash
 // shell against the real local engine (started on the demo data), with only what a reader fills in put in (the
 // engine's address and certificate, the publisher's password). A block whose commands fail, or whose output no
-// longer shows what the README's comments say, fails here before a reader meets it.
+// longer shows what the README's comments say, fails here before a reader meets it. The link the walk asks the reader
+// to open in a browser is opened in headless Chromium.
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { CHROMIUM_ARGS } from "./helpers/map-render.ts";
 
 let engine: RunningEngine;
 let work: string;
 /** Each block's output, by its place in the section. */
 let outputs: string[] = [];
+/** The shell's variables the README's prose refers to after its blocks (`$SITES`). */
+let sites = "";
 
 /** The section's `sh` blocks, as a reader copies them. */
 function walkBlocks(): string[] {
@@ -41,7 +46,11 @@ beforeAll(async () => {
       .replace("'<the publisher password npm start printed>'", `'${PASSWORDS.publisher}'`)
       .replace(/^(J=\$\(curl[^\n]*(?:\\\n[^\n]*)*\))$/gm, `$1\n${WAIT_FOR_JOB}`),
   );
-  const script = ["set -eo pipefail", ...blocks.map((b, i) => `echo "@@block ${i}"\n${b}`)].join("\n");
+  const script = [
+    "set -eo pipefail",
+    ...blocks.map((b, i) => `echo "@@block ${i}"\n${b}`),
+    'echo "@@sites $SITES"',
+  ].join("\n");
   const { stdout } = await promisify(execFile)("bash", ["-c", script], {
     cwd: work,
     env: { ...process.env, HOME: work },
@@ -50,7 +59,9 @@ beforeAll(async () => {
   }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
     throw new Error(`the walk failed: ${err.message}\n${err.stdout ?? ""}\n${err.stderr ?? ""}`);
   });
-  outputs = stdout.split(/^@@block \d+\n/m).slice(1);
+  const [walk = "", vars = ""] = stdout.split(/^@@sites /m);
+  outputs = walk.split(/^@@block \d+\n/m).slice(1);
+  sites = vars.trim();
 }, 180_000);
 
 afterAll(async () => {
@@ -109,5 +120,52 @@ describe("the README's walk", () => {
       '{"fid":1,"site":"Harbour depot","visits":120}',
       '{"fid":3,"site":"East gate","visits":300}',
     ]);
+  });
+
+  it("7. draws the hosted layer at the viewer link the README gives, each site's attributes on a click", async () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const link = /Open `(https:\/\/localhost:8443\/viewer\/map\?url=)<the \$SITES URL>(\/0)` in the browser/.exec(
+      readme,
+    );
+    expect(link, "the README's viewer link").not.toBeNull();
+    expect(sites).toBe(`${engine.ready.https}/arcgis/rest/services/Hosted/Field_sites/FeatureServer`);
+    const href = `${(link?.[1] ?? "").replace("https://localhost:8443", engine.ready.https)}${sites}${link?.[2] ?? ""}`;
+    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+    try {
+      const page = await browser.newPage({ ignoreHTTPSErrors: true, viewport: { width: 800, height: 900 } });
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(e.message));
+      page.on("response", (r) => {
+        if (r.status() >= 400) errors.push(`${r.status()} ${r.url()}`);
+      });
+      const drawn = () =>
+        page.waitForFunction(
+          () =>
+            ["drawn", "failed"].includes(
+              (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body
+                .dataset.viewer ?? "",
+            ),
+          undefined,
+          { timeout: 30_000 },
+        );
+      await page.goto(href);
+      await drawn();
+      await expect
+        .poll(() => page.locator("#viewer-status").textContent(), { timeout: 20_000 })
+        .toBe("Field_sites: 3 features.");
+      // East gate at the middle of the map (the viewer follows the address's #zoom/latitude/longitude): a click there.
+      await page.goto("about:blank");
+      await page.goto(`${href}#14/51.4545/-2.5531`);
+      await drawn();
+      const box = await page.locator("#map").boundingBox();
+      if (!box) throw new Error("no map");
+      await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+      await expect.poll(() => page.locator("body").getAttribute("data-feature")).toBe("3");
+      const cells = await page.locator("#viewer-details td").allTextContents();
+      expect(cells).toEqual(["3", "East gate", "gate", "300", "51.4545", "-2.5531"]);
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
   });
 });

@@ -242,11 +242,22 @@ export class PostGisDatabase {
   readonly #run: StatementRunner;
   #datasets: { at: number; list: Promise<PostGisDataset[]> } | undefined;
   readonly #schemas = new Map<string, { at: number; schema: Promise<LayerSchema | DatasetError | undefined> }>();
+  /**
+   * Whether a column's comment is its field's alias: in the hosting database, where mapgate writes them (a hosted
+   * layer's column as its file named it); a registered database's comments are its own notes, not aliases.
+   */
+  readonly #commentsAreAliases: boolean;
 
-  constructor(pool: Pool, onLoginRefused: () => void, run: StatementRunner = onPool) {
+  constructor(
+    pool: Pool,
+    onLoginRefused: () => void,
+    run: StatementRunner = onPool,
+    { commentsAreAliases = false }: { commentsAreAliases?: boolean } = {},
+  ) {
     this.#pool = pool;
     this.#onLoginRefused = onLoginRefused;
     this.#run = run;
+    this.#commentsAreAliases = commentsAreAliases;
   }
 
   /** Runs a statement; rows as arrays, columns in SELECT order. Errors classified (classifyPgError). */
@@ -317,7 +328,7 @@ export class PostGisDatabase {
       string,
       boolean,
       number,
-      string,
+      string | null,
       number,
       number,
       string | null,
@@ -342,7 +353,7 @@ export class PostGisDatabase {
       };
     }
     const fields: Field[] = [];
-    for (const [column, typname, notNull, typmod] of columns) {
+    for (const [column, typname, notNull, typmod, comment] of columns) {
       if (geometryRow && column === geometryRow[0]) continue;
       const type = column === key ? "esriFieldTypeOID" : FIELD_TYPES[typname];
       if (!type) continue;
@@ -351,7 +362,8 @@ export class PostGisDatabase {
       fields.push({
         name: column,
         type,
-        alias: column,
+        // At most 255 characters, as a GeoPackage's column title is read.
+        alias: this.#commentsAreAliases && comment && comment.length <= 255 && column !== key ? comment : column,
         ...(length ? { length } : {}),
         nullable: column !== key && !notNull,
         column,
@@ -430,10 +442,10 @@ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND has_table_privilege(c.oid, 'SELECT')`;
 
 /**
- * A relation's columns in order: name, type, not null, typmod, (unused), srid, dimensions, geometry type (the
+ * A relation's columns in order: name, type, not null, typmod, comment (or null), srid, dimensions, geometry type (the
  * last three from geometry_columns for a geometry column, else null).
  */
-const COLUMNS = `SELECT a.attname::text, t.typname::text, a.attnotnull, a.atttypmod, '' AS unused,
+const COLUMNS = `SELECT a.attname::text, t.typname::text, a.attnotnull, a.atttypmod, col_description(a.attrelid, a.attnum),
   COALESCE(g.srid, 0)::float8, COALESCE(g.coord_dimension, 2)::float8, g.type::text
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
   JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace

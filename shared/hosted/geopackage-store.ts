@@ -255,6 +255,7 @@ export const geoPackageStore: HostedStore = {
             name: c.name,
             type: COLUMN_TYPES[c.kind],
             ...(c.length !== undefined ? { maxLength: c.length } : {}),
+            ...(c.title !== undefined ? { title: c.title } : {}),
           })),
           rows: l.rows,
         })),

@@ -233,6 +233,7 @@ async function open(): Promise<Hosting> {
       void pool.end().catch(() => undefined);
     },
     readInTransaction,
+    { commentsAreAliases: true },
   );
   const held = hosting;
   return { connection, pool, db };
@@ -313,6 +314,16 @@ async function createLayer(client: PoolClient, schema: string, layer: HostedLaye
     ...(type ? [`${quoteIdentifier(GEOMETRY_COLUMN)} geometry(${type}, 4326)`] : []),
   ];
   await client.query(`CREATE TABLE ${table} (${definitions.join(", ")})`);
+  // A field's alias (its column as the file named it) is the column's comment, as a GeoPackage keeps it as the
+  // column's title. COMMENT takes no parameters: the text goes in as a quoted literal (a NUL cannot be stored), all
+  // of a table's in one round trip.
+  const comments = layer.columns
+    .filter((c) => c.title !== undefined)
+    .map(
+      (c) =>
+        `COMMENT ON COLUMN ${table}.${quoteIdentifier(c.name)} IS ${client.escapeLiteral((c.title ?? "").replaceAll("\0", ""))}`,
+    );
+  if (comments.length > 0) await client.query(comments.join("; "));
   await insertRows(client, table, layer);
   let extent: [number, number, number, number] | undefined;
   if (type) {

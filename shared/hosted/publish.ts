@@ -301,6 +301,8 @@ export async function makeHostedService(p: PublishRequest, target: HostedTarget,
             name: f.name,
             kind: f.kind,
             ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+            // The alias analyze showed, kept with the data (a renamed column keeps its own name there).
+            ...(f.alias !== "" && f.alias !== f.name ? { title: f.alias } : {}),
           })),
           rows: table.rows,
         })),

@@ -15,6 +15,8 @@ export interface HostedColumn {
   readonly kind: FieldKind;
   /** Text columns: the declared length. */
   readonly length?: number;
+  /** The field's alias: the column's name as the file wrote it, when that is not `name` (any text). */
+  readonly title?: string;
 }
 
 /** One layer (or table) of a service to make: its columns, geometry and rows (object ids are numbered from 1). */

@@ -312,15 +312,22 @@
     map.once("load", () => drawnWhenIdle(map, `Footprint of ${layer.name || "the scene layer"} drawn.`));
   }
 
-  function showAttributes(title, properties, id) {
+  /**
+   * A feature's attributes, each named by its field's alias as ArcGIS's popups name them (a column's own name as
+   * written in the uploaded file, which may be any text: it is set as text, never as markup).
+   */
+  function showAttributes(title, properties, id, fields) {
     details.replaceChildren();
     const h = document.createElement("h2");
     h.textContent = title;
     const table = document.createElement("table");
+    const aliases = new Map((fields || []).map((f) => [f.name, f.alias]));
     for (const [k, v] of Object.entries(properties)) {
       const tr = document.createElement("tr");
       const th = document.createElement("th");
-      th.textContent = k;
+      const alias = aliases.get(k);
+      th.textContent = typeof alias === "string" && alias !== "" ? alias : k;
+      if (th.textContent !== k) th.title = k;
       const td = document.createElement("td");
       td.textContent = v === null || v === undefined ? "null" : String(v);
       tr.append(th, td);
@@ -341,22 +348,44 @@
     },
   };
 
+  /** What the service holds cannot be drawn (it was read well): said as it is, not as a failure to read. */
+  function nothingToDraw(text) {
+    const err = new Error(text);
+    err.nothingToDraw = true;
+    return err;
+  }
+
+  /** How far from a click (in pixels) a feature is still the one clicked. */
+  const CLICK_TOLERANCE = 4;
+
   async function drawFeatures() {
     let ids = config.layerIds;
+    // What is listed but not drawn: a service's tables, and layers without geometry.
+    const notDrawn = [];
     if (!ids) {
       const service = await getJson(`${config.serviceUrl}?f=json`);
       ids = (service.layers || []).map((l) => l.id);
-      if (ids.length === 0) throw new Error("The feature service has no layers to draw.");
+      for (const t of service.tables || []) notDrawn.push(String(t.name));
+      if (ids.length === 0) {
+        throw nothingToDraw(
+          notDrawn.length > 0
+            ? `The feature service has tables only (${notDrawn.join(", ")}): they have no geometry to draw on a map.`
+            : "The feature service has no layers to draw.",
+        );
+      }
     }
     const layers = [];
     for (const id of ids) {
       const url = `${config.serviceUrl}/${id}`;
       const info = await getJson(`${url}?f=json`);
-      if (!info.geometryType) continue;
+      if (!info.geometryType) {
+        if (config.layerIds === undefined) notDrawn.push(String(info.name));
+        continue;
+      }
       const extent = await getJson(`${url}/query?where=1%3D1&returnExtentOnly=true&f=geojson`);
       layers.push({ id, url, info, bbox: Array.isArray(extent.bbox) ? extent.bbox : undefined });
     }
-    if (layers.length === 0) throw new Error("A table has no geometry: there is nothing to draw on a map.");
+    if (layers.length === 0) throw nothingToDraw("A table has no geometry: there is nothing to draw on a map.");
     const boxes = layers.map((l) => l.bbox).filter(Boolean);
     const bounds = boxes.length
       ? [
@@ -414,7 +443,10 @@
         }
         map.once("idle", () => {
           if (mine !== asked || body.dataset.viewer === "failed") return;
-          say(`${notes.join("; ")}.`, false);
+          const tables = notDrawn.length
+            ? ` Not drawn (${notDrawn.length === 1 ? "a table" : "tables"}, without geometry): ${notDrawn.join(", ")}.`
+            : "";
+          say(`${notes.join("; ")}.${tables}`, false);
           body.dataset.viewer = "drawn";
         });
         map.triggerRepaint();
@@ -427,7 +459,12 @@
       map.on("moveend", load);
     });
     map.on("click", (e) => {
-      const hits = map.queryRenderedFeatures(e.point, { layers: clickable.map((c) => c.layerId) });
+      // A few pixels around the click, as a person aims: a line is drawn 1.2 pixels wide.
+      const around = [
+        [e.point.x - CLICK_TOLERANCE, e.point.y - CLICK_TOLERANCE],
+        [e.point.x + CLICK_TOLERANCE, e.point.y + CLICK_TOLERANCE],
+      ];
+      const hits = map.queryRenderedFeatures(around, { layers: clickable.map((c) => c.layerId) });
       const hit = hits[0];
       if (!hit) {
         details.replaceChildren();
@@ -435,7 +472,12 @@
         return;
       }
       const owner = clickable.find((c) => c.layerId === hit.layer.id);
-      showAttributes(`${owner ? owner.layer.info.name : "Feature"} ${hit.id ?? ""}`.trim(), hit.properties, hit.id);
+      showAttributes(
+        `${owner ? owner.layer.info.name : "Feature"} ${hit.id ?? ""}`.trim(),
+        hit.properties,
+        hit.id,
+        owner && owner.layer.info.fields,
+      );
     });
     for (const c of clickable) {
       map.on("mouseenter", c.layerId, () => (map.getCanvas().style.cursor = "pointer"));
@@ -452,5 +494,5 @@
     fail("Nothing to draw.");
     return;
   }
-  draw().catch((err) => fail(`The service could not be read: ${err.message}`));
+  draw().catch((err) => fail(err.nothingToDraw ? err.message : `The service could not be read: ${err.message}`));
 })();

@@ -348,6 +348,21 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
         ["Field5", ""],
       ]);
       expect((analyzed.notes as string[])[0]).toMatch(/^Renamed 4 field\(s\)/);
+      // The published layer keeps each column's own name as its field's alias, quotes and markup as they were.
+      const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId: await upload(tokens.publisher, "aliases.csv", `OBJECTID,name,Name,"it's <b>2nd</b>",\n1,a,b,c,d\n`),
+        filetype: "csv",
+        publishParameters: JSON.stringify({ name: "Aliases", locationType: "none" }),
+      })) as unknown as Published;
+      const layer = await getJson(`${published.services[0]?.serviceurl}/0`, tokens.publisher);
+      expect((layer.fields as { name: string; alias: string }[]).map((f) => [f.name, f.alias])).toEqual([
+        ["fid", "fid"],
+        ["OBJECTID_1", "OBJECTID"],
+        ["name", "name"],
+        ["Name_1", "Name"],
+        ["it_s__b_2nd__b_", "it's <b>2nd</b>"],
+        ["Field5", "Field5"],
+      ]);
     });
 
     it("takes the ArcGIS Python API's spelling (itemid, fileType) and a name it makes from a title with digits first", async () => {
