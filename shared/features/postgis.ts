@@ -242,11 +242,17 @@ export class PostGisDatabase {
   readonly #run: StatementRunner;
   #datasets: { at: number; list: Promise<PostGisDataset[]> } | undefined;
   readonly #schemas = new Map<string, { at: number; schema: Promise<LayerSchema | DatasetError | undefined> }>();
+  readonly #titled: boolean;
 
-  constructor(pool: Pool, onLoginRefused: () => void, run: StatementRunner = onPool) {
+  /**
+   * `titled`: columns' comments are their fields' aliases (the hosting database, where mapgate writes them as a
+   * definition's aliases; a database read by reference keeps descriptions there, not aliases).
+   */
+  constructor(pool: Pool, onLoginRefused: () => void, run: StatementRunner = onPool, titled = false) {
     this.#pool = pool;
     this.#onLoginRefused = onLoginRefused;
     this.#run = run;
+    this.#titled = titled;
   }
 
   /** Runs a statement; rows as arrays, columns in SELECT order. Errors classified (classifyPgError). */
@@ -286,14 +292,29 @@ export class PostGisDatabase {
     });
   }
 
-  /** A dataset's schema, or why it cannot be served; undefined when the database has no such table. */
-  schema(name: string): Promise<LayerSchema | DatasetError | undefined> {
-    const held = this.#schemas.get(name);
+  /**
+   * A dataset's schema, or why it cannot be served; undefined when the database has no such table. Kept a minute;
+   * with `version`, kept by its key (a hosted layer's definition revision), and described only once `ready` says the
+   * database holds that version (false: described as it is, and not kept).
+   */
+  schema(
+    name: string,
+    version?: { readonly key: number; readonly ready: () => Promise<boolean> },
+  ): Promise<LayerSchema | DatasetError | undefined> {
+    const key = version ? `${name}\u0000${version.key}` : name;
+    const held = this.#schemas.get(key);
     if (held && Date.now() - held.at < SCHEMA_TTL_MS) return held.schema;
-    const schema = this.#describe(name);
+    if (!version) return this.#keep(key, this.#describe(name));
+    return version.ready().then((ready) => (ready ? this.#keep(key, this.#describe(name)) : this.#describe(name)));
+  }
+
+  #keep(
+    key: string,
+    schema: Promise<LayerSchema | DatasetError | undefined>,
+  ): Promise<LayerSchema | DatasetError | undefined> {
     if (this.#schemas.size >= 256) this.#schemas.delete(this.#schemas.keys().next().value as string);
-    this.#schemas.set(name, { at: Date.now(), schema });
-    schema.catch(() => this.#schemas.delete(name));
+    this.#schemas.set(key, { at: Date.now(), schema });
+    schema.catch(() => this.#schemas.delete(key));
     return schema;
   }
 
@@ -342,16 +363,18 @@ export class PostGisDatabase {
       };
     }
     const fields: Field[] = [];
-    for (const [column, typname, notNull, typmod] of columns) {
+    for (const [column, typname, notNull, typmod, comment] of columns) {
       if (geometryRow && column === geometryRow[0]) continue;
       const type = column === key ? "esriFieldTypeOID" : FIELD_TYPES[typname];
       if (!type) continue;
       const convert = CONVERSIONS[typname];
       const length = (typname === "varchar" || typname === "bpchar") && typmod > 4 ? typmod - 4 : undefined;
+      // An alias as the GeoPackage reader takes a title: text of at most 255 characters.
+      const title = this.#titled && comment !== "" && comment.length <= 255 ? comment : undefined;
       fields.push({
         name: column,
         type,
-        alias: column,
+        alias: title ?? column,
         ...(length ? { length } : {}),
         nullable: column !== key && !notNull,
         column,
@@ -430,10 +453,11 @@ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND has_table_privilege(c.oid, 'SELECT')`;
 
 /**
- * A relation's columns in order: name, type, not null, typmod, (unused), srid, dimensions, geometry type (the
- * last three from geometry_columns for a geometry column, else null).
+ * A relation's columns in order: name, type, not null, typmod, comment ("" for none), srid, dimensions, geometry
+ * type (the last three from geometry_columns for a geometry column, else null).
  */
-const COLUMNS = `SELECT a.attname::text, t.typname::text, a.attnotnull, a.atttypmod, '' AS unused,
+const COLUMNS = `SELECT a.attname::text, t.typname::text, a.attnotnull, a.atttypmod,
+  COALESCE(col_description(a.attrelid, a.attnum), '') AS comment,
   COALESCE(g.srid, 0)::float8, COALESCE(g.coord_dimension, 2)::float8, g.type::text
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
   JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
