@@ -76,9 +76,13 @@ const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,62}$/;
 /** Names a defined layer may not take: the GeoPackage's own tables, and mapgate's. */
 const RESERVED_LAYER = /^(gpkg_|rtree_|sqlite_|mapgate_)/i;
 
+/**
+ * The column each field type takes, as wide as ArcGIS's type (SmallInteger 16 bits, Integer 32: GeoPackage's 32-bit
+ * type is MEDIUMINT, its INTEGER 64-bit; PostgreSQL hosting maps these to smallint and integer).
+ */
 const FIELD_COLUMNS: Readonly<Record<string, ColumnType>> = {
   esriFieldTypeSmallInteger: "SMALLINT",
-  esriFieldTypeInteger: "INTEGER",
+  esriFieldTypeInteger: "MEDIUMINT",
   esriFieldTypeSingle: "FLOAT",
   esriFieldTypeDouble: "DOUBLE",
   esriFieldTypeString: "TEXT",

@@ -208,6 +208,8 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       expect(info).toMatch(/Layer name: Visits\n/);
       expect(info.match(/Feature Count: 0\n/g)).toHaveLength(2);
       expect(info).toMatch(/Name: String \(100\.0\)/);
+      // An Integer is 32 bits wide where it is kept (GDAL would say Integer64 of a wider column).
+      expect(info).toMatch(/Visits: Integer \(0\.0\)/);
       // The alias is kept where the backing keeps aliases (a GeoPackage's gpkg_data_columns, a column's comment).
       expect(await backing.aliases(engine.dataDir, itemId, "Sites")).toEqual({ Name: "Site <i>name</i>" });
     });
