@@ -147,6 +147,24 @@ describe("in the hosting database", () => {
     expect(comment.rows).toEqual([{ c: "1" }]);
   });
 
+  it("names a table past PostgreSQL's 63 bytes by its start, cut between characters, and a digest; the layer keeps its name", async () => {
+    const token = await signIn(rest(), suite.engine().ca, "publisher", PASSWORDS.publisher);
+    const name = "Relevés de la station météorologique principale du réseau régional (été)";
+    expect(Buffer.byteLength(name)).toBeGreaterThan(63);
+    const added = await postJson(`${admin()}/Hosted/Typed/FeatureServer/addToDefinition`, token, {
+      addToDefinition: JSON.stringify({ tables: [{ name, fields: [{ name: "Value", type: "esriFieldTypeDouble" }] }] }),
+    });
+    expect(added).toEqual({ success: true, layers: [], tables: [{ name, id: 1 }] });
+    const url = `${suite.engine().ready.https}/arcgis/rest/services/Hosted/Typed/FeatureServer/1`;
+    expect(await getJson(url, token)).toMatchObject({ id: 1, name, type: "Table" });
+    expect(await getJson(`${url}/query?where=Value%20IS%20NULL&returnCountOnly=true`, token)).toEqual({ count: 0 });
+    const tables = await db.admin.query<{ relname: string }>(
+      "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname LIKE 'h\\_%' AND c.relname LIKE 'Relev%' AND c.relkind = 'r'",
+    );
+    expect(tables.rows).toEqual([{ relname: expect.stringMatching(/^Relevés de la station .*_[0-9a-f]{8}$/) }]);
+    expect(Buffer.byteLength(tables.rows[0]?.relname ?? "")).toBeLessThanOrEqual(63);
+  });
+
   it("saw the hosting pool send no startup options, and pin no session", () => {
     expect(proxy.startups.length).toBeGreaterThan(0);
     for (const params of proxy.startups) {
