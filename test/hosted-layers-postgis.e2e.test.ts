@@ -148,37 +148,4 @@ describe("through the stand-in for RDS Proxy", () => {
     expect(JSON.stringify(again)).toMatch(/Hosted\/Refused\/FeatureServer/);
     expect(await schemas()).toBe(before + 1);
   });
-
-  it("does not define services yet: createService and the admin wire say so (400), and the layer stays as it was", async () => {
-    const notYet = [
-      "Changing a hosted service's definition is not available yet on PostgreSQL hosting (HOSTED_DATABASE): its layers are published from files.",
-    ];
-    const created = await suite.postJson(`${suite.rest()}/content/users/publisher/createService`, suite.publisher(), {
-      outputType: "featureService",
-      createParameters: JSON.stringify({ name: "Defined" }),
-    });
-    expect(created).toEqual({ error: { code: 400, message: "Unable to create service.", details: notYet } });
-    const itemId = await suite.upload(suite.publisher(), "kept.csv", "name,lat,lon\na,1,2\nb,3,4\n");
-    const published = await suite.postJson(`${suite.rest()}/content/users/publisher/publish`, suite.publisher(), {
-      itemId,
-      filetype: "csv",
-      publishParameters: JSON.stringify({ name: "Kept" }),
-    });
-    expect(JSON.stringify(published)).toMatch(/Hosted\/Kept\/FeatureServer/);
-    const admin = `${suite.servicesUrl().replace(/\/rest\/services$/, "/rest/admin/services")}/Hosted/Kept/FeatureServer`;
-    expect(await suite.postJson(`${admin}/0/truncate`, suite.publisher())).toEqual({
-      error: { code: 400, message: "Unable to truncate layer.", details: notYet },
-    });
-    const fields = await suite.postJson(`${admin}/0/addToDefinition`, suite.publisher(), {
-      addToDefinition: JSON.stringify({ fields: [{ name: "Extra", type: "esriFieldTypeInteger" }] }),
-    });
-    expect(fields).toEqual({
-      error: { code: 400, message: "Unable to add feature service definition.", details: notYet },
-    });
-    const count = await suite.getJson(
-      `${suite.servicesUrl()}/Hosted/Kept/FeatureServer/0/query?where=1%3D1&returnCountOnly=true`,
-      suite.publisher(),
-    );
-    expect(count).toEqual({ count: 2 });
-  });
 });

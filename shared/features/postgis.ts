@@ -242,22 +242,17 @@ export class PostGisDatabase {
   readonly #run: StatementRunner;
   #datasets: { at: number; list: Promise<PostGisDataset[]> } | undefined;
   readonly #schemas = new Map<string, { at: number; schema: Promise<LayerSchema | DatasetError | undefined> }>();
-  /**
-   * Whether a column's comment is its field's alias: in the hosting database, where mapgate writes them (a hosted
-   * layer's column as its file named it); a registered database's comments are its own notes, not aliases.
-   */
-  readonly #commentsAreAliases: boolean;
+  readonly #titled: boolean;
 
-  constructor(
-    pool: Pool,
-    onLoginRefused: () => void,
-    run: StatementRunner = onPool,
-    { commentsAreAliases = false }: { commentsAreAliases?: boolean } = {},
-  ) {
+  /**
+   * `titled`: columns' comments are their fields' aliases (the hosting database, where mapgate writes them as a
+   * definition's aliases; a database read by reference keeps descriptions there, not aliases).
+   */
+  constructor(pool: Pool, onLoginRefused: () => void, run: StatementRunner = onPool, titled = false) {
     this.#pool = pool;
     this.#onLoginRefused = onLoginRefused;
     this.#run = run;
-    this.#commentsAreAliases = commentsAreAliases;
+    this.#titled = titled;
   }
 
   /** Runs a statement; rows as arrays, columns in SELECT order. Errors classified (classifyPgError). */
@@ -297,14 +292,29 @@ export class PostGisDatabase {
     });
   }
 
-  /** A dataset's schema, or why it cannot be served; undefined when the database has no such table. */
-  schema(name: string): Promise<LayerSchema | DatasetError | undefined> {
-    const held = this.#schemas.get(name);
+  /**
+   * A dataset's schema, or why it cannot be served; undefined when the database has no such table. Kept a minute;
+   * with `version`, kept by its key (a hosted layer's definition revision), and described only once `ready` says the
+   * database holds that version (false: described as it is, and not kept).
+   */
+  schema(
+    name: string,
+    version?: { readonly key: number; readonly ready: () => Promise<boolean> },
+  ): Promise<LayerSchema | DatasetError | undefined> {
+    const key = version ? `${name}\u0000${version.key}` : name;
+    const held = this.#schemas.get(key);
     if (held && Date.now() - held.at < SCHEMA_TTL_MS) return held.schema;
-    const schema = this.#describe(name);
+    if (!version) return this.#keep(key, this.#describe(name));
+    return version.ready().then((ready) => (ready ? this.#keep(key, this.#describe(name)) : this.#describe(name)));
+  }
+
+  #keep(
+    key: string,
+    schema: Promise<LayerSchema | DatasetError | undefined>,
+  ): Promise<LayerSchema | DatasetError | undefined> {
     if (this.#schemas.size >= 256) this.#schemas.delete(this.#schemas.keys().next().value as string);
-    this.#schemas.set(name, { at: Date.now(), schema });
-    schema.catch(() => this.#schemas.delete(name));
+    this.#schemas.set(key, { at: Date.now(), schema });
+    schema.catch(() => this.#schemas.delete(key));
     return schema;
   }
 
@@ -328,7 +338,7 @@ export class PostGisDatabase {
       string,
       boolean,
       number,
-      string | null,
+      string,
       number,
       number,
       string | null,
@@ -359,11 +369,12 @@ export class PostGisDatabase {
       if (!type) continue;
       const convert = CONVERSIONS[typname];
       const length = (typname === "varchar" || typname === "bpchar") && typmod > 4 ? typmod - 4 : undefined;
+      // An alias as the GeoPackage reader takes a title: text of at most 255 characters.
+      const title = this.#titled && comment !== "" && comment.length <= 255 ? comment : undefined;
       fields.push({
         name: column,
         type,
-        // At most 255 characters, as a GeoPackage's column title is read.
-        alias: this.#commentsAreAliases && comment && comment.length <= 255 && column !== key ? comment : column,
+        alias: title ?? column,
         ...(length ? { length } : {}),
         nullable: column !== key && !notNull,
         column,
@@ -442,10 +453,11 @@ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND has_table_privilege(c.oid, 'SELECT')`;
 
 /**
- * A relation's columns in order: name, type, not null, typmod, comment (or null), srid, dimensions, geometry type (the
- * last three from geometry_columns for a geometry column, else null).
+ * A relation's columns in order: name, type, not null, typmod, comment ("" for none), srid, dimensions, geometry
+ * type (the last three from geometry_columns for a geometry column, else null).
  */
-const COLUMNS = `SELECT a.attname::text, t.typname::text, a.attnotnull, a.atttypmod, col_description(a.attrelid, a.attnum),
+const COLUMNS = `SELECT a.attname::text, t.typname::text, a.attnotnull, a.atttypmod,
+  COALESCE(col_description(a.attrelid, a.attnum), '') AS comment,
   COALESCE(g.srid, 0)::float8, COALESCE(g.coord_dimension, 2)::float8, g.type::text
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
   JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -24,7 +24,7 @@ import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
 import { hostingServer, SERVICE_NAME, textLength } from "#shared/hosted/publish.ts";
 import { HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
-import { type DefinedLayer, type HostedDefinitions, hostedStore, type SettleChange } from "#shared/hosted/store.ts";
+import { type DefinedLayer, type DefinitionChange, type HostedDefinitions, hostedStore } from "#shared/hosted/store.ts";
 import { MAX_FIELDS, MAX_TEXT, RESERVED, RESERVED_TABLE } from "#shared/hosted/tables.ts";
 import { failedConditions, retryingConflicts } from "#shared/stores/dynamo.ts";
 import {
@@ -68,14 +68,21 @@ const LOCK_WAIT_MS = 10_000;
 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
 const CONTROL = /[\u0000-\u001f\u007f]/;
-/** A field's name: what SQL and every client can name without quoting, as publishing makes them. */
-const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
+/**
+ * A field's name: what SQL and every client can name without quoting, as publishing makes them, and no longer than
+ * PostgreSQL keeps a name (63 bytes: a longer one would be cut there, silently).
+ */
+const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,62}$/;
 /** Names a defined layer may not take: the GeoPackage's own tables, and mapgate's. */
 const RESERVED_LAYER = /^(gpkg_|rtree_|sqlite_|mapgate_)/i;
 
+/**
+ * The column each field type takes, as wide as ArcGIS's type (SmallInteger 16 bits, Integer 32: GeoPackage's 32-bit
+ * type is MEDIUMINT, its INTEGER 64-bit; PostgreSQL hosting maps these to smallint and integer).
+ */
 const FIELD_COLUMNS: Readonly<Record<string, ColumnType>> = {
   esriFieldTypeSmallInteger: "SMALLINT",
-  esriFieldTypeInteger: "INTEGER",
+  esriFieldTypeInteger: "MEDIUMINT",
   esriFieldTypeSingle: "FLOAT",
   esriFieldTypeDouble: "DOUBLE",
   esriFieldTypeString: "TEXT",
@@ -156,7 +163,7 @@ function fieldOf(raw: unknown, where: string, problems: string[]): FieldDefiniti
   let ok = true;
   if (typeof name !== "string" || !FIELD_NAME.test(name)) {
     problems.push(
-      `${where}: the field name ${say(name)} must be 1–64 letters (A–Z), digits and underscores, beginning with a letter.`,
+      `${where}: the field name ${say(name)} must be 1–63 letters (A–Z), digits and underscores, beginning with a letter.`,
     );
     ok = false;
   }
@@ -350,12 +357,12 @@ interface Current {
   /** Its layers' tables by id (null: deleted); a service published with one layer has its table as 0. */
   readonly layers: readonly HostedLayerEntry[];
   readonly store: HostedDefinitions;
-  /** What the store runs before keeping a change: the new size counted, and `layers` the record's when given. */
-  settle(layers?: readonly HostedLayerEntry[]): SettleChange;
+  /**
+   * The change as the store makes it: its settle counts the new size and gives the record `layers` (when given) and
+   * the next revision; the store keeps the change only once settled.
+   */
+  settle(layers?: readonly HostedLayerEntry[]): DefinitionChange;
 }
-
-const POSTGRES_NOT_YET =
-  "Changing a hosted service's definition is not available yet on PostgreSQL hosting (HOSTED_DATABASE): its layers are published from files.";
 
 /**
  * Runs `change` under the service's lock with its current definition; the data's new size is counted (and the
@@ -368,7 +375,6 @@ async function changeDefinition<T>(
   change: (current: Current) => Promise<T>,
 ): Promise<T> {
   const store = (await hostedStore()).definitions;
-  if (!store) throw badRequest(what, [POSTGRES_NOT_YET]);
   const { item } = defined;
   let stamp: number | undefined;
   // Changes of one service take turns: a change waits (a little longer each time) for the one running to finish.
@@ -395,34 +401,34 @@ async function changeDefinition<T>(
     if (!current || !service?.source || service.itemId !== item.itemId) throw serviceNotFound();
     const source = service.source;
     const layers = source.layers ?? [source.path.split("/").at(-1) ?? ""];
-    let settled: { bytes: number; layers: readonly HostedLayerEntry[] | undefined } | undefined;
-    const settle =
-      (next?: readonly HostedLayerEntry[]): SettleChange =>
-      async (bytes) => {
+    // Every change moves the revision (fields too), and with it the catalog's version: readers that keep a layer's
+    // schema read it again.
+    const revision = (source.revision ?? 0) + 1;
+    let settled: number | undefined;
+    const settle = (next?: readonly HostedLayerEntry[]): DefinitionChange => ({
+      revision,
+      settle: async (bytes) => {
         try {
-          await settleHostedData(current, held, bytes, quota, next ? serviceLayersUpdate(service, next) : []);
+          await settleHostedData(current, held, bytes, quota, serviceLayersUpdate(service, next ?? layers, revision));
         } catch (err) {
           if (err instanceof StorageQuotaError) throw quotaExceeded(err.whose, quota);
           // The item or its service deleted meanwhile (its lock or its record gone): nothing is kept.
           if ((failedConditions(err)?.length ?? 0) > 0) throw serviceNotFound();
           throw err;
         }
-        settled = { bytes, layers: next };
-      };
+        settled = bytes;
+      },
+    });
     try {
       return await change({ service, layers, store, settle });
     } catch (err) {
       // Counted and recorded, but the store could not keep the data (an upload that failed): the record is put back.
-      if (settled) {
-        const back = settled.layers ? serviceLayersUpdate(service, source.layers ?? layers) : [];
-        await settleHostedData(
-          { ...current, hostedData: settled.bytes },
-          held,
-          current.hostedData ?? 0,
-          quota,
-          back,
-        ).catch((e: unknown) =>
-          logger.error("hosted definition not put back", { itemId: item.itemId, error: String(e) }),
+      if (settled !== undefined) {
+        // The layers and the revision the data still has (a reader that saw the new revision meanwhile kept no
+        // schema of it: the data never reached it).
+        const back = serviceLayersUpdate(service, source.layers ?? layers, source.revision ?? 0);
+        await settleHostedData({ ...current, hostedData: settled }, held, current.hostedData ?? 0, quota, back).catch(
+          (e: unknown) => logger.error("hosted definition not put back", { itemId: item.itemId, error: String(e) }),
         );
       }
       throw err;
@@ -805,14 +811,13 @@ export async function createDefinedService(req: RestRequest): Promise<object> {
   if (problems.length > 0) throw badRequest(what, problems);
   const owner = await ownerFor(req, what);
   const store = await hostedStore();
-  // A service made empty is defined next on the admin wire: not made where definitions are not kept yet.
-  if (!store.definitions) throw badRequest(what, [POSTGRES_NOT_YET]);
   const portalId = req.portal.portalId;
   const server = await hostingServer(portalId, what);
   if (await serviceNameTaken(server.serverId, HOSTED_FOLDER, name))
     throw badRequest(what, [`Service name '${name}' already exists.`]);
   const serviceItemId = newItemId();
-  // An empty container (a GeoPackage with no tables yet), made and counted as publishing makes a service's data.
+  // An empty container (a GeoPackage, or a database schema, with no tables yet), made and counted as publishing makes
+  // a service's data.
   const kept = await store.create(serviceItemId, []);
   const dataBytes = kept.bytes;
   const service: Service = {

@@ -17,7 +17,7 @@ import {
 import { quote } from "#shared/features/geopackage.ts";
 import { COLUMN_TYPES } from "#shared/hosted/tables.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
-import type { DefinedLayer, HostedDefinitions, HostedLayer, HostedStore, SettleChange } from "#shared/hosted/store.ts";
+import type { DefinedLayer, HostedDefinitions, HostedLayer, HostedStore } from "#shared/hosted/store.ts";
 import type { StoreLocation } from "#shared/stores/datastores.ts";
 
 const PREFIX = "hosted";
@@ -90,7 +90,7 @@ async function keepHostedData(serviceItemId: string, write: (path: string) => vo
 async function changeHostedData(
   serviceItemId: string,
   change: (db: DatabaseSync) => void,
-  settle: SettleChange,
+  settle: (bytes: number) => Promise<void>,
 ): Promise<void> {
   const { name, w, temporary } = await staged(serviceItemId);
   try {
@@ -158,7 +158,7 @@ function setTitles(db: DatabaseSync, table: string, columns: readonly { name: st
 const declared = (c: ColumnSpec) => (c.type === "TEXT" && c.maxLength !== undefined ? `TEXT(${c.maxLength})` : c.type);
 
 const definitions: HostedDefinitions = {
-  addLayers: (serviceItemId: string, layers: readonly DefinedLayer[], settle: SettleChange) =>
+  addLayers: (serviceItemId: string, layers: readonly DefinedLayer[], { settle }) =>
     changeHostedData(
       serviceItemId,
       (db) => {
@@ -175,7 +175,7 @@ const definitions: HostedDefinitions = {
       },
       settle,
     ),
-  deleteLayers: (serviceItemId, tables, settle) =>
+  deleteLayers: (serviceItemId, tables, { settle }) =>
     changeHostedData(
       serviceItemId,
       (db) => {
@@ -191,7 +191,7 @@ const definitions: HostedDefinitions = {
       },
       settle,
     ),
-  addFields: (serviceItemId, table, columns, settle) =>
+  addFields: (serviceItemId, table, columns, { settle }) =>
     changeHostedData(
       serviceItemId,
       (db) => {
@@ -200,7 +200,7 @@ const definitions: HostedDefinitions = {
       },
       settle,
     ),
-  deleteFields: (serviceItemId, table, names, settle) =>
+  deleteFields: (serviceItemId, table, names, { settle }) =>
     changeHostedData(
       serviceItemId,
       (db) => {
@@ -213,9 +213,9 @@ const definitions: HostedDefinitions = {
       },
       settle,
     ),
-  setTitles: (serviceItemId, table, titles, settle) =>
+  setTitles: (serviceItemId, table, titles, { settle }) =>
     changeHostedData(serviceItemId, (db) => setTitles(db, table, titles), settle),
-  truncate: (serviceItemId, table, settle) =>
+  truncate: (serviceItemId, table, { settle }) =>
     changeHostedData(
       serviceItemId,
       (db) => {

@@ -172,6 +172,9 @@ function readOne(
       `The GeoPackage has more than ${MAX_CELLS.toLocaleString("en")} values: at most that many are published from one file.`,
     ]);
   const longest = source.map(() => 0);
+  // An integer field of a GeoPackage may hold 64-bit values (its INTEGER is), an Integer field 32 bits: a field with
+  // a value past them (or a fraction, which SQLite lets an INTEGER column hold) is published as a Double, as a CSV's is.
+  const wide = source.map(() => false);
   const columns = [schema.objectIdField, ...(g ? [g.column] : []), ...source.map((f) => f.column)];
   const rows: GeoPackageRow[] = [];
   let unreadable = 0;
@@ -199,7 +202,10 @@ function readOne(
     const values: Record<string, string | number | Date | null> = Object.create(null);
     const offset = g ? 2 : 1;
     source.forEach((f, i) => {
-      const v = cellOf(row[i + offset], KINDS[f.type] as FieldKind);
+      const kind = KINDS[f.type] as FieldKind;
+      const v = cellOf(row[i + offset], kind);
+      if (kind === "integer" && typeof v === "number" && !(Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31))
+        wide[i] = true;
       if (typeof v === "string") {
         longest[i] = Math.max(longest[i] as number, Math.min(v.length, MAX_TEXT));
         if (v.length > MAX_TEXT) cut++;
@@ -213,10 +219,15 @@ function readOne(
       `${unreadable} geometr(ies) of ${shown(c.table_name)} could not be read or are not of its declared type: kept without geometry.`,
     );
   if (cut > 0) notes.push(`${cut} value(s) longer than ${MAX_TEXT} characters were cut.`);
+  const widened = names.filter((_, i) => wide[i]);
+  if (widened.length > 0)
+    notes.push(
+      `${widened.length} integer field(s) of ${shown(c.table_name)} hold values past 32 bits (an Integer's): published as Double: ${widened.slice(0, 10).join(", ")}${widened.length > 10 ? ", …" : ""}.`,
+    );
   const fields: TableField[] = source.map((f, i) => ({
     name: names[i] as string,
     alias: f.alias,
-    kind: KINDS[f.type] as FieldKind,
+    kind: wide[i] ? "double" : (KINDS[f.type] as FieldKind),
     length: Math.max(f.length ?? 0, longest[i] as number),
   }));
   return { fields, rows, ...(geometryType ? { geometryType } : {}), notes };

@@ -18,12 +18,19 @@ import { isIP } from "node:net";
 import type { Pool, PoolClient } from "pg";
 import { config } from "#shared/config.ts";
 import { DatasetError } from "#shared/features/errors.ts";
-import { toWkb } from "#shared/features/geopackage-writer.ts";
+import { type ColumnSpec, type ColumnType, toWkb } from "#shared/features/geopackage-writer.ts";
 import { classifyPgError, endedWhileIdle, PostGisDatabase, STATEMENT_TIMEOUT_MS } from "#shared/features/postgis.ts";
 import { type OpenDataset, postGisDataset } from "#shared/features/sources.ts";
 import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
-import type { HostedColumn, HostedLayer, HostedStore, KeptService } from "#shared/hosted/store.ts";
+import type {
+  DefinitionChange,
+  HostedColumn,
+  HostedDefinitions,
+  HostedLayer,
+  HostedStore,
+  KeptService,
+} from "#shared/hosted/store.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import { logger } from "#shared/log.ts";
 import { parseConnectionString } from "#shared/stores/connection-string.ts";
@@ -41,6 +48,10 @@ const MAX_PARAMETERS = 60_000;
 const MAX_ROWS_PER_INSERT = 1000;
 /** PostgreSQL keeps identifiers of at most 63 bytes (longer ones are cut, silently). */
 const MAX_IDENTIFIER = 63;
+
+/** How long a reader waits for a definition change it saw in the service record to be committed in the database. */
+const REVISION_PATIENCE_MS = 2_000;
+const REVISION_PAUSE_MS = 50;
 
 const SCHEMA_PREFIX = "h_";
 const GEOMETRY_COLUMN = "geom";
@@ -65,14 +76,29 @@ const GEOMETRY_TYPES: Readonly<Record<string, string>> = {
 /** A service's schema. */
 export const schemaOf = (serviceItemId: string) => `${SCHEMA_PREFIX}${checkedItemId(serviceItemId)}`;
 
-/** A layer's table: its name, or (past PostgreSQL's 63 bytes) its start and a digest, so no two names meet. */
+/**
+ * A layer's table: its name, or (past PostgreSQL's 63 bytes) its start, cut between characters, and a digest, so no
+ * two names meet.
+ */
 export function tableOf(layerName: string): string {
   if (Buffer.byteLength(layerName) <= MAX_IDENTIFIER) return layerName;
   const digest = createHash("sha256").update(layerName).digest("hex").slice(0, 8);
-  return `${layerName.slice(0, MAX_IDENTIFIER - 9)}_${digest}`;
+  let start = "";
+  let bytes = 0;
+  for (const ch of layerName) {
+    bytes += Buffer.byteLength(ch);
+    if (bytes > MAX_IDENTIFIER - 9) break;
+    start += ch;
+  }
+  return `${start}_${digest}`;
 }
 
-const LAYER_PATH = /^\/(h_[0-9a-f]{32})\/([A-Za-z0-9_]{1,120})$/;
+/**
+ * A hosted layer's path: its service's schema and its layer's name (a published layer's letters, digits and `_`, or
+ * a defined one's: any characters but control characters and `/`, shared/hosted/define.ts).
+ */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what a layer's name may not hold
+const LAYER_PATH = /^\/(h_[0-9a-f]{32})\/([^/\u0000-\u001f\u007f]{1,120})$/;
 
 // --- the connection ---------------------------------------------------------------------------------------------
 
@@ -233,7 +259,7 @@ async function open(): Promise<Hosting> {
       void pool.end().catch(() => undefined);
     },
     readInTransaction,
-    { commentsAreAliases: true },
+    true,
   );
   const held = hosting;
   return { connection, pool, db };
@@ -315,15 +341,8 @@ async function createLayer(client: PoolClient, schema: string, layer: HostedLaye
   ];
   await client.query(`CREATE TABLE ${table} (${definitions.join(", ")})`);
   // A field's alias (its column as the file named it) is the column's comment, as a GeoPackage keeps it as the
-  // column's title. COMMENT takes no parameters: the text goes in as a quoted literal (a NUL cannot be stored), all
-  // of a table's in one round trip.
-  const comments = layer.columns
-    .filter((c) => c.title !== undefined)
-    .map(
-      (c) =>
-        `COMMENT ON COLUMN ${table}.${quoteIdentifier(c.name)} IS ${client.escapeLiteral((c.title ?? "").replaceAll("\0", ""))}`,
-    );
-  if (comments.length > 0) await client.query(comments.join("; "));
+  // column's title.
+  await setComments(client, table, layer.columns);
   await insertRows(client, table, layer);
   let extent: [number, number, number, number] | undefined;
   if (type) {
@@ -384,13 +403,149 @@ async function drop(serviceItemId: string): Promise<void> {
   await writing((client) => client.query(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`));
 }
 
+// --- definitions (createService's services and the admin wire) --------------------------------------------------
+
+/**
+ * The column types of a definition's fields (shared/hosted/define.ts names them as GeoPackage types): each as wide as
+ * its Esri type (SmallInteger 16 bits, Integer 32, Single and Double, a String's length, a Date with its zone).
+ */
+const DEFINED_TYPES: Partial<Record<ColumnType, (c: ColumnSpec) => string>> = {
+  SMALLINT: () => "smallint",
+  MEDIUMINT: () => "integer",
+  INTEGER: () => "integer",
+  FLOAT: () => "real",
+  DOUBLE: () => "double precision",
+  TEXT: (c) => (c.maxLength !== undefined ? `varchar(${Math.max(1, Math.floor(c.maxLength))})` : "text"),
+  DATETIME: () => "timestamptz",
+};
+
+const tableIn = (schema: string, layerName: string) =>
+  `${quoteIdentifier(schema)}.${quoteIdentifier(tableOf(layerName))}`;
+
+function definedColumn(c: ColumnSpec): string {
+  const type = DEFINED_TYPES[c.type];
+  if (!type) throw new Error(`no PostgreSQL type for a defined ${c.type} field`);
+  return `${quoteIdentifier(c.name)} ${type(c)}${c.notNull ? " NOT NULL" : ""}`;
+}
+
+/**
+ * Keeps fields' aliases as their columns' comments (which the reader takes as aliases in this database alone). A
+ * comment takes no parameter: each alias is quoted by the server (quote_literal) and only then put in the statement.
+ */
+async function setComments(
+  client: PoolClient,
+  table: string,
+  columns: readonly { readonly name: string; readonly title?: string | undefined }[],
+): Promise<void> {
+  const titled = columns.filter((c): c is { name: string; title: string } => c.title !== undefined);
+  if (titled.length === 0) return;
+  const quoted = await client.query({
+    text: "SELECT quote_literal(t) FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY n",
+    values: [titled.map((c) => c.title)],
+    rowMode: "array",
+  });
+  const statements = titled.map(
+    (c, i) =>
+      `COMMENT ON COLUMN ${table}.${quoteIdentifier(c.name)} IS ${String((quoted.rows[i] as unknown[] | undefined)?.[0])}`,
+  );
+  await client.query(statements.join("; "));
+}
+
+/** A new column's alias is kept when it says more than its name (as the GeoPackage writer keeps titles). */
+const titledOtherwise = (c: ColumnSpec) => c.title !== undefined && c.title !== c.name;
+
+/** What a service's tables take (with their indexes and TOAST), as counted against its owner's quota. */
+async function schemaBytes(client: PoolClient, schema: string): Promise<number> {
+  const size = await client.query({
+    text: `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::float8 FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
+    values: [schema],
+    rowMode: "array",
+  });
+  return Number((size.rows[0] as unknown[] | undefined)?.[0] ?? 0);
+}
+
+/**
+ * Makes a definition change in one transaction: `work` changes the service's schema, the schema records the change's
+ * revision (its comment, which readers wait for: shared/features/postgis.ts), and the change is settled (the size
+ * counted, the service record changed) before COMMIT, so a refused settle rolls the change back.
+ */
+async function defining(
+  serviceItemId: string,
+  change: DefinitionChange,
+  work: (client: PoolClient, schema: string) => Promise<void>,
+): Promise<void> {
+  const schema = schemaOf(serviceItemId);
+  if (!Number.isSafeInteger(change.revision) || change.revision < 1)
+    throw new Error("a definition revision is a positive whole number");
+  await writing(async (client) => {
+    await work(client, schema);
+    // A whole number made here, never a client's text.
+    await client.query(`COMMENT ON SCHEMA ${quoteIdentifier(schema)} IS '${change.revision}'`);
+    await change.settle(await schemaBytes(client, schema));
+  });
+}
+
+/** The definition revision a service's schema holds (0 before its first change; undefined: no such schema). */
+async function revisionOf(db: PostGisDatabase, schema: string): Promise<number | undefined> {
+  const rows = await db.all(
+    "SELECT COALESCE(obj_description(oid, 'pg_namespace'), '0') FROM pg_namespace WHERE nspname = $1",
+    [schema],
+  );
+  if (rows.length === 0) return undefined;
+  const n = Number(rows[0]?.[0]);
+  return Number.isSafeInteger(n) ? n : 0;
+}
+
+const definitions: HostedDefinitions = {
+  addLayers: (serviceItemId, layers, change) =>
+    defining(serviceItemId, change, async (client, schema) => {
+      for (const layer of layers) {
+        const table = tableIn(schema, layer.name);
+        const type = layer.geometryType ? GEOMETRY_TYPES[layer.geometryType] : undefined;
+        if (layer.geometryType && !type) throw new Error(`no PostGIS type for ${layer.geometryType}`);
+        const definitions = [
+          `${quoteIdentifier(layer.idColumn)} integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY`,
+          ...layer.columns.map(definedColumn),
+          ...(type ? [`${quoteIdentifier(GEOMETRY_COLUMN)} geometry(${type}, 4326)`] : []),
+        ];
+        await client.query(`CREATE TABLE ${table} (${definitions.join(", ")})`);
+        if (type) await client.query(`CREATE INDEX ON ${table} USING gist (${quoteIdentifier(GEOMETRY_COLUMN)})`);
+        await setComments(client, table, layer.columns.filter(titledOtherwise));
+      }
+    }),
+  deleteLayers: (serviceItemId, tables, change) =>
+    defining(serviceItemId, change, async (client, schema) => {
+      const names = [...new Set(tables)].map((t) => tableIn(schema, t));
+      if (names.length > 0) await client.query(`DROP TABLE IF EXISTS ${names.join(", ")}`);
+    }),
+  addFields: (serviceItemId, table, columns, change) =>
+    defining(serviceItemId, change, async (client, schema) => {
+      const qualified = tableIn(schema, table);
+      await client.query(`ALTER TABLE ${qualified} ${columns.map((c) => `ADD COLUMN ${definedColumn(c)}`).join(", ")}`);
+      await setComments(client, qualified, columns.filter(titledOtherwise));
+    }),
+  deleteFields: (serviceItemId, table, names, change) =>
+    defining(serviceItemId, change, async (client, schema) => {
+      const drops = names.map((n) => `DROP COLUMN ${quoteIdentifier(n)}`);
+      if (drops.length > 0) await client.query(`ALTER TABLE ${tableIn(schema, table)} ${drops.join(", ")}`);
+    }),
+  setTitles: (serviceItemId, table, titles, change) =>
+    defining(serviceItemId, change, (client, schema) => setComments(client, tableIn(schema, table), titles)),
+  truncate: (serviceItemId, table, change) =>
+    // Object ids start again from 1, as a GeoPackage's do once its table is empty.
+    defining(serviceItemId, change, async (client, schema) => {
+      await client.query(`TRUNCATE ${tableIn(schema, table)} RESTART IDENTITY`);
+    }),
+};
+
 /** The hosted-data store on the deployment's PostgreSQL database (HOSTED_DATABASE). */
 export function postGisStore(): HostedStore {
   // Checked at cold start: a wrong setting fails the first request loudly, never a publish half-way.
   hostingConnection();
-  // Definitions (the admin wire) are not made in the database yet: no `definitions`, and the admin wire says so.
   return {
     kind: "postgis",
+    definitions,
     create,
     drop,
     sourceOf: (serviceItemId, layers) => ({
@@ -402,13 +557,26 @@ export function postGisStore(): HostedStore {
   };
 }
 
-/** A hosted layer kept in the hosting database (its source's path: `/<schema>/<layer name>`), opened for queries. */
-export async function openHostedLayer(path: string): Promise<OpenDataset> {
+/**
+ * A hosted layer kept in the hosting database (its source's path: `/<schema>/<layer name>`), opened for queries at
+ * its service's definition revision: a schema described at an older one (a change settled, its COMMIT a moment away)
+ * is waited for briefly, and never kept under the new revision.
+ */
+export async function openHostedLayer(path: string, revision = 0): Promise<OpenDataset> {
   const m = LAYER_PATH.exec(path);
   if (!m) throw new DatasetError("The hosted layer's path is not one mapgate makes.");
   const [, schemaName, layerName] = m as unknown as [string, string, string];
   const { db } = await hostingDatabase();
-  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`);
+  const ready = async () => {
+    if (revision === 0) return true;
+    for (let waited = 0; ; waited += REVISION_PAUSE_MS) {
+      const held = await revisionOf(db, schemaName);
+      if (held === undefined || held >= revision) return true;
+      if (waited >= REVISION_PATIENCE_MS) return false;
+      await new Promise((r) => setTimeout(r, REVISION_PAUSE_MS));
+    }
+  };
+  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`, { key: revision, ready });
   if (!schema) throw new DatasetError("The hosted layer's table is no longer in the hosting database.");
   if (schema instanceof DatasetError) throw schema;
   // Shown by the layer's name, as its GeoPackage table would be (the reader names a table `schema.table`).

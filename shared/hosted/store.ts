@@ -51,10 +51,15 @@ export interface DefinedLayer {
 }
 
 /**
- * Keeps a definition change, before the changed data takes the kept data's place: told the data's new size, it
- * records it (the quota, the service record's layers) or throws, and the data then stays as it was.
+ * A definition change as the store makes it: `settle`, told the data's new size, records it (the quota, the service
+ * record's layers and revision) or throws, and the data then stays as it was; `revision` is the definition's revision
+ * once the change is kept, which a store whose readers cache a layer's schema keeps beside the data (PostgreSQL: a
+ * reader elsewhere that sees the new revision in the service record waits for the data to reach it).
  */
-export type SettleChange = (bytes: number) => Promise<void>;
+export interface DefinitionChange {
+  readonly revision: number;
+  settle(bytes: number): Promise<void>;
+}
 
 /**
  * Changes of a hosted service's definition, each whole or (throwing) none, `settle` run before the change is kept.
@@ -63,22 +68,27 @@ export type SettleChange = (bytes: number) => Promise<void>;
  */
 export interface HostedDefinitions {
   /** Adds empty layers and tables, with their fields. */
-  addLayers(serviceItemId: string, layers: readonly DefinedLayer[], settle: SettleChange): Promise<void>;
+  addLayers(serviceItemId: string, layers: readonly DefinedLayer[], change: DefinitionChange): Promise<void>;
   /** Drops layers' tables, with their rows (by table name). */
-  deleteLayers(serviceItemId: string, tables: readonly string[], settle: SettleChange): Promise<void>;
+  deleteLayers(serviceItemId: string, tables: readonly string[], change: DefinitionChange): Promise<void>;
   /** Adds fields to a layer, empty in every row. */
-  addFields(serviceItemId: string, table: string, columns: readonly ColumnSpec[], settle: SettleChange): Promise<void>;
+  addFields(
+    serviceItemId: string,
+    table: string,
+    columns: readonly ColumnSpec[],
+    change: DefinitionChange,
+  ): Promise<void>;
   /** Drops fields of a layer, with their values. */
-  deleteFields(serviceItemId: string, table: string, names: readonly string[], settle: SettleChange): Promise<void>;
+  deleteFields(serviceItemId: string, table: string, names: readonly string[], change: DefinitionChange): Promise<void>;
   /** Sets fields' aliases. */
   setTitles(
     serviceItemId: string,
     table: string,
     titles: readonly { readonly name: string; readonly title: string }[],
-    settle: SettleChange,
+    change: DefinitionChange,
   ): Promise<void>;
   /** Deletes every row of a layer (its fields stay). */
-  truncate(serviceItemId: string, table: string, settle: SettleChange): Promise<void>;
+  truncate(serviceItemId: string, table: string, change: DefinitionChange): Promise<void>;
 }
 
 export interface HostedStore {
@@ -88,8 +98,8 @@ export interface HostedStore {
    * several layers.
    */
   sourceOf(serviceItemId: string, layers: readonly HostedLayerEntry[]): ServiceSource;
-  /** Definition changes (the admin wire); absent where they are not made yet (PostgreSQL hosting). */
-  readonly definitions?: HostedDefinitions;
+  /** Definition changes (createService's services, the admin wire). */
+  readonly definitions: HostedDefinitions;
   /**
    * Makes a service's data, all of its layers or (throwing) nothing. The service record that names it is written
    * after: a refused record drops it again, a crash in between leaves data no service names.

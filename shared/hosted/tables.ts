@@ -183,8 +183,12 @@ function fieldsOf(columns: readonly string[], names: readonly string[], kinds: r
   }));
 }
 
+/**
+ * The GeoPackage column type of each kind. An integer kind holds 32-bit values (what esriFieldTypeInteger is):
+ * GeoPackage's 32-bit type is MEDIUMINT (its INTEGER is 64-bit, which GDAL reads as Integer64).
+ */
 export const COLUMN_TYPES: Readonly<Record<FieldKind, ColumnSpec["type"]>> = {
-  integer: "INTEGER",
+  integer: "MEDIUMINT",
   double: "DOUBLE",
   date: "DATETIME",
   string: "TEXT",

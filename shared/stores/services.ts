@@ -44,6 +44,8 @@ export type ServiceSource =
        * empty for a defined service with no layers yet. Absent: one layer, the table `path` names.
        */
       readonly layers?: readonly HostedLayerEntry[];
+      /** A hosted service's definition revision (below). */
+      readonly revision?: number;
     }
   | {
       readonly datastoreId: string;
@@ -51,6 +53,11 @@ export type ServiceSource =
       readonly path: string;
       /** A hosted service of several layers: the tables of its schema (the one `path` names), as above. */
       readonly layers?: readonly HostedLayerEntry[];
+      /**
+       * A hosted service's definition revision (absent: 0), one more with every change of its definition, so that
+       * a reader that keeps a layer's schema (the PostGIS reader, for a minute) reads it again after a change.
+       */
+      readonly revision?: number;
     };
 
 /** A hosted service's layer, by its id's position in `layers`: its table's name, or null once it is deleted. */
@@ -97,20 +104,16 @@ function toSource(value: unknown): ServiceSource | undefined {
   const r = new RecordReader("service source", (value ?? {}) as Record<string, unknown>);
   const connection = toConnection((value as Record<string, unknown> | null)?.connection);
   const layers = layerEntries((value as Record<string, unknown> | null)?.layers);
-  if (connection)
-    return {
-      datastoreId: r.string("datastoreId"),
-      connection,
-      path: r.string("path"),
-      ...(layers ? { layers } : {}),
-    };
+  const revision = r.optionalNumber("revision");
+  const kept = { ...(layers ? { layers } : {}), ...(revision !== undefined ? { revision } : {}) };
+  if (connection) return { datastoreId: r.string("datastoreId"), connection, path: r.string("path"), ...kept };
   const l = new RecordReader("service source location", (r.object("location") ?? {}) as Record<string, unknown>);
   const folder = l.optionalString("folder");
   return {
     datastoreId: r.string("datastoreId"),
     location: folder !== undefined ? { folder } : { bucket: l.string("bucket"), prefix: l.string("prefix") },
     path: r.string("path"),
-    ...(layers ? { layers } : {}),
+    ...kept,
   };
 }
 
@@ -410,16 +413,16 @@ export async function serviceNameTaken(serverId: string, folder: string, name: s
  * that counts the data's new size: the record is changed only while it is still the item's service, and the server's
  * catalog version moves, so every cached catalog serves the new layers on its next request.
  */
-export function serviceLayersUpdate(service: Service, layers: readonly HostedLayerEntry[]) {
+export function serviceLayersUpdate(service: Service, layers: readonly HostedLayerEntry[], revision: number) {
   return [
     {
       Update: {
         TableName: tableName("services"),
         Key: { serverId: service.serverId, entry: serviceEntry(service.folder, service.name) },
-        UpdateExpression: "SET #src.#layers = :layers",
+        UpdateExpression: "SET #src.#layers = :layers, #src.#revision = :revision",
         ConditionExpression: "itemId = :id AND attribute_exists(#src)",
-        ExpressionAttributeNames: { "#src": "source", "#layers": "layers" },
-        ExpressionAttributeValues: { ":layers": [...layers], ":id": service.itemId },
+        ExpressionAttributeNames: { "#src": "source", "#layers": "layers", "#revision": "revision" },
+        ExpressionAttributeValues: { ":layers": [...layers], ":revision": revision, ":id": service.itemId },
       },
     },
     catalogBump(service.serverId),

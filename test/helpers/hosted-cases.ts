@@ -533,6 +533,56 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
     });
   });
 
+  describe("a GeoPackage table whose integers pass 32 bits", () => {
+    it("keeps a 32-bit integer field an Integer, and publishes one holding 64-bit values as a Double, every value exact", async () => {
+      const work = mkdtempSync(join(tmpdir(), "mapgate-wide-"));
+      try {
+        // GDAL types `small` Integer (a GeoPackage MEDIUMINT) and `big` Integer64 (an INTEGER).
+        writeFileSync(join(work, "counts.csv"), "label,small,big\na,7,5000000000\nb,-3,-9000000000\nc,2147483647,1\n");
+        const gpkg = join(work, "counts.gpkg");
+        execFileSync(
+          "ogr2ogr",
+          ["-f", "GPKG", gpkg, join(work, "counts.csv"), "-nln", "counts", "-oo", "AUTODETECT_TYPE=YES"],
+          { stdio: "pipe" },
+        );
+        expect(execFileSync("ogrinfo", ["-ro", "-so", gpkg, "counts"], { encoding: "utf8" })).toMatch(
+          /small: Integer \(0\.0\)\nbig: Integer64 \(0\.0\)/,
+        );
+        const itemId = await upload(tokens.publisher, "counts.gpkg", readFileSync(gpkg));
+        const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+          itemId,
+          filetype: "geoPackage",
+          publishParameters: JSON.stringify({ name: "Counts" }),
+        })) as unknown as Published;
+        const service = published.services[0];
+        expect(service?.serviceurl, JSON.stringify(published)).toMatch(/\/Hosted\/Counts\/FeatureServer$/);
+        const url = service?.serviceurl as string;
+        const table = await getJson(`${url}/0`, tokens.publisher);
+        expect((table.fields as { name: string; type: string }[]).map((f) => [f.name, f.type])).toEqual([
+          ["fid", "esriFieldTypeOID"],
+          ["label", "esriFieldTypeString"],
+          ["small", "esriFieldTypeInteger"],
+          ["big", "esriFieldTypeDouble"],
+        ]);
+        const rows = await getJson(
+          `${url}/0/query?where=1%3D1&outFields=small,big&orderByFields=fid`,
+          tokens.publisher,
+        );
+        expect((rows.features as { attributes: Record<string, unknown> }[]).map((f) => f.attributes)).toEqual([
+          { fid: 1, small: 7, big: 5000000000 },
+          { fid: 2, small: -3, big: -9000000000 },
+          { fid: 3, small: 2147483647, big: 1 },
+        ]);
+        // Kept 32 bits wide where it is kept: GDAL reads an Integer, not an Integer64.
+        const info = backing.ogrinfo(engine.dataDir, service?.serviceItemId as string, "counts");
+        expect(info).toMatch(/small: Integer \(/);
+        expect(info).toMatch(/big: Real \(/);
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    });
+  });
+
   return {
     engine: () => engine,
     rest,
