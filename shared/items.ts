@@ -199,7 +199,7 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     banner: null,
     screenshots: [],
     listed: false,
-    ownerFolder: null,
+    ownerFolder: item.ownerFolder ?? null,
     protected: false,
     numComments: 0,
     numRatings: 0,
