@@ -703,12 +703,18 @@ export function invocationFunction(): FunctionSpec {
   };
 }
 
-/** Sends again, every minute, the events the bus did not take when they were raised. */
-export const REDELIVERY: FunctionSpec = {
+/**
+ * Sends again, every minute, the events the bus did not take when they were raised; and, once an hour, sweeps what no
+ * record names (hosted data a crash left, uploads in parts abandoned for a week: shared/hosted/sweep.ts), so the
+ * sweep costs no function, role or schedule of its own.
+ */
+export const REDELIVERY: FunctionSpec & Pick<RouteSpec, "itemFiles" | "hostedData"> = {
   id: "events-redeliver",
-  tables: { outbox: "write" },
+  tables: { outbox: "write", items: "write" },
   secrets: [],
   emits: true,
+  itemFiles: "write",
+  hostedData: "write",
 };
 
 /** `task-publish-layers` → `TaskPublishLayers`: the substitution variable a Task's Resource names. */

@@ -23,7 +23,7 @@ import { classifyPgError, endedWhileIdle, PostGisDatabase, STATEMENT_TIMEOUT_MS 
 import { type OpenDataset, postGisDataset } from "#shared/features/sources.ts";
 import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
-import type { HostedColumn, HostedLayer, HostedStore, KeptService } from "#shared/hosted/store.ts";
+import type { HostedColumn, HostedLayer, HostedStore, KeptData, KeptService } from "#shared/hosted/store.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import { logger } from "#shared/log.ts";
 import { parseConnectionString } from "#shared/stores/connection-string.ts";
@@ -343,6 +343,8 @@ async function create(serviceItemId: string, layers: readonly HostedLayer[]): Pr
     // has it answers at once, whoever asks.
     if (!postgisChecked) await client.query("CREATE EXTENSION IF NOT EXISTS postgis");
     await client.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
+    // When it was made, which PostgreSQL's catalogs do not keep: the sweeper of data no service names reads it.
+    await client.query(`COMMENT ON SCHEMA ${quoteIdentifier(schema)} IS '${madeNote(Date.now())}'`);
     const extents: ([number, number, number, number] | undefined)[] = [];
     for (const layer of layers) extents.push(await createLayer(client, schema, layer));
     const size = await client.query({
@@ -373,6 +375,38 @@ async function drop(serviceItemId: string): Promise<void> {
   await writing((client) => client.query(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`));
 }
 
+/** A schema's note of when it was made (a number mapgate formats: no text of a request reaches it). */
+const madeNote = (ms: number) => `mapgate: made ${Math.floor(ms)}`;
+const MADE_NOTE = /^mapgate: made (\d{1,16})$/;
+const SERVICE_SCHEMA = /^h_([0-9a-f]{32})$/;
+
+/**
+ * Every service's schema with when it was made and what its tables take. A schema made before its making was noted
+ * (an older mapgate) is noted now, so it is taken for young: swept an hour later if no service names it.
+ */
+async function inventory(): Promise<KeptData[]> {
+  return writing(async (client) => {
+    const found = await client.query({
+      text: `SELECT n.nspname, obj_description(n.oid, 'pg_namespace'),
+          COALESCE((SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+            WHERE c.relnamespace = n.oid AND c.relkind = 'r'), 0)::float8
+        FROM pg_namespace n WHERE n.nspname ~ '^h_[0-9a-f]{32}$'`,
+      rowMode: "array",
+    });
+    const now = Date.now();
+    const kept: KeptData[] = [];
+    for (const row of found.rows as [string, string | null, number][]) {
+      const [schema, note, bytes] = row;
+      const id = SERVICE_SCHEMA.exec(schema)?.[1];
+      if (id === undefined) continue;
+      const made = MADE_NOTE.exec(note ?? "")?.[1];
+      if (made === undefined) await client.query(`COMMENT ON SCHEMA ${quoteIdentifier(schema)} IS '${madeNote(now)}'`);
+      kept.push({ serviceItemId: id, created: made === undefined ? now : Number(made), bytes: Number(bytes) });
+    }
+    return kept;
+  });
+}
+
 /** The hosted-data store on the deployment's PostgreSQL database (HOSTED_DATABASE). */
 export function postGisStore(): HostedStore {
   // Checked at cold start: a wrong setting fails the first request loudly, never a publish half-way.
@@ -382,6 +416,7 @@ export function postGisStore(): HostedStore {
     kind: "postgis",
     create,
     drop,
+    inventory,
     sourceOf: (serviceItemId, layers) => ({
       datastoreId: HOSTED_STORE_ID,
       connection: hostingConnection(),
