@@ -124,6 +124,11 @@ describe("a member's folders", () => {
       { asInBrowser: true },
     )) as Json[];
     expect(item).toMatchObject({ id, title: "Sites in a folder", ownerFolder: folderId });
+    // Shared with the organization, the item is seen by others, but not where its owner filed it.
+    expect(
+      await postJson(`${rest()}/content/users/publisher/items/${id}/share`, tokens.publisher, { org: "true" }),
+    ).toMatchObject({ notSharedWith: [] });
+    expect(await getJson(`${rest()}/content/items/${id}`, tokens.user)).toMatchObject({ id, ownerFolder: null });
     const titles = (listing: Json | undefined) => (listing?.items as { title: string }[]).map((i) => i.title);
     // The root lists the root's items and the folders; a folder lists its own items.
     expect(titles(rootListing)).toContain("Sites at the root");
