@@ -1,6 +1,7 @@
 // Scheduled (every minute on AWS; on a timer in the local engine): sends again the events the bus did not take
 // when they were raised, oldest first, ten per PutEvents, and forgets each one the bus accepted. An event the
-// bus still refuses after OUTBOX_RETENTION_SECONDS is given up, with its detail in the log.
+// bus still refuses after OUTBOX_RETENTION_SECONDS is given up, with its detail in the log. Once an hour it also
+// sweeps what no record names (shared/hosted/sweep.ts).
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { DeleteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
@@ -70,5 +71,12 @@ export const handler = taskHandler("events-redeliver", async () => {
       },
     },
   ]);
+  // The hourly sweep rides on this schedule (REDELIVERY); its failure is logged and tried again next hour, never
+  // the redelivery's.
+  await import("#shared/hosted/sweep.ts")
+    .then((m) => m.sweepWhenDue())
+    .catch((err: unknown) => {
+      logger.warn("sweep failed", { reason: err instanceof Error ? err.message : String(err) });
+    });
   return { sent, refused, expired };
 });

@@ -10,7 +10,7 @@ import { badRequest, forbidden } from "#shared/http/errors.ts";
 import { PORTAL_ROOT } from "#shared/urls.ts";
 import { renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
-import { type FamilyOperation, routesHandler } from "#shared/http/router.ts";
+import { familyHandler, type FamilyOperation, routesHandler } from "#shared/http/router.ts";
 import {
   adminServiceOperation,
   analyzeOperation,
@@ -19,14 +19,24 @@ import {
   publishOperation,
   statusOperation,
 } from "#shared/hosted/operations.ts";
-import { CONTENT_FILES } from "#shared/system.ts";
+import { CONTENT_FILES, USER_CONTENT_OPERATIONS } from "#shared/system.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
 import { readDataStoreJson, registerDataStore } from "#shared/datastore-registration.ts";
 import { DESCRIBE_PRIVILEGE, registering, tagsOf } from "#shared/publishing.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 import { getUser } from "#shared/stores/users.ts";
 import { addFileItem, type UploadDescription } from "#shared/uploads.ts";
-import { addPartialItem, addPartOperation, commitOperation } from "#shared/upload-parts.ts";
+import {
+  addPartialItem,
+  addPartOperation,
+  cancelOperation,
+  checkFolder,
+  commitOperation,
+  partsOperation,
+} from "#shared/upload-parts.ts";
+import { createFolderOperation, folderContentOperation, namedFolder } from "#shared/user-content.ts";
+import { FOLDER_ID } from "#shared/stores/folders.ts";
+import { visibleItem } from "#shared/items.ts";
 import { boolParam } from "#shared/http/params.ts";
 
 const FAILED = "Unable to add item.";
@@ -127,6 +137,7 @@ const addItem = {
       if (title.length > 250 || CONTROL.test(title))
         throw badRequest(FAILED, ["'title' must have at most 250 characters and no control characters."]);
       const owner = await ownerFor(req, user.username, user.role, portal.portalId);
+      const folder = await namedFolder(req, owner, FAILED);
       const description: UploadDescription = {
         portalId: portal.portalId,
         owner,
@@ -136,9 +147,10 @@ const addItem = {
         description: (req.params.get("description") ?? "").slice(0, 64_000),
         snippet: (req.params.get("snippet") ?? "").slice(0, 2048),
         filename: req.params.get("filename"),
+        ...(folder ? { folder: folder.id } : {}),
       };
       const item = file ? await addFileItem(file, description, FAILED) : await addPartialItem(description, FAILED);
-      return { success: true, id: item.itemId, folder: null };
+      return { success: true, id: item.itemId, folder: folder?.id ?? null };
     }
     if (user.role !== "org_admin" && !identity.privileges.includes(DESCRIBE_PRIVILEGE)) throw forbidden();
     const problems: string[] = [];
@@ -152,6 +164,8 @@ const addItem = {
     if (text.trim() === "") problems.push("'text' (the data store's JSON) must be specified.");
     if (problems.length > 0) throw badRequest(FAILED, problems);
     const owner = await ownerFor(req, user.username, user.role, portal.portalId);
+    if (req.pathParameters.folderId !== undefined)
+      throw badRequest(FAILED, ["A data store is registered in its owner's root folder: add it without a folder."]);
     const store = await registering(FAILED, async () => {
       const spec = await readDataStoreJson(text);
       // A folder of the serving machine is the operator's to give: only administrators register one.
@@ -173,6 +187,31 @@ const addItem = {
   },
 } satisfies FamilyOperation;
 
+/** An item operation addressed in a folder: the item must be in it (checkFolder), then the operation runs. */
+const inFolder = (operation: FamilyOperation): FamilyOperation => ({
+  op: operation.op,
+  compute: async (req) => {
+    const item = await visibleItem(req.identity, req.pathParameters.itemId);
+    checkFolder(req, item);
+    return operation.compute(req);
+  },
+});
+
+/** Under a member's content, what no route of its own serves (CONTENT_FILES.userContent). */
+const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], FamilyOperation>> = {
+  createFolder: createFolderOperation,
+  "{folderId}": folderContentOperation,
+  "{folderId}/addItem": addItem,
+  "{folderId}/createService": createServiceOperation,
+  "items/{itemId}/cancel": cancelOperation,
+  "items/{itemId}/parts": partsOperation,
+  "{folderId}/items/{itemId}/addPart": addPartOperation,
+  "{folderId}/items/{itemId}/commit": commitOperation,
+  "{folderId}/items/{itemId}/status": inFolder(statusOperation),
+  "{folderId}/items/{itemId}/cancel": cancelOperation,
+  "{folderId}/items/{itemId}/parts": partsOperation,
+};
+
 export const handler = routesHandler({
   [CONTENT_FILES.addItem]: addItem,
   [CONTENT_FILES.addPart]: addPartOperation,
@@ -183,4 +222,10 @@ export const handler = routesHandler({
   [CONTENT_FILES.export]: exportOperation,
   [CONTENT_FILES.createService]: createServiceOperation,
   [CONTENT_FILES.admin]: adminServiceOperation,
+  [CONTENT_FILES.userContent]: familyHandler({
+    greedy: "path",
+    notFound: "Not Found",
+    shapes: { folderId: FOLDER_ID, itemId: /^[0-9a-f]{32}$/ },
+    operations: USER_CONTENT,
+  }),
 });

@@ -199,7 +199,8 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     banner: null,
     screenshots: [],
     listed: false,
-    ownerFolder: null,
+    // Folders are their owner's alone (and administrators'): others see the item, not where its owner filed it.
+    ownerFolder: canManage(identity, item) ? (item.ownerFolder ?? null) : null,
     protected: false,
     numComments: 0,
     numRatings: 0,

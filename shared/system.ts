@@ -233,7 +233,28 @@ export const CONTENT_FILES = {
   createService: `${PORTAL_ROOT}/content/users/{username}/createService`,
   /** A hosted service's definition on its server's admin wire (addToDefinition, …, a layer's truncate). */
   admin: "/{server}/rest/admin/services/{path+}",
+  /**
+   * What no other route under a member's content serves, one route for them all (USER_CONTENT_OPERATIONS): folders
+   * (createFolder, a folder's listing, addItem and createService into one), an upload's `cancel` and `parts`, and the
+   * upload operations addressed in a folder.
+   */
+  userContent: `${PORTAL_ROOT}/content/users/{username}/{path+}`,
 } as const;
+
+/** The operations of CONTENT_FILES.userContent, relative to its greedy part (matched by shared/http/router.ts). */
+export const USER_CONTENT_OPERATIONS = [
+  "createFolder",
+  "{folderId}",
+  "{folderId}/addItem",
+  "{folderId}/createService",
+  "items/{itemId}/cancel",
+  "items/{itemId}/parts",
+  "{folderId}/items/{itemId}/addPart",
+  "{folderId}/items/{itemId}/commit",
+  "{folderId}/items/{itemId}/status",
+  "{folderId}/items/{itemId}/cancel",
+  "{folderId}/items/{itemId}/parts",
+] as const;
 
 export const ROUTES: readonly RouteSpec[] = [
   route({
@@ -397,7 +418,7 @@ function contentRoutes(): RouteSpec[] {
     // Uploading a file is adding its item; so is registering a data store. The same function analyzes uploaded
     // files, publishes them as hosted layers, exports hosted layers back to files, makes empty hosted services
     // (createService) and changes hosted services' definitions on the hosting server's admin wire (one function, its
-    // operations at their own paths: CONTENT_FILES).
+    // operations at their own paths: CONTENT_FILES), and keeps members' folders (USER_CONTENT_OPERATIONS).
     route({
       id: "item-add",
       methods: GP,
@@ -411,6 +432,7 @@ function contentRoutes(): RouteSpec[] {
         CONTENT_FILES.export,
         CONTENT_FILES.createService,
         CONTENT_FILES.admin,
+        CONTENT_FILES.userContent,
       ],
       tables: { items: "write", datastores: "write", servers: "read", services: "write", jobs: "write" },
       datastoreSecrets: "write",
@@ -703,12 +725,18 @@ export function invocationFunction(): FunctionSpec {
   };
 }
 
-/** Sends again, every minute, the events the bus did not take when they were raised. */
-export const REDELIVERY: FunctionSpec = {
+/**
+ * Sends again, every minute, the events the bus did not take when they were raised; and, once an hour, sweeps what no
+ * record names (hosted data a crash left, uploads in parts abandoned for a week: shared/hosted/sweep.ts), so the
+ * sweep costs no function, role or schedule of its own.
+ */
+export const REDELIVERY: FunctionSpec & Pick<RouteSpec, "itemFiles" | "hostedData"> = {
   id: "events-redeliver",
-  tables: { outbox: "write" },
+  tables: { outbox: "write", items: "write" },
   secrets: [],
   emits: true,
+  itemFiles: "write",
+  hostedData: "write",
 };
 
 /** `task-publish-layers` → `TaskPublishLayers`: the substitution variable a Task's Resource names. */

@@ -17,6 +17,7 @@ import { canManage } from "#shared/items.ts";
 import { logger } from "#shared/log.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import {
+  cancelUpload,
   chargeUpload,
   claimUpload,
   ClaimLostError,
@@ -25,6 +26,7 @@ import {
   getItem,
   type Item,
   ItemBusyError,
+  ItemGoneError,
   type ItemUpload,
   putMissingItem,
   StorageQuotaError,
@@ -66,6 +68,8 @@ export async function addPartialItem(d: UploadDescription, what: string): Promis
   const type = fileItemType(d.type, name, what);
   const item: Item = { ...newFileItem(d, name, type), upload: { state: "partial", name, bytes: 0 } };
   if (!(await putMissingItem(item))) throw new Error("a new item id was taken");
+  // After the item: a crash between the two leaves an upload the sweeper finds by its parts once any come.
+  await itemFiles().markUpload(item.itemId);
   return item;
 }
 
@@ -80,6 +84,7 @@ async function uploadingItem(req: RestRequest, what: string): Promise<Item & { u
   const inaccessible = () => notFound([`Item '${itemId.slice(0, 64)}' does not exist or is inaccessible.`]);
   if (!item || item.portalId !== user.portalId || req.pathParameters.username !== item.owner) throw inaccessible();
   if (!canManage(req.identity, item)) throw forbidden();
+  checkFolder(req, item);
   if (!item.upload) {
     throw badRequest(what, [
       item.file
@@ -88,6 +93,16 @@ async function uploadingItem(req: RestRequest, what: string): Promise<Item & { u
     ]);
   }
   return item as Item & { upload: ItemUpload };
+}
+
+/**
+ * An item operation addressed in a folder (`…/<u>/<folderId>/items/<id>/…`) reaches the item only in that folder,
+ * as ArcGIS answers an item that is elsewhere.
+ */
+export function checkFolder(req: RestRequest, item: Item): void {
+  const folderId = req.pathParameters.folderId;
+  if (folderId !== undefined && item.ownerFolder !== folderId)
+    throw badRequest("Item does not exist in this folder.", [], "CONT_0005");
 }
 
 const notTakingParts = (upload: ItemUpload) =>
@@ -298,3 +313,50 @@ export async function uploadStatus(req: RestRequest, item: Item): Promise<{ stat
   if (upload.state === "failed") return { status: "failed", statusMessage: upload.reason ?? "failed" };
   return { status: upload.state, statusMessage: upload.state };
 }
+
+/**
+ * POST …/content/users/<u>/items/<id>/cancel: an upload in parts given up before its commit: the parts go, the item
+ * with them, and what the parts counted against the quotas is given back (ArcGIS REST JS's cancelItemUpload).
+ */
+export const cancelOperation: FamilyOperation = {
+  op: { name: "Cancel Item Upload", postOnly: true, defaultFormat: "json" },
+  compute: async (req) => {
+    const what = "Unable to cancel the upload.";
+    const item = await uploadingItem(req, what);
+    const committed = () =>
+      badRequest(what, [
+        item.upload.state === "failed"
+          ? `The item's upload failed (${item.upload.reason ?? "no reason kept"}): delete the item instead.`
+          : "The item's upload was committed: it can no longer be cancelled (delete the item instead).",
+      ]);
+    if (item.upload.state !== "partial") throw committed();
+    try {
+      await cancelUpload(item);
+    } catch (err) {
+      if (err instanceof UploadStateError)
+        throw badRequest(what, ["The item's upload was committed meanwhile: it can no longer be cancelled."]);
+      if (err instanceof ItemGoneError) throw notFound([`Item '${item.itemId}' does not exist or is inaccessible.`]);
+      if (err instanceof ItemBusyError)
+        throw new ApiError(409, what, ["The item is being changed by other requests; try again."]);
+      throw err;
+    }
+    // After the item: a failure here leaves parts no item names, which the sweeper removes.
+    await itemFiles()
+      .removeParts(item.itemId)
+      .catch((e: unknown) => logger.warn("parts not removed", { itemId: item.itemId, error: String(e) }));
+    return { success: true, id: item.itemId };
+  },
+};
+
+/**
+ * GET|POST …/content/users/<u>/items/<id>/parts: the numbers of the parts kept so far, as ArcGIS lists them (strings,
+ * in order), so a client can send again the ones that did not arrive (ArcGIS REST JS's getItemParts).
+ */
+export const partsOperation: FamilyOperation = {
+  op: { name: "Item Parts", defaultFormat: "json" },
+  compute: async (req) => {
+    const item = await uploadingItem(req, "Unable to list the item's parts.");
+    const parts = await itemFiles().listParts(item.itemId);
+    return { parts: [...parts.keys()].sort((a, b) => a - b).map(String) };
+  },
+};

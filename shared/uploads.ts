@@ -135,6 +135,8 @@ export interface UploadDescription {
   readonly snippet: string;
   /** `filename`: the name to keep when it differs from the file part's (clients sending a Blob). */
   readonly filename: string | undefined;
+  /** The owner's folder the item goes into (checked to be theirs); absent: their root folder. */
+  readonly folder?: string;
 }
 
 /**
@@ -161,6 +163,7 @@ export function newFileItem(d: UploadDescription, name: string, type: string): I
     access: "private",
     created: now,
     modified: now,
+    ...(d.folder ? { ownerFolder: d.folder } : {}),
   };
 }
 

@@ -104,11 +104,12 @@ describe("table grants", () => {
         .sort(),
     );
     expect(opening).toEqual(expect.arrayContaining(["item-add", "item-data", "item-delete"]));
-    // Publishing and deleting open the hosted data themselves; serving reads it through the service's source like
-    // any store's, so it is granted without opening it here.
+    // Publishing, deleting and the hourly sweep (events-redeliver) open the hosted data themselves; serving reads it
+    // through the service's source like any store's, so it is granted without opening it here.
     const hosting = functions.filter((f) => all.get(f.entry)?.hostedData);
     expect(hosting.filter((f) => f.hostedData !== "write").map((f) => f.id)).toEqual([]);
     expect(hosting.map((f) => f.id).sort()).toEqual([
+      "events-redeliver",
       "item-add",
       "item-delete",
       "task-fail-job",

@@ -1,7 +1,8 @@
 // The item-files store's parts, on both of its backings: a folder (the local engine) and an S3 bucket (the stack's,
 // here s3rver through the same SDK calls): parts kept and replaced by number, listed with their sizes, assembled in
 // the order given into the item's file (on S3 through a multipart upload of bounded chunks, so a file larger than a
-// chunk crosses a chunk boundary), a failed assembly leaving no file, and the parts removed.
+// chunk crosses a chunk boundary), a failed assembly leaving no file, and the parts removed; the uploads underway
+// listed (by their mark or their parts) for the sweep of abandoned uploads.
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -93,5 +94,38 @@ describe.each(["folder", "bucket"])("parts in the %s store", (kind) => {
     // (s3rver answers no ListMultipartUploads: that the open upload is aborted is not seen here.)
     await store().removeParts(itemId);
     expect((await store().listParts(itemId)).size).toBe(0);
+  });
+
+  it("lists the uploads underway, by their mark or their parts, with their parts' bytes and last change", async () => {
+    const marked = kind === "folder" ? "e".repeat(32) : "f".repeat(32);
+    const unmarked = kind === "folder" ? "1".repeat(32) : "2".repeat(32);
+    const started = Date.now() - 2000;
+    await store().markUpload(marked);
+    await store().putPart(marked, 1, Buffer.from("name\n"));
+    await store().putPart(marked, 2, Buffer.from("a\nb\n"));
+    // Parts without a mark: an upload from before marks were kept.
+    await store().putPart(unmarked, 1, Buffer.from("xyz"));
+    const underway = (await store().uploadsUnderway()).sort((a, b) => a.itemId.localeCompare(b.itemId));
+    const mine = underway.filter((u) => u.itemId === marked || u.itemId === unmarked);
+    expect(
+      mine.map(({ itemId, bytes }) => ({ itemId, bytes })).sort((a, b) => a.itemId.localeCompare(b.itemId)),
+    ).toEqual(
+      [
+        { itemId: unmarked, bytes: 3 },
+        { itemId: marked, bytes: 9 },
+      ].sort((a, b) => a.itemId.localeCompare(b.itemId)),
+    );
+    for (const u of mine) expect(u.lastChanged).toBeGreaterThan(started);
+    // Removing the parts removes the mark: nothing is underway any more.
+    await store().removeParts(marked);
+    await store().removeParts(unmarked);
+    const left = (await store().uploadsUnderway()).map((u) => u.itemId);
+    expect(left).not.toContain(marked);
+    expect(left).not.toContain(unmarked);
+    // A mark alone (an upload that never got a part) is underway too.
+    await store().markUpload(marked);
+    expect((await store().uploadsUnderway()).find((u) => u.itemId === marked)).toMatchObject({ bytes: 0 });
+    await store().removeParts(marked);
+    expect((await store().uploadsUnderway()).map((u) => u.itemId)).not.toContain(marked);
   });
 });

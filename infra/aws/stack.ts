@@ -606,9 +606,18 @@ export class MapgateStack extends Stack {
     if (!publicOrigin) operationsFn.addEnvironment("PUBLIC_HTTPS_ORIGIN", this.api.apiEndpoint);
     new CfnOutput(this, "OperationsFunctionArn", { value: operationsFn.functionArn });
 
-    // Every minute: the events the bus did not take at once are sent again.
-    const redelivery = makeFunction(REDELIVERY.id, REDELIVERY.id, Duration.minutes(2), REDELIVERY.tables);
+    // Every minute: the events the bus did not take at once are sent again (and, hourly, the sweep runs).
+    const redelivery = makeFunction(REDELIVERY.id, REDELIVERY.id, Duration.minutes(2), REDELIVERY.tables, REDELIVERY);
     grantIntegrations(redelivery, REDELIVERY);
+    // Its hourly sweep lists the hosted layers' files (shared/hosted/sweep.ts); uploads' parts it lists with the
+    // item files' grant.
+    redelivery.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["s3:ListBucket"],
+        resources: [itemFilesBucket.bucketArn],
+        conditions: { StringLike: { "s3:prefix": ["hosted/*"] } },
+      }),
+    );
     new Rule(this, "EventsRedeliverySchedule", {
       schedule: Schedule.rate(Duration.minutes(1)),
       targets: [new LambdaTarget(redelivery, { retryAttempts: 2 })],

@@ -384,6 +384,14 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     // What EventBridge Scheduler does every minute on AWS: send again the events the bus did not take.
     const redeliver = (await import(`../../functions/${REDELIVERY.id}.ts`)) as { handler: () => Promise<unknown> };
     const outboxTables = new Set(Object.keys(REDELIVERY.tables));
+    // The sweep of what no record names (shared/hosted/sweep.ts) runs at start, then hourly from the timer below.
+    const { sweepWhenDue } = await import("#shared/hosted/sweep.ts");
+    const startSweep = grants
+      .run(outboxTables, () => sweepWhenDue({ force: true }))
+      .catch((err: unknown) => console.error(`sweep failed: ${err instanceof Error ? err.message : String(err)}`));
+    cleanups.push(async () => {
+      await startSweep;
+    });
     const redeliveryMs = Number(process.env.MAPGATE_REDELIVERY_SECONDS || 60) * 1000;
     const redeliveryTimer = setInterval(() => {
       void grants.run(outboxTables, () => redeliver.handler()).catch(() => undefined);

@@ -8,6 +8,7 @@
 // another made at once; the data's new size counts against the owner's quota, and the service record's `layers`
 // (which names each layer's table by id) changes in the same transaction. Only the service's owner or an
 // administrator of its organization changes it; its capabilities stay Query (editing is its own operation).
+import { namedFolder } from "#shared/user-content.ts";
 import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/geopackage-writer.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
@@ -810,6 +811,8 @@ export async function createDefinedService(req: RestRequest): Promise<object> {
   );
   if (problems.length > 0) throw badRequest(what, problems);
   const owner = await ownerFor(req, what);
+  // `…/<u>/<folderId>/createService`: the service's item goes into that folder of the owner's.
+  const folder = await namedFolder(req, owner, what);
   const store = await hostedStore();
   const portalId = req.portal.portalId;
   const server = await hostingServer(portalId, what);
@@ -837,7 +840,12 @@ export async function createDefinedService(req: RestRequest): Promise<object> {
     created: Date.now(),
   };
   const base = serviceItem(service, restServiceUrl(serverUrl(server, ""), HOSTED_FOLDER, name, "FeatureServer"));
-  const item: Item = { ...base, typeKeywords: [...base.typeKeywords, "Hosted Service"], hostedData: dataBytes };
+  const item: Item = {
+    ...base,
+    typeKeywords: [...base.typeKeywords, "Hosted Service"],
+    hostedData: dataBytes,
+    ...(folder ? { ownerFolder: folder.id } : {}),
+  };
   const quota = config().storageQuota;
   try {
     const charge = usageCharge(portalId, owner, dataBytes, quota);

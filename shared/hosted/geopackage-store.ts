@@ -2,7 +2,7 @@
 // (never the upload itself) and read by the same GeoPackage reader as by-reference layers, through the same Storage
 // (a folder of the data folder locally, `hosted/` of the stack's item-files bucket on AWS).
 import { randomBytes } from "node:crypto";
-import { copyFile, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { DatabaseSync } from "node:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +17,7 @@ import {
 import { quote } from "#shared/features/geopackage.ts";
 import { COLUMN_TYPES } from "#shared/hosted/tables.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
-import type { DefinedLayer, HostedDefinitions, HostedLayer, HostedStore } from "#shared/hosted/store.ts";
+import type { DefinedLayer, HostedDefinitions, HostedLayer, HostedStore, KeptData } from "#shared/hosted/store.ts";
 import type { StoreLocation } from "#shared/stores/datastores.ts";
 
 const PREFIX = "hosted";
@@ -283,4 +283,65 @@ export const geoPackageStore: HostedStore = {
     const { s3, client } = await bucketClient();
     await client.send(new s3.DeleteObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}` }));
   },
+  // A file's time is its last write: a service's file is written whole once (a change replaces it whole), so a file
+  // no service names was last written when its publish stopped.
+  async inventory() {
+    const w = where();
+    const kept: KeptData[] = [];
+    if ("dir" in w) {
+      for (const name of await namesIn(w.dir)) {
+        const id = HOSTED_FILE.exec(name)?.[1];
+        if (id === undefined) continue;
+        const s = await stat(join(w.dir, name)).catch(() => undefined);
+        if (s?.isFile()) kept.push({ serviceItemId: id, created: s.mtimeMs, bytes: s.size });
+      }
+      return kept;
+    }
+    const { s3, client } = await bucketClient();
+    let ContinuationToken: string | undefined;
+    do {
+      const page = await client.send(
+        new s3.ListObjectsV2Command({
+          Bucket: w.bucket,
+          Prefix: `${PREFIX}/`,
+          ...(ContinuationToken ? { ContinuationToken } : {}),
+        }),
+      );
+      for (const o of page.Contents ?? []) {
+        const id = HOSTED_FILE.exec((o.Key ?? "").slice(PREFIX.length + 1))?.[1];
+        if (id !== undefined)
+          kept.push({ serviceItemId: id, created: o.LastModified?.getTime() ?? 0, bytes: o.Size ?? 0 });
+      }
+      ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (ContinuationToken);
+    return kept;
+  },
+  // Staging files live beside the kept files in a folder (a bucket's are in the function's own temporary folder,
+  // which goes with it).
+  async sweepStaging(before: number) {
+    const w = where();
+    if (!("dir" in w)) return [];
+    const removed: { name: string; bytes: number }[] = [];
+    for (const name of await namesIn(w.dir)) {
+      if (!STAGING_FILE.test(name)) continue;
+      const s = await stat(join(w.dir, name)).catch(() => undefined);
+      if (!s?.isFile() || s.mtimeMs >= before) continue;
+      await rm(join(w.dir, name), { force: true });
+      removed.push({ name, bytes: s.size });
+    }
+    return removed;
+  },
 };
+
+/** A service's kept file (`<item id>.gpkg`), and a staging file a crash left (`.<item id>.gpkg.<hex>.part`). */
+const HOSTED_FILE = /^([0-9a-f]{32})\.gpkg$/;
+const STAGING_FILE = /^\.[0-9a-f]{32}\.gpkg\.[0-9a-f]{12}\.part$/;
+
+async function namesIn(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (err) {
+    if ((err as { code?: string }).code === "ENOENT") return [];
+    throw err;
+  }
+}

@@ -29,6 +29,7 @@ import type {
   HostedDefinitions,
   HostedLayer,
   HostedStore,
+  KeptData,
   KeptService,
 } from "#shared/hosted/store.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";
@@ -361,6 +362,29 @@ async function createLayer(client: PoolClient, schema: string, layer: HostedLaye
 }
 
 /** Whether this warm function has seen PostGIS in the hosting database. */
+/**
+ * A service schema's comment: when it was made (which PostgreSQL's catalogs do not keep: the sweeper of data no
+ * service names reads it) and its definition revision (which readers wait for). Numbers mapgate formats: no text of a
+ * request reaches it.
+ */
+const schemaNote = (note: { readonly made: number; readonly revision: number }) =>
+  `mapgate: made ${Math.floor(note.made)} revision ${Math.floor(note.revision)}`;
+const SCHEMA_NOTE = /^mapgate: made (\d{1,16})(?: revision (\d{1,16}))?$/;
+
+/** A schema's comment read back (a bare number: a revision noted before the comment held both). */
+function readNote(text: string | null | undefined): { made?: number; revision: number } {
+  const m = SCHEMA_NOTE.exec(text ?? "");
+  if (m) return { made: Number(m[1]), revision: Number(m[2] ?? 0) };
+  const bare = Number(text ?? "0");
+  return { revision: Number.isSafeInteger(bare) && bare > 0 ? bare : 0 };
+}
+
+const noteQuery = (schema: string) => ({
+  text: "SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1",
+  values: [schema],
+  rowMode: "array" as const,
+});
+
 let postgisChecked = false;
 
 async function create(serviceItemId: string, layers: readonly HostedLayer[]): Promise<KeptService> {
@@ -373,6 +397,10 @@ async function create(serviceItemId: string, layers: readonly HostedLayer[]): Pr
     // has it answers at once, whoever asks.
     if (!postgisChecked) await client.query("CREATE EXTENSION IF NOT EXISTS postgis");
     await client.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
+    // When it was made, which PostgreSQL's catalogs do not keep: the sweeper of data no service names reads it.
+    await client.query(
+      `COMMENT ON SCHEMA ${quoteIdentifier(schema)} IS '${schemaNote({ made: Date.now(), revision: 0 })}'`,
+    );
     const extents: ([number, number, number, number] | undefined)[] = [];
     for (const layer of layers) extents.push(await createLayer(client, schema, layer));
     const size = await client.query({
@@ -480,21 +508,21 @@ async function defining(
     throw new Error("a definition revision is a positive whole number");
   await writing(async (client) => {
     await work(client, schema);
-    // A whole number made here, never a client's text.
-    await client.query(`COMMENT ON SCHEMA ${quoteIdentifier(schema)} IS '${change.revision}'`);
+    // Numbers made here, never a client's text; when the schema was made is kept.
+    const before = readNote((await client.query(noteQuery(schema))).rows[0]?.[0] as string | null | undefined);
+    const note = schemaNote({ made: before.made ?? Date.now(), revision: change.revision });
+    await client.query(`COMMENT ON SCHEMA ${quoteIdentifier(schema)} IS '${note}'`);
     await change.settle(await schemaBytes(client, schema));
   });
 }
 
 /** The definition revision a service's schema holds (0 before its first change; undefined: no such schema). */
 async function revisionOf(db: PostGisDatabase, schema: string): Promise<number | undefined> {
-  const rows = await db.all(
-    "SELECT COALESCE(obj_description(oid, 'pg_namespace'), '0') FROM pg_namespace WHERE nspname = $1",
-    [schema],
-  );
+  const rows = await db.all("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", [
+    schema,
+  ]);
   if (rows.length === 0) return undefined;
-  const n = Number(rows[0]?.[0]);
-  return Number.isSafeInteger(n) ? n : 0;
+  return readNote(rows[0]?.[0] as string | null | undefined).revision;
 }
 
 const definitions: HostedDefinitions = {
@@ -539,6 +567,36 @@ const definitions: HostedDefinitions = {
     }),
 };
 
+const SERVICE_SCHEMA = /^h_([0-9a-f]{32})$/;
+
+/**
+ * Every service's schema with when it was made and what its tables take. A schema made before its making was noted
+ * (an older mapgate) is noted now, so it is taken for young: swept an hour later if no service names it.
+ */
+async function inventory(): Promise<KeptData[]> {
+  return writing(async (client) => {
+    const found = await client.query({
+      text: `SELECT n.nspname, obj_description(n.oid, 'pg_namespace'),
+          COALESCE((SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+            WHERE c.relnamespace = n.oid AND c.relkind = 'r'), 0)::float8
+        FROM pg_namespace n WHERE n.nspname ~ '^h_[0-9a-f]{32}$'`,
+      rowMode: "array",
+    });
+    const now = Date.now();
+    const kept: KeptData[] = [];
+    for (const row of found.rows as [string, string | null, number][]) {
+      const [schema, note, bytes] = row;
+      const id = SERVICE_SCHEMA.exec(schema)?.[1];
+      if (id === undefined) continue;
+      const { made, revision } = readNote(note);
+      if (made === undefined)
+        await client.query(`COMMENT ON SCHEMA ${quoteIdentifier(schema)} IS '${schemaNote({ made: now, revision })}'`);
+      kept.push({ serviceItemId: id, created: made ?? now, bytes: Number(bytes) });
+    }
+    return kept;
+  });
+}
+
 /** The hosted-data store on the deployment's PostgreSQL database (HOSTED_DATABASE). */
 export function postGisStore(): HostedStore {
   // Checked at cold start: a wrong setting fails the first request loudly, never a publish half-way.
@@ -548,6 +606,7 @@ export function postGisStore(): HostedStore {
     definitions,
     create,
     drop,
+    inventory,
     sourceOf: (serviceItemId, layers) => ({
       datastoreId: HOSTED_STORE_ID,
       connection: hostingConnection(),

@@ -107,6 +107,23 @@ export interface HostedStore {
   create(serviceItemId: string, layers: readonly HostedLayer[]): Promise<KeptService>;
   /** Drops a service's data (after its item and service are gone); nothing happens when there is none. */
   drop(serviceItemId: string): Promise<void>;
+  /**
+   * Every service's data kept, with when it was made (ms) and what it takes, for the sweeper of data no service names
+   * (shared/hosted/sweep.ts). Data whose making was not recorded is recorded as made now.
+   */
+  inventory(): Promise<KeptData[]>;
+  /**
+   * Removes what a crash left while data was being written (a GeoPackage's staging file last written before `before`),
+   * answering what it removed; a store whose writes leave nothing behind has none.
+   */
+  sweepStaging?(before: number): Promise<readonly { readonly name: string; readonly bytes: number }[]>;
+}
+
+export interface KeptData {
+  readonly serviceItemId: string;
+  /** When it was made, or last written (ms): data younger than an hour may belong to a publish still running. */
+  readonly created: number;
+  readonly bytes: number;
 }
 
 let chosen: Promise<HostedStore> | undefined;

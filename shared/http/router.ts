@@ -138,10 +138,14 @@ export function familyHandler(family: Family): EventHandler & { readonly matcher
 /**
  * The handler of a function serving several routes of its own (a route and its `alsoAt` aliases, shared/system.ts):
  * the route API Gateway matched (`ANY <path template>` in the event's routeKey, on both engines) picks the operation.
- * A route key the table lacks is a deployment fault, answered as the one 404.
+ * A route key the table lacks is a deployment fault, answered as the one 404. A route whose value is a handler (a
+ * family's, for a greedy alias) is served by it.
  */
-export function routesHandler(routes: Readonly<Record<string, FamilyOperation>>): EventHandler {
-  const handlers = new Map(Object.entries(routes).map(([path, { op, compute }]) => [path, restHandler(op, compute)]));
+export function routesHandler(routes: Readonly<Record<string, FamilyOperation | EventHandler>>): EventHandler {
+  // A route may be a family of its own (a greedy alias, its operations matched by familyHandler).
+  const handlers = new Map(
+    Object.entries(routes).map(([path, r]) => [path, typeof r === "function" ? r : restHandler(r.op, r.compute)]),
+  );
   const fallback = restHandler({ name: "Not Found" }, servesNothing);
   return (event, context) => {
     const template = event.routeKey.slice(event.routeKey.indexOf(" ") + 1);

@@ -29,8 +29,39 @@ export interface ItemFiles {
    * bounded buffer, in memory at a time); answers the file's size and its first bytes (for the magic check).
    */
   assemble(itemId: string, partNums: readonly number[], contentType: string): Promise<Assembled>;
-  /** Removes every part kept for the item; nothing happens when there is none. */
+  /** Removes every part kept for the item, and its upload's mark; nothing happens when there is none. */
   removeParts(itemId: string): Promise<void>;
+  /**
+   * Marks an item's upload in parts as underway (`addItem` with `multipart=true`), so one that never gets a part is
+   * found by the sweeper (shared/hosted/sweep.ts) as one with parts is.
+   */
+  markUpload(itemId: string): Promise<void>;
+  /**
+   * Every upload in parts with a mark or parts kept: when it last changed (the latest of its mark and parts, ms)
+   * and what its parts hold.
+   */
+  uploadsUnderway(): Promise<UploadUnderway[]>;
+}
+
+export interface UploadUnderway {
+  readonly itemId: string;
+  readonly lastChanged: number;
+  readonly bytes: number;
+}
+
+/** Where uploads in parts are marked (`items/uploads/<item id>`): under the files' prefix, where no file is looked for. */
+const UPLOADS_PREFIX = "items/uploads/";
+const PARTS_PREFIX = "items/parts/";
+
+/** Folds a listing's entries (item id, time, bytes) into one entry per upload. */
+function underway(entries: Iterable<{ itemId: string; time: number; bytes: number }>): UploadUnderway[] {
+  const byItem = new Map<string, { lastChanged: number; bytes: number }>();
+  for (const e of entries) {
+    if (!ITEM_ID.test(e.itemId)) continue;
+    const held = byItem.get(e.itemId) ?? { lastChanged: 0, bytes: 0 };
+    byItem.set(e.itemId, { lastChanged: Math.max(held.lastChanged, e.time), bytes: held.bytes + e.bytes });
+  }
+  return [...byItem].map(([itemId, u]) => ({ itemId, ...u }));
 }
 
 export interface Assembled {
@@ -43,9 +74,13 @@ const HEAD_BYTES = 64;
 
 const ITEM_ID = /^[0-9a-f]{32}$/;
 
-function checkedKey(itemId: string): string {
+function checkedId(itemId: string): string {
   if (!ITEM_ID.test(itemId)) throw new Error(`not an item id: ${itemId.slice(0, 40)}`);
-  return `items/${itemId}`;
+  return itemId;
+}
+
+function checkedKey(itemId: string): string {
+  return `items/${checkedId(itemId)}`;
 }
 
 /**
@@ -201,6 +236,42 @@ class FolderItemFiles implements ItemFiles {
 
   async removeParts(itemId: string): Promise<void> {
     await rm(join(this.#dir, partsPrefix(itemId)), { recursive: true, force: true });
+    await rm(join(this.#dir, UPLOADS_PREFIX, checkedId(itemId)), { force: true });
+  }
+
+  async markUpload(itemId: string): Promise<void> {
+    await mkdir(join(this.#dir, UPLOADS_PREFIX), { recursive: true, mode: 0o700 });
+    await writeDurably(join(this.#dir, UPLOADS_PREFIX, checkedId(itemId)), Buffer.alloc(0));
+  }
+
+  async uploadsUnderway(): Promise<UploadUnderway[]> {
+    const entries: { itemId: string; time: number; bytes: number }[] = [];
+    const names = async (dir: string) => {
+      try {
+        return await readdir(dir);
+      } catch (err) {
+        if ((err as { code?: string }).code === "ENOENT") return [];
+        throw err;
+      }
+    };
+    // A file or folder gone between the listing and its stat was removed meanwhile (a commit, a delete): skipped.
+    const statOf = (path: string) => stat(path).catch(() => undefined);
+    for (const name of await names(join(this.#dir, UPLOADS_PREFIX))) {
+      const s = await statOf(join(this.#dir, UPLOADS_PREFIX, name));
+      if (s?.isFile()) entries.push({ itemId: name, time: s.mtimeMs, bytes: 0 });
+    }
+    for (const itemId of await names(join(this.#dir, PARTS_PREFIX))) {
+      if (!ITEM_ID.test(itemId)) continue;
+      const folder = join(this.#dir, PARTS_PREFIX, itemId);
+      const s = await statOf(folder);
+      if (!s?.isDirectory()) continue;
+      entries.push({ itemId, time: s.mtimeMs, bytes: 0 });
+      for (const name of await names(folder)) {
+        const p = await statOf(join(folder, name));
+        if (p?.isFile()) entries.push({ itemId, time: p.mtimeMs, bytes: PART_NAME.test(name) ? p.size : 0 });
+      }
+    }
+    return underway(entries);
   }
 }
 
@@ -363,9 +434,40 @@ class BucketItemFiles implements ItemFiles {
     return { size, head: head.bytes };
   }
 
+  async markUpload(itemId: string): Promise<void> {
+    const { s3, client } = await this.#client();
+    await client.send(
+      new s3.PutObjectCommand({ Bucket: this.#bucket, Key: UPLOADS_PREFIX + checkedId(itemId), Body: Buffer.alloc(0) }),
+    );
+  }
+
+  async uploadsUnderway(): Promise<UploadUnderway[]> {
+    const { s3, client } = await this.#client();
+    const entries: { itemId: string; time: number; bytes: number }[] = [];
+    for (const Prefix of [UPLOADS_PREFIX, PARTS_PREFIX]) {
+      let ContinuationToken: string | undefined;
+      do {
+        const page = await client.send(
+          new s3.ListObjectsV2Command({
+            Bucket: this.#bucket,
+            Prefix,
+            ...(ContinuationToken ? { ContinuationToken } : {}),
+          }),
+        );
+        for (const o of page.Contents ?? []) {
+          const [itemId = "", name] = (o.Key ?? "").slice(Prefix.length).split("/");
+          const time = o.LastModified?.getTime() ?? 0;
+          entries.push({ itemId, time, bytes: name !== undefined && PART_NAME.test(name) ? (o.Size ?? 0) : 0 });
+        }
+        ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (ContinuationToken);
+    }
+    return underway(entries);
+  }
+
   async removeParts(itemId: string): Promise<void> {
     const { s3, client } = await this.#client();
-    const keys = (await this.#partObjects(itemId)).map((o) => o.key);
+    const keys = [...(await this.#partObjects(itemId)).map((o) => o.key), UPLOADS_PREFIX + checkedId(itemId)];
     // One DeleteObject per key (the grant is per object), a few at a time.
     for (let i = 0; i < keys.length; i += 8) {
       await Promise.all(

@@ -82,6 +82,8 @@ export interface Item {
   readonly sourceItemId?: string;
   /** A file uploaded in parts, not yet whole (`addItem` with `multipart=true`); gone once its file is. */
   readonly upload?: ItemUpload;
+  /** The owner's folder the item is in (shared/stores/folders.ts); absent: their root folder. */
+  readonly ownerFolder?: string;
 }
 
 /**
@@ -148,6 +150,7 @@ export function toItem(record: Record<string, unknown>): Item {
       : {}),
     ...(typeof record.hostedData === "number" ? { hostedData: record.hostedData } : {}),
     ...(typeof record.sourceItemId === "string" ? { sourceItemId: record.sourceItemId } : {}),
+    ...(typeof record.ownerFolder === "string" ? { ownerFolder: record.ownerFolder } : {}),
     ...(upload
       ? {
           upload: {
@@ -642,6 +645,44 @@ async function deleteItemAsRead(item: Item): Promise<void> {
   // after the item, so a failure here leaves only entries that no longer find an item.
   for (const groupId of item.groups ?? []) {
     await ddb.send(new DeleteCommand({ TableName: tableName("groups"), Key: groupItemKey(groupId, item.itemId) }));
+  }
+}
+
+/**
+ * Deletes an item whose file is still coming in parts (`cancel`, or an upload abandoned for days), giving back what
+ * its parts counted, only while it takes parts: a commit begun meanwhile keeps it (UploadStateError), a part that
+ * arrived meanwhile is counted and given back too (read again), an item deleted meanwhile is ItemGoneError.
+ */
+export async function cancelUpload(item: Item & { upload: ItemUpload }): Promise<void> {
+  let current = item;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await retryingConflicts(() =>
+        ddb.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Delete: {
+                  ...itemKey(current),
+                  ConditionExpression: "#u.#s = :partial AND #u.#b = :b",
+                  ExpressionAttributeNames: { "#u": "upload", "#s": "state", "#b": "bytes" },
+                  ExpressionAttributeValues: { ":partial": "partial", ":b": current.upload.bytes },
+                },
+              },
+              ...usageRelease(current),
+            ] as never,
+          }),
+        ),
+      );
+      return;
+    } catch (err) {
+      if (!failedConditions(err)?.includes(0)) throw isTransactionConflict(err) ? new ItemBusyError() : err;
+      const now = await getItem(item.itemId);
+      if (!now) throw new ItemGoneError();
+      if (now.upload?.state !== "partial") throw new UploadStateError();
+      if (attempt >= 8) throw new ItemBusyError();
+      current = now as Item & { upload: ItemUpload };
+    }
   }
 }
 

@@ -21,7 +21,12 @@ interface Call {
 const { input, session: authentication } = await signedIn<{ calls: Call[] }>();
 
 const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = {
-  createFeatureService: (o) => createFeatureService({ item: o.item as never, authentication }),
+  createFeatureService: (o) =>
+    createFeatureService({
+      item: o.item as never,
+      ...(o.folderId ? { folderId: String(o.folderId) } : {}),
+      authentication,
+    }),
   addToServiceDefinition: (o) =>
     addToServiceDefinition(String(o.url), {
       layers: o.layers as never,

@@ -5,7 +5,9 @@
 import {
   addGroupUsers,
   addItemPart,
+  cancelItemUpload,
   commitItemUpload,
+  createFolder,
   createGroup,
   createItem,
   createItemInFolder,
@@ -16,6 +18,7 @@ import {
   getGroupUsers,
   getItemData,
   getItemGroups,
+  getItemParts,
   getItem,
   joinGroup,
   leaveGroup,
@@ -54,14 +57,26 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
       file: new File([Buffer.from(String(o.base64), "base64")], String(o.name)),
       authentication,
     }),
+  // The same into a folder (`folderId`: …/content/users/<u>/<folderId>/addItem).
+  createItemInFolderWithFile: (o) =>
+    createItemInFolder({
+      item: o.item as { title: string; type: string },
+      folderId: String(o.folderId),
+      file: new File([Buffer.from(String(o.base64), "base64")], String(o.name)),
+      authentication,
+    }),
   // A large file as REST JS uploads one: the item first (multipart, no file), then its parts, then the commit.
   createItemMultipart: (o) =>
     createItemInFolder({
       item: o.item as { title: string; type: string },
       multipart: true,
       filename: String(o.filename),
+      ...(o.folderId ? { folderId: String(o.folderId) } : {}),
       authentication,
     }),
+  getItemParts: (o) => getItemParts({ id: String(o.id), authentication }),
+  cancelItemUpload: (o) => cancelItemUpload({ id: String(o.id), authentication }),
+  createFolder: (o) => createFolder({ title: String(o.title), authentication }),
   addItemPart: (o) =>
     addItemPart({
       id: String(o.id),
