@@ -199,6 +199,13 @@ const inFolder = (operation: FamilyOperation): FamilyOperation => ({
 
 /** Under a member's content, what no route of its own serves (CONTENT_FILES.userContent). */
 const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], FamilyOperation>> = {
+  addItem,
+  publish: publishOperation,
+  export: exportOperation,
+  createService: createServiceOperation,
+  "items/{itemId}/status": statusOperation,
+  "items/{itemId}/addPart": addPartOperation,
+  "items/{itemId}/commit": commitOperation,
   createFolder: createFolderOperation,
   "{folderId}": folderContentOperation,
   "{folderId}/addItem": addItem,
@@ -213,14 +220,7 @@ const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], Fa
 };
 
 export const handler = routesHandler({
-  [CONTENT_FILES.addItem]: addItem,
-  [CONTENT_FILES.addPart]: addPartOperation,
-  [CONTENT_FILES.commit]: commitOperation,
   [CONTENT_FILES.analyze]: analyzeOperation,
-  [CONTENT_FILES.publish]: publishOperation,
-  [CONTENT_FILES.status]: statusOperation,
-  [CONTENT_FILES.export]: exportOperation,
-  [CONTENT_FILES.createService]: createServiceOperation,
   [CONTENT_FILES.admin]: adminServiceOperation,
   [CONTENT_FILES.userContent]: familyHandler({
     greedy: "path",

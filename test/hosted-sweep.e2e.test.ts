@@ -302,7 +302,7 @@ describe("on PostgreSQL + PostGIS hosting", () => {
   it("drops old schemas no service names, notes unnoted ones, keeps services and young schemas", async () => {
     const kept = await c.publish("Kept_pg");
     const oldKept = await c.publish("Old_pg");
-    expect((await schemas()).find((s) => s.nspname === `h_${kept}`)?.note).toMatch(/^mapgate: made \d+$/);
+    expect((await schemas()).find((s) => s.nspname === `h_${kept}`)?.note).toMatch(/^mapgate: made \d+ revision 0$/);
     await asHost((host) => host.query(`COMMENT ON SCHEMA h_${oldKept} IS 'mapgate: made ${Date.now() - 3 * HOUR}'`));
     const orphan = newId();
     const young = newId();
@@ -310,6 +310,8 @@ describe("on PostgreSQL + PostGIS hosting", () => {
     await orphanSchema(orphan, 2 * HOUR);
     await orphanSchema(young, 0);
     await orphanSchema(unnoted, undefined);
+    // Its comment holds a definition revision alone (as before the comment held when it was made too): kept.
+    await asHost((host) => host.query(`COMMENT ON SCHEMA h_${unnoted} IS '3'`));
     const uploads = await makeUploads(c, engine.dataDir);
 
     await engine.stop();
@@ -322,7 +324,9 @@ describe("on PostgreSQL + PostGIS hosting", () => {
     expect(names).not.toContain(`h_${orphan}`);
     expect(names).toEqual(expect.arrayContaining([`h_${kept}`, `h_${oldKept}`, `h_${young}`, `h_${unnoted}`]));
     // A schema made before its making was noted is noted now: swept an hour from now if nothing names it.
-    const noted = Number(/(\d+)$/.exec(left.find((s) => s.nspname === `h_${unnoted}`)?.note ?? "")?.[1]);
+    const note = left.find((s) => s.nspname === `h_${unnoted}`)?.note ?? "";
+    expect(note).toMatch(/^mapgate: made \d+ revision 3$/);
+    const noted = Number(/made (\d+)/.exec(note)?.[1]);
     expect(Date.now() - noted).toBeLessThan(5 * 60 * 1000);
     expect(await c.count(kept)).toEqual({ count: 2 });
     expect(await c.count(oldKept)).toEqual({ count: 2 });

@@ -5,13 +5,15 @@ import type { FamilyOperation } from "#shared/http/router.ts";
 import { badRequest, forbidden } from "#shared/http/errors.ts";
 import { requireUser } from "#shared/http/pipeline.ts";
 import { canManage, visibleItem } from "#shared/items.ts";
-import { analysis, fileTypeOf, parametersOf, publishHosted, publishInput, readTables } from "#shared/hosted/publish.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { tagsOf } from "#shared/publishing.ts";
 import { uploadStatus } from "#shared/upload-parts.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";
 import { jobServiceItemId } from "#shared/hosted/publish-job-data.ts";
 import { config } from "#shared/config.ts";
+
+/** The file readers and publishing, loaded by the first analyze or publish (uploads never compile them). */
+const publishing = () => import("#shared/hosted/publish.ts");
 
 const PUBLISH_PRIVILEGE = "portal:publisher:publishFeatures";
 const CREATE_ITEM_PRIVILEGE = "portal:user:createItem";
@@ -23,6 +25,7 @@ export const analyzeOperation: FamilyOperation = {
     const what = "Unable to analyze.";
     const { user, privileges } = requireUser(req);
     if (user.role !== "org_admin" && !privileges.includes(CREATE_ITEM_PRIVILEGE)) throw forbidden();
+    const { analysis, fileTypeOf, parametersOf, readTables } = await publishing();
     const parameters = parametersOf(req.params.caseless("analyzeParameters"), "analyzeParameters", what);
     const sent = req.params.file("file");
     const itemId = req.params.caseless("itemId");
@@ -49,6 +52,7 @@ export const publishOperation: FamilyOperation = {
     const identity = requireUser(req);
     const { user } = identity;
     if (user.role !== "org_admin" && !identity.privileges.includes(PUBLISH_PRIVILEGE)) throw forbidden();
+    const { fileTypeOf, publishHosted, publishInput } = await publishing();
     const input = publishInput(req.params, what);
     if (input.overwrite)
       throw badRequest(what, ["Publishing over an existing service (overwrite=true) is not available yet."]);
@@ -130,7 +134,7 @@ export const exportOperation: FamilyOperation = {
     if (itemId === undefined || itemId.trim() === "") throw badRequest(what, ["'itemId' must be specified."]);
     const format = exportFormatOf(req.params.caseless("exportFormat"));
     const parameters = exportParametersOf(
-      parametersOf(req.params.caseless("exportParameters"), "exportParameters", what),
+      (await publishing()).parametersOf(req.params.caseless("exportParameters"), "exportParameters", what),
     );
     const title = req.params.caseless("title")?.trim();
     if (title !== undefined && (title.length > 250 || CONTROL.test(title)))
