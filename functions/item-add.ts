@@ -14,6 +14,7 @@ import { type FamilyOperation, routesHandler } from "#shared/http/router.ts";
 import {
   adminServiceOperation,
   analyzeOperation,
+  appendOperation,
   createServiceOperation,
   exportOperation,
   publishOperation,
@@ -183,4 +184,5 @@ export const handler = routesHandler({
   [CONTENT_FILES.export]: exportOperation,
   [CONTENT_FILES.createService]: createServiceOperation,
   [CONTENT_FILES.admin]: adminServiceOperation,
+  [CONTENT_FILES.append]: appendOperation,
 });

@@ -233,6 +233,11 @@ export const CONTENT_FILES = {
   createService: `${PORTAL_ROOT}/content/users/{username}/createService`,
   /** A hosted service's definition on its server's admin wire (addToDefinition, …, a layer's truncate). */
   admin: "/{server}/rest/admin/services/{path+}",
+  /**
+   * A hosted layer's append (rows of an uploaded file added or upserted): more literal segments than the service
+   * route's `{path+}`, so API Gateway (and the local gateway) send it here rather than to the read-only service.
+   */
+  append: "/{server}/rest/services/{folder}/{name}/FeatureServer/{layer}/append",
 } as const;
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -411,6 +416,7 @@ function contentRoutes(): RouteSpec[] {
         CONTENT_FILES.export,
         CONTENT_FILES.createService,
         CONTENT_FILES.admin,
+        CONTENT_FILES.append,
       ],
       tables: { items: "write", datastores: "write", servers: "read", services: "write" },
       datastoreSecrets: "write",

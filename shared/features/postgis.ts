@@ -286,14 +286,18 @@ export class PostGisDatabase {
     });
   }
 
-  /** A dataset's schema, or why it cannot be served; undefined when the database has no such table. */
-  schema(name: string): Promise<LayerSchema | DatasetError | undefined> {
-    const held = this.#schemas.get(name);
+  /**
+   * A dataset's schema, or why it cannot be served; undefined when the database has no such table. `version` (a
+   * hosted layer's dataVersion) is part of what is kept: a new one is learnt again at once.
+   */
+  schema(name: string, version?: number): Promise<LayerSchema | DatasetError | undefined> {
+    const key = version === undefined ? name : `${name}\u0000${version}`;
+    const held = this.#schemas.get(key);
     if (held && Date.now() - held.at < SCHEMA_TTL_MS) return held.schema;
     const schema = this.#describe(name);
     if (this.#schemas.size >= 256) this.#schemas.delete(this.#schemas.keys().next().value as string);
-    this.#schemas.set(name, { at: Date.now(), schema });
-    schema.catch(() => this.#schemas.delete(name));
+    this.#schemas.set(key, { at: Date.now(), schema });
+    schema.catch(() => this.#schemas.delete(key));
     return schema;
   }
 

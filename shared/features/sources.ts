@@ -183,7 +183,7 @@ export async function openDataset(source: ServiceSource, id = 0): Promise<OpenDa
     // A hosted layer kept in the deployment's own database, reached as that database requires (RDS Proxy).
     if (source.datastoreId === HOSTED_STORE_ID) {
       const { openHostedLayer } = await import("#shared/hosted/postgis-store.ts");
-      return openHostedLayer(path);
+      return openHostedLayer(path, source.dataVersion);
     }
     return openPostGisDataset(source.datastoreId, source.connection, source.path);
   }

@@ -48,6 +48,7 @@ import {
   ServiceExistsError,
   serviceLayersUpdate,
   serviceNameTaken,
+  serviceSourceUpdate,
 } from "#shared/stores/services.ts";
 import { getUser } from "#shared/stores/users.ts";
 import { quotaExceeded } from "#shared/uploads.ts";
@@ -311,7 +312,7 @@ interface Defined {
   readonly resource: readonly string[];
 }
 
-const serviceNotFound = () =>
+export const serviceNotFound = () =>
   new ApiError(404, "Service not found.", ["The service does not exist or is inaccessible."]);
 
 async function definedService(req: RestRequest): Promise<Defined> {
@@ -323,35 +324,58 @@ async function definedService(req: RestRequest): Promise<Defined> {
   const raw = req.event.rawPath.startsWith(prefix) ? req.event.rawPath.slice(prefix.length) : "";
   const parsed = parseServicePath(raw);
   if (typeof parsed === "string" || parsed.type !== "FeatureServer") throw serviceNotFound();
+  return { ...(await ownedHostedService(req, parsed.folder, parsed.name)), resource: parsed.resource };
+}
+
+/**
+ * The hosted feature service `folder/name` of the addressed server, with its item, for a change of it: one the
+ * caller cannot see is not told to exist (404); one they see but neither own nor administer is refused (403).
+ */
+export async function ownedHostedService(
+  req: RestRequest,
+  folder: string,
+  name: string,
+): Promise<{ readonly service: Service; readonly item: Item }> {
+  const server = req.server;
+  if (!server) throw new Error("server route without a server");
+  if (req.identity.kind === "anonymous") throw tokenRequired();
   const catalog = await readCatalog(server.serverId);
-  const f = parsed.folder.toLowerCase();
-  const n = parsed.name.toLowerCase();
+  const f = folder.toLowerCase();
+  const n = name.toLowerCase();
   const service = catalog.services.find(
     (s) => s.folder.toLowerCase() === f && s.name.toLowerCase() === n && s.type === "FeatureServer",
   );
   const identity = req.identity;
-  // A service the caller cannot see is not told to exist; one they see but do not own is theirs to read only.
   if (!service || identity.kind !== "user" || !visibleTo(identity, service)) throw serviceNotFound();
   if (identity.user.portalId !== service.portalId) throw serviceNotFound();
   if (identity.user.username !== service.owner && identity.user.role !== "org_admin") throw forbidden();
   if (service.source?.datastoreId !== HOSTED_STORE_ID)
     throw badRequest("Unable to complete operation.", [
-      "Only hosted feature services (made by publishing a file or by createService) are defined here.",
+      "Only hosted feature services (made by publishing a file or by createService) are changed here.",
     ]);
   const item = await getItem(service.itemId);
   if (!item) throw serviceNotFound();
-  return { service, item, resource: parsed.resource };
+  return { service, item };
+}
+
+/** A hosted service as it is under its lock, and how a change of its data is kept. */
+export interface Locked {
+  /** The service record as it is now. */
+  readonly service: Service;
+  /** Its item as it is now. */
+  readonly item: Item;
+  /** Its layers' tables by id (null: deleted); a service published with one layer has its table as 0. */
+  readonly layers: readonly HostedLayerEntry[];
+  /**
+   * What the store runs before keeping a change: the new size counted, `layers` the record's when given, and the
+   * item's extent when the store gives one; `rows` says the layers' rows changed (readers learn them again).
+   */
+  settle(layers?: readonly HostedLayerEntry[], rows?: boolean): SettleChange;
 }
 
 /** A service's current definition, read under its lock, and how a change of it is kept. */
-interface Current {
-  /** The service record as it is now. */
-  readonly service: Service;
-  /** Its layers' tables by id (null: deleted); a service published with one layer has its table as 0. */
-  readonly layers: readonly HostedLayerEntry[];
+interface Current extends Locked {
   readonly store: HostedDefinitions;
-  /** What the store runs before keeping a change: the new size counted, and `layers` the record's when given. */
-  settle(layers?: readonly HostedLayerEntry[]): SettleChange;
 }
 
 const POSTGRES_NOT_YET =
@@ -369,6 +393,26 @@ async function changeDefinition<T>(
 ): Promise<T> {
   const store = (await hostedStore()).definitions;
   if (!store) throw badRequest(what, [POSTGRES_NOT_YET]);
+  return underServiceLock(defined, what, (locked) => change({ ...locked, store }));
+}
+
+const cornersOf = (extent: Item["extent"]): [number, number, number, number] | undefined => {
+  const [[a, b] = [], [c, d] = []] = extent ?? [];
+  return [a, b, c, d].every((x) => typeof x === "number")
+    ? ([a, b, c, d] as [number, number, number, number])
+    : undefined;
+};
+
+/**
+ * Runs `change` of a hosted service's data or definition under the service's lock (shared by the admin wire's
+ * changes, append and overwrite, so none interleaves with another): the item and service are read again under it,
+ * and whatever `settle` recorded is put back if the store then fails to keep the change.
+ */
+export async function underServiceLock<T>(
+  defined: { readonly service: Service; readonly item: Item },
+  what: string,
+  change: (locked: Locked) => Promise<T>,
+): Promise<T> {
   const { item } = defined;
   let stamp: number | undefined;
   // Changes of one service take turns: a change waits (a little longer each time) for the one running to finish.
@@ -397,10 +441,14 @@ async function changeDefinition<T>(
     const layers = source.layers ?? [source.path.split("/").at(-1) ?? ""];
     let settled: { bytes: number; layers: readonly HostedLayerEntry[] | undefined } | undefined;
     const settle =
-      (next?: readonly HostedLayerEntry[]): SettleChange =>
-      async (bytes) => {
+      (next?: readonly HostedLayerEntry[], rows = false): SettleChange =>
+      async (bytes, extent) => {
         try {
-          await settleHostedData(current, held, bytes, quota, next ? serviceLayersUpdate(service, next) : []);
+          const record = serviceSourceUpdate(service, {
+            ...(next ? { layers: next } : {}),
+            ...(rows ? { dataVersion: Date.now() } : {}),
+          });
+          await settleHostedData(current, held, bytes, quota, record, extent);
         } catch (err) {
           if (err instanceof StorageQuotaError) throw quotaExceeded(err.whose, quota);
           // The item or its service deleted meanwhile (its lock or its record gone): nothing is kept.
@@ -410,7 +458,7 @@ async function changeDefinition<T>(
         settled = { bytes, layers: next };
       };
     try {
-      return await change({ service, layers, store, settle });
+      return await change({ service, item: current, layers, settle });
     } catch (err) {
       // Counted and recorded, but the store could not keep the data (an upload that failed): the record is put back.
       if (settled) {
@@ -421,6 +469,7 @@ async function changeDefinition<T>(
           current.hostedData ?? 0,
           quota,
           back,
+          cornersOf(current.extent),
         ).catch((e: unknown) =>
           logger.error("hosted definition not put back", { itemId: item.itemId, error: String(e) }),
         );

@@ -18,12 +18,23 @@ import { isIP } from "node:net";
 import type { Pool, PoolClient } from "pg";
 import { config } from "#shared/config.ts";
 import { DatasetError } from "#shared/features/errors.ts";
-import { toWkb } from "#shared/features/geopackage-writer.ts";
+import { type Extent, toWkb } from "#shared/features/geopackage-writer.ts";
 import { classifyPgError, endedWhileIdle, PostGisDatabase, STATEMENT_TIMEOUT_MS } from "#shared/features/postgis.ts";
 import { type OpenDataset, postGisDataset } from "#shared/features/sources.ts";
 import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
-import type { HostedColumn, HostedLayer, HostedStore, KeptService } from "#shared/hosted/store.ts";
+import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
+import type {
+  AppendCounts,
+  AppendRow,
+  HostedColumn,
+  HostedLayer,
+  HostedStore,
+  KeptService,
+  LayerAppend,
+  SettleChange,
+} from "#shared/hosted/store.ts";
+import { itemId as newDataId } from "#shared/ids.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import { logger } from "#shared/log.ts";
 import { parseConnectionString } from "#shared/stores/connection-string.ts";
@@ -303,6 +314,30 @@ async function insertRows(client: PoolClient, table: string, layer: HostedLayer)
   await flush();
 }
 
+/** A table's extent in WGS 84 (none without rows with geometry). */
+async function extentOf(client: PoolClient, table: string): Promise<Extent | undefined> {
+  const g = quoteIdentifier(GEOMETRY_COLUMN);
+  const out = await client.query({
+    text: `SELECT ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e) FROM (SELECT ST_Extent(${g}) AS e FROM ${table}) AS s`,
+    rowMode: "array",
+  });
+  const v = (out.rows[0] ?? []) as unknown[];
+  return v.length === 4 && v.every((x) => typeof x === "number" && Number.isFinite(x))
+    ? (v as unknown as Extent)
+    : undefined;
+}
+
+/** What a service's tables take in the database. */
+async function schemaBytes(client: PoolClient, schema: string): Promise<number> {
+  const size = await client.query({
+    text: `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::float8 FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
+    values: [schema],
+    rowMode: "array",
+  });
+  return Number((size.rows[0] as unknown[] | undefined)?.[0] ?? 0);
+}
+
 async function createLayer(client: PoolClient, schema: string, layer: HostedLayer) {
   const table = `${quoteIdentifier(schema)}.${quoteIdentifier(tableOf(layer.name))}`;
   const type = layer.geometryType ? GEOMETRY_TYPES[layer.geometryType] : undefined;
@@ -314,16 +349,10 @@ async function createLayer(client: PoolClient, schema: string, layer: HostedLaye
   ];
   await client.query(`CREATE TABLE ${table} (${definitions.join(", ")})`);
   await insertRows(client, table, layer);
-  let extent: [number, number, number, number] | undefined;
+  let extent: Extent | undefined;
   if (type) {
     await client.query(`CREATE INDEX ON ${table} USING gist (${quoteIdentifier(GEOMETRY_COLUMN)})`);
-    const out = await client.query({
-      text: `SELECT ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e) FROM (SELECT ST_Extent(${quoteIdentifier(GEOMETRY_COLUMN)}) AS e FROM ${table}) AS s`,
-      rowMode: "array",
-    });
-    const v = (out.rows[0] ?? []) as unknown[];
-    if (v.length === 4 && v.every((x) => typeof x === "number" && Number.isFinite(x)))
-      extent = v as [number, number, number, number];
+    extent = await extentOf(client, table);
   }
   // Statistics for the planner from the start (autovacuum would come to it later).
   await client.query(`ANALYZE ${table}`);
@@ -343,16 +372,10 @@ async function create(serviceItemId: string, layers: readonly HostedLayer[]): Pr
     // has it answers at once, whoever asks.
     if (!postgisChecked) await client.query("CREATE EXTENSION IF NOT EXISTS postgis");
     await client.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
-    const extents: ([number, number, number, number] | undefined)[] = [];
+    const extents: (Extent | undefined)[] = [];
     for (const layer of layers) extents.push(await createLayer(client, schema, layer));
-    const size = await client.query({
-      text: `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::float8 FROM pg_class c
-        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
-      values: [schema],
-      rowMode: "array",
-    });
     return {
-      bytes: Number((size.rows[0] as unknown[] | undefined)?.[0] ?? 0),
+      bytes: await schemaBytes(client, schema),
       layers: layers.map((l, i) => {
         const extent = extents[i];
         return {
@@ -366,6 +389,116 @@ async function create(serviceItemId: string, layers: readonly HostedLayer[]): Pr
   // Committed: PostGIS is there from now on.
   postgisChecked = true;
   return kept;
+}
+
+/** The geometry of an appended row as the layer's column takes it (a single part in a multi layer made one-part). */
+const geometrySql = (geometryType: string | undefined, n: number) =>
+  geometryType?.startsWith("MULTI") ? `ST_Multi(ST_GeomFromWKB($${n}, 4326))` : `ST_GeomFromWKB($${n}, 4326)`;
+
+const paramOf = (v: unknown) => (v === undefined ? null : typeof v === "bigint" ? v.toString() : v);
+
+/**
+ * Appends rows to a layer in one transaction: added in multi-row INSERTs (the identity numbers them after the
+ * layer's highest), matched ones updated by their object id; the data's new size and the layer's extent settled
+ * before COMMIT, so a refusal rolls everything back.
+ */
+async function append(serviceItemId: string, change: LayerAppend, settle: SettleChange): Promise<AppendCounts> {
+  const schema = schemaOf(serviceItemId);
+  const table = `${quoteIdentifier(schema)}.${quoteIdentifier(tableOf(change.table))}`;
+  const key = change.key;
+  return writing(async (client) => {
+    // The layer's rows by key, read in one pass (no index is needed): -1 marks a value two rows share.
+    const rows = new Map<string, number>();
+    if (key) {
+      const out = await client.query({
+        text: `SELECT ${quoteIdentifier(OID_COLUMN)}, ${quoteIdentifier(key.column)} FROM ${table} WHERE ${quoteIdentifier(key.column)} IS NOT NULL`,
+        rowMode: "array",
+      });
+      for (const [id, k] of out.rows as [number, unknown][]) {
+        const at = keyOf(k) as string;
+        rows.set(at, rows.has(at) ? -1 : id);
+      }
+    }
+    const inserts: AppendRow[] = [];
+    let updated = 0;
+    for (const row of change.rows) {
+      const at = key ? rows.get(keyOf(row.values[key.column]) ?? "") : undefined;
+      if (at === -1) throw new AmbiguousKeyError(String(row.values[key?.column ?? ""]));
+      if (key && at !== undefined) {
+        if (key.skipUpdates) continue;
+        const values: unknown[] = [];
+        const sets: string[] = [];
+        if (key.updateGeometry && change.geometryType) {
+          values.push(row.geometry ? Buffer.from(toWkb(row.geometry).wkb) : null);
+          sets.push(`${quoteIdentifier(GEOMETRY_COLUMN)} = ${geometrySql(change.geometryType, values.length)}`);
+        }
+        for (const c of key.columns) {
+          values.push(paramOf(row.values[c]));
+          sets.push(`${quoteIdentifier(c)} = $${values.length}`);
+        }
+        if (sets.length > 0) {
+          values.push(at);
+          await client.query({
+            text: `UPDATE ${table} SET ${sets.join(", ")} WHERE ${quoteIdentifier(OID_COLUMN)} = $${values.length}`,
+            values,
+          });
+        }
+        updated++;
+        continue;
+      }
+      if (key?.skipInserts) continue;
+      inserts.push(row);
+    }
+    await insertRows(client, table, {
+      name: change.table,
+      title: change.table,
+      ...(change.geometryType ? { geometryType: change.geometryType } : {}),
+      columns: change.columns.map((name) => ({ name, kind: "string" as const })),
+      rows: inserts,
+    });
+    const extent = change.geometryType ? await extentOf(client, table) : undefined;
+    await settle(await schemaBytes(client, schema), extent);
+    return { added: inserts.length, updated };
+  });
+}
+
+/**
+ * Replaces a service's tables: the new ones are made and committed in a schema of their own first (a failure
+ * drops it and leaves the kept tables serving), then one short transaction drops the kept tables, moves the new ones
+ * into the service's schema and settles the new size before COMMIT.
+ */
+async function replace(serviceItemId: string, layers: readonly HostedLayer[], settle: SettleChange): Promise<void> {
+  const staging = newDataId();
+  const kept = await create(staging, layers);
+  const from = schemaOf(staging);
+  const to = schemaOf(serviceItemId);
+  try {
+    await writing(async (client) => {
+      for (const layer of layers) {
+        const name = quoteIdentifier(tableOf(layer.name));
+        await client.query(`DROP TABLE IF EXISTS ${quoteIdentifier(to)}.${name}`);
+        await client.query(`ALTER TABLE ${quoteIdentifier(from)}.${name} SET SCHEMA ${quoteIdentifier(to)}`);
+      }
+      await client.query(`DROP SCHEMA ${quoteIdentifier(from)}`);
+      let extent: Extent | undefined;
+      for (const { extent: e } of kept.layers)
+        if (e)
+          extent = extent
+            ? [
+                Math.min(extent[0], e[0]),
+                Math.min(extent[1], e[1]),
+                Math.max(extent[2], e[2]),
+                Math.max(extent[3], e[3]),
+              ]
+            : e;
+      await settle(await schemaBytes(client, to), extent);
+    });
+  } catch (err) {
+    await drop(staging).catch((e: unknown) =>
+      logger.warn("staged hosted data not removed", { schema: from, error: String(e) }),
+    );
+    throw err;
+  }
 }
 
 async function drop(serviceItemId: string): Promise<void> {
@@ -382,6 +515,8 @@ export function postGisStore(): HostedStore {
     kind: "postgis",
     create,
     drop,
+    append,
+    replace,
     sourceOf: (serviceItemId, layers) => ({
       datastoreId: HOSTED_STORE_ID,
       connection: hostingConnection(),
@@ -392,12 +527,13 @@ export function postGisStore(): HostedStore {
 }
 
 /** A hosted layer kept in the hosting database (its source's path: `/<schema>/<layer name>`), opened for queries. */
-export async function openHostedLayer(path: string): Promise<OpenDataset> {
+export async function openHostedLayer(path: string, dataVersion?: number): Promise<OpenDataset> {
   const m = LAYER_PATH.exec(path);
   if (!m) throw new DatasetError("The hosted layer's path is not one mapgate makes.");
   const [, schemaName, layerName] = m as unknown as [string, string, string];
   const { db } = await hostingDatabase();
-  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`);
+  // What was learnt of the table holds until its rows change (append, overwrite: a new dataVersion).
+  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`, dataVersion);
   if (!schema) throw new DatasetError("The hosted layer's table is no longer in the hosting database.");
   if (schema instanceof DatasetError) throw schema;
   // Shown by the layer's name, as its GeoPackage table would be (the reader names a table `schema.table`).

@@ -51,6 +51,11 @@ export type ServiceSource =
       readonly path: string;
       /** A hosted service of several layers: the tables of its schema (the one `path` names), as above. */
       readonly layers?: readonly HostedLayerEntry[];
+      /**
+       * A hosted service: when its rows last changed (append, overwrite), so that what a reader learnt of its tables
+       * (their fields and extent, kept a while per warm function) is learnt again.
+       */
+      readonly dataVersion?: number;
     };
 
 /** A hosted service's layer, by its id's position in `layers`: its table's name, or null once it is deleted. */
@@ -97,12 +102,14 @@ function toSource(value: unknown): ServiceSource | undefined {
   const r = new RecordReader("service source", (value ?? {}) as Record<string, unknown>);
   const connection = toConnection((value as Record<string, unknown> | null)?.connection);
   const layers = layerEntries((value as Record<string, unknown> | null)?.layers);
+  const dataVersion = (value as Record<string, unknown> | null)?.dataVersion;
   if (connection)
     return {
       datastoreId: r.string("datastoreId"),
       connection,
       path: r.string("path"),
       ...(layers ? { layers } : {}),
+      ...(typeof dataVersion === "number" ? { dataVersion } : {}),
     };
   const l = new RecordReader("service source location", (r.object("location") ?? {}) as Record<string, unknown>);
   const folder = l.optionalString("folder");
@@ -404,6 +411,42 @@ export async function serviceNameTaken(serverId: string, folder: string, name: s
  * that counts the data's new size: the record is changed only while it is still the item's service, and the server's
  * catalog version moves, so every cached catalog serves the new layers on its next request.
  */
+/**
+ * The writes that record a change of a hosted service's data in its record: its `layers` when they changed, and a
+ * new `dataVersion` when its rows did (with the catalog's version, so serving reads the record again).
+ */
+export function serviceSourceUpdate(
+  service: Service,
+  change: { readonly layers?: readonly HostedLayerEntry[]; readonly dataVersion?: number },
+) {
+  if (change.layers === undefined && change.dataVersion === undefined) return [];
+  const sets = [
+    ...(change.layers !== undefined ? ["#src.#layers = :layers"] : []),
+    ...(change.dataVersion !== undefined ? ["#src.#version = :version"] : []),
+  ];
+  return [
+    {
+      Update: {
+        TableName: tableName("services"),
+        Key: { serverId: service.serverId, entry: serviceEntry(service.folder, service.name) },
+        UpdateExpression: `SET ${sets.join(", ")}`,
+        ConditionExpression: "itemId = :id AND attribute_exists(#src)",
+        ExpressionAttributeNames: {
+          "#src": "source",
+          ...(change.layers !== undefined ? { "#layers": "layers" } : {}),
+          ...(change.dataVersion !== undefined ? { "#version": "dataVersion" } : {}),
+        },
+        ExpressionAttributeValues: {
+          ":id": service.itemId,
+          ...(change.layers !== undefined ? { ":layers": [...change.layers] } : {}),
+          ...(change.dataVersion !== undefined ? { ":version": change.dataVersion } : {}),
+        },
+      },
+    },
+    catalogBump(service.serverId),
+  ];
+}
+
 export function serviceLayersUpdate(service: Service, layers: readonly HostedLayerEntry[]) {
   return [
     {
