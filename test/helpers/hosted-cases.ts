@@ -512,6 +512,22 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
         const serviceItemId = service?.serviceItemId as string;
         expect(backing.ogrinfo(engine.dataDir, serviceItemId, "sites")).toMatch(/Feature Count: 3/);
         expect(backing.ogrinfo(engine.dataDir, serviceItemId, "visits")).toMatch(/Feature Count: 2/);
+        // Appending from a file of several tables names the one to take.
+        const unnamed = await postJson(`${url}/1/append`, tokens.publisher, {
+          appendItemId: itemId,
+          appendUploadFormat: "geoPackage",
+        });
+        expect((unnamed.error as { details: string[] }).details).toEqual([
+          "The file has 2 tables: name the one to append in 'sourceTableName' ('sites', 'visits').",
+        ]);
+        expect(
+          await postJson(`${url}/1/append`, tokens.publisher, {
+            appendItemId: itemId,
+            appendUploadFormat: "geoPackage",
+            sourceTableName: "visits",
+          }),
+        ).toEqual({ success: true });
+        expect(backing.ogrinfo(engine.dataDir, serviceItemId, "visits")).toMatch(/Feature Count: 4/);
       } finally {
         rmSync(work, { recursive: true, force: true });
       }
@@ -541,6 +557,11 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
       url = published.services[0]?.serviceurl as string;
       serviceItemId = published.services[0]?.serviceItemId as string;
       expect(url).toMatch(/\/Hosted\/Sites\/FeatureServer$/);
+      // Clients look for this before they append.
+      expect(await getJson(`${url}/0`, tokens.publisher)).toMatchObject({
+        supportsAppend: true,
+        supportedAppendFormats: "csv,geojson,shapefile,geoPackage",
+      });
       // Shared with the organization: members see it, and still may not change its data.
       await postJson(`${rest()}/content/users/publisher/items/${serviceItemId}/share`, tokens.publisher, {
         everyone: "false",
@@ -688,6 +709,25 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
       ).json<Record<string, unknown>>();
       expect((anonymous.error as { code: number }).code).toBe(499);
       expect(gdalCount()).toBe(5);
+    });
+
+    it("takes two appends at once one after the other (the service's lock): no row is lost", async () => {
+      const files = await Promise.all(
+        ["P", "Q"].map((p) =>
+          upload(tokens.publisher, `batch-${p}.csv`, `code,visits,Latitude,Longitude\n${p}1,1,30,30\n${p}2,2,31,31\n`),
+        ),
+      );
+      const answers = await Promise.all(files.map((f) => append({ appendItemId: f, appendUploadFormat: "csv" })));
+      expect(answers).toEqual([{ success: true }, { success: true }]);
+      const got = await rows();
+      expect(got.map((r) => r.attributes.fid)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(
+        got
+          .map((r) => r.attributes.code)
+          .slice(5)
+          .sort(),
+      ).toEqual(["P1", "P2", "Q1", "Q2"]);
+      expect(gdalCount()).toBe(9);
     });
 
     it("publishes again over the service (overwrite=true): the same item id and URL, its sharing kept, the new rows served", async () => {
