@@ -149,7 +149,7 @@ describe("through the stand-in for RDS Proxy", () => {
     expect(await schemas()).toBe(before + 1);
   });
 
-  it("does not define services yet: createService and the admin wire say so (400), and the layer stays as it was", async () => {
+  it("does not define services yet: createService and the admin wire's definitions say so (400); truncate empties a layer", async () => {
     const notYet = [
       "Changing a hosted service's definition is not available yet on PostgreSQL hosting (HOSTED_DATABASE): its layers are published from files.",
     ];
@@ -166,9 +166,6 @@ describe("through the stand-in for RDS Proxy", () => {
     });
     expect(JSON.stringify(published)).toMatch(/Hosted\/Kept\/FeatureServer/);
     const admin = `${suite.servicesUrl().replace(/\/rest\/services$/, "/rest/admin/services")}/Hosted/Kept/FeatureServer`;
-    expect(await suite.postJson(`${admin}/0/truncate`, suite.publisher())).toEqual({
-      error: { code: 400, message: "Unable to truncate layer.", details: notYet },
-    });
     const fields = await suite.postJson(`${admin}/0/addToDefinition`, suite.publisher(), {
       addToDefinition: JSON.stringify({ fields: [{ name: "Extra", type: "esriFieldTypeInteger" }] }),
     });
@@ -180,5 +177,13 @@ describe("through the stand-in for RDS Proxy", () => {
       suite.publisher(),
     );
     expect(count).toEqual({ count: 2 });
+    // Rows are changed on PostgreSQL hosting as on GeoPackages (a truncate is no change of the definition).
+    expect(await suite.postJson(`${admin}/0/truncate`, suite.publisher())).toEqual({ success: true });
+    expect(
+      await suite.getJson(
+        `${suite.servicesUrl()}/Hosted/Kept/FeatureServer/0/query?where=1%3D1&returnCountOnly=true`,
+        suite.publisher(),
+      ),
+    ).toEqual({ count: 0 });
   });
 });

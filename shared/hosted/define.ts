@@ -758,11 +758,17 @@ function updateFields(defined: Defined, id: number, definition: Record<string, u
   });
 }
 
-/** Layer-level truncate: every row deleted (the layer's fields stay). */
-function truncate(defined: Defined, id: number) {
-  return changeDefinition(defined, WHAT.truncate, async (current) => {
-    const table = tableOf(current, id, WHAT.truncate);
-    await current.store.truncate(current.service.itemId, table, current.settle());
+/**
+ * Layer-level truncate: every row deleted (the layer's fields stay). A change of rows, not of the definition: made on
+ * either backing (PostgreSQL hosting too), under the same lock.
+ */
+async function truncate(defined: Defined, id: number) {
+  const store = await hostedStore();
+  return underServiceLock(defined, WHAT.truncate, async (locked) => {
+    const table = locked.layers[id];
+    if (typeof table !== "string")
+      throw badRequest(WHAT.truncate, [`The service has no layer or table with id ${id}.`]);
+    await store.truncate(locked.service.itemId, table, locked.settle(undefined, true));
     return { success: true };
   });
 }

@@ -241,21 +241,6 @@ const definitions: HostedDefinitions = {
       (db) => setTitles(db, table, titles),
       (bytes) => settle(bytes),
     ),
-  truncate: (serviceItemId, table, settle) =>
-    changeHostedData(
-      serviceItemId,
-      (db) => {
-        const geometry = geometryColumnOf(db, table);
-        db.exec(`DELETE FROM ${quote(table)}`);
-        if (geometry && hasTable(db, `rtree_${table}_${geometry}`))
-          db.exec(`DELETE FROM ${quote(`rtree_${table}_${geometry}`)}`);
-        db.prepare(
-          "UPDATE gpkg_contents SET min_x = NULL, min_y = NULL, max_x = NULL, max_y = NULL, last_change = ? " +
-            "WHERE table_name = ?",
-        ).run(new Date().toISOString(), table);
-      },
-      (bytes) => settle(bytes),
-    ),
 };
 
 /** The INTEGER PRIMARY KEY column of a table (the object id). */
@@ -392,6 +377,21 @@ export const geoPackageStore: HostedStore = {
     layers: [...layers],
   }),
   definitions,
+  truncate: (serviceItemId, table, settle) =>
+    changeHostedData(
+      serviceItemId,
+      (db) => {
+        const geometry = geometryColumnOf(db, table);
+        db.exec(`DELETE FROM ${quote(table)}`);
+        if (geometry && hasTable(db, `rtree_${table}_${geometry}`))
+          db.exec(`DELETE FROM ${quote(`rtree_${table}_${geometry}`)}`);
+        db.prepare(
+          "UPDATE gpkg_contents SET min_x = NULL, min_y = NULL, max_x = NULL, max_y = NULL, last_change = ? " +
+            "WHERE table_name = ?",
+        ).run(new Date().toISOString(), table);
+      },
+      (bytes) => settle(bytes),
+    ),
   async append(serviceItemId, change, settle) {
     const { added, updated } = await changeHostedData(
       serviceItemId,

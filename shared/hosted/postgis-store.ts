@@ -501,6 +501,15 @@ async function replace(serviceItemId: string, layers: readonly HostedLayer[], se
   }
 }
 
+/** Deletes every row of a layer in one transaction (DELETE, not TRUNCATE: readers are not locked out meanwhile). */
+async function truncate(serviceItemId: string, layer: string, settle: SettleChange): Promise<void> {
+  const schema = schemaOf(serviceItemId);
+  await writing(async (client) => {
+    await client.query(`DELETE FROM ${quoteIdentifier(schema)}.${quoteIdentifier(tableOf(layer))}`);
+    await settle(await schemaBytes(client, schema));
+  });
+}
+
 async function drop(serviceItemId: string): Promise<void> {
   const schema = schemaOf(serviceItemId);
   await writing((client) => client.query(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`));
@@ -517,6 +526,7 @@ export function postGisStore(): HostedStore {
     drop,
     append,
     replace,
+    truncate,
     sourceOf: (serviceItemId, layers) => ({
       datastoreId: HOSTED_STORE_ID,
       connection: hostingConnection(),

@@ -117,8 +117,6 @@ export interface HostedDefinitions {
     titles: readonly { readonly name: string; readonly title: string }[],
     settle: SettleChange,
   ): Promise<void>;
-  /** Deletes every row of a layer (its fields stay). */
-  truncate(serviceItemId: string, table: string, settle: SettleChange): Promise<void>;
 }
 
 export interface HostedStore {
@@ -146,6 +144,8 @@ export interface HostedStore {
    * a failure at any step leaves the old data serving. Each layer keeps its table name (the service record's).
    */
   replace(serviceItemId: string, layers: readonly HostedLayer[], settle: SettleChange): Promise<void>;
+  /** Deletes every row of a layer (its fields stay; object ids are not given again), `settle` run before it is kept. */
+  truncate(serviceItemId: string, table: string, settle: SettleChange): Promise<void>;
   /** Drops a service's data (after its item and service are gone); nothing happens when there is none. */
   drop(serviceItemId: string): Promise<void>;
 }

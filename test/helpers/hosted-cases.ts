@@ -756,6 +756,18 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
       expect(await getJson(`${url}/0/query?where=1%3D1&returnCountOnly=true`, tokens.user)).toEqual({ count: 3 });
     });
 
+    it("empties the layer on the admin wire (truncate); rows appended after take ids never given before", async () => {
+      const admin = url.replace("/rest/services/", "/rest/admin/services/");
+      expect(await postJson(`${admin}/0/truncate`, tokens.publisher)).toEqual({ success: true });
+      expect(await rows()).toEqual([]);
+      expect(gdalCount()).toBe(0);
+      const file = await upload(tokens.publisher, "after.csv", "code,rating,Latitude,Longitude\nN9,1,5,5\n");
+      expect(await append({ appendItemId: file })).toEqual({ success: true });
+      expect((await rows()).map((r) => r.attributes)).toEqual([
+        { fid: 4, code: "N9", rating: 1, Latitude: 5, Longitude: 5 },
+      ]);
+    });
+
     it("refuses an overwrite of other shapes, by a member who does not own it, of a service that does not exist", async () => {
       const polygons = await upload(tokens.publisher, "zones-over.geojson", GEOJSON);
       const shapes = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
@@ -786,7 +798,7 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
         code: 400,
         details: ["There is no hosted feature service 'NoSuchService' to overwrite."],
       });
-      expect(gdalCount()).toBe(3);
+      expect(gdalCount()).toBe(1);
     });
   });
 
