@@ -41,6 +41,8 @@ export const CONNECT_TIMEOUT_MS = 5_000;
 export const UNREACHABLE_FLOOR_MS = CONNECT_TIMEOUT_MS + 500;
 /** Connections per pool: a function answers one request at a time on AWS; the local engine shares it. */
 const POOL_MAX = 4;
+/** A hosted layer's data version this young is not trusted to name committed data yet (see schema()). */
+const RECENT_VERSION_MS = 5_000;
 /** A database's tables change: what was learnt of them is kept this long. */
 const SCHEMA_TTL_MS = 60_000;
 /** The most datasets a database lists (beyond it, describe and bulk publishing see the first ones). */
@@ -295,6 +297,9 @@ export class PostGisDatabase {
     const held = this.#schemas.get(key);
     if (held && Date.now() - held.at < SCHEMA_TTL_MS) return held.schema;
     const schema = this.#describe(name);
+    // A version recorded moments ago may be read before the change it names is committed (the record is written
+    // just before COMMIT): what is learnt then is not kept, so the next request learns the committed table.
+    if (version !== undefined && Date.now() - version < RECENT_VERSION_MS) return schema;
     if (this.#schemas.size >= 256) this.#schemas.delete(this.#schemas.keys().next().value as string);
     this.#schemas.set(key, { at: Date.now(), schema });
     schema.catch(() => this.#schemas.delete(key));

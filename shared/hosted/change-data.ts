@@ -29,7 +29,7 @@ import {
 import { HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
 import { type AppendRow, hostedStore, type HostedLayer, type LayerAppend } from "#shared/hosted/store.ts";
-import { fitsLayer, MAX_FIELDS, type NamedTable, type Table } from "#shared/hosted/tables.ts";
+import { type FieldKind, fitsLayer, MAX_FIELDS, type NamedTable, type Table } from "#shared/hosted/tables.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { getItem, type Item } from "#shared/stores/items.ts";
 import { serverUrl } from "#shared/stores/servers.ts";
@@ -102,6 +102,15 @@ const KIND_WORDS: Readonly<Record<string, string>> = {
 const INTEGER_RANGES: Readonly<Record<string, readonly [number, number]>> = {
   esriFieldTypeSmallInteger: [-32768, 32767],
   esriFieldTypeInteger: [-2147483648, 2147483647],
+};
+/** What a field's values are, as the stores bind them. */
+const KINDS: Readonly<Record<string, FieldKind>> = {
+  esriFieldTypeSmallInteger: "integer",
+  esriFieldTypeInteger: "integer",
+  esriFieldTypeDouble: "double",
+  esriFieldTypeSingle: "double",
+  esriFieldTypeDate: "date",
+  esriFieldTypeString: "string",
 };
 const DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
@@ -382,9 +391,12 @@ function appendRows(schema: LayerSchema, table: Table, input: AppendInput) {
   });
   if (problems.length > 0) throw badRequest(WHAT, problems);
   const columns = written.map((w) => w.field.column);
+  const kinds: Record<string, FieldKind> = Object.create(null);
+  for (const { field } of written) kinds[field.column] = KINDS[field.type] ?? "string";
   const change: Omit<LayerAppend, "table"> = {
     ...(declared ? { geometryType: declared } : {}),
     columns,
+    kinds,
     rows,
     ...(key
       ? {

@@ -397,6 +397,57 @@ const geometrySql = (geometryType: string | undefined, n: number) =>
 
 const paramOf = (v: unknown) => (v === undefined ? null : typeof v === "bigint" ? v.toString() : v);
 
+/** How an appended value is bound, so a VALUES list's columns have the layer's types. */
+const CASTS: Readonly<Record<FieldKind, string>> = {
+  integer: "integer",
+  double: "double precision",
+  date: "timestamptz",
+  string: "text",
+};
+
+/**
+ * Updates matched rows by object id, many a statement: `UPDATE … FROM (VALUES …) WHERE fid = v.fid`, every value a
+ * parameter cast to its column's type (at most 60,000 parameters, 1,000 rows a statement).
+ */
+async function updateRows(
+  client: PoolClient,
+  table: string,
+  change: LayerAppend,
+  key: NonNullable<LayerAppend["key"]>,
+  updates: readonly { id: number; row: AppendRow }[],
+): Promise<void> {
+  const geometry = key.updateGeometry && change.geometryType !== undefined;
+  const names = ["k", ...key.columns.map((_, i) => `c${i}`), ...(geometry ? ["g"] : [])].map(quoteIdentifier);
+  const sets = [
+    ...key.columns.map((c, i) => `${quoteIdentifier(c)} = v.${quoteIdentifier(`c${i}`)}`),
+    ...(geometry ? [`${quoteIdentifier(GEOMETRY_COLUMN)} = v."g"`] : []),
+  ];
+  if (sets.length === 0 || updates.length === 0) return;
+  const perRow = names.length;
+  const batch = Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_PARAMETERS / perRow)));
+  for (let start = 0; start < updates.length; start += batch) {
+    const values: unknown[] = [];
+    const tuples: string[] = [];
+    for (const { id, row } of updates.slice(start, start + batch)) {
+      values.push(id);
+      const cells = [`$${values.length}::integer`];
+      for (const c of key.columns) {
+        values.push(paramOf(row.values[c]));
+        cells.push(`$${values.length}::${CASTS[change.kinds[c] ?? "string"]}`);
+      }
+      if (geometry) {
+        values.push(row.geometry ? Buffer.from(toWkb(row.geometry).wkb) : null);
+        cells.push(geometrySql(change.geometryType, values.length));
+      }
+      tuples.push(`(${cells.join(", ")})`);
+    }
+    await client.query({
+      text: `UPDATE ${table} SET ${sets.join(", ")} FROM (VALUES ${tuples.join(", ")}) AS v(${names.join(", ")}) WHERE ${table}.${quoteIdentifier(OID_COLUMN)} = v."k"`,
+      values,
+    });
+  }
+}
+
 /**
  * Appends rows to a layer in one transaction: added in multi-row INSERTs (the identity numbers them after the
  * layer's highest), matched ones updated by their object id; the data's new size and the layer's extent settled
@@ -420,35 +471,15 @@ async function append(serviceItemId: string, change: LayerAppend, settle: Settle
       }
     }
     const inserts: AppendRow[] = [];
-    let updated = 0;
+    const updates: { id: number; row: AppendRow }[] = [];
     for (const row of change.rows) {
       const at = key ? rows.get(keyOf(row.values[key.column]) ?? "") : undefined;
       if (at === -1) throw new AmbiguousKeyError(String(row.values[key?.column ?? ""]));
       if (key && at !== undefined) {
-        if (key.skipUpdates) continue;
-        const values: unknown[] = [];
-        const sets: string[] = [];
-        if (key.updateGeometry && change.geometryType) {
-          values.push(row.geometry ? Buffer.from(toWkb(row.geometry).wkb) : null);
-          sets.push(`${quoteIdentifier(GEOMETRY_COLUMN)} = ${geometrySql(change.geometryType, values.length)}`);
-        }
-        for (const c of key.columns) {
-          values.push(paramOf(row.values[c]));
-          sets.push(`${quoteIdentifier(c)} = $${values.length}`);
-        }
-        if (sets.length > 0) {
-          values.push(at);
-          await client.query({
-            text: `UPDATE ${table} SET ${sets.join(", ")} WHERE ${quoteIdentifier(OID_COLUMN)} = $${values.length}`,
-            values,
-          });
-        }
-        updated++;
-        continue;
-      }
-      if (key?.skipInserts) continue;
-      inserts.push(row);
+        if (!key.skipUpdates) updates.push({ id: at, row });
+      } else if (!key?.skipInserts) inserts.push(row);
     }
+    if (key) await updateRows(client, table, change, key, updates);
     await insertRows(client, table, {
       name: change.table,
       title: change.table,
@@ -458,7 +489,7 @@ async function append(serviceItemId: string, change: LayerAppend, settle: Settle
     });
     const extent = change.geometryType ? await extentOf(client, table) : undefined;
     await settle(await schemaBytes(client, schema), extent);
-    return { added: inserts.length, updated };
+    return { added: inserts.length, updated: updates.length };
   });
 }
 

@@ -79,6 +79,8 @@ export interface LayerAppend {
   readonly geometryType?: GeometryTypeName;
   /** The layer's columns an added row writes (any other is NULL in it). */
   readonly columns: readonly string[];
+  /** What each of `columns` holds (a database binds its values so). */
+  readonly kinds: Readonly<Record<string, FieldKind>>;
   readonly rows: Iterable<AppendRow>;
   /** Upsert: a row whose `column` value matches one row of the layer updates it; any other is added. */
   readonly key?: {
