@@ -149,6 +149,53 @@ describe("through the stand-in for RDS Proxy", () => {
     expect(await schemas()).toBe(before + 1);
   });
 
+  it("keeps a layer's data when the database refuses an append or an overwrite (500), leaving no staged tables", async () => {
+    const file = await suite.upload(suite.publisher(), "refused-more.csv", "name,lat,lon\nb,3,4\n");
+    const layer = `${suite.servicesUrl()}/Hosted/Refused/FeatureServer/0`;
+    const rows = async () =>
+      (
+        (await suite.getJson(`${layer}/query?where=1%3D1&outFields=name&orderByFields=fid`, suite.publisher()))
+          .features as { attributes: Record<string, unknown> }[]
+      ).map((f) => f.attributes);
+    expect(await rows()).toEqual([{ fid: 1, name: "a" }]);
+    const before = await schemas();
+    // PostGIS's functions live in the public schema: without it the rows' geometry cannot be made.
+    await db.admin.query("REVOKE USAGE ON SCHEMA public FROM PUBLIC");
+    let appended: Record<string, unknown>;
+    let overwritten: Record<string, unknown>;
+    try {
+      appended = await suite.postJson(`${layer}/append`, suite.publisher(), { appendItemId: file });
+      overwritten = await suite.postJson(`${suite.rest()}/content/users/publisher/publish`, suite.publisher(), {
+        itemId: file,
+        filetype: "csv",
+        overwrite: "true",
+        publishParameters: JSON.stringify({ name: "Refused" }),
+      });
+    } finally {
+      await db.admin.query("GRANT USAGE ON SCHEMA public TO PUBLIC");
+    }
+    expect(appended.error).toEqual({
+      code: 500,
+      message: "Unable to append data.",
+      details: ["The layer's data could not be stored: nothing was appended. Try again later."],
+    });
+    expect(overwritten.error).toEqual({
+      code: 500,
+      message: "Unable to publish item.",
+      details: ["The layer's data could not be stored: the service keeps its data. Try again later."],
+    });
+    expect(await schemas()).toBe(before);
+    expect(await rows()).toEqual([{ fid: 1, name: "a" }]);
+    // The service takes changes again once the database does.
+    expect(await suite.postJson(`${layer}/append`, suite.publisher(), { appendItemId: file })).toEqual({
+      success: true,
+    });
+    expect(await rows()).toEqual([
+      { fid: 1, name: "a" },
+      { fid: 2, name: "b" },
+    ]);
+  });
+
   it("does not define services yet: createService and the admin wire's definitions say so (400); truncate empties a layer", async () => {
     const notYet = [
       "Changing a hosted service's definition is not available yet on PostgreSQL hosting (HOSTED_DATABASE): its layers are published from files.",

@@ -450,6 +450,7 @@ export async function appendToLayer(req: RestRequest): Promise<object> {
   const tables = await sourceTables(item, filetype, input.sourceInfo, WHAT);
   const table = chosenTable(tables, input.sourceTable);
   const store = await hostedStore();
+  // Whatever fails past the checks (the layer not readable, the database refusing) has changed nothing.
   const counts = await underServiceLock(found, WHAT, async (locked: Locked) => {
     const entry = locked.layers[id];
     if (typeof entry !== "string") throw badRequest(WHAT, [`The service has no layer or table with id ${id}.`]);
@@ -468,9 +469,9 @@ export async function appendToLayer(req: RestRequest): Promise<object> {
         throw badRequest(WHAT, [
           `upsertMatchingField: more than one of the layer's rows has the value ${say(err.value)}: its values must be unique to match rows.`,
         ]);
-      return notKept(err, WHAT, "nothing was appended.");
+      throw err;
     }
-  });
+  }).catch((err: unknown) => notKept(err, WHAT, "nothing was appended."));
   logger.info("hosted layer appended", { itemId: found.item.itemId, layer: id, ...counts });
   if (!input.async) return { success: true };
   // Done within this request: the status answers what ArcGIS's append job status answers once it has completed.
@@ -543,12 +544,8 @@ export async function overwriteHosted(req: RestRequest, p: PublishRequest, what:
       });
     }
     if (problems.length > 0) throw badRequest(what, problems);
-    try {
-      await store.replace(locked.service.itemId, layers, locked.settle(undefined, true));
-    } catch (err) {
-      notKept(err, what, "the service keeps its data.");
-    }
-  });
+    await store.replace(locked.service.itemId, layers, locked.settle(undefined, true));
+  }).catch((err: unknown) => notKept(err, what, "the service keeps its data."));
   const serviceurl = restServiceUrl(serverUrl(server, p.origin), HOSTED_FOLDER, service.name, "FeatureServer");
   return {
     services: [
