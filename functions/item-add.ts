@@ -14,6 +14,7 @@ import { familyHandler, type FamilyOperation, routesHandler } from "#shared/http
 import {
   adminServiceOperation,
   analyzeOperation,
+  appendOperation,
   createServiceOperation,
   exportOperation,
   publishOperation,
@@ -222,6 +223,7 @@ const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], Fa
 export const handler = routesHandler({
   [CONTENT_FILES.analyze]: analyzeOperation,
   [CONTENT_FILES.admin]: adminServiceOperation,
+  [CONTENT_FILES.append]: appendOperation,
   [CONTENT_FILES.userContent]: familyHandler({
     greedy: "path",
     notFound: "Not Found",

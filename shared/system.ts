@@ -239,6 +239,11 @@ export const CONTENT_FILES = {
    * upload's `cancel` and `parts`, and the upload operations addressed in a folder.
    */
   userContent: `${PORTAL_ROOT}/content/users/{username}/{path+}`,
+  /**
+   * A hosted layer's append (rows of an uploaded file added or upserted): more literal segments than the service
+   * route's `{path+}`, so API Gateway (and the local gateway) send it here rather than to the read-only service.
+   */
+  append: "/{server}/rest/services/{folder}/{name}/FeatureServer/{layer}/append",
 } as const;
 
 /** The operations of CONTENT_FILES.userContent, relative to its greedy part (matched by shared/http/router.ts). */
@@ -430,9 +435,9 @@ function contentRoutes(): RouteSpec[] {
       id: "item-add",
       methods: GP,
       // One greedy route for every operation under a member's content (the routes of other functions there, more
-      // specific, keep their paths), and two aliases: 6 API routes where one per operation took 32.
+      // specific, keep their paths), and three aliases: 8 API routes where one per operation took 34.
       path: CONTENT_FILES.userContent,
-      alsoAt: [CONTENT_FILES.analyze, CONTENT_FILES.admin],
+      alsoAt: [CONTENT_FILES.analyze, CONTENT_FILES.admin, CONTENT_FILES.append],
       tables: { items: "write", datastores: "write", servers: "read", services: "write", jobs: "write" },
       datastoreSecrets: "write",
       itemFiles: "write",

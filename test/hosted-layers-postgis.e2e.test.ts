@@ -148,4 +148,89 @@ describe("through the stand-in for RDS Proxy", () => {
     expect(JSON.stringify(again)).toMatch(/Hosted\/Refused\/FeatureServer/);
     expect(await schemas()).toBe(before + 1);
   });
+
+  it("keeps a layer's data when the database refuses an append or an overwrite (500), leaving no staged tables", async () => {
+    const file = await suite.upload(suite.publisher(), "refused-more.csv", "name,lat,lon\nb,3,4\n");
+    const layer = `${suite.servicesUrl()}/Hosted/Refused/FeatureServer/0`;
+    const rows = async () =>
+      (
+        (await suite.getJson(`${layer}/query?where=1%3D1&outFields=name&orderByFields=fid`, suite.publisher()))
+          .features as { attributes: Record<string, unknown> }[]
+      ).map((f) => f.attributes);
+    expect(await rows()).toEqual([{ fid: 1, name: "a" }]);
+    const before = await schemas();
+    // PostGIS's functions live in the public schema: without it the rows' geometry cannot be made.
+    await db.admin.query("REVOKE USAGE ON SCHEMA public FROM PUBLIC");
+    let appended: Record<string, unknown>;
+    let overwritten: Record<string, unknown>;
+    try {
+      appended = await suite.postJson(`${layer}/append`, suite.publisher(), { appendItemId: file });
+      overwritten = await suite.postJson(`${suite.rest()}/content/users/publisher/publish`, suite.publisher(), {
+        itemId: file,
+        filetype: "csv",
+        overwrite: "true",
+        publishParameters: JSON.stringify({ name: "Refused" }),
+      });
+    } finally {
+      await db.admin.query("GRANT USAGE ON SCHEMA public TO PUBLIC");
+    }
+    expect(appended.error).toEqual({
+      code: 500,
+      message: "Unable to append data.",
+      details: ["The layer's data could not be stored: nothing was appended. Try again later."],
+    });
+    expect(overwritten.error).toEqual({
+      code: 500,
+      message: "Unable to publish item.",
+      details: ["The layer's data could not be stored: the service keeps its data. Try again later."],
+    });
+    expect(await schemas()).toBe(before);
+    expect(await rows()).toEqual([{ fid: 1, name: "a" }]);
+    // The service takes changes again once the database does.
+    expect(await suite.postJson(`${layer}/append`, suite.publisher(), { appendItemId: file })).toEqual({
+      success: true,
+    });
+    expect(await rows()).toEqual([
+      { fid: 1, name: "a" },
+      { fid: 2, name: "b" },
+    ]);
+  });
+
+  it("does not define services yet: createService and the admin wire's definitions say so (400); truncate empties a layer", async () => {
+    const notYet = [
+      "Changing a hosted service's definition is not available yet on PostgreSQL hosting (HOSTED_DATABASE): its layers are published from files.",
+    ];
+    const created = await suite.postJson(`${suite.rest()}/content/users/publisher/createService`, suite.publisher(), {
+      outputType: "featureService",
+      createParameters: JSON.stringify({ name: "Defined" }),
+    });
+    expect(created).toEqual({ error: { code: 400, message: "Unable to create service.", details: notYet } });
+    const itemId = await suite.upload(suite.publisher(), "kept.csv", "name,lat,lon\na,1,2\nb,3,4\n");
+    const published = await suite.postJson(`${suite.rest()}/content/users/publisher/publish`, suite.publisher(), {
+      itemId,
+      filetype: "csv",
+      publishParameters: JSON.stringify({ name: "Kept" }),
+    });
+    expect(JSON.stringify(published)).toMatch(/Hosted\/Kept\/FeatureServer/);
+    const admin = `${suite.servicesUrl().replace(/\/rest\/services$/, "/rest/admin/services")}/Hosted/Kept/FeatureServer`;
+    const fields = await suite.postJson(`${admin}/0/addToDefinition`, suite.publisher(), {
+      addToDefinition: JSON.stringify({ fields: [{ name: "Extra", type: "esriFieldTypeInteger" }] }),
+    });
+    expect(fields).toEqual({
+      error: { code: 400, message: "Unable to add feature service definition.", details: notYet },
+    });
+    const count = await suite.getJson(
+      `${suite.servicesUrl()}/Hosted/Kept/FeatureServer/0/query?where=1%3D1&returnCountOnly=true`,
+      suite.publisher(),
+    );
+    expect(count).toEqual({ count: 2 });
+    // Rows are changed on PostgreSQL hosting as on GeoPackages (a truncate is no change of the definition).
+    expect(await suite.postJson(`${admin}/0/truncate`, suite.publisher())).toEqual({ success: true });
+    expect(
+      await suite.getJson(
+        `${suite.servicesUrl()}/Hosted/Kept/FeatureServer/0/query?where=1%3D1&returnCountOnly=true`,
+        suite.publisher(),
+      ),
+    ).toEqual({ count: 0 });
+  });
 });

@@ -447,7 +447,7 @@ function writeLayer(db: DatabaseSync, layer: GeoPackageLayer, lastChange: string
  * as a GeoPackage column holds only its declared type (a Polygon is no MultiPolygon) and sources such as
  * Natural Earth mix the two.
  */
-function asDeclared(geometry: Geometry, declared: GeometryTypeName, table: string): Geometry {
+export function asDeclared(geometry: Geometry, declared: GeometryTypeName, table: string): Geometry {
   const wanted = declared.toLowerCase();
   if (geometry.type.toLowerCase() === wanted) return geometry;
   if (geometry.type === "Point" && declared === "MULTIPOINT") {

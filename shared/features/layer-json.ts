@@ -6,6 +6,7 @@
 import type { Bounds, EsriGeometryType, LayerSchema } from "#shared/features/schema.ts";
 import type { Service } from "#shared/stores/services.ts";
 import { SERVER_REST_VERSION } from "#shared/urls.ts";
+import { HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
 
 /** Rows a query answers at most in one page (GDAL and queryAllFeatures page by it). */
 export const MAX_RECORD_COUNT = 2000;
@@ -127,6 +128,10 @@ export function layerJson(service: Service, schema: LayerSchema, id = 0) {
     supportsStatistics: true,
     supportsAdvancedQueries: true,
     supportsCoordinatesQuantization: true,
+    // A hosted layer takes rows of uploaded files (…/append): clients look for this before they append.
+    ...(service.source?.datastoreId === HOSTED_STORE_ID
+      ? { supportsAppend: true, supportedAppendFormats: "csv,geojson,shapefile,geoPackage" }
+      : {}),
     supportedQueryFormats: QUERY_FORMATS,
     isDataVersioned: false,
     useStandardizedQueries: true,

@@ -319,7 +319,7 @@ interface Defined {
   readonly resource: readonly string[];
 }
 
-const serviceNotFound = () =>
+export const serviceNotFound = () =>
   new ApiError(404, "Service not found.", ["The service does not exist or is inaccessible."]);
 
 async function definedService(req: RestRequest): Promise<Defined> {
@@ -331,38 +331,58 @@ async function definedService(req: RestRequest): Promise<Defined> {
   const raw = req.event.rawPath.startsWith(prefix) ? req.event.rawPath.slice(prefix.length) : "";
   const parsed = parseServicePath(raw);
   if (typeof parsed === "string" || parsed.type !== "FeatureServer") throw serviceNotFound();
+  return { ...(await ownedHostedService(req, parsed.folder, parsed.name)), resource: parsed.resource };
+}
+
+/**
+ * The hosted feature service `folder/name` of the addressed server, with its item, for a change of it: one the
+ * caller cannot see is not told to exist (404); one they see but neither own nor administer is refused (403).
+ */
+export async function ownedHostedService(
+  req: RestRequest,
+  folder: string,
+  name: string,
+): Promise<{ readonly service: Service; readonly item: Item }> {
+  const server = req.server;
+  if (!server) throw new Error("server route without a server");
+  if (req.identity.kind === "anonymous") throw tokenRequired();
   const catalog = await readCatalog(server.serverId);
-  const f = parsed.folder.toLowerCase();
-  const n = parsed.name.toLowerCase();
+  const f = folder.toLowerCase();
+  const n = name.toLowerCase();
   const service = catalog.services.find(
     (s) => s.folder.toLowerCase() === f && s.name.toLowerCase() === n && s.type === "FeatureServer",
   );
   const identity = req.identity;
-  // A service the caller cannot see is not told to exist; one they see but do not own is theirs to read only.
   if (!service || identity.kind !== "user" || !visibleTo(identity, service)) throw serviceNotFound();
   if (identity.user.portalId !== service.portalId) throw serviceNotFound();
   if (identity.user.username !== service.owner && identity.user.role !== "org_admin") throw forbidden();
   if (service.source?.datastoreId !== HOSTED_STORE_ID)
     throw badRequest("Unable to complete operation.", [
-      "Only hosted feature services (made by publishing a file or by createService) are defined here.",
+      "Only hosted feature services (made by publishing a file or by createService) are changed here.",
     ]);
   const item = await getItem(service.itemId);
   if (!item) throw serviceNotFound();
-  return { service, item, resource: parsed.resource };
+  return { service, item };
+}
+
+/** A hosted service as it is under its lock, and how a change of its data is kept. */
+export interface Locked {
+  /** The service record as it is now. */
+  readonly service: Service;
+  /** Its item as it is now. */
+  readonly item: Item;
+  /** Its layers' tables by id (null: deleted); a service published with one layer has its table as 0. */
+  readonly layers: readonly HostedLayerEntry[];
+  /**
+   * The change as the store makes it: its settle counts the new size, gives the record `layers` (when given) and the
+   * next revision, and the item the extent the store gives; the store keeps the change only once settled.
+   */
+  settle(layers?: readonly HostedLayerEntry[]): DefinitionChange;
 }
 
 /** A service's current definition, read under its lock, and how a change of it is kept. */
-interface Current {
-  /** The service record as it is now. */
-  readonly service: Service;
-  /** Its layers' tables by id (null: deleted); a service published with one layer has its table as 0. */
-  readonly layers: readonly HostedLayerEntry[];
+interface Current extends Locked {
   readonly store: HostedDefinitions;
-  /**
-   * The change as the store makes it: its settle counts the new size and gives the record `layers` (when given) and
-   * the next revision; the store keeps the change only once settled.
-   */
-  settle(layers?: readonly HostedLayerEntry[]): DefinitionChange;
 }
 
 /**
@@ -376,6 +396,26 @@ async function changeDefinition<T>(
   change: (current: Current) => Promise<T>,
 ): Promise<T> {
   const store = (await hostedStore()).definitions;
+  return underServiceLock(defined, what, (locked) => change({ ...locked, store }));
+}
+
+const cornersOf = (extent: Item["extent"]): [number, number, number, number] | undefined => {
+  const [[a, b] = [], [c, d] = []] = extent ?? [];
+  return [a, b, c, d].every((x) => typeof x === "number")
+    ? ([a, b, c, d] as [number, number, number, number])
+    : undefined;
+};
+
+/**
+ * Runs `change` of a hosted service's data or definition under the service's lock (shared by the admin wire's
+ * changes, append and overwrite, so none interleaves with another): the item and service are read again under it,
+ * and whatever `settle` recorded is put back if the store then fails to keep the change.
+ */
+export async function underServiceLock<T>(
+  defined: { readonly service: Service; readonly item: Item },
+  what: string,
+  change: (locked: Locked) => Promise<T>,
+): Promise<T> {
   const { item } = defined;
   let stamp: number | undefined;
   // Changes of one service take turns: a change waits (a little longer each time) for the one running to finish.
@@ -402,15 +442,16 @@ async function changeDefinition<T>(
     if (!current || !service?.source || service.itemId !== item.itemId) throw serviceNotFound();
     const source = service.source;
     const layers = source.layers ?? [source.path.split("/").at(-1) ?? ""];
-    // Every change moves the revision (fields too), and with it the catalog's version: readers that keep a layer's
-    // schema read it again.
+    // Every change moves the revision (fields and rows alike), and with it the catalog's version: readers that keep
+    // a layer's schema (its fields, its extent) read it again.
     const revision = (source.revision ?? 0) + 1;
     let settled: number | undefined;
     const settle = (next?: readonly HostedLayerEntry[]): DefinitionChange => ({
       revision,
-      settle: async (bytes) => {
+      settle: async (bytes, extent) => {
         try {
-          await settleHostedData(current, held, bytes, quota, serviceLayersUpdate(service, next ?? layers, revision));
+          const record = serviceLayersUpdate(service, next ?? layers, revision);
+          await settleHostedData(current, held, bytes, quota, record, extent);
         } catch (err) {
           if (err instanceof StorageQuotaError) throw quotaExceeded(err.whose, quota);
           // The item or its service deleted meanwhile (its lock or its record gone): nothing is kept.
@@ -421,15 +462,22 @@ async function changeDefinition<T>(
       },
     });
     try {
-      return await change({ service, layers, store, settle });
+      return await change({ service, item: current, layers, settle });
     } catch (err) {
       // Counted and recorded, but the store could not keep the data (an upload that failed): the record is put back.
       if (settled !== undefined) {
         // The layers and the revision the data still has (a reader that saw the new revision meanwhile kept no
-        // schema of it: the data never reached it).
+        // schema of it: the data never reached it), and the item's extent as it was.
         const back = serviceLayersUpdate(service, source.layers ?? layers, source.revision ?? 0);
-        await settleHostedData({ ...current, hostedData: settled }, held, current.hostedData ?? 0, quota, back).catch(
-          (e: unknown) => logger.error("hosted definition not put back", { itemId: item.itemId, error: String(e) }),
+        await settleHostedData(
+          { ...current, hostedData: settled },
+          held,
+          current.hostedData ?? 0,
+          quota,
+          back,
+          cornersOf(current.extent),
+        ).catch((e: unknown) =>
+          logger.error("hosted definition not put back", { itemId: item.itemId, error: String(e) }),
         );
       }
       throw err;
@@ -716,7 +764,10 @@ function updateFields(defined: Defined, id: number, definition: Record<string, u
   });
 }
 
-/** Layer-level truncate: every row deleted (the layer's fields stay). */
+/**
+ * Layer-level truncate: every row deleted (the layer's fields stay; the next object id is 1 again, on both stores),
+ * under the same lock as every other change.
+ */
 function truncate(defined: Defined, id: number) {
   return changeDefinition(defined, WHAT.truncate, async (current) => {
     const table = tableOf(current, id, WHAT.truncate);

@@ -9,15 +9,30 @@ import { join } from "node:path";
 import { config } from "#shared/config.ts";
 import {
   addLayers,
+  asDeclared,
+  type CellValue,
   type ColumnSpec,
+  encodeGeometry,
   ensureDataColumns,
+  type Extent,
   type WrittenLayer,
   writeGeoPackage,
 } from "#shared/features/geopackage-writer.ts";
 import { quote } from "#shared/features/geopackage.ts";
+import { boundsOf } from "#shared/features/sqlite-functions.ts";
 import { COLUMN_TYPES } from "#shared/hosted/tables.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
-import type { DefinedLayer, HostedDefinitions, HostedLayer, HostedStore, KeptData } from "#shared/hosted/store.ts";
+import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
+import type {
+  AppendCounts,
+  AppendRow,
+  DefinedLayer,
+  HostedDefinitions,
+  HostedLayer,
+  HostedStore,
+  KeptData,
+  LayerAppend,
+} from "#shared/hosted/store.ts";
 import type { StoreLocation } from "#shared/stores/datastores.ts";
 
 const PREFIX = "hosted";
@@ -87,11 +102,11 @@ async function keepHostedData(serviceItemId: string, write: (path: string) => vo
  * changed. Nothing is left behind on failure, and the kept file is then as it was. Callers serialize changes of one
  * service (shared/hosted/define.ts holds its item's lock).
  */
-async function changeHostedData(
+async function changeHostedData<R>(
   serviceItemId: string,
-  change: (db: DatabaseSync) => void,
-  settle: (bytes: number) => Promise<void>,
-): Promise<void> {
+  change: (db: DatabaseSync) => R,
+  settle: (bytes: number, result: R) => Promise<void>,
+): Promise<R> {
   const { name, w, temporary } = await staged(serviceItemId);
   try {
     if ("dir" in w) {
@@ -103,9 +118,10 @@ async function changeHostedData(
       await writeFile(temporary, await got.Body.transformToByteArray(), { mode: 0o600 });
     }
     const db = new DatabaseSync(temporary);
+    let result: R;
     try {
       db.exec("BEGIN");
-      change(db);
+      result = change(db);
       db.exec("COMMIT");
     } catch (err) {
       if (db.isTransaction) db.exec("ROLLBACK");
@@ -122,17 +138,23 @@ async function changeHostedData(
     }
     const { size } = await stat(temporary);
     // What must hold before the change is kept (the quota, the service's layers): refused, the file stays as it was.
-    await settle(size);
-    if ("dir" in w) {
-      await rename(temporary, join(w.dir, name));
-      return;
-    }
-    const bytes = await readFile(temporary);
-    const { s3, client } = await bucketClient();
-    await client.send(new s3.PutObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}`, Body: bytes }));
+    await settle(size, result);
+    await putInPlace(w, name, temporary);
+    return result;
   } finally {
     await rm(temporary, { force: true });
   }
+}
+
+/** The staged file takes the kept file's place: a rename in a folder (readers see one or the other), a PUT to a bucket. */
+async function putInPlace(w: { readonly bucket: string } | { readonly dir: string }, name: string, temporary: string) {
+  if ("dir" in w) {
+    await rename(temporary, join(w.dir, name));
+    return;
+  }
+  const bytes = await readFile(temporary);
+  const { s3, client } = await bucketClient();
+  await client.send(new s3.PutObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}`, Body: bytes }));
 }
 
 const hasTable = (db: DatabaseSync, name: string) =>
@@ -173,7 +195,7 @@ const definitions: HostedDefinitions = {
           })),
         );
       },
-      settle,
+      (bytes) => settle(bytes),
     ),
   deleteLayers: (serviceItemId, tables, { settle }) =>
     changeHostedData(
@@ -189,7 +211,7 @@ const definitions: HostedDefinitions = {
             db.prepare("DELETE FROM gpkg_data_columns WHERE table_name = ?").run(table);
         }
       },
-      settle,
+      (bytes) => settle(bytes),
     ),
   addFields: (serviceItemId, table, columns, { settle }) =>
     changeHostedData(
@@ -198,7 +220,7 @@ const definitions: HostedDefinitions = {
         for (const c of columns) db.exec(`ALTER TABLE ${quote(table)} ADD COLUMN ${quote(c.name)} ${declared(c)}`);
         setTitles(db, table, columns);
       },
-      settle,
+      (bytes) => settle(bytes),
     ),
   deleteFields: (serviceItemId, table, names, { settle }) =>
     changeHostedData(
@@ -211,10 +233,14 @@ const definitions: HostedDefinitions = {
             db.prepare("DELETE FROM gpkg_data_columns WHERE table_name = ? AND column_name = ?").run(table, name);
         }
       },
-      settle,
+      (bytes) => settle(bytes),
     ),
   setTitles: (serviceItemId, table, titles, { settle }) =>
-    changeHostedData(serviceItemId, (db) => setTitles(db, table, titles), settle),
+    changeHostedData(
+      serviceItemId,
+      (db) => setTitles(db, table, titles),
+      (bytes) => settle(bytes),
+    ),
   truncate: (serviceItemId, table, { settle }) =>
     changeHostedData(
       serviceItemId,
@@ -228,9 +254,135 @@ const definitions: HostedDefinitions = {
             "WHERE table_name = ?",
         ).run(new Date().toISOString(), table);
       },
-      settle,
+      (bytes) => settle(bytes),
     ),
 };
+
+/** The INTEGER PRIMARY KEY column of a table (the object id). */
+function idColumnOf(db: DatabaseSync, table: string): string {
+  const columns = db.prepare(`PRAGMA table_info(${quote(table)})`).all() as { name: string; pk: number }[];
+  const pk = columns.find((c) => c.pk === 1);
+  if (!pk) throw new Error(`hosted table ${table} has no primary key`);
+  return pk.name;
+}
+
+/**
+ * The spatial functions the GeoPackage R*Tree triggers call (ST_IsEmpty, ST_MinX…), as GeoPackage libraries register
+ * them: on this connection only, so rows added here keep the table's index right as GDAL's would.
+ */
+function registerSpatialFunctions(db: DatabaseSync): void {
+  const box = (g: unknown) => boundsOf(g as Uint8Array | null);
+  db.function("ST_IsEmpty", { deterministic: true }, (g) => (box(g) ? 0 : 1));
+  db.function("ST_MinX", { deterministic: true }, (g) => box(g)?.xmin ?? null);
+  db.function("ST_MaxX", { deterministic: true }, (g) => box(g)?.xmax ?? null);
+  db.function("ST_MinY", { deterministic: true }, (g) => box(g)?.ymin ?? null);
+  db.function("ST_MaxY", { deterministic: true }, (g) => box(g)?.ymax ?? null);
+}
+
+type SqlValue = string | number | bigint | Uint8Array | null;
+
+/** A value as the writer stores it (dates as ISO 8601 text, as DATETIME columns hold them). */
+const sqlValue = (v: CellValue): SqlValue =>
+  v === undefined || v === null ? null : typeof v === "boolean" ? (v ? 1 : 0) : v instanceof Date ? v.toISOString() : v;
+
+/** Appends rows to a layer's table in the open transaction; answers the counts and the layer's extent after. */
+function appendRows(db: DatabaseSync, change: LayerAppend): AppendCounts & { extent?: Extent } {
+  registerSpatialFunctions(db);
+  const table = change.table;
+  const id = idColumnOf(db, table);
+  const geometryColumn = change.geometryType ? geometryColumnOf(db, table) : undefined;
+  if (change.geometryType && !geometryColumn) throw new Error(`hosted table ${table} has no geometry column`);
+  const blob = (g: AppendRow["geometry"]) =>
+    g && change.geometryType ? encodeGeometry(asDeclared(g, change.geometryType, table), 4326).bytes : null;
+  const insertNames = [...(geometryColumn ? [geometryColumn] : []), ...change.columns];
+  const insert = db.prepare(
+    insertNames.length === 0
+      ? `INSERT INTO ${quote(table)} DEFAULT VALUES`
+      : `INSERT INTO ${quote(table)} (${insertNames.map(quote).join(", ")}) VALUES (${insertNames.map(() => "?").join(", ")})`,
+  );
+  const key = change.key;
+  // The layer's rows by key, read in one pass (no index is needed): -1 marks a value two rows share.
+  const rows = new Map<string, number>();
+  if (key)
+    for (const r of db
+      .prepare(
+        `SELECT ${quote(id)} AS id, ${quote(key.column)} AS k FROM ${quote(table)} WHERE ${quote(key.column)} IS NOT NULL`,
+      )
+      .iterate() as Iterable<{ id: number; k: unknown }>) {
+      const k = keyOf(r.k) as string;
+      rows.set(k, rows.has(k) ? -1 : r.id);
+    }
+  const updateNames = key ? [...(key.updateGeometry && geometryColumn ? [geometryColumn] : []), ...key.columns] : [];
+  const update =
+    key && updateNames.length > 0
+      ? db.prepare(
+          `UPDATE ${quote(table)} SET ${updateNames.map((n) => `${quote(n)} = ?`).join(", ")} WHERE ${quote(id)} = ?`,
+        )
+      : undefined;
+  let added = 0;
+  let updated = 0;
+  for (const row of change.rows) {
+    const at = key ? rows.get(keyOf(row.values[key.column]) ?? "") : undefined;
+    if (at === -1) throw new AmbiguousKeyError(String(row.values[key?.column ?? ""]));
+    if (key && at !== undefined) {
+      if (key.skipUpdates) continue;
+      const params: SqlValue[] = [];
+      if (key.updateGeometry && geometryColumn) params.push(blob(row.geometry));
+      for (const c of key.columns) params.push(sqlValue(row.values[c]));
+      update?.run(...params, at);
+      updated++;
+      continue;
+    }
+    if (key?.skipInserts) continue;
+    const params: SqlValue[] = [];
+    if (geometryColumn) params.push(blob(row.geometry));
+    for (const c of change.columns) params.push(sqlValue(row.values[c]));
+    insert.run(...params);
+    added++;
+  }
+  let extent: Extent | undefined;
+  if (geometryColumn) {
+    const e = db
+      .prepare(
+        `SELECT min(minx) AS a, min(miny) AS b, max(maxx) AS c, max(maxy) AS d FROM ${quote(`rtree_${table}_${geometryColumn}`)}`,
+      )
+      .get() as { a: number | null; b: number | null; c: number | null; d: number | null };
+    if (e.a !== null && e.b !== null && e.c !== null && e.d !== null) extent = [e.a, e.b, e.c, e.d];
+    db.prepare(
+      "UPDATE gpkg_contents SET min_x = ?, min_y = ?, max_x = ?, max_y = ?, last_change = ? WHERE table_name = ?",
+    ).run(...(extent ?? [null, null, null, null]), new Date().toISOString(), table);
+  } else {
+    db.prepare("UPDATE gpkg_contents SET last_change = ? WHERE table_name = ?").run(new Date().toISOString(), table);
+  }
+  return { added, updated, ...(extent ? { extent } : {}) };
+}
+
+/** A layer of a service's file, as the writer makes it from a published file's table. */
+const writtenLayer = (l: HostedLayer) => ({
+  name: l.name,
+  identifier: l.title,
+  ...(l.geometryType ? { geometryType: l.geometryType, srsId: 4326 as const } : {}),
+  columns: l.columns.map((c) => ({
+    name: c.name,
+    type: COLUMN_TYPES[c.kind],
+    ...(c.length !== undefined ? { maxLength: c.length } : {}),
+    // The field's alias (its column as the file named it), kept as the column's title.
+    ...(c.title !== undefined ? { title: c.title } : {}),
+  })),
+  rows: l.rows,
+});
+
+/** The union of layers' extents (none without any). */
+export function unionOf(extents: readonly (Extent | undefined)[]): Extent | undefined {
+  let u: [number, number, number, number] | undefined;
+  for (const e of extents) {
+    if (!e) continue;
+    u = u
+      ? [Math.min(u[0], e[0]), Math.min(u[1], e[1]), Math.max(u[2], e[2]), Math.max(u[3], e[3])]
+      : [e[0], e[1], e[2], e[3]];
+  }
+  return u;
+}
 
 export const geoPackageStore: HostedStore = {
   kind: "geopackage",
@@ -242,24 +394,30 @@ export const geoPackageStore: HostedStore = {
     layers: [...layers],
   }),
   definitions,
+  async append(serviceItemId, rows, { settle }) {
+    const { added, updated } = await changeHostedData(
+      serviceItemId,
+      (db) => appendRows(db, rows),
+      (bytes, result) => settle(bytes, result.extent),
+    );
+    return { added, updated };
+  },
+  async replace(serviceItemId, layers, { settle }) {
+    // A new file, written whole beside the kept one, then taking its place (as a definition change's copy does).
+    const { name, w, temporary } = await staged(serviceItemId);
+    try {
+      const written = writeGeoPackage(temporary, layers.map(writtenLayer));
+      const { size } = await stat(temporary);
+      await settle(size, unionOf(written.map((l) => l.extent)));
+      await putInPlace(w, name, temporary);
+    } finally {
+      await rm(temporary, { force: true });
+    }
+  },
   async create(serviceItemId: string, layers: readonly HostedLayer[]) {
     let written: WrittenLayer[] = [];
     const bytes = await keepHostedData(serviceItemId, (path) => {
-      written = writeGeoPackage(
-        path,
-        layers.map((l) => ({
-          name: l.name,
-          identifier: l.title,
-          ...(l.geometryType ? { geometryType: l.geometryType, srsId: 4326 as const } : {}),
-          columns: l.columns.map((c) => ({
-            name: c.name,
-            type: COLUMN_TYPES[c.kind],
-            ...(c.length !== undefined ? { maxLength: c.length } : {}),
-            ...(c.title !== undefined ? { title: c.title } : {}),
-          })),
-          rows: l.rows,
-        })),
-      );
+      written = writeGeoPackage(path, layers.map(writtenLayer));
     });
     const location = hostedLocation();
     return {

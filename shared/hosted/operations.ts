@@ -54,8 +54,6 @@ export const publishOperation: FamilyOperation = {
     if (user.role !== "org_admin" && !identity.privileges.includes(PUBLISH_PRIVILEGE)) throw forbidden();
     const { fileTypeOf, publishHosted, publishInput } = await publishing();
     const input = publishInput(req.params, what);
-    if (input.overwrite)
-      throw badRequest(what, ["Publishing over an existing service (overwrite=true) is not available yet."]);
     const source = await visibleItem(req.identity, input.itemId);
     // The path names whose content the service joins: the caller's own, or (an administrator) the item's owner's.
     const owner = req.pathParameters.username ?? "";
@@ -70,6 +68,11 @@ export const publishOperation: FamilyOperation = {
       owner,
       origin: req.httpsOrigin,
     };
+    if (input.overwrite) {
+      // Loaded by the first overwrite: publishing never pays for it.
+      const { overwriteHosted } = await import("#shared/hosted/change-data.ts");
+      return overwriteHosted(req, request, what);
+    }
     // A large file is published by a job (15 minutes of a task, not a request's 29 s), as ArcGIS publishes; what
     // starts jobs is loaded by the first of them.
     return source.file.size <= config().publishInRequestBytes
@@ -104,6 +107,13 @@ export const statusOperation: FamilyOperation = {
         : undefined;
     if (ofJob) return ofJob;
     const item = await visibleItem(req.identity, req.pathParameters.itemId);
+    // An append's statusUrl (shared/hosted/change-data.ts): the append was done within its request, so its job has
+    // completed by the time anyone holds this address; answered as ArcGIS answers a finished append job.
+    if (req.params.caseless("jobType")?.toLowerCase() === "append" && item.hostedData !== undefined) {
+      if (!jobId || !/^[0-9a-f]{32}$/.test(jobId))
+        throw badRequest("Unable to get status.", ["'jobId' is missing or no job's."]);
+      return { status: "Completed", itemId: item.itemId, jobId };
+    }
     return {
       ...(await uploadStatus(req, item)),
       itemId: item.itemId,
@@ -162,6 +172,15 @@ export const createServiceOperation: FamilyOperation = {
     const { createDefinedService } = await import("#shared/hosted/define.ts");
     return createDefinedService(req);
   },
+};
+
+/**
+ * POST /<server>/rest/services/<folder>/<name>/FeatureServer/<id>/append: rows of an uploaded file added to (or
+ * upserted into) a hosted layer, on its server (its tokens, as the admin wire's).
+ */
+export const appendOperation: FamilyOperation = {
+  op: { name: "Append", postOnly: true, defaultFormat: "json", at: addressedServer },
+  compute: async (req) => (await import("#shared/hosted/change-data.ts")).appendToLayer(req),
 };
 
 /**

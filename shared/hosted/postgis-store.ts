@@ -18,12 +18,15 @@ import { isIP } from "node:net";
 import type { Pool, PoolClient } from "pg";
 import { config } from "#shared/config.ts";
 import { DatasetError } from "#shared/features/errors.ts";
-import { type ColumnSpec, type ColumnType, toWkb } from "#shared/features/geopackage-writer.ts";
+import { type ColumnSpec, type ColumnType, type Extent, toWkb } from "#shared/features/geopackage-writer.ts";
 import { classifyPgError, endedWhileIdle, PostGisDatabase, STATEMENT_TIMEOUT_MS } from "#shared/features/postgis.ts";
 import { type OpenDataset, postGisDataset } from "#shared/features/sources.ts";
 import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
+import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
 import type {
+  AppendCounts,
+  AppendRow,
   DefinitionChange,
   HostedColumn,
   HostedDefinitions,
@@ -31,7 +34,9 @@ import type {
   HostedStore,
   KeptData,
   KeptService,
+  LayerAppend,
 } from "#shared/hosted/store.ts";
+import { itemId as newDataId } from "#shared/ids.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import { logger } from "#shared/log.ts";
 import { parseConnectionString } from "#shared/stores/connection-string.ts";
@@ -331,6 +336,30 @@ async function insertRows(client: PoolClient, table: string, layer: HostedLayer)
   await flush();
 }
 
+/** A table's extent in WGS 84 (none without rows with geometry). */
+async function extentOf(client: PoolClient, table: string): Promise<Extent | undefined> {
+  const g = quoteIdentifier(GEOMETRY_COLUMN);
+  const out = await client.query({
+    text: `SELECT ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e) FROM (SELECT ST_Extent(${g}) AS e FROM ${table}) AS s`,
+    rowMode: "array",
+  });
+  const v = (out.rows[0] ?? []) as unknown[];
+  return v.length === 4 && v.every((x) => typeof x === "number" && Number.isFinite(x))
+    ? (v as unknown as Extent)
+    : undefined;
+}
+
+/** What a service's tables take (with their indexes and TOAST), as counted against its owner's quota. */
+async function schemaBytes(client: PoolClient, schema: string): Promise<number> {
+  const size = await client.query({
+    text: `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::float8 FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
+    values: [schema],
+    rowMode: "array",
+  });
+  return Number((size.rows[0] as unknown[] | undefined)?.[0] ?? 0);
+}
+
 async function createLayer(client: PoolClient, schema: string, layer: HostedLayer) {
   const table = `${quoteIdentifier(schema)}.${quoteIdentifier(tableOf(layer.name))}`;
   const type = layer.geometryType ? GEOMETRY_TYPES[layer.geometryType] : undefined;
@@ -345,16 +374,10 @@ async function createLayer(client: PoolClient, schema: string, layer: HostedLaye
   // column's title.
   await setComments(client, table, layer.columns);
   await insertRows(client, table, layer);
-  let extent: [number, number, number, number] | undefined;
+  let extent: Extent | undefined;
   if (type) {
     await client.query(`CREATE INDEX ON ${table} USING gist (${quoteIdentifier(GEOMETRY_COLUMN)})`);
-    const out = await client.query({
-      text: `SELECT ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e) FROM (SELECT ST_Extent(${quoteIdentifier(GEOMETRY_COLUMN)}) AS e FROM ${table}) AS s`,
-      rowMode: "array",
-    });
-    const v = (out.rows[0] ?? []) as unknown[];
-    if (v.length === 4 && v.every((x) => typeof x === "number" && Number.isFinite(x)))
-      extent = v as [number, number, number, number];
+    extent = await extentOf(client, table);
   }
   // Statistics for the planner from the start (autovacuum would come to it later).
   await client.query(`ANALYZE ${table}`);
@@ -401,16 +424,10 @@ async function create(serviceItemId: string, layers: readonly HostedLayer[]): Pr
     await client.query(
       `COMMENT ON SCHEMA ${quoteIdentifier(schema)} IS '${schemaNote({ made: Date.now(), revision: 0 })}'`,
     );
-    const extents: ([number, number, number, number] | undefined)[] = [];
+    const extents: (Extent | undefined)[] = [];
     for (const layer of layers) extents.push(await createLayer(client, schema, layer));
-    const size = await client.query({
-      text: `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::float8 FROM pg_class c
-        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
-      values: [schema],
-      rowMode: "array",
-    });
     return {
-      bytes: Number((size.rows[0] as unknown[] | undefined)?.[0] ?? 0),
+      bytes: await schemaBytes(client, schema),
       layers: layers.map((l, i) => {
         const extent = extents[i];
         return {
@@ -424,6 +441,149 @@ async function create(serviceItemId: string, layers: readonly HostedLayer[]): Pr
   // Committed: PostGIS is there from now on.
   postgisChecked = true;
   return kept;
+}
+
+/** The geometry of an appended row as the layer's column takes it (a single part in a multi layer made one-part). */
+const geometrySql = (geometryType: string | undefined, n: number) =>
+  geometryType?.startsWith("MULTI") ? `ST_Multi(ST_GeomFromWKB($${n}, 4326))` : `ST_GeomFromWKB($${n}, 4326)`;
+
+const paramOf = (v: unknown) => (v === undefined ? null : typeof v === "bigint" ? v.toString() : v);
+
+/** How an appended value is bound, so a VALUES list's columns have the layer's types. */
+const CASTS: Readonly<Record<FieldKind, string>> = {
+  integer: "integer",
+  double: "double precision",
+  date: "timestamptz",
+  string: "text",
+};
+
+/**
+ * Updates matched rows by object id, many a statement: `UPDATE … FROM (VALUES …) WHERE fid = v.fid`, every value a
+ * parameter cast to its column's type (at most 60,000 parameters, 1,000 rows a statement).
+ */
+async function updateRows(
+  client: PoolClient,
+  table: string,
+  change: LayerAppend,
+  key: NonNullable<LayerAppend["key"]>,
+  updates: readonly { id: number; row: AppendRow }[],
+): Promise<void> {
+  const geometry = key.updateGeometry && change.geometryType !== undefined;
+  const names = ["k", ...key.columns.map((_, i) => `c${i}`), ...(geometry ? ["g"] : [])].map(quoteIdentifier);
+  const sets = [
+    ...key.columns.map((c, i) => `${quoteIdentifier(c)} = v.${quoteIdentifier(`c${i}`)}`),
+    ...(geometry ? [`${quoteIdentifier(GEOMETRY_COLUMN)} = v."g"`] : []),
+  ];
+  if (sets.length === 0 || updates.length === 0) return;
+  const perRow = names.length;
+  const batch = Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_PARAMETERS / perRow)));
+  for (let start = 0; start < updates.length; start += batch) {
+    const values: unknown[] = [];
+    const tuples: string[] = [];
+    for (const { id, row } of updates.slice(start, start + batch)) {
+      values.push(id);
+      const cells = [`$${values.length}::integer`];
+      for (const c of key.columns) {
+        values.push(paramOf(row.values[c]));
+        cells.push(`$${values.length}::${CASTS[change.kinds[c] ?? "string"]}`);
+      }
+      if (geometry) {
+        values.push(row.geometry ? Buffer.from(toWkb(row.geometry).wkb) : null);
+        cells.push(geometrySql(change.geometryType, values.length));
+      }
+      tuples.push(`(${cells.join(", ")})`);
+    }
+    await client.query({
+      text: `UPDATE ${table} SET ${sets.join(", ")} FROM (VALUES ${tuples.join(", ")}) AS v(${names.join(", ")}) WHERE ${table}.${quoteIdentifier(OID_COLUMN)} = v."k"`,
+      values,
+    });
+  }
+}
+
+/**
+ * Appends rows to a layer in one transaction: added in multi-row INSERTs (the identity numbers them after the
+ * layer's highest), matched ones updated by their object id; the data's new size and the layer's extent settled
+ * before COMMIT, so a refusal rolls everything back.
+ */
+async function append(serviceItemId: string, change: LayerAppend, kept: DefinitionChange): Promise<AppendCounts> {
+  const schema = schemaOf(serviceItemId);
+  const table = `${quoteIdentifier(schema)}.${quoteIdentifier(tableOf(change.table))}`;
+  const key = change.key;
+  return writing(async (client) => {
+    // The layer's rows by key, read in one pass (no index is needed): -1 marks a value two rows share.
+    const rows = new Map<string, number>();
+    if (key) {
+      const out = await client.query({
+        text: `SELECT ${quoteIdentifier(OID_COLUMN)}, ${quoteIdentifier(key.column)} FROM ${table} WHERE ${quoteIdentifier(key.column)} IS NOT NULL`,
+        rowMode: "array",
+      });
+      for (const [id, k] of out.rows as [number, unknown][]) {
+        const at = keyOf(k) as string;
+        rows.set(at, rows.has(at) ? -1 : id);
+      }
+    }
+    const inserts: AppendRow[] = [];
+    const updates: { id: number; row: AppendRow }[] = [];
+    for (const row of change.rows) {
+      const at = key ? rows.get(keyOf(row.values[key.column]) ?? "") : undefined;
+      if (at === -1) throw new AmbiguousKeyError(String(row.values[key?.column ?? ""]));
+      if (key && at !== undefined) {
+        if (!key.skipUpdates) updates.push({ id: at, row });
+      } else if (!key?.skipInserts) inserts.push(row);
+    }
+    if (key) await updateRows(client, table, change, key, updates);
+    await insertRows(client, table, {
+      name: change.table,
+      title: change.table,
+      ...(change.geometryType ? { geometryType: change.geometryType } : {}),
+      columns: change.columns.map((name) => ({ name, kind: "string" as const })),
+      rows: inserts,
+    });
+    const extent = change.geometryType ? await extentOf(client, table) : undefined;
+    await noteRevision(client, schema, kept.revision);
+    await kept.settle(await schemaBytes(client, schema), extent);
+    return { added: inserts.length, updated: updates.length };
+  });
+}
+
+/**
+ * Replaces a service's tables: the new ones are made and committed in a schema of their own first (a failure
+ * drops it and leaves the kept tables serving), then one short transaction drops the kept tables, moves the new ones
+ * into the service's schema and settles the new size before COMMIT.
+ */
+async function replace(serviceItemId: string, layers: readonly HostedLayer[], change: DefinitionChange): Promise<void> {
+  const staging = newDataId();
+  const kept = await create(staging, layers);
+  const from = schemaOf(staging);
+  const to = schemaOf(serviceItemId);
+  try {
+    await writing(async (client) => {
+      for (const layer of layers) {
+        const name = quoteIdentifier(tableOf(layer.name));
+        await client.query(`DROP TABLE IF EXISTS ${quoteIdentifier(to)}.${name}`);
+        await client.query(`ALTER TABLE ${quoteIdentifier(from)}.${name} SET SCHEMA ${quoteIdentifier(to)}`);
+      }
+      await client.query(`DROP SCHEMA ${quoteIdentifier(from)}`);
+      let extent: Extent | undefined;
+      for (const { extent: e } of kept.layers)
+        if (e)
+          extent = extent
+            ? [
+                Math.min(extent[0], e[0]),
+                Math.min(extent[1], e[1]),
+                Math.max(extent[2], e[2]),
+                Math.max(extent[3], e[3]),
+              ]
+            : e;
+      await noteRevision(client, to, change.revision);
+      await change.settle(await schemaBytes(client, to), extent);
+    });
+  } catch (err) {
+    await drop(staging).catch((e: unknown) =>
+      logger.warn("staged hosted data not removed", { schema: from, error: String(e) }),
+    );
+    throw err;
+  }
 }
 
 async function drop(serviceItemId: string): Promise<void> {
@@ -482,17 +642,6 @@ async function setComments(
 /** A new column's alias is kept when it says more than its name (as the GeoPackage writer keeps titles). */
 const titledOtherwise = (c: ColumnSpec) => c.title !== undefined && c.title !== c.name;
 
-/** What a service's tables take (with their indexes and TOAST), as counted against its owner's quota. */
-async function schemaBytes(client: PoolClient, schema: string): Promise<number> {
-  const size = await client.query({
-    text: `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::float8 FROM pg_class c
-      JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
-    values: [schema],
-    rowMode: "array",
-  });
-  return Number((size.rows[0] as unknown[] | undefined)?.[0] ?? 0);
-}
-
 /**
  * Makes a definition change in one transaction: `work` changes the service's schema, the schema records the change's
  * revision (its comment, which readers wait for: shared/features/postgis.ts), and the change is settled (the size
@@ -504,16 +653,22 @@ async function defining(
   work: (client: PoolClient, schema: string) => Promise<void>,
 ): Promise<void> {
   const schema = schemaOf(serviceItemId);
-  if (!Number.isSafeInteger(change.revision) || change.revision < 1)
-    throw new Error("a definition revision is a positive whole number");
   await writing(async (client) => {
     await work(client, schema);
-    // Numbers made here, never a client's text; when the schema was made is kept.
-    const before = readNote((await client.query(noteQuery(schema))).rows[0]?.[0] as string | null | undefined);
-    const note = schemaNote({ made: before.made ?? Date.now(), revision: change.revision });
-    await client.query(`COMMENT ON SCHEMA ${quoteIdentifier(schema)} IS '${note}'`);
+    await noteRevision(client, schema, change.revision);
     await change.settle(await schemaBytes(client, schema));
   });
+}
+
+/**
+ * Records a change's revision in the schema's note, in the change's transaction (readers that see the revision in
+ * the service record wait for it here). Numbers made here, never a client's text; when the schema was made is kept.
+ */
+async function noteRevision(client: PoolClient, schema: string, revision: number): Promise<void> {
+  if (!Number.isSafeInteger(revision) || revision < 1) throw new Error("a revision is a positive whole number");
+  const before = readNote((await client.query(noteQuery(schema))).rows[0]?.[0] as string | null | undefined);
+  const note = schemaNote({ made: before.made ?? Date.now(), revision });
+  await client.query(`COMMENT ON SCHEMA ${quoteIdentifier(schema)} IS '${note}'`);
 }
 
 /** The definition revision a service's schema holds (0 before its first change; undefined: no such schema). */
@@ -607,6 +762,8 @@ export function postGisStore(): HostedStore {
     create,
     drop,
     inventory,
+    append,
+    replace,
     sourceOf: (serviceItemId, layers) => ({
       datastoreId: HOSTED_STORE_ID,
       connection: hostingConnection(),

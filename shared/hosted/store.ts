@@ -5,7 +5,14 @@
 // set means PostgreSQL. Either way a service's data is made whole or not at all, and is read back by the by-reference
 // reader of its kind (the GeoPackage reader, or the PostGIS reader), so every query answers alike on both.
 import { config } from "#shared/config.ts";
-import type { ColumnSpec, Extent, GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
+import type {
+  CellValue,
+  ColumnSpec,
+  Extent,
+  GeometryTypeName,
+  GeoPackageRow,
+} from "#shared/features/geopackage-writer.ts";
+import type { Geometry } from "geojson";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import type { HostedLayerEntry, ServiceSource } from "#shared/stores/services.ts";
 
@@ -51,14 +58,51 @@ export interface DefinedLayer {
 }
 
 /**
- * A definition change as the store makes it: `settle`, told the data's new size, records it (the quota, the service
- * record's layers and revision) or throws, and the data then stays as it was; `revision` is the definition's revision
- * once the change is kept, which a store whose readers cache a layer's schema keeps beside the data (PostgreSQL: a
- * reader elsewhere that sees the new revision in the service record waits for the data to reach it).
+/**
+ * A change of a hosted service's definition or data as the store makes it: `settle`, told the data's new size (and,
+ * for a change of rows, the changed layers' extent), records it (the quota, the service record's layers and revision,
+ * the item's extent) or throws, and the data then stays as it was; `revision` is the service's revision once the
+ * change is kept, which a store whose readers cache a layer's schema keeps beside the data (PostgreSQL: a reader
+ * elsewhere that sees the new revision in the service record waits for the data to reach it).
  */
 export interface DefinitionChange {
   readonly revision: number;
-  settle(bytes: number): Promise<void>;
+  settle(bytes: number, extent?: Extent): Promise<void>;
+}
+
+/** One row an append brings: values by the layer's column names (converted to its fields' types), its geometry. */
+export interface AppendRow {
+  readonly values: Readonly<Record<string, CellValue>>;
+  readonly geometry: Geometry | null;
+}
+/**
+ * Rows added to (and, with a key, matched and updated in) one layer of a service (append). The rows' values fit the
+ * layer's fields already (shared/hosted/change-data.ts converts them); the store only writes them.
+ */
+export interface LayerAppend {
+  /** The layer's table, as the service record's `layers` names it. */
+  readonly table: string;
+  /** The layer's declared geometry type (absent: a table); single parts are kept as the layer's multi type. */
+  readonly geometryType?: GeometryTypeName;
+  /** The layer's columns an added row writes (any other is NULL in it). */
+  readonly columns: readonly string[];
+  /** What each of `columns` holds (a database binds its values so). */
+  readonly kinds: Readonly<Record<string, FieldKind>>;
+  readonly rows: Iterable<AppendRow>;
+  /** Upsert: a row whose `column` value matches one row of the layer updates it; any other is added. */
+  readonly key?: {
+    readonly column: string;
+    /** The columns an update writes (the others keep their values). */
+    readonly columns: readonly string[];
+    readonly updateGeometry: boolean;
+    readonly skipInserts: boolean;
+    readonly skipUpdates: boolean;
+  };
+}
+
+export interface AppendCounts {
+  readonly added: number;
+  readonly updated: number;
 }
 
 /**
@@ -105,6 +149,17 @@ export interface HostedStore {
    * after: a refused record drops it again, a crash in between leaves data no service names.
    */
   create(serviceItemId: string, layers: readonly HostedLayer[]): Promise<KeptService>;
+  /**
+   * Adds (and, with a key, updates) rows of one layer in one transaction, `settle` told the data's new size and the
+   * layer's extent before the change is kept: all of it, or (throwing) none. The caller holds the service's lock.
+   */
+  append(serviceItemId: string, rows: LayerAppend, change: DefinitionChange): Promise<AppendCounts>;
+  /**
+   * Replaces the rows and fields of a service's layers (publishing again with overwrite=true): the new data is made
+   * whole beside the kept data, `settle` is told its size and extent, then it takes the kept data's place at once, so
+   * a failure at any step leaves the old data serving. Each layer keeps its table name (the service record's).
+   */
+  replace(serviceItemId: string, layers: readonly HostedLayer[], change: DefinitionChange): Promise<void>;
   /** Drops a service's data (after its item and service are gone); nothing happens when there is none. */
   drop(serviceItemId: string): Promise<void>;
   /**

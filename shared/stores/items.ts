@@ -919,9 +919,22 @@ export async function settleHostedData(
   bytes: number,
   quota: { readonly userBytes: number; readonly organizationBytes: number },
   also: readonly object[] = [],
+  extent?: readonly [number, number, number, number],
 ): Promise<void> {
   const delta = bytes - (item.hostedData ?? 0);
   const now = Math.max(Date.now(), item.modified + 1);
+  // A change of rows moves the item's extent (WGS 84 corners, as publishing records it).
+  const where = extent
+    ? {
+        set: ", extent = :e",
+        values: {
+          ":e": [
+            [extent[0], extent[1]],
+            [extent[2], extent[3]],
+          ],
+        },
+      }
+    : { set: "", values: {} };
   try {
     // Changes of one organization's data meet on its usage counter: tried again on conflict.
     await retryingConflicts(() =>
@@ -931,9 +944,9 @@ export async function settleHostedData(
             {
               Update: {
                 ...itemKey(item),
-                UpdateExpression: "SET hostedData = :b, modified = :m",
+                UpdateExpression: `SET hostedData = :b, modified = :m${where.set}`,
                 ConditionExpression: "definingSince = :mine",
-                ExpressionAttributeValues: { ":b": bytes, ":m": now, ":mine": stamp },
+                ExpressionAttributeValues: { ":b": bytes, ":m": now, ":mine": stamp, ...where.values },
               },
             },
             ...(delta === 0

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PASSWORDS, type RunningEngine, startEngine } from "./engine.ts";
-import { call, jsonCalls, multipartBody, signIn as signInAt } from "./http.ts";
+import { call, form, jsonCalls, multipartBody, signIn as signInAt } from "./http.ts";
 
 /** Where a run keeps hosted data, and how a test looks at it there. */
 export interface HostedBacking {
@@ -527,6 +527,22 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
         const serviceItemId = service?.serviceItemId as string;
         expect(backing.ogrinfo(engine.dataDir, serviceItemId, "sites")).toMatch(/Feature Count: 3/);
         expect(backing.ogrinfo(engine.dataDir, serviceItemId, "visits")).toMatch(/Feature Count: 2/);
+        // Appending from a file of several tables names the one to take.
+        const unnamed = await postJson(`${url}/1/append`, tokens.publisher, {
+          appendItemId: itemId,
+          appendUploadFormat: "geoPackage",
+        });
+        expect((unnamed.error as { details: string[] }).details).toEqual([
+          "The file has 2 tables: name the one to append in 'sourceTableName' ('sites', 'visits').",
+        ]);
+        expect(
+          await postJson(`${url}/1/append`, tokens.publisher, {
+            appendItemId: itemId,
+            appendUploadFormat: "geoPackage",
+            sourceTableName: "visits",
+          }),
+        ).toEqual({ success: true });
+        expect(backing.ogrinfo(engine.dataDir, serviceItemId, "visits")).toMatch(/Feature Count: 4/);
       } finally {
         rmSync(work, { recursive: true, force: true });
       }
@@ -580,6 +596,274 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
       } finally {
         rmSync(work, { recursive: true, force: true });
       }
+    });
+  });
+
+  describe("changing a layer's data without changing its item: append, upsert, overwrite", () => {
+    const SITES = ["code,name,visits,Latitude,Longitude", "A1,Alpha,10,48.1,2.1", "B2,Beta,20,48.2,2.2"].join("\n");
+    let url = "";
+    let serviceItemId = "";
+    type Row = { attributes: Record<string, unknown>; geometry: { x: number; y: number } | null };
+    const rows = async () =>
+      (await getJson(`${url}/0/query?where=1%3D1&outFields=*&outSR=4326&orderByFields=fid`, tokens.publisher))
+        .features as Row[];
+    const append = (fields: Record<string, string>, token = tokens.publisher) =>
+      postJson(`${url}/0/append`, token, fields);
+    const gdalCount = () =>
+      Number(/Feature Count: (\d+)/.exec(backing.ogrinfo(engine.dataDir, serviceItemId, "Sites"))?.[1]);
+
+    it("publishes the layer the changes are made to", async () => {
+      const itemId = await upload(tokens.publisher, "sites.csv", SITES);
+      const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId,
+        filetype: "csv",
+        publishParameters: JSON.stringify({ name: "Sites" }),
+      })) as unknown as Published;
+      url = published.services[0]?.serviceurl as string;
+      serviceItemId = published.services[0]?.serviceItemId as string;
+      expect(url).toMatch(/\/Hosted\/Sites\/FeatureServer$/);
+      // Clients look for this before they append.
+      expect(await getJson(`${url}/0`, tokens.publisher)).toMatchObject({
+        supportsAppend: true,
+        supportedAppendFormats: "csv,geojson,shapefile,geoPackage",
+      });
+      // Shared with the organization: members see it, and still may not change its data.
+      await postJson(`${rest()}/content/users/publisher/items/${serviceItemId}/share`, tokens.publisher, {
+        everyone: "false",
+        org: "true",
+      });
+    });
+
+    it("appends a file's rows: object ids continue after the layer's, a field the layer lacks is left out", async () => {
+      const file = await upload(
+        tokens.publisher,
+        "more-sites.csv",
+        ["code,name,visits,extra,Latitude,Longitude", "C3,Gamma,30,x,49.5,3.5", "D4,Delta,,y,50.5,4.5"].join("\n"),
+      );
+      expect(await append({ appendItemId: file, appendUploadFormat: "csv" })).toEqual({ success: true });
+      const got = await rows();
+      expect(got.map((r) => r.attributes)).toEqual([
+        { fid: 1, code: "A1", name: "Alpha", visits: 10, Latitude: 48.1, Longitude: 2.1 },
+        { fid: 2, code: "B2", name: "Beta", visits: 20, Latitude: 48.2, Longitude: 2.2 },
+        { fid: 3, code: "C3", name: "Gamma", visits: 30, Latitude: 49.5, Longitude: 3.5 },
+        { fid: 4, code: "D4", name: "Delta", visits: null, Latitude: 50.5, Longitude: 4.5 },
+      ]);
+      expect(got[3]?.geometry?.x).toBeCloseTo(4.5, 6);
+      expect(gdalCount()).toBe(4);
+      // The layer's extent and the item's take the new rows in.
+      const layer = (await getJson(`${url}/0`, tokens.publisher)) as { extent: { xmax: number; ymax: number } };
+      expect(layer.extent.xmax).toBeCloseTo(4.5, 6);
+      const item = (await getJson(`${rest()}/content/items/${serviceItemId}`, tokens.publisher)) as {
+        extent: number[][];
+      };
+      expect(item.extent[1]?.[0]).toBeCloseTo(4.5, 6);
+    });
+
+    it("upserts by a key field: matched rows updated (their points moved), the others added; async answers a status", async () => {
+      const file = await upload(
+        tokens.publisher,
+        "changed-sites.csv",
+        ["code,visits,Latitude,Longitude", "B2,25,40,-3", "E5,50,41,-4"].join("\n"),
+      );
+      const answer = (await append({
+        appendItemId: file,
+        appendUploadFormat: "csv",
+        upsert: "true",
+        upsertMatchingField: "code",
+        async: "true",
+      })) as { statusUrl: string };
+      expect(answer.statusUrl).toMatch(
+        new RegExp(
+          `/portal/sharing/rest/content/users/publisher/items/${serviceItemId}/status\\?jobId=[0-9a-f]{32}&jobType=append$`,
+        ),
+      );
+      const status = await getJson(answer.statusUrl, tokens.publisher);
+      expect(status).toEqual({
+        status: "Completed",
+        itemId: serviceItemId,
+        jobId: expect.stringMatching(/^[0-9a-f]{32}$/),
+      });
+      const got = await rows();
+      expect(got.map((r) => [r.attributes.fid, r.attributes.code, r.attributes.name, r.attributes.visits])).toEqual([
+        [1, "A1", "Alpha", 10],
+        // Updated: the fields the file has; its name (not in the file) kept.
+        [2, "B2", "Beta", 25],
+        [3, "C3", "Gamma", 30],
+        [4, "D4", "Delta", null],
+        [5, "E5", null, 50],
+      ]);
+      expect(got[1]?.geometry?.x).toBeCloseTo(-3, 6);
+      expect(got[1]?.geometry?.y).toBeCloseTo(40, 6);
+      expect(gdalCount()).toBe(5);
+      // skipInserts: only matches change; fieldMappings: a file's column written to a field of another name.
+      const again = await upload(tokens.publisher, "renamed.csv", "site_code,label\nA1,First\nZ9,Ignored\n");
+      expect(
+        await append({
+          appendItemId: again,
+          appendUploadFormat: "csv",
+          upsert: "true",
+          upsertMatchingField: "code",
+          skipInserts: "true",
+          updateGeometry: "false",
+          fieldMappings: JSON.stringify([
+            { name: "code", source: "site_code" },
+            { name: "name", source: "label" },
+          ]),
+        }),
+      ).toEqual({ success: true });
+      const after = await rows();
+      expect(after.map((r) => r.attributes.name)).toEqual(["First", "Beta", "Gamma", "Delta", null]);
+      // A table's rows updated attributes only: the point stays.
+      expect(after[0]?.geometry?.x).toBeCloseTo(2.1, 6);
+    });
+
+    it("refuses a value that does not fit, a repeated key, other shapes: a 400 naming it, and nothing changes", async () => {
+      const before = await rows();
+      const bad = await upload(
+        tokens.publisher,
+        "bad-sites.csv",
+        ["code,visits,Latitude,Longitude", "G7,70,1,1", "H8,many,2,2"].join("\n"),
+      );
+      expect(await append({ appendItemId: bad, appendUploadFormat: "csv" })).toEqual({
+        error: {
+          code: 400,
+          message: "Unable to append data.",
+          details: [
+            `Row 2: 'visits' is "many", which is not a number (the layer's field 'visits' is esriFieldTypeInteger).`,
+          ],
+        },
+      });
+      const twice = await upload(tokens.publisher, "twice.csv", "code,visits\nA1,1\nA1,2\n");
+      const repeated = await append({
+        appendItemId: twice,
+        appendUploadFormat: "csv",
+        upsert: "true",
+        upsertMatchingField: "code",
+        skipInserts: "true",
+        updateGeometry: "false",
+      });
+      expect((repeated.error as { details: string[] }).details).toEqual([
+        `Row 2: 'code' is "A1" again: each row must match one row.`,
+      ]);
+      const polygons = await upload(tokens.publisher, "zones-again.geojson", GEOJSON);
+      const shapes = await append({ appendItemId: polygons, appendUploadFormat: "geojson" });
+      expect((shapes.error as { details: string[] }).details).toEqual([
+        "The layer holds points; the file holds polygons.",
+      ]);
+      const wrongFormat = await append({ appendItemId: bad, appendUploadFormat: "filegdb" });
+      expect((wrongFormat.error as { details: string[] }).details[0]).toMatch(/not available yet/);
+      expect(await rows()).toEqual(before);
+      expect(gdalCount()).toBe(5);
+    });
+
+    it("refuses a missing item (400), a member who does not own the layer (403), an anonymous caller", async () => {
+      const missing = await append({ appendItemId: "0".repeat(32), appendUploadFormat: "csv" });
+      expect(missing.error).toMatchObject({
+        code: 400,
+        details: [`Item '${"0".repeat(32)}' does not exist or is inaccessible.`],
+      });
+      const noItem = await append({ appendUploadFormat: "csv" });
+      expect((noItem.error as { details: string[] }).details).toEqual([
+        "'appendItemId' must be specified (the uploaded file's item).",
+      ]);
+      const file = await upload(tokens.user, "mine.csv", "code,visits,Latitude,Longitude\nU1,1,1,1\n", "user");
+      const byMember = await append({ appendItemId: file, appendUploadFormat: "csv" }, tokens.user);
+      expect((byMember.error as { code: number }).code).toBe(403);
+      const anonymous = (
+        await call(`${url}/0/append`, { ca: engine.ca, body: form({ f: "json", appendItemId: file }) })
+      ).json<Record<string, unknown>>();
+      expect((anonymous.error as { code: number }).code).toBe(499);
+      expect(gdalCount()).toBe(5);
+    });
+
+    it("takes two appends at once one after the other (the service's lock): no row is lost", async () => {
+      const files = await Promise.all(
+        ["P", "Q"].map((p) =>
+          upload(tokens.publisher, `batch-${p}.csv`, `code,visits,Latitude,Longitude\n${p}1,1,30,30\n${p}2,2,31,31\n`),
+        ),
+      );
+      const answers = await Promise.all(files.map((f) => append({ appendItemId: f, appendUploadFormat: "csv" })));
+      expect(answers).toEqual([{ success: true }, { success: true }]);
+      const got = await rows();
+      expect(got.map((r) => r.attributes.fid)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(
+        got
+          .map((r) => r.attributes.code)
+          .slice(5)
+          .sort(),
+      ).toEqual(["P1", "P2", "Q1", "Q2"]);
+      expect(gdalCount()).toBe(9);
+    });
+
+    it("publishes again over the service (overwrite=true): the same item id and URL, its sharing kept, the new rows served", async () => {
+      const file = await upload(
+        tokens.publisher,
+        "sites-2026.csv",
+        ["code,rating,Latitude,Longitude", "N1,4.5,10,10", "N2,3,11,11", "N3,5,12,12"].join("\n"),
+      );
+      const answer = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId: file,
+        filetype: "csv",
+        overwrite: "true",
+        publishParameters: JSON.stringify({ name: "Sites" }),
+      })) as unknown as Published;
+      expect(answer.services[0]).toMatchObject({ serviceurl: url, serviceItemId });
+      const got = await rows();
+      expect(got.map((r) => r.attributes)).toEqual([
+        { fid: 1, code: "N1", rating: 4.5, Latitude: 10, Longitude: 10 },
+        { fid: 2, code: "N2", rating: 3, Latitude: 11, Longitude: 11 },
+        { fid: 3, code: "N3", rating: 5, Latitude: 12, Longitude: 12 },
+      ]);
+      expect(gdalCount()).toBe(3);
+      const item = await getJson(`${rest()}/content/items/${serviceItemId}`, tokens.publisher);
+      expect(item).toMatchObject({ id: serviceItemId, access: "org" });
+      // A member sees the new rows through the same URL (the sharing stayed).
+      expect(await getJson(`${url}/0/query?where=1%3D1&returnCountOnly=true`, tokens.user)).toEqual({ count: 3 });
+    });
+
+    it("empties the layer on the admin wire (truncate); rows appended after take ids never given before", async () => {
+      const admin = url.replace("/rest/services/", "/rest/admin/services/");
+      expect(await postJson(`${admin}/0/truncate`, tokens.publisher)).toEqual({ success: true });
+      expect(await rows()).toEqual([]);
+      expect(gdalCount()).toBe(0);
+      const file = await upload(tokens.publisher, "after.csv", "code,rating,Latitude,Longitude\nN9,1,5,5\n");
+      expect(await append({ appendItemId: file })).toEqual({ success: true });
+      expect((await rows()).map((r) => r.attributes)).toEqual([
+        { fid: 4, code: "N9", rating: 1, Latitude: 5, Longitude: 5 },
+      ]);
+    });
+
+    it("refuses an overwrite of other shapes, by a member who does not own it, of a service that does not exist", async () => {
+      const polygons = await upload(tokens.publisher, "zones-over.geojson", GEOJSON);
+      const shapes = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId: polygons,
+        filetype: "geojson",
+        overwrite: "true",
+        publishParameters: JSON.stringify({ name: "Sites" }),
+      });
+      expect(shapes.error).toMatchObject({
+        code: 400,
+        details: ["Layer 0 ('Sites') holds points; the file's first holds polygons."],
+      });
+      const file = await upload(tokens.user, "theirs.csv", "code,Latitude,Longitude\nX,1,1\n", "user");
+      const byMember = await postJson(`${rest()}/content/users/user/publish`, tokens.user, {
+        itemId: file,
+        filetype: "csv",
+        overwrite: "true",
+        publishParameters: JSON.stringify({ name: "Sites" }),
+      });
+      expect((byMember.error as { code: number }).code).toBe(403);
+      const none = await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {
+        itemId: polygons,
+        filetype: "geojson",
+        overwrite: "true",
+        publishParameters: JSON.stringify({ name: "NoSuchService" }),
+      });
+      expect(none.error).toMatchObject({
+        code: 400,
+        details: ["There is no hosted feature service 'NoSuchService' to overwrite."],
+      });
+      expect(gdalCount()).toBe(1);
     });
   });
 
