@@ -195,42 +195,4 @@ describe("through the stand-in for RDS Proxy", () => {
       { fid: 2, name: "b" },
     ]);
   });
-
-  it("does not define services yet: createService and the admin wire's definitions say so (400); truncate empties a layer", async () => {
-    const notYet = [
-      "Changing a hosted service's definition is not available yet on PostgreSQL hosting (HOSTED_DATABASE): its layers are published from files.",
-    ];
-    const created = await suite.postJson(`${suite.rest()}/content/users/publisher/createService`, suite.publisher(), {
-      outputType: "featureService",
-      createParameters: JSON.stringify({ name: "Defined" }),
-    });
-    expect(created).toEqual({ error: { code: 400, message: "Unable to create service.", details: notYet } });
-    const itemId = await suite.upload(suite.publisher(), "kept.csv", "name,lat,lon\na,1,2\nb,3,4\n");
-    const published = await suite.postJson(`${suite.rest()}/content/users/publisher/publish`, suite.publisher(), {
-      itemId,
-      filetype: "csv",
-      publishParameters: JSON.stringify({ name: "Kept" }),
-    });
-    expect(JSON.stringify(published)).toMatch(/Hosted\/Kept\/FeatureServer/);
-    const admin = `${suite.servicesUrl().replace(/\/rest\/services$/, "/rest/admin/services")}/Hosted/Kept/FeatureServer`;
-    const fields = await suite.postJson(`${admin}/0/addToDefinition`, suite.publisher(), {
-      addToDefinition: JSON.stringify({ fields: [{ name: "Extra", type: "esriFieldTypeInteger" }] }),
-    });
-    expect(fields).toEqual({
-      error: { code: 400, message: "Unable to add feature service definition.", details: notYet },
-    });
-    const count = await suite.getJson(
-      `${suite.servicesUrl()}/Hosted/Kept/FeatureServer/0/query?where=1%3D1&returnCountOnly=true`,
-      suite.publisher(),
-    );
-    expect(count).toEqual({ count: 2 });
-    // Rows are changed on PostgreSQL hosting as on GeoPackages (a truncate is no change of the definition).
-    expect(await suite.postJson(`${admin}/0/truncate`, suite.publisher())).toEqual({ success: true });
-    expect(
-      await suite.getJson(
-        `${suite.servicesUrl()}/Hosted/Kept/FeatureServer/0/query?where=1%3D1&returnCountOnly=true`,
-        suite.publisher(),
-      ),
-    ).toEqual({ count: 0 });
-  });
 });

@@ -247,6 +247,9 @@ const definitions: HostedDefinitions = {
       (db) => {
         const geometry = geometryColumnOf(db, table);
         db.exec(`DELETE FROM ${quote(table)}`);
+        // The next object id is 1 again, as ArcGIS's truncate resets it (an AUTOINCREMENT table keeps its count in
+        // sqlite_sequence).
+        if (hasTable(db, "sqlite_sequence")) db.prepare("DELETE FROM sqlite_sequence WHERE name = ?").run(table);
         if (geometry && hasTable(db, `rtree_${table}_${geometry}`))
           db.exec(`DELETE FROM ${quote(`rtree_${table}_${geometry}`)}`);
         db.prepare(
