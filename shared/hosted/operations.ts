@@ -6,7 +6,7 @@ import { badRequest, forbidden } from "#shared/http/errors.ts";
 import { requireUser } from "#shared/http/pipeline.ts";
 import { canManage, visibleItem } from "#shared/items.ts";
 import { analysis, fileTypeOf, parametersOf, publishHosted, publishInput, readTables } from "#shared/hosted/publish.ts";
-import { itemFiles } from "#shared/stores/item-files.ts";
+import { bufferSource, itemFileSource } from "#shared/hosted/file-source.ts";
 import { tagsOf } from "#shared/publishing.ts";
 import { uploadStatus } from "#shared/upload-parts.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";
@@ -26,16 +26,17 @@ export const analyzeOperation: FamilyOperation = {
     const itemId = req.params.caseless("itemId");
     if (sent) {
       const filetype = fileTypeOf(req.params.caseless("filetype"), what);
-      const tables = await readTables(sent.bytes, filetype, parameters, what);
-      return analysis(filetype, sent.filename.replace(/\.[^.]*$/, ""), tables);
+      return readTables(bufferSource(sent.bytes), filetype, parameters, what, (tables) =>
+        analysis(filetype, sent.filename.replace(/\.[^.]*$/, ""), tables),
+      );
     }
     if (!itemId) throw badRequest(what, ["Give 'itemId' (an uploaded file's item) or send the 'file' itself."]);
     const item = await visibleItem(req.identity, itemId);
     if (!item.file) throw badRequest(what, ["The item holds no uploaded file to analyze."]);
     const filetype = fileTypeOf(req.params.caseless("filetype") ?? item.type, what, item);
-    const bytes = await itemFiles().get(item.itemId);
-    if (!bytes) throw new Error(`the file of item ${item.itemId} is missing`);
-    return analysis(filetype, item.title, await readTables(bytes, filetype, parameters, what));
+    return readTables(await itemFileSource(item.itemId), filetype, parameters, what, (tables) =>
+      analysis(filetype, item.title, tables),
+    );
   },
 };
 

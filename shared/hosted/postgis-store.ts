@@ -286,7 +286,7 @@ async function insertRows(client: PoolClient, table: string, layer: HostedLayer)
     values = [];
     tuples = [];
   };
-  for (const row of layer.rows) {
+  for await (const row of layer.rows) {
     const cells: string[] = [];
     for (const name of names) {
       const v = row.values?.[name];

@@ -11,12 +11,15 @@ import { hasCrs, mapPositions, transformer, WGS84 } from "#shared/features/geome
 import { orient } from "#shared/features/geometry/rings.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 import { readZip } from "#shared/hosted/zip.ts";
+import { type FileSource, withLocalCopy } from "#shared/hosted/file-source.ts";
 import {
-  checkCells,
+  checkValues,
   type FieldKind,
   fieldNames,
   fitsLayer,
-  MAX_CELLS,
+  maxValues,
+  MIN_VALUES,
+  VALUES_PER_BYTE,
   MAX_FIELDS,
   type NamedTable,
   type Table,
@@ -61,8 +64,11 @@ const PARTS_TYPES = new Set([3, 13, 23, 5, 15, 25]);
 const MULTIPOINT_TYPES = new Set([8, 18, 28]);
 
 /** The zip's shapefiles, one table each, in the order of their names. */
-export async function shapefileTables(bytes: Buffer, what: string): Promise<NamedTable[]> {
-  const files = await readZip(bytes, what);
+export async function shapefileTables(source: FileSource, what: string): Promise<NamedTable[]> {
+  // The zip is read from a private temporary copy (removed once its entries are inflated): its entries, bounded by
+  // MAX_ZIP_TOTAL_BYTES, are what stays in memory while the layers are read.
+  const files = await withLocalCopy(source, "upload.zip", (path) => readZip(path, what));
+  let dbfBytes = 0;
   const sets = new Map<string, Map<string, Buffer>>();
   for (const [path, content] of files) {
     if (path.startsWith("__MACOSX/")) continue;
@@ -73,6 +79,7 @@ export async function shapefileTables(bytes: Buffer, what: string): Promise<Name
     let set = sets.get(key);
     if (!set) sets.set(key, (set = new Map([["", Buffer.from(base)]])));
     set.set((m[2] as string).toLowerCase(), content);
+    if ((m[2] as string).toLowerCase() === "dbf") dbfBytes += content.length;
   }
   const shapefiles = [...sets.entries()].filter(([, s]) => s.has("shp") || s.has("dbf"));
   if (shapefiles.length === 0) throw badRequest(what, ["The zip file holds no shapefile (.shp and .dbf)."]);
@@ -90,10 +97,10 @@ export async function shapefileTables(bytes: Buffer, what: string): Promise<Name
       if (!set.has(ext))
         throw badRequest(what, [`The shapefile ${shown(base)} has no ${shown(`${base}.${ext}`)} in the zip file.`]);
     const table = await oneShapefile(base, set, vertices, what);
-    cells += table.rows.length * Math.max(table.fields.length, 1);
-    if (cells > MAX_CELLS)
+    cells += table.count * Math.max(table.fields.length, 1);
+    if (cells > maxValues(dbfBytes))
       throw badRequest(what, [
-        `The shapefiles hold more than ${MAX_CELLS.toLocaleString("en")} values: at most that many are published from one file.`,
+        `The shapefiles hold more than ${maxValues(dbfBytes).toLocaleString("en")} values: at most ${VALUES_PER_BYTE} a byte of their .dbf files are published (and ${MIN_VALUES.toLocaleString("en")} from any file).`,
       ]);
     out.push({ name: base.split("/").at(-1) as string, table });
   }
@@ -323,45 +330,59 @@ async function oneShapefile(
     notes.push(
       `${left} memo, binary or general field(s) of ${base}.dbf were left out (a shapefile has no .dbt to read).`,
     );
-  checkCells(header.count, Math.max(fields.length, 1), what);
-  let source: Awaited<ReturnType<typeof shapefile.openShp>>;
-  try {
-    source = await shapefile.openShp(shp);
-  } catch {
-    throw badRequest(what, [`The shapefile ${shown(base)} cannot be read.`]);
-  }
+  checkValues(header.count, Math.max(fields.length, 1), dbf.length, what);
   const decoder = new TextDecoder(encoding);
-  const rows: GeoPackageRow[] = [];
-  let unprojected = 0;
-  try {
-    for (let i = 0; ; i++) {
-      const { done, value } = await source.read();
-      if (done) break;
-      if (i >= header.count)
-        throw badRequest(what, [`The shapefile ${shown(base)} has more shapes than its .dbf has records.`]);
-      const record = header.headerLength + i * header.recordLength;
-      const values: Record<string, string | number | Date | null> = Object.create(null);
-      kept.forEach(({ f, kind }, k) => {
-        const start = record + f.offset;
-        values[names[k] as string] = cellOf(decoder.decode(dbf.subarray(start, start + f.length)), f.type, kind);
-      });
-      let geometry: Geometry | null = value ? rewound(mapPositions(value as Geometry, project)) : null;
-      if (geometry && (!geometryType || !fitsLayer(geometryType, geometry))) throw new Error("a shape of another type");
-      if (geometry && !positions(geometry).every(finite)) {
-        unprojected++;
-        geometry = null;
-      }
-      rows.push({ values, geometry });
+  /** The shapefile's rows, a shape and its record at a time; `seen` counts the shapes not projected. */
+  async function* rowsOf(seen: { unprojected: number }): AsyncGenerator<GeoPackageRow> {
+    let source: Awaited<ReturnType<typeof shapefile.openShp>>;
+    try {
+      source = await shapefile.openShp(shp);
+    } catch {
+      throw badRequest(what, [`The shapefile ${shown(base)} cannot be read.`]);
     }
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    throw badRequest(what, [`The shapefile ${shown(base)} cannot be read: its .shp or .dbf is damaged.`]);
+    let i = 0;
+    try {
+      for (; ; i++) {
+        const { done, value } = await source.read();
+        if (done) break;
+        if (i >= header.count)
+          throw badRequest(what, [`The shapefile ${shown(base)} has more shapes than its .dbf has records.`]);
+        const record = header.headerLength + i * header.recordLength;
+        const values: Record<string, string | number | Date | null> = Object.create(null);
+        kept.forEach(({ f, kind }, k) => {
+          const start = record + f.offset;
+          values[names[k] as string] = cellOf(decoder.decode(dbf.subarray(start, start + f.length)), f.type, kind);
+        });
+        let geometry: Geometry | null = value ? rewound(mapPositions(value as Geometry, project)) : null;
+        if (geometry && (!geometryType || !fitsLayer(geometryType, geometry)))
+          throw new Error("a shape of another type");
+        if (geometry && !positions(geometry).every(finite)) {
+          seen.unprojected++;
+          geometry = null;
+        }
+        yield { values, geometry };
+      }
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      throw badRequest(what, [`The shapefile ${shown(base)} cannot be read: its .shp or .dbf is damaged.`]);
+    } finally {
+      await source.cancel?.().catch(() => undefined);
+    }
+    if (i !== header.count)
+      throw badRequest(what, [`The shapefile ${shown(base)} has ${i} shapes for ${header.count} records.`]);
   }
-  if (rows.length !== header.count)
-    throw badRequest(what, [`The shapefile ${shown(base)} has ${rows.length} shapes for ${header.count} records.`]);
-  if (unprojected > 0)
-    notes.push(`${unprojected} shape(s) of ${base} could not be projected to WGS 84: kept without geometry.`);
-  return { fields, rows, ...(geometryType ? { geometryType } : {}), notes };
+  // A first reading checks every shape and record and counts what cannot be kept; each rows() reads them again.
+  const seen = { unprojected: 0 };
+  for await (const _ of rowsOf(seen));
+  if (seen.unprojected > 0)
+    notes.push(`${seen.unprojected} shape(s) of ${base} could not be projected to WGS 84: kept without geometry.`);
+  return {
+    fields,
+    count: header.count,
+    rows: () => rowsOf({ unprojected: 0 }),
+    ...(geometryType ? { geometryType } : {}),
+    notes,
+  };
 }
 
 function positions(g: Geometry): Position[] {

@@ -35,12 +35,18 @@ function unsafeName(name: string): string | undefined {
 
 const shown = (name: string) => JSON.stringify(name.slice(0, 120));
 
-/** The zip's files by their path in it (folders left out), each inflated within the bounds above. */
-export async function readZip(bytes: Buffer, what: string): Promise<Map<string, Buffer>> {
+/**
+ * The zip's files by their path in it (folders left out), each inflated within the bounds above. The zip itself is
+ * read in place (a file: its central directory and each entry by position), only its inflated entries in memory.
+ */
+export async function readZip(zipped: Buffer | string, what: string): Promise<Map<string, Buffer>> {
   let zip: yauzl.ZipFile;
   try {
     // Names are decoded and checked here (decodeStrings off), so each refusal names its entry in words.
-    zip = await yauzl.fromBufferPromise(bytes, { lazyEntries: true, decodeStrings: false, validateEntrySizes: false });
+    const options = { lazyEntries: true, decodeStrings: false, validateEntrySizes: false };
+    zip = await (typeof zipped === "string"
+      ? yauzl.openPromise(zipped, options)
+      : yauzl.fromBufferPromise(zipped, options));
   } catch {
     throw badRequest(what, ["The file is not a zip file that can be read."]);
   }
