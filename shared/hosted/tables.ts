@@ -179,6 +179,17 @@ function kindOfValue(value: unknown, typed: boolean): FieldKind {
  * a day that does not exist (2024-02-30) is no date rather than another day.
  */
 function dateOf(text: string): Date | undefined {
+  // A plain day (the common case, once per value in each reading) is made from its numbers, not parsed as text.
+  if (text.length === 10 && text.charCodeAt(4) === 45 && text.charCodeAt(7) === 45) {
+    const y = Number(text.slice(0, 4));
+    const m = Number(text.slice(5, 7));
+    const d = Number(text.slice(8, 10));
+    if (!(m >= 1 && m <= 12 && d >= 1 && d <= 31)) return undefined;
+    // setUTCFullYear, not Date.UTC: a year below 100 stays that year. It rolls 2024-02-30 over to March: a day
+    // that does not exist is no date.
+    const ms = new Date(0).setUTCFullYear(y, m - 1, d);
+    return new Date(ms).getUTCDate() === d ? new Date(ms) : undefined;
+  }
   const iso = text.replace(" ", "T");
   const withZone = /T/.test(iso) && !/(Z|[+-]\d{2}:?\d{2})$/.test(iso) ? `${iso}Z` : iso;
   const ms = Date.parse(withZone);
