@@ -112,7 +112,7 @@ export async function readTables<T>(
 ): Promise<T> {
   if (filetype === "shapefile") {
     const { shapefileTables } = await import("#shared/hosted/shapefile.ts");
-    return use(await shapefileTables(source, what));
+    return shapefileTables(source, what, use);
   }
   if (filetype === "geopackage") {
     const { geoPackageTables } = await import("#shared/hosted/geopackage-upload.ts");
