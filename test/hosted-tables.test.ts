@@ -1,8 +1,9 @@
 // The streaming readers of CSV and GeoJSON files (shared/hosted/tables.ts) on files given whole, as analyze takes a
 // file sent with its request: a table read twice gives the same rows, a reading stopped early leaves the next one
 // whole, a GeoJSON's members are taken in any order, and its bounds (depth, a token's length) hold as it streams.
+import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { bufferSource } from "#shared/hosted/file-source.ts";
+import { bufferSource, type FileSource } from "#shared/hosted/file-source.ts";
 import { csvTable, geoJsonTable, MAX_JSON_TOKEN, type Table } from "#shared/hosted/tables.ts";
 import type { ApiError } from "#shared/http/errors.ts";
 
@@ -115,5 +116,33 @@ describe("a GeoJSON file", () => {
     expect(await refusal(geoJsonTable(source('{"type":"FeatureCollection","features":[1]}'), WHAT))).toEqual([
       "Every member of 'features' must be a Feature.",
     ]);
+  });
+});
+
+describe("a file whose store fails midway", () => {
+  // A stand-in source whose stream errors after its first bytes: a store (S3) dropping the connection mid-file cannot
+  // be caused otherwise here. Its failure is mapgate's, not the file's: not a 400 quoting it.
+  const failing = (first: string): FileSource => ({
+    size: 1000,
+    head: async () => Buffer.from(first),
+    stream: async () =>
+      Readable.from(
+        (async function* () {
+          yield Buffer.from(first);
+          throw new Error("socket hang up");
+        })(),
+      ),
+  });
+
+  it("fails as mapgate's fault, never as a 400 about the file", async () => {
+    for (const made of [csvTable(failing("a,b\n1,2\n"), WHAT), geoJsonTable(failing('{"type":'), WHAT)]) {
+      const err = await made.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(Error);
+      expect((err as ApiError).code).toBeUndefined();
+      expect((err as Error).message).toBe("socket hang up");
+    }
   });
 });

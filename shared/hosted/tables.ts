@@ -256,6 +256,9 @@ async function* csvRecords(source: FileSource, delimiter: string, what: string):
     for await (const record of parser) yield record as string[];
   } catch (err) {
     if (err instanceof ApiError) throw err;
+    // The parser's errors (CsvError, code CSV_…) are the file's; any other (the store failing to give the file) is
+    // mapgate's, answered without its detail.
+    if (!String((err as { code?: unknown }).code ?? "").startsWith("CSV_")) throw err;
     throw badRequest(what, [`The CSV file could not be read: ${(err as Error).message.slice(0, 200)}`]);
   } finally {
     parser.destroy();
@@ -524,6 +527,8 @@ async function* geoJsonFeatures(source: FileSource, what: string, top: GeoJsonTo
     }
   } catch (err) {
     if (err instanceof ApiError) throw err;
+    // The parser's errors ("Parser …") are the file's; any other (the store failing to give the file) is mapgate's.
+    if (!(err instanceof Error && err.message.startsWith("Parser "))) throw err;
     throw badRequest(what, ["The GeoJSON file is not valid JSON."]);
   } finally {
     tokens.destroy();
