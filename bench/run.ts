@@ -4,6 +4,8 @@
 //   2. feature layer queries vs Koop and vs a bare node:sqlite floor, PBF size, memory per query (bench/features.ts)
 //   3. each function bundle's size and import time in a fresh Node process vs an empty ES module (budget +80 ms)
 //   4. the directory and SOAP catalog for a member of 512 groups vs the same answer through org sharing (bench/groups.ts)
+//   5. publishing a CSV of 1,000,000 points as a hosted layer vs `ogr2ogr -f GPKG` of the same file, and the
+//      publishing process's peak RSS (bench/publish.ts; BENCH_PUBLISH_ROWS for a smaller file)
 import { execFileSync } from "node:child_process";
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -17,6 +19,7 @@ import { inProcessStore } from "../test/helpers/in-process.ts";
 import { bareTwin } from "./bare.ts";
 import { featureBench } from "./features.ts";
 import { groupsBench } from "./groups.ts";
+import { publishBench } from "./publish.ts";
 import { importMs } from "./import-time.ts";
 import { readLoad } from "./reads.ts";
 import { roleLatency, roleRequests } from "./roles.ts";
@@ -27,9 +30,9 @@ import { tokenBench } from "./tokens.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
 /**
- * `BENCH_ONLY=reads`, `cold`, `features`, `groups` or `tokens`: only the read figures (`BENCH_ROUTE=<part of a
- * name>` for some routes), the bundles' import, the feature layer figures, the group figures, or token verification
- * (quick before/after checks). `node bench/profile.ts` profiles the read routes under load.
+ * `BENCH_ONLY=reads`, `cold`, `features`, `groups`, `tokens` or `publish`: only the read figures (`BENCH_ROUTE=<part
+ * of a name>` for some routes), the bundles' import, the feature layer figures, the group figures, token
+ * verification, or publishing a CSV beside ogr2ogr (quick before/after checks). `node bench/profile.ts` profiles the read routes under load.
  */
 const ONLY = process.env.BENCH_ONLY;
 const CONNECTIONS = 10;
@@ -146,6 +149,10 @@ if (ONLY === "tokens") {
   await store.close();
   process.exit(0);
 }
+if (ONLY === "publish") {
+  await publishBench();
+  process.exit(0);
+}
 if (ONLY === "cold") {
   await coldStart();
   process.exit(0);
@@ -155,6 +162,7 @@ if (ONLY === "reads") process.exit(0);
 await pipeline();
 await featureBench(DURATION_S);
 await groupsBench(DURATION_S);
+await publishBench();
 await coldStart();
 // Jobs run with the engine inside their own process, so requests and transitions are counted exactly.
 execFileSync(process.execPath, [join(ROOT, "bench/jobs.ts")], { stdio: "inherit", env: process.env });

@@ -2,7 +2,8 @@
 // here s3rver through the same SDK calls): parts kept and replaced by number, listed with their sizes, assembled in
 // the order given into the item's file (on S3 through a multipart upload of bounded chunks, so a file larger than a
 // chunk crosses a chunk boundary), a failed assembly leaving no file, and the parts removed; the uploads underway
-// listed (by their mark or their parts) for the sweep of abandoned uploads.
+// listed (by their mark or their parts) for the sweep of abandoned uploads; and a file read back as publishing reads
+// it: its size, and its bytes as a stream, whole or a range of them.
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -127,5 +128,32 @@ describe.each(["folder", "bucket"])("parts in the %s store", (kind) => {
     expect((await store().uploadsUnderway()).find((u) => u.itemId === marked)).toMatchObject({ bytes: 0 });
     await store().removeParts(marked);
     expect((await store().uploadsUnderway()).map((u) => u.itemId)).not.toContain(marked);
+  });
+});
+
+describe.each(["folder", "bucket"])("a file read as a stream from the %s store", (kind) => {
+  const store = () => stores[kind] as ItemFiles;
+  const read = async (stream: NodeJS.ReadableStream | undefined) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream ?? []) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  };
+
+  it("gives its size, its bytes a chunk at a time, and a range of them; nothing for a file that is not there", async () => {
+    const id = kind === "folder" ? "a1".repeat(16) : "b1".repeat(16);
+    const bytes = pattern(3 * MB + 17, 5);
+    await store().put(id, bytes, "text/csv");
+    expect(await store().size(id)).toBe(bytes.length);
+    expect((await read(await store().stream(id))).equals(bytes)).toBe(true);
+    // `end` included, as HTTP's Range counts.
+    expect((await read(await store().stream(id, { start: 0, end: 15 }))).equals(bytes.subarray(0, 16))).toBe(true);
+    expect(
+      (await read(await store().stream(id, { start: MB, end: 2 * MB - 1 }))).equals(bytes.subarray(MB, 2 * MB)),
+    ).toBe(true);
+    const missing = "c2".repeat(16);
+    expect(await store().size(missing)).toBeUndefined();
+    expect(await store().stream(missing)).toBeUndefined();
+    await store().remove(id);
+    expect(await store().size(id)).toBeUndefined();
   });
 });

@@ -6,7 +6,7 @@
 // whole or not at all, under the service's lock (shared/hosted/define.ts), the data's new size counted against its
 // owner's quota and the item's extent moved in the transaction that keeps it.
 import type { Geometry } from "geojson";
-import type { CellValue, Extent, GeometryTypeName } from "#shared/features/geopackage-writer.ts";
+import type { CellValue, Extent, GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
 import { visibleTo } from "#shared/catalog.ts";
@@ -30,7 +30,6 @@ import { HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
 import { type AppendRow, hostedStore, type HostedLayer, type LayerAppend } from "#shared/hosted/store.ts";
 import { type FieldKind, fitsLayer, MAX_FIELDS, type NamedTable, type Table } from "#shared/hosted/tables.ts";
-import { itemFiles } from "#shared/stores/item-files.ts";
 import { getItem, type Item } from "#shared/stores/items.ts";
 import { serverUrl } from "#shared/stores/servers.ts";
 import { readCatalog } from "#shared/stores/services.ts";
@@ -61,18 +60,37 @@ const NOT_YET_FORMATS = new Set([
 const say = (v: unknown) => JSON.stringify(typeof v === "string" ? v.slice(0, 64) : v)?.slice(0, 80) ?? "undefined";
 
 /**
- * The tables of an uploaded file, read as publishing reads it: the one place this module reads a file, so a change
- * of the readers' interface (streaming) is adopted here once.
+ * The tables of an uploaded file, read as publishing reads it (streamed; temporary files live while `use` runs): the
+ * one place this module reads a file.
  */
-async function sourceTables(
+async function sourceTables<T>(
   item: Item,
   filetype: string,
   parameters: Record<string, unknown>,
   what: string,
-): Promise<NamedTable[]> {
-  const bytes = await itemFiles().get(item.itemId);
-  if (!bytes) throw new Error(`the file of item ${item.itemId} is missing`);
-  return readTables(bytes, filetype, parameters, what);
+  use: (tables: NamedTable[]) => Promise<T>,
+): Promise<T> {
+  const { itemFileSource } = await import("#shared/hosted/file-source.ts");
+  return readTables(await itemFileSource(item.itemId), filetype, parameters, what, use);
+}
+
+/**
+ * The most values (rows × fields) an append reads into memory: every row is checked, converted and its key matched
+ * before any is written (an overwrite streams, as publishing does).
+ */
+export const MAX_APPEND_VALUES = 3_000_000;
+
+/** A table whose rows are held: an append's, checked whole before anything is written. */
+type HeldTable = Omit<Table, "rows"> & { readonly rows: readonly GeoPackageRow[] };
+
+async function held(table: Table): Promise<HeldTable> {
+  if (table.count * Math.max(1, table.fields.length) > MAX_APPEND_VALUES)
+    throw badRequest(WHAT, [
+      `The file has ${table.count} rows of ${table.fields.length} fields: an append takes at most ${MAX_APPEND_VALUES.toLocaleString("en")} values (publish it as a layer of its own, or append it in parts).`,
+    ]);
+  const rows: GeoPackageRow[] = [];
+  for await (const row of table.rows()) rows.push(row);
+  return { ...table, rows };
 }
 
 /** The multi-part type of a geometry type's kind: what kind of shapes a layer or file holds. */
@@ -290,7 +308,7 @@ function chosenTable(tables: readonly NamedTable[], wanted: string | undefined):
 }
 
 /** How the file's fields reach the layer's: by name (case-insensitively), or as fieldMappings say. */
-function mappingOf(schema: LayerSchema, table: Table, input: AppendInput) {
+function mappingOf(schema: LayerSchema, table: Pick<Table, "fields">, input: AppendInput) {
   const problems: string[] = [];
   const layerField = (name: string) => schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
   const writable = (f: Field | undefined) => f !== undefined && f.type !== "esriFieldTypeOID";
@@ -344,7 +362,7 @@ function mappingOf(schema: LayerSchema, table: Table, input: AppendInput) {
  * The file's rows as the layer takes them: each value converted to its field's type, each geometry checked against
  * the layer's; every problem found is said (the first ones), and nothing is written when there is one.
  */
-function appendRows(schema: LayerSchema, table: Table, input: AppendInput) {
+function appendRows(schema: LayerSchema, table: HeldTable, input: AppendInput) {
   const { written, key } = mappingOf(schema, table, input);
   const layerKind = schema.geometry ? (ESRI_KINDS[schema.geometry.type] ?? "NONE") : "NONE";
   const fileKind = kindOf(table.geometryType);
@@ -447,8 +465,9 @@ export async function appendToLayer(req: RestRequest): Promise<object> {
     throw badRequest(WHAT, [`Item '${input.itemId.slice(0, 64)}' does not exist or is inaccessible.`]);
   if (!item.file) throw badRequest(WHAT, ["The item holds no uploaded file to append."]);
   const filetype = fileTypeOf(input.format ?? item.type.toLowerCase(), WHAT, item);
-  const tables = await sourceTables(item, filetype, input.sourceInfo, WHAT);
-  const table = chosenTable(tables, input.sourceTable);
+  const table = await sourceTables(item, filetype, input.sourceInfo, WHAT, (tables) =>
+    held(chosenTable(tables, input.sourceTable)),
+  );
   const store = await hostedStore();
   // Whatever fails past the checks (the layer not readable, the database refusing) has changed nothing.
   const counts = await underServiceLock(found, WHAT, async (locked: Locked) => {
@@ -514,43 +533,45 @@ export async function overwriteHosted(req: RestRequest, p: PublishRequest, what:
     throw badRequest(what, [`'${service.name}' is not a hosted feature service: only hosted ones are overwritten.`]);
   const item = await getItem(service.itemId);
   if (!item) throw badRequest(what, [`There is no hosted feature service '${name.slice(0, 120)}' to overwrite.`]);
-  const tables = await sourceTables(p.source, p.filetype, p.parameters, what);
-  const notes = tables.flatMap((t) => t.table.notes);
   const store = await hostedStore();
-  await underServiceLock({ service, item }, what, async (locked) => {
-    const live = locked.layers.flatMap((table, id) => (table === null ? [] : [{ id, table }]));
-    if (live.length !== tables.length)
-      throw badRequest(what, [
-        `The service has ${live.length} layer(s) and table(s); the file holds ${tables.length}: an overwrite keeps the service's layers, so the file must hold as many.`,
-      ]);
-    const source = locked.service.source;
-    if (!source) throw new Error("a hosted service without a source");
-    const problems: string[] = [];
-    const layers: HostedLayer[] = [];
-    for (const [i, { id, table: entry }] of live.entries()) {
-      const schema = (await openDataset({ ...source, layers: locked.layers }, id)).schema;
-      const table = (tables[i] as NamedTable).table;
-      const was = schema.geometry ? (ESRI_KINDS[schema.geometry.type] ?? "NONE") : "NONE";
-      const now = kindOf(table.geometryType);
-      if (was !== now)
-        problems.push(
-          `Layer ${id} ('${entry}') holds ${KIND_WORDS[was] ?? was}; the file's ${i === 0 ? "first" : `number ${i + 1}`} holds ${KIND_WORDS[now] ?? now}.`,
-        );
-      layers.push({
-        name: entry,
-        title: tables.length === 1 ? p.source.title : entry,
-        ...(table.geometryType ? { geometryType: table.geometryType } : {}),
-        columns: table.fields.map((f) => ({
-          name: f.name,
-          kind: f.kind,
-          ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
-        })),
-        rows: table.rows,
-      });
-    }
-    if (problems.length > 0) throw badRequest(what, problems);
-    await store.replace(locked.service.itemId, layers, locked.settle());
-  }).catch((err: unknown) => notKept(err, what, "the service keeps its data."));
+  // The file's rows go from the file to the store a batch at a time, within the reading (its temporary files).
+  const notes = await sourceTables(p.source, p.filetype, p.parameters, what, async (tables) => {
+    await underServiceLock({ service, item }, what, async (locked) => {
+      const live = locked.layers.flatMap((table, id) => (table === null ? [] : [{ id, table }]));
+      if (live.length !== tables.length)
+        throw badRequest(what, [
+          `The service has ${live.length} layer(s) and table(s); the file holds ${tables.length}: an overwrite keeps the service's layers, so the file must hold as many.`,
+        ]);
+      const source = locked.service.source;
+      if (!source) throw new Error("a hosted service without a source");
+      const problems: string[] = [];
+      const layers: HostedLayer[] = [];
+      for (const [i, { id, table: entry }] of live.entries()) {
+        const schema = (await openDataset({ ...source, layers: locked.layers }, id)).schema;
+        const table = (tables[i] as NamedTable).table;
+        const was = schema.geometry ? (ESRI_KINDS[schema.geometry.type] ?? "NONE") : "NONE";
+        const now = kindOf(table.geometryType);
+        if (was !== now)
+          problems.push(
+            `Layer ${id} ('${entry}') holds ${KIND_WORDS[was] ?? was}; the file's ${i === 0 ? "first" : `number ${i + 1}`} holds ${KIND_WORDS[now] ?? now}.`,
+          );
+        layers.push({
+          name: entry,
+          title: tables.length === 1 ? p.source.title : entry,
+          ...(table.geometryType ? { geometryType: table.geometryType } : {}),
+          columns: table.fields.map((f) => ({
+            name: f.name,
+            kind: f.kind,
+            ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+          })),
+          rows: table.rows(),
+        });
+      }
+      if (problems.length > 0) throw badRequest(what, problems);
+      await store.replace(locked.service.itemId, layers, locked.settle());
+    }).catch((err: unknown) => notKept(err, what, "the service keeps its data."));
+    return tables.flatMap((t) => t.table.notes);
+  });
   const serviceurl = restServiceUrl(serverUrl(server, p.origin), HOSTED_FOLDER, service.name, "FeatureServer");
   return {
     services: [

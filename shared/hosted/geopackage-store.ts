@@ -2,6 +2,7 @@
 // (never the upload itself) and read by the same GeoPackage reader as by-reference layers, through the same Storage
 // (a folder of the data folder locally, `hosted/` of the stack's item-files bucket on AWS).
 import { randomBytes } from "node:crypto";
+import { createReadStream } from "node:fs";
 import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { DatabaseSync } from "node:sqlite";
 import { tmpdir } from "node:os";
@@ -16,7 +17,7 @@ import {
   ensureDataColumns,
   type Extent,
   type WrittenLayer,
-  writeGeoPackage,
+  writeGeoPackageStreaming,
 } from "#shared/features/geopackage-writer.ts";
 import { quote } from "#shared/features/geopackage.ts";
 import { boundsOf } from "#shared/features/sqlite-functions.ts";
@@ -77,19 +78,27 @@ async function staged(serviceItemId: string) {
   return { name, w, temporary: join(staging, `.${name}.${randomBytes(6).toString("hex")}.part`) };
 }
 
-async function keepHostedData(serviceItemId: string, write: (path: string) => void): Promise<number> {
+async function keepHostedData(serviceItemId: string, write: (path: string) => Promise<void>): Promise<number> {
   const { name, w, temporary } = await staged(serviceItemId);
   try {
-    write(temporary);
+    await write(temporary);
     if ("dir" in w) {
       const { size } = await stat(temporary);
       await rename(temporary, join(w.dir, name));
       return size;
     }
-    const bytes = await readFile(temporary);
+    // Streamed from the disk, of known length: the file is never held whole in the function's memory.
+    const { size } = await stat(temporary);
     const { s3, client } = await bucketClient();
-    await client.send(new s3.PutObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}`, Body: bytes }));
-    return bytes.length;
+    await client.send(
+      new s3.PutObjectCommand({
+        Bucket: w.bucket,
+        Key: `${PREFIX}/${name}`,
+        Body: createReadStream(temporary),
+        ContentLength: size,
+      }),
+    );
+    return size;
   } finally {
     await rm(temporary, { force: true });
   }
@@ -409,7 +418,7 @@ export const geoPackageStore: HostedStore = {
     // A new file, written whole beside the kept one, then taking its place (as a definition change's copy does).
     const { name, w, temporary } = await staged(serviceItemId);
     try {
-      const written = writeGeoPackage(temporary, layers.map(writtenLayer));
+      const written = await writeGeoPackageStreaming(temporary, layers.map(writtenLayer));
       const { size } = await stat(temporary);
       await settle(size, unionOf(written.map((l) => l.extent)));
       await putInPlace(w, name, temporary);
@@ -419,8 +428,8 @@ export const geoPackageStore: HostedStore = {
   },
   async create(serviceItemId: string, layers: readonly HostedLayer[]) {
     let written: WrittenLayer[] = [];
-    const bytes = await keepHostedData(serviceItemId, (path) => {
-      written = writeGeoPackage(path, layers.map(writtenLayer));
+    const bytes = await keepHostedData(serviceItemId, async (path) => {
+      written = await writeGeoPackageStreaming(path, layers.map(writtenLayer));
     });
     const location = hostedLocation();
     return {

@@ -3,9 +3,7 @@
 // authorizer, which lets nothing but reading run), and only its real tables are read: gpkg_contents' `features` and
 // `attributes` entries that sqlite_master lists as ordinary tables (no views, no virtual tables). Triggers cannot
 // fire (nothing is written), and the rows are copied into the GeoPackage mapgate writes: the upload is never served.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { open } from "node:fs/promises";
 import type { Geometry } from "geojson";
 import { DatasetError } from "#shared/features/errors.ts";
 import { GeoPackage, quote } from "#shared/features/geopackage.ts";
@@ -14,12 +12,15 @@ import { decodeGeoPackageGeometry } from "#shared/features/geometry/wkb.ts";
 import { hasCrs, mapPositions, registerCrs, transformer, WGS84 } from "#shared/features/geometry/projection.ts";
 import type { EsriFieldType } from "#shared/features/schema.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { type FileSource, withLocalCopy } from "#shared/hosted/file-source.ts";
 import { MAX_LAYERS } from "#shared/hosted/shapefile.ts";
 import {
   type FieldKind,
   fieldNames,
   fitsLayer,
-  MAX_CELLS,
+  maxValues,
+  MIN_VALUES,
+  VALUES_PER_BYTE,
   MAX_FIELDS,
   MAX_TEXT,
   type NamedTable,
@@ -48,37 +49,57 @@ const KINDS: Partial<Record<EsriFieldType, FieldKind>> = {
   esriFieldTypeDate: "date",
 };
 
-/** The GeoPackage's tables, one layer each: feature tables first, then attribute tables, each in gpkg_contents' order. */
-export async function geoPackageTables(bytes: Buffer, what: string): Promise<NamedTable[]> {
-  if (bytes.length < 100 || !bytes.subarray(0, 16).equals(SQLITE_MAGIC))
+/**
+ * The GeoPackage's tables, one layer each: feature tables first, then attribute tables, each in gpkg_contents'
+ * order. The upload is copied to a private temporary file (on AWS the function's /tmp) and read there while `use`
+ * runs: each table's rows are read by SQLite iteration, a row at a time, and the copy is removed after.
+ */
+export async function geoPackageTables<T>(
+  source: FileSource,
+  what: string,
+  use: (tables: NamedTable[]) => Promise<T>,
+): Promise<T> {
+  if (source.size < 100 || !(await source.head(16)).equals(SQLITE_MAGIC))
     throw badRequest(what, ["The file is not a GeoPackage: it is not an SQLite database."]);
-  const dir = await mkdtemp(join(tmpdir(), "mapgate-upload-"));
-  const copy = Buffer.from(bytes);
-  // A WAL database (header bytes 18 and 19 set to 2) would need -wal and -shm files beside it: read as the rollback
-  // journal database it is without them. The change is to mapgate's private copy, never to the upload.
-  if (copy[18] === 2) copy[18] = 1;
-  if (copy[19] === 2) copy[19] = 1;
-  const file = join(dir, "upload.gpkg");
-  let gpkg: GeoPackage | undefined;
-  try {
-    await writeFile(file, copy, { mode: 0o600 });
+  return withLocalCopy(source, "upload.gpkg", async (file) => {
+    // A WAL database (header bytes 18 and 19 set to 2) would need -wal and -shm files beside it: read as the
+    // rollback journal database it is without them. The change is to mapgate's private copy, never to the upload.
+    const handle = await open(file, "r+");
     try {
-      gpkg = await GeoPackage.open(file, "upload", { untrusted: true });
-    } catch (err) {
-      if (err instanceof DatasetError) throw badRequest(what, [`${err.message}`]);
-      throw err;
+      const versions = Buffer.alloc(2);
+      await handle.read(versions, 0, 2, 18);
+      if (versions[0] === 2 || versions[1] === 2)
+        await handle.write(
+          Buffer.from([
+            versions[0] === 2 ? 1 : (versions[0] as number),
+            versions[1] === 2 ? 1 : (versions[1] as number),
+          ]),
+          0,
+          2,
+          18,
+        );
+    } finally {
+      await handle.close();
     }
-    return readTables(gpkg, what);
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    // A file SQLite finds malformed midway (a page that lies about its content) is the upload's fault.
-    if ((err as { code?: unknown }).code === "ERR_SQLITE_ERROR")
-      throw badRequest(what, [`The GeoPackage cannot be read: ${(err as Error).message.slice(0, 160)}`]);
-    throw err;
-  } finally {
-    gpkg?.close();
-    await rm(dir, { recursive: true, force: true });
-  }
+    let gpkg: GeoPackage | undefined;
+    try {
+      try {
+        gpkg = await GeoPackage.open(file, "upload", { untrusted: true });
+      } catch (err) {
+        if (err instanceof DatasetError) throw badRequest(what, [`${err.message}`]);
+        throw err;
+      }
+      return await use(readTables(gpkg, source.size, what));
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      // A file SQLite finds malformed midway (a page that lies about its content) is the upload's fault.
+      if ((err as { code?: unknown }).code === "ERR_SQLITE_ERROR")
+        throw badRequest(what, [`The GeoPackage cannot be read: ${(err as Error).message.slice(0, 160)}`]);
+      throw err;
+    } finally {
+      gpkg?.close();
+    }
+  });
 }
 
 interface Content {
@@ -86,7 +107,7 @@ interface Content {
   readonly data_type: string;
 }
 
-function readTables(gpkg: GeoPackage, what: string): NamedTable[] {
+function readTables(gpkg: GeoPackage, bytes: number, what: string): NamedTable[] {
   const contents = gpkg.db
     .prepare(
       "SELECT c.table_name, c.data_type, m.type AS kind, m.sql FROM gpkg_contents c " +
@@ -113,8 +134,8 @@ function readTables(gpkg: GeoPackage, what: string): NamedTable[] {
     throw badRequest(what, [`The GeoPackage holds ${real.length} tables; at most ${MAX_LAYERS} are published.`]);
   let cells = 0;
   return real.map((c, i) => {
-    const table = readOne(gpkg, c, what, cells);
-    cells += table.rows.length * Math.max(table.fields.length, 1);
+    const table = readOne(gpkg, c, what, cells, bytes);
+    cells += table.count * Math.max(table.fields.length, 1);
     return { name: c.table_name, table: i === 0 ? { ...table, notes: [...notes, ...table.notes] } : table };
   });
 }
@@ -124,6 +145,7 @@ function readOne(
   c: Content,
   what: string,
   cellsBefore: number,
+  bytes: number,
 ): Omit<NamedTable["table"], "notes"> & { notes: string[] } {
   const schema = gpkg.schema(c.table_name);
   if (!schema) throw badRequest(what, [`The GeoPackage table ${shown(c.table_name)} cannot be read.`]);
@@ -167,23 +189,22 @@ function readOne(
   );
   const count = (gpkg.db.prepare(`SELECT count(*) AS n FROM ${quote(c.table_name)}`).get() as unknown as { n: number })
     .n;
-  if (cellsBefore + count * Math.max(source.length, 1) > MAX_CELLS)
+  if (cellsBefore + count * Math.max(source.length, 1) > maxValues(bytes))
     throw badRequest(what, [
-      `The GeoPackage has more than ${MAX_CELLS.toLocaleString("en")} values: at most that many are published from one file.`,
+      `The GeoPackage has more than ${maxValues(bytes).toLocaleString("en")} values: at most ${VALUES_PER_BYTE} a byte of the file are published (and ${MIN_VALUES.toLocaleString("en")} from any file).`,
     ]);
-  const longest = source.map(() => 0);
-  // An integer field of a GeoPackage may hold 64-bit values (its INTEGER is), an Integer field 32 bits: a field with
-  // a value past them (or a fraction, which SQLite lets an INTEGER column hold) is published as a Double, as a CSV's is.
-  const wide = source.map(() => false);
+  const kinds = source.map((f) => KINDS[f.type] as FieldKind);
   const columns = [schema.objectIdField, ...(g ? [g.column] : []), ...source.map((f) => f.column)];
-  const rows: GeoPackageRow[] = [];
-  let unreadable = 0;
-  let cut = 0;
   const statement = gpkg.db.prepare(
     `SELECT ${columns.map(quote).join(", ")} FROM ${quote(c.table_name)} ORDER BY ${quote(schema.objectIdField)}`,
   );
   statement.setReturnArrays(true);
-  for (const row of statement.iterate() as Iterable<unknown[]>) {
+  const offset = g ? 2 : 1;
+  /** A stored row as the layer keeps it; `seen` learns what could not be kept. */
+  const rowOf = (
+    row: unknown[],
+    seen?: { unreadable: number; cut: number; longest: number[]; wide: boolean[] },
+  ): GeoPackageRow => {
     const id = Number(row[0]);
     let geometry: Geometry | null = null;
     if (g) {
@@ -194,32 +215,41 @@ function readOne(
           if (geometry && !fitsLayer(geometryType as GeometryTypeName, geometry)) throw new Error("mixed");
           if (geometry && project) geometry = project(geometry);
         } catch {
-          unreadable++;
+          if (seen) seen.unreadable++;
           geometry = null;
         }
       }
     }
     const values: Record<string, string | number | Date | null> = Object.create(null);
-    const offset = g ? 2 : 1;
-    source.forEach((f, i) => {
-      const kind = KINDS[f.type] as FieldKind;
-      const v = cellOf(row[i + offset], kind);
-      if (kind === "integer" && typeof v === "number" && !(Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31))
-        wide[i] = true;
-      if (typeof v === "string") {
-        longest[i] = Math.max(longest[i] as number, Math.min(v.length, MAX_TEXT));
-        if (v.length > MAX_TEXT) cut++;
+    for (let i = 0; i < kinds.length; i++) {
+      const v = cellOf(row[i + offset], kinds[i] as FieldKind);
+      // An integer field of a GeoPackage may hold 64-bit values (its INTEGER is), an Integer field 32 bits: a field
+      // with a value past them (or a fraction, which SQLite lets an INTEGER column hold) is published as a Double, as
+      // a CSV's is.
+      if (
+        seen &&
+        kinds[i] === "integer" &&
+        typeof v === "number" &&
+        !(Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31)
+      )
+        seen.wide[i] = true;
+      if (typeof v === "string" && seen) {
+        seen.longest[i] = Math.max(seen.longest[i] as number, Math.min(v.length, MAX_TEXT));
+        if (v.length > MAX_TEXT) seen.cut++;
       }
       values[names[i] as string] = typeof v === "string" && v.length > MAX_TEXT ? v.slice(0, MAX_TEXT) : v;
-    });
-    rows.push({ ...(Number.isSafeInteger(id) && id > 0 ? { id } : {}), values, geometry });
-  }
-  if (unreadable > 0)
+    }
+    return { ...(Number.isSafeInteger(id) && id > 0 ? { id } : {}), values, geometry };
+  };
+  // A first reading learns the text fields' lengths and what cannot be kept; each rows() reads the table again.
+  const seen = { unreadable: 0, cut: 0, longest: source.map(() => 0), wide: source.map(() => false) };
+  for (const row of statement.iterate() as Iterable<unknown[]>) rowOf(row, seen);
+  if (seen.unreadable > 0)
     notes.push(
-      `${unreadable} geometr(ies) of ${shown(c.table_name)} could not be read or are not of its declared type: kept without geometry.`,
+      `${seen.unreadable} geometr(ies) of ${shown(c.table_name)} could not be read or are not of its declared type: kept without geometry.`,
     );
-  if (cut > 0) notes.push(`${cut} value(s) longer than ${MAX_TEXT} characters were cut.`);
-  const widened = names.filter((_, i) => wide[i]);
+  if (seen.cut > 0) notes.push(`${seen.cut} value(s) longer than ${MAX_TEXT} characters were cut.`);
+  const widened = names.filter((_, i) => seen.wide[i]);
   if (widened.length > 0)
     notes.push(
       `${widened.length} integer field(s) of ${shown(c.table_name)} hold values past 32 bits (an Integer's): published as Double: ${widened.slice(0, 10).join(", ")}${widened.length > 10 ? ", …" : ""}.`,
@@ -227,10 +257,18 @@ function readOne(
   const fields: TableField[] = source.map((f, i) => ({
     name: names[i] as string,
     alias: f.alias,
-    kind: wide[i] ? "double" : (KINDS[f.type] as FieldKind),
-    length: Math.max(f.length ?? 0, longest[i] as number),
+    kind: seen.wide[i] ? "double" : (KINDS[f.type] as FieldKind),
+    length: Math.max(f.length ?? 0, seen.longest[i] as number),
   }));
-  return { fields, rows, ...(geometryType ? { geometryType } : {}), notes };
+  return {
+    fields,
+    count,
+    async *rows() {
+      for (const row of statement.iterate() as Iterable<unknown[]>) yield rowOf(row);
+    },
+    ...(geometryType ? { geometryType } : {}),
+    notes,
+  };
 }
 
 /** A cell as its field keeps it: dates read as GeoPackage writes them (ISO 8601, UTC), blobs and bad values as null. */

@@ -5,7 +5,6 @@ import type { FamilyOperation } from "#shared/http/router.ts";
 import { badRequest, forbidden } from "#shared/http/errors.ts";
 import { requireUser } from "#shared/http/pipeline.ts";
 import { canManage, visibleItem } from "#shared/items.ts";
-import { itemFiles } from "#shared/stores/item-files.ts";
 import { tagsOf } from "#shared/publishing.ts";
 import { uploadStatus } from "#shared/upload-parts.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";
@@ -26,21 +25,23 @@ export const analyzeOperation: FamilyOperation = {
     const { user, privileges } = requireUser(req);
     if (user.role !== "org_admin" && !privileges.includes(CREATE_ITEM_PRIVILEGE)) throw forbidden();
     const { analysis, fileTypeOf, parametersOf, readTables } = await publishing();
+    const { bufferSource, itemFileSource } = await import("#shared/hosted/file-source.ts");
     const parameters = parametersOf(req.params.caseless("analyzeParameters"), "analyzeParameters", what);
     const sent = req.params.file("file");
     const itemId = req.params.caseless("itemId");
     if (sent) {
       const filetype = fileTypeOf(req.params.caseless("filetype"), what);
-      const tables = await readTables(sent.bytes, filetype, parameters, what);
-      return analysis(filetype, sent.filename.replace(/\.[^.]*$/, ""), tables);
+      return readTables(bufferSource(sent.bytes), filetype, parameters, what, (tables) =>
+        analysis(filetype, sent.filename.replace(/\.[^.]*$/, ""), tables),
+      );
     }
     if (!itemId) throw badRequest(what, ["Give 'itemId' (an uploaded file's item) or send the 'file' itself."]);
     const item = await visibleItem(req.identity, itemId);
     if (!item.file) throw badRequest(what, ["The item holds no uploaded file to analyze."]);
     const filetype = fileTypeOf(req.params.caseless("filetype") ?? item.type, what, item);
-    const bytes = await itemFiles().get(item.itemId);
-    if (!bytes) throw new Error(`the file of item ${item.itemId} is missing`);
-    return analysis(filetype, item.title, await readTables(bytes, filetype, parameters, what));
+    return readTables(await itemFileSource(item.itemId), filetype, parameters, what, (tables) =>
+      analysis(filetype, item.title, tables),
+    );
   },
 };
 

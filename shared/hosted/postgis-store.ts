@@ -319,7 +319,7 @@ async function insertRows(client: PoolClient, table: string, layer: HostedLayer)
     values = [];
     tuples = [];
   };
-  for (const row of layer.rows) {
+  for await (const row of layer.rows) {
     const cells: string[] = [];
     for (const name of names) {
       const v = row.values?.[name];
@@ -505,6 +505,11 @@ async function updateRows(
  * layer's highest), matched ones updated by their object id; the data's new size and the layer's extent settled
  * before COMMIT, so a refusal rolls everything back.
  */
+/** Rows held in memory (an append's, checked before any is written) as the writer takes them. */
+async function* eachOf<T>(rows: readonly T[]): AsyncIterable<T> {
+  yield* rows;
+}
+
 async function append(serviceItemId: string, change: LayerAppend, kept: DefinitionChange): Promise<AppendCounts> {
   const schema = schemaOf(serviceItemId);
   const table = `${quoteIdentifier(schema)}.${quoteIdentifier(tableOf(change.table))}`;
@@ -537,7 +542,7 @@ async function append(serviceItemId: string, change: LayerAppend, kept: Definiti
       title: change.table,
       ...(change.geometryType ? { geometryType: change.geometryType } : {}),
       columns: change.columns.map((name) => ({ name, kind: "string" as const })),
-      rows: inserts,
+      rows: eachOf(inserts),
     });
     const extent = change.geometryType ? await extentOf(client, table) : undefined;
     await noteRevision(client, schema, kept.revision);

@@ -16,7 +16,7 @@ import {
   RESERVED_TABLE,
   type Table,
 } from "#shared/hosted/tables.ts";
-import { hostedStore } from "#shared/hosted/store.ts";
+import { hostedStore, type KeptService } from "#shared/hosted/store.ts";
 import { emit } from "#shared/events.ts";
 import { logger } from "#shared/log.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
@@ -25,7 +25,8 @@ import { itemId as newItemId } from "#shared/ids.ts";
 import { serviceItem } from "#shared/items.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
-import { itemFiles } from "#shared/stores/item-files.ts";
+import { type FileSource, itemFileSource } from "#shared/hosted/file-source.ts";
+import type { GeoPackageRow } from "#shared/features/geopackage-writer.ts";
 import { retryingConflicts } from "#shared/stores/dynamo.ts";
 import { type Item, quotaFailure, StorageQuotaError, usageCharge } from "#shared/stores/items.ts";
 import { quotaExceeded } from "#shared/uploads.ts";
@@ -105,39 +106,63 @@ export function fileTypeOf(raw: string | undefined, what: string, item?: Item): 
 /**
  * The file's tables, one per layer, read as `parameters` say (a CSV's coordinate columns, or `locationType: none`):
  * a CSV or GeoJSON file has one (its name given when published), a zipped shapefile or a GeoPackage one per layer.
+ * The tables' rows are read again from the file while `use` runs (a GeoPackage or a zip from a private temporary
+ * copy, removed after it); the file is never held whole.
  */
-export async function readTables(
-  bytes: Buffer,
+export async function readTables<T>(
+  source: FileSource,
   filetype: string,
   parameters: Record<string, unknown>,
   what: string,
-): Promise<NamedTable[]> {
+  use: (tables: NamedTable[]) => Promise<T>,
+): Promise<T> {
   if (filetype === "shapefile") {
     const { shapefileTables } = await import("#shared/hosted/shapefile.ts");
-    return shapefileTables(bytes, what);
+    return shapefileTables(source, what, use);
   }
   if (filetype === "geopackage") {
     const { geoPackageTables } = await import("#shared/hosted/geopackage-upload.ts");
-    return geoPackageTables(bytes, what);
+    return geoPackageTables(source, what, use);
   }
-  return [{ name: "", table: readTable(bytes, filetype, parameters, what) }];
+  return use([{ name: "", table: await readTable(source, filetype, parameters, what) }]);
 }
 
 /** A CSV or GeoJSON file's table. */
-function readTable(bytes: Buffer, filetype: string, parameters: Record<string, unknown>, what: string): Table {
-  if (filetype === "geojson") return geoJsonTable(bytes, what);
+async function readTable(
+  source: FileSource,
+  filetype: string,
+  parameters: Record<string, unknown>,
+  what: string,
+): Promise<Table> {
+  if (filetype === "geojson") return geoJsonTable(source, what);
   const none = parameters.locationType === "none";
   const delimiter = optionalText(parameters.columnDelimiter);
   if (delimiter !== undefined && !(DELIMITERS as readonly string[]).includes(delimiter))
     throw badRequest(what, ["'columnDelimiter' must be a comma, a semicolon, a tab or a vertical bar."]);
-  const table = csvTable(bytes, what, {
+  const table = await csvTable(source, what, {
     latitude: optionalText(parameters.latitudeFieldName),
     longitude: optionalText(parameters.longitudeFieldName),
     delimiter,
   });
   if (!none) return table;
   const { geometryType: _g, location: _l, ...attributes } = table;
-  return { ...attributes, rows: table.rows.map((r) => ({ values: r.values ?? {} })) };
+  return {
+    ...attributes,
+    async *rows() {
+      for await (const r of table.rows()) yield { values: r.values ?? {} };
+    },
+  };
+}
+
+/** The first rows of a table (analyze's records), its reading stopped after them. */
+async function firstRows(table: Table, n: number): Promise<GeoPackageRow[]> {
+  const out: GeoPackageRow[] = [];
+  if (n <= 0) return out;
+  for await (const row of table.rows()) {
+    out.push(row);
+    if (out.length >= n) break;
+  }
+  return out;
 }
 
 /** A service name from a title, as ArcGIS suggests one: letters, digits and `_`, starting with a letter. */
@@ -192,7 +217,11 @@ export function layerInfo(name: string, table: Table, id = 0): Record<string, un
  * What `analyze` answers: the parameters to publish the file with (a file of several layers lists each in
  * `layers`, `layerInfo` being the first), and its first layer's first records as features.
  */
-export function analysis(filetype: string, title: string, tables: readonly NamedTable[]): Record<string, unknown> {
+export async function analysis(
+  filetype: string,
+  title: string,
+  tables: readonly NamedTable[],
+): Promise<Record<string, unknown>> {
   const name = serviceNameFrom(title);
   const names = layerNames(tables, name);
   const table = (tables[0] as NamedTable).table;
@@ -218,7 +247,7 @@ export function analysis(filetype: string, title: string, tables: readonly Named
         ? { layers: tables.map((t, id) => layerInfo(names[id] as string, t.table, id)) }
         : {}),
     },
-    records: table.rows.slice(0, 10).map((r) => ({ attributes: r.values ?? {}, geometry: r.geometry ?? null })),
+    records: (await firstRows(table, 10)).map((r) => ({ attributes: r.values ?? {}, geometry: r.geometry ?? null })),
     notes: tables.flatMap((t) => t.table.notes),
   };
 }
@@ -252,6 +281,62 @@ async function keeping<T>(make: () => Promise<T>, what: string): Promise<T> {
   }
 }
 
+/** What publishing keeps from a file item: its data, as a service item's (publishHosted, or a job's task). */
+export interface KeepRequest {
+  readonly source: Item & { readonly file: NonNullable<Item["file"]> };
+  readonly filetype: string;
+  readonly parameters: Record<string, unknown>;
+  /** The service item the data belongs to (what names it in the hosted store). */
+  readonly serviceItemId: string;
+  /** The service's name, which a CSV's or GeoJSON's one layer takes (other layers are named from their sources). */
+  readonly serviceName: string;
+}
+
+export interface PublishedData {
+  readonly kept: KeptService;
+  /** The layers' names, in the order of `kept.layers`. */
+  readonly layers: readonly string[];
+  /** What was read but not kept, in words. */
+  readonly notes: readonly string[];
+  /** The source file's size in bytes. */
+  readonly size: number;
+}
+
+/**
+ * Reads a file item and keeps its data in the hosted store under `serviceItemId`: the file is read twice as a
+ * stream (its fields, then its rows written in batches), never whole, so a function's memory bounds no file. All of
+ * the data is kept or (throwing) none; the service and item that name it are the caller's to make.
+ */
+export async function keepPublishedData(k: KeepRequest, what: string): Promise<PublishedData> {
+  const source = await itemFileSource(k.source.itemId);
+  const store = await hostedStore();
+  return readTables(source, k.filetype, k.parameters, what, async (tables) => {
+    const names = layerNames(tables, k.serviceName);
+    const notes = tables.flatMap((t) => t.table.notes);
+    const kept = await keeping(
+      () =>
+        store.create(
+          k.serviceItemId,
+          tables.map(({ table }, i) => ({
+            name: names[i] as string,
+            title: tables.length === 1 ? k.source.title : (names[i] as string),
+            ...(table.geometryType ? { geometryType: table.geometryType } : {}),
+            columns: table.fields.map((f) => ({
+              name: f.name,
+              kind: f.kind,
+              ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+              // The alias analyze showed, kept with the data (a renamed column keeps its own name there).
+              ...(f.alias !== "" && f.alias !== f.name ? { title: f.alias } : {}),
+            })),
+            rows: table.rows(),
+          })),
+        ),
+      what,
+    );
+    return { kept, layers: names, notes, size: source.size };
+  });
+}
+
 /** The service a publish makes: its checked name, on the organization's hosting server. */
 export async function publishTarget(p: PublishRequest, what: string): Promise<{ name: string; server: Server }> {
   const name = optionalText(p.parameters.name) ?? serviceNameFrom(p.source.title);
@@ -283,34 +368,18 @@ export interface MadeService {
  */
 export async function makeHostedService(p: PublishRequest, target: HostedTarget, what: string): Promise<MadeService> {
   const { name, server, serviceItemId } = target;
-  const bytes = await itemFiles().get(p.source.itemId);
-  if (!bytes) throw new Error(`the file of item ${p.source.itemId} is missing`);
-  const tables = await readTables(bytes, p.filetype, p.parameters, what);
-  const names = layerNames(tables, name);
-  const notes = tables.flatMap((t) => t.table.notes);
   const store = await hostedStore();
-  const kept = await keeping(
-    () =>
-      store.create(
-        serviceItemId,
-        tables.map(({ table }, i) => ({
-          name: names[i] as string,
-          title: tables.length === 1 ? p.source.title : (names[i] as string),
-          ...(table.geometryType ? { geometryType: table.geometryType } : {}),
-          columns: table.fields.map((f) => ({
-            name: f.name,
-            kind: f.kind,
-            ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
-            // The alias analyze showed, kept with the data (a renamed column keeps its own name there).
-            ...(f.alias !== "" && f.alias !== f.name ? { title: f.alias } : {}),
-          })),
-          rows: table.rows,
-        })),
-      ),
+  const {
+    kept,
+    layers: names,
+    notes,
+    size,
+  } = await keepPublishedData(
+    { source: p.source, filetype: p.filetype, parameters: p.parameters, serviceItemId, serviceName: name },
     what,
   );
   const [first] = kept.layers;
-  if (!first || kept.layers.length !== tables.length) throw new Error("the hosted store kept other layers");
+  if (!first || kept.layers.length !== names.length) throw new Error("the hosted store kept other layers");
   let extent: [number, number, number, number] | undefined;
   for (const { extent: e } of kept.layers) {
     if (!e) continue;
@@ -375,7 +444,7 @@ export async function makeHostedService(p: PublishRequest, target: HostedTarget,
     if (refused) throw quotaExceeded(refused.whose, quota);
     throw err;
   }
-  return { serviceItemId, size: bytes.length, notes };
+  return { serviceItemId, size, notes };
 }
 
 /** The answer to a publish, as ArcGIS gives it (its job done, or running: clients poll the item's status). */

@@ -3,6 +3,10 @@
 // descriptors and fixed-width records, so an empty date or number is no value rather than a made-up one) and .prj (its coordinate system, known to proj4 by EPSG code or by its WKT), with .cpg naming the
 // attributes' encoding. Geometry is projected to WGS 84, as hosted layers keep it, and polygon rings turned as
 // GeoJSON wants them (exterior counter-clockwise, holes clockwise).
+import { createReadStream } from "node:fs";
+import { type FileHandle, mkdtemp, open, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Geometry, Position } from "geojson";
 import proj4 from "proj4";
 import * as shapefile from "shapefile";
@@ -10,13 +14,16 @@ import type { GeometryTypeName, GeoPackageRow } from "#shared/features/geopackag
 import { hasCrs, mapPositions, transformer, WGS84 } from "#shared/features/geometry/projection.ts";
 import { orient } from "#shared/features/geometry/rings.ts";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
-import { readZip } from "#shared/hosted/zip.ts";
+import { extractZip } from "#shared/hosted/zip.ts";
+import { type FileSource, withLocalCopy } from "#shared/hosted/file-source.ts";
 import {
-  checkCells,
+  checkValues,
   type FieldKind,
   fieldNames,
   fitsLayer,
-  MAX_CELLS,
+  maxValues,
+  MIN_VALUES,
+  VALUES_PER_BYTE,
   MAX_FIELDS,
   type NamedTable,
   type Table,
@@ -32,8 +39,8 @@ export const MAX_LAYERS = 32;
  */
 export const MAX_RING_WORK = 200_000_000;
 /**
- * The most vertices the shapefiles of one zip may hold: each becomes a position held while the layer is written
- * (about 4,000,000 fit the function's memory beside everything else).
+ * The most vertices the shapefiles of one zip may hold: what bounds the work of reading them, and the largest
+ * shape held at a time (shapes are read one by one from the inflated files).
  */
 export const MAX_VERTICES = 4_000_000;
 
@@ -60,21 +67,48 @@ const POLYGON_TYPES = new Set([5, 15, 25]);
 const PARTS_TYPES = new Set([3, 13, 23, 5, 15, 25]);
 const MULTIPOINT_TYPES = new Set([8, 18, 28]);
 
-/** The zip's shapefiles, one table each, in the order of their names. */
-export async function shapefileTables(bytes: Buffer, what: string): Promise<NamedTable[]> {
-  const files = await readZip(bytes, what);
-  const sets = new Map<string, Map<string, Buffer>>();
-  for (const [path, content] of files) {
-    if (path.startsWith("__MACOSX/")) continue;
-    const m = PART.exec(path);
+/** A file the zip held, inflated into the private temporary folder. */
+interface Part {
+  readonly path: string;
+  readonly size: number;
+}
+
+/**
+ * The zip's shapefiles, one table each, in the order of their names. The zip is copied to a private temporary file
+ * and its entries inflated into a private temporary folder (on AWS the function's /tmp), both removed once `use` is
+ * done: shapes and records are read from those files a record at a time, never whole.
+ */
+export async function shapefileTables<T>(
+  source: FileSource,
+  what: string,
+  use: (tables: NamedTable[]) => Promise<T>,
+): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), "mapgate-shapefile-"));
+  try {
+    const files = await withLocalCopy(source, "upload.zip", (path) => extractZip(path, dir, what));
+    return await use(await tablesOf(files, what));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function tablesOf(files: Map<string, string>, what: string): Promise<NamedTable[]> {
+  let dbfBytes = 0;
+  const sets = new Map<string, { base: string; parts: Map<string, Part> }>();
+  for (const [name, path] of files) {
+    if (name.startsWith("__MACOSX/")) continue;
+    const m = PART.exec(name);
     if (!m) continue;
     const base = m[1] as string;
     const key = base.toLowerCase();
     let set = sets.get(key);
-    if (!set) sets.set(key, (set = new Map([["", Buffer.from(base)]])));
-    set.set((m[2] as string).toLowerCase(), content);
+    if (!set) sets.set(key, (set = { base, parts: new Map() }));
+    const ext = (m[2] as string).toLowerCase();
+    const { size } = await stat(path);
+    set.parts.set(ext, { path, size });
+    if (ext === "dbf") dbfBytes += size;
   }
-  const shapefiles = [...sets.entries()].filter(([, s]) => s.has("shp") || s.has("dbf"));
+  const shapefiles = [...sets.entries()].filter(([, s]) => s.parts.has("shp") || s.parts.has("dbf"));
   if (shapefiles.length === 0) throw badRequest(what, ["The zip file holds no shapefile (.shp and .dbf)."]);
   if (shapefiles.length > MAX_LAYERS)
     throw badRequest(what, [
@@ -84,21 +118,67 @@ export async function shapefileTables(bytes: Buffer, what: string): Promise<Name
   const out: NamedTable[] = [];
   let cells = 0;
   const vertices = { count: 0 };
-  for (const [, set] of shapefiles) {
-    const base = (set.get("") as Buffer).toString();
+  for (const [, { base, parts }] of shapefiles) {
     for (const ext of ["shp", "dbf", "prj"])
-      if (!set.has(ext))
+      if (!parts.has(ext))
         throw badRequest(what, [`The shapefile ${shown(base)} has no ${shown(`${base}.${ext}`)} in the zip file.`]);
-    const table = await oneShapefile(base, set, vertices, what);
-    cells += table.rows.length * Math.max(table.fields.length, 1);
-    if (cells > MAX_CELLS)
+    const table = await oneShapefile(base, parts, vertices, what);
+    cells += table.count * Math.max(table.fields.length, 1);
+    if (cells > maxValues(dbfBytes))
       throw badRequest(what, [
-        `The shapefiles hold more than ${MAX_CELLS.toLocaleString("en")} values: at most that many are published from one file.`,
+        `The shapefiles hold more than ${maxValues(dbfBytes).toLocaleString("en")} values: at most ${VALUES_PER_BYTE} a byte of their .dbf files are published (and ${MIN_VALUES.toLocaleString("en")} from any file).`,
       ]);
     out.push({ name: base.split("/").at(-1) as string, table });
   }
   return out;
 }
+
+/** The most a .prj or .cpg may hold: they name a coordinate system or an encoding, in a few hundred bytes. */
+const MAX_SMALL_PART = 64 * 1024;
+
+/** A small part's bytes (.prj, .cpg); undefined when it is larger than any such file is. */
+async function smallPart(part: Part | undefined): Promise<Buffer | undefined> {
+  if (!part || part.size > MAX_SMALL_PART) return undefined;
+  return readFile(part.path);
+}
+
+/**
+ * A file read in order by positioned reads through one window (1 MiB, or the record asked for): what reads a .shp's
+ * records and a .dbf's without holding either whole.
+ */
+class FileWindow {
+  readonly #handle: FileHandle;
+  readonly size: number;
+  #start = 0;
+  #bytes = Buffer.alloc(0);
+
+  private constructor(handle: FileHandle, size: number) {
+    this.#handle = handle;
+    this.size = size;
+  }
+
+  static async open(part: Part): Promise<FileWindow> {
+    return new FileWindow(await open(part.path, "r"), part.size);
+  }
+
+  /** `length` bytes from `at` (fewer at the file's end). */
+  async bytes(at: number, length: number): Promise<Buffer> {
+    if (at >= this.#start && at + length <= this.#start + this.#bytes.length)
+      return this.#bytes.subarray(at - this.#start, at - this.#start + length);
+    const want = Math.min(Math.max(length, WINDOW), Math.max(this.size - at, 0));
+    const buffer = Buffer.allocUnsafe(want);
+    const { bytesRead } = await this.#handle.read(buffer, 0, want, at);
+    this.#start = at;
+    this.#bytes = buffer.subarray(0, bytesRead);
+    return this.#bytes.subarray(0, Math.min(length, bytesRead));
+  }
+
+  async close(): Promise<void> {
+    await this.#handle.close();
+  }
+}
+
+const WINDOW = 1024 * 1024;
 
 /** The encoding a .cpg names, as TextDecoder knows it (code page numbers as their Windows or ISO names). */
 function encodingOf(base: string, cpg: Buffer | undefined, what: string): string {
@@ -162,8 +242,11 @@ interface Dbf {
   readonly count: number;
 }
 
-/** The .dbf's header and field descriptors (dBASE III: 32 bytes each after the 32-byte header, ending at 0x0D). */
-function dbfOf(base: string, dbf: Buffer, encoding: string, what: string): Dbf {
+/**
+ * The .dbf's header and field descriptors (dBASE III: 32 bytes each after the 32-byte header, ending at 0x0D), from
+ * its first bytes (`dbf`, which hold the whole header: at most 65,535 bytes); `size` is the file's.
+ */
+function dbfOf(base: string, dbf: Buffer, size: number, encoding: string, what: string): Dbf {
   const damaged = () => badRequest(what, [`The shapefile ${shown(base)} has a damaged .dbf file.`]);
   if (dbf.length < 33) throw damaged();
   const count = dbf.readUInt32LE(4);
@@ -192,7 +275,7 @@ function dbfOf(base: string, dbf: Buffer, encoding: string, what: string): Dbf {
         `The shapefile ${shown(base)} has more than ${MAX_FIELDS} fields; a layer holds at most ${MAX_FIELDS}.`,
       ]);
   }
-  if (offset > recordLength || recordLength === 0 || headerLength + count * recordLength > dbf.length) throw damaged();
+  if (offset > recordLength || recordLength === 0 || headerLength + count * recordLength > size) throw damaged();
   return { fields, headerLength, recordLength, count };
 }
 
@@ -225,25 +308,54 @@ function kindOf(base: string, f: DbfField, what: string): FieldKind | undefined 
 }
 
 /** The .shp's layer geometry type, after walking its records once: their bounds, and the polygons' ring work. */
-function scanShp(base: string, shp: Buffer, vertices: { count: number }, what: string): GeometryTypeName | undefined {
+async function scanShp(
+  base: string,
+  part: Part,
+  vertices: { count: number },
+  what: string,
+): Promise<GeometryTypeName | undefined> {
+  const shp = await FileWindow.open(part);
+  try {
+    return await scanRecords(base, shp, vertices, what);
+  } finally {
+    await shp.close();
+  }
+}
+
+/** The most bytes one shape's record may hold: MAX_VERTICES positions, and room for its parts' indexes. */
+const MAX_RECORD = 16 * MAX_VERTICES + 1024 * 1024;
+
+async function scanRecords(
+  base: string,
+  shp: FileWindow,
+  vertices: { count: number },
+  what: string,
+): Promise<GeometryTypeName | undefined> {
   const damaged = () => badRequest(what, [`The shapefile ${shown(base)} has a damaged .shp file.`]);
-  if (shp.length < 100 || shp.readInt32BE(0) !== 9994) throw damaged();
-  const shapeType = shp.readInt32LE(32);
+  const head = await shp.bytes(0, 100);
+  if (head.length < 100 || head.readInt32BE(0) !== 9994) throw damaged();
+  const shapeType = head.readInt32LE(32);
   if (!(shapeType in SHAPE_TYPES))
     throw badRequest(what, [
       `The shapefile ${shown(base)} holds shapes of type ${shapeType} (multipatches), which a layer cannot hold.`,
     ]);
   let work = 0;
-  for (let at = 100; at + 8 <= shp.length;) {
-    const length = shp.readInt32BE(at + 4) * 2;
+  for (let at = 100; at + 8 <= shp.size;) {
+    const length = (await shp.bytes(at, 8)).readInt32BE(4) * 2;
     const content = at + 8;
-    if (length < 4 || content + length > shp.length) throw damaged();
-    const type = shp.readInt32LE(content);
+    if (length < 4 || content + length > shp.size) throw damaged();
+    if (length > MAX_RECORD)
+      throw badRequest(what, [
+        `The shapefiles hold more than ${MAX_VERTICES.toLocaleString("en")} vertices: at most that many are published from one file.`,
+      ]);
+    // One record at a time, its offsets from its start.
+    const rec = await shp.bytes(content, length);
+    const type = rec.readInt32LE(0);
     if (type !== 0 && type !== shapeType) throw damaged();
     if (type !== 0) {
       const offset = PARTS_TYPES.has(type) ? 40 : MULTIPOINT_TYPES.has(type) ? 36 : -1;
       if (offset > 0 && length < offset + 4) throw damaged();
-      vertices.count += offset > 0 ? Math.max(shp.readInt32LE(content + offset), 0) : 1;
+      vertices.count += offset > 0 ? Math.max(rec.readInt32LE(offset), 0) : 1;
       if (vertices.count > MAX_VERTICES)
         throw badRequest(what, [
           `The shapefiles hold more than ${MAX_VERTICES.toLocaleString("en")} vertices: at most that many are published from one file.`,
@@ -251,23 +363,23 @@ function scanShp(base: string, shp: Buffer, vertices: { count: number }, what: s
     }
     if (POLYGON_TYPES.has(type)) {
       if (length < 44) throw damaged();
-      const parts = shp.readInt32LE(content + 36);
-      const points = shp.readInt32LE(content + 40);
-      const xy = content + 44 + 4 * parts;
+      const parts = rec.readInt32LE(36);
+      const points = rec.readInt32LE(40);
+      const xy = 44 + 4 * parts;
       if (parts < 0 || points < 0 || 44 + 4 * parts + 16 * points > length) throw damaged();
       let outer = 0;
       let holes = 0;
       for (let i = 0; i < parts; i++) {
-        const from = shp.readInt32LE(content + 44 + 4 * i);
-        const to = i + 1 < parts ? shp.readInt32LE(content + 48 + 4 * i) : points;
+        const from = rec.readInt32LE(44 + 4 * i);
+        const to = i + 1 < parts ? rec.readInt32LE(48 + 4 * i) : points;
         if (from < 0 || to > points || from > to) throw damaged();
         // Shoelace: a clockwise ring (negative area, y up) is an exterior in a shapefile.
         let area = 0;
         for (let k = from; k < to; k++) {
           const j = k + 1 < to ? k + 1 : from;
           area +=
-            shp.readDoubleLE(xy + 16 * k) * shp.readDoubleLE(xy + 16 * j + 8) -
-            shp.readDoubleLE(xy + 16 * j) * shp.readDoubleLE(xy + 16 * k + 8);
+            rec.readDoubleLE(xy + 16 * k) * rec.readDoubleLE(xy + 16 * j + 8) -
+            rec.readDoubleLE(xy + 16 * j) * rec.readDoubleLE(xy + 16 * k + 8);
         }
         if (area < 0) outer += to - from;
         else holes += to - from;
@@ -295,16 +407,26 @@ const finite = (p: Position) => Number.isFinite(p[0]) && Number.isFinite(p[1]);
 
 async function oneShapefile(
   base: string,
-  set: Map<string, Buffer>,
+  parts: Map<string, Part>,
   vertices: { count: number },
   what: string,
 ): Promise<Table> {
-  const encoding = encodingOf(base, set.get("cpg"), what);
-  const project = fromPrj(base, set.get("prj") as Buffer, what);
-  const shp = set.get("shp") as Buffer;
-  const dbf = set.get("dbf") as Buffer;
-  const geometryType = scanShp(base, shp, vertices, what);
-  const header = dbfOf(base, dbf, encoding, what);
+  const cpg = parts.get("cpg");
+  const cpgBytes = await smallPart(cpg);
+  if (cpg && !cpgBytes)
+    throw badRequest(what, [`The shapefile ${shown(base)} has a .cpg of ${cpg.size} bytes: it names an encoding.`]);
+  const encoding = encodingOf(base, cpgBytes, what);
+  const project = fromPrj(base, (await smallPart(parts.get("prj"))) ?? Buffer.alloc(0), what);
+  const shp = parts.get("shp") as Part;
+  const dbf = parts.get("dbf") as Part;
+  const geometryType = await scanShp(base, shp, vertices, what);
+  const dbfHead = await FileWindow.open(dbf);
+  let header: Dbf;
+  try {
+    header = dbfOf(base, await dbfHead.bytes(0, 65_536 + 32), dbf.size, encoding, what);
+  } finally {
+    await dbfHead.close();
+  }
   const kinds = header.fields.map((f) => kindOf(base, f, what));
   const kept = header.fields.flatMap((f, i) => (kinds[i] ? [{ f, kind: kinds[i] }] : []));
   const notes: string[] = [];
@@ -323,45 +445,65 @@ async function oneShapefile(
     notes.push(
       `${left} memo, binary or general field(s) of ${base}.dbf were left out (a shapefile has no .dbt to read).`,
     );
-  checkCells(header.count, Math.max(fields.length, 1), what);
-  let source: Awaited<ReturnType<typeof shapefile.openShp>>;
-  try {
-    source = await shapefile.openShp(shp);
-  } catch {
-    throw badRequest(what, [`The shapefile ${shown(base)} cannot be read.`]);
-  }
+  checkValues(header.count, Math.max(fields.length, 1), dbf.size, what);
   const decoder = new TextDecoder(encoding);
-  const rows: GeoPackageRow[] = [];
-  let unprojected = 0;
-  try {
-    for (let i = 0; ; i++) {
-      const { done, value } = await source.read();
-      if (done) break;
-      if (i >= header.count)
-        throw badRequest(what, [`The shapefile ${shown(base)} has more shapes than its .dbf has records.`]);
-      const record = header.headerLength + i * header.recordLength;
-      const values: Record<string, string | number | Date | null> = Object.create(null);
-      kept.forEach(({ f, kind }, k) => {
-        const start = record + f.offset;
-        values[names[k] as string] = cellOf(decoder.decode(dbf.subarray(start, start + f.length)), f.type, kind);
-      });
-      let geometry: Geometry | null = value ? rewound(mapPositions(value as Geometry, project)) : null;
-      if (geometry && (!geometryType || !fitsLayer(geometryType, geometry))) throw new Error("a shape of another type");
-      if (geometry && !positions(geometry).every(finite)) {
-        unprojected++;
-        geometry = null;
-      }
-      rows.push({ values, geometry });
+  /** The shapefile's rows, a shape and its record at a time; `seen` counts the shapes not projected. */
+  async function* rowsOf(seen: { unprojected: number }): AsyncGenerator<GeoPackageRow> {
+    let source: Awaited<ReturnType<typeof shapefile.openShp>>;
+    try {
+      // Read from its file as a stream, a shape at a time.
+      source = await shapefile.openShp(createReadStream(shp.path));
+    } catch {
+      throw badRequest(what, [`The shapefile ${shown(base)} cannot be read.`]);
     }
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    throw badRequest(what, [`The shapefile ${shown(base)} cannot be read: its .shp or .dbf is damaged.`]);
+    let i = 0;
+    const records = await FileWindow.open(dbf);
+    try {
+      for (; ; i++) {
+        const { done, value } = await source.read();
+        if (done) break;
+        if (i >= header.count)
+          throw badRequest(what, [`The shapefile ${shown(base)} has more shapes than its .dbf has records.`]);
+        const record = await records.bytes(header.headerLength + i * header.recordLength, header.recordLength);
+        const values: Record<string, string | number | Date | null> = Object.create(null);
+        kept.forEach(({ f, kind }, k) => {
+          values[names[k] as string] = cellOf(
+            decoder.decode(record.subarray(f.offset, f.offset + f.length)),
+            f.type,
+            kind,
+          );
+        });
+        let geometry: Geometry | null = value ? rewound(mapPositions(value as Geometry, project)) : null;
+        if (geometry && (!geometryType || !fitsLayer(geometryType, geometry)))
+          throw new Error("a shape of another type");
+        if (geometry && !positions(geometry).every(finite)) {
+          seen.unprojected++;
+          geometry = null;
+        }
+        yield { values, geometry };
+      }
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      throw badRequest(what, [`The shapefile ${shown(base)} cannot be read: its .shp or .dbf is damaged.`]);
+    } finally {
+      await source.cancel?.().catch(() => undefined);
+      await records.close();
+    }
+    if (i !== header.count)
+      throw badRequest(what, [`The shapefile ${shown(base)} has ${i} shapes for ${header.count} records.`]);
   }
-  if (rows.length !== header.count)
-    throw badRequest(what, [`The shapefile ${shown(base)} has ${rows.length} shapes for ${header.count} records.`]);
-  if (unprojected > 0)
-    notes.push(`${unprojected} shape(s) of ${base} could not be projected to WGS 84: kept without geometry.`);
-  return { fields, rows, ...(geometryType ? { geometryType } : {}), notes };
+  // A first reading checks every shape and record and counts what cannot be kept; each rows() reads them again.
+  const seen = { unprojected: 0 };
+  for await (const _ of rowsOf(seen));
+  if (seen.unprojected > 0)
+    notes.push(`${seen.unprojected} shape(s) of ${base} could not be projected to WGS 84: kept without geometry.`);
+  return {
+    fields,
+    count: header.count,
+    rows: () => rowsOf({ unprojected: 0 }),
+    ...(geometryType ? { geometryType } : {}),
+    notes,
+  };
 }
 
 function positions(g: Geometry): Position[] {

@@ -35,7 +35,8 @@ export interface HostedLayer {
   /** Absent: a table. Geometry is WGS 84 (EPSG:4326). */
   readonly geometryType?: GeometryTypeName;
   readonly columns: readonly HostedColumn[];
-  readonly rows: Iterable<GeoPackageRow>;
+  /** Read once, as the store writes them (a batch at a time): never all in memory. */
+  readonly rows: AsyncIterable<GeoPackageRow>;
 }
 
 export interface KeptService {

@@ -1,12 +1,16 @@
-// What an uploaded CSV or GeoJSON file holds, read once: its fields (names made safe, types inferred from every
-// value), its rows, its geometry (CSV: points from the latitude and longitude columns found; GeoJSON: its features'
-// geometry), and what could not be read, counted. `content/features/analyze` answers this as publishParameters;
-// publishing writes the same rows into the layer's GeoPackage, so what analyze showed is what is published.
+// What an uploaded CSV or GeoJSON file holds, read as a stream and never whole: a first reading learns its fields
+// (names made safe, types inferred from every value), its geometry (CSV: points from the latitude and longitude
+// columns found; GeoJSON: its features' geometry) and what cannot be kept, counted; each later reading (`rows()`)
+// makes its rows one at a time. `content/features/analyze` answers the first as publishParameters; publishing
+// writes the rows of the second into the layer's store, so what analyze showed is what is published.
+import { pipeline } from "node:stream";
 import type { Geometry } from "geojson";
-import { parse } from "csv-parse/sync";
-import { badRequest } from "#shared/http/errors.ts";
+import { parse } from "csv-parse";
+import { parser as jsonParser } from "stream-json";
+import Assembler from "stream-json/assembler.js";
+import { ApiError, badRequest } from "#shared/http/errors.ts";
 import type { ColumnSpec, GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
-import { nestedDeeperThan } from "#shared/json-depth.ts";
+import type { FileSource } from "#shared/hosted/file-source.ts";
 
 /** The most columns a file may have (ArcGIS stops well below SQLite's 2,000). */
 export const MAX_FIELDS = 1000;
@@ -15,15 +19,30 @@ export const MAX_TEXT = 64_000;
 /** How deep a GeoJSON file may nest (geometry and properties); a deeper file is refused. */
 const MAX_DEPTH = 64;
 /**
- * The most cells (rows × fields) a file may make: every cell is a value kept and written, so a few bytes of short
- * rows under a thousand-column header must not become a billion of them.
+ * The longest string, number or key a GeoJSON file may hold, in characters: one is held whole while it is read (a
+ * text value is then cut at MAX_TEXT), so a file of one endless string must not fill the function's memory.
  */
-export const MAX_CELLS = 3_000_000;
+export const MAX_JSON_TOKEN = 16 * 1024 * 1024;
+/**
+ * Values (rows × fields) a file may make per byte of it, beyond MIN_VALUES. Every value is a cell written (a NULL
+ * for a field a row lacks), so a few bytes of short rows under a thousand-column header must not become billions
+ * of them: a file whose rows carry their values spends at least a byte on each (its delimiter), and this leaves
+ * room for sparse GeoJSON properties. What a file may make thus grows with its size, which the item file limit
+ * (MAX_ITEM_FILE_MB) bounds, and never with what a parser keeps in memory (nothing but the row at hand).
+ */
+export const VALUES_PER_BYTE = 4;
+/** The values any file may make, however small (a thousand fields of three thousand rows). */
+export const MIN_VALUES = 3_000_000;
 
-export function checkCells(rows: number, fields: number, what: string): void {
-  if (rows * fields > MAX_CELLS)
+/** The most values a file of `bytes` bytes may make. */
+export const maxValues = (bytes: number) => Math.max(MIN_VALUES, VALUES_PER_BYTE * bytes);
+
+/** Refuses a file whose rows × fields pass what its size allows (checked as rows are counted, so it stops early). */
+export function checkValues(rows: number, fields: number, bytes: number, what: string): void {
+  const most = maxValues(bytes);
+  if (rows * fields > most)
     throw badRequest(what, [
-      `The file has ${rows} rows of ${fields} fields: at most ${MAX_CELLS.toLocaleString("en")} values are published from one file.`,
+      `The file has ${rows} rows of ${fields} fields: at most ${most.toLocaleString("en")} values are published from a file of ${bytes.toLocaleString("en")} bytes (${VALUES_PER_BYTE} a byte, and ${MIN_VALUES.toLocaleString("en")} from any file).`,
     ]);
 }
 
@@ -44,8 +63,13 @@ export interface TableField {
 
 export interface Table {
   readonly fields: readonly TableField[];
-  /** Each row's values by field name, and its geometry (in WGS 84) or null. */
-  readonly rows: readonly GeoPackageRow[];
+  /** How many rows the file holds (counted by the first reading). */
+  readonly count: number;
+  /**
+   * The rows, read again from the file at each call, one at a time: each row's values by field name, and its
+   * geometry (in WGS 84) or null. Nothing but the row at hand is held.
+   */
+  rows(): AsyncIterable<GeoPackageRow>;
   /** Absent: a table without geometry. */
   readonly geometryType?: GeometryTypeName;
   /** CSV only: the delimiter its lines were split by. */
@@ -112,6 +136,8 @@ const DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2
 class KindOf {
   #kind: FieldKind | undefined;
   length = 0;
+  /** Values longer than MAX_TEXT (only text is ever that long): each is cut when kept. */
+  cut = 0;
   /** GeoJSON: its values are typed already (a string "007" is text); CSV: every value is text to be read. */
   readonly #typed: boolean;
 
@@ -122,6 +148,7 @@ class KindOf {
   see(value: unknown): void {
     if (value === null || value === undefined || value === "") return;
     const text = typeof value === "string" ? value : JSON.stringify(value);
+    if (text.length > MAX_TEXT) this.cut++;
     this.length = Math.max(this.length, Math.min(text.length, MAX_TEXT));
     if (this.#kind === "string") return;
     const kind = kindOfValue(value, this.#typed);
@@ -152,6 +179,17 @@ function kindOfValue(value: unknown, typed: boolean): FieldKind {
  * a day that does not exist (2024-02-30) is no date rather than another day.
  */
 function dateOf(text: string): Date | undefined {
+  // A plain day (the common case, once per value in each reading) is made from its numbers, not parsed as text.
+  if (text.length === 10 && text.charCodeAt(4) === 45 && text.charCodeAt(7) === 45) {
+    const y = Number(text.slice(0, 4));
+    const m = Number(text.slice(5, 7));
+    const d = Number(text.slice(8, 10));
+    if (!(m >= 1 && m <= 12 && d >= 1 && d <= 31)) return undefined;
+    // setUTCFullYear, not Date.UTC: a year below 100 stays that year. It rolls 2024-02-30 over to March: a day
+    // that does not exist is no date.
+    const ms = new Date(0).setUTCFullYear(y, m - 1, d);
+    return new Date(ms).getUTCDate() === d ? new Date(ms) : undefined;
+  }
   const iso = text.replace(" ", "T");
   const withZone = /T/.test(iso) && !/(Z|[+-]\d{2}:?\d{2})$/.test(iso) ? `${iso}Z` : iso;
   const ms = Date.parse(withZone);
@@ -207,81 +245,121 @@ function columnNamed(columns: readonly string[], names: readonly string[]): numb
   return undefined;
 }
 
+/** A CSV file's records, parsed as they are read (csv-parse's streaming parser), a read error a 400. */
+async function* csvRecords(source: FileSource, delimiter: string, what: string): AsyncGenerator<string[]> {
+  const parser = parse({
+    delimiter,
+    bom: true,
+    relax_column_count: true,
+    skip_empty_lines: true,
+    max_record_size: 1024 * 1024,
+  });
+  // Either end failing (or the reader stopping early: analyze reads ten rows) ends both.
+  pipeline(await source.stream(), parser, () => undefined);
+  try {
+    for await (const record of parser) yield record as string[];
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // The parser's errors (CsvError, code CSV_…) are the file's; any other (the store failing to give the file) is
+    // mapgate's, answered without its detail.
+    if (!String((err as { code?: unknown }).code ?? "").startsWith("CSV_")) throw err;
+    throw badRequest(what, [`The CSV file could not be read: ${(err as Error).message.slice(0, 200)}`]);
+  } finally {
+    parser.destroy();
+  }
+}
+
 /**
- * A CSV file's table: the first line names the columns; points come from the latitude and longitude columns when
- * both are found (given, or known by name), and a row whose coordinates are missing or out of range keeps its
- * attributes without a point (counted in `notes`). Without such columns it is a table (no geometry).
+ * A CSV file's table, read twice and never whole: first to learn its header, its fields' kinds and what cannot be
+ * kept; then, at each `rows()`, to make its rows. The first line names the columns; points come from the latitude
+ * and longitude columns when both are found (given, or known by name), and a row whose coordinates are missing or
+ * out of range keeps its attributes without a point (counted in `notes`). Without such columns it is a table.
  */
-export function csvTable(
-  bytes: Buffer,
+export async function csvTable(
+  source: FileSource,
   what: string,
   given: { latitude?: string | undefined; longitude?: string | undefined; delimiter?: string | undefined } = {},
-): Table {
-  let records: string[][];
-  const delimiter = given.delimiter ?? delimiterOf(bytes);
-  try {
-    records = parse(bytes, {
-      delimiter,
-      bom: true,
-      relax_column_count: true,
-      skip_empty_lines: true,
-      max_record_size: 1024 * 1024,
-    }) as string[][];
-  } catch (err) {
-    throw badRequest(what, [`The CSV file could not be read: ${(err as Error).message.slice(0, 200)}`]);
-  }
-  const [header, ...body] = records;
-  if (!header || header.length === 0) throw badRequest(what, ["The CSV file has no header line naming its columns."]);
-  if (header.length > MAX_FIELDS)
-    throw badRequest(what, [`The CSV file has ${header.length} columns; a layer holds at most ${MAX_FIELDS}.`]);
-  checkCells(body.length, header.length, what);
-  const notes: string[] = [];
-  const names = fieldNames(header, notes);
-  const byName = (wanted: string | undefined) => {
-    if (wanted === undefined || wanted === "") return undefined;
-    const i = header.findIndex((h, j) => h === wanted || names[j] === wanted);
-    if (i < 0) throw badRequest(what, [`The CSV file has no column '${wanted.slice(0, 64)}'.`]);
-    return i;
-  };
-  const lat = byName(given.latitude) ?? columnNamed(header, LATITUDE);
-  const lon = byName(given.longitude) ?? columnNamed(header, LONGITUDE);
-  const located = lat !== undefined && lon !== undefined && lat !== lon;
-  const kinds = header.map(() => new KindOf());
-  for (const record of body) record.forEach((v, i) => kinds[i]?.see(v));
-  const fields = fieldsOf(header, names, kinds);
-  const cut = { count: 0 };
+): Promise<Table> {
+  const delimiter = given.delimiter ?? delimiterOf(await source.head(64 * 1024));
+  let header: string[] | undefined;
+  let names: string[] = [];
+  let kinds: KindOf[] = [];
+  let lat: number | undefined;
+  let lon: number | undefined;
+  let located = false;
+  let count = 0;
   let unlocated = 0;
-  const rows: GeoPackageRow[] = body.map((record) => {
-    // No prototype: a field's name is only ever a key (and a short row's missing cells stay absent: NULL).
-    const values: Record<string, string | number | Date | null> = Object.create(null);
-    record.forEach((v, i) => {
-      const f = fields[i];
-      if (f) values[f.name] = cellOf(v, f.kind, cut);
-    });
-    if (!located) return { values };
-    const y = Number(record[lat]?.trim() || Number.NaN);
-    const x = Number(record[lon]?.trim() || Number.NaN);
-    if (!Number.isFinite(x) || !Number.isFinite(y) || Math.abs(y) > 90 || Math.abs(x) > 180) {
-      unlocated++;
-      return { values, geometry: null };
+  const notes: string[] = [];
+  for await (const record of csvRecords(source, delimiter, what)) {
+    if (!header) {
+      header = record;
+      if (header.length > MAX_FIELDS)
+        throw badRequest(what, [`The CSV file has ${header.length} columns; a layer holds at most ${MAX_FIELDS}.`]);
+      names = fieldNames(header, notes);
+      const columns = header;
+      const byName = (wanted: string | undefined) => {
+        if (wanted === undefined || wanted === "") return undefined;
+        const i = columns.findIndex((h, j) => h === wanted || names[j] === wanted);
+        if (i < 0) throw badRequest(what, [`The CSV file has no column '${wanted.slice(0, 64)}'.`]);
+        return i;
+      };
+      lat = byName(given.latitude) ?? columnNamed(header, LATITUDE);
+      lon = byName(given.longitude) ?? columnNamed(header, LONGITUDE);
+      located = lat !== undefined && lon !== undefined && lat !== lon;
+      kinds = header.map(() => new KindOf());
+      continue;
     }
-    return { values, geometry: { type: "Point", coordinates: [x, y] } };
-  });
+    count++;
+    checkValues(count, header.length, source.size, what);
+    const n = Math.min(record.length, kinds.length);
+    for (let i = 0; i < n; i++) (kinds[i] as KindOf).see(record[i]);
+    if (located && pointOf(record, lat as number, lon as number) === null) unlocated++;
+  }
+  if (!header || header.length === 0) throw badRequest(what, ["The CSV file has no header line naming its columns."]);
+  const fields = fieldsOf(header, names, kinds);
   if (unlocated > 0)
     notes.push(`${unlocated} row(s) had no coordinates that parse as a latitude and longitude: kept without a point.`);
-  if (cut.count > 0) notes.push(`${cut.count} value(s) longer than ${MAX_TEXT} characters were cut.`);
+  const cut = kinds.reduce((n, k) => n + k.cut, 0);
+  if (cut > 0) notes.push(`${cut} value(s) longer than ${MAX_TEXT} characters were cut.`);
+  const columns = header;
   return {
     fields,
-    rows,
+    count,
+    async *rows() {
+      const ignored = { count: 0 };
+      let first = true;
+      for await (const record of csvRecords(source, delimiter, what)) {
+        if (first) {
+          first = false;
+          continue;
+        }
+        // No prototype: a field's name is only ever a key (and a short row's missing cells stay absent: NULL).
+        const values: Record<string, string | number | Date | null> = Object.create(null);
+        const n = Math.min(record.length, fields.length);
+        for (let i = 0; i < n; i++) {
+          const f = fields[i] as TableField;
+          values[f.name] = cellOf(record[i], f.kind, ignored);
+        }
+        yield located ? { values, geometry: pointOf(record, lat as number, lon as number) } : { values };
+      }
+    },
     delimiter,
     ...(located
       ? {
           geometryType: "POINT" as const,
-          location: { latitude: header[lat] as string, longitude: header[lon] as string },
+          location: { latitude: columns[lat as number] as string, longitude: columns[lon as number] as string },
         }
       : {}),
     notes,
   };
+}
+
+/** A row's point from its latitude and longitude cells, or null when they do not parse or are out of range. */
+function pointOf(record: readonly string[], lat: number, lon: number): Geometry | null {
+  const y = Number(record[lat]?.trim() || Number.NaN);
+  const x = Number(record[lon]?.trim() || Number.NaN);
+  if (!Number.isFinite(x) || !Number.isFinite(y) || Math.abs(y) > 90 || Math.abs(x) > 180) return null;
+  return { type: "Point", coordinates: [x, y] };
 }
 
 /** How many array levels hold a type's positions: a Point's coordinates are a position, a Polygon's rings of them. */
@@ -348,48 +426,146 @@ function layerGeometryType(seen: ReadonlySet<GeometryTypeName>, what: string): G
   return seen.size === 1 ? only : (`MULTI${[...kinds][0]}` as GeometryTypeName);
 }
 
+/** A GeoJSON file's top-level members that say what it is (a FeatureCollection's, or a single Feature's own). */
+interface GeoJsonTop {
+  type?: unknown;
+  crs?: unknown;
+  properties?: unknown;
+  geometry?: unknown;
+}
+const TOP_MEMBERS = new Set(["type", "crs", "properties", "geometry"]);
+
+type JsonToken = { name: string; value?: unknown };
+
 /**
- * A GeoJSON file's table: a FeatureCollection (or one Feature) in WGS 84 (RFC 7946). Properties become fields (a
- * property holding an object or array is kept as its JSON text); features without geometry keep their properties.
+ * A GeoJSON file's features, one at a time, from a streaming JSON parser (stream-json): the members of the top
+ * object's `features` array are assembled and yielded each as it ends, the members naming the file's kind (`type`,
+ * `crs`, a lone Feature's `properties` and `geometry`) are kept in `top`, and anything else is skipped unread. So
+ * one feature is in memory at a time, nesting is counted as it opens (MAX_DEPTH), and a string, number or key is
+ * bounded as its chunks arrive (MAX_JSON_TOKEN). A lone Feature is yielded after its file ends.
  */
-export function geoJsonTable(bytes: Buffer, what: string): Table {
-  let doc: unknown;
+async function* geoJsonFeatures(source: FileSource, what: string, top: GeoJsonTop): AsyncGenerator<unknown> {
+  const tokens = jsonParser.asStream({ packValues: true, streamValues: true });
+  pipeline(await source.stream(), tokens, () => undefined);
+  let depth = 0;
+  let key: string | undefined;
+  /** The top-level member, or the feature, being assembled. */
+  let value: Assembler | undefined;
+  let inFeatures = false;
+  let chars = 0;
   try {
-    doc = JSON.parse(bytes.toString("utf8"));
-  } catch {
+    for await (const token of tokens as AsyncIterable<JsonToken>) {
+      const name = token.name;
+      if (name === "stringChunk" || name === "numberChunk") {
+        chars += (token.value as string).length;
+        if (chars > MAX_JSON_TOKEN)
+          throw badRequest(what, [
+            `The GeoJSON file holds a string, number or name longer than ${MAX_JSON_TOKEN.toLocaleString("en")} characters.`,
+          ]);
+        continue;
+      }
+      if (name === "startString" || name === "startNumber" || name === "startKey") {
+        chars = 0;
+        continue;
+      }
+      if (name === "endString" || name === "endNumber" || name === "endKey" || name === "whitespace") continue;
+      const opens = name === "startObject" || name === "startArray";
+      if (opens && ++depth > MAX_DEPTH)
+        throw badRequest(what, [`The GeoJSON file nests more than ${MAX_DEPTH} levels deep.`]);
+      if (depth === 0 || (depth === 1 && opens && key === undefined)) {
+        // The document itself: an object, or no GeoJSON this reader knows.
+        if (name !== "startObject")
+          throw badRequest(what, ["The GeoJSON file is neither a FeatureCollection nor a Feature."]);
+        continue;
+      }
+      if (value) {
+        value.consume(token as Parameters<Assembler["consume"]>[0]);
+        if (name === "endObject" || name === "endArray") depth--;
+        if (value.done) {
+          const done = value.current;
+          value = undefined;
+          if (inFeatures) yield done;
+          else if (key !== undefined) (top as Record<string, unknown>)[key] = done;
+          if (!inFeatures) key = undefined;
+        }
+        continue;
+      }
+      if (name === "endObject" || name === "endArray") {
+        depth--;
+        if (inFeatures && depth === 1) {
+          inFeatures = false;
+          key = undefined;
+        }
+        continue;
+      }
+      if (depth === 1 && name === "keyValue") {
+        key = token.value as string;
+        continue;
+      }
+      if (inFeatures) {
+        // A member of `features`: assembled (an object), or yielded as it is (for the caller to refuse).
+        value = new Assembler();
+        value.consume(token as Parameters<Assembler["consume"]>[0]);
+        if (value.done) {
+          yield value.current;
+          value = undefined;
+        }
+        continue;
+      }
+      if (key === "features" && name === "startArray" && depth === 2 && top.type !== "Feature") {
+        inFeatures = true;
+        continue;
+      }
+      if (key !== undefined && TOP_MEMBERS.has(key) && (depth === 1 || (opens && depth === 2))) {
+        value = new Assembler();
+        value.consume(token as Parameters<Assembler["consume"]>[0]);
+        if (value.done) {
+          (top as Record<string, unknown>)[key] = value.current;
+          value = undefined;
+          key = undefined;
+        }
+        continue;
+      }
+      // Another member: skipped, its nesting still counted.
+      if (!opens && depth === 1) key = undefined;
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // The parser's errors ("Parser …") are the file's; any other (the store failing to give the file) is mapgate's.
+    if (!(err instanceof Error && err.message.startsWith("Parser "))) throw err;
     throw badRequest(what, ["The GeoJSON file is not valid JSON."]);
+  } finally {
+    tokens.destroy();
   }
-  if (nestedDeeperThan(doc, MAX_DEPTH))
-    throw badRequest(what, [`The GeoJSON file nests more than ${MAX_DEPTH} levels deep.`]);
-  const top = doc as { type?: unknown; features?: unknown };
-  const features: unknown[] =
-    top?.type === "FeatureCollection" && Array.isArray(top.features)
-      ? top.features
-      : top?.type === "Feature"
-        ? [top]
-        : [];
-  if (top?.type !== "FeatureCollection" && top?.type !== "Feature")
-    throw badRequest(what, ["The GeoJSON file is neither a FeatureCollection nor a Feature."]);
-  // RFC 7946 coordinates are WGS 84 longitude, latitude; the old `crs` member may name only that.
-  const crs = (doc as { crs?: { properties?: { name?: unknown } } }).crs;
-  if (crs !== undefined && crs !== null) {
-    const name = String(crs.properties?.name ?? "");
-    if (!/^(urn:ogc:def:crs:OGC:1\.3:CRS84|urn:ogc:def:crs:EPSG::4326|EPSG:4326|CRS84)$/i.test(name))
-      throw badRequest(what, [
-        `The GeoJSON file names the coordinate system '${name.slice(0, 64)}': give its coordinates in WGS 84 longitude and latitude (RFC 7946).`,
-      ]);
-  }
+  if (top.type === "Feature") yield { type: "Feature", properties: top.properties, geometry: top.geometry };
+}
+/** A feature checked as a layer's row must be: a Feature whose properties are an object or null. */
+function featureOf(f: unknown, what: string): { properties?: Record<string, unknown> | null; geometry?: unknown } {
+  const feature = f as { type?: unknown; properties?: unknown; geometry?: unknown };
+  if (feature === null || typeof feature !== "object" || feature.type !== "Feature")
+    throw badRequest(what, ["Every member of 'features' must be a Feature."]);
+  const props = feature.properties;
+  if (props !== null && props !== undefined && (typeof props !== "object" || Array.isArray(props)))
+    throw badRequest(what, ["A feature's 'properties' must be an object or null."]);
+  return feature as { properties?: Record<string, unknown> | null; geometry?: unknown };
+}
+
+/**
+ * A GeoJSON file's table, read twice and never whole: a FeatureCollection (or one Feature) in WGS 84 (RFC 7946).
+ * Properties become fields (a property holding an object or array is kept as its JSON text); features without
+ * geometry keep their properties.
+ */
+export async function geoJsonTable(source: FileSource, what: string): Promise<Table> {
+  const top: GeoJsonTop = {};
   const columns: string[] = [];
   const index = new Map<string, number>();
   const kinds: KindOf[] = [];
   const seen = new Set<GeometryTypeName>();
-  for (const f of features) {
-    const feature = f as { type?: unknown; properties?: unknown; geometry?: { type?: unknown } | null };
-    if (feature?.type !== "Feature") throw badRequest(what, ["Every member of 'features' must be a Feature."]);
-    const props = feature.properties;
-    if (props !== null && props !== undefined && (typeof props !== "object" || Array.isArray(props)))
-      throw badRequest(what, ["A feature's 'properties' must be an object or null."]);
-    for (const [k, v] of Object.entries((props ?? {}) as Record<string, unknown>)) {
+  let count = 0;
+  for await (const f of geoJsonFeatures(source, what, top)) {
+    const feature = featureOf(f, what);
+    count++;
+    for (const [k, v] of Object.entries(feature.properties ?? {})) {
       let i = index.get(k);
       if (i === undefined) {
         if (columns.length >= MAX_FIELDS)
@@ -402,35 +578,54 @@ export function geoJsonTable(bytes: Buffer, what: string): Table {
       }
       kinds[i]?.see(v);
     }
-    const g = feature.geometry;
+    const g = feature.geometry as { type?: unknown; coordinates?: unknown } | null | undefined;
     if (g === null || g === undefined) continue;
     const type = FAMILIES[String(g.type)];
     if (!type)
       throw badRequest(what, [
         `A feature's geometry has type '${String(g.type).slice(0, 32)}', which a layer cannot hold.`,
       ]);
-    if (!wellFormed(type, (g as { coordinates?: unknown }).coordinates))
+    if (!wellFormed(type, g.coordinates))
       throw badRequest(what, [
         `A feature's ${String(g.type)} does not have the coordinates its type needs (RFC 7946 §3.1).`,
       ]);
     seen.add(type);
   }
-  checkCells(features.length, columns.length, what);
+  if (top.type !== "FeatureCollection" && top.type !== "Feature")
+    throw badRequest(what, ["The GeoJSON file is neither a FeatureCollection nor a Feature."]);
+  // RFC 7946 coordinates are WGS 84 longitude, latitude; the old `crs` member may name only that.
+  const crs = top.crs as { properties?: { name?: unknown } } | null | undefined;
+  if (crs !== undefined && crs !== null) {
+    const name = String(crs.properties?.name ?? "");
+    if (!/^(urn:ogc:def:crs:OGC:1\.3:CRS84|urn:ogc:def:crs:EPSG::4326|EPSG:4326|CRS84)$/i.test(name))
+      throw badRequest(what, [
+        `The GeoJSON file names the coordinate system '${name.slice(0, 64)}': give its coordinates in WGS 84 longitude and latitude (RFC 7946).`,
+      ]);
+  }
+  checkValues(count, columns.length, source.size, what);
   const geometryType = layerGeometryType(seen, what);
   const notes: string[] = [];
   const names = fieldNames(columns, notes);
   const fields = fieldsOf(columns, names, kinds);
-  const cut = { count: 0 };
-  const rows: GeoPackageRow[] = features.map((f) => {
-    const feature = f as { properties?: Record<string, unknown> | null; geometry?: Geometry | null };
-    const values: Record<string, string | number | Date | null> = Object.create(null);
-    // Only the feature's own properties: one it lacks stays absent (NULL), so short features cost what they hold.
-    for (const [key, value] of Object.entries(feature.properties ?? {})) {
-      const field = fields[index.get(key) ?? -1];
-      if (field) values[field.name] = cellOf(value, field.kind, cut);
-    }
-    return { values, geometry: feature.geometry ?? null };
-  });
-  if (cut.count > 0) notes.push(`${cut.count} value(s) longer than ${MAX_TEXT} characters were cut.`);
-  return { fields, rows, ...(geometryType ? { geometryType } : {}), notes };
+  const cut = kinds.reduce((n, k) => n + k.cut, 0);
+  if (cut > 0) notes.push(`${cut} value(s) longer than ${MAX_TEXT} characters were cut.`);
+  return {
+    fields,
+    count,
+    async *rows() {
+      const ignored = { count: 0 };
+      for await (const f of geoJsonFeatures(source, what, {})) {
+        const feature = featureOf(f, what);
+        const values: Record<string, string | number | Date | null> = Object.create(null);
+        // Only the feature's own properties: one it lacks stays absent (NULL), so short features cost what they hold.
+        for (const [key, value] of Object.entries(feature.properties ?? {})) {
+          const field = fields[index.get(key) ?? -1];
+          if (field) values[field.name] = cellOf(value, field.kind, ignored);
+        }
+        yield { values, geometry: (feature.geometry as Geometry | null | undefined) ?? null };
+      }
+    },
+    ...(geometryType ? { geometryType } : {}),
+    notes,
+  };
 }

@@ -3,6 +3,8 @@
 // checked twice: first as the central directory declares them (nothing inflated), then while inflating, counting
 // the bytes as they come and stopping at the first one past a bound, since a crafted entry may declare a few bytes
 // and inflate to gigabytes.
+import { open } from "node:fs/promises";
+import { join } from "node:path";
 import yauzl from "yauzl";
 import { ApiError, badRequest } from "#shared/http/errors.ts";
 
@@ -10,7 +12,7 @@ import { ApiError, badRequest } from "#shared/http/errors.ts";
 export const MAX_ZIP_ENTRIES = 1000;
 /** The most bytes one entry may inflate to. */
 export const MAX_ZIP_ENTRY_BYTES = 256 * 1024 * 1024;
-/** The most bytes all entries together may inflate to (they are held while the layers are read). */
+/** The most bytes all entries together may inflate to (written to a temporary folder while the layers are read). */
 export const MAX_ZIP_TOTAL_BYTES = 256 * 1024 * 1024;
 /**
  * The most an entry may inflate to, as a multiple of its compressed size, once it holds more than
@@ -35,18 +37,61 @@ function unsafeName(name: string): string | undefined {
 
 const shown = (name: string) => JSON.stringify(name.slice(0, 120));
 
-/** The zip's files by their path in it (folders left out), each inflated within the bounds above. */
-export async function readZip(bytes: Buffer, what: string): Promise<Map<string, Buffer>> {
+/**
+ * The zip's files by their path in it (folders left out), each inflated within the bounds above. The zip itself is
+ * read in place when it is a file (its central directory and each entry by position).
+ */
+export async function readZip(zipped: Buffer | string, what: string): Promise<Map<string, Buffer>> {
+  const files = new Map<string, Buffer>();
+  await walkZip(zipped, what, async (name, inflate) => {
+    const chunks: Buffer[] = [];
+    const length = await inflate((chunk) => void chunks.push(chunk));
+    files.set(name, Buffer.concat(chunks, length));
+  });
+  return files;
+}
+
+/**
+ * Inflates the zip file at `path` into `dir`, each entry into a file of its own named by its place in the zip (never
+ * by the name the zip gives it), within the bounds above: the zip's paths → those files. Nothing but a chunk of an
+ * entry at a time is in memory.
+ */
+export async function extractZip(path: string, dir: string, what: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  await walkZip(path, what, async (name, inflate) => {
+    const target = join(dir, String(files.size));
+    const handle = await open(target, "wx", 0o600);
+    try {
+      await inflate(async (chunk) => {
+        await handle.write(chunk);
+      });
+    } finally {
+      await handle.close();
+    }
+    files.set(name, target);
+  });
+  return files;
+}
+
+/** Each file entry of the zip, checked (name, kind, declared sizes) and handed to `each` to inflate it. */
+async function walkZip(
+  zipped: Buffer | string,
+  what: string,
+  each: (name: string, inflate: (take: (chunk: Buffer) => void | Promise<void>) => Promise<number>) => Promise<void>,
+): Promise<void> {
   let zip: yauzl.ZipFile;
   try {
     // Names are decoded and checked here (decodeStrings off), so each refusal names its entry in words.
-    zip = await yauzl.fromBufferPromise(bytes, { lazyEntries: true, decodeStrings: false, validateEntrySizes: false });
+    const options = { lazyEntries: true, decodeStrings: false, validateEntrySizes: false };
+    zip = await (typeof zipped === "string"
+      ? yauzl.openPromise(zipped, options)
+      : yauzl.fromBufferPromise(zipped, options));
   } catch {
     throw badRequest(what, ["The file is not a zip file that can be read."]);
   }
   if (zip.entryCount > MAX_ZIP_ENTRIES)
     throw badRequest(what, [`The zip file has ${zip.entryCount} entries; at most ${MAX_ZIP_ENTRIES} are read.`]);
-  const files = new Map<string, Buffer>();
+  const seen = new Set<string>();
   let total = 0;
   try {
     for (;;) {
@@ -62,15 +107,18 @@ export async function readZip(bytes: Buffer, what: string): Promise<Map<string, 
         throw badRequest(what, [`The zip entry ${shown(name)} is encrypted: encrypted entries cannot be read.`]);
       if (name.endsWith("/")) continue;
       checkDeclared(name, entry, total, what);
-      const inflated = await inflate(zip, entry, name, total, what);
-      total += inflated.length;
-      if (files.has(name)) throw badRequest(what, [`The zip file holds ${shown(name)} twice.`]);
-      files.set(name, inflated);
+      if (seen.has(name)) throw badRequest(what, [`The zip file holds ${shown(name)} twice.`]);
+      seen.add(name);
+      const before = total;
+      await each(name, async (take) => {
+        const length = await inflate(zip, entry, name, before, what, take);
+        total += length;
+        return length;
+      });
     }
   } finally {
     zip.close();
   }
-  return files;
 }
 
 function nextEntry(zip: yauzl.ZipFile, what: string): Promise<yauzl.Entry | undefined> {
@@ -106,21 +154,24 @@ function checkDeclared(name: string, entry: yauzl.Entry, total: number, what: st
     throw bomb(name, `inflates to more than ${MAX_ZIP_RATIO} times its compressed size`, what);
 }
 
-/** An entry's bytes, counted as they inflate: the first byte past its declared size or a bound stops it. */
+/**
+ * An entry's bytes, counted as they inflate and handed to `take` (which may write them out): the first byte past its
+ * declared size or a bound stops it. Answers the entry's length.
+ */
 async function inflate(
   zip: yauzl.ZipFile,
   entry: yauzl.Entry,
   name: string,
   total: number,
   what: string,
-): Promise<Buffer> {
+  take: (chunk: Buffer) => void | Promise<void>,
+): Promise<number> {
   let stream: import("node:stream").Readable;
   try {
     stream = await zip.openReadStreamPromise(entry);
   } catch (err) {
     throw badRequest(what, [`The zip entry ${shown(name)} cannot be read: ${(err as Error).message.slice(0, 160)}`]);
   }
-  const chunks: Buffer[] = [];
   let length = 0;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
@@ -131,7 +182,7 @@ async function inflate(
         throw bomb(name, `inflates past ${Math.min(MAX_ZIP_ENTRY_BYTES, MAX_ZIP_TOTAL_BYTES - total)} bytes`, what);
       if (length > MIN_RATIO_BYTES && length > MAX_ZIP_RATIO * Math.max(entry.compressedSize, 1))
         throw bomb(name, `inflates to more than ${MAX_ZIP_RATIO} times its compressed size`, what);
-      chunks.push(chunk);
+      await take(chunk);
     }
   } catch (err) {
     stream.destroy();
@@ -140,5 +191,5 @@ async function inflate(
   }
   if (length !== entry.uncompressedSize)
     throw badRequest(what, [`The zip entry ${shown(name)} is shorter than it declares: the file is damaged.`]);
-  return Buffer.concat(chunks, length);
+  return length;
 }

@@ -16,6 +16,13 @@ export interface ItemFiles {
   putFile(itemId: string, path: string, contentType: string): Promise<number>;
   /** The file's bytes; undefined when there is none. */
   get(itemId: string): Promise<Buffer | undefined>;
+  /** The file's size in bytes; undefined when there is none. */
+  size(itemId: string): Promise<number | undefined>;
+  /**
+   * The file's bytes from `start` up to and including `end` (both optional), as a stream read a chunk at a time,
+   * so a file larger than a function's memory can be read; undefined when there is none.
+   */
+  stream(itemId: string, range?: ByteRange): Promise<Readable | undefined>;
   /** Removes the file; nothing happens when there is none. */
   remove(itemId: string): Promise<void>;
   /** Keeps one part of a file uploaded in parts (addPart), replacing a part of the same number. */
@@ -62,6 +69,12 @@ function underway(entries: Iterable<{ itemId: string; time: number; bytes: numbe
     byItem.set(e.itemId, { lastChanged: Math.max(held.lastChanged, e.time), bytes: held.bytes + e.bytes });
   }
   return [...byItem].map(([itemId, u]) => ({ itemId, ...u }));
+}
+
+/** Byte offsets of a file, `end` included (as HTTP's Range counts). */
+export interface ByteRange {
+  readonly start?: number;
+  readonly end?: number;
 }
 
 export interface Assembled {
@@ -169,6 +182,31 @@ class FolderItemFiles implements ItemFiles {
       if ((err as { code?: string }).code === "ENOENT") return undefined;
       throw err;
     }
+  }
+
+  async size(itemId: string): Promise<number | undefined> {
+    try {
+      return (await stat(join(this.#dir, checkedKey(itemId)))).size;
+    } catch (err) {
+      if ((err as { code?: string }).code === "ENOENT") return undefined;
+      throw err;
+    }
+  }
+
+  async stream(itemId: string, range: ByteRange = {}): Promise<Readable | undefined> {
+    // Opened before it is answered, so a missing file is `undefined` here rather than an error on the stream.
+    let handle;
+    try {
+      handle = await open(join(this.#dir, checkedKey(itemId)), "r");
+    } catch (err) {
+      if ((err as { code?: string }).code === "ENOENT") return undefined;
+      throw err;
+    }
+    return handle.createReadStream({
+      ...(range.start !== undefined ? { start: range.start } : {}),
+      ...(range.end !== undefined ? { end: range.end } : {}),
+      highWaterMark: 256 * 1024,
+    });
   }
 
   async remove(itemId: string): Promise<void> {
@@ -318,6 +356,34 @@ class BucketItemFiles implements ItemFiles {
       const out = await client.send(new s3.GetObjectCommand({ Bucket: this.#bucket, Key: checkedKey(itemId) }));
       const bytes = await out.Body?.transformToByteArray();
       return bytes ? Buffer.from(bytes) : Buffer.alloc(0);
+    } catch (err) {
+      if ((err as { name?: string }).name === "NoSuchKey") return undefined;
+      throw err;
+    }
+  }
+
+  async size(itemId: string): Promise<number | undefined> {
+    const { s3, client } = await this.#client();
+    try {
+      const out = await client.send(new s3.HeadObjectCommand({ Bucket: this.#bucket, Key: checkedKey(itemId) }));
+      return out.ContentLength ?? 0;
+    } catch (err) {
+      const name = (err as { name?: string }).name;
+      if (name === "NotFound" || name === "NoSuchKey") return undefined;
+      throw err;
+    }
+  }
+
+  async stream(itemId: string, range: ByteRange = {}): Promise<Readable | undefined> {
+    const { s3, client } = await this.#client();
+    // A ranged GET when a part is asked for: the object's body is read as it arrives, never whole.
+    const Range =
+      range.start !== undefined || range.end !== undefined ? `bytes=${range.start ?? 0}-${range.end ?? ""}` : undefined;
+    try {
+      const out = await client.send(
+        new s3.GetObjectCommand({ Bucket: this.#bucket, Key: checkedKey(itemId), ...(Range ? { Range } : {}) }),
+      );
+      return out.Body as Readable;
     } catch (err) {
       if ((err as { name?: string }).name === "NoSuchKey") return undefined;
       throw err;
