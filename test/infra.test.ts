@@ -648,6 +648,11 @@ describe("infrastructure in the databases' VPC", () => {
     // told the database without its password and granted its secret.
     const fns = all.filter(([, r]) => r.Type === "AWS::Lambda::Function");
     // The scheduled events-redeliver function too: its hourly sweep drops data no service names.
+    // The publishing task runs with a small young generation (its peak memory: docs/performance.md).
+    const publishing = fns.find(([rid]) => rid.startsWith("TaskPublishHostedFunction"))?.[1].Properties;
+    expect((publishing?.Environment as { Variables: Record<string, unknown> }).Variables.NODE_OPTIONS).toBe(
+      "--max-semi-space-size=8",
+    );
     const hostingFns = [...ROUTES, ...WORKFLOW.tasks, REDELIVERY].filter((r) => r.hostedData).map((r) => r.id);
     expect(hostingFns.sort()).toEqual([
       "events-redeliver",

@@ -519,6 +519,7 @@ export class MapgateStack extends Stack {
     // The workflow: its task functions, then the state machine running the definition file.
     const taskFunctions = WORKFLOW.tasks.map((task) => {
       const fn = makeFunction(task.id, task.id, Duration.minutes(task.timeoutMinutes ?? 5), task.tables, task);
+      if (task.nodeOptions) fn.addEnvironment("NODE_OPTIONS", task.nodeOptions);
       grantIntegrations(fn, task);
       return { task, fn };
     });
