@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { parse } from "csv-parse/sync";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { portalCalls } from "./helpers/arcgis.ts";
-import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, jsonCalls, multipartBody, signIn as signInAt } from "./helpers/http.ts";
+import { PASSWORDS, type RunningEngine, startEngine, signInMembers } from "./helpers/engine.ts";
+import { call, jsonCalls, multipartBody } from "./helpers/http.ts";
 
 let engine: RunningEngine;
 let scratch = "";
@@ -29,8 +29,6 @@ const CSV = [
   "東京国立博物館,-minus,10,11,3,2000-01-01,35.7188,139.7765",
   "Nowhere,plain,1,2,4.5,2001-02-03,,",
 ].join("\n");
-
-const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
 
 async function upload(token: string, name: string, bytes: string, owner: string): Promise<string> {
   const { body, type } = await multipartBody({ f: "json", token }, { file: { name, bytes } });
@@ -104,9 +102,7 @@ const byName = <T extends { properties: Record<string, unknown> }>(rows: T[]) =>
 beforeAll(async () => {
   engine = await startEngine({ env: { STORAGE_QUOTA_USER_MB: "8" } });
   scratch = mkdtempSync(join(tmpdir(), "mapgate-export-test-"));
-  tokens.admin = await signIn("admin", PASSWORDS.admin);
-  tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
-  tokens.user = await signIn("user", PASSWORDS.user);
+  Object.assign(tokens, await signInMembers(rest(), engine.ca));
   const itemId = await upload(tokens.publisher, "museums.csv", CSV, "publisher");
   const analyzed = await postJson(`${rest()}/content/features/analyze`, tokens.publisher, { itemId, filetype: "csv" });
   const published = (await postJson(`${rest()}/content/users/publisher/publish`, tokens.publisher, {

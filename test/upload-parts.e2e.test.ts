@@ -6,14 +6,13 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { portalCalls } from "./helpers/arcgis.ts";
-import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, jsonCalls, multipartBody, signIn as signInAt } from "./helpers/http.ts";
+import { PASSWORDS, type RunningEngine, startEngine, signInMembers } from "./helpers/engine.ts";
+import { call, jsonCalls, multipartBody } from "./helpers/http.ts";
 
 let engine: RunningEngine;
 const tokens = { admin: "", publisher: "", user: "" };
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 const { getJson, postJson } = jsonCalls(() => engine.ca);
-const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
 
 const MB = 1024 * 1024;
 const MAX_BODY = 1_000_000;
@@ -64,9 +63,7 @@ const fileOnDisk = (itemId: string) => existsSync(join(engine.dataDir, "item-fil
 
 beforeAll(async () => {
   engine = await startEngine({ env: { STORAGE_QUOTA_USER_MB: "4", MAX_BODY_BYTES: String(MAX_BODY) } });
-  tokens.admin = await signIn("admin", PASSWORDS.admin);
-  tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
-  tokens.user = await signIn("user", PASSWORDS.user);
+  Object.assign(tokens, await signInMembers(rest(), engine.ca));
 }, 120_000);
 
 afterAll(async () => {

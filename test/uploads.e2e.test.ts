@@ -5,8 +5,8 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { portalCalls } from "./helpers/arcgis.ts";
-import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { type Answer, call, jsonCalls, multipartBody, signIn as signInAt } from "./helpers/http.ts";
+import { PASSWORDS, type RunningEngine, startEngine, signInMembers } from "./helpers/engine.ts";
+import { type Answer, call, jsonCalls, multipartBody } from "./helpers/http.ts";
 
 let engine: RunningEngine;
 const tokens = { admin: "", publisher: "", user: "" };
@@ -17,7 +17,6 @@ const CSV = "name,lat,lon\nLouvre,48.8606,2.3376\nPrado,40.4138,-3.6921\n";
 const GPKG_HEADER = Buffer.concat([Buffer.from("SQLite format 3\u0000"), Buffer.alloc(84)]);
 const MB = 1024 * 1024;
 
-const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
 const multipart = multipartBody;
 
 async function upload(
@@ -40,9 +39,7 @@ const errorOf = (answer: Record<string, unknown>) =>
 
 beforeAll(async () => {
   engine = await startEngine({ env: { STORAGE_QUOTA_USER_MB: "2", MAX_BODY_BYTES: "3000000" } });
-  tokens.admin = await signIn("admin", PASSWORDS.admin);
-  tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
-  tokens.user = await signIn("user", PASSWORDS.user);
+  Object.assign(tokens, await signInMembers(rest(), engine.ca));
 }, 120_000);
 
 afterAll(async () => {

@@ -8,14 +8,13 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineCalls, portalCalls } from "./helpers/arcgis.ts";
-import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, jsonCalls, multipartBody, signIn as signInAt } from "./helpers/http.ts";
+import { PASSWORDS, type RunningEngine, startEngine, signInMembers } from "./helpers/engine.ts";
+import { call, jsonCalls, multipartBody } from "./helpers/http.ts";
 
 let engine: RunningEngine;
 const tokens = { admin: "", publisher: "", user: "" };
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 const { getJson, postJson } = jsonCalls(() => engine.ca);
-const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
 
 type Json = Record<string, unknown>;
 const ID = /^[0-9a-f]{32}$/;
@@ -54,9 +53,7 @@ let folderId = "";
 
 beforeAll(async () => {
   engine = await startEngine();
-  tokens.admin = await signIn("admin", PASSWORDS.admin);
-  tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
-  tokens.user = await signIn("user", PASSWORDS.user);
+  Object.assign(tokens, await signInMembers(rest(), engine.ca));
 }, 120_000);
 
 afterAll(async () => {

@@ -415,11 +415,9 @@ class BucketItemFiles implements ItemFiles {
     }
   }
 
-  /** The keys and sizes under the item's parts prefix, a listing page (1,000 keys) at a time. */
-  async #partObjects(itemId: string): Promise<{ key: string; size: number }[]> {
+  /** Every object under `Prefix`, a listing page (1,000 keys) at a time. */
+  async *#listed(Prefix: string): AsyncIterable<{ key: string; size: number; time: number }> {
     const { s3, client } = await this.#client();
-    const Prefix = partsPrefix(itemId);
-    const out: { key: string; size: number }[] = [];
     let ContinuationToken: string | undefined;
     do {
       const page = await client.send(
@@ -429,9 +427,16 @@ class BucketItemFiles implements ItemFiles {
           ...(ContinuationToken ? { ContinuationToken } : {}),
         }),
       );
-      for (const o of page.Contents ?? []) if (o.Key) out.push({ key: o.Key, size: o.Size ?? 0 });
+      for (const o of page.Contents ?? [])
+        if (o.Key) yield { key: o.Key, size: o.Size ?? 0, time: o.LastModified?.getTime() ?? 0 };
       ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (ContinuationToken);
+  }
+
+  /** The keys and sizes under the item's parts prefix. */
+  async #partObjects(itemId: string): Promise<{ key: string; size: number }[]> {
+    const out: { key: string; size: number }[] = [];
+    for await (const { key, size } of this.#listed(partsPrefix(itemId))) out.push({ key, size });
     return out;
   }
 
@@ -508,25 +513,12 @@ class BucketItemFiles implements ItemFiles {
   }
 
   async uploadsUnderway(): Promise<UploadUnderway[]> {
-    const { s3, client } = await this.#client();
     const entries: { itemId: string; time: number; bytes: number }[] = [];
     for (const Prefix of [UPLOADS_PREFIX, PARTS_PREFIX]) {
-      let ContinuationToken: string | undefined;
-      do {
-        const page = await client.send(
-          new s3.ListObjectsV2Command({
-            Bucket: this.#bucket,
-            Prefix,
-            ...(ContinuationToken ? { ContinuationToken } : {}),
-          }),
-        );
-        for (const o of page.Contents ?? []) {
-          const [itemId = "", name] = (o.Key ?? "").slice(Prefix.length).split("/");
-          const time = o.LastModified?.getTime() ?? 0;
-          entries.push({ itemId, time, bytes: name !== undefined && PART_NAME.test(name) ? (o.Size ?? 0) : 0 });
-        }
-        ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
-      } while (ContinuationToken);
+      for await (const o of this.#listed(Prefix)) {
+        const [itemId = "", name] = o.key.slice(Prefix.length).split("/");
+        entries.push({ itemId, time: o.time, bytes: name !== undefined && PART_NAME.test(name) ? o.size : 0 });
+      }
     }
     return underway(entries);
   }

@@ -5,10 +5,22 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { signIn } from "./http.ts";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 export const PASSWORDS = { admin: "admin-Pass-1234", publisher: "publisher-Pass-1234", user: "user-Pass-1234" };
+
+/** Tokens of the demo's three members, signed in at `portal` (…/sharing/rest) trusting `ca`. */
+export async function signInMembers(
+  portal: string,
+  ca: Buffer,
+): Promise<{ admin: string; publisher: string; user: string }> {
+  const [admin, publisher, user] = await Promise.all(
+    (["admin", "publisher", "user"] as const).map((name) => signIn(portal, ca, name, PASSWORDS[name])),
+  );
+  return { admin: admin ?? "", publisher: publisher ?? "", user: user ?? "" };
+}
 
 export interface Ready {
   https: string;

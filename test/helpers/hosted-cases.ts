@@ -8,8 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PASSWORDS, type RunningEngine, startEngine } from "./engine.ts";
-import { call, form, jsonCalls, multipartBody, signIn as signInAt } from "./http.ts";
+import { type RunningEngine, startEngine, signInMembers } from "./engine.ts";
+import { call, form, jsonCalls, multipartBody } from "./http.ts";
 
 /** Where a run keeps hosted data, and how a test looks at it there. */
 export interface HostedBacking {
@@ -77,8 +77,6 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
     ],
   });
 
-  const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
-
   async function upload(token: string, name: string, bytes: string | Buffer, owner = "publisher"): Promise<string> {
     const { body, type } = await multipartBody({ f: "json", token }, { file: { name, bytes } });
     const res = await call(`${rest()}/content/users/${owner}/addItem`, {
@@ -96,9 +94,7 @@ export function hostedLayerSuite(backing: HostedBacking): HostedSuite {
   beforeAll(async () => {
     const env = await backing.start();
     engine = await startEngine({ env });
-    tokens.admin = await signIn("admin", PASSWORDS.admin);
-    tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
-    tokens.user = await signIn("user", PASSWORDS.user);
+    Object.assign(tokens, await signInMembers(rest(), engine.ca));
   }, 120_000);
 
   afterAll(async () => {

@@ -12,8 +12,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
 import { defineCalls } from "./arcgis.ts";
-import { PASSWORDS, type RunningEngine, startEngine } from "./engine.ts";
-import { call, form, jsonCalls, multipartBody, signIn as signInAt } from "./http.ts";
+import { PASSWORDS, type RunningEngine, startEngine, signInMembers } from "./engine.ts";
+import { call, form, jsonCalls, multipartBody } from "./http.ts";
 
 /** Where a run keeps hosted data, and how a test looks at a service's data there. */
 export interface DefineBacking {
@@ -37,16 +37,13 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
   const services = () => `${engine.ready.https}/arcgis/rest/services`;
   const admin = () => `${engine.ready.https}/arcgis/rest/admin/services`;
   const { getJson, postJson } = jsonCalls(() => engine.ca);
-  const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
 
   beforeAll(async () => {
     const env = await backing.start();
     // A member may keep 1 MiB: an empty service takes 40 KB (a GeoPackage) or nothing (a schema), each empty point
     // layer about 19 KB (a GeoPackage) or 16 KB (a table's key and spatial indexes).
     engine = await startEngine({ env: { ...env, STORAGE_QUOTA_USER_MB: "1" } });
-    tokens.admin = await signIn("admin", PASSWORDS.admin);
-    tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
-    tokens.user = await signIn("user", PASSWORDS.user);
+    Object.assign(tokens, await signInMembers(rest(), engine.ca));
   }, 120_000);
 
   afterAll(async () => {
