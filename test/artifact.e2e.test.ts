@@ -29,7 +29,7 @@ import { type ArtifactSystem, startArtifactSystem } from "./helpers/artifact-sys
 import { EDGE_KEY_HEADER, VIEWER_ADDRESS_HEADER } from "#shared/http/edge.ts";
 import { checkEmf, emfLines } from "./helpers/emf.ts";
 import { PASSWORDS } from "./helpers/engine.ts";
-import { call, form } from "./helpers/http.ts";
+import { call, form, multipartBody } from "./helpers/http.ts";
 
 const STACK = "mapgate-artifact";
 /** The bucket the stack is told cloud stores live in, and one it is not. */
@@ -71,7 +71,7 @@ const errorLogs = () =>
     h.logs.filter((l) => l.includes('"level":"ERROR"')).map((l) => `${h.fn.id}: ${l}`),
   );
 
-async function upload(bucket: string, folder: string): Promise<void> {
+async function upload(bucket: string, folder: string | undefined): Promise<void> {
   const client = new S3Client({
     endpoint: s3.endpoint,
     region: REGION,
@@ -81,7 +81,7 @@ async function upload(bucket: string, folder: string): Promise<void> {
   });
   try {
     await client.send(new CreateBucketCommand({ Bucket: bucket }));
-    for await (const file of filesOf(folder)) {
+    for await (const file of folder === undefined ? [] : filesOf(folder)) {
       await client.send(new PutObjectCommand({ Bucket: bucket, Key: `demo-store/${file.key}`, Body: file.body }));
     }
   } finally {
@@ -127,7 +127,12 @@ beforeAll(async () => {
     cloudStore: demo.cloudDatastoreId,
     elsewhereStore: elsewhere.datastoreId,
   };
-  system = await startArtifactSystem(await assembly, { dynamodb: dynamo.endpoint, s3: s3.endpoint });
+  const built = await assembly;
+  // The stack's bucket of uploaded files (and hosted layers' data, under `hosted/`), as the template names it.
+  const itemFiles = built.ofType("AWS::S3::Bucket").find(([id]) => id.startsWith("ItemFiles"))?.[0];
+  if (!itemFiles) throw new Error("the template holds no item-files bucket");
+  await upload(built.ref(itemFiles), undefined);
+  system = await startArtifactSystem(built, { dynamodb: dynamo.endpoint, s3: s3.endpoint });
 }, 480_000);
 
 afterAll(async () => {
@@ -382,6 +387,41 @@ describe("the synthesized bundles, each with its template environment and IAM po
       status: "completed",
       result: { services: [{ serviceUrl: expect.stringMatching(/\/Artifact_Invoked\/MapServer$/) }] },
     });
+  });
+
+  it("publishes an uploaded CSV as a job: the upload kept in the item-files bucket, the publishing task reading it and keeping the layer", async () => {
+    const { body, type } = await multipartBody(
+      { f: "json", token: tokens.publisher ?? "", type: "CSV", title: "Artifact sites" },
+      { file: { name: "sites.csv", bytes: "name,latitude,longitude\nNorth,48.9,2.3\nSouth,43.3,5.4\n" } },
+    );
+    const added = (
+      await call(`${rest()}/content/users/publisher/addItem`, { body, headers: { "content-type": type } })
+    ).json<{ success: boolean; id: string }>();
+    expect(added).toMatchObject({ success: true, id: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    const published = await json(`${rest()}/content/users/publisher/publish`, {
+      token: tokens.publisher ?? "",
+      itemId: added.id,
+      filetype: "csv",
+      publishParameters: JSON.stringify({ name: "Artifact_sites" }),
+    });
+    const [service] = published.services as { serviceurl: string; serviceItemId: string; jobId: string }[];
+    expect(service?.serviceurl).toMatch(/\/Hosted\/Artifact_sites\/FeatureServer$/);
+    const status = `${rest()}/content/users/publisher/items/${service?.serviceItemId}/status?f=json&jobId=${service?.jobId}&token=${tokens.publisher ?? ""}`;
+    let state = await json(status);
+    for (let i = 0; i < 600 && state.status === "processing"; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      state = await json(status);
+    }
+    expect(state).toMatchObject({ status: "completed" });
+    const layer = `${system.url}${new URL(service?.serviceurl ?? "").pathname}/0/query`;
+    expect(
+      await json(layer, { token: tokens.publisher ?? "", where: "1=1", returnCountOnly: "true", f: "json" }),
+    ).toEqual({
+      count: 2,
+    });
+    expect(system.standIn.decisions).toContainEqual(
+      expect.objectContaining({ caller: "task-publish-hosted", action: "s3:GetObject", allowed: true }),
+    );
   });
 
   it("registers a database through the portal: its password a secret under the stack's prefix, TLS required, the functions' own addresses refused", async () => {

@@ -3,7 +3,7 @@
 // (a folder of the data folder locally, `hosted/` of the stack's item-files bucket on AWS).
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, open, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { DatabaseSync } from "node:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -87,18 +87,7 @@ async function keepHostedData(serviceItemId: string, write: (path: string) => Pr
       await rename(temporary, join(w.dir, name));
       return size;
     }
-    // Streamed from the disk, of known length: the file is never held whole in the function's memory.
-    const { size } = await stat(temporary);
-    const { s3, client } = await bucketClient();
-    await client.send(
-      new s3.PutObjectCommand({
-        Bucket: w.bucket,
-        Key: `${PREFIX}/${name}`,
-        Body: createReadStream(temporary),
-        ContentLength: size,
-      }),
-    );
-    return size;
+    return await putFile(w.bucket, name, temporary);
   } finally {
     await rm(temporary, { force: true });
   }
@@ -161,9 +150,22 @@ async function putInPlace(w: { readonly bucket: string } | { readonly dir: strin
     await rename(temporary, join(w.dir, name));
     return;
   }
-  const bytes = await readFile(temporary);
+  await putFile(w.bucket, name, temporary);
+}
+
+/** A file put in the bucket, streamed from the disk with its length: never held whole in the function's memory. */
+async function putFile(bucket: string, name: string, temporary: string): Promise<number> {
+  const { size } = await stat(temporary);
   const { s3, client } = await bucketClient();
-  await client.send(new s3.PutObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}`, Body: bytes }));
+  await client.send(
+    new s3.PutObjectCommand({
+      Bucket: bucket,
+      Key: `${PREFIX}/${name}`,
+      Body: createReadStream(temporary),
+      ContentLength: size,
+    }),
+  );
+  return size;
 }
 
 const hasTable = (db: DatabaseSync, name: string) =>

@@ -104,6 +104,10 @@ export class FunctionHost {
       PATH: "/usr/local/bin:/usr/bin/:/bin",
       // Not Lambda's: where every AWS SDK client of the bundle sends its requests (the policy-checking stand-in).
       AWS_ENDPOINT_URL: endpoint,
+      // Not Lambda's: the S3 behind the stand-in (s3rver) takes no aws-chunked upload (a streamed body with a
+      // checksum trailer), which S3 does; so the SDK sends its streams plainly, with their length, as the local
+      // engine's functions do.
+      AWS_REQUEST_CHECKSUM_CALCULATION: "WHEN_REQUIRED",
     };
   }
 
