@@ -127,11 +127,11 @@ export async function publishBench(): Promise<void> {
       `\nPublishing a CSV of ${rows.toLocaleString("en")} points (${mb(size)} MB) as a GeoPackage; goals: ≤ 1.5 × ogr2ogr's time, a peak RSS ≤ 256 MB`,
     );
     console.log(
-      `${"".padEnd(32)}${"wall s".padStart(8)}${"CPU s".padStart(8)}${"× GDAL".padStart(8)}${"peak MB".padStart(9)}${"MB out".padStart(8)}${"rows".padStart(9)}`,
+      `${"".padEnd(44)}${"wall s".padStart(8)}${"CPU s".padStart(8)}${"× GDAL".padStart(8)}${"peak MB".padStart(9)}${"MB out".padStart(8)}${"rows".padStart(9)}`,
     );
     const line = (name: string, t: Timed, file: string) =>
       console.log(
-        `${name.padEnd(32)}${t.wall.toFixed(2).padStart(8)}${t.cpu.toFixed(2).padStart(8)}${(t.wall / gdal.wall).toFixed(2).padStart(8)}${t.peakMb.toFixed(0).padStart(9)}${mb(statSync(file).size).padStart(8)}${String(rowsIn(file, "points")).padStart(9)}`,
+        `${name.padEnd(44)}${t.wall.toFixed(2).padStart(8)}${t.cpu.toFixed(2).padStart(8)}${(t.wall / gdal.wall).toFixed(2).padStart(8)}${t.peakMb.toFixed(0).padStart(9)}${mb(statSync(file).size).padStart(8)}${String(rowsIn(file, "points")).padStart(9)}`,
       );
     line("ogr2ogr -f GPKG", gdal, gdalOut);
     line(`mapgate publish (${TASK_OPTIONS.join(" ") || "as the task runs"})`, mine, mineFile);
