@@ -94,6 +94,17 @@ it("answers at once with the service item and job, holds the name, and completes
     count: ROWS,
   });
   expect(await usage()).toBe(before + Number(item.size));
+  // An overwrite runs within its request: a file publishing would hand to a job is refused, said so.
+  const overwrite = await postJson(`${rest()}/content/users/publisher/publish`, token, {
+    itemId: source,
+    filetype: "csv",
+    overwrite: "true",
+    publishParameters: JSON.stringify({ name: "Job_sites", locationType: "coordinates" }),
+  });
+  expect(overwrite.error).toMatchObject({
+    code: 400,
+    details: [expect.stringMatching(/^An overwrite takes a file of at most 0 MB \(PUBLISH_IN_REQUEST_MB\)/)],
+  });
   // Another member sees neither the job nor the private item.
   const other = await signIn(rest(), engine.ca, "user", PASSWORDS.user);
   const theirs = await getJson(

@@ -35,6 +35,7 @@ import { listPortalServers, type Server, serverUrl } from "#shared/stores/server
 import {
   createReservedService,
   createService,
+  getService,
   type Service,
   ServiceExistsError,
   serviceNameTaken,
@@ -435,6 +436,9 @@ export async function makeHostedService(p: PublishRequest, target: HostedTarget,
         : createService(service, item, undefined, charge),
     );
   } catch (err) {
+    // A write whose answer was lost may have been made: the service that names the data keeps it.
+    const made = await getService(server.serverId, HOSTED_FOLDER, name).catch(() => undefined);
+    if (made?.itemId === serviceItemId) return { serviceItemId, size, notes };
     // The refusal is what the caller hears; data left by a failed removal is only an orphan (logged).
     await store
       .drop(serviceItemId)
