@@ -467,6 +467,7 @@ async function updateRows(
   change: LayerAppend,
   key: NonNullable<LayerAppend["key"]>,
   updates: readonly { id: number; row: AppendRow }[],
+  idColumn: string,
 ): Promise<void> {
   const geometry = key.updateGeometry && change.geometryType !== undefined;
   const names = ["k", ...key.columns.map((_, i) => `c${i}`), ...(geometry ? ["g"] : [])].map(quoteIdentifier);
@@ -494,7 +495,7 @@ async function updateRows(
       tuples.push(`(${cells.join(", ")})`);
     }
     await client.query({
-      text: `UPDATE ${table} SET ${sets.join(", ")} FROM (VALUES ${tuples.join(", ")}) AS v(${names.join(", ")}) WHERE ${table}.${quoteIdentifier(OID_COLUMN)} = v."k"`,
+      text: `UPDATE ${table} SET ${sets.join(", ")} FROM (VALUES ${tuples.join(", ")}) AS v(${names.join(", ")}) WHERE ${table}.${quoteIdentifier(idColumn)} = v."k"`,
       values,
     });
   }
@@ -505,6 +506,20 @@ async function updateRows(
  * layer's highest), matched ones updated by their object id; the data's new size and the layer's extent settled
  * before COMMIT, so a refusal rolls everything back.
  */
+/** A table's primary key column (`table` quoted as a statement names it, read by the server as a regclass). */
+async function primaryKeyOf(client: PoolClient, table: string): Promise<string> {
+  const out = await client.query({
+    text: `SELECT a.attname::text FROM pg_index i
+      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+      WHERE i.indrelid = $1::regclass AND i.indisprimary`,
+    values: [table],
+    rowMode: "array",
+  });
+  const name = (out.rows[0] as unknown[] | undefined)?.[0];
+  if (typeof name !== "string") throw new Error("a hosted table without a primary key");
+  return name;
+}
+
 /** Rows held in memory (an append's, checked before any is written) as the writer takes them. */
 async function* eachOf<T>(rows: readonly T[]): AsyncIterable<T> {
   yield* rows;
@@ -517,9 +532,11 @@ async function append(serviceItemId: string, change: LayerAppend, kept: Definiti
   return writing(async (client) => {
     // The layer's rows by key, read in one pass (no index is needed): -1 marks a value two rows share.
     const rows = new Map<string, number>();
+    // The object id's column: `fid` where publishing made the table, the definition's (OBJECTID) where it did.
+    const idColumn = key ? await primaryKeyOf(client, table) : OID_COLUMN;
     if (key) {
       const out = await client.query({
-        text: `SELECT ${quoteIdentifier(OID_COLUMN)}, ${quoteIdentifier(key.column)} FROM ${table} WHERE ${quoteIdentifier(key.column)} IS NOT NULL`,
+        text: `SELECT ${quoteIdentifier(idColumn)}, ${quoteIdentifier(key.column)} FROM ${table} WHERE ${quoteIdentifier(key.column)} IS NOT NULL`,
         rowMode: "array",
       });
       for (const [id, k] of out.rows as [number, unknown][]) {
@@ -536,7 +553,7 @@ async function append(serviceItemId: string, change: LayerAppend, kept: Definiti
         if (!key.skipUpdates) updates.push({ id: at, row });
       } else if (!key?.skipInserts) inserts.push(row);
     }
-    if (key) await updateRows(client, table, change, key, updates);
+    if (key) await updateRows(client, table, change, key, updates, idColumn);
     await insertRows(client, table, {
       name: change.table,
       title: change.table,

@@ -192,6 +192,47 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       });
     });
 
+    it("takes rows by append into a defined layer, and upserts them by a key field (its object id OBJECTID)", async () => {
+      const layer = `${url}/0`;
+      const append = async (csv: string, fields: Record<string, string> = {}) => {
+        const { body, type } = await multipartBody(
+          { f: "json", token: tokens.publisher, type: "CSV", title: "More sites" },
+          { file: { name: "more.csv", bytes: csv } },
+        );
+        const file = (
+          await call(`${rest()}/content/users/publisher/addItem`, {
+            ca: engine.ca,
+            body,
+            headers: { "content-type": type },
+          })
+        ).json<{ id: string }>().id;
+        return postJson(`${layer}/append`, tokens.publisher, {
+          appendItemId: file,
+          appendUploadFormat: "csv",
+          ...fields,
+        });
+      };
+      expect(await append("Name,Visits,Latitude,Longitude\nA,1,48.8,2.3\nB,2,40.4,-3.7\n")).toEqual({ success: true });
+      expect(
+        await append("Name,Visits,Latitude,Longitude\nA,5,48.8,2.3\nC,3,52.3,4.9\n", {
+          upsert: "true",
+          upsertMatchingField: "Name",
+        }),
+      ).toEqual({ success: true });
+      const rows = await getJson(
+        `${layer}/query?where=1%3D1&outFields=Name,Visits&orderByFields=Name`,
+        tokens.publisher,
+      );
+      expect((rows.features as { attributes: Record<string, unknown> }[]).map((f) => f.attributes)).toEqual([
+        { OBJECTID: 1, Name: "A", Visits: 5 },
+        { OBJECTID: 2, Name: "B", Visits: 2 },
+        { OBJECTID: 3, Name: "C", Visits: 3 },
+      ]);
+      // Emptied again for what follows (the layer is read as empty below).
+      const admin = layer.replace("/rest/services/", "/rest/admin/services/");
+      expect(await postJson(`${admin}/truncate`, tokens.publisher)).toEqual({ success: true });
+    });
+
     it("is listed in the REST directory and found by search; GDAL reads its empty layer and table", async () => {
       const folder = await getJson(`${services()}/Hosted`, tokens.publisher);
       expect(folder.services).toContainEqual({ name: "Hosted/Sites", type: "FeatureServer" });
