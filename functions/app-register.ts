@@ -1,6 +1,6 @@
 // POST …/portals/<self | id>/apps/register: an administrator registers an OAuth 2.0 application. The answer
 // holds the client id and, for a server app, the client secret: shown this once, only its hash is kept.
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
 import { APP_ADMIN_PRIVILEGE, appRegistrationAnswer, readAppRegistration } from "#shared/oauth/apps.ts";
 import { registerApp } from "#shared/stores/apps.ts";

@@ -1,6 +1,6 @@
 // POST …/portals/<self | id>/apps/<clientId>/unregister: removes an application; every token issued to it
 // (app tokens and its users' tokens) stops working at once, since the pipeline checks the app is registered.
-import { notFound } from "#shared/http/errors.ts";
+import { notFound } from "#shared/errors.ts";
 import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
 import { APP_ADMIN_PRIVILEGE } from "#shared/oauth/apps.ts";
 import { unregisterApp } from "#shared/stores/apps.ts";

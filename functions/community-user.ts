@@ -5,7 +5,7 @@
 // themselves and administrators).
 import { privilegesOf } from "#shared/auth/identity.ts";
 import { groupView, groupVisibleTo, userMembership } from "#shared/groups.ts";
-import { ApiError, tokenRequired } from "#shared/http/errors.ts";
+import { ApiError, tokenRequired } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { groupsOf, membershipsOf } from "#shared/stores/groups.ts";
 import { getUser } from "#shared/stores/users.ts";

@@ -1,7 +1,7 @@
 // POST …/portals/<self | id>/datastores/describe: an asynchronous listing of a data store (or a folder in
 // it): its datasets, folders and cached layers with their paths — how a user finds `pathInCachedStore`.
 import { getDataStoreContents } from "#shared/stores/datastores.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { jobPageOf, startJob, jobStartedPage } from "#shared/jobs.ts";
 import { DESCRIBE_PRIVILEGE, describePath, registeredServer, usableDataStore } from "#shared/publishing.ts";

@@ -9,7 +9,7 @@
 // existed throughout, as counting positions again would. A `start` never handed out is counted to, reading
 // only keys and access. Memory holds one DynamoDB page and the answer, never the data store.
 import { visibleTo } from "#shared/catalog.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { readPaging } from "#shared/paging.ts";

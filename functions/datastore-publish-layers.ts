@@ -1,6 +1,6 @@
 // POST …/portals/<self | id>/datastores/allDatasets/publishLayers: one layer per dataset of a data store, as
 // a job; calling it again publishes only datasets that have no layer yet (nothing is duplicated).
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { jobPageOf, startJob, jobStartedPage } from "#shared/jobs.ts";
 import { BULK_PRIVILEGE, folderProblem, registeredServer, usableDataStore } from "#shared/publishing.ts";

@@ -1,7 +1,7 @@
 // POST …/portals/<self | id>/datastores/publish: publishes a scene service or a map, image or vector tile
 // layer by reference to a cached layer of a data store, as a job. Everything that can be checked now is
 // checked now (400 with every problem listed); the service name is reserved before the job starts.
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { requireUser, restHandler } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
 import { jobPageOf, startJob, jobStartedPage } from "#shared/jobs.ts";

@@ -3,7 +3,7 @@
 import { checkCredentials, SignInRefused } from "#shared/auth/credentials.ts";
 import { isIP } from "node:net";
 import { CLIENTS, type ClientKind, canonicalIp, issueToken } from "#shared/auth/tokens.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import type { Params } from "#shared/http/params.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { type Portal, getPortal } from "#shared/stores/portals.ts";

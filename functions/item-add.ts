@@ -6,7 +6,7 @@
 // JSON in `text`), as ArcGIS clients register a database, a bucket or a folder: the item and the store are made at
 // once, a database's password moved to the store's secret (the item's data shows it redacted). Nothing is
 // connected to: `validate` says whether the store can be read.
-import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { badRequest, forbidden } from "#shared/errors.ts";
 import { PORTAL_ROOT } from "#shared/urls.ts";
 import { renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";

@@ -3,7 +3,7 @@
 // its JSON as registered, the connection string without its password (which nobody reads back, administrators
 // included); other items have none (an empty answer, as ArcGIS gives for an item without data).
 import { dataStoreJson } from "#shared/datastore-registration.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { Content } from "#shared/http/render.ts";
 import { visibleItem } from "#shared/items.ts";

@@ -4,7 +4,7 @@
 // public items (the sparse byPublic index) are read. At most MAX_CANDIDATES items are read per search. Index
 // pages may lag a change by a moment: the page shown is read again from the table and checked once more.
 import { visibleTo } from "#shared/catalog.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { itemsPage } from "#shared/item-pages.ts";
 import { itemView } from "#shared/items.ts";

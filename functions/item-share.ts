@@ -7,7 +7,7 @@
 // mayShareWith) is added, the others come back in notSharedWith; unshare takes groups away (whoever manages the
 // item may take it from any group, a group's owner and managers any item from their group), the others in
 // notUnsharedFrom. The access and the groups change in one transaction with the service and the group's records.
-import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
+import { ApiError, badRequest, forbidden } from "#shared/errors.ts";
 import { listParam, managesGroup, mayShareWith } from "#shared/groups.ts";
 import { getGroups } from "#shared/stores/groups.ts";
 import { MAX_USER_GROUPS } from "#shared/stores/users.ts";

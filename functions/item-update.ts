@@ -4,7 +4,7 @@
 // `refreshServer`. Other item fields a client sends back (ArcGIS clients send the whole item) are ignored:
 // access changes through share, the rest is the server's.
 import { changeConnection } from "#shared/datastore-registration.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { changing, managedItem } from "#shared/items.ts";
 import { readTags, registering } from "#shared/publishing.ts";

@@ -2,7 +2,7 @@
 // Administrators of the job's portal need no key; anyone else passes key=<key>. A wrong or missing key and a
 // job that does not exist (or has expired) get the same answer. A job past its deadline is ended here.
 import { jobView } from "#shared/jobs.ts";
-import { notFound } from "#shared/http/errors.ts";
+import { notFound } from "#shared/errors.ts";
 import { jobPage } from "#shared/job-pages.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { JOB_DEADLINE_MS, reservationOf } from "#shared/publishing.ts";

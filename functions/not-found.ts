@@ -4,7 +4,7 @@
 // Below a hosted server's SOAP endpoint (/<server>/services/…, where the SOAP catalog's service URLs point), a
 // SOAP 1.1 fault instead, naming what is answered over SOAP here (the catalog) and where the service is served.
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
-import { nothingServed } from "#shared/http/errors.ts";
+import { nothingServed } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { Redirect } from "#shared/http/render.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";

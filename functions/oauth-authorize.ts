@@ -4,7 +4,7 @@
 // The page asks a signed-in user to allow the app, or signs the user in; its POST carries a CSRF field.
 import { checkCredentials, SignInRefused } from "#shared/auth/credentials.ts";
 import { config } from "#shared/config.ts";
-import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { badRequest, forbidden } from "#shared/errors.ts";
 import { escapeHtml, type FormField, type HtmlPage, page, renderForm } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { Redirect } from "#shared/http/render.ts";

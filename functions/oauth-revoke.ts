@@ -2,7 +2,7 @@
 // `auth_token` (as the original and ArcGIS REST JS send it) or `token` (RFC 7009). An unknown or foreign
 // token is answered like a revoked one: the caller learns nothing about tokens it does not hold.
 import { verifyToken } from "#shared/auth/tokens.ts";
-import { ApiError, OAuthError } from "#shared/http/errors.ts";
+import { ApiError, OAuthError } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { authenticateClient, requireSecretIfConfidential } from "#shared/oauth/clients.ts";
 import { revokeAccessToken, revokeRefreshToken } from "#shared/stores/oauth.ts";

@@ -1,7 +1,7 @@
 // GET|POST …/sharing/rest/oauth2/signin: the sign-in page. A successful sign-in sets `vendor_authcookie`
 // (see shared/oauth/session.ts) and returns the browser to a path on this deployment.
 import { checkCredentials, SignInRefused } from "#shared/auth/credentials.ts";
-import { forbidden } from "#shared/http/errors.ts";
+import { forbidden } from "#shared/errors.ts";
 import { escapeHtml, page, renderForm } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { Redirect } from "#shared/http/render.ts";

@@ -1,7 +1,7 @@
 // GET|POST …/sharing/rest/oauth2/signout: GET shows a confirmation form (a cross-site link cannot sign anyone
 // out); its POST revokes the cookie's token, clears the cookie and returns to a path on this deployment.
 import { CLEARED_AUTH_COOKIE } from "#shared/auth/identity.ts";
-import { forbidden } from "#shared/http/errors.ts";
+import { forbidden } from "#shared/errors.ts";
 import { escapeHtml, page, renderForm } from "#shared/http/html.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { Redirect } from "#shared/http/render.ts";

@@ -5,7 +5,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { checkCredentials, SignInRefused } from "#shared/auth/credentials.ts";
 import { issueToken } from "#shared/auth/tokens.ts";
 import { config } from "#shared/config.ts";
-import { OAuthError } from "#shared/http/errors.ts";
+import { OAuthError } from "#shared/errors.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { authenticateClient, requireSecretIfConfidential } from "#shared/oauth/clients.ts";
 import { accessTokenMinutes, issueUserToken } from "#shared/oauth/session.ts";

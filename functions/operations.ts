@@ -6,7 +6,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import type { InvokedOperation } from "#shared/system.ts";
 import { config } from "#shared/config.ts";
-import { ApiError, errorBody, INTERNAL_ERROR } from "#shared/http/errors.ts";
+import { ApiError, errorBody, INTERNAL_ERROR } from "#shared/errors.ts";
 import type { Invocation, RestContext } from "#shared/http/pipeline.ts";
 import { apiEvent } from "#shared/invocation/api-event.ts";
 import { identifyCaller } from "#shared/invocation/caller.ts";

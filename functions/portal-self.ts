@@ -1,6 +1,6 @@
 // GET|POST …/sharing/rest/portals/<portalId | self>: the organization's public description,
 // plus the signed-in user when the caller belongs to it.
-import { notFound } from "#shared/http/errors.ts";
+import { notFound } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { getPortal } from "#shared/stores/portals.ts";
 import { fullProfile } from "#shared/user-views.ts";

@@ -2,7 +2,7 @@
 // `allowedOrigins` (ArcGIS: a comma-separated list of origins whose pages may read the organization's answers;
 // empty allows every origin); ArcGIS's other settings are the operator's (`npm run admin -- update-portal`).
 import { readAllowedOrigins } from "#shared/http/cors.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { requirePrivilege, restHandler } from "#shared/http/pipeline.ts";
 import { updatePortal } from "#shared/stores/portals.ts";
 

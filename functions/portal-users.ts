@@ -1,6 +1,6 @@
 // GET|POST …/portals/<self | id>/users: the organization's members with their roles, paged with start
 // (1-based) and num (≤ 100), sorted by username. Administrators only.
-import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { badRequest, forbidden } from "#shared/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { privilegesOf } from "#shared/auth/identity.ts";
 import { listPortalUsers } from "#shared/stores/users.ts";

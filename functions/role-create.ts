@@ -1,5 +1,5 @@
 // POST …/portals/<self | id>/createRole: a custom role (default administrators only).
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { shortId } from "#shared/ids.ts";
 import { ROLE_RESULT, readDescription, readName, requireRoleAdmin, roleResultPage } from "#shared/roles.ts";

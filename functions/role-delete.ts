@@ -1,5 +1,5 @@
 // POST …/portals/<self | id>/roles/<roleId>/delete: refused while any user holds the role.
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { changeRole, requireRoleAdmin } from "#shared/roles.ts";
 import { deleteRole } from "#shared/stores/roles.ts";

@@ -1,5 +1,5 @@
 // GET|POST …/portals/<self | id>/roles: the portal's custom roles, paged (start is 1-based, num ≤ 100).
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { rolesPage, roleView } from "#shared/roles.ts";
 import { pageOf, readPaging } from "#shared/paging.ts";

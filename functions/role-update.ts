@@ -1,6 +1,6 @@
 // POST …/portals/<self | id>/roles/<roleId>/update: rename and/or redescribe a custom role.
 // A given field replaces the old value, an omitted one keeps it, an empty description clears it.
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import {
   changeRole,

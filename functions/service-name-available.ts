@@ -1,7 +1,7 @@
 // GET|POST …/portals/<self | id>/isServiceNameAvailable?name=…&type=…: whether publishing could use that name
 // in the root folder of the organization's hosted servers, and for a Feature Service in their Hosted folder too (names
 // are unique per folder whatever the type, case-insensitively; a name a publishing job holds is taken). Members only.
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { HOSTED_FOLDER, NAME } from "#shared/publishing.ts";
 import { ITEM_TYPES } from "#shared/stores/items.ts";

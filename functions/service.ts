@@ -2,7 +2,7 @@
 // and its content, read by reference from the data store where its cache lies. Who may read it follows the
 // service's access (shared/catalog.ts), the same rule as the directory and the SOAP catalog.
 import { catalogPrefetch, requestCatalog, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
-import { ApiError, badRequest, operationNotSupported, tokenRequired } from "#shared/http/errors.ts";
+import { ApiError, badRequest, operationNotSupported, tokenRequired } from "#shared/errors.ts";
 import { itemPageHref } from "#shared/item-pages.ts";
 import { viewLink } from "#shared/viewer/links.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";

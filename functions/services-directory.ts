@@ -1,7 +1,7 @@
 // GET|POST /<server>/rest/services[/<folder>]: the REST services directory of a hosted server — the same
 // catalog and the same visibility as the SOAP catalog (shared/catalog.ts), as ArcGIS answers it.
 import { catalogPrefetch, requestCatalog, findFolder, viewerKey, visibleTo } from "#shared/catalog.ts";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { escapeHtml, page } from "#shared/http/html.ts";
 import { VIEWABLE_TYPES, viewLink } from "#shared/viewer/links.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";

@@ -2,7 +2,7 @@
 // links to each operation's form (every operation renders its result as a readable page); as JSON it
 // answers the version, as the original does. `?jobId=…` is the directory's job lookup (a GET form cannot
 // put the id in the path): it sends the browser to that job's page.
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { type Directory, directoryPage } from "#shared/directory-page.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { Redirect } from "#shared/http/render.ts";

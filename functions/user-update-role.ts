@@ -1,6 +1,6 @@
 // POST …/portals/<self | id>/updateuserrole: user=<username>&role=<org_admin|org_publisher|org_user|roleId>.
 import { BUILT_IN_PRIVILEGES } from "#shared/auth/privileges.ts";
-import { ApiError, badRequest, notFound } from "#shared/http/errors.ts";
+import { ApiError, badRequest, notFound } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { requireRoleAdmin } from "#shared/roles.ts";
 import { failedConditions } from "#shared/stores/dynamo.ts";

@@ -3,7 +3,7 @@
 // draws. Whoever may see the service sees the map (the sign-in cookie works here too); anyone else reads why not.
 // GET /viewer/<file>: the page's scripts and stylesheets (maplibre-gl's CSP build, its worker, the viewer's own),
 // served from this site so an offline one works; public, kept by browsers for a day (the CDN caches only services).
-import { noSuchResource } from "#shared/http/errors.ts";
+import { noSuchResource } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { acceptsGzip } from "#shared/serving/read.ts";
 import { isViewerAsset, viewerAsset } from "#shared/viewer/assets.ts";

@@ -14,7 +14,7 @@ import {
 } from "#shared/datastore-registration.ts";
 import { emit } from "#shared/events.ts";
 import { serverField, storeAndServerFields, storeChoices, storeField } from "#shared/form-choices.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { requirePrivilege } from "#shared/http/pipeline.ts";
 import type { FamilyOperation } from "#shared/http/router.ts";
 import { DESCRIBE_PRIVILEGE, managedDataStore, registering, registeredServer } from "#shared/publishing.ts";

@@ -2,7 +2,7 @@
 // the fields createGroup and update take.
 import type { Identity } from "#shared/auth/identity.ts";
 import { visibleTo } from "#shared/catalog.ts";
-import { ApiError, forbidden, tokenRequired } from "#shared/http/errors.ts";
+import { ApiError, forbidden, tokenRequired } from "#shared/errors.ts";
 import { boolParam } from "#shared/http/params.ts";
 import type { Params } from "#shared/http/params.ts";
 import { readSort } from "#shared/paging.ts";

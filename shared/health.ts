@@ -2,7 +2,7 @@
 // organization's record, its key only). Nothing else is told: no versions, names, endpoints or timings.
 import { GetCommand } from "@aws-sdk/lib-dynamodb";
 import { escapeHtml, page } from "#shared/http/html.ts";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
 import { tableName } from "#shared/config.ts";

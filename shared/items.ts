@@ -4,7 +4,7 @@
 import type { Identity } from "#shared/auth/identity.ts";
 import type { CacheInfo } from "#shared/caches/probe.ts";
 import { visibleTo } from "#shared/catalog.ts";
-import { ApiError, badRequest, forbidden, notFound, tokenRequired } from "#shared/http/errors.ts";
+import { ApiError, badRequest, forbidden, notFound, tokenRequired } from "#shared/errors.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import type { DataStore } from "#shared/stores/datastores.ts";
 import {

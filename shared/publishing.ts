@@ -1,7 +1,7 @@
 // The rules of data stores and publishing, shared by the request handlers (synchronous validation) and the
 // workflow tasks (which check them again when they run: the world may have changed in between).
 import { createHash } from "node:crypto";
-import { ApiError, badRequest, forbidden, withArticle } from "#shared/http/errors.ts";
+import { ApiError, badRequest, forbidden, withArticle } from "#shared/errors.ts";
 import { type RestRequest, requireMember, requirePrivilege } from "#shared/http/pipeline.ts";
 import type { Identity } from "#shared/auth/identity.ts";
 import { DataStoreChangedError, DataStoreInputError } from "#shared/datastore-registration.ts";

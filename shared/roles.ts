@@ -1,6 +1,6 @@
 // The rules of custom-role administration, shared by the role handlers.
 import { KNOWN_PRIVILEGES, ROLE_PRIVILEGES } from "#shared/auth/privileges.ts";
-import { ApiError, badRequest, forbidden, notFound } from "#shared/http/errors.ts";
+import { ApiError, badRequest, forbidden, notFound } from "#shared/errors.ts";
 import { PORTAL_ROOT } from "#shared/urls.ts";
 import { escapeHtml, page, renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, requireMember } from "#shared/http/pipeline.ts";

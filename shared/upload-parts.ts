@@ -9,7 +9,7 @@
 // request of someone who may change the item assembles it (within that request), as does one that finds an
 // assembly stalled for longer than a request may last. Nothing runs after an answer: on AWS nothing could.
 import { config } from "#shared/config.ts";
-import { ApiError, badRequest, forbidden, notFound } from "#shared/http/errors.ts";
+import { ApiError, badRequest, forbidden, notFound } from "#shared/errors.ts";
 import { boolParam } from "#shared/http/params.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import type { FamilyOperation } from "#shared/http/router.ts";

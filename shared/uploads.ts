@@ -4,7 +4,7 @@
 import { extname } from "node:path";
 import { config } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import type { UploadedFile } from "#shared/http/params.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";

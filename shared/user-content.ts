@@ -2,7 +2,7 @@
 // folder) the caller may see, newest first, paged with start (1-based) and num (≤ 100), with the member's folders.
 // Served by the user-content function (the root) and by the item-add family (a folder, and createFolder).
 import { visibleTo } from "#shared/catalog.ts";
-import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { badRequest, forbidden } from "#shared/errors.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import type { FamilyOperation } from "#shared/http/router.ts";
 import { itemsPage } from "#shared/item-pages.ts";

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { Geometry, Polygon } from "geojson";
-import { ApiError, CorruptRecordError } from "#shared/http/errors.ts";
+import { ApiError, CorruptRecordError } from "#shared/errors.ts";
 import {
   decodeGeoPackageGeometry,
   decodeHexWkb,

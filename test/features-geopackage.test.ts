@@ -12,7 +12,7 @@ import { geoPackageDataset } from "#shared/features/sources.ts";
 import { runQuery } from "#shared/features/query.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import { emitQuery } from "#shared/features/sql.ts";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { Params } from "#shared/http/params.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 

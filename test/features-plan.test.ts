@@ -1,7 +1,7 @@
 // The query plan: each `query` parameter read, defaulted and checked, the output kinds and their precedence, and
 // ArcGIS's refusals for malformed or conflicting parameters.
 import { describe, expect, it } from "vitest";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { fieldByName } from "#shared/features/schema.ts";
 import {
   DEFAULT_MAX_RECORD_COUNT,

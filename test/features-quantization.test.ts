@@ -23,7 +23,7 @@ import { runQuery } from "#shared/features/query.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import { geoPackageDataset } from "#shared/features/sources.ts";
 import { MAX_RECORD_COUNT, STANDARD_MAX_RECORD_COUNT, TILE_MAX_RECORD_COUNT } from "#shared/features/layer-json.ts";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { Params } from "#shared/http/params.ts";
 import { Content } from "#shared/http/render.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Geometry, Position } from "geojson";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { geometryBounds } from "#shared/features/geometry/bounds.ts";
 import { prepareSpatialFilter, spatialTest, type SpatialRelation } from "#shared/features/geometry/spatial.ts";
 import { toJts } from "#shared/features/geometry/jts.ts";

@@ -3,7 +3,7 @@
 // where texts proving that nothing but the typed refusal escapes and no literal reaches the SQL as text.
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { planQuery, type QueryPlan } from "#shared/features/plan.ts";
 import { emitQuery } from "#shared/features/sql.ts";
 import type { Dialect, SpatialFilter } from "#shared/features/sql/emitter.ts";

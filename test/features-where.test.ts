@@ -1,7 +1,7 @@
 // The `where` grammar: each rule read into its tree, each refusal with its reason, and the caps that keep a
 // hostile text cheap to refuse (length, nesting, time linear in the input).
 import { describe, expect, it } from "vitest";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { fieldByName } from "#shared/features/schema.ts";
 import { type Expr, MAX_WHERE_DEPTH, MAX_WHERE_LENGTH, parseDateText, parseWhere } from "#shared/features/where.ts";
 import { citiesSchema } from "./helpers/feature-layer.ts";

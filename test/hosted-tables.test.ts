@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { bufferSource, type FileSource } from "#shared/hosted/file-source.ts";
 import { csvTable, geoJsonTable, MAX_JSON_TOKEN, type Table } from "#shared/hosted/tables.ts";
-import type { ApiError } from "#shared/http/errors.ts";
+import type { ApiError } from "#shared/errors.ts";
 
 const WHAT = "Unable to analyze.";
 const source = (text: string) => bufferSource(Buffer.from(text));

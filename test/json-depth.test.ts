@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readCacheInfo } from "#shared/caches/probe.ts";
 const MAX_DOCUMENT_DEPTH = 64;
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { renderValue } from "#shared/http/html.ts";
 const MAX_RENDER_DEPTH = 32;
 import { nestedDeeperThan } from "#shared/json-depth.ts";

@@ -7,7 +7,7 @@ import { deflateRawSync } from "node:zlib";
 import { CompactEncrypt, compactDecrypt, EncryptJWT, jwtDecrypt, UnsecuredJWT } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { NewToken, Presented, TokenClaims } from "#shared/auth/tokens.ts";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { inProcessStore } from "./helpers/in-process.ts";
 
 let dynamo: Awaited<ReturnType<typeof inProcessStore>>;

@@ -6,7 +6,7 @@
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { keyFor, tokenKeys } from "#shared/auth/keys.ts";
-import { cookieValues } from "#shared/http/cookies.ts";
+import { cookieValues } from "#shared/auth/cookies.ts";
 
 export const CSRF_COOKIE = "__Host-mapgate_csrf";
 export const CSRF_FIELD = "csrf";

@@ -5,9 +5,8 @@ import { BUILT_IN_PRIVILEGES } from "#shared/auth/privileges.ts";
 import { type Presented, type TokenClaims, verifyToken } from "#shared/auth/tokens.ts";
 import type { TableName } from "#shared/system.ts";
 import { tableName } from "#shared/config.ts";
-import { cookieValues } from "#shared/http/cookies.ts";
-import { badRequest, invalidToken } from "#shared/http/errors.ts";
-import type { Params } from "#shared/http/params.ts";
+import { cookieValues } from "#shared/auth/cookies.ts";
+import { badRequest, invalidToken } from "#shared/errors.ts";
 import { type BatchGetRequest, batchGet } from "#shared/stores/dynamo.ts";
 import { type Portal, toPortal } from "#shared/stores/portals.ts";
 import { getRole } from "#shared/stores/roles.ts";
@@ -84,7 +83,7 @@ export function hasAuthCookie(event: APIGatewayProxyEventV2): boolean {
  */
 export function findCredential(
   event: APIGatewayProxyEventV2,
-  params: Params,
+  params: { get(name: string): string | undefined },
   allowCookie: boolean,
 ): Credential | undefined {
   const explicit: Credential[] = [];

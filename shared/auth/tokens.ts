@@ -7,7 +7,7 @@
 import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
 import { keyFor, tokenKeys } from "#shared/auth/keys.ts";
-import { invalidToken } from "#shared/http/errors.ts";
+import { invalidToken } from "#shared/errors.ts";
 
 /** Bindings a generateToken caller may ask for. */
 export const CLIENTS = ["referer", "ip", "requestip"] as const;

@@ -1,7 +1,7 @@
 // What reading a dataset can fail with, whichever reader read it (GeoPackage or PostGIS), and the words both
 // readers and the parser answer a request's faults with: one module below the readers, so each reader stands
 // beside the other and neither imports the other's errors.
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 
 /** A file that is no GeoPackage, a database that cannot be read, or tables that say something impossible. */
 export class DatasetError extends Error {

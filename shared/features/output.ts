@@ -7,7 +7,7 @@ import { xyResolution } from "#shared/features/geometry/projection.ts";
 import { type QuantizationGrid, quantizeEsriGeometry, transformJson } from "#shared/features/geometry/quantize.ts";
 import { extentJson, spatialReference } from "#shared/features/layer-json.ts";
 import type { Bounds, EsriGeometryType, FeatureRow, Field, LayerSchema } from "#shared/features/schema.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { escapeHtml } from "#shared/http/html.ts";
 import { Content } from "#shared/http/render.ts";
 

@@ -41,7 +41,7 @@ import type { SpatialFilter } from "#shared/features/sql/emitter.ts";
 import type { OpenDataset, SpatialTest } from "#shared/features/sources.ts";
 import { ExpressionError } from "#shared/features/sqlite-functions.ts";
 import { type Expr, nodes, type ScalarFunction } from "#shared/features/where-tree.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import { logger } from "#shared/log.ts";
 
 /**

@@ -8,7 +8,7 @@ import {
   membershipOf,
   visibleGroup,
 } from "#shared/groups.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { intParam } from "#shared/http/params.ts";
 import type { Compute } from "#shared/http/pipeline.ts";
 import { itemView, visibleItem } from "#shared/items.ts";

@@ -15,7 +15,7 @@ import {
 } from "#shared/groups.ts";
 import { memberLists } from "#shared/groups/membership.ts";
 import { groupIdOf, membership } from "#shared/groups/refusals.ts";
-import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { badRequest, forbidden } from "#shared/errors.ts";
 import { type Compute, type Operation, requireUser } from "#shared/http/pipeline.ts";
 import { itemId as newId } from "#shared/ids.ts";
 import { changing, itemView } from "#shared/items.ts";

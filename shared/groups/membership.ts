@@ -2,7 +2,7 @@
 import { holds, listParam, managedGroup, visibleGroup } from "#shared/groups.ts";
 import { apply } from "#shared/groups/requests.ts";
 import { groupIdOf, membership, settled } from "#shared/groups/refusals.ts";
-import { badRequest, forbidden, tokenRequired } from "#shared/http/errors.ts";
+import { badRequest, forbidden, tokenRequired } from "#shared/errors.ts";
 import { type Compute, requireUser } from "#shared/http/pipeline.ts";
 import {
   addMember,

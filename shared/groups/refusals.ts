@@ -1,5 +1,5 @@
 // The store's refusals of a group change, in ArcGIS's words: shared by every group use case.
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { GroupGoneError, MembershipError, TitleTakenError, TooManyGroupsError } from "#shared/stores/groups.ts";
 import { MAX_USER_GROUPS } from "#shared/stores/users.ts";
 

@@ -2,7 +2,7 @@
 // invited user accepts or declines).
 import { groupView, holds, managedGroup, visibleGroup } from "#shared/groups.ts";
 import { groupIdOf, membership } from "#shared/groups/refusals.ts";
-import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { badRequest, forbidden } from "#shared/errors.ts";
 import { type Compute, type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import {
   addMember,

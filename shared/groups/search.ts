@@ -1,6 +1,6 @@
 // Group search (community/groups?q=…): the item search's query language over an organization's groups.
 import { groupView, groupVisibleTo } from "#shared/groups.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import type { Compute } from "#shared/http/pipeline.ts";
 import { pageOf, readPaging, readSort, SEARCH_PAGING } from "#shared/paging.ts";
 import { matches, readQuery } from "#shared/search-query.ts";

@@ -10,7 +10,7 @@ import type { CellValue, Extent, GeometryTypeName, GeoPackageRow } from "#shared
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
 import { visibleTo } from "#shared/catalog.ts";
-import { ApiError, badRequest, forbidden } from "#shared/http/errors.ts";
+import { ApiError, badRequest, forbidden } from "#shared/errors.ts";
 import { boolParam } from "#shared/http/params.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId as newJobId } from "#shared/ids.ts";

@@ -15,7 +15,7 @@ import { openDataset } from "#shared/features/sources.ts";
 import { visibleTo } from "#shared/catalog.ts";
 import { emit } from "#shared/events.ts";
 import { config } from "#shared/config.ts";
-import { ApiError, badRequest, forbidden, tokenRequired } from "#shared/http/errors.ts";
+import { ApiError, badRequest, forbidden, tokenRequired } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { serviceItem } from "#shared/items.ts";

@@ -30,7 +30,7 @@ import { featurePages } from "#shared/features/query.ts";
 import type { FeatureRow, Field } from "#shared/features/schema.ts";
 import { layerCount, type OpenDataset, openDataset, servesLayer } from "#shared/features/sources.ts";
 import { dbfColumns, dbfProblem, SHAPE_TYPES, ShapefileWriter } from "#shared/hosted/shapefile-writer.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { logger } from "#shared/log.ts";
 import { StorageError } from "#shared/storage/storage.ts";

@@ -11,7 +11,7 @@ import type { GeometryTypeName, GeoPackageRow } from "#shared/features/geopackag
 import { decodeGeoPackageGeometry } from "#shared/features/geometry/wkb.ts";
 import { hasCrs, mapPositions, registerCrs, transformer, WGS84 } from "#shared/features/geometry/projection.ts";
 import type { EsriFieldType } from "#shared/features/schema.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import { type FileSource, withLocalCopy } from "#shared/hosted/file-source.ts";
 import { MAX_LAYERS } from "#shared/hosted/shapefile.ts";
 import {

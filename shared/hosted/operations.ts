@@ -2,7 +2,7 @@
 // file (an uploaded item, or a file sent with the request), publish a file item as a hosted feature service, and an
 // item's status (what clients poll after publishing or exporting); and export a hosted layer back to a file item.
 import type { FamilyOperation } from "#shared/http/router.ts";
-import { badRequest, forbidden } from "#shared/http/errors.ts";
+import { badRequest, forbidden } from "#shared/errors.ts";
 import { requireUser } from "#shared/http/pipeline.ts";
 import { canManage, visibleItem } from "#shared/items.ts";
 import { tagsOf } from "#shared/publishing.ts";

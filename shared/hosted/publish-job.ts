@@ -4,7 +4,7 @@
 // the data and makes the service, in up to 15 minutes of a Lambda function's time rather than API Gateway's 29 s.
 // Clients poll `…/items/<serviceItemId>/status?jobId=…` as ArcGIS clients do. A small file is published within its
 // request (shared/hosted/publish.ts publishHosted): the same reading and keeping, answered `completed` at once.
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { type JobInput, startJob } from "#shared/jobs.ts";

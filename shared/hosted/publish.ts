@@ -19,7 +19,7 @@ import {
 import { hostedStore, type KeptService } from "#shared/hosted/store.ts";
 import { emit } from "#shared/events.ts";
 import { logger } from "#shared/log.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import type { Params } from "#shared/http/params.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { serviceItem } from "#shared/items.ts";

@@ -13,7 +13,7 @@ import * as shapefile from "shapefile";
 import type { GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
 import { hasCrs, mapPositions, transformer, WGS84 } from "#shared/features/geometry/projection.ts";
 import { orient } from "#shared/features/geometry/rings.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import { extractZip } from "#shared/hosted/zip.ts";
 import { type FileSource, withLocalCopy } from "#shared/hosted/file-source.ts";
 import {

@@ -8,7 +8,7 @@ import type { Geometry } from "geojson";
 import { parse } from "csv-parse";
 import { parser as jsonParser } from "stream-json";
 import Assembler from "stream-json/assembler.js";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import type { ColumnSpec, GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
 import type { FileSource } from "#shared/hosted/file-source.ts";
 

@@ -6,7 +6,7 @@
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import yauzl from "yauzl";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 
 /** The most entries (files and folders) a zip may list. */
 export const MAX_ZIP_ENTRIES = 1000;

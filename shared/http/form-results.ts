@@ -10,7 +10,7 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { CSRF_COOKIE } from "#shared/auth/csrf.ts";
 import { keyFor, tokenKeys } from "#shared/auth/keys.ts";
-import { cookieValues } from "#shared/http/cookies.ts";
+import { cookieValues } from "#shared/auth/cookies.ts";
 
 /** The query parameter that carries a sealed result page. */
 export const FORM_RESULT = "formResult";

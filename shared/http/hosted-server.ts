@@ -2,7 +2,7 @@
 // the pipeline as their operation's `at`, so only their functions reach the servers table through the pipeline:
 // what a function may reach is what its bundle holds, and test/grants.test.ts checks it is what it is granted.
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
-import { noSuchResource } from "#shared/http/errors.ts";
+import { noSuchResource } from "#shared/errors.ts";
 import { hostedServer, type Server } from "#shared/stores/servers.ts";
 
 /** The server the path names; an unknown name is a 404 before any credential is read. */

@@ -3,7 +3,7 @@
 // other parameter beside them, as multipart/form-data). A name given twice must carry the same value: silently
 // picking one of two different values hides client bugs and invites parameter smuggling.
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
-import { ApiError, badRequest, tooLarge } from "#shared/http/errors.ts";
+import { ApiError, badRequest, tooLarge } from "#shared/errors.ts";
 
 const MAX_PARAMS = 1000;
 

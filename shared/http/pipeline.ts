@@ -6,7 +6,7 @@
 import middy from "@middy/core";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { config } from "#shared/config.ts";
-import { forbidden, tokenRequired } from "#shared/http/errors.ts";
+import { forbidden, tokenRequired } from "#shared/errors.ts";
 import { accessLog } from "#shared/http/pipeline/access-log.ts";
 import { caller } from "#shared/http/pipeline/caller.ts";
 import { compute } from "#shared/http/pipeline/compute.ts";

@@ -1,7 +1,7 @@
 // Output formats are handled once, here: every REST answer and every error leaves through render().
 import { createHash } from "node:crypto";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import type { OAuthError } from "#shared/http/errors.ts";
+import type { OAuthError } from "#shared/errors.ts";
 import { contentSecurityPolicy } from "#shared/http/html.ts";
 
 export const FORMATS = ["html", "json", "pjson"] as const;

@@ -7,7 +7,7 @@
 // by segment with each template, so matching costs time linear in the path. A path no template matches gets the
 // one 404.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
-import { nothingServed } from "#shared/http/errors.ts";
+import { nothingServed } from "#shared/errors.ts";
 import { type Compute, type Operation, restHandler } from "#shared/http/pipeline.ts";
 
 export type EventHandler = (

@@ -3,7 +3,7 @@
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { invokedRoute, ROUTES, routeKeys } from "#shared/system.ts";
 import { config } from "#shared/config.ts";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { fillTemplate } from "#shared/http/router.ts";
 import type { InvokedEvent } from "#shared/invocation/event.ts";
 

@@ -5,7 +5,7 @@ import type { Context } from "aws-lambda";
 import type { Identity } from "#shared/auth/identity.ts";
 import { privilegesOf } from "#shared/auth/identity.ts";
 import { tableName } from "#shared/config.ts";
-import { ApiError, forbidden } from "#shared/http/errors.ts";
+import { ApiError, forbidden } from "#shared/errors.ts";
 import type { Invocation } from "#shared/http/pipeline.ts";
 import { getCaller } from "#shared/stores/callers.ts";
 import { batchGet } from "#shared/stores/dynamo.ts";

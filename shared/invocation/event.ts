@@ -1,7 +1,7 @@
 // The operations function's event: `{operation, portalId?, params?, taskToken?}`. Everything else is refused
 // by name: in particular no field says who is calling (IAM does, by the alias the caller was allowed to invoke).
 import { INVOCATION, type InvokedOperation } from "#shared/system.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 
 export interface InvokedEvent {

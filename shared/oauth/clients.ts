@@ -1,6 +1,6 @@
 // Client authentication at the OAuth endpoints that take it (token, RFC 6749 §2.3; revocation, RFC 7009 §2.1):
 // one reading of the credentials, so no endpoint accepts what another refuses.
-import { OAuthError } from "#shared/http/errors.ts";
+import { OAuthError } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { allowAppOrigin } from "#shared/oauth/apps.ts";
 import { type App, getApp, secretMatches } from "#shared/stores/apps.ts";

@@ -3,7 +3,7 @@
 import { readBundleTile, validTileAddress } from "#shared/caches/bundle.ts";
 import type { CacheInfo } from "#shared/caches/probe.ts";
 import { explodedTileFile, imageType } from "#shared/caches/tiling.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import type { Content } from "#shared/http/render.ts";
 import { MAX_CONTENT_BYTES } from "#shared/http/render.ts";
 import { asContent, cacheFault, guarded, missing, storageOf } from "#shared/serving/read.ts";

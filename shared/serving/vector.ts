@@ -3,7 +3,7 @@
 import { readBundleTile, validTileAddress } from "#shared/caches/bundle.ts";
 import { type CacheInfo, MAX_DOCUMENT_DEPTH } from "#shared/caches/probe.ts";
 import { rewriteStyle, vectorResourceFile, vectorServiceJson } from "#shared/caches/vector.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { Content, MAX_CONTENT_BYTES } from "#shared/http/render.ts";
 import { asContent, CONTENT_MAX_AGE, cacheFault, guarded, missing, storageOf } from "#shared/serving/read.ts";

@@ -7,7 +7,7 @@ import { requestOrigins } from "#shared/urls.ts";
 import { ANONYMOUS, anonymousView, findCredential, type Identity, resolveIdentityWith } from "#shared/auth/identity.ts";
 import { config } from "#shared/config.ts";
 import { beforeTimeout } from "#shared/deadlines.ts";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { bodyBytes, Params } from "#shared/http/params.ts";
 import { clientAddress } from "#shared/http/edge.ts";
 import { inRequest, infoEnabled, logger } from "#shared/log.ts";

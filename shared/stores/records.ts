@@ -1,6 +1,6 @@
 // Stored records are checked when read: a record that breaks its shape is a fault of ours, reported
 // as an internal error (logged with detail) rather than passed on half-formed.
-import { CorruptRecordError } from "#shared/http/errors.ts";
+import { CorruptRecordError } from "#shared/errors.ts";
 
 type Item = Record<string, unknown>;
 

@@ -20,7 +20,7 @@ import {
   type ServiceType,
 } from "#shared/stores/service-keys.ts";
 import { RecordReader } from "#shared/stores/records.ts";
-import { CorruptRecordError } from "#shared/http/errors.ts";
+import { CorruptRecordError } from "#shared/errors.ts";
 
 export interface ServiceExtension {
   readonly type: ServiceType;

@@ -2,7 +2,7 @@
 // the page's script draws (tiles, a vector tile style, feature layers queried by extent, a scene's footprint).
 // What cannot be drawn is said on the page in words, never left as a blank map.
 import { catalogOf, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { escapeHtml, type HtmlPage, page } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemPageHref } from "#shared/item-pages.ts";

@@ -6,7 +6,7 @@
 // `xmin,ymin,xmax,ymax` and `x,y` shorthands) becomes GeoJSON geometry plus the spatial reference it names, if
 // any (which wins over `inSR`). Input is bounded (MAX_QUERY_VERTICES) and every number must be finite.
 import type { Geometry, Polygon, MultiPolygon, Position } from "geojson";
-import { badRequest, withArticle } from "#shared/http/errors.ts";
+import { badRequest, withArticle } from "#shared/errors.ts";
 import type { Bounds, EsriGeometryType } from "#shared/features/schema.ts";
 import { closeRing, isClockwise, orient, pointInRing, ringSignedArea } from "./rings.ts";
 

@@ -14,7 +14,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import proj4 from "proj4";
 import type { Geometry, Position } from "geojson";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import type { Bounds } from "#shared/features/schema.ts";
 
 export const WGS84 = 4326;

@@ -19,7 +19,7 @@
 import type { Geometry, Position } from "geojson";
 import proj4 from "proj4";
 import type { Bounds } from "#shared/features/schema.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import {
   Location,
   coordinate,

@@ -9,7 +9,7 @@
 // M values are dropped: GeoJSON positions carry x, y and z only, and no output mapgate renders reads M. Z is kept
 // as the third ordinate when the blob has it.
 import type { Geometry, Position } from "geojson";
-import { CorruptRecordError } from "#shared/http/errors.ts";
+import { CorruptRecordError } from "#shared/errors.ts";
 import type { Bounds } from "#shared/features/schema.ts";
 
 /** Geometry collections inside geometry collections: deeper than this is refused, not recursed into. */

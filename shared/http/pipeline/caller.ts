@@ -15,7 +15,7 @@ import {
 } from "#shared/auth/identity.ts";
 import { cookieMayAuthenticate, corsHeaders, ownOrigins } from "#shared/http/cors.ts";
 import { clientAddress } from "#shared/http/edge.ts";
-import { ApiError, forbidden, methodNotAllowed, sslRequired } from "#shared/http/errors.ts";
+import { ApiError, forbidden, methodNotAllowed, sslRequired } from "#shared/errors.ts";
 import type { Invocation, Operation, RestRequest } from "#shared/http/pipeline/request.ts";
 import { type Normalized, ran, type RestMiddleware } from "#shared/http/pipeline/state.ts";
 import type { Rendering } from "#shared/http/render.ts";

@@ -4,7 +4,7 @@
 // context, and the operation needs the request the earlier steps resolved.
 import { CSRF_FIELD } from "#shared/auth/csrf.ts";
 import { beforeTimeout } from "#shared/deadlines.ts";
-import { ApiError, badRequest } from "#shared/http/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
 import { FORM_RESULT, formCookie, openFormResult } from "#shared/http/form-results.ts";
 import { CONFIRM, confirmationPage, FormStart, ShownPage, whoSent } from "#shared/http/pipeline/forms.ts";
 import type { Compute, Operation, RestRequest } from "#shared/http/pipeline/request.ts";

@@ -2,7 +2,7 @@
 // format, or on OAuth endpoints an RFC 6749 error body with its HTTP status. No stack trace ever reaches a client.
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { PORTAL_ROOT } from "#shared/urls.ts";
-import { ApiError, errorBody, INTERNAL_ERROR, OAuthError } from "#shared/http/errors.ts";
+import { ApiError, errorBody, INTERNAL_ERROR, OAuthError } from "#shared/errors.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { corsHeaders, ownOrigins } from "#shared/http/cors.ts";
 import { finish } from "#shared/http/pipeline/finish.ts";

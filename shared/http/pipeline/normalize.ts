@@ -1,7 +1,7 @@
 // The first step on the request itself: parameters, output format and JSONP callback, validated before anything
 // else runs (no credential is read for a request that is malformed anyway).
 import { config } from "#shared/config.ts";
-import { badRequest } from "#shared/http/errors.ts";
+import { badRequest } from "#shared/errors.ts";
 import { type Params, parseParams } from "#shared/http/params.ts";
 import type { Operation } from "#shared/http/pipeline/request.ts";
 import type { PipelineState, RestMiddleware } from "#shared/http/pipeline/state.ts";

@@ -1,7 +1,7 @@
 // Renders the operation's answer once, in the requested format: the only place a successful answer is rendered.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { LAMBDA_PAYLOAD_BYTES } from "#shared/system.ts";
-import { ApiError } from "#shared/http/errors.ts";
+import { ApiError } from "#shared/errors.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import type { Params } from "#shared/http/params.ts";
 import { finish } from "#shared/http/pipeline/finish.ts";
