@@ -15,13 +15,7 @@ import {
   usableDataStore,
 } from "#shared/publishing.ts";
 import { releaseServiceName, ServiceExistsError } from "#shared/stores/services.ts";
-import {
-  chosenStore,
-  defaultServiceConfiguration,
-  serverField,
-  serviceConfigurationExamples,
-  storeChoices,
-} from "#shared/form-choices.ts";
+import { publishFormFields, publishFormValues } from "#shared/form-choices.ts";
 
 const FAILED = "Unable to publish the service.";
 
@@ -31,38 +25,8 @@ export const handler = restHandler(
     postOnly: true,
     html: jobStartedPage("Publish From Data Store"),
     seeOther: jobPageOf,
-    // The page's form: the servers of the caller's stores to choose from, and a ready configuration per type
-    // naming the store the link came from (`datastoreId`, or the cacheStoreId of a Describe result's prefilled
-    // configuration), else the caller's first store.
-    formFields: async (req) => {
-      const choices = await storeChoices(req);
-      const store = chosenStore(req, choices);
-      const examples = serviceConfigurationExamples(store?.datastoreId ?? "<data store id>");
-      const from = store ? `Data store: ${store.title} (${store.kind}, ${store.datastoreId}).\n` : "";
-      return [
-        {
-          name: "serviceConfiguration",
-          label: "serviceConfiguration (JSON)",
-          type: "textarea",
-          required: true,
-          hint: `${from}pathInCachedStore is a cached layer's path, as Describe lists it. One example per service type:\n${examples}`,
-        },
-        serverField(choices),
-        { name: "serverFolder", label: "Server folder", hint: "Empty: the root folder." },
-        { name: "tags", label: "Tags (comma-separated)" },
-        { name: "description", label: "Description", type: "textarea" },
-      ];
-    },
-    // The chosen store's example configuration, and a server it is registered with (the query's values win).
-    formValues: async (req): Promise<Record<string, string>> => {
-      const store = chosenStore(req, await storeChoices(req));
-      if (!store) return {};
-      const server = store.serverIds[0];
-      return {
-        serviceConfiguration: defaultServiceConfiguration(store.datastoreId),
-        ...(server ? { serverId: server } : {}),
-      };
-    },
+    formFields: publishFormFields,
+    formValues: publishFormValues,
     form: [
       { name: "serviceConfiguration", label: "serviceConfiguration (JSON)", type: "textarea", required: true },
       { name: "serverId", label: "Server id", required: true },

@@ -121,3 +121,40 @@ export function serviceConfigurationExamples(storeId: string): string {
 export function defaultServiceConfiguration(storeId: string): string {
   return serviceConfiguration("MapServer", storeId, EXAMPLE_PATHS.MapServer ?? "/", "My_Map");
 }
+
+/**
+ * Publishing's form: the servers of the caller's stores to choose from, and a ready configuration per type
+ * naming the store the link came from (`datastoreId`, or the cacheStoreId of a Describe result's prefilled
+ * configuration), else the caller's first store.
+ */
+export async function publishFormFields(req: RestRequest): Promise<readonly FormField[]> {
+  const choices = await storeChoices(req);
+  const store = chosenStore(req, choices);
+  const examples = serviceConfigurationExamples(store?.datastoreId ?? "<data store id>");
+  const from = store ? `Data store: ${store.title} (${store.kind}, ${store.datastoreId}).\n` : "";
+  return [
+    {
+      name: "serviceConfiguration",
+      label: "serviceConfiguration (JSON)",
+      type: "textarea",
+      required: true,
+      hint: `${from}pathInCachedStore is a cached layer's path, as Describe lists it. One example per service type:\n${examples}`,
+    },
+    serverField(choices),
+    { name: "serverFolder", label: "Server folder", hint: "Empty: the root folder." },
+    { name: "tags", label: "Tags (comma-separated)" },
+    { name: "description", label: "Description", type: "textarea" },
+  ];
+}
+
+/** Publishing's form values: the chosen store's example configuration, and a server it is registered with (the
+ * query's values win). */
+export async function publishFormValues(req: RestRequest): Promise<Record<string, string>> {
+  const store = chosenStore(req, await storeChoices(req));
+  if (!store) return {};
+  const server = store.serverIds[0];
+  return {
+    serviceConfiguration: defaultServiceConfiguration(store.datastoreId),
+    ...(server ? { serverId: server } : {}),
+  };
+}
