@@ -7,7 +7,7 @@
 // once, a database's password moved to the store's secret (the item's data shows it redacted). Nothing is
 // connected to: `validate` says whether the store can be read.
 import { badRequest, forbidden } from "#shared/errors.ts";
-import { PORTAL_ROOT } from "#shared/urls.ts";
+import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import { familyHandler, type FamilyOperation, routesHandler } from "#shared/http/router.ts";
@@ -21,7 +21,6 @@ import {
   statusOperation,
 } from "#shared/hosted/operations.ts";
 import { CONTENT_FILES, USER_CONTENT_OPERATIONS } from "#shared/system.ts";
-import { itemPageHref } from "#shared/item-pages.ts";
 import { readDataStoreJson, registerDataStore } from "#shared/datastore-registration.ts";
 import { DESCRIBE_PRIVILEGE, registering, tagsOf } from "#shared/publishing.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";

@@ -25,7 +25,7 @@ import {
 } from "#shared/features/schema.ts";
 import { config } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
-import { databaseAddress } from "#shared/stores/database-address.ts";
+import { databaseAddress } from "#shared/features/database-address.ts";
 import { readDataStorePassword, SecretDestinationError } from "#shared/stores/datastore-secrets.ts";
 import type { PostgresConnection } from "#shared/stores/datastores.ts";
 

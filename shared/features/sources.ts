@@ -15,8 +15,8 @@ import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
 import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
 import { storageAt } from "#shared/storage/open.ts";
-import { joinPath, type Storage, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
-import type { Dataset, PostgresConnection, StoreLocation } from "#shared/stores/datastores.ts";
+import { joinPath, type Storage, StorageError, type StoreLocation, safeRelativePath } from "#shared/storage/storage.ts";
+import type { Dataset, PostgresConnection } from "#shared/stores/datastores.ts";
 import type { ServiceSource } from "#shared/stores/services.ts";
 
 /**

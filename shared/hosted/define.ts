@@ -13,7 +13,7 @@ import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/
 import type { LayerSchema } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
 import { visibleTo } from "#shared/catalog.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 import { config } from "#shared/config.ts";
 import { ApiError, badRequest, forbidden, tokenRequired } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";

@@ -34,7 +34,7 @@ import type {
   KeptData,
   LayerAppend,
 } from "#shared/hosted/store.ts";
-import type { StoreLocation } from "#shared/stores/datastores.ts";
+import type { StoreLocation } from "#shared/storage/storage.ts";
 
 const PREFIX = "hosted";
 
