@@ -22,7 +22,7 @@ import {
 import { quote } from "#shared/features/geopackage.ts";
 import { boundsOf } from "#shared/features/sqlite-functions.ts";
 import { COLUMN_TYPES } from "#shared/hosted/tables.ts";
-import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
+import { checkedItemId, HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
 import type {
   AppendCounts,
