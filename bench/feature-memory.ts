@@ -19,7 +19,7 @@ const gpkg = await geoPackageAt(file, "bench");
 const schema = gpkg.schema(table);
 if (!schema || schema instanceof DatasetError) throw new Error(`no layer ${table} in ${file}`);
 const req = { params: new Params(new Map(new URLSearchParams(query))) } as unknown as RestRequest;
-const dataset = (await import("#shared/features/sources.ts")).geoPackageDataset(gpkg, schema);
+const dataset = (await import("#shared/features/dataset.ts")).geoPackageDataset(gpkg, schema);
 const once = async () => JSON.stringify(await runQuery(req, dataset)).length;
 
 let pageBytes = 0;

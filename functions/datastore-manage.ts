@@ -3,7 +3,7 @@
 // CloudFormation holds 500), declared in the `{name}` templates of its route (shared/system.ts); the operations
 // are in shared/datastore-operations.ts. The route is `datastores/{operation+}`: describe, publish, publishLayers
 // and getLayers have routes of their own, which API Gateway prefers to this one.
-import { PORTAL_ROOT } from "#shared/urls.ts";
+import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import {
   addToServer,
   deleteLayers,
@@ -15,7 +15,6 @@ import {
 import { renderValue, resultPage } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { familyHandler } from "#shared/http/router.ts";
-import { itemPageHref } from "#shared/item-pages.ts";
 
 /** What validating found, in words, and where to go on: the store's page and what it can do next. */
 function validatedPage(data: object, req: RestRequest): string {

@@ -5,7 +5,7 @@
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { DeleteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
-import { entryOf, type OutboxEntry } from "#shared/events.ts";
+import { entryOf, type OutboxEntry } from "#shared/stores/events.ts";
 import { logger } from "#shared/log.ts";
 import { METRIC, putMetrics } from "#shared/metrics.ts";
 import { ddb, scanAll } from "#shared/stores/dynamo.ts";

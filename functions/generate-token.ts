@@ -1,6 +1,6 @@
 // POST …/sharing/rest/generateToken: a token for a user (username + password), or a server-token for a
 // federated server of the caller's organization (serverURL with a portal token or credentials).
-import { readRequest, serverTokenFor, signedInToken } from "#shared/auth/generate-token.ts";
+import { readRequest, serverTokenFor, signedInToken } from "#shared/generate-token.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 
 export const handler = restHandler(

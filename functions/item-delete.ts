@@ -12,7 +12,7 @@ import { getDataStore } from "#shared/stores/datastores.ts";
 import { dropHostedData } from "#shared/hosted/store.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { DATA_STORE_TYPE, deleteItem } from "#shared/stores/items.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 import { logger } from "#shared/log.ts";
 
 const FAILED = "Unable to delete item.";

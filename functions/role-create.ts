@@ -4,7 +4,7 @@ import { restHandler } from "#shared/http/pipeline.ts";
 import { shortId } from "#shared/ids.ts";
 import { ROLE_RESULT, readDescription, readName, requireRoleAdmin, roleResultPage } from "#shared/roles.ts";
 import { createRole, NameTakenError } from "#shared/stores/roles.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 
 const FAILED = "Unable to create role.";
 

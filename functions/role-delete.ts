@@ -3,7 +3,7 @@ import { ApiError } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { changeRole, requireRoleAdmin } from "#shared/roles.ts";
 import { deleteRole } from "#shared/stores/roles.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 
 const FAILED = "Unable to delete role.";
 

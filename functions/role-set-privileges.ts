@@ -13,7 +13,7 @@ import {
   roleResultPage,
 } from "#shared/roles.ts";
 import { replaceRole } from "#shared/stores/roles.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 
 /** The form's checkbox group (`privilege:<privilege>`) and the mark of a POST from it. */
 const PRIVILEGE_BOX = "privilege";

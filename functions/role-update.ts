@@ -13,7 +13,7 @@ import {
   roleResultPage,
 } from "#shared/roles.ts";
 import { replaceRole } from "#shared/stores/roles.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 
 const FAILED = "Unable to update role.";
 

@@ -1,7 +1,7 @@
 // Workflow task: records a finished job's result (only a processing job can finish; a repeat is a no-op).
 import type { LayerPage } from "#shared/publish-layers.ts";
 import type { JobInput } from "#shared/jobs.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 import { count, METRIC } from "#shared/metrics.ts";
 import { finishJob } from "#shared/stores/jobs.ts";
 import { taskHandler } from "#shared/tasks.ts";

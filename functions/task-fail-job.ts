@@ -4,7 +4,7 @@
 import { dropFailedPublish } from "#shared/hosted/publish-job-data.ts";
 import type { JobInput } from "#shared/jobs.ts";
 import { reservationOf } from "#shared/publishing.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 import { count, METRIC } from "#shared/metrics.ts";
 import { finishJob } from "#shared/stores/jobs.ts";
 import { releaseServiceName } from "#shared/stores/services.ts";

@@ -5,11 +5,10 @@
 // bucket or a folder: the item and the store are made at once, a database's password moved to the store's secret
 // (the item's data shows it redacted). Nothing is connected to: `validate` says whether the store can be read.
 import { badRequest, forbidden } from "#shared/errors.ts";
-import { PORTAL_ROOT } from "#shared/urls.ts";
+import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import type { FamilyOperation } from "#shared/http/router.ts";
-import { itemPageHref } from "#shared/item-pages.ts";
 import { readDataStoreJson, registerDataStore } from "#shared/datastore-registration.ts";
 import { DESCRIBE_PRIVILEGE, registering, tagsOf } from "#shared/publishing.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";

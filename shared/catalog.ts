@@ -3,7 +3,7 @@
 // one rule for who sees what.
 import { createHash } from "node:crypto";
 import type { ExtraRead, Identity } from "#shared/auth/identity.ts";
-import type { CacheInfo } from "#shared/caches/probe.ts";
+import type { CacheInfo } from "#shared/stores/cache-info.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import type { Server } from "#shared/stores/servers.ts";
 import { type Access, catalogVersionKey } from "#shared/stores/service-keys.ts";

@@ -12,7 +12,7 @@ import {
   refreshDataStore,
   validateDataStore,
 } from "#shared/datastore-registration.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 import { serverField, storeAndServerFields, storeChoices, storeField } from "#shared/form-choices.ts";
 import { badRequest } from "#shared/errors.ts";
 import { requirePrivilege } from "#shared/http/pipeline.ts";

@@ -14,7 +14,7 @@ import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { dataStoreItem } from "#shared/items.ts";
 import { logger } from "#shared/log.ts";
 import { storageAt } from "#shared/storage/open.ts";
-import { StorageError } from "#shared/storage/storage.ts";
+import { StorageError, type StoreLocation } from "#shared/storage/storage.ts";
 import {
   ConnectionStringError,
   MAX_CONNECTION_STRING,
@@ -22,7 +22,7 @@ import {
   parseConnectionString,
   redactedConnectionString,
 } from "#shared/stores/connection-string.ts";
-import { databaseAddress } from "#shared/stores/database-address.ts";
+import { databaseAddress } from "#shared/features/database-address.ts";
 import {
   deleteDataStorePassword,
   readDataStorePassword,
@@ -38,7 +38,6 @@ import {
   type Dataset,
   deleteDataStore,
   type PostgresConnection,
-  type StoreLocation,
   updateDataStore,
 } from "#shared/stores/datastores.ts";
 import { ddb } from "#shared/stores/dynamo.ts";

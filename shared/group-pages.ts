@@ -1,10 +1,9 @@
 // The HTML of groups: the list (search results), one group's page (what it is, its members, its content, and
 // the forms its members and managers use), linked from the directory.
-import { PORTAL_ROOT } from "#shared/urls.ts";
+import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { escapeHtml, page, renderForm } from "#shared/http/html.ts";
 import type { Compute, RestRequest } from "#shared/http/pipeline.ts";
 import { Redirect } from "#shared/http/render.ts";
-import { itemPageHref } from "#shared/item-pages.ts";
 
 type View = Record<string, unknown>;
 

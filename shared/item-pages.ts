@@ -2,7 +2,7 @@
 // share, update and delete it) and lists of items (a user's content, search results).
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { escapeHtml, page, renderDate, renderForm } from "#shared/http/html.ts";
-import { PORTAL_ROOT } from "#shared/urls.ts";
+import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 import { viewLink } from "#shared/viewer/links.ts";
 
@@ -17,9 +17,6 @@ export interface ItemPageData {
 /** The share form's checkbox of a group; `offeredGroups` lists the boxes shown, so an unchecked one unshares. */
 export const GROUP_BOX = "group:";
 export const OFFERED_GROUPS = "offeredGroups";
-
-/** Where an item's page is. */
-export const itemPageHref = (itemId: string) => `${PORTAL_ROOT}/content/items/${encodeURIComponent(itemId)}?f=html`;
 
 const text = (v: unknown) => escapeHtml(typeof v === "string" ? v : v === null || v === undefined ? "" : String(v));
 

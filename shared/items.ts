@@ -2,7 +2,7 @@
 // read or change it. Who *sees* an item is the catalog's one rule (shared/catalog.ts: visibleTo), so an item
 // and its service are always visible to the same callers.
 import type { Identity } from "#shared/auth/identity.ts";
-import type { CacheInfo } from "#shared/caches/probe.ts";
+import type { CacheInfo } from "#shared/stores/cache-info.ts";
 import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, forbidden, notFound, tokenRequired } from "#shared/errors.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";

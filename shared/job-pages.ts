@@ -1,10 +1,9 @@
 // The HTML of a job: its progress in words, the services a publish job made, the contents a describe job found
 // (each leading on to the next form), then the job as tables.
-import { PORTAL_ROOT } from "#shared/urls.ts";
+import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { serviceConfiguration } from "#shared/form-choices.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
-import { itemPageHref } from "#shared/item-pages.ts";
 import type { Child } from "#shared/publishing.ts";
 import { viewLink } from "#shared/viewer/links.ts";
 

@@ -8,7 +8,7 @@ import { renderValue, resultPage } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
 import { formPageOf } from "#shared/urls.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 import { createJob, finishJob, type Job, type JobOperation, type JobStart, newJob } from "#shared/stores/jobs.ts";
 
 const sfn = new SFNClient({ maxAttempts: 4 });

@@ -28,8 +28,8 @@ import {
   datasetPage,
   getDataStore,
   type PostgresConnection,
-  type StoreLocation,
 } from "#shared/stores/datastores.ts";
+import type { StoreLocation } from "#shared/storage/storage.ts";
 import { ddb, failedConditions } from "#shared/stores/dynamo.ts";
 import { itemPut, type Item } from "#shared/stores/items.ts";
 import { type LayerPair, type PairAccess, pairMaker, pairMakers, pairPut, recordPair } from "#shared/stores/layers.ts";

@@ -5,7 +5,8 @@ import { ApiError, badRequest, forbidden, withArticle } from "#shared/errors.ts"
 import { type RestRequest, requireMember, requirePrivilege } from "#shared/http/pipeline.ts";
 import type { Identity } from "#shared/auth/identity.ts";
 import { DataStoreChangedError, DataStoreInputError } from "#shared/datastore-registration.ts";
-import { type CacheInfo, cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
+import { cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
+import type { CacheInfo } from "#shared/stores/cache-info.ts";
 import { DatasetError, QueryTimeoutError } from "#shared/features/errors.ts";
 import { isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
 import { databaseDatasets, geoPackageDatasets, type SourceDataset } from "#shared/features/sources.ts";

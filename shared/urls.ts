@@ -20,6 +20,9 @@ export const portalUrl = (origin: string) => `${origin}${PORTAL_PATH}`;
 export const sharingRestUrl = (origin: string) => `${origin}${PORTAL_ROOT}`;
 export const generateTokenUrl = (origin: string) => `${sharingRestUrl(origin)}/generateToken`;
 
+/** Where an item's page is (linked from item, group, job, layer and viewer pages alike). */
+export const itemPageHref = (itemId: string) => `${PORTAL_ROOT}/content/items/${encodeURIComponent(itemId)}?f=html`;
+
 export interface RequestOrigins {
   /** Where this request arrived, as absolute URLs back to it start: scheme, host and any base path. */
   readonly origin: string;

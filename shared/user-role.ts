@@ -9,7 +9,7 @@ import { getRole, listRoles } from "#shared/stores/roles.ts";
 import { BUILT_IN_ROLES, getUser, listPortalUsers, setUserRole } from "#shared/stores/users.ts";
 import { PORTAL_ROOT } from "#shared/urls.ts";
 import { type FormField, resultPage } from "#shared/http/html.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 
 export const FAILED = "Unable to update user role.";
 /** The role given, for the result page (a symbol key: never part of a JSON answer). */

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 const SECRET = "Hostile-Secret-42";
 type Module = typeof import("#shared/datastore-registration.ts");
 let rules: Module;
-let address: typeof import("#shared/stores/database-address.ts");
+let address: typeof import("#shared/features/database-address.ts");
 let secrets: typeof import("#shared/stores/datastore-secrets.ts");
 /** The stores' passwords, as the local engine keeps them (a folder of this file's own). */
 const secretsDir = mkdtempSync(join(tmpdir(), "mapgate-secrets-test-"));
@@ -24,7 +24,7 @@ beforeAll(async () => {
     DATASTORE_SECRETS_DIR: secretsDir,
   });
   rules = await import("#shared/datastore-registration.ts");
-  address = await import("#shared/stores/database-address.ts");
+  address = await import("#shared/features/database-address.ts");
   secrets = await import("#shared/stores/datastore-secrets.ts");
 });
 

@@ -8,7 +8,7 @@ import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
 import { QueryTimeoutError } from "#shared/features/errors.ts";
 import { GeoPackage, MAX_FUNCTION_TEXT, QueryTextError } from "#shared/features/geopackage.ts";
 import { planQuery } from "#shared/features/plan.ts";
-import { geoPackageDataset } from "#shared/features/sources.ts";
+import { geoPackageDataset } from "#shared/features/dataset.ts";
 import { runQuery } from "#shared/features/query.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import { emitQuery } from "#shared/features/sql.ts";

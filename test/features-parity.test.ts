@@ -18,7 +18,7 @@ import { DatasetError } from "#shared/features/errors.ts";
 import { GeoPackage } from "#shared/features/geopackage.ts";
 import { PostGisDatabase } from "#shared/features/postgis.ts";
 import { idList, runQuery } from "#shared/features/query.ts";
-import { geoPackageDataset, type OpenDataset, postGisDataset } from "#shared/features/sources.ts";
+import { geoPackageDataset, type OpenDataset, postGisDataset } from "#shared/features/dataset.ts";
 import { ApiError } from "#shared/errors.ts";
 import { Params } from "#shared/http/params.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";

@@ -21,7 +21,7 @@ import { project } from "#shared/features/geometry/projection.ts";
 import { planQuery } from "#shared/features/plan.ts";
 import { runQuery } from "#shared/features/query.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
-import { geoPackageDataset } from "#shared/features/sources.ts";
+import { geoPackageDataset } from "#shared/features/dataset.ts";
 import { MAX_RECORD_COUNT, STANDARD_MAX_RECORD_COUNT, TILE_MAX_RECORD_COUNT } from "#shared/features/layer-json.ts";
 import { ApiError } from "#shared/errors.ts";
 import { Params } from "#shared/http/params.ts";

@@ -1,7 +1,7 @@
 // The hosting database (an option of the stack, `-c hosting=true`): an Aurora PostgreSQL Serverless v2 cluster that
 // may pause at 0 capacity when idle, and an RDS Proxy in front of it, both in the databases' VPC, in a nested stack of
 // their own (the parent stack is near CloudFormation's 500 resources). The functions that keep and serve hosted
-// layers' data reach it through the proxy with the cluster's generated login (shared/hosted/postgis-store.ts).
+// layers' data reach it through the proxy with the cluster's generated login (shared/features/hosting-database.ts).
 import { Duration, NestedStack, RemovalPolicy, Validations } from "aws-cdk-lib";
 import type { ISecurityGroup, ISubnet, IVpc } from "aws-cdk-lib/aws-ec2";
 import {

@@ -1,5 +1,6 @@
 // Recognises caches by their own files and reads, once at publishing, what serving them needs.
-import { MAX_CONF_BYTES, type TiledCache } from "#shared/caches/tiling.ts";
+import { MAX_CONF_BYTES } from "#shared/caches/tiling.ts";
+import type { CacheInfo } from "#shared/stores/cache-info.ts";
 import { type Entry, gunzipBounded, joinPath, type Storage, StorageError } from "#shared/storage/storage.ts";
 import type { CacheType } from "#shared/stores/datastores.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
@@ -36,11 +37,6 @@ export async function cacheTypeOf(storage: Storage, path: string, entries?: Entr
   }
   return undefined;
 }
-
-export type CacheInfo =
-  | { readonly kind: "tiled"; readonly path: string; readonly tiled: TiledCache }
-  | { readonly kind: "vector"; readonly path: string; readonly root: Record<string, unknown> }
-  | { readonly kind: "scene"; readonly path: string; readonly layer: Record<string, unknown> };
 
 function json(bytes: Buffer, what: string): Record<string, unknown> {
   let parsed: unknown;

@@ -1,7 +1,7 @@
 // A tile cache's own description: conf.xml (tiling scheme, tile format, storage format) and conf.cdi (the
 // extent of the cached data), read once at publishing into the service record, as the service JSON needs them.
 import { XMLParser } from "fast-xml-parser";
-import type { SpatialReference, TiledCache } from "#shared/caches/tiling.ts";
+import type { SpatialReference, TiledCache } from "#shared/stores/cache-info.ts";
 import { StorageError } from "#shared/storage/storage.ts";
 
 const MAX_LODS = 32;

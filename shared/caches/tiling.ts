@@ -1,43 +1,7 @@
-// Tiling schemes as the service JSON gives them (tileInfo, extents), and where a tile of a cache lies. What
-// a cache's conf.xml and conf.cdi say is read by tiling-conf.ts, once, at publishing.
-
-export interface SpatialReference {
-  readonly wkid?: number;
-  readonly latestWkid?: number;
-  readonly wkt?: string;
-}
-
-export interface Lod {
-  readonly level: number;
-  readonly resolution: number;
-  readonly scale: number;
-}
-
-export interface TileInfo {
-  readonly rows: number;
-  readonly cols: number;
-  readonly dpi: number;
-  readonly format: string;
-  readonly compressionQuality: number;
-  readonly origin: { readonly x: number; readonly y: number };
-  readonly spatialReference: SpatialReference;
-  readonly lods: readonly Lod[];
-}
-
-export interface Extent {
-  readonly xmin: number;
-  readonly ymin: number;
-  readonly xmax: number;
-  readonly ymax: number;
-  readonly spatialReference: SpatialReference;
-}
-
-export interface TiledCache {
-  readonly tileInfo: TileInfo;
-  readonly fullExtent: Extent;
-  /** `compactV2` bundles or `exploded` one-file-per-tile folders (the two layouts ArcGIS writes today). */
-  readonly storage: "compactV2" | "exploded";
-}
+// Where a tile of a cache lies, and the tiling scheme most basemaps use. The schemes themselves (tileInfo, extents,
+// as the service JSON gives them) are part of a service's record (shared/stores/cache-info.ts); what a cache's
+// conf.xml and conf.cdi say is read by tiling-conf.ts, once, at publishing.
+import type { Lod, TileInfo } from "#shared/stores/cache-info.ts";
 
 /** Where an exploded cache keeps a tile (relative to `_alllayers`), for the cache's file extension. */
 export function explodedTileFile(level: number, row: number, col: number, ext: string): string {

@@ -6,7 +6,7 @@
 import type { Bounds, EsriGeometryType, LayerSchema } from "#shared/features/schema.ts";
 import type { Service } from "#shared/stores/services.ts";
 import { SERVER_REST_VERSION } from "#shared/urls.ts";
-import { HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
+import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 
 /** Rows a query answers at most in one page (GDAL and queryAllFeatures page by it). */
 export const MAX_RECORD_COUNT = 2000;

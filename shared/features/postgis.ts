@@ -25,7 +25,7 @@ import {
 } from "#shared/features/schema.ts";
 import { config } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
-import { databaseAddress } from "#shared/stores/database-address.ts";
+import { databaseAddress } from "#shared/features/database-address.ts";
 import { readDataStorePassword, SecretDestinationError } from "#shared/stores/datastore-secrets.ts";
 import type { PostgresConnection } from "#shared/stores/datastores.ts";
 
@@ -228,7 +228,7 @@ async function makePool(
 /**
  * How a statement reaches the database: by default straight on the pool (its sessions read-only and bounded by
  * their startup options); the hosting database runs each in a read-only transaction of its own instead
- * (shared/hosted/postgis-store.ts), as RDS Proxy takes no startup options.
+ * (shared/features/hosting-database.ts), as RDS Proxy takes no startup options.
  */
 export type StatementRunner = (pool: Pool, sql: string, params: readonly unknown[]) => Promise<unknown[][]>;
 

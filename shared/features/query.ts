@@ -38,7 +38,7 @@ import {
 import type { Bounds, FeatureRow } from "#shared/features/schema.ts";
 import { type EmittedQuery, emitQuery } from "#shared/features/sql.ts";
 import type { SpatialFilter } from "#shared/features/sql/emitter.ts";
-import type { OpenDataset, SpatialTest } from "#shared/features/sources.ts";
+import type { OpenDataset, SpatialTest } from "#shared/features/dataset.ts";
 import { ExpressionError } from "#shared/features/sqlite-functions.ts";
 import { type Expr, nodes, type ScalarFunction } from "#shared/features/where-tree.ts";
 import { ApiError, badRequest } from "#shared/errors.ts";

@@ -4,7 +4,8 @@
 import { DatasetError } from "#shared/features/errors.ts";
 import { featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
-import { layerCount, type OpenDataset, openDataset, servesLayer } from "#shared/features/sources.ts";
+import type { OpenDataset } from "#shared/features/dataset.ts";
+import { layerCount, openDataset, servesLayer } from "#shared/features/sources.ts";
 import { ApiError, badRequest, operationNotSupported } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";

@@ -1,22 +1,15 @@
 // Where a feature layer's rows lie, and which datasets a data store holds: GeoPackage files in a folder or
 // cloud store (read where they lie; a cloud store's file copied once per version into the function's
 // temporary storage), each table of a file a dataset at `/<file path>/<table>`; and the tables of a
-// PostgreSQL database, each a dataset at `/<schema>.<table>`. Both open as one OpenDataset, which the query
-// runs on without knowing which it is.
-import type { Geometry } from "geojson";
+// PostgreSQL database, each a dataset at `/<schema>.<table>`. Both open as one OpenDataset (dataset.ts), which the
+// query runs on without knowing which it is.
+import { geoPackageDataset, type OpenDataset, postGisDataset } from "#shared/features/dataset.ts";
 import { DatasetError } from "#shared/features/errors.ts";
 import { type GeoPackage, geoPackageAt, isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
-import { decodeGeoPackageGeometry, decodeWkb } from "#shared/features/geometry/wkb.ts";
-import type { PostGisDatabase } from "#shared/features/postgis.ts";
-import type { LayerSchema } from "#shared/features/schema.ts";
-import { HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
-import type { EmittedQuery } from "#shared/features/sql.ts";
-import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
-import { postgresEmitter } from "#shared/features/sql/postgres.ts";
-import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
+import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { storageAt } from "#shared/storage/open.ts";
-import { joinPath, type Storage, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
-import type { Dataset, PostgresConnection, StoreLocation } from "#shared/stores/datastores.ts";
+import { joinPath, type Storage, StorageError, type StoreLocation, safeRelativePath } from "#shared/storage/storage.ts";
+import type { Dataset, PostgresConnection } from "#shared/stores/datastores.ts";
 import type { ServiceSource } from "#shared/stores/services.ts";
 
 /**
@@ -106,54 +99,6 @@ export async function storageDatasetPage(
   return { datasets: rest.slice(0, limit), more: rest.length > limit };
 }
 
-/** The exact spatial test a reader without one in SQL runs on each candidate row. */
-export type SpatialTest = (geometry: Geometry | null | undefined) => boolean;
-
-/** A layer's dataset, open: its schema and how its rows are read; a DatasetError says why it cannot be. */
-export interface OpenDataset {
-  readonly schema: LayerSchema;
-  /** What writes its statements' SQL. */
-  readonly emitter: SqlEmitter;
-  /**
-   * Runs an emitted statement until `deadline` (epoch ms); rows as arrays in SELECT order. `test` is the exact
-   * spatial test, for the SQLite dialect (PostGIS tests in SQL).
-   */
-  run(emitted: EmittedQuery, test: SpatialTest | undefined, deadline: number): Promise<unknown[][]>;
-  /** A geometry column's value as read (a GeoPackage blob, or WKB from PostGIS) as a geometry. */
-  decode(value: unknown): Geometry | null;
-  /** The definition (WKT) the source gives a coordinate system, for one no projection library knows. */
-  definitionOf(srid: number): Promise<string | undefined>;
-}
-
-export function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDataset {
-  return {
-    schema,
-    emitter: sqliteEmitter,
-    // Synchronous inside: nothing else runs between choosing the open file and reading it.
-    run: async (emitted, test, deadline) => {
-      gpkg.spatialTest = test ? (blob) => (blob ? test(decodeGeoPackageGeometry(blob).geometry) : false) : undefined;
-      try {
-        return gpkg.all(emitted.sql, emitted.params, deadline);
-      } finally {
-        gpkg.spatialTest = undefined;
-      }
-    },
-    decode: (value) => (value instanceof Uint8Array ? (decodeGeoPackageGeometry(value).geometry ?? null) : null),
-    definitionOf: async (srid) => gpkg.definitionOf(srid),
-  };
-}
-
-export function postGisDataset(db: PostGisDatabase, schema: LayerSchema): OpenDataset {
-  return {
-    schema,
-    emitter: postgresEmitter,
-    // The database's statement_timeout bounds each statement (postgis.ts).
-    run: (emitted) => db.all(emitted.sql, emitted.params),
-    decode: (value) => (value instanceof Uint8Array ? (decodeWkb(value).geometry ?? null) : null),
-    definitionOf: (srid) => db.definitionOf(srid),
-  };
-}
-
 async function openPostGisDataset(datastoreId: string, connection: PostgresConnection, path: string) {
   const { postGisAt } = await import("#shared/features/postgis.ts");
   const db = await postGisAt(datastoreId, connection);
@@ -182,7 +127,7 @@ export async function openDataset(source: ServiceSource, id = 0): Promise<OpenDa
   if ("connection" in source) {
     // A hosted layer kept in the deployment's own database, reached as that database requires (RDS Proxy).
     if (source.datastoreId === HOSTED_STORE_ID) {
-      const { openHostedLayer } = await import("#shared/hosted/postgis-store.ts");
+      const { openHostedLayer } = await import("#shared/features/hosting-database.ts");
       return openHostedLayer(path, source.revision ?? 0);
     }
     return openPostGisDataset(source.datastoreId, source.connection, source.path);

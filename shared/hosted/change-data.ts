@@ -26,7 +26,7 @@ import {
   serviceNameFrom,
   textLength,
 } from "#shared/hosted/publish.ts";
-import { HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
+import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
 import { type AppendRow, hostedStore, type HostedLayer, type LayerAppend } from "#shared/hosted/store.ts";
 import { type FieldKind, fitsLayer, MAX_FIELDS, type NamedTable, type Table } from "#shared/hosted/tables.ts";

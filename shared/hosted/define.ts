@@ -13,7 +13,7 @@ import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/
 import type { LayerSchema } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
 import { visibleTo } from "#shared/catalog.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 import { config } from "#shared/config.ts";
 import { ApiError, badRequest, forbidden, tokenRequired } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
@@ -24,7 +24,7 @@ import { logger } from "#shared/log.ts";
 import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
 import { hostingServer, SERVICE_NAME, textLength } from "#shared/hosted/publish.ts";
-import { HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
+import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { type DefinedLayer, type DefinitionChange, type HostedDefinitions, hostedStore } from "#shared/hosted/store.ts";
 import { MAX_FIELDS, MAX_TEXT, RESERVED, RESERVED_TABLE } from "#shared/hosted/tables.ts";
 import { failedConditions, retryingConflicts } from "#shared/stores/dynamo.ts";

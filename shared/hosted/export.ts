@@ -28,7 +28,8 @@ import {
 import { parseSpatialReference } from "#shared/features/plan.ts";
 import { featurePages } from "#shared/features/query.ts";
 import type { FeatureRow, Field } from "#shared/features/schema.ts";
-import { layerCount, type OpenDataset, openDataset, servesLayer } from "#shared/features/sources.ts";
+import type { OpenDataset } from "#shared/features/dataset.ts";
+import { layerCount, openDataset, servesLayer } from "#shared/features/sources.ts";
 import { dbfColumns, dbfProblem, SHAPE_TYPES, ShapefileWriter } from "#shared/hosted/shapefile-writer.ts";
 import { ApiError, badRequest } from "#shared/errors.ts";
 import { itemId as newItemId } from "#shared/ids.ts";

@@ -22,7 +22,7 @@ import {
 import { quote } from "#shared/features/geopackage.ts";
 import { boundsOf } from "#shared/features/sqlite-functions.ts";
 import { COLUMN_TYPES } from "#shared/hosted/tables.ts";
-import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
+import { checkedItemId, HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
 import type {
   AppendCounts,
@@ -34,7 +34,7 @@ import type {
   KeptData,
   LayerAppend,
 } from "#shared/hosted/store.ts";
-import type { StoreLocation } from "#shared/stores/datastores.ts";
+import type { StoreLocation } from "#shared/storage/storage.ts";
 
 const PREFIX = "hosted";
 

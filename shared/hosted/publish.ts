@@ -17,7 +17,7 @@ import {
   type Table,
 } from "#shared/hosted/tables.ts";
 import { hostedStore, type KeptService } from "#shared/hosted/store.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 import { logger } from "#shared/log.ts";
 import { ApiError, badRequest } from "#shared/errors.ts";
 import type { Params } from "#shared/http/params.ts";

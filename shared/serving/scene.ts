@@ -1,6 +1,6 @@
 // SceneServer over an extracted scene layer package (I3S): the service JSON and layer document from what
 // publishing read, and every I3S resource under layers/0 read from its file, gzip passed through.
-import type { CacheInfo } from "#shared/caches/probe.ts";
+import type { CacheInfo } from "#shared/stores/cache-info.ts";
 import { sceneLayerJson, sceneResourceFiles, sceneServiceJson, textureTypeOf } from "#shared/caches/scene.ts";
 import type { Content } from "#shared/http/render.ts";
 import { MAX_CONTENT_BYTES } from "#shared/http/render.ts";

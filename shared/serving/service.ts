@@ -3,7 +3,6 @@
 // (shared/catalog.ts), the same rule as the directory and the SOAP catalog.
 import { requestCatalog, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, operationNotSupported, tokenRequired } from "#shared/errors.ts";
-import { itemPageHref } from "#shared/item-pages.ts";
 import { viewLink } from "#shared/viewer/links.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
@@ -16,7 +15,7 @@ import { vectorJson, vectorResource, vectorTile } from "#shared/serving/vector.t
 import type { ServedResource } from "#shared/metrics.ts";
 import { serverUrl } from "#shared/stores/servers.ts";
 import type { Service } from "#shared/stores/services.ts";
-import { SERVER_REST_VERSION } from "#shared/urls.ts";
+import { itemPageHref, SERVER_REST_VERSION } from "#shared/urls.ts";
 
 const serviceNotFound = () =>
   new ApiError(404, "Service not found.", ["The service does not exist or is inaccessible."]);

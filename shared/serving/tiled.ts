@@ -1,7 +1,7 @@
 // MapServer and ImageServer over a tiled cache (Compact Cache V2 or exploded): the service JSON from what
 // publishing read (conf.xml, conf.cdi), and tiles by level/row/col, each an index read plus one ranged read.
 import { readBundleTile, validTileAddress } from "#shared/caches/bundle.ts";
-import type { CacheInfo } from "#shared/caches/probe.ts";
+import type { CacheInfo } from "#shared/stores/cache-info.ts";
 import { explodedTileFile, imageType } from "#shared/caches/tiling.ts";
 import { badRequest } from "#shared/errors.ts";
 import type { Content } from "#shared/http/render.ts";

@@ -1,7 +1,8 @@
 // VectorTileServer over an extracted vector tile package: the service JSON from its p12/root.json, tiles from
 // its bundles (gzip-compressed protobufs, passed through), and its style rewritten to point at this service.
 import { readBundleTile, validTileAddress } from "#shared/caches/bundle.ts";
-import { type CacheInfo, MAX_DOCUMENT_DEPTH } from "#shared/caches/probe.ts";
+import { MAX_DOCUMENT_DEPTH } from "#shared/caches/probe.ts";
+import type { CacheInfo } from "#shared/stores/cache-info.ts";
 import { rewriteStyle, vectorResourceFile, vectorServiceJson } from "#shared/caches/vector.ts";
 import { badRequest } from "#shared/errors.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";

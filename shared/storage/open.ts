@@ -1,7 +1,6 @@
 // The Storage of a data store's location, one per location per warm function. The S3 client is imported
 // only by functions that meet a cloud store, so folder-only paths never pay for loading it.
-import type { Storage } from "#shared/storage/storage.ts";
-import type { StoreLocation } from "#shared/stores/datastores.ts";
+import type { Storage, StoreLocation } from "#shared/storage/storage.ts";
 
 const opened = new Map<string, Promise<Storage>>();
 

@@ -4,6 +4,9 @@ import { gunzipSync } from "node:zlib";
 // Every path handed to a Storage is relative to the store's root and checked here first, so no caller can
 // reach outside the store whatever it asks for.
 
+/** Where a data store's content lies: a folder on the machine that serves it, or an S3 bucket and prefix. */
+export type StoreLocation = { readonly folder: string } | { readonly bucket: string; readonly prefix: string };
+
 /** One entry of a listing: a file (with its size) or a folder. */
 export interface Entry {
   readonly name: string;

@@ -1,7 +1,7 @@
-// Registered OAuth 2.0 applications. Only a digest of a client secret is stored (see shared/auth/digests.ts).
+// Registered OAuth 2.0 applications. Only a digest of a client secret is stored (see shared/digests.ts).
 import { randomBytes } from "node:crypto";
 import { DeleteCommand, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
-import { matchesDigest, sha256Hex } from "#shared/auth/digests.ts";
+import { matchesDigest, sha256Hex } from "#shared/digests.ts";
 import { tableName } from "#shared/config.ts";
 import { ddb, isConditionFailure, queryByPortal } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";

@@ -9,6 +9,7 @@ import { type Item, itemPut } from "#shared/stores/items.ts";
 import { tableName } from "#shared/config.ts";
 import { ddb, failedConditions, isConditionFailure, queryAll, queryByPortal } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";
+import type { StoreLocation } from "#shared/storage/storage.ts";
 
 export const DATASET_TYPES = ["table", "featureClass", "relationshipClass"] as const;
 export type DatasetType = (typeof DATASET_TYPES)[number];
@@ -16,9 +17,6 @@ export type DatasetType = (typeof DATASET_TYPES)[number];
 /** Caches a scene or tile service can be published from by reference (`pathInCachedStore`). */
 export const CACHE_TYPES = ["sceneLayerCache", "tileCache", "vectorTileCache", "imageCache"] as const;
 export type CacheType = (typeof CACHE_TYPES)[number];
-
-/** Where a data store's content lies: a folder on the machine that serves it, or an S3 bucket and prefix. */
-export type StoreLocation = { readonly folder: string } | { readonly bucket: string; readonly prefix: string };
 
 export const SSL_MODES = ["disable", "prefer", "require", "verify-full"] as const;
 export type SslMode = (typeof SSL_MODES)[number];

@@ -1,9 +1,9 @@
 // OAuth 2.0 state in the tokens table: authorization codes (single use, short-lived), refresh-token
 // families (one current refresh token each, rotated on use) and revocations. Codes and refresh tokens are
-// stored as digests only (see shared/auth/digests.ts); a code's digest is its key.
+// stored as digests only (see shared/digests.ts); a code's digest is its key.
 import { randomBytes } from "node:crypto";
 import { GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { matchesDigest, sha256Hex as sha256 } from "#shared/auth/digests.ts";
+import { matchesDigest, sha256Hex as sha256 } from "#shared/digests.ts";
 import { tableName } from "#shared/config.ts";
 import { ddb, isConditionFailure } from "#shared/stores/dynamo.ts";
 import { RecordReader } from "#shared/stores/records.ts";

@@ -4,8 +4,9 @@
 import { DeleteCommand, GetCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
 import { ddb, failedConditions, isConditionFailure, queryAll } from "#shared/stores/dynamo.ts";
-import type { CacheInfo } from "#shared/caches/probe.ts";
-import { type PostgresConnection, type StoreLocation, toConnection } from "#shared/stores/datastores.ts";
+import type { CacheInfo } from "#shared/stores/cache-info.ts";
+import { type PostgresConnection, toConnection } from "#shared/stores/datastores.ts";
+import type { StoreLocation } from "#shared/storage/storage.ts";
 import { type Item, itemPut } from "#shared/stores/items.ts";
 import {
   ACCESS,

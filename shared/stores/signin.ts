@@ -5,7 +5,7 @@
 // The window is fixed: it starts at the first failure and lasts `failureWindowMs`.
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { config, tableName } from "#shared/config.ts";
-import { emit } from "#shared/events.ts";
+import { emit } from "#shared/stores/events.ts";
 import { count, METRIC } from "#shared/metrics.ts";
 import { ddb, isConditionFailure } from "#shared/stores/dynamo.ts";
 

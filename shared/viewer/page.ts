@@ -5,11 +5,10 @@ import { catalogOf, findService, serviceInfo, visibleTo } from "#shared/catalog.
 import { badRequest } from "#shared/errors.ts";
 import { escapeHtml, type HtmlPage, page } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
-import { itemPageHref } from "#shared/item-pages.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
-import type { TileInfo } from "#shared/caches/tiling.ts";
+import type { TileInfo } from "#shared/stores/cache-info.ts";
 import { hostedServer } from "#shared/stores/servers.ts";
-import { PORTAL_ROOT } from "#shared/urls.ts";
+import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { viewerAssetHref } from "#shared/viewer/assets.ts";
 import { VIEWER_PATH } from "#shared/viewer/links.ts";
 

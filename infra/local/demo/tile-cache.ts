@@ -5,7 +5,8 @@ import { join } from "node:path";
 import jpeg from "jpeg-js";
 import { PNG } from "pngjs";
 import { bundleFile, PACKET, writeBundle } from "#shared/caches/bundle.ts";
-import { type Extent, explodedTileFile, webMercatorTileInfo } from "#shared/caches/tiling.ts";
+import { explodedTileFile, webMercatorTileInfo } from "#shared/caches/tiling.ts";
+import type { Extent } from "#shared/stores/cache-info.ts";
 import { writeTiledCacheConf } from "#shared/caches/tiling-conf.ts";
 
 const HALF = 20037508.342787;

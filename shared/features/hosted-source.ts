@@ -1,5 +1,6 @@
 // What names hosted data, in a module of its own that imports nothing: serving code tells hosted sources apart, and
-// the hosted stores check the ids that name their files and schemas, without bundling each other.
+// the hosted stores (shared/hosted/) check the ids that name their files and schemas, without bundling each other.
+// It stands with the features, under the hosted stores, as serving a hosted layer needs nothing of writing one.
 
 /** The `datastoreId` a hosted service's source carries (no registered data store's id, 32 hex digits, is this). */
 export const HOSTED_STORE_ID = "hosted";

@@ -1,0 +1,60 @@
+// A layer's dataset, open: one shape over both readers (a GeoPackage through SQLite, a table through PostGIS), which
+// the query runs on without knowing which it is. Where a dataset lies and how it is found is sources.ts's; the
+// hosting database's reader (hosting-database.ts) opens its layers as this too, without importing sources.ts.
+import type { Geometry } from "geojson";
+import type { GeoPackage } from "#shared/features/geopackage.ts";
+import { decodeGeoPackageGeometry, decodeWkb } from "#shared/features/geometry/wkb.ts";
+import type { PostGisDatabase } from "#shared/features/postgis.ts";
+import type { LayerSchema } from "#shared/features/schema.ts";
+import type { EmittedQuery } from "#shared/features/sql.ts";
+import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
+import { postgresEmitter } from "#shared/features/sql/postgres.ts";
+import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
+
+/** The exact spatial test a reader without one in SQL runs on each candidate row. */
+export type SpatialTest = (geometry: Geometry | null | undefined) => boolean;
+
+/** A layer's dataset, open: its schema and how its rows are read; a DatasetError says why it cannot be. */
+export interface OpenDataset {
+  readonly schema: LayerSchema;
+  /** What writes its statements' SQL. */
+  readonly emitter: SqlEmitter;
+  /**
+   * Runs an emitted statement until `deadline` (epoch ms); rows as arrays in SELECT order. `test` is the exact
+   * spatial test, for the SQLite dialect (PostGIS tests in SQL).
+   */
+  run(emitted: EmittedQuery, test: SpatialTest | undefined, deadline: number): Promise<unknown[][]>;
+  /** A geometry column's value as read (a GeoPackage blob, or WKB from PostGIS) as a geometry. */
+  decode(value: unknown): Geometry | null;
+  /** The definition (WKT) the source gives a coordinate system, for one no projection library knows. */
+  definitionOf(srid: number): Promise<string | undefined>;
+}
+
+export function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDataset {
+  return {
+    schema,
+    emitter: sqliteEmitter,
+    // Synchronous inside: nothing else runs between choosing the open file and reading it.
+    run: async (emitted, test, deadline) => {
+      gpkg.spatialTest = test ? (blob) => (blob ? test(decodeGeoPackageGeometry(blob).geometry) : false) : undefined;
+      try {
+        return gpkg.all(emitted.sql, emitted.params, deadline);
+      } finally {
+        gpkg.spatialTest = undefined;
+      }
+    },
+    decode: (value) => (value instanceof Uint8Array ? (decodeGeoPackageGeometry(value).geometry ?? null) : null),
+    definitionOf: async (srid) => gpkg.definitionOf(srid),
+  };
+}
+
+export function postGisDataset(db: PostGisDatabase, schema: LayerSchema): OpenDataset {
+  return {
+    schema,
+    emitter: postgresEmitter,
+    // The database's statement_timeout bounds each statement (postgis.ts).
+    run: (emitted) => db.all(emitted.sql, emitted.params),
+    decode: (value) => (value instanceof Uint8Array ? (decodeWkb(value).geometry ?? null) : null),
+    definitionOf: (srid) => db.definitionOf(srid),
+  };
+}
