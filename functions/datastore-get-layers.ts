@@ -13,7 +13,7 @@ import { ApiError, badRequest } from "#shared/errors.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { readPaging } from "#shared/paging.ts";
-import { viewLink } from "#shared/viewer/links.ts";
+import { viewLink } from "#shared/viewer-links.ts";
 import { usableDataStore } from "#shared/publishing.ts";
 import {
   type LayerPair,

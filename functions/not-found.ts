@@ -12,7 +12,7 @@ import { OPERATIONS } from "#shared/soap/catalog-xml.ts";
 import { ClientFault } from "#shared/soap/envelope.ts";
 import { type SoapRequest, soapHandler } from "#shared/soap/pipeline.ts";
 import { hostedServer, serverUrl } from "#shared/stores/servers.ts";
-import { VIEWER_PATH } from "#shared/viewer/links.ts";
+import { VIEWER_PATH } from "#shared/viewer-links.ts";
 
 const PORTAL_HOME = /^\/portal(\/home)?\/?$/;
 const SERVER_HOME = /^\/([^/]+)(\/rest)?\/?$/;

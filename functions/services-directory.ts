@@ -3,7 +3,7 @@
 import { catalogPrefetch, requestCatalog, findFolder, viewerKey, visibleTo } from "#shared/catalog.ts";
 import { ApiError } from "#shared/errors.ts";
 import { escapeHtml, page } from "#shared/http/html.ts";
-import { VIEWABLE_TYPES, viewLink } from "#shared/viewer/links.ts";
+import { VIEWABLE_TYPES, viewLink } from "#shared/viewer-links.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";
 import { type RestRequest, restHandler } from "#shared/http/pipeline.ts";
 import { Rendered } from "#shared/http/render.ts";

@@ -7,7 +7,7 @@ import { noSuchResource } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { acceptsGzip } from "#shared/serving/read.ts";
 import { isViewerAsset, viewerAsset } from "#shared/viewer/assets.ts";
-import { VIEWER_PAGE } from "#shared/viewer/links.ts";
+import { VIEWER_PAGE } from "#shared/viewer-links.ts";
 import { viewerConfig, viewerPage } from "#shared/viewer/page.ts";
 
 export const handler = restHandler(

@@ -6,7 +6,7 @@ import { escapeHtml, page } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { listPortalServers } from "#shared/stores/servers.ts";
 import { PORTAL_ROOT } from "#shared/urls.ts";
-import { VIEWABLE_TYPES, viewerHref } from "#shared/viewer/links.ts";
+import { VIEWABLE_TYPES, viewerHref } from "#shared/viewer-links.ts";
 
 /** How many services the home page lists per server; the directory lists them all. */
 export const HOME_SERVICES = 100;

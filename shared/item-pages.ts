@@ -4,7 +4,7 @@ import type { RestRequest } from "#shared/http/pipeline.ts";
 import { escapeHtml, page, renderDate, renderForm } from "#shared/http/html.ts";
 import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
-import { viewLink } from "#shared/viewer/links.ts";
+import { viewLink } from "#shared/viewer-links.ts";
 
 type View = Record<string, unknown>;
 

@@ -5,7 +5,7 @@ import { serviceConfiguration } from "#shared/form-choices.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import type { Child } from "#shared/publishing.ts";
-import { viewLink } from "#shared/viewer/links.ts";
+import { viewLink } from "#shared/viewer-links.ts";
 
 /** The service type each kind of cache is published as (the first PUBLISH_TYPES entry that takes it). */
 const PUBLISHED_AS: Readonly<Record<string, string>> = {

@@ -2,7 +2,7 @@
 // holds and whatever size its tiles; any other scheme is said in words on the page instead.
 import { describe, expect, it } from "vitest";
 import { webMercatorTileInfo } from "#shared/caches/tiling.ts";
-import { viewerHref } from "#shared/viewer/links.ts";
+import { viewerHref } from "#shared/viewer-links.ts";
 import { webMercatorLevels } from "#shared/viewer/page.ts";
 
 describe("webMercatorLevels", () => {

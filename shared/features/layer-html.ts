@@ -13,7 +13,7 @@ import { answerHtml, extentHtml, type QueryAnswer, spatialReferenceHtml } from "
 import { DISTANCE_UNITS, QUERY_GEOMETRY_TYPES } from "#shared/features/plan.ts";
 import { escapeHtml, type FormField, page, renderForm } from "#shared/http/html.ts";
 import type { Params } from "#shared/http/params.ts";
-import { viewLink } from "#shared/viewer/links.ts";
+import { viewLink } from "#shared/viewer-links.ts";
 import type { Server } from "#shared/stores/servers.ts";
 import type { Service } from "#shared/stores/services.ts";
 import { itemPageHref } from "#shared/urls.ts";

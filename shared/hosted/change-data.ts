@@ -28,7 +28,8 @@ import {
 } from "#shared/hosted/publish.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
-import { type AppendRow, hostedStore, type HostedLayer, type LayerAppend } from "#shared/hosted/store.ts";
+import { type AppendRow, type HostedLayer, type LayerAppend } from "#shared/hosted/store.ts";
+import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { type FieldKind, fitsLayer, MAX_FIELDS, type NamedTable, type Table } from "#shared/hosted/tables.ts";
 import { getItem, type Item } from "#shared/stores/items.ts";
 import { serverUrl } from "#shared/stores/servers.ts";

@@ -25,7 +25,8 @@ import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
 import { hostingServer, SERVICE_NAME, textLength } from "#shared/hosted/publish.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
-import { type DefinedLayer, type DefinitionChange, type HostedDefinitions, hostedStore } from "#shared/hosted/store.ts";
+import { type DefinedLayer, type DefinitionChange, type HostedDefinitions } from "#shared/hosted/store.ts";
+import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { MAX_FIELDS, MAX_TEXT, RESERVED, RESERVED_TABLE } from "#shared/hosted/tables.ts";
 import { failedConditions, retryingConflicts } from "#shared/stores/dynamo.ts";
 import {

@@ -2,7 +2,7 @@
 // (shared/hosted/publish-job.ts), so the workflow's failure step drops the data without the file readers.
 import { logger } from "#shared/log.ts";
 import { HOSTED_FOLDER, stableItemId } from "#shared/publishing.ts";
-import { hostedStore } from "#shared/hosted/store.ts";
+import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import type { JobInput } from "#shared/jobs.ts";
 import { getService } from "#shared/stores/services.ts";
 

@@ -9,7 +9,7 @@ import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { type JobInput, startJob } from "#shared/jobs.ts";
 import { HOSTED_FOLDER, reserveName, restServiceUrl } from "#shared/publishing.ts";
-import { hostedStore } from "#shared/hosted/store.ts";
+import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { jobServiceItemId } from "#shared/hosted/publish-job-data.ts";
 import {
   fileTypeOf,

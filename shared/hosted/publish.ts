@@ -16,7 +16,8 @@ import {
   RESERVED_TABLE,
   type Table,
 } from "#shared/hosted/tables.ts";
-import { hostedStore, type KeptService } from "#shared/hosted/store.ts";
+import { type KeptService } from "#shared/hosted/store.ts";
+import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { emit } from "#shared/stores/events.ts";
 import { logger } from "#shared/log.ts";
 import { ApiError, badRequest } from "#shared/errors.ts";

@@ -4,7 +4,6 @@
 // database the local engine's operator names). Which one is configuration, read once at cold start: HOSTED_DATABASE
 // set means PostgreSQL. Either way a service's data is made whole or not at all, and is read back by the by-reference
 // reader of its kind (the GeoPackage reader, or the PostGIS reader), so every query answers alike on both.
-import { config } from "#shared/config.ts";
 import type {
   CellValue,
   ColumnSpec,
@@ -180,27 +179,4 @@ export interface KeptData {
   /** When it was made, or last written (ms): data younger than an hour may belong to a publish still running. */
   readonly created: number;
   readonly bytes: number;
-}
-
-let chosen: Promise<HostedStore> | undefined;
-
-/** The deployment's hosted-data store (each module, and node-postgres, loaded only where it is chosen). */
-export function hostedStore(): Promise<HostedStore> {
-  chosen ??= config().hostedDatabase
-    ? import("#shared/hosted/postgis-store.ts").then((m) => m.postGisStore())
-    : import("#shared/hosted/geopackage-store.ts").then((m) => m.geoPackageStore);
-  return chosen;
-}
-
-/**
- * Drops a service's data wherever this deployment may have kept it: in its store, and (a deployment that moved to
- * a database) a GeoPackage kept before the move.
- */
-export async function dropHostedData(serviceItemId: string): Promise<void> {
-  const store = await hostedStore();
-  await store.drop(serviceItemId);
-  if (store.kind === "postgis" && config().hostedData) {
-    const { geoPackageStore } = await import("#shared/hosted/geopackage-store.ts");
-    await geoPackageStore.drop(serviceItemId);
-  }
 }

@@ -14,7 +14,8 @@
 // Each removal is logged with the item id and the bytes (never a name or any content of the user's).
 import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { config, tableName } from "#shared/config.ts";
-import { type HostedStore, hostedStore } from "#shared/hosted/store.ts";
+import type { HostedStore } from "#shared/hosted/store.ts";
+import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { logger } from "#shared/log.ts";
 import { isConditionFailure, ddb } from "#shared/stores/dynamo.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";

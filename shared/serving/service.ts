@@ -3,7 +3,7 @@
 // (shared/catalog.ts), the same rule as the directory and the SOAP catalog.
 import { requestCatalog, findService, serviceInfo, visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, operationNotSupported, tokenRequired } from "#shared/errors.ts";
-import { viewLink } from "#shared/viewer/links.ts";
+import { viewLink } from "#shared/viewer-links.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { FeaturePage, featureResource } from "#shared/features/serve.ts";

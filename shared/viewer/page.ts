@@ -10,7 +10,7 @@ import type { TileInfo } from "#shared/stores/cache-info.ts";
 import { hostedServer } from "#shared/stores/servers.ts";
 import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { viewerAssetHref } from "#shared/viewer/assets.ts";
-import { VIEWER_PATH } from "#shared/viewer/links.ts";
+import { VIEWER_PATH } from "#shared/viewer-links.ts";
 
 export type ViewerKind = "tiles" | "vector" | "features" | "scene";
 
