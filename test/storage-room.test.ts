@@ -2,12 +2,13 @@
 // room, least recently copied first, and a file that cannot fit is refused saying what to change. A full disk
 // cannot be made on a shared machine, so the free space statfs reports is the one thing stood in for here (a
 // mock of a fault); the copies, the S3 server and the files are real.
-import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type LocalS3, startS3 } from "#infra/local/s3.ts";
+import type { LocalS3 } from "#infra/local/s3.ts";
 import type { Storage } from "#shared/storage/storage.ts";
 import { StorageError } from "#shared/storage/storage.ts";
+import { startS3WithBucket } from "./helpers/s3.ts";
 
 /** The free space statfs reports (undefined: the real figure). */
 let freeNow: (() => number) | undefined;
@@ -29,14 +30,7 @@ let admin: S3Client;
 let store: Storage;
 
 beforeAll(async () => {
-  s3 = await startS3(undefined);
-  admin = new S3Client({
-    endpoint: s3.endpoint,
-    forcePathStyle: true,
-    region: "us-east-1",
-    credentials: { accessKeyId: "admin", secretAccessKey: "admin" },
-  });
-  await admin.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  ({ s3, admin } = await startS3WithBucket(BUCKET));
   for (const [Key, size] of [
     ["a.gpkg", 1],
     ["b.gpkg", 2],

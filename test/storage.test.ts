@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalS3, startS3 } from "#infra/local/s3.ts";
 import { FolderStorage } from "#shared/storage/folder.ts";
 import { type Storage, StorageError } from "#shared/storage/storage.ts";
+import { startS3WithBucket } from "./helpers/s3.ts";
 
 const BUCKET = "mapgate-storage-test";
 const PREFIX = "stores/one";
@@ -54,14 +55,7 @@ beforeAll(async () => {
   }
   storages.folder = new FolderStorage(folderRoot);
 
-  s3 = await startS3(undefined);
-  admin = new S3Client({
-    endpoint: s3.endpoint,
-    forcePathStyle: true,
-    region: "us-east-1",
-    credentials: { accessKeyId: "admin", secretAccessKey: "admin" },
-  });
-  await admin.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  ({ s3, admin } = await startS3WithBucket(BUCKET));
   const objects: Record<string, Buffer> = {
     ...Object.fromEntries(Object.entries(FILES).map(([path, body]) => [`${PREFIX}/${path}`, body])),
     // Beside the store, never reachable from it.
