@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminCommand, type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
 import { portalCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, form, jsonCalls } from "./helpers/http.ts";
+import { call, jsonCalls, signIn as signInAt } from "./helpers/http.ts";
+import { soapDescriptions, surfaces as seenOn } from "./helpers/surfaces.ts";
 import { publish, share, waitForJob } from "./helpers/publish.ts";
 
-const NS = "http://www.esri.com/schemas/ArcGIS/10.8";
 const OTHER_PASSWORD = "other-Admin-Pass-1234";
 
 let engine: RunningEngine;
@@ -18,22 +18,10 @@ const tokens: Record<string, string> = {};
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 const server = () => `${engine.ready.https}/arcgis`;
 
-async function signIn(username: string, password: string): Promise<string> {
-  const res = await call(`${rest()}/generateToken`, { ca: engine.ca, body: form({ f: "json", username, password }) });
-  return res.json<{ token: string }>().token;
-}
+const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
 
 /** GET with f=json and the caller's token (none for an anonymous caller). */
 const { getJson, postJson } = jsonCalls(() => engine.ca);
-
-const soapDescriptions = async (token?: string) =>
-  (
-    await call(`${server()}/services${token ? `?token=${encodeURIComponent(token)}` : ""}`, {
-      ca: engine.ca,
-      body: `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><GetServiceDescriptions xmlns="${NS}"/></soap:Body></soap:Envelope>`,
-      headers: { "content-type": "text/xml; charset=utf-8", soapaction: '""' },
-    })
-  ).text;
 
 const CALLERS = ["anonymous", "member", "other", "owner", "admin"] as const;
 type Caller = (typeof CALLERS)[number];
@@ -155,7 +143,7 @@ describe("items of what is published", () => {
     });
     expect(update).toEqual({ success: true, id });
     expect(await getJson(serviceUrl)).toMatchObject({ serviceDescription: "Shown everywhere" });
-    expect(await soapDescriptions()).toContain("<Description>Shown everywhere</Description>");
+    expect(await soapDescriptions(engine)).toContain("<Description>Shown everywhere</Description>");
   });
 
   it("makes a data store's registration an item, which getLayers' datastoreId names", async () => {
@@ -206,24 +194,7 @@ describe("access follows the item on every surface", () => {
   });
 
   /** What each surface shows one caller: whether the service (or its item) is there. */
-  async function surfaces(caller: Caller): Promise<Record<string, boolean>> {
-    const token = tokenOf(caller);
-    const root = await getJson(`${server()}/rest/services`, token);
-    const serviceJson = await getJson(serviceUrl, token);
-    const tile = await call(`${serviceUrl}/tile/0/0/0${token ? `?token=${encodeURIComponent(token)}` : ""}`, {
-      ca: engine.ca,
-    });
-    const item = await getJson(`${rest()}/content/items/${id}`, token);
-    const search = await getJson(`${rest()}/search?q=id:${id}`, token);
-    return {
-      directory: ((root.services ?? []) as { name: string }[]).some((s) => s.name === "Matrix"),
-      soap: (await soapDescriptions(token)).includes("<Name>Matrix</Name>"),
-      service: serviceJson.serviceItemId === id,
-      tile: tile.status === 200 && tile.headers["content-type"] === "image/png",
-      item: item.id === id,
-      search: search.total === 1,
-    };
-  }
+  const surfaces = (caller: Caller) => seenOn(engine, { name: "Matrix", id, serviceUrl }, tokenOf(caller));
 
   for (const access of ["public", "org", "private"] as const) {
     it(`${access}: every surface agrees, for anonymous callers, members, another organization, the owner and administrators`, async () => {
@@ -439,7 +410,8 @@ describe("concurrent sharing and deleting", () => {
         ((await getJson(`${server()}/rest/services`, token)).services as { name: string }[]).some(
           (s) => s.name === name,
         );
-      const soapListed = async (token?: string) => (await soapDescriptions(token)).includes(`<Name>${name}</Name>`);
+      const soapListed = async (token?: string) =>
+        (await soapDescriptions(engine, token)).includes(`<Name>${name}</Name>`);
       if (round === 0) {
         // The delete won: no item, no service anywhere, the name free.
         expect(item).toMatchObject({ error: { messageCode: "CONT_0001" } });
