@@ -7,10 +7,11 @@
 // step is screenshotted to test-artifacts/first-hour-<n>-<step>.png.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { startEngineAndBrowser, stopBrowserAndEngine } from "./helpers/browser.ts";
+import { PASSWORDS, ROOT, type RunningEngine } from "./helpers/engine.ts";
 import { CHROMIUM_ARGS, countNonBackground } from "./helpers/map-render.ts";
 
 const ARTIFACTS = join(ROOT, "test-artifacts");
@@ -126,18 +127,11 @@ async function describeFromForm(level: string): Promise<void> {
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  await Promise.all([
-    startEngine().then((e) => (engine = e)),
-    chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS }).then((b) => (browser = b)),
-  ]);
+  ({ engine, browser } = await startEngineAndBrowser(CHROMIUM_ARGS));
   page = await newPage();
 }, 120_000);
 
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await browser?.close();
-  await engine?.stop();
-});
+afterAll(() => stopBrowserAndEngine(contexts, browser, engine));
 
 describe("the first hour, by links and forms only", () => {
   it("opens the home page and signs in as the publisher", async () => {

@@ -5,11 +5,12 @@
 // Screenshots go to test-artifacts/.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEngineAndBrowser, stopBrowserAndEngine } from "./helpers/browser.ts";
 import { type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
-import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { PASSWORDS, ROOT, type RunningEngine } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
 import { CHROMIUM_ARGS, countNonBackground } from "./helpers/map-render.ts";
 import { publish, share } from "./helpers/publish.ts";
@@ -143,10 +144,7 @@ const isSea = (c: Rgb) => c.every((v, i) => Math.abs(v - (BACKGROUND[i] ?? 0)) <
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  await Promise.all([
-    startEngine().then((e) => (engine = e)),
-    chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS }).then((b) => (browser = b)),
-  ]);
+  ({ engine, browser } = await startEngineAndBrowser(CHROMIUM_ARGS));
   org = demoOrganization(engine.dataDir);
   const publisher = await token("publisher", PASSWORDS.publisher);
   publisherToken = publisher;
@@ -180,11 +178,7 @@ beforeAll(async () => {
   placesUrl = `/arcgis/rest/services/${places?.name}/FeatureServer`;
 }, 120_000);
 
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await browser?.close();
-  await engine?.stop();
-});
+afterAll(() => stopBrowserAndEngine(contexts, browser, engine));
 
 describe("the home page, the health check and the short addresses", () => {
   it("answers / with what this is, sign-in, the directories and the services with View links", async () => {
