@@ -146,6 +146,19 @@ function widen(b: Bounds, metres: number, srid: number | undefined): Bounds {
 }
 
 /** The query geometry, prepared once for many features. */
+/**
+ * Relations of an area query to point features, read from where each point lies in the area (Location's interior,
+ * boundary or exterior) without building the feature's geometry or its DE-9IM matrix.
+ */
+const AREA_POINT_RELATIONS: Partial<Record<SpatialRelation, (where: readonly number[]) => boolean>> = {
+  esriSpatialRelContains: (where) =>
+    where.every((l) => l !== Location.EXTERIOR) && where.some((l) => l === Location.INTERIOR),
+  esriSpatialRelTouches: (where) =>
+    where.every((l) => l !== Location.INTERIOR) && where.some((l) => l === Location.BOUNDARY),
+  // Area/point crosses (T*****T**): some point inside the area and some outside it.
+  esriSpatialRelCrosses: (where) => where.includes(Location.INTERIOR) && where.includes(Location.EXTERIOR),
+};
+
 class PreparedQuery {
   readonly source: Geometry;
   readonly geometry: JtsGeometry;
@@ -235,10 +248,6 @@ class PreparedQuery {
     switch (relation) {
       case "esriSpatialRelContains":
         if (!boundsCover(this.bounds, fb)) return false;
-        if (this.areal && isPuntal(feature)) {
-          const where = puntalPositions(feature).map((p) => this.locate(p));
-          return where.every((l) => l !== Location.EXTERIOR) && where.some((l) => l === Location.INTERIOR);
-        }
         break;
       case "esriSpatialRelWithin":
         if (!boundsCover(fb, this.bounds)) return false;
@@ -248,26 +257,15 @@ class PreparedQuery {
         }
         break;
       case "esriSpatialRelTouches":
-        if (!boundsIntersect(this.bounds, fb)) return false;
-        if (this.areal && isPuntal(feature)) {
-          const where = puntalPositions(feature).map((p) => this.locate(p));
-          return where.every((l) => l !== Location.INTERIOR) && where.some((l) => l === Location.BOUNDARY);
-        }
-        break;
       case "esriSpatialRelCrosses":
-        if (!boundsIntersect(this.bounds, fb)) return false;
-        if (this.areal && isPuntal(feature)) {
-          // Area/point crosses (T*****T**): some point inside the area and some outside it.
-          const where = puntalPositions(feature).map((p) => this.locate(p));
-          return where.includes(Location.INTERIOR) && where.includes(Location.EXTERIOR);
-        }
-        break;
       case "esriSpatialRelOverlaps":
         if (!boundsIntersect(this.bounds, fb)) return false;
         break;
       default:
         return this.intersects(feature, fb);
     }
+    const byPoints = this.areal && isPuntal(feature) ? AREA_POINT_RELATIONS[relation] : undefined;
+    if (byPoints) return byPoints(puntalPositions(feature).map((p) => this.locate(p)));
     const [m, fd] = this.tolerant(feature, (q, f) => [q.relate(f), f.getDimension()] as const);
     switch (relation) {
       case "esriSpatialRelContains":
