@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LocalS3 } from "#infra/local/s3.ts";
 import type { ItemFiles } from "#shared/stores/item-files.ts";
-import { startS3WithBucket } from "./helpers/s3.ts";
+import { startS3WithBucket, useS3Environment } from "./helpers/s3.ts";
 
 const BUCKET = "mapgate-parts-test";
 const MB = 1024 * 1024;
@@ -30,14 +30,7 @@ const pattern = (n: number, seed: number) => {
 beforeAll(async () => {
   ({ s3, admin } = await startS3WithBucket(BUCKET));
   // As the local engine sets them for its functions (infra/local/engine.ts).
-  Object.assign(process.env, {
-    AWS_ENDPOINT_URL_S3: s3.endpoint,
-    AWS_REGION: "us-east-1",
-    AWS_ACCESS_KEY_ID: "local",
-    AWS_SECRET_ACCESS_KEY: "local",
-    S3_FORCE_PATH_STYLE: "true",
-    AWS_REQUEST_CHECKSUM_CALCULATION: "WHEN_REQUIRED",
-  });
+  useS3Environment(s3, { AWS_REQUEST_CHECKSUM_CALCULATION: "WHEN_REQUIRED" });
   const { openItemFiles } = await import("#shared/stores/item-files.ts");
   folder = mkdtempSync(join(tmpdir(), "mapgate-parts-"));
   stores.folder = openItemFiles({ dir: folder });

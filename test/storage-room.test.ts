@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { LocalS3 } from "#infra/local/s3.ts";
 import type { Storage } from "#shared/storage/storage.ts";
 import { StorageError } from "#shared/storage/storage.ts";
-import { startS3WithBucket } from "./helpers/s3.ts";
+import { startS3WithBucket, useS3Environment } from "./helpers/s3.ts";
 
 /** The free space statfs reports (undefined: the real figure). */
 let freeNow: (() => number) | undefined;
@@ -37,13 +37,7 @@ beforeAll(async () => {
     ["c.gpkg", 3],
   ] as const)
     await admin.send(new PutObjectCommand({ Bucket: BUCKET, Key, Body: Buffer.alloc(size * MB, size) }));
-  Object.assign(process.env, {
-    AWS_ENDPOINT_URL_S3: s3.endpoint,
-    AWS_REGION: "us-east-1",
-    AWS_ACCESS_KEY_ID: "local",
-    AWS_SECRET_ACCESS_KEY: "local",
-    S3_FORCE_PATH_STYLE: "true",
-  });
+  useS3Environment(s3);
   const { S3Storage } = await import("#shared/storage/s3.ts");
   store = new S3Storage(BUCKET, "");
 });

@@ -17,3 +17,18 @@ export async function startS3WithBucket(bucket: string): Promise<{ s3: LocalS3; 
   await admin.send(new CreateBucketCommand({ Bucket: bucket }));
   return { s3, admin };
 }
+
+/**
+ * Points the AWS SDK of this process at `s3` as the local engine does for its functions (infra/local/engine.ts),
+ * with `extra` variables besides: call before the S3 modules under test are imported, as they read it at load.
+ */
+export function useS3Environment(s3: LocalS3, extra: Record<string, string> = {}): void {
+  Object.assign(process.env, {
+    AWS_ENDPOINT_URL_S3: s3.endpoint,
+    AWS_REGION: "us-east-1",
+    AWS_ACCESS_KEY_ID: "local",
+    AWS_SECRET_ACCESS_KEY: "local",
+    S3_FORCE_PATH_STYLE: "true",
+    ...extra,
+  });
+}
