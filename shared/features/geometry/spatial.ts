@@ -337,17 +337,19 @@ export function prepareSpatialFilter(
     return buffer;
   };
 
-  if (relation === "esriSpatialRelEnvelopeIntersects" || relation === "esriSpatialRelIndexIntersects") {
-    return {
-      relation,
-      bounds,
-      sqlGeometry,
-      test: (feature) => {
-        const fb = feature && geometryBounds(feature);
-        return !!fb && boundsIntersect(bounds, fb);
-      },
-    };
-  }
+  // Every filter reads a feature's bounds first: a feature without geometry (or an empty one) matches nothing.
+  const filter = (window: Bounds, test: (feature: Geometry, fb: Bounds) => boolean): SpatialFilter => ({
+    relation,
+    bounds: window,
+    sqlGeometry,
+    test: (feature) => {
+      const fb = feature && geometryBounds(feature);
+      return !!fb && test(feature, fb);
+    },
+  });
+
+  if (relation === "esriSpatialRelEnvelopeIntersects" || relation === "esriSpatialRelIndexIntersects")
+    return filter(bounds, (_, fb) => boundsIntersect(bounds, fb));
 
   if (metres > 0 && relation === "esriSpatialRelIntersects") {
     const frame = metricFrame(queryBounds, metres, options.srid);
@@ -355,35 +357,20 @@ export function prepareSpatialFilter(
     const framed = toJts(framedQuery);
     // From a point to a point, the distance is between two positions: no JTS geometry for each feature.
     const origin = framedQuery.type === "Point" ? (framedQuery.coordinates as [number, number]) : undefined;
-    return {
-      relation,
-      bounds,
-      sqlGeometry,
-      test: (feature) => {
-        const fb = feature && geometryBounds(feature);
-        if (!fb || !boundsIntersect(bounds, fb)) return false;
-        const f = frame.toFrame(feature as Geometry);
-        if (origin && f.type === "Point") {
-          const [x, y] = f.coordinates as [number, number];
-          return Math.hypot(x - origin[0], y - origin[1]) <= frame.distance;
-        }
-        return framed.isWithinDistance(toJts(f), frame.distance);
-      },
-    };
+    return filter(bounds, (feature, fb) => {
+      if (!boundsIntersect(bounds, fb)) return false;
+      const f = frame.toFrame(feature);
+      if (origin && f.type === "Point") {
+        const [x, y] = f.coordinates as [number, number];
+        return Math.hypot(x - origin[0], y - origin[1]) <= frame.distance;
+      }
+      return framed.isWithinDistance(toJts(f), frame.distance);
+    });
   }
 
   const effective = sqlGeometry();
   const prepared = new PreparedQuery(effective);
-  return {
-    relation,
-    bounds: metres > 0 ? prepared.bounds : bounds,
-    sqlGeometry,
-    test: (feature) => {
-      if (!feature) return false;
-      const fb = geometryBounds(feature);
-      return !!fb && prepared.relate(relation, feature, fb);
-    },
-  };
+  return filter(metres > 0 ? prepared.bounds : bounds, (feature, fb) => prepared.relate(relation, feature, fb));
 }
 
 /** One test, preparing the query geometry for it: for a single feature; use prepareSpatialFilter for many. */
