@@ -4,14 +4,13 @@
 // members, the owner, administrators, anonymous callers and another organization, on the very next request
 // after each change.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminCommand, type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
+import { adminCommand, type DemoOrganization, demoOrganization, otherOrganizationToken } from "./helpers/admin.ts";
 import { portalCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, jsonCalls, signIn as signInAt } from "./helpers/http.ts";
 import { soapDescriptions, surfaces as seenOn } from "./helpers/surfaces.ts";
-import { publish, waitForJob } from "./helpers/publish.ts";
+import { publish, publishDemoBasemap, waitForJob } from "./helpers/publish.ts";
 
-const OTHER_PASSWORD = "other-Admin-Pass-1234";
 const EXTRA = ["viewer", "former", "joiner"] as const;
 const password = (name: string) => `${name}-Pass-1234`;
 
@@ -38,15 +37,7 @@ async function newGroup(token: string, fields: Record<string, string>): Promise<
 const shareWith = (token: string, itemId: string, groups: string, unshare = false) =>
   postJson(`${rest()}/content/items/${itemId}/${unshare ? "unshare" : "share"}`, token, { groups });
 
-const publishBasemap = (serviceName: string) =>
-  publish(engine, {
-    token: tokens.publisher ?? "",
-    serverId: org.serverId,
-    type: "MapServer",
-    serviceName,
-    store: org.folderStore,
-    path: "/caches/tiles/Basemap",
-  });
+const publishBasemap = (serviceName: string) => publishDemoBasemap(engine, org, tokens.publisher ?? "", serviceName);
 
 beforeAll(async () => {
   engine = await startEngine();
@@ -56,14 +47,11 @@ beforeAll(async () => {
       MAPGATE_USER_PASSWORD: password(name),
     });
   }
-  adminCommand(engine.dataDir, ["bootstrap", "--name", "Other GIS", "--admin", "otheradmin"], {
-    MAPGATE_ADMIN_PASSWORD: OTHER_PASSWORD,
-  });
   tokens.admin = await signIn("admin", PASSWORDS.admin);
   tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
   tokens.user = await signIn("user", PASSWORDS.user);
   for (const name of EXTRA) tokens[name] = await signIn(name, password(name));
-  tokens.other = await signIn("otheradmin", OTHER_PASSWORD);
+  tokens.other = await otherOrganizationToken(engine);
 }, 120_000);
 
 afterAll(async () => {

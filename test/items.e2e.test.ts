@@ -2,14 +2,12 @@
 // local engine by the real @esri/arcgis-rest-portal client, and checked on every surface (REST directory, SOAP
 // catalog, service URL and content, item, search, getLayers) for every access level and every kind of caller.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminCommand, type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
+import { adminCommand, type DemoOrganization, demoOrganization, otherOrganizationToken } from "./helpers/admin.ts";
 import { portalCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, jsonCalls, signIn as signInAt } from "./helpers/http.ts";
 import { soapDescriptions, surfaces as seenOn } from "./helpers/surfaces.ts";
-import { publish, share, waitForJob } from "./helpers/publish.ts";
-
-const OTHER_PASSWORD = "other-Admin-Pass-1234";
+import { publishDemoBasemap, share, waitForJob } from "./helpers/publish.ts";
 
 let engine: RunningEngine;
 let org: DemoOrganization;
@@ -43,10 +41,7 @@ beforeAll(async () => {
   tokens.admin = await signIn("admin", PASSWORDS.admin);
   tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
   tokens.user = await signIn("user", PASSWORDS.user);
-  adminCommand(engine.dataDir, ["bootstrap", "--name", "Other GIS", "--admin", "otheradmin"], {
-    MAPGATE_ADMIN_PASSWORD: OTHER_PASSWORD,
-  });
-  tokens.other = await signIn("otheradmin", OTHER_PASSWORD);
+  tokens.other = await otherOrganizationToken(engine);
 }, 120_000);
 
 afterAll(async () => {
@@ -54,15 +49,7 @@ afterAll(async () => {
 });
 
 const publishBasemap = (serviceName: string, folder = "") =>
-  publish(engine, {
-    token: tokens.publisher ?? "",
-    serverId: org.serverId,
-    type: "MapServer",
-    serviceName,
-    store: org.folderStore,
-    path: "/caches/tiles/Basemap",
-    folder,
-  });
+  publishDemoBasemap(engine, org, tokens.publisher ?? "", serviceName, folder);
 
 describe("items of what is published", () => {
   it("are driven end to end by @esri/arcgis-rest-portal: get, content, search, update, share, name check, user, remove", async () => {

@@ -5,6 +5,7 @@ import { DatabaseSync } from "node:sqlite";
 import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
 import { stableItemId } from "#shared/publishing.ts";
 import { ROOT, type RunningEngine, startEngine } from "./engine.ts";
+import { signIn } from "./http.ts";
 
 /** Runs `npm run admin -- …` (the same program) against a data folder; answers what it prints. */
 export function adminCommand(dataDir: string, args: string[], env: Record<string, string> = {}): string {
@@ -104,4 +105,13 @@ export async function startWithDemoSource(): Promise<{
     datastoreId: demoOrganization(engine.dataDir).worldStore,
     source: openDemoGeoPackage(engine.dataDir),
   };
+}
+
+/** A second organization on the engine ("Other GIS", bootstrapped by the operator command): its administrator's token. */
+export async function otherOrganizationToken(engine: RunningEngine): Promise<string> {
+  const password = "other-Admin-Pass-1234";
+  adminCommand(engine.dataDir, ["bootstrap", "--name", "Other GIS", "--admin", "otheradmin"], {
+    MAPGATE_ADMIN_PASSWORD: password,
+  });
+  return signIn(`${engine.ready.https}/portal/sharing/rest`, engine.ca, "otheradmin", password);
 }

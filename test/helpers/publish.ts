@@ -86,3 +86,21 @@ export const share = (engine: RunningEngine, token: string, itemId: string, flag
     ca: engine.ca,
     body: form({ f: "json", token, ...flags }),
   }).then((r) => r.json<Record<string, unknown>>());
+
+/** The demo's tile cache (the Basemap of its folder store) published as the map service `serviceName`. */
+export const publishDemoBasemap = (
+  engine: RunningEngine,
+  org: { serverId: string; folderStore: string },
+  token: string,
+  serviceName: string,
+  folder = "",
+) =>
+  publish(engine, {
+    token,
+    serverId: org.serverId,
+    type: "MapServer",
+    serviceName,
+    store: org.folderStore,
+    path: "/caches/tiles/Basemap",
+    folder,
+  });
