@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEngineAndBrowser, stopBrowserAndEngine } from "./helpers/browser.ts";
+import { clickAFeature, startEngineAndBrowser, stopBrowserAndEngine, viewerSays } from "./helpers/browser.ts";
 import { PASSWORDS, ROOT, type RunningEngine } from "./helpers/engine.ts";
 import { CHROMIUM_ARGS, countNonBackground } from "./helpers/map-render.ts";
 
@@ -93,20 +93,6 @@ async function jobEnded(p: Page): Promise<string> {
     await goOn(link(p, "reload this page"), "a running job's page links to itself");
   }
   throw new Error(`the job on ${p.url()} did not end`);
-}
-
-/** Waits until the viewer says it drew the map or could not (`data-viewer` on its body). */
-async function viewerSays(p: Page): Promise<string> {
-  await p.waitForFunction(
-    () => {
-      const state = (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body
-        .dataset.viewer;
-      return state === "drawn" || state === "failed";
-    },
-    undefined,
-    { timeout: 20_000 },
-  );
-  return (await p.locator("body").getAttribute("data-viewer")) ?? "";
 }
 
 /** The map's pixels that are not its empty background. */
@@ -244,20 +230,7 @@ describe("the first hour, by links and forms only", () => {
     expect(await drawnPixels(visitor)).toBeGreaterThan(10_000);
     await expect(visitor.locator("#viewer-status").textContent()).resolves.toMatch(/countries: \d+ features/);
     // The map shows the layer's whole extent: one of these points lands on a country.
-    const box = await visitor.locator("#map").boundingBox();
-    if (!box) throw new Error("no map on the page");
-    let clicked = "";
-    for (const [fx, fy] of [
-      [0.55, 0.35],
-      [0.3, 0.3],
-      [0.6, 0.5],
-      [0.75, 0.3],
-    ] as const) {
-      await visitor.mouse.click(box.x + box.width * fx, box.y + box.height * fy);
-      clicked = (await visitor.locator("body").getAttribute("data-feature")) ?? "";
-      if (clicked) break;
-    }
-    expect(clicked).toMatch(/^\d+$/);
+    expect(await clickAFeature(visitor)).toMatch(/^\d+$/);
     const attributes = visitor.locator("#viewer-details th");
     expect(await attributes.count()).toBeGreaterThan(1);
     expect(await visitor.locator("#viewer-details").isVisible()).toBe(true);

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium } from "./helpers/browser.ts";
+import { launchChromium, viewerSays } from "./helpers/browser.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { CHROMIUM_ARGS } from "./helpers/map-render.ts";
 
@@ -138,16 +138,7 @@ describe("the README's walk", () => {
       page.on("response", (r) => {
         if (r.status() >= 400) errors.push(`${r.status()} ${r.url()}`);
       });
-      const drawn = () =>
-        page.waitForFunction(
-          () =>
-            ["drawn", "failed"].includes(
-              (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body
-                .dataset.viewer ?? "",
-            ),
-          undefined,
-          { timeout: 30_000 },
-        );
+      const drawn = () => viewerSays(page, 30_000);
       await page.goto(href);
       await drawn();
       await expect

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { launchChromium } from "./helpers/browser.ts";
+import { launchChromium, viewerSays } from "./helpers/browser.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, jsonCalls, multipartBody, signIn } from "./helpers/http.ts";
 import {
@@ -245,16 +245,7 @@ async function theViewerPage(): Promise<ViewerPage> {
 async function view(v: ViewerPage, href: string): Promise<string> {
   await v.page.goto("about:blank");
   await v.page.goto(href.startsWith("http") ? href : https(href));
-  await v.page.waitForFunction(
-    () => {
-      const state = (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body
-        .dataset.viewer;
-      return state === "drawn" || state === "failed";
-    },
-    undefined,
-    { timeout: 30_000 },
-  );
-  return (await v.page.locator("body").getAttribute("data-viewer")) ?? "";
+  return viewerSays(v.page, 30_000);
 }
 
 /** The viewer's "View" link on an item's page, as a person finds it. */

@@ -1,5 +1,5 @@
 // The engine and a headless Chromium, started and stopped together for the tests that drive pages in a browser.
-import { type Browser, type BrowserContext, chromium } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { type RunningEngine, type StartOptions, startEngine } from "./engine.ts";
 
 /** Chromium's flags for pages without WebGL: headless, no sandbox (the tests run as root in a container), quiet. */
@@ -34,4 +34,41 @@ export async function stopBrowserAndEngine(
   for (const context of contexts) await context.close().catch(() => undefined);
   await browser?.close();
   await engine?.stop();
+}
+
+/**
+ * Clicks mapgate's viewer map (#map, showing a layer's whole extent) at a few points of the world in turn until
+ * one lands on a feature: the feature the viewer marks on the page's body (`data-feature`), or "" if none did.
+ */
+export async function clickAFeature(page: Page): Promise<string> {
+  const box = await page.locator("#map").boundingBox();
+  if (!box) throw new Error("no map on the page");
+  for (const [fx, fy] of [
+    [0.55, 0.35],
+    [0.3, 0.3],
+    [0.6, 0.5],
+    [0.75, 0.3],
+  ] as const) {
+    await page.mouse.click(box.x + box.width * fx, box.y + box.height * fy);
+    const clicked = (await page.locator("body").getAttribute("data-feature")) ?? "";
+    if (clicked) return clicked;
+  }
+  return "";
+}
+
+/**
+ * Waits (20 s unless `timeoutMs` says otherwise) until mapgate's viewer says it drew the map or could not
+ * (`data-viewer` on its body): what it says.
+ */
+export async function viewerSays(p: Page, timeoutMs = 20_000): Promise<string> {
+  await p.waitForFunction(
+    () => {
+      const state = (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body
+        .dataset.viewer;
+      return state === "drawn" || state === "failed";
+    },
+    undefined,
+    { timeout: timeoutMs },
+  );
+  return (await p.locator("body").getAttribute("data-viewer")) ?? "";
 }
