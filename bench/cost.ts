@@ -8,7 +8,7 @@ import { FUNCTION_MEMORY_MB } from "#infra/aws/stack.ts";
 
 type Json = Record<string, unknown>;
 import { observeStore } from "#shared/stores/dynamo.ts";
-import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
+import { apiEvent, eventCallerToken, lambdaContext } from "../test/helpers/in-process.ts";
 import { tileOrganization } from "../test/helpers/tile-organization.ts";
 
 /** Prices in us-east-1, on-demand, as published on 2026-11-01 (USD). */
@@ -111,7 +111,6 @@ function perMillion(ms: number, u: Units) {
 /** Prints the cost model for the main operations (needs the in-process store started). */
 export async function costModel(): Promise<void> {
   const ops = await import("#infra/admin/operations.ts");
-  const { issueToken } = await import("#shared/auth/tokens.ts");
   const { portal, server, store, admin } = await tileOrganization("cost");
   for (let i = 0; i < 100; i++) {
     await ops.registerService(server.serverId, {
@@ -122,14 +121,7 @@ export async function costModel(): Promise<void> {
       ...(i === 0 ? { cache: { store, path: "/Basemap" } } : {}),
     });
   }
-  const { token } = await issueToken({
-    username: admin,
-    portalId: portal.portalId,
-    audience: { kind: "portal" },
-    client: "requestip",
-    bound: "192.0.2.10",
-    expires: Date.now() + 3600_000,
-  });
+  const token = await eventCallerToken(admin, portal.portalId);
   const bearer = { authorization: `Bearer ${token}` };
   const load = async (id: string) => (await import(`#functions/${id}.ts`)).handler as Handler;
   const rest = "/portal/sharing/rest";

@@ -5,13 +5,12 @@
 // deciding through groups costs. One load generator, the same run, both on the local engine.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { BatchWriteCommand, DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import autocannon from "autocannon";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "../test/helpers/engine.ts";
 import { call, form } from "../test/helpers/http.ts";
+import { putServices, runningStore } from "../test/helpers/store.ts";
 
 const NS = "http://www.esri.com/schemas/ArcGIS/10.8";
 const BODY = `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><t:GetServiceDescriptions xmlns:t="${NS}"/></soap:Body></soap:Envelope>`;
@@ -47,18 +46,7 @@ function admin(engine: RunningEngine, args: string[]): string {
   });
 }
 
-function store(engine: RunningEngine) {
-  const { dynamoEndpoint } = JSON.parse(readFileSync(join(engine.dataDir, "engine.json"), "utf8")) as {
-    dynamoEndpoint: string;
-  };
-  return DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      endpoint: dynamoEndpoint,
-      region: "us-east-1",
-      credentials: { accessKeyId: "x", secretAccessKey: "x" },
-    }),
-  );
-}
+const store = (engine: RunningEngine) => runningStore(engine.dataDir);
 
 /** A server whose services the member sees half of: through a group (`viaGroups`) or as org services. */
 async function seed(
@@ -96,22 +84,7 @@ async function seed(
       created: 0,
     };
   });
-  for (let i = 0; i < items.length; i += 25) {
-    let pending: Record<string, unknown>[] = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
-    while (pending.length > 0) {
-      const res = await ddb.send(new BatchWriteCommand({ RequestItems: { "mapgate-services": pending } }));
-      pending = (res.UnprocessedItems?.["mapgate-services"] ?? []) as Record<string, unknown>[];
-    }
-  }
-  await ddb.send(
-    new UpdateCommand({
-      TableName: "mapgate-services",
-      Key: { serverId, entry: "#catalog" },
-      UpdateExpression: "ADD #v :one",
-      ExpressionAttributeNames: { "#v": "version" },
-      ExpressionAttributeValues: { ":one": 1 },
-    }),
-  );
+  await putServices(ddb, serverId, items);
   return Buffer.byteLength(JSON.stringify(items[0]));
 }
 

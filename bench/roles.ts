@@ -3,7 +3,7 @@
 import type { RunningEngine } from "../test/helpers/engine.ts";
 import { PASSWORDS } from "../test/helpers/engine.ts";
 import { call, form } from "../test/helpers/http.ts";
-import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
+import { apiEvent, eventCallerToken, lambdaContext } from "../test/helpers/in-process.ts";
 import { dynamoRequests } from "./requests.ts";
 
 const pct = (xs: number[], p: number) =>
@@ -54,7 +54,6 @@ export async function roleLatency(engine: RunningEngine, runs = 100): Promise<vo
 export async function roleRequests(): Promise<void> {
   {
     const { bootstrapOrganization } = await import("#infra/admin/operations.ts");
-    const { issueToken } = await import("#shared/auth/tokens.ts");
     const create = (await import("#functions/role-create.ts")).handler;
     const update = (await import("#functions/role-update.ts")).handler;
     const self = (await import("#functions/community-self.ts")).handler;
@@ -62,14 +61,7 @@ export async function roleRequests(): Promise<void> {
       name: "Roles",
       admin: { username: "radmin", password: "radmin-pass-1" },
     });
-    const { token } = await issueToken({
-      username: "radmin",
-      portalId: portal.portalId,
-      audience: { kind: "portal" },
-      client: "requestip",
-      bound: "192.0.2.10",
-      expires: Date.now() + 3600_000,
-    });
+    const token = await eventCallerToken("radmin", portal.portalId);
     const headers = { authorization: `Bearer ${token}` };
     const path = "/portal/sharing/rest/portals/self";
     const created = await create(

@@ -11,8 +11,7 @@ import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { build, type Metafile } from "esbuild";
-import { splitEsbuildOptions } from "#infra/aws/bundling.ts";
-import { invocationFunction, REDELIVERY, ROUTES, WORKFLOW } from "#shared/system.ts";
+import { functionModules, splitEsbuildOptions } from "#infra/aws/bundling.ts";
 import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";
@@ -113,15 +112,7 @@ async function coldStart(): Promise<void> {
   );
   console.log(`${"empty module".padEnd(26)}${fmt(0)}${fmt(baseline, 2).padStart(11)}${fmt(1, 1)}`);
   // Every function bundle: one per route handler module, one per workflow task.
-  const modules = [
-    ...new Set([
-      ...ROUTES.map((r) => r.handler ?? r.id),
-      ...WORKFLOW.tasks.map((t) => t.id),
-      invocationFunction().id,
-      REDELIVERY.id,
-    ]),
-  ];
-  for (const id of modules) {
+  for (const id of functionModules()) {
     const entry = join(ROOT, "functions", `${id}.ts`);
     // Every function is split (infra/aws/bundling.ts): its size is the entry and the chunks it imports at start
     // (what a cold start compiles).

@@ -2,16 +2,14 @@
 // node-soap server (soap.listen) serving the same WSDL and data, and a bare node:http server answering the
 // same bytes (the ceiling on this machine); one load generator, the same run.
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { BatchWriteCommand, DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import autocannon from "autocannon";
 import soap from "soap";
 import { ROOT, type RunningEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
+import { putServices, runningStore } from "../test/helpers/store.ts";
 
 const NS = "http://www.esri.com/schemas/ArcGIS/10.8";
 export const BODY = `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><t:GetServiceDescriptions xmlns:t="${NS}"/></soap:Body></soap:Envelope>`;
@@ -58,16 +56,7 @@ export async function seed(engine: RunningEngine, name: string, count: number): 
       },
     ),
   ) as { serverId: string };
-  const { dynamoEndpoint } = JSON.parse(readFileSync(join(engine.dataDir, "engine.json"), "utf8")) as {
-    dynamoEndpoint: string;
-  };
-  const ddb = DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      endpoint: dynamoEndpoint,
-      region: "us-east-1",
-      credentials: { accessKeyId: "x", secretAccessKey: "x" },
-    }),
-  );
+  const ddb = runningStore(engine.dataDir);
   const items = Array.from({ length: count }, (_, i) => {
     const folder = i % 4 === 0 ? "" : `Folder${i % 4}`;
     const svc = `Service_${String(i).padStart(5, "0")}`;
@@ -90,22 +79,7 @@ export async function seed(engine: RunningEngine, name: string, count: number): 
   });
   for (const folder of ["Folder1", "Folder2", "Folder3"])
     items.push({ serverId: server.serverId, entry: `folder#${folder.toLowerCase()}`, folder } as never);
-  for (let i = 0; i < items.length; i += 25) {
-    let pending: Record<string, unknown>[] = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
-    while (pending.length > 0) {
-      const res = await ddb.send(new BatchWriteCommand({ RequestItems: { "mapgate-services": pending } }));
-      pending = (res.UnprocessedItems?.["mapgate-services"] ?? []) as Record<string, unknown>[];
-    }
-  }
-  await ddb.send(
-    new UpdateCommand({
-      TableName: "mapgate-services",
-      Key: { serverId: server.serverId, entry: "#catalog" },
-      UpdateExpression: "ADD #v :one",
-      ExpressionAttributeNames: { "#v": "version" },
-      ExpressionAttributeValues: { ":one": 1 },
-    }),
-  );
+  await putServices(ddb, server.serverId, items);
   ddb.destroy();
 }
 

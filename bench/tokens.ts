@@ -5,7 +5,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import type { Presented } from "#shared/auth/tokens.ts";
-import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
+import { apiEvent, EVENT_SOURCE_IP, eventCallerToken, lambdaContext } from "../test/helpers/in-process.ts";
 import { dynamoRequests } from "./requests.ts";
 import { median } from "./stats.ts";
 
@@ -13,7 +13,7 @@ export async function tokenBench(): Promise<void> {
   {
     const { bootstrapOrganization } = await import("#infra/admin/operations.ts");
     const { verifyPassword, hashPassword } = await import("#shared/auth/passwords.ts");
-    const { forgetOpenedTokens, issueToken, verifyToken } = await import("#shared/auth/tokens.ts");
+    const { forgetOpenedTokens, verifyToken } = await import("#shared/auth/tokens.ts");
     const generate = (await import("#functions/generate-token.ts")).handler;
     const self = (await import("#functions/community-self.ts")).handler;
     const portalSelf = (await import("#functions/portal-self.ts")).handler;
@@ -21,15 +21,8 @@ export async function tokenBench(): Promise<void> {
     const { portal } = await bootstrapOrganization({ name: "Bench", admin: { username: "bench", password } });
 
     // 1. verification vs HMAC
-    const { token } = await issueToken({
-      username: "bench",
-      portalId: portal.portalId,
-      audience: { kind: "portal" },
-      client: "requestip",
-      bound: "192.0.2.10",
-      expires: Date.now() + 3600_000,
-    });
-    const presented = { sourceIp: "192.0.2.10", referer: undefined, at: { kind: "portal" } as const };
+    const token = await eventCallerToken("bench", portal.portalId);
+    const presented = { sourceIp: EVENT_SOURCE_IP, referer: undefined, at: { kind: "portal" } as const };
     const N = 5000;
     // A token's first verification opens it (parse and decrypt); later ones under the same key take its claims
     // from the opened tokens (shared/auth/tokens.ts) and run only the checks. Both are measured: the first against

@@ -65,6 +65,21 @@ async function finished(started: Record<string, unknown>, who: string): Promise<
   throw new Error(`job ${started.jobId} still processing`);
 }
 
+/** The publisher publishes the demo's tile cache in `cacheStoreId` as a map service, and the job is waited for. */
+const publishTiles = async (serverFolder: string, serviceName: string, cacheStoreId: string) =>
+  finished(
+    await post("/datastores/publish", "publisher", {
+      serverId: org.serverId,
+      serverFolder,
+      serviceConfiguration: JSON.stringify({
+        type: "MapServer",
+        serviceName,
+        properties: { cacheStoreId, pathInCachedStore: DEMO_CACHE_PATHS.tiles },
+      }),
+    }),
+    "publisher",
+  );
+
 const denied = () => system.standIn.decisions.filter((d) => !d.allowed);
 const errorLogs = () =>
   [...system.hosts.values()].flatMap((h) =>
@@ -229,18 +244,7 @@ describe("the synthesized bundles, each with its template environment and IAM po
       status: "completed",
       result: { children: [{ name: "Basemap", type: "tileCache", path: DEMO_CACHE_PATHS.tiles }] },
     });
-    const published = await finished(
-      await post("/datastores/publish", "publisher", {
-        serverId: org.serverId,
-        serverFolder: "",
-        serviceConfiguration: JSON.stringify({
-          type: "MapServer",
-          serviceName: "Artifact_Basemap",
-          properties: { cacheStoreId: org.folderStore, pathInCachedStore: DEMO_CACHE_PATHS.tiles },
-        }),
-      }),
-      "publisher",
-    );
+    const published = await publishTiles("", "Artifact_Basemap", org.folderStore);
     expect(published).toMatchObject({ status: "completed" });
     const [service] = (published.result as { services: { serviceUrl: string; serviceItemId: string }[] }).services;
     if (!service) throw new Error("no service published");
@@ -256,18 +260,7 @@ describe("the synthesized bundles, each with its template environment and IAM po
   });
 
   it("publishes from a cloud store in the stack's bucket and serves its tiles from S3", async () => {
-    const published = await finished(
-      await post("/datastores/publish", "publisher", {
-        serverId: org.serverId,
-        serverFolder: "Cloud",
-        serviceConfiguration: JSON.stringify({
-          type: "MapServer",
-          serviceName: "Cloud_Basemap",
-          properties: { cacheStoreId: org.cloudStore, pathInCachedStore: DEMO_CACHE_PATHS.tiles },
-        }),
-      }),
-      "publisher",
-    );
+    const published = await publishTiles("Cloud", "Cloud_Basemap", org.cloudStore);
     expect(published).toMatchObject({ status: "completed" });
     const [service] = (published.result as { services: { serviceUrl: string }[] }).services;
     const path = new URL(service?.serviceUrl ?? "").pathname;

@@ -6,10 +6,11 @@ import { mkdirSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, chromium, type Cookie, type Page, type Response } from "playwright-core";
+import { type Browser, type BrowserContext, type Cookie, type Page, type Response } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { startEngineAndBrowser, stopBrowserAndEngine } from "./helpers/browser.ts";
+import { PASSWORDS, ROOT, type RunningEngine } from "./helpers/engine.ts";
 
 const DIRECTORY = "/portal/sharing/rest";
 const AUTH_COOKIE = "vendor_authcookie";
@@ -131,23 +132,10 @@ function cell(page: Page, key: string) {
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  // Each is kept as soon as it is up, so afterAll stops it even if the other failed to start.
-  await Promise.all([
-    startEngine().then((e) => (engine = e)),
-    chromium
-      .launch({
-        executablePath: "/usr/bin/chromium",
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-      })
-      .then((b) => (browser = b)),
-  ]);
+  ({ engine, browser } = await startEngineAndBrowser());
 });
 
-afterAll(async () => {
-  for (const context of contexts) await context.close().catch(() => undefined);
-  await browser?.close();
-  await engine?.stop();
-});
+afterAll(() => stopBrowserAndEngine(contexts, browser, engine));
 
 describe("signed in through the sign-in page", () => {
   let context: BrowserContext;

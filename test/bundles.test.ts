@@ -8,18 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build, type Metafile } from "esbuild";
 import { describe, expect, it } from "vitest";
-import { BUNDLE, splitEsbuildOptions } from "#infra/aws/bundling.ts";
-import { INVOCATION, invocationFunction, REDELIVERY, ROUTES, WORKFLOW } from "#shared/system.ts";
+import { BUNDLE, functionModules, splitEsbuildOptions } from "#infra/aws/bundling.ts";
+import { INVOCATION } from "#shared/system.ts";
 import { ROOT } from "./helpers/engine.ts";
 
-const modules = [
-  ...new Set([
-    ...ROUTES.map((r) => r.handler ?? r.id),
-    ...WORKFLOW.tasks.map((t) => t.id),
-    invocationFunction().id,
-    REDELIVERY.id,
-  ]),
-];
+const modules = functionModules();
 
 interface Built {
   /** The file the handler is in: `index.mjs` in the function's folder, its chunks in `chunks/`. */

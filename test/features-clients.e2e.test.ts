@@ -13,10 +13,8 @@ import {
   queryFeatures,
 } from "@esri/arcgis-rest-feature-service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
-import { stableItemId } from "#shared/publishing.ts";
-import { demoOrganization } from "./helpers/admin.ts";
-import { ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { demoServicePath, startWithDemoSource } from "./helpers/admin.ts";
+import { ROOT, type RunningEngine } from "./helpers/engine.ts";
 import { drawFeatureMaps } from "./helpers/feature-map.ts";
 
 const ARTIFACTS = join(ROOT, "test-artifacts");
@@ -26,15 +24,10 @@ let datastoreId: string;
 let source: DatabaseSync;
 
 /** A demo layer's URL on the plain-HTTP loopback origin (what a client on this machine uses, no certificate). */
-const layerUrl = (table: string) => {
-  const name = `${table}_${stableItemId(datastoreId, `/world.gpkg/${table}`).slice(0, 6)}`;
-  return `${engine.ready.http}/arcgis/rest/services/${DEMO_LAYERS_FOLDER}/${name}/FeatureServer/0`;
-};
+const layerUrl = (table: string) => `${engine.ready.http}${demoServicePath(datastoreId, table)}/0`;
 
 beforeAll(async () => {
-  engine = await startEngine();
-  ({ worldStore: datastoreId } = demoOrganization(engine.dataDir));
-  source = new DatabaseSync(join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH), { readOnly: true });
+  ({ engine, datastoreId, source } = await startWithDemoSource());
 });
 afterAll(async () => {
   source?.close();

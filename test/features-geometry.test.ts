@@ -33,6 +33,7 @@ import {
   xyResolution,
 } from "#shared/features/geometry/projection.ts";
 import { generalize, simplifyRing } from "#shared/features/geometry/generalize.ts";
+import { square } from "./helpers/shapes.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // A small WKB writer for hand-built blobs.
@@ -338,17 +339,6 @@ describe("GeoPackage geometry blobs", () => {
 });
 
 // ---------------------------------------------------------------------------------------------------------------
-
-const square = (x0: number, y0: number, size: number, ccw = true): number[][] => {
-  const r = [
-    [x0, y0],
-    [x0 + size, y0],
-    [x0 + size, y0 + size],
-    [x0, y0 + size],
-    [x0, y0],
-  ];
-  return ccw ? r : r.reverse();
-};
 
 const detailsOf = (f: () => unknown): readonly string[] => {
   try {

@@ -2,14 +2,12 @@
 // its layers, one layer and the query form, their content checked against the JSON answers and the file itself
 // (read here with node:sqlite), every link followed, values echoed back escaped; then the query form used in a
 // headless Chromium with JavaScript disabled, under the pages' Content-Security-Policy.
-import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
-import { stableItemId } from "#shared/publishing.ts";
-import { demoOrganization } from "./helpers/admin.ts";
-import { type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { startEngineAndBrowser, stopBrowserAndEngine } from "./helpers/browser.ts";
+import { demoOrganization, demoServicePath, openDemoGeoPackage } from "./helpers/admin.ts";
+import { type RunningEngine } from "./helpers/engine.ts";
 import { call } from "./helpers/http.ts";
 
 let engine: RunningEngine;
@@ -19,30 +17,17 @@ let source: DatabaseSync;
 const contexts: BrowserContext[] = [];
 
 /** A demo layer's FeatureServer path (what the pages link to: paths, not URLs). */
-const servicePath = (table: string) => {
-  const name = `${table}_${stableItemId(datastoreId, `/world.gpkg/${table}`).slice(0, 6)}`;
-  return `/arcgis/rest/services/${DEMO_LAYERS_FOLDER}/${name}/FeatureServer`;
-};
+const servicePath = (table: string) => demoServicePath(datastoreId, table);
 const http = (path: string) => `${engine.ready.http}${path}`;
 
 beforeAll(async () => {
-  await Promise.all([
-    startEngine().then((e) => (engine = e)),
-    chromium
-      .launch({
-        executablePath: "/usr/bin/chromium",
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-      })
-      .then((b) => (browser = b)),
-  ]);
+  ({ engine, browser } = await startEngineAndBrowser());
   ({ worldStore: datastoreId } = demoOrganization(engine.dataDir));
-  source = new DatabaseSync(join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH), { readOnly: true });
+  source = openDemoGeoPackage(engine.dataDir);
 });
 afterAll(async () => {
-  for (const context of contexts) await context.close().catch(() => undefined);
-  await browser?.close();
   source?.close();
-  await engine?.stop();
+  await stopBrowserAndEngine(contexts, browser, engine);
 });
 
 const all = <T>(sql: string, ...params: (string | number)[]) => source.prepare(sql).all(...params) as unknown as T[];

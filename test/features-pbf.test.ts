@@ -16,6 +16,7 @@ import {
   type PbfField,
 } from "#shared/features/geometry/pbf.ts";
 import { toEsriGeometry } from "#shared/features/geometry/esri-json.ts";
+import { square } from "./helpers/shapes.ts";
 
 let server: Server;
 let body: Uint8Array = new Uint8Array();
@@ -97,17 +98,6 @@ const attributes = (i: number): FeatureRow["attributes"] => ({
   when: Date.UTC(2024, 0, 1 + i),
   guid: i === 1 ? null : `{0000000${i}-0000-0000-0000-000000000000}`,
 });
-
-const ring = (x0: number, y0: number, size: number, ccw: boolean): Position[] => {
-  const r: Position[] = [
-    [x0, y0],
-    [x0 + size, y0],
-    [x0 + size, y0 + size],
-    [x0, y0 + size],
-    [x0, y0],
-  ];
-  return ccw ? r : r.reverse();
-};
 
 const page = (geometryType: EsriGeometryType, geometries: Geometry[], extra: Partial<FeatureCollectionPage> = {}) =>
   ({
@@ -214,9 +204,9 @@ describe("PBF FeatureCollection", () => {
 
   it("polygons: outer rings clockwise, holes counter-clockwise, grouped back by both decoders", async () => {
     const polys: Geometry[] = [
-      { type: "Polygon", coordinates: [ring(0, 0, 100, true), ring(10, 10, 20, false)] },
-      { type: "MultiPolygon", coordinates: [[ring(200, 200, 50, false)], [ring(300, 0, 10, true)]] },
-      { type: "Polygon", coordinates: [ring(500, 500, 5, true)] },
+      { type: "Polygon", coordinates: [square(0, 0, 100, true), square(10, 10, 20, false)] },
+      { type: "MultiPolygon", coordinates: [[square(200, 200, 50, false)], [square(300, 0, 10, true)]] },
+      { type: "Polygon", coordinates: [square(500, 500, 5, true)] },
     ];
     const bytes = encodeFeatureCollection(page("esriGeometryPolygon", polys, { quantization: { tolerance: 0.001 } }));
     const esri = await viaEsriClient(bytes);
@@ -237,7 +227,7 @@ describe("PBF FeatureCollection", () => {
     expect(second.coordinates.map((p) => p.length)).toEqual([1, 1]);
     const third = parsed.featureCollection.features[2]?.geometry as { type: string; coordinates: unknown };
     expect(third.type).toBe("Polygon");
-    expectClose(third.coordinates, [ring(500, 500, 5, false)], 0.001);
+    expectClose(third.coordinates, [square(500, 500, 5, false)], 0.001);
   });
 
   it("multipoints and tables", async () => {
@@ -275,7 +265,7 @@ describe("PBF FeatureCollection", () => {
   it("drops vertices that fall on one grid cell and parts the grid collapses", async () => {
     const g: Geometry = {
       type: "MultiPolygon",
-      coordinates: [[ring(0, 0, 100, true)], [ring(50, 50, 0.001, true)]],
+      coordinates: [[square(0, 0, 100, true)], [square(50, 50, 0.001, true)]],
     };
     const esri = await viaEsriClient(
       encodeFeatureCollection(page("esriGeometryPolygon", [g], { quantization: { tolerance: 1 } })),

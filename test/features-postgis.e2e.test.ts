@@ -31,7 +31,7 @@ import {
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { cities, citiesLayer } from "./helpers/feature-layer.ts";
 import { call } from "./helpers/http.ts";
-import { share } from "./helpers/publish.ts";
+import { jobEnd, share } from "./helpers/publish.ts";
 import { blackHole, copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
 
 let engine: RunningEngine;
@@ -65,14 +65,7 @@ const jobKeys = new Map<string, string>();
 async function job(operation: string, fields: Record<string, string>): Promise<Record<string, unknown>> {
   const started = await post(`${rest()}/portals/self/datastores/${operation}`, { f: "json", token, ...fields });
   jobKeys.set(String(started.jobId), String(started.key));
-  let answer: Record<string, unknown> = {};
-  for (let i = 0; i < 600 && answer.status !== "completed" && answer.status !== "failed"; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    answer = await get(
-      `${rest()}/portals/self/jobs/${String(started.jobId)}?f=json&token=${token}&key=${encodeURIComponent(String(started.key))}`,
-    );
-  }
-  return answer;
+  return jobEnd(engine, token, started);
 }
 
 const publishAll = (datastoreId: string, folder: string) =>

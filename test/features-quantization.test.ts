@@ -26,6 +26,7 @@ import { MAX_RECORD_COUNT, STANDARD_MAX_RECORD_COUNT, TILE_MAX_RECORD_COUNT } fr
 import { ApiError } from "#shared/errors.ts";
 import { Params } from "#shared/http/params.ts";
 import { Content } from "#shared/http/render.ts";
+import { square } from "./helpers/shapes.ts";
 
 const require = createRequire(import.meta.url);
 
@@ -51,17 +52,6 @@ function france(): Position[][][] {
   // Metropolitan France and Corsica: the parts the tile below covers.
   return polygons.filter((p) => p[0]?.every(([x = 0, y = 0]) => x > -6 && x < 10 && y > 41 && y < 52));
 }
-
-const square = (x: number, y: number, s: number, ccw: boolean): Position[] => {
-  const r: Position[] = [
-    [x, y],
-    [x + s, y],
-    [x + s, y + s],
-    [x, y + s],
-    [x, y],
-  ];
-  return ccw ? r : r.reverse();
-};
 
 // A wiggly path (a vertex every ~1 km) and points around Paris.
 const wiggle: Position[] = Array.from({ length: 400 }, (_, i) => [-4 + i * 0.03, 46 + Math.sin(i / 7) * 0.8]);

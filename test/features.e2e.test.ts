@@ -7,10 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
-import { stableItemId } from "#shared/publishing.ts";
-import { demoOrganization } from "./helpers/admin.ts";
-import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { DEMO_GEOPACKAGE_PATH } from "#infra/admin/demo.ts";
+import { demoOrganization, demoServicePath, startWithDemoSource } from "./helpers/admin.ts";
+import { PASSWORDS, type RunningEngine } from "./helpers/engine.ts";
 import { call, jsonCalls } from "./helpers/http.ts";
 
 let engine: RunningEngine;
@@ -18,19 +17,14 @@ let datastoreId: string;
 let source: DatabaseSync;
 
 /** A demo layer's FeatureServer URL on the plain-HTTP loopback origin (GDAL and fetch need no certificate). */
-const layerUrl = (table: string) => {
-  const name = `${table}_${stableItemId(datastoreId, `/world.gpkg/${table}`).slice(0, 6)}`;
-  return `${engine.ready.http}/arcgis/rest/services/${DEMO_LAYERS_FOLDER}/${name}/FeatureServer`;
-};
+const layerUrl = (table: string) => `${engine.ready.http}${demoServicePath(datastoreId, table)}`;
 
 const { getJson } = jsonCalls();
 const query = (table: string, params: Record<string, string>) =>
   getJson(`${layerUrl(table)}/0/query?${new URLSearchParams({ f: "json", ...params })}`);
 
 beforeAll(async () => {
-  engine = await startEngine();
-  ({ worldStore: datastoreId } = demoOrganization(engine.dataDir));
-  source = new DatabaseSync(join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH), { readOnly: true });
+  ({ engine, datastoreId, source } = await startWithDemoSource());
 });
 afterAll(async () => {
   source?.close();

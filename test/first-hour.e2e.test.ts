@@ -7,10 +7,11 @@
 // step is screenshotted to test-artifacts/first-hour-<n>-<step>.png.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { clickAFeature, startEngineAndBrowser, stopBrowserAndEngine, viewerSays } from "./helpers/browser.ts";
+import { PASSWORDS, ROOT, type RunningEngine } from "./helpers/engine.ts";
 import { CHROMIUM_ARGS, countNonBackground } from "./helpers/map-render.ts";
 
 const ARTIFACTS = join(ROOT, "test-artifacts");
@@ -94,20 +95,6 @@ async function jobEnded(p: Page): Promise<string> {
   throw new Error(`the job on ${p.url()} did not end`);
 }
 
-/** Waits until the viewer says it drew the map or could not (`data-viewer` on its body). */
-async function viewerSays(p: Page): Promise<string> {
-  await p.waitForFunction(
-    () => {
-      const state = (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body
-        .dataset.viewer;
-      return state === "drawn" || state === "failed";
-    },
-    undefined,
-    { timeout: 20_000 },
-  );
-  return (await p.locator("body").getAttribute("data-viewer")) ?? "";
-}
-
 /** The map's pixels that are not its empty background. */
 async function drawnPixels(p: Page): Promise<number> {
   return countNonBackground(PNG.sync.read(await p.locator("#map").screenshot()), BACKGROUND);
@@ -126,18 +113,11 @@ async function describeFromForm(level: string): Promise<void> {
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  await Promise.all([
-    startEngine().then((e) => (engine = e)),
-    chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS }).then((b) => (browser = b)),
-  ]);
+  ({ engine, browser } = await startEngineAndBrowser(CHROMIUM_ARGS));
   page = await newPage();
 }, 120_000);
 
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await browser?.close();
-  await engine?.stop();
-});
+afterAll(() => stopBrowserAndEngine(contexts, browser, engine));
 
 describe("the first hour, by links and forms only", () => {
   it("opens the home page and signs in as the publisher", async () => {
@@ -250,20 +230,7 @@ describe("the first hour, by links and forms only", () => {
     expect(await drawnPixels(visitor)).toBeGreaterThan(10_000);
     await expect(visitor.locator("#viewer-status").textContent()).resolves.toMatch(/countries: \d+ features/);
     // The map shows the layer's whole extent: one of these points lands on a country.
-    const box = await visitor.locator("#map").boundingBox();
-    if (!box) throw new Error("no map on the page");
-    let clicked = "";
-    for (const [fx, fy] of [
-      [0.55, 0.35],
-      [0.3, 0.3],
-      [0.6, 0.5],
-      [0.75, 0.3],
-    ] as const) {
-      await visitor.mouse.click(box.x + box.width * fx, box.y + box.height * fy);
-      clicked = (await visitor.locator("body").getAttribute("data-feature")) ?? "";
-      if (clicked) break;
-    }
-    expect(clicked).toMatch(/^\d+$/);
+    expect(await clickAFeature(visitor)).toMatch(/^\d+$/);
     const attributes = visitor.locator("#viewer-details th");
     expect(await attributes.count()).toBeGreaterThan(1);
     expect(await visitor.locator("#viewer-details").isVisible()).toBe(true);

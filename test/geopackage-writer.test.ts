@@ -21,6 +21,7 @@ import {
   DEMO_GEOPACKAGE_LAYERS,
   writeDemoGeoPackage,
 } from "#infra/local/demo/world-geopackage.ts";
+import { square } from "./helpers/shapes.ts";
 
 // ---- A minimal GeoPackage blob reader (header, then ISO WKB, 2D), independent of the writer ----
 
@@ -162,14 +163,6 @@ const ogrGeoJson = (file: string, layer: string, ...args: string[]): FeatureColl
   ) as FeatureCollection;
 
 // ---- The fixture ----
-
-const square = (x: number, y: number, size: number): Position[] => [
-  [x, y],
-  [x + size, y],
-  [x + size, y + size],
-  [x, y + size],
-  [x, y],
-];
 
 const FIXTURE: GeoPackageLayer[] = [
   {

@@ -4,9 +4,10 @@
 // join an invitation-only group from its page, and the owner accepts the request on the group's page.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { startEngineAndBrowser, stopBrowserAndEngine } from "./helpers/browser.ts";
+import { PASSWORDS, ROOT, type RunningEngine } from "./helpers/engine.ts";
 
 const DIRECTORY = "/portal/sharing/rest";
 const ARTIFACTS = join(ROOT, "test-artifacts");
@@ -49,22 +50,10 @@ const cell = (page: Page, key: string) =>
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  await Promise.all([
-    startEngine().then((e) => (engine = e)),
-    chromium
-      .launch({
-        executablePath: "/usr/bin/chromium",
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-      })
-      .then((b) => (browser = b)),
-  ]);
+  ({ engine, browser } = await startEngineAndBrowser());
 }, 120_000);
 
-afterAll(async () => {
-  for (const context of contexts) await context.close().catch(() => undefined);
-  await browser?.close();
-  await engine?.stop();
-});
+afterAll(() => stopBrowserAndEngine(contexts, browser, engine));
 
 describe("group pages", () => {
   it("create a group, share an item with it by its checkbox, join it, see its content, leave it", async () => {

@@ -4,14 +4,13 @@
 // members, the owner, administrators, anonymous callers and another organization, on the very next request
 // after each change.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminCommand, type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
+import { adminCommand, type DemoOrganization, demoOrganization, otherOrganizationToken } from "./helpers/admin.ts";
 import { portalCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, form, jsonCalls } from "./helpers/http.ts";
-import { publish, waitForJob } from "./helpers/publish.ts";
+import { call, jsonCalls, signIn as signInAt } from "./helpers/http.ts";
+import { soapDescriptions, surfaces as seenOn } from "./helpers/surfaces.ts";
+import { publish, publishDemoBasemap, waitForJob } from "./helpers/publish.ts";
 
-const NS = "http://www.esri.com/schemas/ArcGIS/10.8";
-const OTHER_PASSWORD = "other-Admin-Pass-1234";
 const EXTRA = ["viewer", "former", "joiner"] as const;
 const password = (name: string) => `${name}-Pass-1234`;
 
@@ -22,24 +21,9 @@ const tokens: Record<string, string> = {};
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 const server = () => `${engine.ready.https}/arcgis`;
 
-async function signIn(username: string, pass: string): Promise<string> {
-  const res = await call(`${rest()}/generateToken`, {
-    ca: engine.ca,
-    body: form({ f: "json", username, password: pass }),
-  });
-  return res.json<{ token: string }>().token;
-}
+const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
 
 const { getJson, postJson } = jsonCalls(() => engine.ca);
-
-const soapDescriptions = async (token?: string) =>
-  (
-    await call(`${server()}/services${token ? `?token=${encodeURIComponent(token)}` : ""}`, {
-      ca: engine.ca,
-      body: `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><GetServiceDescriptions xmlns="${NS}"/></soap:Body></soap:Envelope>`,
-      headers: { "content-type": "text/xml; charset=utf-8", soapaction: '""' },
-    })
-  ).text;
 
 const community = () => `${rest()}/community`;
 
@@ -53,15 +37,7 @@ async function newGroup(token: string, fields: Record<string, string>): Promise<
 const shareWith = (token: string, itemId: string, groups: string, unshare = false) =>
   postJson(`${rest()}/content/items/${itemId}/${unshare ? "unshare" : "share"}`, token, { groups });
 
-const publishBasemap = (serviceName: string) =>
-  publish(engine, {
-    token: tokens.publisher ?? "",
-    serverId: org.serverId,
-    type: "MapServer",
-    serviceName,
-    store: org.folderStore,
-    path: "/caches/tiles/Basemap",
-  });
+const publishBasemap = (serviceName: string) => publishDemoBasemap(engine, org, tokens.publisher ?? "", serviceName);
 
 beforeAll(async () => {
   engine = await startEngine();
@@ -71,14 +47,11 @@ beforeAll(async () => {
       MAPGATE_USER_PASSWORD: password(name),
     });
   }
-  adminCommand(engine.dataDir, ["bootstrap", "--name", "Other GIS", "--admin", "otheradmin"], {
-    MAPGATE_ADMIN_PASSWORD: OTHER_PASSWORD,
-  });
   tokens.admin = await signIn("admin", PASSWORDS.admin);
   tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
   tokens.user = await signIn("user", PASSWORDS.user);
   for (const name of EXTRA) tokens[name] = await signIn(name, password(name));
-  tokens.other = await signIn("otheradmin", OTHER_PASSWORD);
+  tokens.other = await otherOrganizationToken(engine);
 }, 120_000);
 
 afterAll(async () => {
@@ -234,24 +207,7 @@ describe("a group-shared service on every surface", () => {
     }
   });
 
-  async function surfaces(caller: Caller): Promise<Record<string, boolean>> {
-    const token = tokenOf(caller);
-    const root = await getJson(`${server()}/rest/services`, token);
-    const serviceJson = await getJson(serviceUrl, token);
-    const tile = await call(`${serviceUrl}/tile/0/0/0${token ? `?token=${encodeURIComponent(token)}` : ""}`, {
-      ca: engine.ca,
-    });
-    const item = await getJson(`${rest()}/content/items/${id}`, token);
-    const search = await getJson(`${rest()}/search?q=id:${id}`, token);
-    return {
-      directory: ((root.services ?? []) as { name: string }[]).some((s) => s.name === "Group_Matrix"),
-      soap: (await soapDescriptions(token)).includes("<Name>Group_Matrix</Name>"),
-      service: serviceJson.serviceItemId === id,
-      tile: tile.status === 200 && tile.headers["content-type"] === "image/png",
-      item: item.id === id,
-      search: search.total === 1,
-    };
-  }
+  const surfaces = (caller: Caller) => seenOn(engine, { name: "Group_Matrix", id, serviceUrl }, tokenOf(caller));
 
   async function expectSeenBy(who: readonly Caller[], label: string) {
     for (const caller of CALLERS) {
@@ -743,7 +699,7 @@ describe("concurrent membership and sharing", () => {
       const root = await getJson(`${server()}/rest/services`, tokens[who]);
       const sees = ((root.services ?? []) as { name: string }[]).some((s) => s.name === "Group_Contended");
       expect(sees, who).toBe(shared && listed.has(who));
-      expect((await soapDescriptions(tokens[who])).includes("<Name>Group_Contended</Name>"), who).toBe(
+      expect((await soapDescriptions(engine, tokens[who])).includes("<Name>Group_Contended</Name>"), who).toBe(
         shared && listed.has(who),
       );
     }

@@ -4,8 +4,8 @@
 // place in the directory, every row answering a query, its size charged to the storage quota once) or not at all
 // (no item, its name free again, the quota as it was). A name a killed publish did not take is then published.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, jsonCalls, multipartBody, signIn } from "./helpers/http.ts";
+import { type RunningEngine, startSignedIn } from "./helpers/engine.ts";
+import { call, jsonCalls, multipartBody } from "./helpers/http.ts";
 
 const ROWS = 30_000;
 /**
@@ -23,8 +23,7 @@ const { getJson, postJson } = jsonCalls(() => engine.ca);
 const ENV = { MAX_BODY_BYTES: "4000000" };
 
 async function restart(): Promise<void> {
-  engine = await startEngine({ dataDir: engine.dataDir, env: ENV });
-  token = await signIn(rest(), engine.ca, "publisher", PASSWORDS.publisher);
+  ({ engine, token } = await startSignedIn("publisher", { dataDir: engine.dataDir, env: ENV }));
 }
 
 const usage = async () => Number((await getJson(`${rest()}/community/self`, token)).storageUsage);
@@ -38,13 +37,10 @@ async function hostedItems(): Promise<{ id: string; title: string; size: number;
 }
 
 beforeAll(async () => {
-  engine = await startEngine({ env: ENV });
-  token = await signIn(rest(), engine.ca, "publisher", PASSWORDS.publisher);
+  ({ engine, token } = await startSignedIn("publisher", { env: ENV }));
 }, 120_000);
 
-afterAll(async () => {
-  await engine?.stop();
-});
+afterAll(() => engine?.stop());
 
 it("leaves each publish killed midway whole or gone, its name free when gone, the quota exact", async () => {
   const lines = ["name,value,latitude,longitude"];

@@ -7,12 +7,11 @@ import { describe, expect, it } from "vitest";
 import { hostedDefineSuite } from "./helpers/hosted-define-cases.ts";
 import { jsonCalls, signIn } from "./helpers/http.ts";
 import { PASSWORDS } from "./helpers/engine.ts";
-import { type PgProxy, startPgProxy } from "./helpers/pg-proxy.ts";
+import { hostGdalSource, hostThroughProxy, type PgProxy } from "./helpers/pg-proxy.ts";
 import { type Postgres, startPostgres } from "./helpers/postgres.ts";
 
 /** A resuming cluster's wait for the first connection (the full one, past 5 s, is proven by the publishing suite). */
 const FIRST_CONNECTION_DELAY_MS = 1_500;
-const HOST = { user: "mapgate_host", password: `host'pw;@:/${Math.random().toString(36).slice(2)}` };
 
 let db: Postgres;
 let proxy: PgProxy;
@@ -22,12 +21,9 @@ const schemaOf = (serviceItemId: string) => `h_${serviceItemId}`;
 const suite = hostedDefineSuite({
   start: async () => {
     db = await startPostgres();
-    // The login mapgate owns its data with: it makes a schema per service in the database, nothing more.
-    await db.admin.query(`CREATE ROLE ${HOST.user} LOGIN PASSWORD '${HOST.password.replaceAll("'", "''")}'`);
-    await db.admin.query(`GRANT CREATE ON DATABASE ${db.database} TO ${HOST.user}`);
-    proxy = await startPgProxy(db.port, FIRST_CONNECTION_DELAY_MS);
-    const uri = `postgresql://${encodeURIComponent(HOST.user)}:${encodeURIComponent(HOST.password)}@127.0.0.1:${proxy.port}/${db.database}?sslmode=disable`;
-    return { MAPGATE_HOSTED_DATABASE: uri };
+    const hosted = await hostThroughProxy(db, FIRST_CONNECTION_DELAY_MS);
+    proxy = hosted.proxy;
+    return hosted.env;
   },
   stop: async () => {
     await proxy?.close();
@@ -37,7 +33,7 @@ const suite = hostedDefineSuite({
   gdalSource: (_dataDir, serviceItemId) => [
     "-oo",
     "LIST_ALL_TABLES=YES",
-    `PG:host=127.0.0.1 port=${db.port} dbname=${db.database} user=${HOST.user} password='${HOST.password.replaceAll("'", "\\'")}' schemas=${schemaOf(serviceItemId)}`,
+    hostGdalSource(db, ` schemas=${schemaOf(serviceItemId)}`),
   ],
   exists: async (_dataDir, serviceItemId) =>
     (await db.admin.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schemaOf(serviceItemId)])).rowCount === 1,

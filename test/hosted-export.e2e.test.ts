@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { portalCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine, signInMembers } from "./helpers/engine.ts";
 import { call, jsonCalls, multipartBody } from "./helpers/http.ts";
+import { square } from "./helpers/shapes.ts";
 
 let engine: RunningEngine;
 let scratch = "";
@@ -446,13 +447,6 @@ describe("exporting layers of other shapes and sizes", () => {
   });
 
   it("writes polygons to a shapefile GDAL reads as the same shapes, and to a CSV of attributes alone", async () => {
-    const square = (x: number, y: number) => [
-      [x, y],
-      [x + 1, y],
-      [x + 1, y + 1],
-      [x, y + 1],
-      [x, y],
-    ];
     // The second polygon has a hole; rings are given counter-clockwise outside (RFC 7946), a shapefile wants clockwise.
     const hole = [
       [4.25, 50.25],
@@ -464,11 +458,11 @@ describe("exporting layers of other shapes and sizes", () => {
     const geojson = JSON.stringify({
       type: "FeatureCollection",
       features: [
-        { type: "Feature", properties: { zone: "A" }, geometry: { type: "Polygon", coordinates: [square(2, 48)] } },
+        { type: "Feature", properties: { zone: "A" }, geometry: { type: "Polygon", coordinates: [square(2, 48, 1)] } },
         {
           type: "Feature",
           properties: { zone: "=B" },
-          geometry: { type: "MultiPolygon", coordinates: [[square(4, 50), hole], [square(6, 50)]] },
+          geometry: { type: "MultiPolygon", coordinates: [[square(4, 50, 1), hole], [square(6, 50, 1)]] },
         },
       ],
     });

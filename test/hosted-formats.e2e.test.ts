@@ -10,11 +10,11 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { queryFeatures } from "@esri/arcgis-rest-feature-service";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import yazl from "yazl";
 import { writeGeoPackage } from "#shared/features/geopackage-writer.ts";
 import { portalCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, jsonCalls, multipartBody, signIn as signInAt } from "./helpers/http.ts";
+import { square, zipOf } from "./helpers/shapes.ts";
 
 let engine: RunningEngine;
 let token = "";
@@ -24,13 +24,6 @@ const { getJson, postJson } = jsonCalls(() => engine.ca);
 
 type Published = { services: { serviceurl: string; serviceItemId: string; jobId: string; notes?: string[] }[] };
 
-const square = (x: number, y: number, size: number) => [
-  [x, y],
-  [x + size, y],
-  [x + size, y + size],
-  [x, y + size],
-  [x, y],
-];
 /** Zones in WGS 84: the shapefile made from them is in UTM zone 31N; one has a hole, one has two parts. */
 const ZONES = {
   type: "FeatureCollection",
@@ -70,20 +63,6 @@ const STATIONS = {
 const READINGS = "station,value,taken\nS1,1.5,2025-01-02\nS2,2.25,2025-01-03\nS1,3,2025-01-04\nS3,4.75,2025-01-05\n";
 
 const ogr = (...args: string[]) => execFileSync("ogr2ogr", args, { cwd: work, stdio: "pipe" });
-
-/** A zip of `files` made with yazl (names as given; `mode` for a link). */
-function zipOf(files: { name: string; bytes: Buffer | string; mode?: number; compress?: boolean }[]): Promise<Buffer> {
-  const zip = new yazl.ZipFile();
-  for (const f of files)
-    zip.addBuffer(Buffer.from(f.bytes), f.name, { ...(f.mode ? { mode: f.mode } : {}), compress: f.compress ?? true });
-  zip.end();
-  const chunks: Buffer[] = [];
-  return new Promise((resolve, reject) => {
-    zip.outputStream.on("data", (c: Buffer) => chunks.push(c));
-    zip.outputStream.on("end", () => resolve(Buffer.concat(chunks)));
-    zip.outputStream.on("error", reject);
-  });
-}
 
 /** A shapefile's parts as zip entries (`zones.shp`, …), those named in `without` left out. */
 function shapefileEntries(base: string, without: string[] = []) {

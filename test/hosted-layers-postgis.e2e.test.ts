@@ -10,12 +10,11 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { CONNECT_TIMEOUT_MS } from "#shared/features/postgis.ts";
 import { hostedLayerSuite } from "./helpers/hosted-cases.ts";
-import { type PgProxy, startPgProxy } from "./helpers/pg-proxy.ts";
+import { HOST_LOGIN as HOST, hostGdalSource, hostThroughProxy, type PgProxy } from "./helpers/pg-proxy.ts";
 import { type Postgres, startPostgres } from "./helpers/postgres.ts";
 
 /** Longer than the by-reference pool's connect timeout (CONNECT_TIMEOUT_MS): a resuming cluster's wait. */
 const FIRST_CONNECTION_DELAY_MS = 6_000;
-const HOST = { user: "mapgate_host", password: `host'pw;@:/${Math.random().toString(36).slice(2)}` };
 
 let db: Postgres;
 let proxy: PgProxy;
@@ -27,19 +26,15 @@ const schemas = async () =>
       ?.n as number,
   );
 
-const gdalSource = () =>
-  `PG:host=127.0.0.1 port=${db.port} dbname=${db.database} user=${HOST.user} password='${HOST.password.replaceAll("'", "\\'")}'`;
+const gdalSource = () => hostGdalSource(db);
 
 const suite = hostedLayerSuite({
   start: async () => {
     db = await startPostgres();
-    // The login mapgate owns its data with: it makes a schema per service in the database, nothing more.
-    await db.admin.query(`CREATE ROLE ${HOST.user} LOGIN PASSWORD '${HOST.password.replaceAll("'", "''")}'`);
-    await db.admin.query(`GRANT CREATE ON DATABASE ${db.database} TO ${HOST.user}`);
-    proxy = await startPgProxy(db.port, FIRST_CONNECTION_DELAY_MS);
+    const hosted = await hostThroughProxy(db, FIRST_CONNECTION_DELAY_MS);
+    proxy = hosted.proxy;
     started = Date.now();
-    const uri = `postgresql://${encodeURIComponent(HOST.user)}:${encodeURIComponent(HOST.password)}@127.0.0.1:${proxy.port}/${db.database}?sslmode=disable`;
-    return { MAPGATE_HOSTED_DATABASE: uri };
+    return hosted.env;
   },
   stop: async () => {
     await proxy?.close();

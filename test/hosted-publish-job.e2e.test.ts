@@ -5,7 +5,7 @@
 // nothing kept. The name is held while the job runs. A job killed with SIGKILL midway is resumed when the engine
 // starts again and makes the service whole, its size charged to the quota once.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { PASSWORDS, type RunningEngine, startEngine, startSignedIn } from "./helpers/engine.ts";
 import { call, jsonCalls, multipartBody, signIn } from "./helpers/http.ts";
 
 const ROWS = 30_000;
@@ -60,13 +60,10 @@ const sites = () => {
 };
 
 beforeAll(async () => {
-  engine = await startEngine({ env: ENV });
-  token = await signIn(rest(), engine.ca, "publisher", PASSWORDS.publisher);
+  ({ engine, token } = await startSignedIn("publisher", { env: ENV }));
 }, 120_000);
 
-afterAll(async () => {
-  await engine?.stop();
-});
+afterAll(() => engine?.stop());
 
 it("answers at once with the service item and job, holds the name, and completes with every row served", async () => {
   const source = await upload("sites.csv", "Job sites", sites());

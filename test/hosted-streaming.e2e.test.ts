@@ -4,7 +4,7 @@
 // whole-file reading made of it, needed several times that heap), then answers queries with every row.
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { PASSWORDS, type RunningEngine, startSignedIn } from "./helpers/engine.ts";
 import { call, jsonCalls, multipartBody, signIn } from "./helpers/http.ts";
 
 const ROWS = 320_000;
@@ -20,13 +20,10 @@ const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 const { getJson, postJson } = jsonCalls(() => engine.ca);
 
 beforeAll(async () => {
-  engine = await startEngine({ env: ENV });
-  token = await signIn(rest(), engine.ca, "publisher", PASSWORDS.publisher);
+  ({ engine, token } = await startSignedIn("publisher", { env: ENV }));
 }, 120_000);
 
-afterAll(async () => {
-  await engine?.stop();
-});
+afterAll(() => engine?.stop());
 
 /** The CSV, made a row at a time (id, name, a double, a date, latitude, longitude). */
 function csv(): Buffer {

@@ -4,7 +4,7 @@
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { bufferSource, type FileSource } from "#shared/hosted/file-source.ts";
-import { csvTable, geoJsonTable, MAX_JSON_TOKEN, type Table } from "#shared/hosted/tables.ts";
+import { checkFileValues, csvTable, geoJsonTable, MAX_JSON_TOKEN, type Table } from "#shared/hosted/tables.ts";
 import type { ApiError } from "#shared/errors.ts";
 
 const WHAT = "Unable to analyze.";
@@ -61,6 +61,26 @@ describe("a CSV file", () => {
     const file = `${header}\n${"1\n".repeat(4000)}`;
     expect(await refusal(csvTable(source(file), WHAT))).toEqual([
       `The file has 3001 rows of 1000 fields: at most 3,000,000 values are published from a file of ${file.length.toLocaleString("en")} bytes (4 a byte, and 3,000,000 from any file).`,
+    ]);
+  });
+});
+
+describe("the values of a file of several layers (a zip of shapefiles, a GeoPackage)", () => {
+  it("pass at 4 a byte or 3,000,000 whichever is more, and past it are refused with the file's own words", async () => {
+    const said = { holds: "The GeoPackage has", of: "the file" };
+    expect(() => checkFileValues(3_000_000, 10, WHAT, said)).not.toThrow();
+    expect(() => checkFileValues(4_000_000, 1_000_000, WHAT, said)).not.toThrow();
+    expect(await refusal(Promise.resolve().then(() => checkFileValues(4_000_001, 1_000_000, WHAT, said)))).toEqual([
+      "The GeoPackage has more than 4,000,000 values: at most 4 a byte of the file are published (and 3,000,000 from any file).",
+    ]);
+    expect(
+      await refusal(
+        Promise.resolve().then(() =>
+          checkFileValues(3_000_001, 0, WHAT, { holds: "The shapefiles hold", of: "their .dbf files" }),
+        ),
+      ),
+    ).toEqual([
+      "The shapefiles hold more than 3,000,000 values: at most 4 a byte of their .dbf files are published (and 3,000,000 from any file).",
     ]);
   });
 });

@@ -4,13 +4,14 @@
 // chunk crosses a chunk boundary), a failed assembly leaving no file, and the parts removed; the uploads underway
 // listed (by their mark or their parts) for the sweep of abandoned uploads; and a file read back as publishing reads
 // it: its size, and its bytes as a stream, whole or a range of them.
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import type { S3Client } from "@aws-sdk/client-s3";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalS3, startS3 } from "#infra/local/s3.ts";
+import type { LocalS3 } from "#infra/local/s3.ts";
 import type { ItemFiles } from "#shared/stores/item-files.ts";
+import { startS3WithBucket, useS3Environment } from "./helpers/s3.ts";
 
 const BUCKET = "mapgate-parts-test";
 const MB = 1024 * 1024;
@@ -27,23 +28,9 @@ const pattern = (n: number, seed: number) => {
 };
 
 beforeAll(async () => {
-  s3 = await startS3(undefined);
-  admin = new S3Client({
-    endpoint: s3.endpoint,
-    forcePathStyle: true,
-    region: "us-east-1",
-    credentials: { accessKeyId: "admin", secretAccessKey: "admin" },
-  });
-  await admin.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  ({ s3, admin } = await startS3WithBucket(BUCKET));
   // As the local engine sets them for its functions (infra/local/engine.ts).
-  Object.assign(process.env, {
-    AWS_ENDPOINT_URL_S3: s3.endpoint,
-    AWS_REGION: "us-east-1",
-    AWS_ACCESS_KEY_ID: "local",
-    AWS_SECRET_ACCESS_KEY: "local",
-    S3_FORCE_PATH_STYLE: "true",
-    AWS_REQUEST_CHECKSUM_CALCULATION: "WHEN_REQUIRED",
-  });
+  useS3Environment(s3, { AWS_REQUEST_CHECKSUM_CALCULATION: "WHEN_REQUIRED" });
   const { openItemFiles } = await import("#shared/stores/item-files.ts");
   folder = mkdtempSync(join(tmpdir(), "mapgate-parts-"));
   stores.folder = openItemFiles({ dir: folder });

@@ -2,14 +2,12 @@
 // local engine by the real @esri/arcgis-rest-portal client, and checked on every surface (REST directory, SOAP
 // catalog, service URL and content, item, search, getLayers) for every access level and every kind of caller.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminCommand, type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
+import { adminCommand, type DemoOrganization, demoOrganization, otherOrganizationToken } from "./helpers/admin.ts";
 import { portalCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, form, jsonCalls } from "./helpers/http.ts";
-import { publish, share, waitForJob } from "./helpers/publish.ts";
-
-const NS = "http://www.esri.com/schemas/ArcGIS/10.8";
-const OTHER_PASSWORD = "other-Admin-Pass-1234";
+import { call, jsonCalls, signIn as signInAt } from "./helpers/http.ts";
+import { soapDescriptions, surfaces as seenOn } from "./helpers/surfaces.ts";
+import { publishDemoBasemap, share, waitForJob } from "./helpers/publish.ts";
 
 let engine: RunningEngine;
 let org: DemoOrganization;
@@ -18,22 +16,10 @@ const tokens: Record<string, string> = {};
 const rest = () => `${engine.ready.https}/portal/sharing/rest`;
 const server = () => `${engine.ready.https}/arcgis`;
 
-async function signIn(username: string, password: string): Promise<string> {
-  const res = await call(`${rest()}/generateToken`, { ca: engine.ca, body: form({ f: "json", username, password }) });
-  return res.json<{ token: string }>().token;
-}
+const signIn = (username: string, password: string) => signInAt(rest(), engine.ca, username, password);
 
 /** GET with f=json and the caller's token (none for an anonymous caller). */
 const { getJson, postJson } = jsonCalls(() => engine.ca);
-
-const soapDescriptions = async (token?: string) =>
-  (
-    await call(`${server()}/services${token ? `?token=${encodeURIComponent(token)}` : ""}`, {
-      ca: engine.ca,
-      body: `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><GetServiceDescriptions xmlns="${NS}"/></soap:Body></soap:Envelope>`,
-      headers: { "content-type": "text/xml; charset=utf-8", soapaction: '""' },
-    })
-  ).text;
 
 const CALLERS = ["anonymous", "member", "other", "owner", "admin"] as const;
 type Caller = (typeof CALLERS)[number];
@@ -55,10 +41,7 @@ beforeAll(async () => {
   tokens.admin = await signIn("admin", PASSWORDS.admin);
   tokens.publisher = await signIn("publisher", PASSWORDS.publisher);
   tokens.user = await signIn("user", PASSWORDS.user);
-  adminCommand(engine.dataDir, ["bootstrap", "--name", "Other GIS", "--admin", "otheradmin"], {
-    MAPGATE_ADMIN_PASSWORD: OTHER_PASSWORD,
-  });
-  tokens.other = await signIn("otheradmin", OTHER_PASSWORD);
+  tokens.other = await otherOrganizationToken(engine);
 }, 120_000);
 
 afterAll(async () => {
@@ -66,15 +49,7 @@ afterAll(async () => {
 });
 
 const publishBasemap = (serviceName: string, folder = "") =>
-  publish(engine, {
-    token: tokens.publisher ?? "",
-    serverId: org.serverId,
-    type: "MapServer",
-    serviceName,
-    store: org.folderStore,
-    path: "/caches/tiles/Basemap",
-    folder,
-  });
+  publishDemoBasemap(engine, org, tokens.publisher ?? "", serviceName, folder);
 
 describe("items of what is published", () => {
   it("are driven end to end by @esri/arcgis-rest-portal: get, content, search, update, share, name check, user, remove", async () => {
@@ -155,7 +130,7 @@ describe("items of what is published", () => {
     });
     expect(update).toEqual({ success: true, id });
     expect(await getJson(serviceUrl)).toMatchObject({ serviceDescription: "Shown everywhere" });
-    expect(await soapDescriptions()).toContain("<Description>Shown everywhere</Description>");
+    expect(await soapDescriptions(engine)).toContain("<Description>Shown everywhere</Description>");
   });
 
   it("makes a data store's registration an item, which getLayers' datastoreId names", async () => {
@@ -206,24 +181,7 @@ describe("access follows the item on every surface", () => {
   });
 
   /** What each surface shows one caller: whether the service (or its item) is there. */
-  async function surfaces(caller: Caller): Promise<Record<string, boolean>> {
-    const token = tokenOf(caller);
-    const root = await getJson(`${server()}/rest/services`, token);
-    const serviceJson = await getJson(serviceUrl, token);
-    const tile = await call(`${serviceUrl}/tile/0/0/0${token ? `?token=${encodeURIComponent(token)}` : ""}`, {
-      ca: engine.ca,
-    });
-    const item = await getJson(`${rest()}/content/items/${id}`, token);
-    const search = await getJson(`${rest()}/search?q=id:${id}`, token);
-    return {
-      directory: ((root.services ?? []) as { name: string }[]).some((s) => s.name === "Matrix"),
-      soap: (await soapDescriptions(token)).includes("<Name>Matrix</Name>"),
-      service: serviceJson.serviceItemId === id,
-      tile: tile.status === 200 && tile.headers["content-type"] === "image/png",
-      item: item.id === id,
-      search: search.total === 1,
-    };
-  }
+  const surfaces = (caller: Caller) => seenOn(engine, { name: "Matrix", id, serviceUrl }, tokenOf(caller));
 
   for (const access of ["public", "org", "private"] as const) {
     it(`${access}: every surface agrees, for anonymous callers, members, another organization, the owner and administrators`, async () => {
@@ -439,7 +397,8 @@ describe("concurrent sharing and deleting", () => {
         ((await getJson(`${server()}/rest/services`, token)).services as { name: string }[]).some(
           (s) => s.name === name,
         );
-      const soapListed = async (token?: string) => (await soapDescriptions(token)).includes(`<Name>${name}</Name>`);
+      const soapListed = async (token?: string) =>
+        (await soapDescriptions(engine, token)).includes(`<Name>${name}</Name>`);
       if (round === 0) {
         // The delete won: no item, no service anywhere, the name free.
         expect(item).toMatchObject({ error: { messageCode: "CONT_0001" } });

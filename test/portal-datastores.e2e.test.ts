@@ -13,6 +13,7 @@ import { demoOrganization, type DemoOrganization } from "./helpers/admin.ts";
 import { portalCalls } from "./helpers/arcgis.ts";
 import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call } from "./helpers/http.ts";
+import { jobEnd } from "./helpers/publish.ts";
 import { blackHole, copyGeoPackageTable, type Postgres, startPostgres } from "./helpers/postgres.ts";
 
 let engine: RunningEngine;
@@ -51,14 +52,7 @@ const storeJson = (name: string, connectionString: string) =>
 /** Starts a data store operation that answers a job, and waits for the job's end. */
 async function job(operation: string, fields: Record<string, string>): Promise<Record<string, unknown>> {
   const started = await op(operation, fields);
-  let answer: Record<string, unknown> = {};
-  for (let i = 0; i < 600 && answer.status !== "completed" && answer.status !== "failed"; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    answer = await get(
-      `${rest()}/portals/self/jobs/${String(started.jobId)}?f=json&token=${token}&key=${encodeURIComponent(String(started.key))}`,
-    );
-  }
-  return answer;
+  return jobEnd(engine, token, started);
 }
 
 const secretFiles = () => readdirSync(join(engine.dataDir, "datastore-secrets")).sort();

@@ -232,6 +232,26 @@ describe("job expiry", () => {
   });
 });
 
+/**
+ * The publisher's publish job as publish leaves it before its execution runs (`processing`, its key unknown to
+ * anyone), created at `created`, its record kept an hour from now: written straight into the store.
+ */
+const processingJob = (jobId: string, params: Record<string, unknown>, input: string, created: number) => ({
+  jobId,
+  portalId,
+  owner: "publisher",
+  keyHash: "0".repeat(64),
+  operation: "publish",
+  params,
+  input,
+  status: "processing",
+  message: "",
+  result: null,
+  created,
+  modified: created,
+  expiresAt: Math.floor(Date.now() / 1000) + 3600,
+});
+
 describe("jobs whose execution ended elsewhere", () => {
   it("ends a job past its deadline as failed on read and gives its name back; takes over a dead job's reservation", async () => {
     const ddb = runningStore(engine.dataDir);
@@ -257,21 +277,7 @@ describe("jobs whose execution ended elsewhere", () => {
       await ddb.send(
         new PutCommand({
           TableName: "mapgate-jobs",
-          Item: {
-            jobId,
-            portalId,
-            owner: "publisher",
-            keyHash: "0".repeat(64),
-            operation: "publish",
-            params,
-            input: "{}",
-            status: "processing",
-            message: "",
-            result: null,
-            created,
-            modified: created,
-            expiresAt: Math.floor(Date.now() / 1000) + 3600,
-          },
+          Item: processingJob(jobId, params, "{}", created),
         }),
       );
     } finally {
@@ -484,28 +490,8 @@ describe("failures and crashes", () => {
         tags: "",
         description: "",
       };
-      return {
-        jobId,
-        portalId,
-        owner: "publisher",
-        keyHash: "0".repeat(64),
-        operation: "publish",
-        params,
-        input: JSON.stringify({
-          jobId,
-          portalId,
-          owner: "publisher",
-          operation: "publish",
-          params,
-          origin: engine.ready.https,
-        }),
-        status: "processing",
-        message: "",
-        result: null,
-        created: now,
-        modified: now,
-        expiresAt: Math.floor(now / 1000) + 3600,
-      };
+      const input = { jobId, portalId, owner: "publisher", operation: "publish", params, origin: engine.ready.https };
+      return processingJob(jobId, params, JSON.stringify(input), now);
     };
     const resumed = "a".repeat(32);
     const orphan = "b".repeat(32);

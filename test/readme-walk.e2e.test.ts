@@ -8,8 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium, viewerSays } from "./helpers/browser.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { CHROMIUM_ARGS } from "./helpers/map-render.ts";
 
@@ -130,7 +130,7 @@ describe("the README's walk", () => {
     expect(link, "the README's viewer link").not.toBeNull();
     expect(sites).toBe(`${engine.ready.https}/arcgis/rest/services/Hosted/Field_sites/FeatureServer`);
     const href = `${(link?.[1] ?? "").replace("https://localhost:8443", engine.ready.https)}${sites}${link?.[2] ?? ""}`;
-    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+    const browser = await launchChromium(CHROMIUM_ARGS);
     try {
       const page = await browser.newPage({ ignoreHTTPSErrors: true, viewport: { width: 800, height: 900 } });
       const errors: string[] = [];
@@ -138,16 +138,7 @@ describe("the README's walk", () => {
       page.on("response", (r) => {
         if (r.status() >= 400) errors.push(`${r.status()} ${r.url()}`);
       });
-      const drawn = () =>
-        page.waitForFunction(
-          () =>
-            ["drawn", "failed"].includes(
-              (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body
-                .dataset.viewer ?? "",
-            ),
-          undefined,
-          { timeout: 30_000 },
-        );
+      const drawn = () => viewerSays(page, 30_000);
       await page.goto(href);
       await drawn();
       await expect

@@ -3,13 +3,12 @@
 // version, in one BatchGetItem), and a change to the catalog seen on the very next request.
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiEvent, countRequests, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
+import { apiEvent, countRequests, eventCallerToken, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
 import { tileOrganization } from "./helpers/tile-organization.ts";
 
 const store = await inProcessStore();
 const { observeStore } = await import("#shared/stores/dynamo.ts");
 const ops = await import("#infra/admin/operations.ts");
-const { issueToken } = await import("#shared/auth/tokens.ts");
 const service = (await import("#functions/service.ts")).handler;
 const directory = (await import("#functions/services-directory.ts")).handler;
 const soap = (await import("#functions/soap-catalog.ts")).handler;
@@ -46,14 +45,7 @@ beforeAll(async () => {
       cache: { store: datastore, path: "/Basemap" },
     });
   }
-  ({ token } = await issueToken({
-    username: "tiles-admin",
-    portalId: portal.portalId,
-    audience: { kind: "portal" },
-    client: "requestip",
-    bound: "192.0.2.10",
-    expires: Date.now() + 3600_000,
-  }));
+  token = await eventCallerToken("tiles-admin", portal.portalId);
 });
 
 afterAll(async () => {

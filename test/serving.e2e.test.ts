@@ -6,11 +6,11 @@ import { join } from "node:path";
 import { request } from "@esri/arcgis-rest-request";
 import { VectorTile } from "@mapbox/vector-tile";
 import { PbfReader } from "pbf";
-import { chromium } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeBundle } from "#shared/caches/bundle.ts";
 import { writeTileCache } from "#infra/local/demo/tile-cache.ts";
+import { launchChromium } from "./helpers/browser.ts";
 import { loadSceneLayer } from "./clients/i3s-loaders.ts";
 import { type DemoOrganization, demoOrganization, registerFolderStore } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
@@ -141,10 +141,7 @@ describe("the REST services directory", () => {
   });
 
   it("is a page a person can browse in a real browser: folders, then a service, then its tiles", async () => {
-    const browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       const errors: string[] = [];

@@ -10,7 +10,7 @@ import { demoOrganization } from "./helpers/admin.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
 import { runJson } from "./helpers/run.ts";
-import { runningStore } from "./helpers/store.ts";
+import { bumpCatalog, runningStore } from "./helpers/store.ts";
 import { forge } from "./helpers/tokens.ts";
 
 let engine: RunningEngine;
@@ -358,20 +358,11 @@ describe("faults", () => {
 
   it("answers a fault of its own as soap:Server without detail", async () => {
     // A service record that breaks its invariant (only the server can cause this).
-    const { PutCommand, UpdateCommand, DeleteCommand } = await import("@aws-sdk/lib-dynamodb");
+    const { PutCommand, DeleteCommand } = await import("@aws-sdk/lib-dynamodb");
     const ddb = runningStore(engine.dataDir);
     const servers = JSON.parse(admin("list")) as { servers: { serverId: string; name: string }[] }[];
     const serverId = servers[0]?.servers.find((s) => s.name === "arcgis")?.serverId as string;
-    const bump = () =>
-      ddb.send(
-        new UpdateCommand({
-          TableName: "mapgate-services",
-          Key: { serverId, entry: "#catalog" },
-          UpdateExpression: "ADD #v :one",
-          ExpressionAttributeNames: { "#v": "version" },
-          ExpressionAttributeValues: { ":one": 1 },
-        }),
-      );
+    const bump = () => bumpCatalog(ddb, serverId);
     await ddb.send(
       new PutCommand({
         TableName: "mapgate-services",

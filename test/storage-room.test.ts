@@ -2,12 +2,13 @@
 // room, least recently copied first, and a file that cannot fit is refused saying what to change. A full disk
 // cannot be made on a shared machine, so the free space statfs reports is the one thing stood in for here (a
 // mock of a fault); the copies, the S3 server and the files are real.
-import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type LocalS3, startS3 } from "#infra/local/s3.ts";
+import type { LocalS3 } from "#infra/local/s3.ts";
 import type { Storage } from "#shared/storage/storage.ts";
 import { StorageError } from "#shared/storage/storage.ts";
+import { startS3WithBucket, useS3Environment } from "./helpers/s3.ts";
 
 /** The free space statfs reports (undefined: the real figure). */
 let freeNow: (() => number) | undefined;
@@ -29,27 +30,14 @@ let admin: S3Client;
 let store: Storage;
 
 beforeAll(async () => {
-  s3 = await startS3(undefined);
-  admin = new S3Client({
-    endpoint: s3.endpoint,
-    forcePathStyle: true,
-    region: "us-east-1",
-    credentials: { accessKeyId: "admin", secretAccessKey: "admin" },
-  });
-  await admin.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  ({ s3, admin } = await startS3WithBucket(BUCKET));
   for (const [Key, size] of [
     ["a.gpkg", 1],
     ["b.gpkg", 2],
     ["c.gpkg", 3],
   ] as const)
     await admin.send(new PutObjectCommand({ Bucket: BUCKET, Key, Body: Buffer.alloc(size * MB, size) }));
-  Object.assign(process.env, {
-    AWS_ENDPOINT_URL_S3: s3.endpoint,
-    AWS_REGION: "us-east-1",
-    AWS_ACCESS_KEY_ID: "local",
-    AWS_SECRET_ACCESS_KEY: "local",
-    S3_FORCE_PATH_STYLE: "true",
-  });
+  useS3Environment(s3);
   const { S3Storage } = await import("#shared/storage/s3.ts");
   store = new S3Storage(BUCKET, "");
 });

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalS3, startS3 } from "#infra/local/s3.ts";
 import { FolderStorage } from "#shared/storage/folder.ts";
 import { type Storage, StorageError } from "#shared/storage/storage.ts";
+import { startS3WithBucket, useS3Environment } from "./helpers/s3.ts";
 
 const BUCKET = "mapgate-storage-test";
 const PREFIX = "stores/one";
@@ -54,14 +55,7 @@ beforeAll(async () => {
   }
   storages.folder = new FolderStorage(folderRoot);
 
-  s3 = await startS3(undefined);
-  admin = new S3Client({
-    endpoint: s3.endpoint,
-    forcePathStyle: true,
-    region: "us-east-1",
-    credentials: { accessKeyId: "admin", secretAccessKey: "admin" },
-  });
-  await admin.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  ({ s3, admin } = await startS3WithBucket(BUCKET));
   const objects: Record<string, Buffer> = {
     ...Object.fromEntries(Object.entries(FILES).map(([path, body]) => [`${PREFIX}/${path}`, body])),
     // Beside the store, never reachable from it.
@@ -74,13 +68,7 @@ beforeAll(async () => {
   }
 
   // What the local engine sets before handlers load.
-  Object.assign(process.env, {
-    AWS_ENDPOINT_URL_S3: s3.endpoint,
-    AWS_REGION: "us-east-1",
-    AWS_ACCESS_KEY_ID: "local",
-    AWS_SECRET_ACCESS_KEY: "local",
-    S3_FORCE_PATH_STYLE: "true",
-  });
+  useS3Environment(s3);
   const { S3Storage } = await import("#shared/storage/s3.ts");
   storages.s3 = new S3Storage(BUCKET, `/${PREFIX}/`);
   storages.bucketRoot = new S3Storage(BUCKET, "");

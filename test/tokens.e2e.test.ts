@@ -8,6 +8,16 @@ import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engi
 import { type Answer, call, form } from "./helpers/http.ts";
 import { engineKey, forge } from "./helpers/tokens.ts";
 
+/** The registered claims' setters jose's JWT builders share (each answers itself). */
+interface Claimed<T> {
+  setIssuer(issuer: string): T;
+  setSubject(subject: string): T;
+  setAudience(audience: string): T;
+  setJti(jti: string): T;
+  setIssuedAt(): T;
+  setExpirationTime(exp: number): T;
+}
+
 const LOCKOUT_SECONDS = 5;
 let engine: RunningEngine;
 let portalId: string;
@@ -339,32 +349,27 @@ describe("token verification", () => {
     const { kid, key } = engineKey(engine.dataDir);
     const exp = Math.floor(Date.now() / 1000) + 600;
     const claims = { org: portalId, cli: "requestip", bnd: "127.0.0.1" };
-    const confused = [
-      // The same key bytes used as an HMAC key: a signed token is not an encrypted one.
-      await new SignJWT(claims)
-        .setProtectedHeader({ alg: "HS256", kid })
+    // The claims of a token of the admin, on whatever kind of JWT carries them.
+    const ofAdmin = <T extends Claimed<T>>(jwt: T): T =>
+      jwt
         .setIssuer("mapgate")
         .setSubject("admin")
         .setAudience("portal")
         .setJti("x")
         .setIssuedAt()
-        .setExpirationTime(exp)
-        .sign(key),
+        .setExpirationTime(exp);
+    const confused = [
+      // The same key bytes used as an HMAC key: a signed token is not an encrypted one.
+      await ofAdmin(new SignJWT(claims).setProtectedHeader({ alg: "HS256", kid })).sign(key),
       new UnsecuredJWT(claims)
         .setIssuer("mapgate")
         .setSubject("admin")
         .setAudience("portal")
         .setExpirationTime(exp)
         .encode(),
-      await new EncryptJWT(claims)
-        .setProtectedHeader({ alg: "dir", enc: "A128GCM", kid })
-        .setIssuer("mapgate")
-        .setSubject("admin")
-        .setAudience("portal")
-        .setJti("x")
-        .setIssuedAt()
-        .setExpirationTime(exp)
-        .encrypt(key.slice(0, 16)),
+      await ofAdmin(new EncryptJWT(claims).setProtectedHeader({ alg: "dir", enc: "A128GCM", kid })).encrypt(
+        key.slice(0, 16),
+      ),
       // Another deployment's key (another portal's token service).
       await forge(engine.dataDir, { username: "admin", portalId, exp, key: new Uint8Array(randomBytes(32)) }),
       await forge(engine.dataDir, { username: "admin", portalId, exp, kid: "unknown-kid" }),

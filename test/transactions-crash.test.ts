@@ -124,6 +124,16 @@ async function operation(ddb: DynamoDBDocumentClient): Promise<void> {
       ExpressionAttributeValues: { ":d": delta },
     },
   });
+  // A role's claim on its name, given up only by the role that holds it.
+  const nameRelease = (role: { roleId: string; name: string }) => ({
+    Delete: {
+      TableName,
+      Key: { portalId: PORTAL, entry: `name#${nameKey(role.name)}` },
+      ConditionExpression: "#id = :id",
+      ExpressionAttributeNames: { "#id": "roleId" },
+      ExpressionAttributeValues: { ":id": role.roleId },
+    },
+  });
   const kind = randomInt(10);
   if (kind < 2) {
     const roleId = randomUUID().slice(0, 8);
@@ -171,15 +181,7 @@ async function operation(ddb: DynamoDBDocumentClient): Promise<void> {
           ExpressionAttributeNames: { "#e": "entry" },
         },
       },
-      {
-        Delete: {
-          TableName,
-          Key: { portalId: PORTAL, entry: `name#${nameKey(role.name)}` },
-          ConditionExpression: "#id = :id",
-          ExpressionAttributeNames: { "#id": "roleId" },
-          ExpressionAttributeValues: { ":id": role.roleId },
-        },
-      },
+      nameRelease(role),
     ]);
   } else if (kind < 6) {
     const user = `user#${pick(USERS)}`;
@@ -220,15 +222,7 @@ async function operation(ddb: DynamoDBDocumentClient): Promise<void> {
           ExpressionAttributeValues: { ":v": role.version, ":zero": 0 },
         },
       },
-      {
-        Delete: {
-          TableName,
-          Key: { portalId: PORTAL, entry: `name#${nameKey(role.name)}` },
-          ConditionExpression: "#id = :id",
-          ExpressionAttributeNames: { "#id": "roleId" },
-          ExpressionAttributeValues: { ":id": role.roleId },
-        },
-      },
+      nameRelease(role),
     ]);
   } else {
     // A transfer among 2–10 accounts: the longer the transaction, the wider the window a crash can split.

@@ -10,9 +10,9 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import yazl from "yazl";
+import { launchChromium, viewerSays } from "./helpers/browser.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call, jsonCalls, multipartBody, signIn } from "./helpers/http.ts";
 import {
@@ -26,6 +26,7 @@ import {
   startSdkServer,
 } from "./helpers/maps-sdk.ts";
 import { share } from "./helpers/publish.ts";
+import { square, zipOf } from "./helpers/shapes.ts";
 
 // The SDK draws with WebGL in software (SwiftShader): seconds a view, more when another test file shares the cores.
 vi.setConfig({ testTimeout: 120_000 });
@@ -43,13 +44,6 @@ let work = "";
 const https = (path: string) => `${engine.ready.https}${path}`;
 const { getJson, postJson } = jsonCalls(() => engine.ca);
 
-const square = (x: number, y: number, size: number) => [
-  [x, y],
-  [x + size, y],
-  [x + size, y + size],
-  [x, y + size],
-  [x, y],
-];
 /** Lakes in WGS 84, published from GeoJSON: one with a hole, one of two parts. */
 const LAKES = {
   type: "FeatureCollection",
@@ -129,18 +123,6 @@ const hosted: Record<"lakes" | "zones" | "network" | "sites", Hosted> = {} as ne
 
 const ogr = (...args: string[]) => execFileSync("ogr2ogr", args, { cwd: work, stdio: "pipe" });
 
-function zipOf(files: { name: string; bytes: Buffer }[]): Promise<Buffer> {
-  const zip = new yazl.ZipFile();
-  for (const f of files) zip.addBuffer(f.bytes, f.name);
-  zip.end();
-  const chunks: Buffer[] = [];
-  return new Promise((resolve, reject) => {
-    zip.outputStream.on("data", (c: Buffer) => chunks.push(c));
-    zip.outputStream.on("end", () => resolve(Buffer.concat(chunks)));
-    zip.outputStream.on("error", reject);
-  });
-}
-
 /** addItem with the file (multipart, as ArcGIS clients send it), publish, share with everyone. */
 async function publishFile(
   file: string,
@@ -190,7 +172,7 @@ beforeAll(async () => {
   ogr("-f", "GPKG", "-update", "-nln", "readings", "-oo", "AUTODETECT_TYPE=YES", "network.gpkg", "readings.csv");
   const [, , bundle] = await Promise.all([
     startEngine().then((e) => (engine = e)),
-    chromium.launch({ executablePath: "/usr/bin/chromium", args: SDK_CHROMIUM_ARGS }).then((b) => (browser = b)),
+    launchChromium(SDK_CHROMIUM_ARGS).then((b) => (browser = b)),
     sdkBundle(),
   ]);
   app = await startSdkServer(bundle);
@@ -263,16 +245,7 @@ async function theViewerPage(): Promise<ViewerPage> {
 async function view(v: ViewerPage, href: string): Promise<string> {
   await v.page.goto("about:blank");
   await v.page.goto(href.startsWith("http") ? href : https(href));
-  await v.page.waitForFunction(
-    () => {
-      const state = (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body
-        .dataset.viewer;
-      return state === "drawn" || state === "failed";
-    },
-    undefined,
-    { timeout: 30_000 },
-  );
-  return (await v.page.locator("body").getAttribute("data-viewer")) ?? "";
+  return viewerSays(v.page, 30_000);
 }
 
 /** The viewer's "View" link on an item's page, as a person finds it. */

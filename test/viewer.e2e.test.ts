@@ -5,11 +5,12 @@
 // Screenshots go to test-artifacts/.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { PNG } from "pngjs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clickAFeature, startEngineAndBrowser, stopBrowserAndEngine, viewerSays } from "./helpers/browser.ts";
 import { type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
-import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { PASSWORDS, ROOT, type RunningEngine } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
 import { CHROMIUM_ARGS, countNonBackground } from "./helpers/map-render.ts";
 import { publish, share } from "./helpers/publish.ts";
@@ -78,16 +79,7 @@ async function newPage(signedIn: boolean): Promise<Seen> {
 /** Opens a viewer page and waits until it says it drew the map or could not (`data-viewer`). */
 async function view(seen: Seen, url: string): Promise<string> {
   await seen.page.goto(https(viewer(url)));
-  await seen.page.waitForFunction(
-    () => {
-      const state = (globalThis as unknown as { document: { body: { dataset: Record<string, string> } } }).document.body
-        .dataset.viewer;
-      return state === "drawn" || state === "failed";
-    },
-    undefined,
-    { timeout: 20_000 },
-  );
-  return (await seen.page.locator("body").getAttribute("data-viewer")) ?? "";
+  return viewerSays(seen.page);
 }
 
 /** Whether a colour lies (within a few levels) between two others: one of them, or their antialiased blend. */
@@ -143,10 +135,7 @@ const isSea = (c: Rgb) => c.every((v, i) => Math.abs(v - (BACKGROUND[i] ?? 0)) <
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  await Promise.all([
-    startEngine().then((e) => (engine = e)),
-    chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS }).then((b) => (browser = b)),
-  ]);
+  ({ engine, browser } = await startEngineAndBrowser(CHROMIUM_ARGS));
   org = demoOrganization(engine.dataDir);
   const publisher = await token("publisher", PASSWORDS.publisher);
   publisherToken = publisher;
@@ -180,11 +169,7 @@ beforeAll(async () => {
   placesUrl = `/arcgis/rest/services/${places?.name}/FeatureServer`;
 }, 120_000);
 
-afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  await browser?.close();
-  await engine?.stop();
-});
+afterAll(() => stopBrowserAndEngine(contexts, browser, engine));
 
 describe("the home page, the health check and the short addresses", () => {
   it("answers / with what this is, sign-in, the directories and the services with View links", async () => {
@@ -299,20 +284,7 @@ describe("the map viewer, anonymously", () => {
       .poll(() => seen.page.locator("#viewer-status").textContent(), { timeout: 20_000 })
       .toMatch(/\d+ features?/);
     // A click in the middle of the map lands on a country (the map shows the layer's whole extent).
-    const box = await seen.page.locator("#map").boundingBox();
-    if (!box) throw new Error("no map");
-    let clicked = "";
-    for (const [fx, fy] of [
-      [0.55, 0.35],
-      [0.3, 0.3],
-      [0.6, 0.5],
-      [0.75, 0.3],
-    ] as const) {
-      await seen.page.mouse.click(box.x + box.width * fx, box.y + box.height * fy);
-      clicked = (await seen.page.locator("body").getAttribute("data-feature")) ?? "";
-      if (clicked) break;
-    }
-    expect(clicked).toMatch(/^\d+$/);
+    expect(await clickAFeature(seen.page)).toMatch(/^\d+$/);
     await expect(seen.page.locator("#viewer-details th").first().textContent()).resolves.toBeTruthy();
     await seen.page.screenshot({ path: join(ARTIFACTS, "viewer-feature-attributes.png"), fullPage: true });
   });

@@ -1,6 +1,20 @@
 // How every function is bundled, in one place: the CDK stack bundles with these options, and `npm run bench`
 // builds the same bundles to measure their cold import.
 import type { BuildOptions } from "esbuild";
+import { invocationFunction, REDELIVERY, ROUTES, WORKFLOW } from "#shared/system.ts";
+
+/**
+ * Every function module that is bundled, each once however many routes share it: the routes' handlers, the
+ * workflow's tasks, the invocation function and the redelivery function.
+ */
+export const functionModules = (): string[] => [
+  ...new Set([
+    ...ROUTES.map((r) => r.handler ?? r.id),
+    ...WORKFLOW.tasks.map((t) => t.id),
+    invocationFunction().id,
+    REDELIVERY.id,
+  ]),
+];
 
 /** Some dependencies are CommonJS and call require(); ESM bundles need it defined. */
 const REQUIRE_SHIM = "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";

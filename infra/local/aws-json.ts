@@ -2,7 +2,8 @@
 // object, its operation named by X-Amz-Target (`<Service>.<Operation>`); an error is a 400 with
 // `{"__type","message"}`, of the service's own types. Members are read by their type, never converted: String()
 // of a caller's object calls what that object holds (a `toString` member) or recurses through it (an array).
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { logger } from "#shared/log.ts";
 
@@ -153,4 +154,52 @@ export function internalFailure(res: ServerResponse, version: "1.0" | "1.1", typ
     return;
   }
   answer(res, version, 500, { __type: type, message: "An internal error occurred." });
+}
+
+/** What one operation of a local endpoint answers: its status (200 unless said) and body. */
+export interface AwsJsonAnswer {
+  readonly status?: number;
+  readonly body: unknown;
+}
+
+/** A local endpoint of one service on AWS's JSON protocol, as the SDK calls it. */
+export interface AwsJsonEndpoint {
+  /** `AWSEvents`, `AWSStepFunctions`: the X-Amz-Target's prefix. */
+  readonly service: string;
+  /** The protocol's version: `1.0` for Step Functions, `1.1` for EventBridge. */
+  readonly version: "1.0" | "1.1";
+  /** The `__type` of a fault of the endpoint's own (each service names it differently). */
+  readonly internalType: string;
+  /** The largest request body, in bytes: one past it is read through (to know its size) and refused. */
+  readonly maxBytes: number;
+  /** The operations served now. */
+  operations(): ReadonlySet<string>;
+  /** Answers one operation; an AwsJsonError it throws is the 400 the SDK expects. */
+  handle(operation: string, body: Json, size: number): Promise<AwsJsonAnswer>;
+}
+
+/**
+ * Serves `endpoint` on 127.0.0.1 at a free port: the target is checked before the body is parsed (an unknown
+ * operation and a request too large are both refused as AWS refuses them), and nothing but an AwsJsonError's own
+ * words reaches the caller.
+ */
+export async function serveAwsJson(endpoint: AwsJsonEndpoint): Promise<{ server: Server; endpoint: string }> {
+  const { version } = endpoint;
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const { bytes, size } = await readBody(req, endpoint.maxBytes);
+    const target = String(req.headers["x-amz-target"] ?? "");
+    const operation = operationName(target, endpoint.service, endpoint.operations());
+    if (!operation) throw unknownOperation(target);
+    if (size > endpoint.maxBytes) throw new AwsJsonError("ValidationException", "The request is too large.");
+    const { status, body } = await endpoint.handle(operation, parseRequest(bytes), size);
+    answer(res, version, status ?? 200, body);
+  };
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (err instanceof AwsJsonError) answer(res, version, 400, { __type: err.type, message: err.message });
+      else internalFailure(res, version, endpoint.internalType, err);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }

@@ -6,23 +6,16 @@
 import { randomUUID } from "node:crypto";
 import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import {
-  answer,
   AwsJsonError,
-  internalFailure,
   type Json,
   listMember,
   MAX_NESTING,
   numberMember,
-  operationName,
   parseNestedJson,
-  parseRequest,
-  readBody,
+  serveAwsJson,
   stringMember,
-  unknownOperation,
 } from "./aws-json.ts";
 import { matchesPattern, patternProblem } from "./event-patterns.ts";
 
@@ -268,27 +261,20 @@ export async function startEvents(files: EventFiles, deliver: Deliver, busName =
   ]);
   const operations = new Set(ops.keys());
 
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    // Read whole (to know its size) but kept only up to a bound: a larger request is refused anyway.
-    const { bytes, size } = await readBody(req, MAX_REQUEST_BYTES * 4);
-    const target = String(req.headers["x-amz-target"] ?? "");
-    const operation = operationName(target, "AWSEvents", operations);
-    const fn = operation === undefined ? undefined : ops.get(operation);
-    if (!fn) throw unknownOperation(target);
-    if (size > MAX_REQUEST_BYTES * 4) throw new AwsJsonError("ValidationException", "The request is too large.");
-    answer(res, "1.1", 200, await fn(parseRequest(bytes), size));
-  };
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (err instanceof AwsJsonError) answer(res, "1.1", 400, { __type: err.type, message: err.message });
-      else internalFailure(res, "1.1", "InternalException", err);
-    });
+  const { server, endpoint } = await serveAwsJson({
+    service: "AWSEvents",
+    version: "1.1",
+    internalType: "InternalException",
+    // Read whole (to know its size) but kept only up to a bound: a larger request is refused anyway; each
+    // operation holds its entries to MAX_REQUEST_BYTES itself.
+    maxBytes: MAX_REQUEST_BYTES * 4,
+    operations: () => operations,
+    handle: async (operation, body, size) => ({ body: await ops.get(operation)?.(body, size) }),
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   // The bus never keeps a process alive by itself (the engine's listeners do; a test's process may end).
   server.unref();
   return {
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    endpoint,
     busArn: busArn(busName),
     close: async () => {
       await appending;

@@ -3,21 +3,15 @@
 // every Task state bound to the same task handler module the CDK deploys as a Lambda function.
 import { grants } from "#shared/config.ts";
 import { readFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { StateMachine } from "aws-local-stepfunctions";
 import { type TaskSpec, taskVariable, WORKFLOW } from "#shared/system.ts";
 import {
-  answer,
-  AwsJsonError,
-  internalFailure,
+  type AwsJsonAnswer,
   MAX_NESTING,
-  operationName,
   parseNestedJson,
-  parseRequest,
-  readBody,
+  serveAwsJson,
   stringMember,
   unknownOperation,
 } from "./aws-json.ts";
@@ -235,62 +229,56 @@ export async function startWorkflows(root: string, source?: WorkflowSource): Pro
     return execution;
   };
 
-  const send = (res: ServerResponse, status: number, body: Json) => answer(res, "1.0", status, body);
+  const send = (status: number, body: Json): AwsJsonAnswer => ({ status, body });
   const describe = (e: Execution) => describeExecution(e, stateMachineArn);
 
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const { bytes, size } = await readBody(req, MAX_REQUEST_BYTES);
-    const target = String(req.headers["x-amz-target"] ?? "");
-    const operations = new Set([...JOBS_OPERATIONS, ...(callers?.operations ?? [])]);
-    const operation = operationName(target, "AWSStepFunctions", operations);
-    if (!operation) throw unknownOperation(target);
-    if (size > MAX_REQUEST_BYTES) throw new AwsJsonError("ValidationException", "The request is too large.");
-    const body = parseRequest(bytes);
+  const handle = async (operation: string, body: Json): Promise<AwsJsonAnswer> => {
     const fromCallers = await callers?.handle(operation, body);
     if (fromCallers) {
       const { __status, ...rest } = fromCallers;
-      return send(res, typeof __status === "number" ? __status : 200, rest);
+      return send(typeof __status === "number" ? __status : 200, rest);
     }
     if (operation === "StartExecution") {
       const name = stringMember(body, "name") ?? "";
       const input = stringMember(body, "input") ?? "{}";
-      if (input.length > MAX_PAYLOAD_CHARS) return send(res, 400, payloadTooLarge("input"));
+      if (input.length > MAX_PAYLOAD_CHARS) return send(400, payloadTooLarge("input"));
       if (stringMember(body, "stateMachineArn") !== stateMachineArn)
-        return send(res, 400, { __type: "StateMachineDoesNotExist", message: "State Machine Does Not Exist" });
-      if (!/^[\w-]{1,80}$/.test(name)) return send(res, 400, { __type: "InvalidName", message: "Invalid Name" });
+        return send(400, { __type: "StateMachineDoesNotExist", message: "State Machine Does Not Exist" });
+      if (!/^[\w-]{1,80}$/.test(name)) return send(400, { __type: "InvalidName", message: "Invalid Name" });
       parseExecutionInput(input);
       const existing = executions.get(name);
       if (existing) {
         // As on AWS: the same name and input is the same execution; anything else is refused.
         if (existing.input === input && existing.status === "RUNNING")
-          return send(res, 200, { executionArn: existing.arn, startDate: existing.startDate / 1000 });
-        return send(res, 400, {
+          return send(200, { executionArn: existing.arn, startDate: existing.startDate / 1000 });
+        return send(400, {
           __type: "ExecutionAlreadyExists",
           message: `Execution Already Exists: '${existing.arn}'`,
         });
       }
       const e = start(name, input);
-      return send(res, 200, { executionArn: e.arn, startDate: e.startDate / 1000 });
+      return send(200, { executionArn: e.arn, startDate: e.startDate / 1000 });
     }
     if (operation === "DescribeExecution") {
       const name = (stringMember(body, "executionArn") ?? "").split(":").pop() ?? "";
       const e = executions.get(name);
       return e
-        ? send(res, 200, describe(e))
-        : send(res, 400, { __type: "ExecutionDoesNotExist", message: "Execution Does Not Exist" });
+        ? send(200, describe(e))
+        : send(400, { __type: "ExecutionDoesNotExist", message: "Execution Does Not Exist" });
     }
-    throw unknownOperation(target);
+    throw unknownOperation(`AWSStepFunctions.${operation}`);
   };
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (err instanceof AwsJsonError) send(res, 400, { __type: err.type, message: err.message });
-      else internalFailure(res, "1.0", "InternalFailure", err);
-    });
+  const { server, endpoint } = await serveAwsJson({
+    service: "AWSStepFunctions",
+    version: "1.0",
+    internalType: "InternalFailure",
+    maxBytes: MAX_REQUEST_BYTES,
+    operations: () => new Set([...JOBS_OPERATIONS, ...(callers?.operations ?? [])]),
+    handle,
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    endpoint,
     load: async () => {
       bindings = source ? await source.bind(json) : await bindTasks(root, json, WORKFLOW.tasks);
     },

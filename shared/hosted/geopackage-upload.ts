@@ -7,7 +7,7 @@ import { open } from "node:fs/promises";
 import type { Geometry } from "geojson";
 import { DatasetError } from "#shared/features/errors.ts";
 import { GeoPackage, quote } from "#shared/features/geopackage.ts";
-import type { GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
+import { GEOMETRY_TYPE_NAMES, type GeometryTypeName, type GeoPackageRow } from "#shared/features/geopackage-writer.ts";
 import { decodeGeoPackageGeometry } from "#shared/features/geometry/wkb.ts";
 import { hasCrs, mapPositions, registerCrs, transformer, WGS84 } from "#shared/features/geometry/projection.ts";
 import type { EsriFieldType } from "#shared/features/schema.ts";
@@ -15,12 +15,10 @@ import { ApiError, badRequest } from "#shared/errors.ts";
 import { type FileSource, withLocalCopy } from "#shared/hosted/file-source.ts";
 import { MAX_LAYERS } from "#shared/hosted/shapefile.ts";
 import {
+  checkFileValues,
   type FieldKind,
   fieldNames,
   fitsLayer,
-  maxValues,
-  MIN_VALUES,
-  VALUES_PER_BYTE,
   MAX_FIELDS,
   MAX_TEXT,
   type NamedTable,
@@ -29,14 +27,7 @@ import {
 } from "#shared/hosted/tables.ts";
 
 const SQLITE_MAGIC = Buffer.from("SQLite format 3\u0000");
-const SIMPLE_TYPES = new Set<string>([
-  "POINT",
-  "LINESTRING",
-  "POLYGON",
-  "MULTIPOINT",
-  "MULTILINESTRING",
-  "MULTIPOLYGON",
-]);
+const SIMPLE_TYPES = new Set<string>(GEOMETRY_TYPE_NAMES);
 const shown = (name: string) => JSON.stringify(name.slice(0, 120));
 
 const KINDS: Partial<Record<EsriFieldType, FieldKind>> = {
@@ -189,10 +180,10 @@ function readOne(
   );
   const count = (gpkg.db.prepare(`SELECT count(*) AS n FROM ${quote(c.table_name)}`).get() as unknown as { n: number })
     .n;
-  if (cellsBefore + count * Math.max(source.length, 1) > maxValues(bytes))
-    throw badRequest(what, [
-      `The GeoPackage has more than ${maxValues(bytes).toLocaleString("en")} values: at most ${VALUES_PER_BYTE} a byte of the file are published (and ${MIN_VALUES.toLocaleString("en")} from any file).`,
-    ]);
+  checkFileValues(cellsBefore + count * Math.max(source.length, 1), bytes, what, {
+    holds: "The GeoPackage has",
+    of: "the file",
+  });
   const kinds = source.map((f) => KINDS[f.type] as FieldKind);
   const columns = [schema.objectIdField, ...(g ? [g.column] : []), ...source.map((f) => f.column)];
   const statement = gpkg.db.prepare(

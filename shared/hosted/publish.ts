@@ -261,10 +261,14 @@ export async function hostingServer(portalId: string, what: string): Promise<Ser
   return server;
 }
 
-export interface PublishRequest {
+/** A file item and how to publish it: what publishing asks and what keeping its data needs alike. */
+interface FromFile {
   readonly source: Item & { readonly file: NonNullable<Item["file"]> };
   readonly filetype: string;
   readonly parameters: Record<string, unknown>;
+}
+
+export interface PublishRequest extends FromFile {
   readonly owner: string;
   readonly origin: string;
 }
@@ -284,10 +288,7 @@ async function keeping<T>(make: () => Promise<T>, what: string): Promise<T> {
 }
 
 /** What publishing keeps from a file item: its data, as a service item's (publishHosted, or a job's task). */
-export interface KeepRequest {
-  readonly source: Item & { readonly file: NonNullable<Item["file"]> };
-  readonly filetype: string;
-  readonly parameters: Record<string, unknown>;
+export interface KeepRequest extends FromFile {
   /** The service item the data belongs to (what names it in the hosted store). */
   readonly serviceItemId: string;
   /** The service's name, which a CSV's or GeoJSON's one layer takes (other layers are named from their sources). */

@@ -17,13 +17,11 @@ import { ApiError, badRequest } from "#shared/errors.ts";
 import { extractZip } from "#shared/hosted/zip.ts";
 import { type FileSource, withLocalCopy } from "#shared/hosted/file-source.ts";
 import {
+  checkFileValues,
   checkValues,
   type FieldKind,
   fieldNames,
   fitsLayer,
-  maxValues,
-  MIN_VALUES,
-  VALUES_PER_BYTE,
   MAX_FIELDS,
   type NamedTable,
   type Table,
@@ -124,10 +122,7 @@ async function tablesOf(files: Map<string, string>, what: string): Promise<Named
         throw badRequest(what, [`The shapefile ${shown(base)} has no ${shown(`${base}.${ext}`)} in the zip file.`]);
     const table = await oneShapefile(base, parts, vertices, what);
     cells += table.count * Math.max(table.fields.length, 1);
-    if (cells > maxValues(dbfBytes))
-      throw badRequest(what, [
-        `The shapefiles hold more than ${maxValues(dbfBytes).toLocaleString("en")} values: at most ${VALUES_PER_BYTE} a byte of their .dbf files are published (and ${MIN_VALUES.toLocaleString("en")} from any file).`,
-      ]);
+    checkFileValues(cells, dbfBytes, what, { holds: "The shapefiles hold", of: "their .dbf files" });
     out.push({ name: base.split("/").at(-1) as string, table });
   }
   return out;

@@ -46,6 +46,24 @@ export function checkValues(rows: number, fields: number, bytes: number, what: s
     ]);
 }
 
+/**
+ * The same bound over every layer of one file (the shapefiles of a zip, the tables of a GeoPackage), checked as
+ * each layer is read so a file past it is refused before the rest is: `holds` opens the message ("The GeoPackage
+ * has") and `of` says whose bytes count ("the file").
+ */
+export function checkFileValues(
+  values: number,
+  bytes: number,
+  what: string,
+  said: { holds: string; of: string },
+): void {
+  const most = maxValues(bytes);
+  if (values > most)
+    throw badRequest(what, [
+      `${said.holds} more than ${most.toLocaleString("en")} values: at most ${VALUES_PER_BYTE} a byte of ${said.of} are published (and ${MIN_VALUES.toLocaleString("en")} from any file).`,
+    ]);
+}
+
 /** Names SQLite and GeoPackage keep for their own tables: a service (its table) may not take them. */
 export const RESERVED_TABLE = /^(gpkg_|rtree_|sqlite_)/i;
 

@@ -11,12 +11,7 @@ import {
   updateServiceDefinition,
 } from "@esri/arcgis-rest-feature-service";
 import { request } from "@esri/arcgis-rest-request";
-import { signedIn } from "./signed-in.ts";
-
-interface Call {
-  fn: string;
-  options: Record<string, unknown>;
-}
+import { runCalls, signedIn, type Call } from "./signed-in.ts";
 
 const { input, session: authentication } = await signedIn<{ calls: Call[] }>();
 
@@ -44,23 +39,7 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   tokenFor: (o) => authentication.getToken(String(o.url)),
 };
 
-const results: unknown[] = [];
-for (const call of input.calls) {
-  const fn = CALLS[call.fn];
-  if (!fn) throw new Error(`unknown call ${call.fn}`);
-  try {
-    results.push(await fn(call.options));
-  } catch (err) {
-    results.push({
-      error: {
-        name: (err as Error).name,
-        code: (err as { code?: unknown }).code,
-        message: (err as Error).message,
-        details: (err as { response?: { error?: { details?: unknown } } }).response?.error?.details,
-      },
-    });
-  }
-}
+const results = await runCalls(input.calls, CALLS);
 results.push({
   portalToken: authentication.token,
   federatedServers: Object.keys((authentication as unknown as { federatedServers: object }).federatedServers),

@@ -37,12 +37,7 @@ import {
   setItemAccess,
   updateItem,
 } from "@esri/arcgis-rest-portal";
-import { signedIn } from "./signed-in.ts";
-
-interface Call {
-  fn: string;
-  options: Record<string, unknown>;
-}
+import { runCalls, signedIn, type Call } from "./signed-in.ts";
 
 const { input, session: authentication } = await signedIn<{ calls: Call[] }>();
 
@@ -115,21 +110,5 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   exportItem: (o) => exportItem({ ...(o as { id: string; exportFormat: "CSV" }), authentication }),
 };
 
-const results: unknown[] = [];
-for (const call of input.calls) {
-  const fn = CALLS[call.fn];
-  if (!fn) throw new Error(`unknown call ${call.fn}`);
-  try {
-    results.push(await fn(call.options));
-  } catch (err) {
-    results.push({
-      error: {
-        name: (err as Error).name,
-        code: (err as { code?: unknown }).code,
-        message: (err as Error).message,
-        details: (err as { response?: { error?: { details?: unknown } } }).response?.error?.details,
-      },
-    });
-  }
-}
+const results = await runCalls(input.calls, CALLS);
 process.stdout.write(`${JSON.stringify(results)}\n`);

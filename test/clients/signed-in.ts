@@ -1,5 +1,5 @@
 // What every client script starts with: its input (JSON on stdin) and an ArcGISIdentityManager signed in as
-// the input's user at the input's portal.
+// the input's user at the input's portal; and how the scripts driven by a list of calls run them.
 import { ArcGISIdentityManager } from "@esri/arcgis-rest-request";
 
 export async function signedIn<T>(): Promise<{ input: T; session: ArcGISIdentityManager }> {
@@ -16,4 +16,38 @@ export async function signedIn<T>(): Promise<{ input: T; session: ArcGISIdentity
     portal: input.portal,
   });
   return { input, session };
+}
+
+/** One call a test asks of a client script: a library function by name, with its options. */
+export interface Call {
+  fn: string;
+  options: Record<string, unknown>;
+}
+
+/**
+ * Runs `calls` one after the other through `table` and answers their results: what a call answered, or the
+ * error it threw (its name, code, message and the server's details), so later calls still run.
+ */
+export async function runCalls(
+  calls: readonly Call[],
+  table: Record<string, (o: Record<string, unknown>) => Promise<unknown>>,
+): Promise<unknown[]> {
+  const results: unknown[] = [];
+  for (const call of calls) {
+    const fn = table[call.fn];
+    if (!fn) throw new Error(`unknown call ${call.fn}`);
+    try {
+      results.push(await fn(call.options));
+    } catch (err) {
+      results.push({
+        error: {
+          name: (err as Error).name,
+          code: (err as { code?: unknown }).code,
+          message: (err as Error).message,
+          details: (err as { response?: { error?: { details?: unknown } } }).response?.error?.details,
+        },
+      });
+    }
+  }
+  return results;
 }

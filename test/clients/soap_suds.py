@@ -6,6 +6,9 @@ import sys
 from suds import WebFault
 from suds.client import Client
 
+sys.dont_write_bytecode = True  # importing the shared scenario writes no __pycache__ into the source tree
+from soap_scenario import descriptions, unknown_folder  # noqa: E402
+
 client = Client(sys.argv[1], cache=None)
 svc = client.service
 
@@ -42,15 +45,7 @@ out = {
     "tokenUrl": text(svc.GetTokenServiceURL()),
     "requiresTokens": bool(svc.RequiresTokens()),
     "folders": [text(f) for f in (folder_list if isinstance(folder_list, list) else [folder_list])],
-    "all": rows(svc.GetServiceDescriptions()),
-    "root": rows(svc.GetServiceDescriptionsEx(FolderName="")),
-    "utilities": rows(svc.GetServiceDescriptionsEx(FolderName="Utilities")),
-    "imagery": rows(svc.GetServiceDescriptionsEx(FolderName="Imagery")),
-    "empty": rows(svc.GetServiceDescriptionsEx(FolderName="Staging")),
+    **descriptions(svc, rows),
+    "unknownFolder": unknown_folder(svc, WebFault, lambda fault: str(fault.fault.faultcode)),
 }
-try:
-    svc.GetServiceDescriptionsEx(FolderName="NoSuchFolder")
-    out["unknownFolder"] = "answered"
-except WebFault as fault:
-    out["unknownFolder"] = "soap:" + str(fault.fault.faultcode).split(":")[-1]
 print(json.dumps(out))

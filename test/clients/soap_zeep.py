@@ -6,6 +6,9 @@ import sys
 import zeep
 from zeep.exceptions import Fault
 
+sys.dont_write_bytecode = True  # importing the shared scenario writes no __pycache__ into the source tree
+from soap_scenario import descriptions, unknown_folder  # noqa: E402
+
 client = zeep.Client(sys.argv[1])
 svc = client.service
 
@@ -40,15 +43,7 @@ out = {
     "tokenUrl": svc.GetTokenServiceURL() or "",
     "requiresTokens": svc.RequiresTokens(),
     "folders": list(items(svc.GetFolders(), "String")),
-    "all": rows(svc.GetServiceDescriptions()),
-    "root": rows(svc.GetServiceDescriptionsEx(FolderName="")),
-    "utilities": rows(svc.GetServiceDescriptionsEx(FolderName="Utilities")),
-    "imagery": rows(svc.GetServiceDescriptionsEx(FolderName="Imagery")),
-    "empty": rows(svc.GetServiceDescriptionsEx(FolderName="Staging")),
+    **descriptions(svc, rows),
+    "unknownFolder": unknown_folder(svc, Fault, lambda fault: fault.code or ""),
 }
-try:
-    svc.GetServiceDescriptionsEx(FolderName="NoSuchFolder")
-    out["unknownFolder"] = "answered"
-except Fault as fault:
-    out["unknownFolder"] = "soap:" + (fault.code or "").split(":")[-1]
 print(json.dumps(out))

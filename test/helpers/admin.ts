@@ -1,7 +1,11 @@
 // The operator command against a test engine's data folder, and what the demo organization holds.
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { ROOT } from "./engine.ts";
+import { DatabaseSync } from "node:sqlite";
+import { DEMO_GEOPACKAGE_PATH, DEMO_LAYERS_FOLDER } from "#infra/admin/demo.ts";
+import { stableItemId } from "#shared/publishing.ts";
+import { ROOT, type RunningEngine, startEngine } from "./engine.ts";
+import { signIn } from "./http.ts";
 
 /** Runs `npm run admin -- …` (the same program) against a data folder; answers what it prints. */
 export function adminCommand(dataDir: string, args: string[], env: Record<string, string> = {}): string {
@@ -77,4 +81,37 @@ export function registerFolderStore(
     ...["--server", org.serverId, "--path", folder],
   ]);
   return (JSON.parse(out) as { datastoreId: string }).datastoreId;
+}
+
+/** A demo layer's FeatureServer path (its bulk-published name: the table and six characters of its stable id). */
+export function demoServicePath(worldStore: string, table: string): string {
+  const name = `${table}_${stableItemId(worldStore, `/world.gpkg/${table}`).slice(0, 6)}`;
+  return `/arcgis/rest/services/${DEMO_LAYERS_FOLDER}/${name}/FeatureServer`;
+}
+
+/** The demo's world GeoPackage, opened read-only: what the feature tests compare the served answers with. */
+export const openDemoGeoPackage = (dataDir: string) =>
+  new DatabaseSync(join(dataDir, "demo-store", DEMO_GEOPACKAGE_PATH), { readOnly: true });
+
+/** The engine, the world store's id and its GeoPackage (the caller closes the file and stops the engine). */
+export async function startWithDemoSource(): Promise<{
+  engine: RunningEngine;
+  datastoreId: string;
+  source: DatabaseSync;
+}> {
+  const engine = await startEngine();
+  return {
+    engine,
+    datastoreId: demoOrganization(engine.dataDir).worldStore,
+    source: openDemoGeoPackage(engine.dataDir),
+  };
+}
+
+/** A second organization on the engine ("Other GIS", bootstrapped by the operator command): its administrator's token. */
+export async function otherOrganizationToken(engine: RunningEngine): Promise<string> {
+  const password = "other-Admin-Pass-1234";
+  adminCommand(engine.dataDir, ["bootstrap", "--name", "Other GIS", "--admin", "otheradmin"], {
+    MAPGATE_ADMIN_PASSWORD: password,
+  });
+  return signIn(`${engine.ready.https}/portal/sharing/rest`, engine.ca, "otheradmin", password);
 }

@@ -179,3 +179,20 @@ export async function startEngine(options: StartOptions = {}): Promise<RunningEn
     },
   };
 }
+
+/** The engine started with `options`, and a token of the demo's `member` (the engine is stopped if sign-in fails). */
+export async function startSignedIn(
+  member: keyof typeof PASSWORDS,
+  options: StartOptions = {},
+): Promise<{ engine: RunningEngine; token: string }> {
+  const engine = await startEngine(options);
+  try {
+    return {
+      engine,
+      token: await signIn(`${engine.ready.https}/portal/sharing/rest`, engine.ca, member, PASSWORDS[member]),
+    };
+  } catch (err) {
+    await engine.stop();
+    throw err;
+  }
+}

@@ -6,9 +6,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { build } from "esbuild";
-import { chromium, type Browser } from "playwright-core";
+import { type Browser } from "playwright-core";
 import { PNG } from "pngjs";
 import type { FeatureMapOptions, FeatureMapOutcome } from "../clients/ol-feature-map.ts";
+import { launchChromium } from "./browser.ts";
 import { ROOT } from "./engine.ts";
 import { CHROMIUM_ARGS, countNonBackground, watch } from "./map-render.ts";
 
@@ -76,7 +77,7 @@ export async function drawFeatureMaps(
   const { server, origin } = await startPageServer(await bundle());
   let browser: Browser | undefined;
   try {
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+    browser = await launchChromium(CHROMIUM_ARGS);
     const drawn: DrawnFeatureMap[] = [];
     for (const { name, ...map } of maps) {
       const context = await browser.newContext({ viewport: { width, height } });

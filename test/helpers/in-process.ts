@@ -29,6 +29,26 @@ export async function inProcessStore() {
   return dynamo;
 }
 
+/** The caller's address in every event apiEvent makes. */
+export const EVENT_SOURCE_IP = "192.0.2.10";
+
+/**
+ * A portal token of `username` for an hour, bound (requestip) to EVENT_SOURCE_IP, as generateToken gives one to
+ * the events' caller. Imported on first use, after inProcessStore has set the environment the module reads.
+ */
+export async function eventCallerToken(username: string, portalId: string): Promise<string> {
+  const { issueToken } = await import("#shared/auth/tokens.ts");
+  const { token } = await issueToken({
+    username,
+    portalId,
+    audience: { kind: "portal" },
+    client: "requestip",
+    bound: EVENT_SOURCE_IP,
+    expires: Date.now() + 3600_000,
+  });
+  return token;
+}
+
 export interface EventOptions {
   method?: "GET" | "POST" | "PUT";
   query?: string;
@@ -60,7 +80,7 @@ export function apiEvent(path: string, o: EventOptions = {}): APIGatewayProxyEve
       apiId: "api",
       domainName: "maps.example.test",
       domainPrefix: "maps",
-      http: { method, path, protocol: "HTTP/1.1", sourceIp: "192.0.2.10", userAgent: "test" },
+      http: { method, path, protocol: "HTTP/1.1", sourceIp: EVENT_SOURCE_IP, userAgent: "test" },
       requestId: "req-1",
       routeKey: `${method} ${path}`,
       stage: "$default",

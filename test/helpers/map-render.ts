@@ -6,8 +6,9 @@ import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, type Page } from "playwright-core";
 import { PNG } from "pngjs";
+import { launchChromium } from "./browser.ts";
 
 export interface RenderedMap {
   readonly name: string;
@@ -227,7 +228,7 @@ export async function renderMaps(options: RenderOptions): Promise<RenderedMap[]>
   const { server, origin } = await startPageServer();
   let browser: Browser | undefined;
   try {
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+    browser = await launchChromium(CHROMIUM_ARGS);
     const results: RenderedMap[] = [];
     for (const { name, style } of options.styles) {
       const context = await browser.newContext({

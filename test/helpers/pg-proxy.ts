@@ -147,3 +147,27 @@ export async function startPgProxy(upstreamPort: number, firstDelayMs: number): 
     },
   };
 }
+
+/** The login mapgate owns its hosted data with: a password with every character a URI or a GDAL string must escape. */
+export const HOST_LOGIN = { user: "mapgate_host", password: `host'pw;@:/${Math.random().toString(36).slice(2)}` };
+
+/**
+ * The hosting database as the postgis suites run it: `db` with HOST_LOGIN allowed to make schemas in its database
+ * (a schema per service, nothing more), behind the proxy stand-in holding the first connection `firstDelayMs`, and
+ * the MAPGATE_HOSTED_DATABASE value that reaches it through the proxy.
+ */
+export async function hostThroughProxy(
+  db: { port: number; database: string; admin: { query(sql: string): Promise<unknown> } },
+  firstDelayMs: number,
+): Promise<{ proxy: PgProxy; env: { MAPGATE_HOSTED_DATABASE: string } }> {
+  const { user, password } = HOST_LOGIN;
+  await db.admin.query(`CREATE ROLE ${user} LOGIN PASSWORD '${password.replaceAll("'", "''")}'`);
+  await db.admin.query(`GRANT CREATE ON DATABASE ${db.database} TO ${user}`);
+  const proxy = await startPgProxy(db.port, firstDelayMs);
+  const uri = `postgresql://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${proxy.port}/${db.database}?sslmode=disable`;
+  return { proxy, env: { MAPGATE_HOSTED_DATABASE: uri } };
+}
+
+/** GDAL's PG: connection string for HOST_LOGIN straight to `db` (not through the proxy), with `extra` options. */
+export const hostGdalSource = (db: { port: number; database: string }, extra = "") =>
+  `PG:host=127.0.0.1 port=${db.port} dbname=${db.database} user=${HOST_LOGIN.user} password='${HOST_LOGIN.password.replaceAll("'", "\\'")}'${extra}`;

@@ -36,6 +36,26 @@ export const startPublish = (engine: RunningEngine, p: PublishRequest) =>
     }),
   }).then((r) => r.json<{ jobId: string; key: string; error?: { code: number; details: string[] } }>());
 
+/**
+ * Polls a job until it is completed or failed (for at most 30 s), and answers its last state: for tests that check
+ * a failed job's messages as well as a completed one's result.
+ */
+export async function jobEnd(
+  engine: RunningEngine,
+  token: string,
+  started: { jobId?: unknown; key?: unknown },
+): Promise<Record<string, unknown>> {
+  let answer: Record<string, unknown> = {};
+  for (let i = 0; i < 600 && answer.status !== "completed" && answer.status !== "failed"; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    answer = await call(
+      `${rest(engine)}/portals/self/jobs/${String(started.jobId)}?f=json&token=${token}&key=${encodeURIComponent(String(started.key))}`,
+      { ca: engine.ca },
+    ).then((r) => r.json());
+  }
+  return answer;
+}
+
 /** Polls a job until it ends; answers the finished job (or throws with its messages). */
 export async function waitForJob<T>(engine: RunningEngine, token: string, jobId: string, key: string): Promise<T> {
   for (let i = 0; i < 400; i++) {
@@ -66,3 +86,21 @@ export const share = (engine: RunningEngine, token: string, itemId: string, flag
     ca: engine.ca,
     body: form({ f: "json", token, ...flags }),
   }).then((r) => r.json<Record<string, unknown>>());
+
+/** The demo's tile cache (the Basemap of its folder store) published as the map service `serviceName`. */
+export const publishDemoBasemap = (
+  engine: RunningEngine,
+  org: { serverId: string; folderStore: string },
+  token: string,
+  serviceName: string,
+  folder = "",
+) =>
+  publish(engine, {
+    token,
+    serverId: org.serverId,
+    type: "MapServer",
+    serviceName,
+    store: org.folderStore,
+    path: "/caches/tiles/Basemap",
+    folder,
+  });

@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { BatchWriteCommand, DynamoDBDocumentClient, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { startDynamo } from "#infra/local/dynamo.ts";
 import { inProcessClientOptions } from "#infra/local/in-process-dynamo.ts";
 
@@ -43,4 +43,38 @@ export async function withStoppedStore(
     ddb.destroy();
     await store.close();
   }
+}
+
+/**
+ * Moves a server's catalog version on, as every service write does: the catalog a function keeps is read again
+ * on its next request, so records written straight into the table are seen.
+ */
+export const bumpCatalog = (ddb: DynamoDBDocumentClient, serverId: string) =>
+  ddb.send(
+    new UpdateCommand({
+      TableName: "mapgate-services",
+      Key: { serverId, entry: "#catalog" },
+      UpdateExpression: "ADD #v :one",
+      ExpressionAttributeNames: { "#v": "version" },
+      ExpressionAttributeValues: { ":one": 1 },
+    }),
+  );
+
+/**
+ * Writes records straight into the services table, 25 a batch (BatchWriteItem's most), again for what a batch
+ * leaves unprocessed, then bumps the server's catalog: how the benches seed thousands of services at once.
+ */
+export async function putServices(
+  ddb: DynamoDBDocumentClient,
+  serverId: string,
+  items: readonly Record<string, unknown>[],
+): Promise<void> {
+  for (let i = 0; i < items.length; i += 25) {
+    let pending: Record<string, unknown>[] = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+    while (pending.length > 0) {
+      const res = await ddb.send(new BatchWriteCommand({ RequestItems: { "mapgate-services": pending } }));
+      pending = (res.UnprocessedItems?.["mapgate-services"] ?? []) as Record<string, unknown>[];
+    }
+  }
+  await bumpCatalog(ddb, serverId);
 }

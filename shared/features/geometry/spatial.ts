@@ -146,6 +146,19 @@ function widen(b: Bounds, metres: number, srid: number | undefined): Bounds {
 }
 
 /** The query geometry, prepared once for many features. */
+/**
+ * Relations of an area query to point features, read from where each point lies in the area (Location's interior,
+ * boundary or exterior) without building the feature's geometry or its DE-9IM matrix.
+ */
+const AREA_POINT_RELATIONS: Partial<Record<SpatialRelation, (where: readonly number[]) => boolean>> = {
+  esriSpatialRelContains: (where) =>
+    where.every((l) => l !== Location.EXTERIOR) && where.some((l) => l === Location.INTERIOR),
+  esriSpatialRelTouches: (where) =>
+    where.every((l) => l !== Location.INTERIOR) && where.some((l) => l === Location.BOUNDARY),
+  // Area/point crosses (T*****T**): some point inside the area and some outside it.
+  esriSpatialRelCrosses: (where) => where.includes(Location.INTERIOR) && where.includes(Location.EXTERIOR),
+};
+
 class PreparedQuery {
   readonly source: Geometry;
   readonly geometry: JtsGeometry;
@@ -235,10 +248,6 @@ class PreparedQuery {
     switch (relation) {
       case "esriSpatialRelContains":
         if (!boundsCover(this.bounds, fb)) return false;
-        if (this.areal && isPuntal(feature)) {
-          const where = puntalPositions(feature).map((p) => this.locate(p));
-          return where.every((l) => l !== Location.EXTERIOR) && where.some((l) => l === Location.INTERIOR);
-        }
         break;
       case "esriSpatialRelWithin":
         if (!boundsCover(fb, this.bounds)) return false;
@@ -248,26 +257,15 @@ class PreparedQuery {
         }
         break;
       case "esriSpatialRelTouches":
-        if (!boundsIntersect(this.bounds, fb)) return false;
-        if (this.areal && isPuntal(feature)) {
-          const where = puntalPositions(feature).map((p) => this.locate(p));
-          return where.every((l) => l !== Location.INTERIOR) && where.some((l) => l === Location.BOUNDARY);
-        }
-        break;
       case "esriSpatialRelCrosses":
-        if (!boundsIntersect(this.bounds, fb)) return false;
-        if (this.areal && isPuntal(feature)) {
-          // Area/point crosses (T*****T**): some point inside the area and some outside it.
-          const where = puntalPositions(feature).map((p) => this.locate(p));
-          return where.includes(Location.INTERIOR) && where.includes(Location.EXTERIOR);
-        }
-        break;
       case "esriSpatialRelOverlaps":
         if (!boundsIntersect(this.bounds, fb)) return false;
         break;
       default:
         return this.intersects(feature, fb);
     }
+    const byPoints = this.areal && isPuntal(feature) ? AREA_POINT_RELATIONS[relation] : undefined;
+    if (byPoints) return byPoints(puntalPositions(feature).map((p) => this.locate(p)));
     const [m, fd] = this.tolerant(feature, (q, f) => [q.relate(f), f.getDimension()] as const);
     switch (relation) {
       case "esriSpatialRelContains":
@@ -339,17 +337,19 @@ export function prepareSpatialFilter(
     return buffer;
   };
 
-  if (relation === "esriSpatialRelEnvelopeIntersects" || relation === "esriSpatialRelIndexIntersects") {
-    return {
-      relation,
-      bounds,
-      sqlGeometry,
-      test: (feature) => {
-        const fb = feature && geometryBounds(feature);
-        return !!fb && boundsIntersect(bounds, fb);
-      },
-    };
-  }
+  // Every filter reads a feature's bounds first: a feature without geometry (or an empty one) matches nothing.
+  const filter = (window: Bounds, test: (feature: Geometry, fb: Bounds) => boolean): SpatialFilter => ({
+    relation,
+    bounds: window,
+    sqlGeometry,
+    test: (feature) => {
+      const fb = feature && geometryBounds(feature);
+      return !!fb && test(feature, fb);
+    },
+  });
+
+  if (relation === "esriSpatialRelEnvelopeIntersects" || relation === "esriSpatialRelIndexIntersects")
+    return filter(bounds, (_, fb) => boundsIntersect(bounds, fb));
 
   if (metres > 0 && relation === "esriSpatialRelIntersects") {
     const frame = metricFrame(queryBounds, metres, options.srid);
@@ -357,35 +357,20 @@ export function prepareSpatialFilter(
     const framed = toJts(framedQuery);
     // From a point to a point, the distance is between two positions: no JTS geometry for each feature.
     const origin = framedQuery.type === "Point" ? (framedQuery.coordinates as [number, number]) : undefined;
-    return {
-      relation,
-      bounds,
-      sqlGeometry,
-      test: (feature) => {
-        const fb = feature && geometryBounds(feature);
-        if (!fb || !boundsIntersect(bounds, fb)) return false;
-        const f = frame.toFrame(feature as Geometry);
-        if (origin && f.type === "Point") {
-          const [x, y] = f.coordinates as [number, number];
-          return Math.hypot(x - origin[0], y - origin[1]) <= frame.distance;
-        }
-        return framed.isWithinDistance(toJts(f), frame.distance);
-      },
-    };
+    return filter(bounds, (feature, fb) => {
+      if (!boundsIntersect(bounds, fb)) return false;
+      const f = frame.toFrame(feature);
+      if (origin && f.type === "Point") {
+        const [x, y] = f.coordinates as [number, number];
+        return Math.hypot(x - origin[0], y - origin[1]) <= frame.distance;
+      }
+      return framed.isWithinDistance(toJts(f), frame.distance);
+    });
   }
 
   const effective = sqlGeometry();
   const prepared = new PreparedQuery(effective);
-  return {
-    relation,
-    bounds: metres > 0 ? prepared.bounds : bounds,
-    sqlGeometry,
-    test: (feature) => {
-      if (!feature) return false;
-      const fb = geometryBounds(feature);
-      return !!fb && prepared.relate(relation, feature, fb);
-    },
-  };
+  return filter(metres > 0 ? prepared.bounds : bounds, (feature, fb) => prepared.relate(relation, feature, fb));
 }
 
 /** One test, preparing the query geometry for it: for a single feature; use prepareSpatialFilter for many. */
