@@ -3,7 +3,7 @@
 import { getDataStoreContents } from "#shared/stores/datastores.ts";
 import { badRequest } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
-import { jobPageOf, startJob, jobStartedPage } from "#shared/jobs.ts";
+import { jobOperation, startJob } from "#shared/jobs.ts";
 import { DESCRIBE_PRIVILEGE, describePath, registeredServer, usableDataStore } from "#shared/publishing.ts";
 import { StorageError } from "#shared/storage/storage.ts";
 import { serverField, storeChoices, storeField } from "#shared/form-choices.ts";
@@ -12,10 +12,7 @@ const FAILED = "Unable to describe the data store.";
 
 export const handler = restHandler(
   {
-    name: "Describe Data Store",
-    postOnly: true,
-    html: jobStartedPage("Describe Data Store"),
-    seeOther: jobPageOf,
+    ...jobOperation("Describe Data Store"),
     formFields: async (req) => {
       const choices = await storeChoices(req);
       return [

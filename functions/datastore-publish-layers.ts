@@ -2,7 +2,7 @@
 // a job; calling it again publishes only datasets that have no layer yet (nothing is duplicated).
 import { badRequest } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
-import { jobPageOf, startJob, jobStartedPage } from "#shared/jobs.ts";
+import { jobOperation, startJob } from "#shared/jobs.ts";
 import { BULK_PRIVILEGE, folderProblem, registeredServer, usableDataStore } from "#shared/publishing.ts";
 import { serverField, storeChoices, storeField } from "#shared/form-choices.ts";
 
@@ -10,10 +10,7 @@ const FAILED = "Unable to publish layers.";
 
 export const handler = restHandler(
   {
-    name: "Publish Layers",
-    postOnly: true,
-    html: jobStartedPage("Publish Layers"),
-    seeOther: jobPageOf,
+    ...jobOperation("Publish Layers"),
     formFields: async (req) => {
       const choices = await storeChoices(req);
       return [

@@ -4,7 +4,7 @@
 import { badRequest } from "#shared/errors.ts";
 import { requireUser, restHandler } from "#shared/http/pipeline.ts";
 import { itemId } from "#shared/ids.ts";
-import { jobPageOf, startJob, jobStartedPage } from "#shared/jobs.ts";
+import { jobOperation, startJob } from "#shared/jobs.ts";
 import {
   cacheFor,
   folderProblem,
@@ -21,10 +21,7 @@ const FAILED = "Unable to publish the service.";
 
 export const handler = restHandler(
   {
-    name: "Publish From Data Store",
-    postOnly: true,
-    html: jobStartedPage("Publish From Data Store"),
-    seeOther: jobPageOf,
+    ...jobOperation("Publish From Data Store"),
     formFields: publishFormFields,
     formValues: publishFormValues,
     form: [

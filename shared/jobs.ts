@@ -102,3 +102,10 @@ export function jobStartedPage(title: string) {
     );
   };
 }
+
+/**
+ * The pipeline options of an operation that starts a job: POST only, its HTML answer the started job's page, and a
+ * form's POST sent on to the job's page.
+ */
+export const jobOperation = (name: string) =>
+  ({ name, postOnly: true, html: jobStartedPage(name), seeOther: jobPageOf }) as const;
