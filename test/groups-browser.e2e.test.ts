@@ -55,9 +55,15 @@ beforeAll(async () => {
 
 afterAll(() => stopBrowserAndEngine(contexts, browser, engine));
 
-describe("group pages", () => {
-  it("create a group, share an item with it by its checkbox, join it, see its content, leave it", async () => {
-    const admin = await signedIn("admin", PASSWORDS.admin);
+// One behaviour a test, in order: each step starts from the state the one before it left (the group, the shared item).
+describe.sequential("group pages", () => {
+  let admin: Page;
+  let member: Page;
+  let groupId = "";
+  let itemUrl = "";
+
+  it("an administrator creates a group from its form, and its update form starts from the group as it is", async () => {
+    admin = await signedIn("admin", PASSWORDS.admin);
     await follow(admin, "Create a group");
     await admin.getByLabel("Title").fill("Browser crew");
     await admin.getByLabel("Summary").fill("Maps for the <crew>");
@@ -67,7 +73,7 @@ describe("group pages", () => {
     await expect(admin.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Browser crew");
     await expect(cell(admin, "Summary").textContent()).resolves.toBe("Maps for the <crew>");
     await expect(cell(admin, "Your membership").textContent()).resolves.toBe("owner");
-    const groupId = (await cell(admin, "Id").textContent()) ?? "";
+    groupId = (await cell(admin, "Id").textContent()) ?? "";
     expect(groupId).toMatch(/^[0-9a-f]{32}$/);
     // The update form starts from the group as it is: renaming it alone keeps its summary and access.
     await admin.goto(https(`/community/groups/${groupId}/update?f=html`));
@@ -80,12 +86,13 @@ describe("group pages", () => {
       unknown
     >;
     expect(group).toMatchObject({ title: "Browser crew", snippet: "Maps for the <crew>", access: "org" });
+  }, 60_000);
 
-    // The demo basemap, shared with the group only (not everyone, not the organization).
+  it("the administrator shares the demo basemap with the group only, by its checkbox on the item page", async () => {
     await admin.goto(https());
     await follow(admin, "My content");
     await follow(admin, "World_Basemap");
-    const itemUrl = admin.url();
+    itemUrl = admin.url();
     const box = admin.getByLabel("Group: Browser crew");
     expect(await box.isChecked()).toBe(false);
     await box.check();
@@ -95,8 +102,10 @@ describe("group pages", () => {
     await admin.goto(itemUrl);
     await expect(cell(admin, "Access").textContent()).resolves.toBe("shared");
     expect(await admin.getByLabel("Group: Browser crew").isChecked()).toBe(true);
+  }, 60_000);
 
-    const member = await signedIn("user", PASSWORDS.user);
+  it("a member joins the group, sees its item in its content and the directory, and loses it on leaving", async () => {
+    member = await signedIn("user", PASSWORDS.user);
     const directory = async () =>
       (
         (await (await member.request.get(`${engine.ready.https}/arcgis/rest/services?f=json`)).json()) as {
@@ -120,8 +129,9 @@ describe("group pages", () => {
     await expect(cell(member, "Your membership").textContent()).resolves.toBe("none");
     await expect(member.getByRole("link", { name: "World_Basemap" }).count()).resolves.toBe(0);
     expect(await directory()).toBe(false);
+  }, 60_000);
 
-    // The owner deletes the group from its page: the item is no longer shared with it.
+  it("the owner deletes the group from its page after confirming, and the item is no longer shared with it", async () => {
     await admin.goto(https(`/community/groups/${groupId}?f=html`));
     await submit(admin, "Delete group");
     // It asks first, on a page of its own (no script needed); nothing has been done yet.
@@ -131,8 +141,9 @@ describe("group pages", () => {
     await expect(admin.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Groups");
     await admin.goto(itemUrl);
     await expect(cell(admin, "Access").textContent()).resolves.toBe("private");
+  }, 60_000);
 
-    // An invitation-only group offers no Join, only a request its managers answer on its page.
+  it("an invitation-only group offers no Join, only a request its managers accept on its page", async () => {
     await admin.goto(https("/community/createGroup?f=html"));
     await admin.getByLabel("Title").fill("Invited browser crew");
     await admin.getByLabel("Access").selectOption("org");
@@ -148,5 +159,5 @@ describe("group pages", () => {
     await expect(admin.getByRole("button", { name: "Accept user" }).count()).resolves.toBe(0);
     await member.goto(invited);
     await expect(cell(member, "Your membership").textContent()).resolves.toBe("member");
-  }, 120_000);
+  }, 60_000);
 });
