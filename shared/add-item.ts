@@ -1,6 +1,7 @@
 // addItem (…/content/users/<username>/[<folder>/]addItem): an uploaded file (`file`, sent as multipart/form-data: a
 // CSV, GeoJSON, zipped shapefile or GeoPackage to publish, or a document), kept as sent and served back as an
-// attachment (shared/uploads.ts), or one announced to come in parts (`multipart=true`, shared/upload-parts.ts); and
+// attachment (shared/uploads.ts), or one announced to come in parts (`multipart=true`, shared/upload-parts.ts); an
+// item of text or a URL (a web map, an app's configuration, a reference: shared/item-content.ts); and
 // a data store's registration (type `Data Store`, its JSON in `text`), as ArcGIS clients register a database, a
 // bucket or a folder: the item and the store are made at once, a database's password moved to the store's secret
 // (the item's data shows it redacted). Nothing is connected to: `validate` says whether the store can be read.
