@@ -24,6 +24,8 @@ import {
 import { createFolderOperation, folderContentOperation } from "#shared/user-content.ts";
 import { FOLDER_ID } from "#shared/stores/folders.ts";
 import { visibleItem } from "#shared/items.ts";
+import { protectOperation, unprotectOperation } from "#shared/item-protect.ts";
+import { updateItemOperation } from "#shared/item-update.ts";
 
 /** An item operation addressed in a folder: the item must be in it (checkFolder), then the operation runs. */
 const inFolder = (operation: FamilyOperation): FamilyOperation => ({
@@ -55,6 +57,11 @@ const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], Fa
   "{folderId}/items/{itemId}/status": inFolder(statusOperation),
   "{folderId}/items/{itemId}/cancel": cancelOperation,
   "{folderId}/items/{itemId}/parts": partsOperation,
+  "items/{itemId}/protect": protectOperation,
+  "items/{itemId}/unprotect": unprotectOperation,
+  "{folderId}/items/{itemId}/protect": protectOperation,
+  "{folderId}/items/{itemId}/unprotect": unprotectOperation,
+  "{folderId}/items/{itemId}/update": updateItemOperation,
 };
 
 export const handler = routesHandler({

@@ -7,6 +7,7 @@ import { badRequest } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { Content } from "#shared/http/render.ts";
 import { visibleItem } from "#shared/items.ts";
+import { itemTextContent } from "#shared/item-content.ts";
 import { getDataStore } from "#shared/stores/datastores.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
@@ -24,6 +25,7 @@ export const handler = restHandler({ name: "Item Data" }, async (req) => {
     if (!bytes) throw new Error(`the file of item ${item.itemId} is missing`);
     return new Content(bytes, item.file.contentType, { attachment: item.file.name });
   }
+  if (item.text) return itemTextContent({ ...item, text: item.text });
   if (item.type !== DATA_STORE_TYPE) return {};
   const store = await getDataStore(item.itemId);
   return store ? dataStoreJson(store) : {};

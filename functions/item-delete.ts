@@ -11,7 +11,8 @@ import { registering } from "#shared/publishing.ts";
 import { getDataStore } from "#shared/stores/datastores.ts";
 import { dropHostedData } from "#shared/hosted/deployment-store.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
-import { DATA_STORE_TYPE, deleteItem } from "#shared/stores/items.ts";
+import { DATA_STORE_TYPE, deleteItem, ItemProtectedError } from "#shared/stores/items.ts";
+import { deleteProtected } from "#shared/item-protect.ts";
 import { emit } from "#shared/stores/events.ts";
 import { logger } from "#shared/log.ts";
 
@@ -41,9 +42,20 @@ export const handler = restHandler(
   },
   async (req) => {
     const item = await managedItem(req, FAILED, true);
+    if (item.protected) throw deleteProtected();
     const store = item.type === DATA_STORE_TYPE ? await getDataStore(item.itemId) : undefined;
     if (store) await registering(FAILED, () => removeDataStore(store));
-    else await changing(item, () => deleteItem(item));
+    else {
+      try {
+        await changing(item, () => deleteItem(item));
+      } catch (err) {
+        // Protected after it was read: the delete's own condition held it.
+        if (err instanceof ItemProtectedError) throw deleteProtected();
+        throw err;
+      }
+    }
+    // An item of text kept in the item files: after its item, as a file is.
+    if (item.text?.blob !== undefined) await itemFiles().remove(item.text.blob);
     // After its item: a failure here leaves a file no item names, never an item without its file.
     if (item.file) await itemFiles().remove(item.itemId);
     // A file still coming in parts: its parts, and a file an interrupted commit may have assembled.

@@ -1,6 +1,7 @@
 // addItem (…/content/users/<username>/[<folder>/]addItem): an uploaded file (`file`, sent as multipart/form-data: a
 // CSV, GeoJSON, zipped shapefile or GeoPackage to publish, or a document), kept as sent and served back as an
-// attachment (shared/uploads.ts), or one announced to come in parts (`multipart=true`, shared/upload-parts.ts); and
+// attachment (shared/uploads.ts), or one announced to come in parts (`multipart=true`, shared/upload-parts.ts); an
+// item of text or a URL (a web map, an app's configuration, a reference: shared/item-content.ts); and
 // a data store's registration (type `Data Store`, its JSON in `text`), as ArcGIS clients register a database, a
 // bucket or a folder: the item and the store are made at once, a database's password moved to the store's secret
 // (the item's data shows it redacted). Nothing is connected to: `validate` says whether the store can be read.
@@ -10,7 +11,9 @@ import { renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import type { FamilyOperation } from "#shared/http/router.ts";
 import { readDataStoreJson, registerDataStore } from "#shared/datastore-registration.ts";
-import { DESCRIBE_PRIVILEGE, registering, tagsOf } from "#shared/publishing.ts";
+import { DESCRIBE_PRIVILEGE, readTags, registering, tagsOf } from "#shared/publishing.ts";
+import { addTextItem, checkTextItemType } from "#shared/item-content.ts";
+import { readItemFields } from "#shared/item-types.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 import { getUser } from "#shared/stores/users.ts";
 import { addFileItem, type UploadDescription } from "#shared/uploads.ts";
@@ -64,7 +67,51 @@ async function ownerFor(req: RestRequest, caller: string, role: string, portalId
   return owner;
 }
 
-/** addItem: an uploaded file (or one to come in parts), or a data store's registration. */
+/**
+ * An item of text (a web map, an app's configuration) or of a URL (a service or document elsewhere), or both, as
+ * ArcGIS clients add them (the SDK's `WebMap.saveAs`, ArcGIS REST JS's `createItem`).
+ */
+async function addTextOrUrlItem(req: RestRequest, identity: ReturnType<typeof requireUser>) {
+  const { user, portal } = identity;
+  if (user.role !== "org_admin" && !identity.privileges.includes(CREATE_ITEM_PRIVILEGE)) throw forbidden();
+  const type = req.params.get("type") ?? "";
+  checkTextItemType(type, FAILED);
+  const problems: string[] = [];
+  const title = (req.params.get("title") ?? "").trim();
+  if (title === "" || title.length > 250 || CONTROL.test(title))
+    problems.push("'title' must have 1–250 characters and no control characters.");
+  const tags = readTags(req.params.get("tags") ?? "", problems);
+  const snippet = req.params.get("snippet") ?? "";
+  if (snippet.length > 2048) problems.push("'snippet' may have at most 2048 characters.");
+  const description = req.params.get("description") ?? "";
+  if (description.length > 65536) problems.push("'description' may have at most 65536 characters.");
+  const fields = readItemFields(req.params, problems);
+  const text = req.params.get("text");
+  const url = req.params.get("url");
+  if ((text === undefined || text === "") && (url === undefined || url === ""))
+    problems.push(`An item of type '${type}' needs its 'text' or its 'url' (or a 'file' of a file's type).`);
+  if (problems.length > 0) throw badRequest(FAILED, problems);
+  const owner = await ownerFor(req, user.username, user.role, portal.portalId);
+  const folder = await namedFolder(req, owner, FAILED);
+  const item = await addTextItem(
+    {
+      portalId: portal.portalId,
+      owner,
+      type,
+      title,
+      tags,
+      description,
+      snippet,
+      ...(folder ? { folder: folder.id } : {}),
+      text,
+      fields,
+    },
+    FAILED,
+  );
+  return { success: true, id: item.itemId, folder: folder?.id ?? null };
+}
+
+/** addItem: an uploaded file (or one to come in parts), an item of text or a URL, or a data store's registration. */
 export const addItemOperation = {
   op: {
     name: "Add Item",
@@ -132,11 +179,10 @@ export const addItemOperation = {
       const item = file ? await addFileItem(file, description, FAILED) : await addPartialItem(description, FAILED);
       return { success: true, id: item.itemId, folder: folder?.id ?? null };
     }
+    const type = req.params.get("type") ?? "";
+    if (type !== DATA_STORE_TYPE) return addTextOrUrlItem(req, identity);
     if (user.role !== "org_admin" && !identity.privileges.includes(DESCRIBE_PRIVILEGE)) throw forbidden();
     const problems: string[] = [];
-    const type = req.params.get("type") ?? "";
-    if (type !== DATA_STORE_TYPE)
-      problems.push(`Only items of type '${DATA_STORE_TYPE}' can be added here (got '${type.slice(0, 64)}').`);
     const title = (req.params.get("title") ?? "").trim();
     if (title === "" || title.length > 250 || CONTROL.test(title))
       problems.push("'title' must have 1–250 characters and no control characters.");

@@ -266,6 +266,12 @@ export const USER_CONTENT_OPERATIONS = [
   "{folderId}/items/{itemId}/status",
   "{folderId}/items/{itemId}/cancel",
   "{folderId}/items/{itemId}/parts",
+  // Delete protection, and an item changed in its folder (at the root, update is a route of its own).
+  "items/{itemId}/protect",
+  "items/{itemId}/unprotect",
+  "{folderId}/items/{itemId}/protect",
+  "{folderId}/items/{itemId}/unprotect",
+  "{folderId}/items/{itemId}/update",
 ] as const;
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -416,6 +422,8 @@ function contentRoutes(): RouteSpec[] {
       path: `${userItem}/update`,
       tables: { items: "write", services: "write", datastores: "write" },
       datastoreSecrets: "write",
+      // An item's text larger than a table record is kept in the item files.
+      itemFiles: "write",
     }),
     route({
       id: "item-delete",

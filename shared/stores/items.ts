@@ -20,6 +20,7 @@ import {
   retryingConflicts,
 } from "#shared/stores/dynamo.ts";
 import { groupTouched } from "#shared/stores/groups.ts";
+import { itemFiles } from "#shared/stores/item-files.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import {
   ACCESS,
@@ -84,6 +85,27 @@ export interface Item {
   readonly upload?: ItemUpload;
   /** The owner's folder the item is in (shared/stores/folders.ts); absent: their root folder. */
   readonly ownerFolder?: string;
+  /** An item of text (a web map, an app's configuration): where its text is kept and what it takes. */
+  readonly text?: ItemText;
+  /** Delete protection (`protect`): the item cannot be deleted until `unprotect`. */
+  readonly protected?: boolean;
+  readonly spatialReference?: string;
+  readonly accessInformation?: string;
+  readonly licenseInfo?: string;
+  /** JSON text of an object (an app's settings), kept as given once checked. */
+  readonly properties?: string;
+}
+
+/**
+ * Where an item's text lies: up to INLINE_TEXT_BYTES in a record of its own beside the item (`text#<item id>`, a key
+ * no item id can take), so searches never read it; above, in the item files under `blob` (a fresh id per version,
+ * so a text being replaced is never overwritten before the item names the new one). Its bytes count against the
+ * owner's and organization's quotas as a file's do.
+ */
+export interface ItemText {
+  readonly size: number;
+  readonly json: boolean;
+  readonly blob?: string;
 }
 
 /**
@@ -107,7 +129,22 @@ export interface ItemFile {
 }
 
 /** Item fields an owner may change (`update`). */
-export type ItemChanges = Partial<Pick<Item, "title" | "tags" | "description" | "snippet">>;
+export type ItemChanges = Partial<
+  Pick<
+    Item,
+    | "title"
+    | "tags"
+    | "description"
+    | "snippet"
+    | "typeKeywords"
+    | "url"
+    | "extent"
+    | "spatialReference"
+    | "accessInformation"
+    | "licenseInfo"
+    | "properties"
+  >
+>;
 
 const PUBLIC = "public";
 
@@ -117,6 +154,7 @@ export function toItem(record: Record<string, unknown>): Item {
   const pair = r.object("pair");
   const file = r.object("file");
   const upload = r.object("upload");
+  const text = r.object("text");
   const extent = record.extent;
   return {
     itemId: r.string("itemId"),
@@ -151,6 +189,20 @@ export function toItem(record: Record<string, unknown>): Item {
     ...(typeof record.hostedData === "number" ? { hostedData: record.hostedData } : {}),
     ...(typeof record.sourceItemId === "string" ? { sourceItemId: record.sourceItemId } : {}),
     ...(typeof record.ownerFolder === "string" ? { ownerFolder: record.ownerFolder } : {}),
+    ...(text
+      ? {
+          text: {
+            size: Number(text.size),
+            json: text.json === true,
+            ...(typeof text.blob === "string" ? { blob: text.blob } : {}),
+          },
+        }
+      : {}),
+    ...(record.protected === true ? { protected: true } : {}),
+    ...(typeof record.spatialReference === "string" ? { spatialReference: record.spatialReference } : {}),
+    ...(typeof record.accessInformation === "string" ? { accessInformation: record.accessInformation } : {}),
+    ...(typeof record.licenseInfo === "string" ? { licenseInfo: record.licenseInfo } : {}),
+    ...(typeof record.properties === "string" ? { properties: record.properties } : {}),
     ...(upload
       ? {
           upload: {
@@ -180,6 +232,7 @@ function record(item: Item): Record<string, unknown> {
     ...(item.pair ? { pair: { ...item.pair } } : {}),
     ...(item.file ? { file: { ...item.file } } : {}),
     ...(item.upload ? { upload: { ...item.upload } } : {}),
+    ...(item.text ? { text: { ...item.text } } : {}),
     createdKey: String(item.created).padStart(16, "0"),
     ...(item.access === "public" ? { listed: PUBLIC } : {}),
   };
@@ -228,7 +281,7 @@ function usageChange(portalId: string, username: string | undefined, bytes: numb
 }
 
 /** The bytes an item counts against its owner's and organization's quotas (its file, or its hosted data). */
-const keptBytes = (item: Item) => item.file?.size ?? item.hostedData ?? item.upload?.bytes ?? 0;
+const keptBytes = (item: Item) => item.file?.size ?? item.hostedData ?? item.upload?.bytes ?? item.text?.size ?? 0;
 
 function usageRelease(item: Item) {
   const bytes = keptBytes(item);
@@ -623,24 +676,45 @@ async function deleteItemAsRead(item: Item): Promise<void> {
         ExpressionAttributeValues: { ":b": item.upload.bytes },
       }
     : { ConditionExpression: "attribute_exists(itemId)" };
-  await transact([
-    { Delete: { ...itemKey(item), ...asRead } },
-    ...(item.service
-      ? [
-          {
-            Delete: {
-              ...serviceOf(item),
-              ExpressionAttributeValues: { ":id": item.itemId },
+  // Delete protection is checked in the delete itself, so a protect made meanwhile wins (ItemProtectedError).
+  const guarded = {
+    ...asRead,
+    ConditionExpression: `${asRead.ConditionExpression} AND (attribute_not_exists(#p) OR #p = :no)`,
+    ExpressionAttributeNames: {
+      ...("ExpressionAttributeNames" in asRead ? asRead.ExpressionAttributeNames : {}),
+      "#p": "protected",
+    },
+    ExpressionAttributeValues: {
+      ...("ExpressionAttributeValues" in asRead ? asRead.ExpressionAttributeValues : {}),
+      ":no": false,
+    },
+  };
+  try {
+    await transact([
+      { Delete: { ...itemKey(item), ...guarded } },
+      ...(item.text && item.text.blob === undefined
+        ? [{ Delete: { TableName: tableName("items"), Key: textKey(item.itemId) } }]
+        : []),
+      ...(item.service
+        ? [
+            {
+              Delete: {
+                ...serviceOf(item),
+                ExpressionAttributeValues: { ":id": item.itemId },
+              },
             },
-          },
-          { Delete: { TableName: tableName("services"), Key: serviceInfoKey(item.service) } },
-          catalogBump(item.service.serverId),
-        ]
-      : []),
-    ...(item.pair ? [{ Delete: pairOf(item) }] : []),
-    // An uploaded file's bytes (or a hosted service's data) leave its owner's and organization's usage with the item.
-    ...usageRelease(item),
-  ]);
+            { Delete: { TableName: tableName("services"), Key: serviceInfoKey(item.service) } },
+            catalogBump(item.service.serverId),
+          ]
+        : []),
+      ...(item.pair ? [{ Delete: pairOf(item) }] : []),
+      // An uploaded file's bytes (or a hosted service's data) leave its owner's and organization's usage with the item.
+      ...usageRelease(item),
+    ]);
+  } catch (err) {
+    if (err instanceof ItemGoneError && (await getItem(item.itemId))?.protected) throw new ItemProtectedError();
+    throw err;
+  }
   // The groups' records of the item are an index that group content checks against the item itself: removed
   // after the item, so a failure here leaves only entries that no longer find an item.
   for (const groupId of item.groups ?? []) {
@@ -963,6 +1037,136 @@ export async function settleHostedData(
   } catch (err) {
     const refused = delta > 0 ? quotaFailure(err, 1) : undefined;
     if (refused) throw refused;
+    throw err;
+  }
+}
+
+// Items of text (web maps, apps' configurations): the text is kept beside the item (ItemText) and counted against
+// the quotas with it.
+
+/** The key of an item's text record (a key no item id can take: item ids are 32 hex digits). */
+const textKey = (itemId: string) => ({ itemId: `text#${itemId}` });
+
+/** The item is protected from deletion (`protect`). */
+export class ItemProtectedError extends Error {
+  constructor() {
+    super("The item is protected from deletion.");
+    this.name = "ItemProtectedError";
+  }
+}
+
+/** A text's writes beside its item: its record when it is kept there (the item files hold the larger ones). */
+const textPut = (itemId: string, text: ItemText, body: string) =>
+  text.blob === undefined ? [{ Put: { TableName: tableName("items"), Item: { ...textKey(itemId), body } } }] : [];
+
+/**
+ * Creates an item of text (its text kept in the same transaction when it is small; a larger one is in the item
+ * files already, under `text.blob`) and counts the text against the quotas: past either nothing is written.
+ */
+export async function putTextItem(
+  item: Item & { text: ItemText },
+  body: string,
+  quota: { readonly userBytes: number; readonly organizationBytes: number },
+): Promise<void> {
+  const actions = [
+    itemPut(item),
+    ...usageCharge(item.portalId, item.owner, item.text.size, quota),
+    ...textPut(item.itemId, item.text, body),
+  ];
+  try {
+    await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
+  } catch (err) {
+    throw quotaFailure(err, 1) ?? (isTransactionConflict(err) ? new ItemBusyError() : err);
+  }
+}
+
+/** An item's text as kept (undefined for an item without text). */
+export async function getItemText(item: Item): Promise<Buffer | undefined> {
+  if (!item.text) return undefined;
+  if (item.text.blob !== undefined) {
+    return itemFiles().get(item.text.blob);
+  }
+  const { Item } = await ddb.send(
+    new GetCommand({ TableName: tableName("items"), Key: textKey(item.itemId), ConsistentRead: true }),
+  );
+  return typeof Item?.body === "string" ? Buffer.from(Item.body, "utf8") : undefined;
+}
+
+/** The item changed since it was read: read it again and recompute the change. */
+export class ItemStaleError extends Error {
+  constructor() {
+    super("The item changed since it was read.");
+    this.name = "ItemStaleError";
+  }
+}
+
+/**
+ * Changes an item's text (and other fields with it) if the item is still as read (its `modified`): the new text's
+ * record (or its blob, kept already) replaces the old, and the quotas are charged the difference, at once. A
+ * concurrent change is ItemStaleError (the caller reads again), past a quota StorageQuotaError.
+ */
+export async function changeItemText(
+  item: Item,
+  text: ItemText,
+  body: string,
+  changes: ItemChanges,
+  quota: { readonly userBytes: number; readonly organizationBytes: number },
+): Promise<void> {
+  const now = Math.max(Date.now(), item.modified + 1);
+  const names: Record<string, string> = { "#t": "text" };
+  const values: Record<string, unknown> = { ":m": now, ":was": item.modified, ":t": { ...text } };
+  const sets = ["modified = :m", "#t = :t"];
+  for (const [key, value] of Object.entries(changes)) {
+    if (value === undefined) continue;
+    names[`#${key}`] = key;
+    values[`:${key}`] = Array.isArray(value) ? [...value] : value;
+    sets.push(`#${key} = :${key}`);
+  }
+  const delta = text.size - (item.text?.size ?? 0);
+  const actions = [
+    {
+      Update: {
+        ...itemKey(item),
+        UpdateExpression: `SET ${sets.join(", ")}`,
+        ConditionExpression: "modified = :was",
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      },
+    },
+    ...(delta > 0
+      ? usageCharge(item.portalId, item.owner, delta, quota)
+      : delta < 0
+        ? [usageChange(item.portalId, item.owner, delta), usageChange(item.portalId, undefined, delta)]
+        : []),
+    ...(text.blob === undefined
+      ? textPut(item.itemId, text, body)
+      : item.text && item.text.blob === undefined
+        ? [{ Delete: { TableName: tableName("items"), Key: textKey(item.itemId) } }]
+        : []),
+  ];
+  try {
+    await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
+  } catch (err) {
+    if (failedConditions(err)?.includes(0)) throw new ItemStaleError();
+    const refused = delta > 0 ? quotaFailure(err, 1) : undefined;
+    throw refused ?? (isTransactionConflict(err) ? new ItemBusyError() : err);
+  }
+}
+
+/** Turns an item's delete protection on or off. */
+export async function setItemProtected(item: Item, on: boolean): Promise<void> {
+  try {
+    await ddb.send(
+      new UpdateCommand({
+        ...itemKey(item),
+        UpdateExpression: on ? "SET #p = :p, modified = :m" : "REMOVE #p SET modified = :m",
+        ConditionExpression: "attribute_exists(itemId)",
+        ExpressionAttributeNames: { "#p": "protected" },
+        ExpressionAttributeValues: { ...(on ? { ":p": true } : {}), ":m": Math.max(Date.now(), item.modified + 1) },
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) throw new ItemGoneError();
     throw err;
   }
 }

@@ -32,7 +32,9 @@ import {
   getUserContent,
   getUserMembership,
   isServiceNameAvailable,
+  protectItem,
   removeItem,
+  unprotectItem,
   searchItems,
   setItemAccess,
   updateItem,
@@ -107,6 +109,8 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   shareItemWithGroup: (o) => shareItemWithGroup({ ...(o as { id: string; groupId: string }), authentication }),
   unshareItemWithGroup: (o) => unshareItemWithGroup({ ...(o as { id: string; groupId: string }), authentication }),
   removeGroup: (o) => removeGroup({ id: String(o.id), authentication }),
+  protectItem: (o) => protectItem({ id: String(o.id), authentication }),
+  unprotectItem: (o) => unprotectItem({ id: String(o.id), authentication }),
   exportItem: (o) => exportItem({ ...(o as { id: string; exportFormat: "CSV" }), authentication }),
 };
 

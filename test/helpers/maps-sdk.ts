@@ -23,6 +23,7 @@ const ASSETS = join(ROOT, "node_modules", "@arcgis", "core", "assets");
 const ENTRY = `
 export { default as esriConfig } from "@arcgis/core/config.js";
 export { default as EsriMap } from "@arcgis/core/Map.js";
+export { default as WebMap } from "@arcgis/core/WebMap.js";
 export { default as MapView } from "@arcgis/core/views/MapView.js";
 export { default as SceneView } from "@arcgis/core/views/SceneView.js";
 export { default as FeatureLayer } from "@arcgis/core/layers/FeatureLayer.js";
