@@ -1,6 +1,6 @@
 // POST …/content/users/<username>/addItem: adds an item (the function also serves the hosted-layer operations at
-// their own paths: analyze, publish, export, an item's status, createService and the hosting server's admin wire
-// of hosted services, shared/hosted/operations.ts). Two kinds are added here: an uploaded file (`file`, sent
+// their own paths: analyze, publish, export, an item's status, createService, the hosting server's admin wire
+// of hosted services, and a hosted layer's append and edits, shared/hosted/operations.ts). Two kinds are added here: an uploaded file (`file`, sent
 // as multipart/form-data: a CSV, GeoJSON, zipped shapefile or GeoPackage to publish, or a document), kept as sent
 // and served back as an attachment (shared/uploads.ts); and a data store's registration (type `Data Store`, its
 // JSON in `text`), as ArcGIS clients register a database, a bucket or a folder: the item and the store are made at
@@ -12,8 +12,13 @@ import { renderValue, resultPage } from "#shared/http/html.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import { familyHandler, type FamilyOperation, routesHandler } from "#shared/http/router.ts";
 import {
+  addFeaturesOperation,
   adminServiceOperation,
   analyzeOperation,
+  applyEditsOperation,
+  deleteFeaturesOperation,
+  serviceApplyEditsOperation,
+  updateFeaturesOperation,
   appendOperation,
   createServiceOperation,
   exportOperation,
@@ -224,6 +229,11 @@ export const handler = routesHandler({
   [CONTENT_FILES.analyze]: analyzeOperation,
   [CONTENT_FILES.admin]: adminServiceOperation,
   [CONTENT_FILES.append]: appendOperation,
+  [CONTENT_FILES.applyEdits]: applyEditsOperation,
+  [CONTENT_FILES.addFeatures]: addFeaturesOperation,
+  [CONTENT_FILES.updateFeatures]: updateFeaturesOperation,
+  [CONTENT_FILES.deleteFeatures]: deleteFeaturesOperation,
+  [CONTENT_FILES.serviceApplyEdits]: serviceApplyEditsOperation,
   [CONTENT_FILES.userContent]: familyHandler({
     greedy: "path",
     notFound: "Not Found",

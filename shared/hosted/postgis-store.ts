@@ -24,9 +24,15 @@ import { type OpenDataset, postGisDataset } from "#shared/features/sources.ts";
 import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
+import { applyEdits, EditsRolledBack } from "#shared/hosted/edit-apply.ts";
+import { postgresEmitter } from "#shared/features/sql/postgres.ts";
+import type { EmittedQuery } from "#shared/features/sql.ts";
 import type {
   AppendCounts,
   AppendRow,
+  BeforeCommit,
+  EditOutcome,
+  EditRequest,
   DefinitionChange,
   HostedColumn,
   HostedDefinitions,
@@ -289,7 +295,8 @@ async function writing<T>(work: (client: PoolClient) => Promise<T>): Promise<T> 
   try {
     return await inTransaction(pool, "BEGIN", work);
   } catch (err) {
-    if (err instanceof DatasetError) throw err;
+    // A request's edits rolled back on purpose (rollbackOnFailure) carry their results to the caller.
+    if (err instanceof DatasetError || err instanceof EditsRolledBack) throw err;
     throw classifyPgError(err);
   }
 }
@@ -774,6 +781,27 @@ async function inventory(): Promise<KeptData[]> {
   });
 }
 
+/**
+ * A request's edits in one transaction of the hosting database (no service lock: the database orders concurrent
+ * edits, each row's object id from its identity column), every value bound, every statement under the transaction's
+ * statement timeout; `beforeCommit` runs in it after the rows are written.
+ */
+async function edit(serviceItemId: string, request: EditRequest, beforeCommit: BeforeCommit): Promise<EditOutcome> {
+  const schema = schemaOf(serviceItemId);
+  try {
+    return await writing(async (client) => {
+      const run = async (q: EmittedQuery) =>
+        (await client.query({ text: q.sql, values: q.params, rowMode: "array" })).rows as unknown[][];
+      const outcome = await applyEdits(run, postgresEmitter, request, schema);
+      await beforeCommit(outcome);
+      return outcome;
+    });
+  } catch (err) {
+    if (err instanceof EditsRolledBack) return err.outcome;
+    throw err;
+  }
+}
+
 /** The hosted-data store on the deployment's PostgreSQL database (HOSTED_DATABASE). */
 export function postGisStore(): HostedStore {
   // Checked at cold start: a wrong setting fails the first request loudly, never a publish half-way.
@@ -786,6 +814,7 @@ export function postGisStore(): HostedStore {
     inventory,
     append,
     replace,
+    edit,
     sourceOf: (serviceItemId, layers) => ({
       datastoreId: HOSTED_STORE_ID,
       connection: hostingConnection(),

@@ -7,6 +7,7 @@
 // A publish is done within its request: the data is written and kept first, then the service and its item are made
 // in one transaction; a refused transaction drops the data again, and a crash in between leaves only data no service
 // names (never a service without its data).
+import { EDITABLE_CAPABILITIES } from "#shared/features/capabilities.ts";
 import {
   csvTable,
   DELIMITERS,
@@ -396,7 +397,7 @@ export async function makeHostedService(p: PublishRequest, target: HostedTarget,
     folder: HOSTED_FOLDER,
     name,
     type: "FeatureServer",
-    capabilities: "Query",
+    capabilities: EDITABLE_CAPABILITIES,
     description: p.source.description,
     tags: p.source.tags,
     itemId: serviceItemId,

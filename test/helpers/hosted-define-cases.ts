@@ -127,7 +127,7 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       });
       itemId = String(created.itemId);
 
-      const [added, service, layer, table, query, token, editing, session] = (await defineCalls(
+      const [added, service, layer, table, query, token, editingOff, readOnly, editingOn, session] = (await defineCalls(
         engine,
         "publisher",
         PASSWORDS.publisher,
@@ -138,7 +138,9 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
           { fn: "getLayer", options: { url: `${url}/1` } },
           { fn: "queryFeatures", options: { url: `${url}/0`, params: { where: "1=1", outFields: "*" } } },
           { fn: "tokenFor", options: { url: `${admin()}/Hosted/Sites/FeatureServer/addToDefinition` } },
-          // Editing is not a definition's to turn on here: the client hears why.
+          // Editing is on from the start; its owner turns it off and on again on the admin wire.
+          { fn: "updateServiceDefinition", options: { url, updateDefinition: { capabilities: "Query" } } },
+          { fn: "getService", options: { url } },
           {
             fn: "updateServiceDefinition",
             options: { url, updateDefinition: { capabilities: "Create,Delete,Query,Update,Editing" } },
@@ -148,7 +150,7 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       expect(added).toEqual({ success: true, layers: [{ name: "Sites", id: 0 }], tables: [{ name: "Visits", id: 1 }] });
       expect(service).toMatchObject({
         serviceDescription: "Field sites",
-        capabilities: "Query",
+        capabilities: "Create,Delete,Query,Update,Editing",
         spatialReference: { wkid: 4326, latestWkid: 4326 },
         layers: [{ id: 0, name: "Sites", type: "Feature Layer", geometryType: "esriGeometryPoint" }],
         tables: [{ id: 1, name: "Visits", type: "Table" }],
@@ -160,7 +162,17 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
         type: "Feature Layer",
         geometryType: "esriGeometryPoint",
         objectIdField: "OBJECTID",
-        capabilities: "Query",
+        capabilities: "Create,Delete,Query,Update,Editing",
+        allowGeometryUpdates: true,
+        supportsRollbackOnFailureParameter: true,
+        templates: [
+          {
+            name: "Sites",
+            description: "",
+            prototype: { attributes: {} },
+            drawingTool: "esriFeatureEditToolPoint",
+          },
+        ],
       });
       expect(fieldsOf(layer as Record<string, unknown>)).toEqual([
         { name: "OBJECTID", type: "esriFieldTypeOID", alias: "OBJECTID" },
@@ -180,16 +192,9 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       expect(typeof token).toBe("string");
       expect(token).not.toBe(session?.portalToken);
       expect(session?.federatedServers).toEqual([`${engine.ready.https}/arcgis`]);
-      expect(editing).toEqual({
-        error: {
-          name: "ArcGISRequestError",
-          code: 400,
-          message: "400: Unable to update feature service definition.",
-          details: [
-            "Hosted layers here answer queries only (capabilities: Query): 'Create,Delete,Query,Update,Editing' cannot be set.",
-          ],
-        },
-      });
+      expect(editingOff).toEqual({ success: true });
+      expect(readOnly).toMatchObject({ capabilities: "Query" });
+      expect(editingOn).toEqual({ success: true });
     });
 
     it("takes rows by append into a defined layer, and upserts them by a key field (its object id OBJECTID)", async () => {
@@ -420,10 +425,10 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
         "'OBJECTID' is the layer's object id: it cannot be deleted.",
       ]);
       const capabilities = await postJson(`${admin()}/Hosted/Sites/FeatureServer/updateDefinition`, tokens.publisher, {
-        updateDefinition: JSON.stringify({ capabilities: "Create,Delete,Query,Update,Editing" }),
+        updateDefinition: JSON.stringify({ capabilities: "Query,Sync,Extract" }),
       });
       expect((capabilities.error as { details: string[] }).details).toEqual([
-        "Hosted layers here answer queries only (capabilities: Query): 'Create,Delete,Query,Update,Editing' cannot be set.",
+        "Hosted layers here offer Query, Create, Update, Delete, Editing: 'Sync', 'Extract' cannot be set.",
       ]);
       const service = await getJson(url, tokens.publisher);
       expect((service.layers as { name: string }[]).map((l) => l.name)).toEqual(["Sites"]);
