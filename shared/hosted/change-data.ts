@@ -5,6 +5,7 @@
 // what it holds against the layer as it is served, and have the hosted store (shared/hosted/store.ts) make the change
 // whole or not at all, under the service's lock (shared/hosted/define.ts), the data's new size counted against its
 // owner's quota and the item's extent moved in the transaction that keeps it.
+import { TRACKING, trackedRows, trackingColumns } from "#shared/hosted/tracking.ts";
 import type { Geometry } from "geojson";
 import type { CellValue, Extent, GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
@@ -546,6 +547,7 @@ export async function overwriteHosted(req: RestRequest, p: PublishRequest, what:
       if (!source) throw new Error("a hosted service without a source");
       const problems: string[] = [];
       const layers: HostedLayer[] = [];
+      const made = Date.now();
       for (const [i, { id, table: entry }] of live.entries()) {
         const schema = (await openDataset({ ...source, layers: locked.layers }, id)).schema;
         const table = (tables[i] as NamedTable).table;
@@ -559,12 +561,16 @@ export async function overwriteHosted(req: RestRequest, p: PublishRequest, what:
           name: entry,
           title: tables.length === 1 ? p.source.title : entry,
           ...(table.geometryType ? { geometryType: table.geometryType } : {}),
-          columns: table.fields.map((f) => ({
-            name: f.name,
-            kind: f.kind,
-            ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
-          })),
-          rows: table.rows(),
+          // The new rows are the owner's, made now, with global ids and editor tracking as a publish gives them.
+          columns: table.fields
+            .map((f) => ({
+              name: f.name,
+              kind: f.kind,
+              ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+            }))
+            .concat(trackingColumns()),
+          rows: trackedRows(table.rows(), p.owner, made),
+          editing: TRACKING,
         });
       }
       if (problems.length > 0) throw badRequest(what, problems);

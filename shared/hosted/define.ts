@@ -8,6 +8,7 @@
 // another made at once; the data's new size counts against the owner's quota, and the service record's `layers`
 // (which names each layer's table by id) changes in the same transaction. Only the service's owner or an
 // administrator of its organization changes it, and its capabilities (editing on and off: shared/hosted/edit.ts).
+import { TRACKING, TRACKING_NAMES, trackingSpecs } from "#shared/hosted/tracking.ts";
 import { EDITABLE_CAPABILITIES, OFFERED_CAPABILITIES } from "#shared/features/capabilities.ts";
 import { namedFolder } from "#shared/user-content.ts";
 import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/geopackage-writer.ts";
@@ -95,7 +96,6 @@ const FIELD_COLUMNS: Readonly<Record<string, ColumnType>> = {
 const NOT_YET_FIELDS = new Set([
   "esriFieldTypeBigInteger",
   "esriFieldTypeGUID",
-  "esriFieldTypeGlobalID",
   "esriFieldTypeBlob",
   "esriFieldTypeRaster",
   "esriFieldTypeXML",
@@ -162,6 +162,10 @@ function fieldOf(raw: unknown, where: string, problems: string[]): FieldDefiniti
   }
   const { name, type, alias, length } = raw;
   if (type === "esriFieldTypeGeometry") return "skip"; // The layer's geometry, said by its geometryType.
+  // A layer's global id and tracking fields are the server's own (every new layer has them): a definition's are left
+  // out, as a definition copied from a layer that has them names them.
+  if (type === "esriFieldTypeGlobalID" || (typeof name === "string" && TRACKING_NAMES.has(name.toLowerCase())))
+    return "skip";
   const shown = typeof name === "string" ? name.slice(0, 64) : say(name);
   let ok = true;
   if (typeof name !== "string" || !FIELD_NAME.test(name)) {
@@ -582,7 +586,9 @@ function addToService(defined: Defined, definition: Record<string, unknown>) {
       name: l.name,
       ...(l.geometryType ? { geometryType: l.geometryType } : {}),
       idColumn: l.idColumn,
-      columns: l.columns,
+      // Each new layer gets a global id and editor tracking, recorded with it.
+      columns: [...l.columns, ...trackingSpecs()],
+      editing: TRACKING,
     }));
     await current.store.addLayers(current.service.itemId, added, current.settle(next));
     const summary = (list: readonly (LayerDefinition | undefined)[]) =>

@@ -26,6 +26,8 @@ import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
 import { applyEdits, EditsRolledBack } from "#shared/hosted/edit-apply.ts";
 import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
+import { editingTableDdl, recordLayerEditing } from "#shared/features/sql/write.ts";
+import type { LayerEditing } from "#shared/features/schema.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import type {
   AppendCounts,
@@ -211,6 +213,7 @@ const definitions: HostedDefinitions = {
             rows: [],
           })),
         );
+        recordEditing(db, layers);
       },
       (bytes) => settle(bytes),
     ),
@@ -377,6 +380,32 @@ function appendRows(db: DatabaseSync, change: LayerAppend): AppendCounts & { ext
   return { added, updated, ...(extent ? { extent } : {}) };
 }
 
+/** New layers' editing records (their global id and tracking fields), in the open file's mapgate_editing table. */
+function recordEditing(
+  db: DatabaseSync,
+  layers: readonly { readonly name: string; readonly editing?: LayerEditing | undefined }[],
+): void {
+  const tracked = layers.filter((l) => l.editing !== undefined);
+  if (tracked.length === 0) return;
+  db.exec(editingTableDdl(undefined));
+  const now = Date.now();
+  for (const l of tracked) {
+    const q = recordLayerEditing(sqliteEmitter, undefined, l.name, l.editing ?? {}, now);
+    db.prepare(q.sql).run(...(q.params as never[]));
+  }
+}
+
+/** The same, in a file just written (before it takes its place). */
+function recordEditingAt(path: string, layers: readonly { readonly name: string; readonly editing?: LayerEditing }[]) {
+  if (!layers.some((l) => l.editing !== undefined)) return;
+  const db = new DatabaseSync(path);
+  try {
+    recordEditing(db, layers);
+  } finally {
+    db.close();
+  }
+}
+
 /** A layer's extent from its R*Tree, kept in gpkg_contents with the time of the change (as GDAL keeps them). */
 function settleContents(db: DatabaseSync, table: string, geometryColumn: string | undefined, when: number): void {
   let extent: Extent | undefined;
@@ -499,6 +528,7 @@ export const geoPackageStore: HostedStore = {
     const { name, w, temporary } = await staged(serviceItemId);
     try {
       const written = await writeGeoPackageStreaming(temporary, layers.map(writtenLayer));
+      recordEditingAt(temporary, layers);
       const { size } = await stat(temporary);
       await settle(size, unionOf(written.map((l) => l.extent)));
       await putInPlace(w, name, temporary);
@@ -510,6 +540,7 @@ export const geoPackageStore: HostedStore = {
     let written: WrittenLayer[] = [];
     const bytes = await keepHostedData(serviceItemId, async (path) => {
       written = await writeGeoPackageStreaming(path, layers.map(writtenLayer));
+      recordEditingAt(path, layers);
     });
     const location = hostedLocation();
     return {

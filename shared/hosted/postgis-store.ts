@@ -18,6 +18,7 @@ import { isIP } from "node:net";
 import type { Pool, PoolClient } from "pg";
 import { config } from "#shared/config.ts";
 import { DatasetError } from "#shared/features/errors.ts";
+import { EDITING_TABLE, editingOf, type LayerEditing, withEditing } from "#shared/features/schema.ts";
 import { type ColumnSpec, type ColumnType, type Extent, toWkb } from "#shared/features/geopackage-writer.ts";
 import { classifyPgError, endedWhileIdle, PostGisDatabase, STATEMENT_TIMEOUT_MS } from "#shared/features/postgis.ts";
 import { type OpenDataset, postGisDataset } from "#shared/features/sources.ts";
@@ -26,6 +27,7 @@ import { checkedItemId, HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
 import { applyEdits, EditsRolledBack } from "#shared/hosted/edit-apply.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
+import { editingTableDdl, recordLayerEditing } from "#shared/features/sql/write.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import type {
   AppendCounts,
@@ -386,9 +388,26 @@ async function createLayer(client: PoolClient, schema: string, layer: HostedLaye
     await client.query(`CREATE INDEX ON ${table} USING gist (${quoteIdentifier(GEOMETRY_COLUMN)})`);
     extent = await extentOf(client, table);
   }
+  await recordEditing(client, schema, [layer]);
   // Statistics for the planner from the start (autovacuum would come to it later).
   await client.query(`ANALYZE ${table}`);
   return extent;
+}
+
+/** New layers' editing records (their global id and tracking fields) in the service's mapgate_editing table. */
+async function recordEditing(
+  client: PoolClient,
+  schema: string,
+  layers: readonly { readonly name: string; readonly editing?: LayerEditing | undefined }[],
+): Promise<void> {
+  const tracked = layers.filter((l) => l.editing !== undefined);
+  if (tracked.length === 0) return;
+  await client.query(editingTableDdl(schema));
+  const now = Date.now();
+  for (const l of tracked) {
+    const q = recordLayerEditing(postgresEmitter, schema, tableOf(l.name), l.editing ?? {}, now);
+    await client.query({ text: q.sql, values: q.params });
+  }
 }
 
 /** Whether this warm function has seen PostGIS in the hosting database. */
@@ -592,6 +611,9 @@ async function replace(serviceItemId: string, layers: readonly HostedLayer[], ch
         await client.query(`DROP TABLE IF EXISTS ${quoteIdentifier(to)}.${name}`);
         await client.query(`ALTER TABLE ${quoteIdentifier(from)}.${name} SET SCHEMA ${quoteIdentifier(to)}`);
       }
+      // The new layers' editing records go with them; the staging schema's record table is dropped with it.
+      await recordEditing(client, to, layers);
+      await client.query(`DROP TABLE IF EXISTS ${quoteIdentifier(from)}.${quoteIdentifier(EDITING_TABLE)}`);
       await client.query(`DROP SCHEMA ${quoteIdentifier(from)}`);
       let extent: Extent | undefined;
       for (const { extent: e } of kept.layers)
@@ -725,6 +747,7 @@ const definitions: HostedDefinitions = {
         if (type) await client.query(`CREATE INDEX ON ${table} USING gist (${quoteIdentifier(GEOMETRY_COLUMN)})`);
         await setComments(client, table, layer.columns.filter(titledOtherwise));
       }
+      await recordEditing(client, schema, layers);
     }),
   deleteLayers: (serviceItemId, tables, change) =>
     defining(serviceItemId, change, async (client, schema) => {
@@ -824,6 +847,26 @@ export function postGisStore(): HostedStore {
   };
 }
 
+/** Services' schemas known to hold an editing record table (one edited, or made with one), in this warm function. */
+const withEditingTable = new Set<string>();
+
+/** A layer's editing record (mapgate_editing in its service's schema), when the schema has the table and the row. */
+async function editingRecord(db: PostGisDatabase, schema: string, table: string): Promise<LayerEditing | undefined> {
+  const at = `${quoteIdentifier(schema)}.${quoteIdentifier(EDITING_TABLE)}`;
+  if (!withEditingTable.has(schema)) {
+    const found = await db.all("SELECT to_regclass($1) IS NOT NULL", [at]);
+    if (found[0]?.[0] !== true) return undefined;
+    withEditingTable.add(schema);
+  }
+  const [row] = await db.all(
+    `SELECT global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit FROM ${at} WHERE table_name = $1`,
+    [table],
+  );
+  if (!row) return undefined;
+  const [global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit] = row;
+  return editingOf({ global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit });
+}
+
 /**
  * A hosted layer kept in the hosting database (its source's path: `/<schema>/<layer name>`), opened for queries at
  * its service's definition revision: a schema described at an older one (a change settled, its COMMIT a moment away)
@@ -843,9 +886,15 @@ export async function openHostedLayer(path: string, revision = 0): Promise<OpenD
       await new Promise((r) => setTimeout(r, REVISION_PAUSE_MS));
     }
   };
-  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`, { key: revision, ready });
+  // The layer's editing record, read on every open: an edit moves its last edit (and the rows' extent) without a
+  // new revision, so the described schema is kept by both.
+  const editing = await editingRecord(db, schemaName, tableOf(layerName));
+  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`, {
+    key: `${revision}:${editing?.lastEditDate ?? 0}`,
+    ready,
+  });
   if (!schema) throw new DatasetError("The hosted layer's table is no longer in the hosting database.");
   if (schema instanceof DatasetError) throw schema;
   // Shown by the layer's name, as its GeoPackage table would be (the reader names a table `schema.table`).
-  return postGisDataset(db, { ...schema, name: layerName });
+  return postGisDataset(db, withEditing({ ...schema, name: layerName }, editing));
 }

@@ -15,7 +15,7 @@ import type {
 import type { Geometry } from "geojson";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import type { HostedLayerEntry, ServiceSource } from "#shared/stores/services.ts";
-import type { LayerSchema } from "#shared/features/schema.ts";
+import type { LayerEditing, LayerSchema } from "#shared/features/schema.ts";
 import type { WriteRow } from "#shared/features/sql/write.ts";
 
 export interface HostedColumn {
@@ -39,6 +39,8 @@ export interface HostedLayer {
   readonly columns: readonly HostedColumn[];
   /** Read once, as the store writes them (a batch at a time): never all in memory. */
   readonly rows: AsyncIterable<GeoPackageRow>;
+  /** Its global id and tracking fields (among `columns`), recorded with the data as its editing record. */
+  readonly editing?: LayerEditing;
 }
 
 export interface KeptService {
@@ -58,6 +60,8 @@ export interface DefinedLayer {
   readonly idColumn: string;
   /** The fields (a title is the field's alias). */
   readonly columns: readonly ColumnSpec[];
+  /** Its global id and tracking fields (among `columns`), recorded with the data as its editing record. */
+  readonly editing?: LayerEditing;
 }
 
 /**

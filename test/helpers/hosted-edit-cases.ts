@@ -20,6 +20,13 @@ export interface EditBacking {
   gdalSource(dataDir: string, serviceItemId: string): string[];
 }
 
+/** An object id after a rolled-back request: a database's identity does not give back the ids it took. */
+const ANY_ID = expect.any(Number) as unknown as number;
+/** A global id as ArcGIS writes one: upper-case hex in braces. */
+const GID = expect.stringMatching(
+  /^\{[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}\}$/,
+) as unknown as string;
+
 export function hostedEditSuite(backing: EditBacking): { readonly engine: () => RunningEngine } {
   let engine: RunningEngine;
   const tokens = { admin: "", publisher: "", user: "" };
@@ -92,10 +99,10 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
     (
       (await getJson(`${url}/${id}/query?where=1%3D1&outFields=*&orderByFields=OBJECTID`, tokens.publisher))
         .features as { attributes: Record<string, unknown>; geometry?: { x: number; y: number } }[]
-    ).map((f): Record<string, unknown> => ({
-      ...f.attributes,
-      ...(f.geometry ? { x: f.geometry.x, y: f.geometry.y } : {}),
-    }));
+    ).map((f): Record<string, unknown> => {
+      const { OBJECTID, Name, Visits, Checked } = f.attributes;
+      return { OBJECTID, Name, Visits, Checked, ...(f.geometry ? { x: f.geometry.x, y: f.geometry.y } : {}) };
+    });
   const pbfCount = async () => {
     const res = await call(`${layer()}/query?where=1%3D1&outFields=*&f=pbf&token=${tokens.publisher}`, {
       ca: engine.ca,
@@ -126,7 +133,23 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
         ["Name", true],
         ["Visits", true],
         ["Checked", true],
+        ["GlobalID", false],
+        ["CreationDate", false],
+        ["Creator", false],
+        ["EditDate", false],
+        ["Editor", false],
       ]);
+      expect(json).toMatchObject({
+        globalIdField: "GlobalID",
+        supportsApplyEditsWithGlobalIds: true,
+        editFieldsInfo: {
+          creationDateField: "CreationDate",
+          creatorField: "Creator",
+          editDateField: "EditDate",
+          editorField: "Editor",
+        },
+      });
+      expect(fields.find((f) => f.name === "GlobalID")).toMatchObject({ type: "esriFieldTypeGlobalID" });
       expect(await getJson(url, tokens.publisher)).toMatchObject({
         capabilities: "Create,Delete,Query,Update,Editing",
         allowGeometryUpdates: true,
@@ -153,8 +176,8 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
       ])) as [Record<string, unknown>];
       expect(added).toEqual({
         addResults: [
-          { objectId: 1, success: true },
-          { objectId: 2, success: true },
+          { objectId: 1, globalId: GID, success: true },
+          { objectId: 2, globalId: GID, success: true },
         ],
         updateResults: [],
         deleteResults: [],
@@ -188,8 +211,8 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
           },
         },
       ])) as Record<string, unknown>[];
-      expect(updated).toEqual({ updateResults: [{ objectId: 2, success: true }] });
-      expect(added).toEqual({ addResults: [{ objectId: 3, success: true }] });
+      expect(updated).toEqual({ updateResults: [{ objectId: 2, globalId: null, success: true }] });
+      expect(added).toEqual({ addResults: [{ objectId: 3, globalId: GID, success: true }] });
       expect((await rows()).map((r) => [r.OBJECTID, r.Name, r.Visits, r.x, r.y])).toEqual([
         [1, "Reykjavik", 3, -21.9, 64.1],
         [2, "Equator", 7, 11, 1],
@@ -208,9 +231,9 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
       });
       expect(more).toEqual({
         addResults: [
-          { objectId: 4, success: true },
-          { objectId: 5, success: true },
-          { objectId: 6, success: true },
+          { objectId: 4, globalId: GID, success: true },
+          { objectId: 5, globalId: GID, success: true },
+          { objectId: 6, globalId: GID, success: true },
         ],
       });
       const [byIds, byWhere] = (await client([
@@ -223,9 +246,9 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
         geometryType: "esriGeometryEnvelope",
         spatialRel: "esriSpatialRelIntersects",
       });
-      expect(byIds).toEqual({ deleteResults: [{ objectId: 4, success: true }] });
-      expect(byWhere).toEqual({ deleteResults: [{ objectId: 5, success: true }] });
-      expect(byEnvelope).toEqual({ deleteResults: [{ objectId: 6, success: true }] });
+      expect(byIds).toEqual({ deleteResults: [{ objectId: 4, globalId: null, success: true }] });
+      expect(byWhere).toEqual({ deleteResults: [{ objectId: 5, globalId: null, success: true }] });
+      expect(byEnvelope).toEqual({ deleteResults: [{ objectId: 6, globalId: null, success: true }] });
       expect(await count()).toBe(3);
       expect(await pbfCount()).toBe(3);
     });
@@ -274,15 +297,17 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
       deletes: "405",
     };
     const failures = {
-      addResults: badErrors.map((error) => ({ objectId: -1, success: false, error })),
+      addResults: badErrors.map((error) => ({ objectId: -1, globalId: null, success: false, error })),
       updateResults: [
         {
           objectId: 404,
+          globalId: null,
           success: false,
           error: { code: 1019, description: "Update for the object was not attempted. Object may not exist." },
         },
         {
           objectId: null,
+          globalId: null,
           success: false,
           error: { code: 1011, description: "Object is missing: the update's attributes name no OBJECTID." },
         },
@@ -290,6 +315,7 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
       deleteResults: [
         {
           objectId: 405,
+          globalId: null,
           success: false,
           error: { code: 1019, description: "Delete for the object was not attempted. Object may not exist." },
         },
@@ -306,7 +332,8 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
     it("writes the good ones with rollbackOnFailure=false, each result in order", async () => {
       const answer = await post("0/applyEdits", { ...edits, rollbackOnFailure: "false" });
       expect(answer).toEqual({
-        addResults: [{ objectId: 7, success: true }, ...failures.addResults],
+        // A database's identity does not give back the ids a rolled-back request took: ids are the store's to number.
+        addResults: [{ objectId: ANY_ID, globalId: GID, success: true }, ...failures.addResults],
         updateResults: failures.updateResults,
         deleteResults: failures.deleteResults,
       });
@@ -356,8 +383,18 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
         },
       ])) as Record<string, unknown>[];
       expect(both).toEqual([
-        { id: 0, addResults: [{ objectId: 8, success: true }], updateResults: [], deleteResults: [] },
-        { id: 1, addResults: [{ objectId: 1, success: true }], updateResults: [], deleteResults: [] },
+        {
+          id: 0,
+          addResults: [{ objectId: ANY_ID, globalId: GID, success: true }],
+          updateResults: [],
+          deleteResults: [],
+        },
+        {
+          id: 1,
+          addResults: [{ objectId: ANY_ID, globalId: GID, success: true }],
+          updateResults: [],
+          deleteResults: [],
+        },
       ]);
       const failed = await post("applyEdits", {
         edits: JSON.stringify([
@@ -372,6 +409,7 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
           addResults: [
             {
               objectId: -1,
+              globalId: null,
               success: false,
               error: {
                 code: 1016,
@@ -403,7 +441,7 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
 
     it("lets a member it is shared with edit while editing is enabled, and refuses once the owner turns it off", async () => {
       expect(await share(engine, tokens.publisher, itemId, { org: "true" })).toMatchObject({ notSharedWith: [] });
-      expect(await add(tokens.user)).toEqual({ addResults: [{ objectId: 9, success: true }] });
+      expect(await add(tokens.user)).toEqual({ addResults: [{ objectId: ANY_ID, globalId: GID, success: true }] });
       const [off] = (await client([
         {
           fn: "updateServiceDefinition",
@@ -419,8 +457,8 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
         details: ["User does not have permissions to access 'hosted/survey.featureserver'."],
       });
       // Its owner and the organization's administrators still may.
-      expect(await add(tokens.publisher)).toEqual({ addResults: [{ objectId: 10, success: true }] });
-      expect(await add(tokens.admin)).toEqual({ addResults: [{ objectId: 11, success: true }] });
+      expect(await add(tokens.publisher)).toEqual({ addResults: [{ objectId: ANY_ID, globalId: GID, success: true }] });
+      expect(await add(tokens.admin)).toEqual({ addResults: [{ objectId: ANY_ID, globalId: GID, success: true }] });
       const [on] = (await client([
         {
           fn: "updateServiceDefinition",
@@ -429,6 +467,62 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
       ])) as Record<string, unknown>[];
       expect(on).toEqual({ success: true });
       expect((await getJson(layer(), tokens.user)).capabilities).toBe("Create,Delete,Query,Update,Editing");
+    });
+  });
+
+  describe("editor tracking and global ids", () => {
+    it("fills the tracking fields from the caller and the clock, a forged one ignored, and moves them on update", async () => {
+      const started = Date.now() - 1000;
+      const forged = "{00000000-0000-0000-0000-000000000000}";
+      const added = await post("0/addFeatures", {
+        features: JSON.stringify([
+          {
+            geometry: point(9, 9),
+            attributes: { Name: "tracked", Creator: "mallory", Editor: "mallory", CreationDate: 0, GlobalID: forged },
+          },
+        ]),
+      });
+      const [made] = added.addResults as { objectId: number; globalId: string }[];
+      expect(made?.globalId).toEqual(GID);
+      expect(made?.globalId).not.toBe(forged);
+      const read = async () =>
+        (
+          (await getJson(`${layer()}/query?where=OBJECTID%3D${made?.objectId}&outFields=*`, tokens.publisher))
+            .features as { attributes: Record<string, unknown> }[]
+        )[0]?.attributes ?? {};
+      const first = await read();
+      expect(first).toMatchObject({ GlobalID: made?.globalId, Creator: "publisher", Editor: "publisher" });
+      expect(first.CreationDate).toBeGreaterThanOrEqual(started);
+      expect(first.EditDate).toBe(first.CreationDate);
+      // A member it is shared with updates it: the editor and edit date move, its making stays.
+      const updated = await post(
+        "0/updateFeatures",
+        { features: JSON.stringify([{ attributes: { OBJECTID: made?.objectId, Visits: 2, Editor: "mallory" } }]) },
+        tokens.user,
+      );
+      expect(updated).toEqual({ updateResults: [{ objectId: made?.objectId, globalId: null, success: true }] });
+      const second = await read();
+      expect(second).toMatchObject({ Creator: "publisher", Editor: "user", CreationDate: first.CreationDate });
+      expect(second.EditDate).toBeGreaterThanOrEqual(first.EditDate as number);
+    });
+
+    it("keeps a client's global id with useGlobalIds, and updates and deletes by it", async () => {
+      const gid = "{1B2C3D4E-0000-4000-8000-00000000ABCD}";
+      const added = await post("0/applyEdits", {
+        adds: JSON.stringify([{ geometry: point(9, 8), attributes: { Name: "by gid", GlobalID: gid.toLowerCase() } }]),
+        useGlobalIds: "true",
+      });
+      expect(added.addResults).toEqual([{ objectId: ANY_ID, globalId: gid, success: true }]);
+      const id = (added.addResults as { objectId: number }[])[0]?.objectId;
+      const updated = await post("0/applyEdits", {
+        updates: JSON.stringify([{ attributes: { GlobalID: gid, Visits: 5 } }]),
+        useGlobalIds: "true",
+      });
+      expect(updated.updateResults).toEqual([{ objectId: id, globalId: gid, success: true }]);
+      expect(await count("Visits = 5 AND Name = 'by gid'")).toBe(1);
+      const deleted = await post("0/applyEdits", { deletes: JSON.stringify([gid]), useGlobalIds: "true" });
+      expect(deleted.deleteResults).toEqual([{ objectId: id, globalId: gid, success: true }]);
+      expect(await count("Name = 'by gid'")).toBe(0);
     });
   });
 

@@ -134,3 +134,32 @@ export function recordEdit(emitter: SqlEmitter, schema: string | undefined, tabl
   const sql = `INSERT INTO ${editingTable(schema)} (table_name, last_edit) VALUES (${b.bind(table, "text")}, ${b.bind(ms, "bigint")}) ON CONFLICT (table_name) DO UPDATE SET last_edit = excluded.last_edit`;
   return emitted(sql, b);
 }
+
+/**
+ * A new layer's editing record: its global id and tracking fields' names, and its making as its last edit (a layer
+ * made again under a table name a deleted one had takes the new names).
+ */
+export function recordLayerEditing(
+  emitter: SqlEmitter,
+  schema: string | undefined,
+  table: string,
+  fields: {
+    readonly globalIdField?: string;
+    readonly creatorField?: string;
+    readonly creationDateField?: string;
+    readonly editorField?: string;
+    readonly editDateField?: string;
+  },
+  ms: number,
+): EmittedQuery {
+  const b = new Binder(emitter);
+  const names = [
+    fields.globalIdField,
+    fields.creatorField,
+    fields.creationDateField,
+    fields.editorField,
+    fields.editDateField,
+  ].map((n) => (n === undefined ? "NULL" : b.bind(n, "text")));
+  const sql = `INSERT INTO ${editingTable(schema)} (table_name, global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit) VALUES (${b.bind(table, "text")}, ${names.join(", ")}, ${b.bind(ms, "bigint")}) ON CONFLICT (table_name) DO UPDATE SET global_id_field = excluded.global_id_field, creator_field = excluded.creator_field, creation_date_field = excluded.creation_date_field, editor_field = excluded.editor_field, edit_date_field = excluded.edit_date_field, last_edit = excluded.last_edit`;
+  return emitted(sql, b);
+}
