@@ -153,6 +153,7 @@ export function recordLayerEditing(
   ms: number,
 ): EmittedQuery {
   const b = new Binder(emitter);
+  const name = b.bind(table, "text");
   const names = [
     fields.globalIdField,
     fields.creatorField,
@@ -160,6 +161,6 @@ export function recordLayerEditing(
     fields.editorField,
     fields.editDateField,
   ].map((n) => (n === undefined ? "NULL" : b.bind(n, "text")));
-  const sql = `INSERT INTO ${editingTable(schema)} (table_name, global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit) VALUES (${b.bind(table, "text")}, ${names.join(", ")}, ${b.bind(ms, "bigint")}) ON CONFLICT (table_name) DO UPDATE SET global_id_field = excluded.global_id_field, creator_field = excluded.creator_field, creation_date_field = excluded.creation_date_field, editor_field = excluded.editor_field, edit_date_field = excluded.edit_date_field, last_edit = excluded.last_edit`;
+  const sql = `INSERT INTO ${editingTable(schema)} (table_name, global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit) VALUES (${name}, ${names.join(", ")}, ${b.bind(ms, "bigint")}) ON CONFLICT (table_name) DO UPDATE SET global_id_field = excluded.global_id_field, creator_field = excluded.creator_field, creation_date_field = excluded.creation_date_field, editor_field = excluded.editor_field, edit_date_field = excluded.edit_date_field, last_edit = excluded.last_edit`;
   return emitted(sql, b);
 }
