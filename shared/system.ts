@@ -254,15 +254,15 @@ export const CONTENT_FILES = {
    */
   append: "/{server}/rest/services/{folder}/{name}/FeatureServer/{layer}/append",
   /**
-   * A hosted layer's edits (POST only, as ArcGIS serves them), and its service's applyEdits across layers: more
-   * literal segments than the service route's `{path+}`, as append, so they reach this function; a by-reference
-   * layer's are answered by the read-only service function (read-only) through its own route.
+   * A hosted layer's edits (POST only, as ArcGIS serves them), and its service's applyEdits across layers: in the
+   * Hosted folder, where every hosted service is, with more literal segments than the service route's `{path+}`, so
+   * they reach this function; a layer read by reference elsewhere is answered by the service function (read-only).
    */
-  applyEdits: "/{server}/rest/services/{folder}/{name}/FeatureServer/{layer}/applyEdits",
-  addFeatures: "/{server}/rest/services/{folder}/{name}/FeatureServer/{layer}/addFeatures",
-  updateFeatures: "/{server}/rest/services/{folder}/{name}/FeatureServer/{layer}/updateFeatures",
-  deleteFeatures: "/{server}/rest/services/{folder}/{name}/FeatureServer/{layer}/deleteFeatures",
-  serviceApplyEdits: "/{server}/rest/services/{folder}/{name}/FeatureServer/applyEdits",
+  applyEdits: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/applyEdits",
+  addFeatures: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/addFeatures",
+  updateFeatures: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/updateFeatures",
+  deleteFeatures: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/deleteFeatures",
+  serviceApplyEdits: "/{server}/rest/services/Hosted/{name}/FeatureServer/applyEdits",
 } as const;
 
 /** The edit operations' paths (CONTENT_FILES), each an alias of the uploads function answering POST only. */

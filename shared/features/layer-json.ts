@@ -70,7 +70,8 @@ function renderer(type: EsriGeometryType) {
 }
 
 /** Whether a service's layers are edited (a hosted service whose capabilities include an edit). */
-const editable = (service: Service) => service.source?.datastoreId === HOSTED_STORE_ID && editingEnabled(service);
+export const editable = (service: Service) =>
+  service.source?.datastoreId === HOSTED_STORE_ID && editingEnabled(service);
 
 /** The drawing tool an editor offers for a new feature of a geometry type (a table's records have none). */
 const DRAWING_TOOLS: Readonly<Record<EsriGeometryType, string>> = {

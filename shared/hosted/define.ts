@@ -12,7 +12,7 @@ import { TRACKING, TRACKING_NAMES, trackingSpecs } from "#shared/hosted/tracking
 import { EDITABLE_CAPABILITIES, OFFERED_CAPABILITIES } from "#shared/features/capabilities.ts";
 import { namedFolder } from "#shared/user-content.ts";
 import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/geopackage-writer.ts";
-import type { LayerSchema } from "#shared/features/schema.ts";
+import { type LayerSchema, systemFields } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
 import { visibleTo } from "#shared/catalog.ts";
 import { emit } from "#shared/events.ts";
@@ -707,6 +707,9 @@ function deleteFields(defined: Defined, id: number, definition: Record<string, u
         problems.push(`'${schema.geometry?.column ?? name}' is the layer's geometry: it cannot be deleted.`);
       else if (!field) problems.push(`The layer has no field '${name.slice(0, 64)}'.`);
       else if (isOid) problems.push(`'${field.name}' is the layer's object id: it cannot be deleted.`);
+      // Its editing record names them: the server fills them on every edit.
+      else if (systemFields(schema).has(lower))
+        problems.push(`'${field.name}' is the layer's global id or an editor-tracking field: it cannot be deleted.`);
       else if (!drop.includes(field.column)) drop.push(field.column);
     }
     if (problems.length > 0) throw badRequest(what, problems);

@@ -23,6 +23,7 @@ import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { capabilitiesOf, type EditCapability } from "#shared/features/capabilities.ts";
 import { logger } from "#shared/log.ts";
 import { serviceNotFound, underServiceLock } from "#shared/hosted/define.ts";
+import { HOSTED_FOLDER } from "#shared/publishing.ts";
 import { HOSTED_STORE_ID } from "#shared/hosted/source-id.ts";
 import {
   type Checked,
@@ -56,7 +57,13 @@ const say = (v: unknown) => JSON.stringify(typeof v === "string" ? v.slice(0, 64
  * One the caller cannot see is not told to exist (as a query of it answers); anonymous callers are asked to sign
  * in (anonymous editing is not offered yet); a layer read by reference answers read-only, as the service does.
  */
-async function editableService(req: RestRequest, folder: string, name: string, needs: ReadonlySet<EditCapability>) {
+async function editableService(
+  req: RestRequest,
+  folder: string,
+  name: string,
+  needs: ReadonlySet<EditCapability>,
+  operation: string,
+) {
   const server = req.server;
   if (!server) throw new Error("server route without a server");
   const identity = req.identity;
@@ -70,7 +77,7 @@ async function editableService(req: RestRequest, folder: string, name: string, n
   if (identity.kind === "anonymous") throw tokenRequired();
   if (!service || !visibleTo(identity, service)) throw serviceNotFound();
   if (service.source?.datastoreId !== HOSTED_STORE_ID)
-    throw operationNotSupported("Its layers are read-only (capabilities: Query): only hosted layers are edited.");
+    throw operationNotSupported(`Its layers are read-only (capabilities: Query): '${operation}' is not supported.`);
   const caps = capabilitiesOf(service);
   const manages =
     identity.kind === "user" &&
@@ -579,9 +586,10 @@ async function runEdits(
   req: RestRequest,
   edits: readonly RawLayerEdits[],
   options: Options,
+  operation: string,
 ): Promise<{ outcome: EditOutcome; moment: number }> {
-  const { folder = "", name = "" } = req.pathParameters;
-  const found = await editableService(req, folder, name, needsOf(edits));
+  // Every hosted service is in the Hosted folder: the routes name it (by-reference layers elsewhere are read-only).
+  const found = await editableService(req, HOSTED_FOLDER, req.pathParameters.name ?? "", needsOf(edits), operation);
   if (countOf(edits) > MAX_EDITS)
     throw badRequest(WHAT, [
       `A request makes at most ${MAX_EDITS} edits (adds, updates and deletes together); this one has ${countOf(edits)}.`,
@@ -707,10 +715,12 @@ export async function editLayer(req: RestRequest, operation: LayerOperation): Pr
       ...(query.has("where") || query.has("geometry") ? { deleteQuery: query } : {}),
     };
   }
-  const { outcome, moment } = await runEdits(req, [edits], {
-    ...options,
-    ...(operation === "deleteFeatures" ? { useGlobalIds: false } : {}),
-  });
+  const { outcome, moment } = await runEdits(
+    req,
+    [edits],
+    { ...options, ...(operation === "deleteFeatures" ? { useGlobalIds: false } : {}) },
+    operation,
+  );
   const layer = outcome.layers[0] as LayerEditResults;
   const answer = layerAnswer(layer, outcome, options, moment);
   if (operation === "addFeatures") return { addResults: answer.addResults };
@@ -740,6 +750,6 @@ export async function editService(req: RestRequest): Promise<object> {
       deletes: deleteList(e.deletes, `edits[${i}].deletes`, options.useGlobalIds),
     };
   });
-  const { outcome, moment } = await runEdits(req, edits, options);
+  const { outcome, moment } = await runEdits(req, edits, options, "applyEdits");
   return outcome.layers.map((l) => ({ id: l.layerId, ...layerAnswer(l, outcome, options, moment) }));
 }

@@ -441,12 +441,15 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
         `${admin()}/Hosted/Sites/FeatureServer/0/deleteFromDefinition`,
         tokens.publisher,
         {
-          deleteFromDefinition: JSON.stringify({ fields: [{ name: "Nope" }, { name: "OBJECTID" }] }),
+          deleteFromDefinition: JSON.stringify({
+            fields: [{ name: "Nope" }, { name: "OBJECTID" }, { name: "Editor" }],
+          }),
         },
       );
       expect((missingField.error as { details: string[] }).details).toEqual([
         "The layer has no field 'Nope'.",
         "'OBJECTID' is the layer's object id: it cannot be deleted.",
+        "'Editor' is the layer's global id or an editor-tracking field: it cannot be deleted.",
       ]);
       const capabilities = await postJson(`${admin()}/Hosted/Sites/FeatureServer/updateDefinition`, tokens.publisher, {
         updateDefinition: JSON.stringify({ capabilities: "Query,Sync,Extract" }),

@@ -360,6 +360,9 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
         code: 400,
         details: ["deleteFeatures needs 'objectIds', 'where' or 'geometry' to name the features to delete."],
       });
+      // A GET of an edit reaches the service, which asks for a POST (as ArcGIS does).
+      const got = await getJson(`${layer()}/applyEdits?adds=[]`, tokens.publisher);
+      expect(got.error).toMatchObject({ code: 405, details: ["This operation requires POST."] });
       const noLayer = await post("7/addFeatures", { features: "[]" });
       expect(noLayer.error).toMatchObject({ code: 400, details: ["The service has no layer or table with id 7."] });
       expect(await count()).toBe(4);
