@@ -14,7 +14,7 @@ const source = { itemId, title: "Bench points", type: "CSV", file: { name: "poin
 };
 const started = performance.now();
 const kept = await keepPublishedData(
-  { source, filetype: "csv", parameters: {}, serviceItemId: "b".repeat(32), serviceName: "points" },
+  { source, filetype: "csv", parameters: {}, serviceItemId: "b".repeat(32), serviceName: "points", publisher: "bench" },
   "Unable to publish item.",
 );
 const ms = performance.now() - started;

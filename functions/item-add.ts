@@ -1,12 +1,17 @@
 // POST …/content/users/<username>/addItem: adds an item (the function also serves the hosted-layer operations at
-// their own paths: analyze, publish, export, an item's status, createService and the hosting server's admin wire
-// of hosted services, shared/hosted/operations.ts). Two kinds are added here (shared/add-item.ts): an uploaded
-// file, and a data store's registration.
+// their own paths: analyze, publish, export, an item's status, createService, the hosting server's admin wire
+// of hosted services, and a hosted layer's append and edits, shared/hosted/operations.ts). Two kinds are added here
+// (shared/add-item.ts): an uploaded file, and a data store's registration.
 import { familyHandler, type FamilyOperation, routesHandler } from "#shared/http/router.ts";
 import { addItemOperation } from "#shared/add-item.ts";
 import {
+  addFeaturesOperation,
   adminServiceOperation,
   analyzeOperation,
+  applyEditsOperation,
+  deleteFeaturesOperation,
+  serviceApplyEditsOperation,
+  updateFeaturesOperation,
   appendOperation,
   createServiceOperation,
   exportOperation,
@@ -68,6 +73,11 @@ export const handler = routesHandler({
   [CONTENT_FILES.analyze]: analyzeOperation,
   [CONTENT_FILES.admin]: adminServiceOperation,
   [CONTENT_FILES.append]: appendOperation,
+  [CONTENT_FILES.applyEdits]: applyEditsOperation,
+  [CONTENT_FILES.addFeatures]: addFeaturesOperation,
+  [CONTENT_FILES.updateFeatures]: updateFeaturesOperation,
+  [CONTENT_FILES.deleteFeatures]: deleteFeaturesOperation,
+  [CONTENT_FILES.serviceApplyEdits]: serviceApplyEditsOperation,
   [CONTENT_FILES.userContent]: familyHandler({
     greedy: "path",
     notFound: "Not Found",

@@ -14,6 +14,15 @@ export interface TableSpec {
   readonly ttlAttribute?: string;
 }
 
+/**
+ * An alias answering fewer methods than its route (POST-only operations such as a layer's applyEdits): each method
+ * of a path costs one API Gateway route (a resource of the stack), so an alias takes only those it serves.
+ */
+export interface RouteAlias {
+  readonly path: string;
+  readonly methods: readonly ("GET" | "POST")[];
+}
+
 export interface RouteSpec {
   /** Kebab-case id: names the function (and, unless `handler` says otherwise, its file under functions/). */
   readonly id: string;
@@ -30,7 +39,7 @@ export interface RouteSpec {
    * `sharing/oauth2` and `sharing/rest/oauth2`): on AWS one more API Gateway route on the route's integration
    * (a route is one resource, a function about seven), locally one more pattern leading to the same handler.
    */
-  readonly alsoAt?: readonly string[];
+  readonly alsoAt?: readonly (string | RouteAlias)[];
   /**
    * A route family's operations: the sub-paths its greedy `{name+}` serves, in the same `{name}` notation,
    * matched by shared/http/router.ts; any other sub-path is a 404 (docs/architecture.md#route-families).
@@ -244,7 +253,26 @@ export const CONTENT_FILES = {
    * route's `{path+}`, so API Gateway (and the local gateway) send it here rather than to the read-only service.
    */
   append: "/{server}/rest/services/{folder}/{name}/FeatureServer/{layer}/append",
+  /**
+   * A hosted layer's edits (POST only, as ArcGIS serves them), and its service's applyEdits across layers: in the
+   * Hosted folder, where every hosted service is, with more literal segments than the service route's `{path+}`, so
+   * they reach this function; a layer read by reference elsewhere is answered by the service function (read-only).
+   */
+  applyEdits: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/applyEdits",
+  addFeatures: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/addFeatures",
+  updateFeatures: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/updateFeatures",
+  deleteFeatures: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/deleteFeatures",
+  serviceApplyEdits: "/{server}/rest/services/Hosted/{name}/FeatureServer/applyEdits",
 } as const;
+
+/** The edit operations' paths (CONTENT_FILES), each an alias of the uploads function answering POST only. */
+export const EDIT_PATHS = [
+  CONTENT_FILES.applyEdits,
+  CONTENT_FILES.addFeatures,
+  CONTENT_FILES.updateFeatures,
+  CONTENT_FILES.deleteFeatures,
+  CONTENT_FILES.serviceApplyEdits,
+] as const;
 
 /** The operations of CONTENT_FILES.userContent, relative to its greedy part (matched by shared/http/router.ts). */
 export const USER_CONTENT_OPERATIONS = [
@@ -443,9 +471,16 @@ function contentRoutes(): RouteSpec[] {
       id: "item-add",
       methods: GP,
       // One greedy route for every operation under a member's content (the routes of other functions there, more
-      // specific, keep their paths), and three aliases: 8 API routes where one per operation took 34.
+      // specific, keep their paths), three aliases, and five POST-only aliases for editing (a layer's applyEdits,
+      // addFeatures, updateFeatures, deleteFeatures and the service's applyEdits): 13 API routes where one per
+      // operation took 39.
       path: CONTENT_FILES.userContent,
-      alsoAt: [CONTENT_FILES.analyze, CONTENT_FILES.admin, CONTENT_FILES.append],
+      alsoAt: [
+        CONTENT_FILES.analyze,
+        CONTENT_FILES.admin,
+        CONTENT_FILES.append,
+        ...EDIT_PATHS.map((path) => ({ path, methods: ["POST"] as const })),
+      ],
       tables: { items: "write", datastores: "write", servers: "read", services: "write", jobs: "write" },
       datastoreSecrets: "write",
       itemFiles: "write",
@@ -794,8 +829,30 @@ function roleRoutes(): RouteSpec[] {
 export const takesAnyMethod = (route: RouteSpec): boolean =>
   route.methods !== "$default" && route.methods.includes("GET") && route.methods.includes("POST");
 
+/**
+ * Every path a route answers with the methods it takes there: its own, then its aliases (`alsoAt`), an alias
+ * without methods of its own taking the route's. `any`: one `ANY` route (GET and POST both).
+ */
+export function routeAddresses(
+  route: RouteSpec,
+): readonly { readonly path: string; readonly methods: readonly ("GET" | "POST")[]; readonly any: boolean }[] {
+  if (route.methods === "$default") return [];
+  const own = route.methods;
+  return [route.path, ...(route.alsoAt ?? [])].map((a) => {
+    const methods = typeof a === "string" ? own : a.methods;
+    return {
+      path: typeof a === "string" ? a : a.path,
+      methods,
+      any: methods.includes("GET") && methods.includes("POST"),
+    };
+  });
+}
+
 /** Every path a route answers: its own, then its aliases (`alsoAt`). */
-export const routePaths = (route: RouteSpec): readonly string[] => [route.path, ...(route.alsoAt ?? [])];
+export const routePaths = (route: RouteSpec): readonly string[] => [
+  route.path,
+  ...(route.alsoAt ?? []).map((a) => (typeof a === "string" ? a : a.path)),
+];
 
 /**
  * The route keys API Gateway matches a route by (and sets on the event): `ANY /path`, `GET /path`, `$default`;
@@ -803,10 +860,7 @@ export const routePaths = (route: RouteSpec): readonly string[] => [route.path, 
  */
 export function routeKeys(route: RouteSpec): string[] {
   if (route.methods === "$default") return ["$default"];
-  const methods = route.methods;
-  return routePaths(route).flatMap((path) =>
-    takesAnyMethod(route) ? [`ANY ${path}`] : methods.map((m) => `${m} ${path}`),
-  );
+  return routeAddresses(route).flatMap((a) => (a.any ? [`ANY ${a.path}`] : a.methods.map((m) => `${m} ${a.path}`)));
 }
 
 export function tableEnvName(table: string): string {

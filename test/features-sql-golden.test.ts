@@ -9,6 +9,19 @@ import type { Field, LayerSchema } from "#shared/features/schema.ts";
 import { emitQuery } from "#shared/features/sql.ts";
 import type { Dialect, SpatialFilter } from "#shared/features/sql/emitter.ts";
 import { citiesSchema } from "./helpers/feature-layer.ts";
+import { postgresEmitter } from "#shared/features/sql/postgres.ts";
+import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
+import {
+  deleteRows,
+  editingTableDdl,
+  insertRow,
+  recordEdit,
+  recordLayerEditing,
+  updateRow,
+  type WriteRow,
+  type WriteTarget,
+} from "#shared/features/sql/write.ts";
+import type { EmittedQuery } from "#shared/features/sql.ts";
 
 const NOW = Date.UTC(2024, 4, 6, 7, 8, 9, 10);
 
@@ -235,4 +248,94 @@ describe("golden SQL: each spatial filter", () => {
       }
     });
   }
+});
+
+/** The write statements' targets: a GeoPackage table, and a service schema's table whose name needs quoting. */
+const GPKG: WriteTarget = { table: ["cities"], idColumn: "fid", geometry: { column: "geom", srid: 4326 } };
+const PG: WriteTarget = { table: ["h_x", 'we"ird'], idColumn: "OBJECTID", geometry: { column: "geom", srid: 4326 } };
+const ROW: WriteRow = {
+  values: { name: "Oslo", pop: 700000, area: 454, founded: 0 },
+  kinds: { name: "string", pop: "integer", area: "double", founded: "date" },
+  geometry: { type: "Point", coordinates: [10.7, 59.9] },
+};
+type Write = (e: typeof sqliteEmitter, t: WriteTarget, schema: string | undefined) => EmittedQuery;
+const statement = (sql: string): EmittedQuery => ({ sql, params: [], columns: [] });
+
+/** One line per case: what each dialect writes for an edit (the values bound, the identifiers quoted). */
+const WRITES: readonly [string, Write, string, string][] = [
+  [
+    "insert: values of each kind and a geometry",
+    (e, t) => insertRow(e, t, ROW),
+    'INSERT INTO "cities" ("name", "pop", "area", "founded", "geom") VALUES (?1, ?2, ?3, ?4, ?5) RETURNING "fid"',
+    'INSERT INTO "h_x"."we""ird" ("name", "pop", "area", "founded", "geom") VALUES (CAST($1 AS text), CAST($2 AS bigint), CAST($3 AS double precision), $4, ST_GeomFromWKB($5, CAST($6 AS integer))) RETURNING "OBJECTID"',
+  ],
+  [
+    "insert: nothing but the key",
+    (e, t) => insertRow(e, t, { values: {}, kinds: {} }),
+    'INSERT INTO "cities" DEFAULT VALUES RETURNING "fid"',
+    'INSERT INTO "h_x"."we""ird" DEFAULT VALUES RETURNING "OBJECTID"',
+  ],
+  [
+    "update: a value and the geometry emptied",
+    (e, t) => updateRow(e, t, 7, { values: { name: null }, kinds: { name: "string" }, geometry: null }),
+    'UPDATE "cities" SET "name" = NULL, "geom" = NULL WHERE "fid" = ?1 RETURNING "fid"',
+    'UPDATE "h_x"."we""ird" SET "name" = NULL, "geom" = NULL WHERE "OBJECTID" = CAST($1 AS bigint) RETURNING "OBJECTID"',
+  ],
+  [
+    "update: nothing to change (whether the row exists)",
+    (e, t) => updateRow(e, t, 7, { values: {}, kinds: {} }),
+    'SELECT "fid" FROM "cities" WHERE "fid" = ?1',
+    'SELECT "OBJECTID" FROM "h_x"."we""ird" WHERE "OBJECTID" = CAST($1 AS bigint)',
+  ],
+  [
+    "delete: a list of ids, one parameter",
+    (e, t) => deleteRows(e, t, [1, 2]),
+    'DELETE FROM "cities" WHERE "fid" IN (SELECT value FROM json_each(?1)) RETURNING "fid"',
+    'DELETE FROM "h_x"."we""ird" WHERE "OBJECTID" = ANY(CAST($1 AS bigint[])) RETURNING "OBJECTID"',
+  ],
+  [
+    "editing record: its table",
+    (_e, _t, schema) => statement(editingTableDdl(schema)),
+    'CREATE TABLE IF NOT EXISTS "mapgate_editing" (table_name TEXT PRIMARY KEY, global_id_field TEXT, creator_field TEXT, creation_date_field TEXT, editor_field TEXT, edit_date_field TEXT, last_edit BIGINT NOT NULL)',
+    'CREATE TABLE IF NOT EXISTS "h_x"."mapgate_editing" (table_name TEXT PRIMARY KEY, global_id_field TEXT, creator_field TEXT, creation_date_field TEXT, editor_field TEXT, edit_date_field TEXT, last_edit BIGINT NOT NULL)',
+  ],
+  [
+    "editing record: an edit's moment",
+    (e, _t, schema) => recordEdit(e, schema, "cities", 5),
+    'INSERT INTO "mapgate_editing" (table_name, last_edit) VALUES (?1, ?2) ON CONFLICT (table_name) DO UPDATE SET last_edit = excluded.last_edit',
+    'INSERT INTO "h_x"."mapgate_editing" (table_name, last_edit) VALUES (CAST($1 AS text), CAST($2 AS bigint)) ON CONFLICT (table_name) DO UPDATE SET last_edit = excluded.last_edit',
+  ],
+  [
+    "editing record: a new layer's fields",
+    (e, _t, schema) => recordLayerEditing(e, schema, "cities", { globalIdField: "GlobalID" }, 5),
+    'INSERT INTO "mapgate_editing" (table_name, global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit) VALUES (?1, ?2, NULL, NULL, NULL, NULL, ?3) ON CONFLICT (table_name) DO UPDATE SET global_id_field = excluded.global_id_field, creator_field = excluded.creator_field, creation_date_field = excluded.creation_date_field, editor_field = excluded.editor_field, edit_date_field = excluded.edit_date_field, last_edit = excluded.last_edit',
+    'INSERT INTO "h_x"."mapgate_editing" (table_name, global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit) VALUES (CAST($1 AS text), CAST($2 AS text), NULL, NULL, NULL, NULL, CAST($3 AS bigint)) ON CONFLICT (table_name) DO UPDATE SET global_id_field = excluded.global_id_field, creator_field = excluded.creator_field, creation_date_field = excluded.creation_date_field, editor_field = excluded.editor_field, edit_date_field = excluded.edit_date_field, last_edit = excluded.last_edit',
+  ],
+];
+
+describe("golden SQL: each write statement", () => {
+  for (const [name, write, sqlite, postgres] of WRITES) {
+    it(name, () => {
+      const lite = write(sqliteEmitter, GPKG, undefined);
+      expectBound("sqlite", lite.sql, lite.params);
+      expect(lite.sql).toBe(sqlite);
+      const pg = write(postgresEmitter, PG, "h_x");
+      expectBound("postgres", pg.sql, pg.params);
+      expect(pg.sql).toBe(postgres);
+    });
+  }
+  it("binds each value as its dialect keeps it: a date as GeoPackage text or a timestamp, a geometry as a blob", () => {
+    const lite = insertRow(sqliteEmitter, GPKG, ROW);
+    expect(lite.params.slice(0, 4)).toEqual(["Oslo", 700000n, 454, "1970-01-01T00:00:00.000Z"]);
+    // A GeoPackage geometry: 'GP', its header naming EPSG:4326, then the WKB.
+    expect(
+      Buffer.from(lite.params[4] as Uint8Array)
+        .subarray(0, 2)
+        .toString(),
+    ).toBe("GP");
+    const pg = insertRow(postgresEmitter, PG, ROW);
+    expect(pg.params.slice(0, 4)).toEqual(["Oslo", 700000, 454, new Date(0)]);
+    expect((pg.params[4] as Buffer)[0]).toBe(1);
+    expect(pg.params[5]).toBe(4326);
+  });
 });

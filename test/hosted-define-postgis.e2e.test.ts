@@ -112,12 +112,20 @@ describe("in the hosting database", () => {
       // The alias kept as it was given, whatever its quotes, backslashes and semicolons.
       { attname: "Label", type: "character varying(40)", attidentity: "", comment: "It's a \\label; ok" },
       { attname: "Seen", type: "timestamp with time zone", attidentity: "", comment: null },
+      // The global id and editor tracking every new layer has.
+      { attname: "GlobalID", type: "character varying(38)", attidentity: "", comment: null },
+      { attname: "CreationDate", type: "timestamp with time zone", attidentity: "", comment: null },
+      { attname: "Creator", type: "character varying(128)", attidentity: "", comment: null },
+      { attname: "EditDate", type: "timestamp with time zone", attidentity: "", comment: null },
+      { attname: "Editor", type: "character varying(128)", attidentity: "", comment: null },
       { attname: "geom", type: "geometry(MultiLineString,4326)", attidentity: "", comment: null },
     ]);
     const indexes = await db.admin.query("SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY 1", [schema]);
     expect(indexes.rows.map((r) => String(r.indexdef))).toEqual([
       expect.stringMatching(/^CREATE INDEX .* USING gist \(geom\)$/),
       expect.stringMatching(/^CREATE UNIQUE INDEX .* USING btree \("OBJECTID"\)$/),
+      // The layers' editing record's key (mapgate_editing, beside the layers).
+      expect.stringMatching(/^CREATE UNIQUE INDEX mapgate_editing_pkey .* USING btree \(table_name\)$/),
     ]);
     // Each field served as the type it was defined with.
     const layer = await getJson(
@@ -134,6 +142,11 @@ describe("in the hosting database", () => {
       ["Wide", "esriFieldTypeDouble", "Wide"],
       ["Label", "esriFieldTypeString", "It's a \\label; ok"],
       ["Seen", "esriFieldTypeDate", "Seen"],
+      ["GlobalID", "esriFieldTypeGlobalID", "GlobalID"],
+      ["CreationDate", "esriFieldTypeDate", "CreationDate"],
+      ["Creator", "esriFieldTypeString", "Creator"],
+      ["EditDate", "esriFieldTypeDate", "EditDate"],
+      ["Editor", "esriFieldTypeString", "Editor"],
     ]);
     // The schema records the definition's revision, which readers elsewhere wait for, beside when it was made.
     const comment = await db.admin.query(

@@ -176,11 +176,17 @@ describe("exporting a hosted layer", () => {
       "Opened",
       "Latitude",
       "Longitude",
+      // The global id and editor tracking every hosted layer made now has.
+      "GlobalID",
+      "CreationDate",
+      "Creator",
+      "EditDate",
+      "Editor",
     ]);
     expect(rows).toHaveLength(truth.length);
     // The cells as written: a formula-like text starts with an apostrophe; numbers (negative ones too) do not.
-    expect(text.split("\r\n")[1]).toBe(
-      "2.3376,48.8606,1,Louvre,'=1+1,8900000,9100000,0.1234567890123,1793-08-10T00:00:00.000Z,48.8606,2.3376",
+    expect(text.split("\r\n")[1]).toMatch(
+      /^2\.3376,48\.8606,1,Louvre,'=1\+1,8900000,9100000,0\.1234567890123,1793-08-10T00:00:00\.000Z,48\.8606,2\.3376,\{[0-9A-F-]{36}\},\d{4}-\d\d-\d\dT[\d:.]+Z,publisher,/,
     );
     expect(rows[1]?.[4]).toBe(`'+SUM(A1), "quoted"`);
     expect(rows[1]?.[6]).toBe("-5");
@@ -234,6 +240,8 @@ describe("exporting a hosted layer", () => {
       expect(f?.properties).toEqual({
         ...t.attributes,
         Opened: new Date(Number(t.attributes.Opened)).toISOString(),
+        CreationDate: new Date(Number(t.attributes.CreationDate)).toISOString(),
+        EditDate: new Date(Number(t.attributes.EditDate)).toISOString(),
       });
     });
     // GDAL takes it as the file it says it is.
@@ -270,6 +278,11 @@ describe("exporting a hosted layer", () => {
         Opened: day(a.Opened),
         Latitude: a.Latitude,
         Longitude: a.Longitude,
+        GlobalID: a.GlobalID,
+        CreationDa: day(a.CreationDate),
+        Creator: a.Creator,
+        EditDate: day(a.EditDate),
+        Editor: a.Editor,
       });
       expect(f?.geometry?.coordinates ?? null).toEqual(t.geometry ? [t.geometry.x, t.geometry.y] : null);
     }
@@ -292,9 +305,15 @@ describe("exporting a hosted layer", () => {
     }[];
     truth.forEach((t, i) => {
       const f = features[i];
-      const { fid, Opened, ...rest } = t.attributes;
+      const { fid, Opened, CreationDate, EditDate, ...rest } = t.attributes;
       expect(f?.id).toBe(fid);
-      expect({ ...f?.properties, Opened: Date.parse(String(f?.properties.Opened)) }).toEqual({ ...rest, Opened });
+      const when = (v: unknown) => Date.parse(String(v));
+      expect({
+        ...f?.properties,
+        Opened: when(f?.properties.Opened),
+        CreationDate: when(f?.properties.CreationDate),
+        EditDate: when(f?.properties.EditDate),
+      }).toEqual({ ...rest, Opened, CreationDate, EditDate });
       expect(f?.geometry?.coordinates ?? null).toEqual(t.geometry ? [t.geometry.x, t.geometry.y] : null);
     });
   });
@@ -489,6 +508,9 @@ describe("exporting layers of other shapes and sizes", () => {
       itemId: zones,
       exportFormat: "CSV",
     })) as unknown as Exported;
-    expect((await download(tokens.publisher, csv.exportItemId)).toString("utf8")).toBe("fid,zone\r\n1,A\r\n2,'=B\r\n");
+    // Its own columns, then its global id and tracking.
+    const lines = (await download(tokens.publisher, csv.exportItemId)).toString("utf8").split("\r\n");
+    expect(lines.map((l) => l.split(",").slice(0, 2).join(","))).toEqual(["fid,zone", "1,A", "2,'=B", ""]);
+    expect(lines[0]).toBe("fid,zone,GlobalID,CreationDate,Creator,EditDate,Editor");
   });
 });

@@ -56,8 +56,7 @@ import {
   invocationFunction,
   REDELIVERY,
   ROUTES,
-  routePaths,
-  takesAnyMethod,
+  routeAddresses,
   type SecretName,
   TABLES,
   type TableName,
@@ -568,15 +567,15 @@ export class MapgateStack extends Stack {
       const integration = new HttpLambdaIntegration(`${name}Integration`, fn, {
         scopePermissionToRoute: route.methods === "$default",
       });
-      const verbs = route.methods === "$default" ? [] : route.methods;
       const apiRoutes =
         route.methods === "$default"
           ? [new HttpRoute(this, `${name}Route`, { httpApi: this.api, routeKey: HttpRouteKey.DEFAULT, integration })]
           : // An alias (`alsoAt`) is one more route on the same integration and function: one resource, not seven.
-            routePaths(route).flatMap((path) =>
+            // An alias may take fewer methods than its route (a POST-only operation): one route per method it takes.
+            routeAddresses(route).flatMap(({ path, methods, any }) =>
               this.api.addRoutes({
                 path,
-                methods: takesAnyMethod(route) ? [HttpMethod.ANY] : verbs.map((m) => HttpMethod[m]),
+                methods: any ? [HttpMethod.ANY] : methods.map((m) => HttpMethod[m]),
                 integration,
               }),
             );

@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { pathToFileURL } from "node:url";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { lambdaContext } from "./lambda-context.ts";
-import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec, routePaths, takesAnyMethod } from "#shared/system.ts";
+import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec, routeAddresses } from "#shared/system.ts";
 import { grants } from "#shared/config.ts";
 import { Deadlines } from "#shared/deadlines.ts";
 import { logger } from "#shared/log.ts";
@@ -23,6 +23,9 @@ interface CompiledRoute {
   readonly spec: RouteSpec;
   /** The path this pattern matches: the route's own or one of its aliases (`alsoAt`). */
   readonly path: string;
+  /** The methods it takes at that path (an alias may take fewer than its route); `any`: GET and POST as one. */
+  readonly methods: readonly string[];
+  readonly any: boolean;
   readonly pattern: RegExp;
   readonly names: readonly string[];
   readonly literalSegments: number;
@@ -39,7 +42,16 @@ interface CompiledRoute {
 type Loaded =
   Handler | { readonly pool: FunctionPool; readonly here: Handler; readonly pooled: (path: string) => boolean };
 
-function compile(spec: RouteSpec, loaded: Loaded, path = spec.path): CompiledRoute {
+function compile(
+  spec: RouteSpec,
+  loaded: Loaded,
+  address: { readonly path: string; readonly methods: readonly string[]; readonly any: boolean } = {
+    path: spec.path,
+    methods: [],
+    any: false,
+  },
+): CompiledRoute {
+  const path = address.path;
   const names: string[] = [];
   let literalSegments = 0;
   const source = path
@@ -65,6 +77,8 @@ function compile(spec: RouteSpec, loaded: Loaded, path = spec.path): CompiledRou
   return {
     spec,
     path,
+    methods: address.methods,
+    any: address.any,
     pattern: new RegExp(`^${source}/?$`),
     names,
     literalSegments,
@@ -164,7 +178,7 @@ export class Gateway {
         }
         // An alias is one more pattern leading to the same function, as on AWS one more route on its integration.
         if (spec.methods === "$default") fallback = compile(spec, loaded);
-        else for (const path of routePaths(spec)) routes.push(compile(spec, loaded, path));
+        else for (const address of routeAddresses(spec)) routes.push(compile(spec, loaded, address));
       }
       if (!fallback) throw new Error("no $default route is declared");
     } catch (err) {
@@ -203,8 +217,8 @@ export class Gateway {
   #scan(method: string, path: string): Matched {
     for (const route of this.#routes) {
       if (route.spec.methods === "$default") continue;
-      const any = takesAnyMethod(route.spec);
-      if (!any && !route.spec.methods.includes(method as "GET" | "POST")) continue;
+      const any = route.any;
+      if (!any && !route.methods.includes(method)) continue;
       const m = route.pattern.exec(path);
       if (!m) continue;
       try {

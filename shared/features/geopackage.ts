@@ -14,7 +14,11 @@ import { SQLITE_DEADLINE } from "#shared/features/sql/sqlite.ts";
 import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-functions.ts";
 import {
   type Bounds,
+  EDITING_TABLE,
+  editingOf,
   type EsriFieldType,
+  type LayerEditing,
+  withEditing,
   esriGeometryTypeOf,
   type Field,
   type GeometryColumn,
@@ -228,6 +232,7 @@ export class GeoPackage {
     let schema: LayerSchema | DatasetError;
     try {
       schema = this.#describe(content.table_name, content.data_type === "features", content);
+      schema = withEditing(schema, this.#editing(content.table_name));
     } catch (err) {
       if (!(err instanceof DatasetError)) throw err;
       schema = err;
@@ -305,6 +310,21 @@ export class GeoPackage {
       ...(geometry ? { geometry } : {}),
       ...(extent ? { extent } : {}),
     };
+  }
+
+  /**
+   * A layer's editing as a hosted GeoPackage records it (mapgate_editing: its global id and tracking fields, its last
+   * edit), when the file has the table; names must be the table's columns to count.
+   */
+  #editing(table: string): LayerEditing | undefined {
+    const has = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(EDITING_TABLE);
+    if (!has) return undefined;
+    const row = this.db
+      .prepare(
+        `SELECT global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit FROM ${quote(EDITING_TABLE)} WHERE table_name = ?`,
+      )
+      .get(table) as Record<string, unknown> | undefined;
+    return row ? editingOf(row) : undefined;
   }
 
   /**

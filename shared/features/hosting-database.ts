@@ -18,6 +18,8 @@ import type { Pool, PoolClient } from "pg";
 import { config } from "#shared/config.ts";
 import { type OpenDataset, postGisDataset } from "#shared/features/dataset.ts";
 import { DatasetError } from "#shared/features/errors.ts";
+import { EDITING_TABLE, editingOf, type LayerEditing, withEditing } from "#shared/features/schema.ts";
+import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
 import { classifyPgError, endedWhileIdle, PostGisDatabase, STATEMENT_TIMEOUT_MS } from "#shared/features/postgis.ts";
 import { logger } from "#shared/log.ts";
 import { parseConnectionString } from "#shared/stores/connection-string.ts";
@@ -264,6 +266,26 @@ async function revisionOf(db: PostGisDatabase, schema: string): Promise<number |
   return readNote(rows[0]?.[0] as string | null | undefined).revision;
 }
 
+/** Services' schemas known to hold an editing record table (one edited, or made with one), in this warm function. */
+const withEditingTable = new Set<string>();
+
+/** A layer's editing record (mapgate_editing in its service's schema), when the schema has the table and the row. */
+async function editingRecord(db: PostGisDatabase, schema: string, table: string): Promise<LayerEditing | undefined> {
+  const at = `${quoteIdentifier(schema)}.${quoteIdentifier(EDITING_TABLE)}`;
+  if (!withEditingTable.has(schema)) {
+    const found = await db.all("SELECT to_regclass($1) IS NOT NULL", [at]);
+    if (found[0]?.[0] !== true) return undefined;
+    withEditingTable.add(schema);
+  }
+  const [row] = await db.all(
+    `SELECT global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit FROM ${at} WHERE table_name = $1`,
+    [table],
+  );
+  if (!row) return undefined;
+  const [global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit] = row;
+  return editingOf({ global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit });
+}
+
 /**
  * A hosted layer kept in the hosting database (its source's path: `/<schema>/<layer name>`), opened for queries at
  * its service's definition revision: a schema described at an older one (a change settled, its COMMIT a moment away)
@@ -283,9 +305,15 @@ export async function openHostedLayer(path: string, revision = 0): Promise<OpenD
       await new Promise((r) => setTimeout(r, REVISION_PAUSE_MS));
     }
   };
-  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`, { key: revision, ready });
+  // The layer's editing record, read on every open: an edit moves its last edit (and the rows' extent) without a
+  // new revision, so the described schema is kept by both.
+  const editing = await editingRecord(db, schemaName, tableOf(layerName));
+  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`, {
+    key: `${revision}:${editing?.lastEditDate ?? 0}`,
+    ready,
+  });
   if (!schema) throw new DatasetError("The hosted layer's table is no longer in the hosting database.");
   if (schema instanceof DatasetError) throw schema;
   // Shown by the layer's name, as its GeoPackage table would be (the reader names a table `schema.table`).
-  return postGisDataset(db, { ...schema, name: layerName });
+  return postGisDataset(db, withEditing({ ...schema, name: layerName }, editing));
 }

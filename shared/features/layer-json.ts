@@ -7,6 +7,8 @@ import type { Bounds, EsriGeometryType, LayerSchema } from "#shared/features/sch
 import type { Service } from "#shared/stores/services.ts";
 import { SERVER_REST_VERSION } from "#shared/urls.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
+import { advertised, editingEnabled } from "#shared/features/capabilities.ts";
+import { systemFields } from "#shared/features/schema.ts";
 
 /** Rows a query answers at most in one page (GDAL and queryAllFeatures page by it). */
 export const MAX_RECORD_COUNT = 2000;
@@ -67,7 +69,73 @@ function renderer(type: EsriGeometryType) {
   }
 }
 
+/** Whether a service's layers are edited (a hosted service whose capabilities include an edit). */
+export const editable = (service: Service) =>
+  service.source?.datastoreId === HOSTED_STORE_ID && editingEnabled(service);
+
+/** The drawing tool an editor offers for a new feature of a geometry type (a table's records have none). */
+const DRAWING_TOOLS: Readonly<Record<EsriGeometryType, string>> = {
+  esriGeometryPoint: "esriFeatureEditToolPoint",
+  esriGeometryMultipoint: "esriFeatureEditToolPoint",
+  esriGeometryPolyline: "esriFeatureEditToolLine",
+  esriGeometryPolygon: "esriFeatureEditToolPolygon",
+};
+
+/**
+ * What an editable layer tells clients besides a read-only one's (the ArcGIS Maps SDK edits only a layer that says
+ * so, and its Editor creates features from a template): what it takes, its global id and tracking fields, its last
+ * edit (clients refresh when it moves), and one template for a new feature.
+ */
+function editingJson(service: Service, schema: LayerSchema) {
+  const e = schema.editing;
+  const system = systemFields(schema);
+  const tracking =
+    e?.creatorField && e.creationDateField && e.editorField && e.editDateField
+      ? {
+          editFieldsInfo: {
+            creationDateField: e.creationDateField,
+            creatorField: e.creatorField,
+            editDateField: e.editDateField,
+            editorField: e.editorField,
+          },
+        }
+      : {};
+  return {
+    fields: schema.fields.map((f) => ({
+      name: f.name,
+      type: f.type,
+      alias: f.alias,
+      sqlType: "sqlTypeOther",
+      ...(f.length !== undefined ? { length: f.length } : {}),
+      nullable: f.nullable,
+      editable: !system.has(f.name.toLowerCase()),
+      domain: null,
+      defaultValue: null,
+    })),
+    globalIdField: e?.globalIdField ?? "",
+    templates: [
+      {
+        name: schema.name,
+        description: "",
+        prototype: { attributes: {} },
+        drawingTool: schema.geometry ? DRAWING_TOOLS[schema.geometry.type] : "esriFeatureEditToolNone",
+      },
+    ],
+    capabilities: advertised(service),
+    allowGeometryUpdates: true,
+    supportsApplyEditsWithGlobalIds: e?.globalIdField !== undefined,
+    supportsRollbackOnFailureParameter: true,
+    editingInfo: { lastEditDate: e?.lastEditDate ?? service.created ?? null },
+    ...tracking,
+  };
+}
+
 export function layerJson(service: Service, schema: LayerSchema, id = 0) {
+  const base = readOnlyLayerJson(service, schema, id);
+  return editable(service) ? { ...base, ...editingJson(service, schema) } : base;
+}
+
+function readOnlyLayerJson(service: Service, schema: LayerSchema, id: number) {
   const g = schema.geometry;
   const srid = g?.srid ?? 0;
   return {
@@ -216,6 +284,13 @@ export function featureServiceJson(service: Service, schemas: readonly (LayerSch
     layers: schemas.flatMap((s, id) => (!s || isTable(s) ? [] : [entry(s, id)])),
     tables: schemas.flatMap((s, id) => (s && isTable(s) ? [entry(s, id)] : [])),
     serviceItemId: service.itemId,
+    ...(editable(service)
+      ? {
+          capabilities: advertised(service),
+          allowGeometryUpdates: true,
+          supportsApplyEditsWithGlobalIds: schemas.some((s) => s?.editing?.globalIdField !== undefined),
+        }
+      : {}),
   };
 }
 

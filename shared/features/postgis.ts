@@ -299,7 +299,7 @@ export class PostGisDatabase {
    */
   schema(
     name: string,
-    version?: { readonly key: number; readonly ready: () => Promise<boolean> },
+    version?: { readonly key: number | string; readonly ready: () => Promise<boolean> },
   ): Promise<LayerSchema | DatasetError | undefined> {
     const key = version ? `${name}\u0000${version.key}` : name;
     const held = this.#schemas.get(key);

@@ -17,6 +17,7 @@ export const ESRI_FIELD_TYPES = [
   "esriFieldTypeDate",
   "esriFieldTypeDateOnly",
   "esriFieldTypeGUID",
+  "esriFieldTypeGlobalID",
   "esriFieldTypeBlob",
 ] as const;
 export type EsriFieldType = (typeof ESRI_FIELD_TYPES)[number];
@@ -93,6 +94,72 @@ export interface LayerSchema {
   readonly geometry?: GeometryColumn;
   /** The extent the source declares or the index gives; absent when unknown or empty. */
   readonly extent?: Bounds;
+  /** What its data records of its editing (a hosted layer's `mapgate_editing` row); absent when nothing is. */
+  readonly editing?: LayerEditing;
+}
+
+/**
+ * A layer's editing as its data records it (a hosted layer's `mapgate_editing` table, in its GeoPackage or its
+ * service's schema), never guessed from field names: its global id field and editor-tracking fields (absent in a
+ * layer made before they were), and when it was last edited.
+ */
+export interface LayerEditing {
+  readonly globalIdField?: string;
+  readonly creatorField?: string;
+  readonly creationDateField?: string;
+  readonly editorField?: string;
+  readonly editDateField?: string;
+  /** When an edit was last committed (ms); absent before the first. */
+  readonly lastEditDate?: number;
+}
+
+/** The columns of the `mapgate_editing` table (both stores), in the order its statements name them. */
+export const EDITING_TABLE = "mapgate_editing";
+
+/**
+ * A `mapgate_editing` row as read (either store: `global_id_field`, `creator_field`, `creation_date_field`,
+ * `editor_field`, `edit_date_field`, `last_edit`), each name kept only when it is text.
+ */
+export function editingOf(row: Readonly<Record<string, unknown>>): LayerEditing {
+  const name = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
+  const last = Number(row.last_edit ?? Number.NaN);
+  const e = {
+    globalIdField: name(row.global_id_field),
+    creatorField: name(row.creator_field),
+    creationDateField: name(row.creation_date_field),
+    editorField: name(row.editor_field),
+    editDateField: name(row.edit_date_field),
+    lastEditDate: Number.isFinite(last) && last > 0 ? last : undefined,
+  };
+  return Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)) as LayerEditing;
+}
+
+/** A layer's fields as its editing says: the global id field typed as such (it is kept as text). */
+export function withEditing(schema: LayerSchema, editing: LayerEditing | undefined): LayerSchema {
+  if (!editing) return schema;
+  const gid = editing.globalIdField?.toLowerCase();
+  return {
+    ...schema,
+    editing,
+    fields: schema.fields.map((f) =>
+      f.name.toLowerCase() === gid ? { ...f, type: "esriFieldTypeGlobalID" as const, nullable: false } : f,
+    ),
+  };
+}
+
+/** The fields mapgate fills itself (object id, global id, editor tracking): never written from a client's value. */
+export function systemFields(schema: LayerSchema): Set<string> {
+  const e = schema.editing;
+  return new Set(
+    [
+      schema.objectIdField,
+      e?.globalIdField,
+      e?.creatorField,
+      e?.creationDateField,
+      e?.editorField,
+      e?.editDateField,
+    ].flatMap((n) => (n ? [n.toLowerCase()] : [])),
+  );
 }
 
 /** One row read for a query: values by field name (dates as epoch milliseconds) and its geometry. */
@@ -119,6 +186,7 @@ export function fieldValueType(field: Field): FieldValueType | undefined {
       return "number";
     case "esriFieldTypeString":
     case "esriFieldTypeGUID":
+    case "esriFieldTypeGlobalID":
       return "string";
     case "esriFieldTypeDate":
     case "esriFieldTypeDateOnly":

@@ -2,11 +2,11 @@
 // dataset where it lies, as JSON or, with f=html, as pages (layer-html.ts). The caller's access to the service
 // was checked before (shared/catalog.ts).
 import { DatasetError } from "#shared/features/errors.ts";
-import { featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
+import { editable, featureServiceJson, layerJson, layersJson } from "#shared/features/layer-json.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import type { OpenDataset } from "#shared/features/dataset.ts";
 import { layerCount, openDataset, servesLayer } from "#shared/features/sources.ts";
-import { ApiError, badRequest, operationNotSupported } from "#shared/errors.ts";
+import { ApiError, badRequest, methodNotAllowed, operationNotSupported } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
 import { StorageError } from "#shared/storage/storage.ts";
@@ -90,6 +90,11 @@ export async function featureResource(
     first !== undefined && /^(0|[1-9]\d{0,3})$/.test(first) && servesLayer(source, Number(first)) ? Number(first) : -1;
   const isLayer = layerId >= 0;
   // Told before the source is read: the answer does not depend on it.
+  const edit =
+    (first === "applyEdits" && second === undefined) || (isLayer && rest.length === 0 && EDITS.has(second ?? ""));
+  // An editable hosted layer's edits are POSTed to their own routes (the uploads function); anything else reaching
+  // here (a GET) is told to POST, and a read-only layer is told it is.
+  if (edit && editable(service)) throw methodNotAllowed();
   if (first === "applyEdits" && second === undefined) throw readOnly(first);
   if (isLayer && second !== undefined && rest.length === 0 && EDITS.has(second)) throw readOnly(second);
   const isQuery = isLayer && second === "query" && rest.length === 0;

@@ -5,9 +5,10 @@
 // what it holds against the layer as it is served, and have the hosted store (shared/hosted/store.ts) make the change
 // whole or not at all, under the service's lock (shared/hosted/define.ts), the data's new size counted against its
 // owner's quota and the item's extent moved in the transaction that keeps it.
+import { newGlobalId, TRACKING, trackedRows, trackingColumns } from "#shared/hosted/tracking.ts";
 import type { Geometry } from "geojson";
 import type { CellValue, Extent, GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
-import type { Field, LayerSchema } from "#shared/features/schema.ts";
+import { type Field, type LayerSchema, systemFields } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
 import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, forbidden } from "#shared/errors.ts";
@@ -363,8 +364,13 @@ function mappingOf(schema: LayerSchema, table: Pick<Table, "fields">, input: App
  * The file's rows as the layer takes them: each value converted to its field's type, each geometry checked against
  * the layer's; every problem found is said (the first ones), and nothing is written when there is one.
  */
-function appendRows(schema: LayerSchema, table: HeldTable, input: AppendInput) {
-  const { written, key } = mappingOf(schema, table, input);
+function appendRows(schema: LayerSchema, table: HeldTable, input: AppendInput, editor: string) {
+  const mapped = mappingOf(schema, table, input);
+  // The layer's global id and tracking fields are the server's (a file's column of the same name is left out).
+  const system = systemFields(schema);
+  const written = mapped.written.filter((w) => !system.has(w.field.name.toLowerCase()));
+  const key = mapped.key && !system.has(mapped.key.field.name.toLowerCase()) ? mapped.key : undefined;
+  const tracking = trackingOf(schema, editor);
   const layerKind = schema.geometry ? (ESRI_KINDS[schema.geometry.type] ?? "NONE") : "NONE";
   const fileKind = kindOf(table.geometryType);
   // A table's rows may update a layer's attributes (updateGeometry=false); a layer's shapes are never dropped.
@@ -406,12 +412,14 @@ function appendRows(schema: LayerSchema, table: HeldTable, input: AppendInput) {
     const geometry = (row.geometry ?? null) as Geometry | null;
     if (geometry && declared && !fitsLayer(declared, geometry) && problems.length < MAX_PROBLEMS)
       problems.push(`Row ${line}: a ${geometry.type} does not fit the layer's ${schema.geometry?.type}.`);
+    for (const [column, value] of tracking.added()) values[column] = value;
     rows.push({ values, geometry: layerKind === "NONE" ? null : geometry });
   });
   if (problems.length > 0) throw badRequest(WHAT, problems);
-  const columns = written.map((w) => w.field.column);
+  const columns = [...written.map((w) => w.field.column), ...tracking.columns];
   const kinds: Record<string, FieldKind> = Object.create(null);
   for (const { field } of written) kinds[field.column] = KINDS[field.type] ?? "string";
+  for (const [column, kind] of tracking.kinds) kinds[column] = kind;
   const change: Omit<LayerAppend, "table"> = {
     ...(declared ? { geometryType: declared } : {}),
     columns,
@@ -421,7 +429,8 @@ function appendRows(schema: LayerSchema, table: HeldTable, input: AppendInput) {
       ? {
           key: {
             column: key.field.column,
-            columns: columns.filter((c) => c !== key.field.column),
+            // An update keeps a row's global id and making; its editor and edit date move.
+            columns: columns.filter((c) => c !== key.field.column && !tracking.madeOnly.has(c)),
             updateGeometry: input.updateGeometry && !attributesOnly,
             skipInserts: input.skipInserts,
             skipUpdates: input.skipUpdates,
@@ -441,6 +450,38 @@ const cornersOf = (extent: Item["extent"]): Extent | undefined => {
     ? [a, b, c, d]
     : undefined;
 };
+
+/**
+ * What an append writes of a layer's global id and tracking fields (none where the layer records none): each added
+ * row's new global id, the caller as its creator and editor, and the append's time.
+ */
+function trackingOf(schema: LayerSchema, editor: string) {
+  const e = schema.editing;
+  const column = (name: string | undefined) =>
+    name ? schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase())?.column : undefined;
+  const now = new Date();
+  const fixed: [string | undefined, CellValue, FieldKind][] = [
+    [column(e?.creationDateField), now, "date"],
+    [column(e?.creatorField), editor, "string"],
+    [column(e?.editDateField), now, "date"],
+    [column(e?.editorField), editor, "string"],
+  ];
+  const gid = column(e?.globalIdField);
+  const present = fixed.filter((f): f is [string, CellValue, FieldKind] => f[0] !== undefined);
+  return {
+    columns: [...(gid ? [gid] : []), ...present.map((f) => f[0])],
+    kinds: [
+      ...(gid ? [[gid, "string"] as [string, FieldKind]] : []),
+      ...present.map((f): [string, FieldKind] => [f[0], f[2]]),
+    ],
+    /** The columns only an added row sets. */
+    madeOnly: new Set([gid, column(e?.creationDateField), column(e?.creatorField)].filter((c) => c !== undefined)),
+    added: (): [string, CellValue][] => [
+      ...(gid ? [[gid, newGlobalId()] as [string, CellValue]] : []),
+      ...present.map((f): [string, CellValue] => [f[0], f[1]]),
+    ],
+  };
+}
 
 /** A store's failure to keep a change: the caller hears that plainly, the operator reads why in the log. */
 function notKept(err: unknown, what: string, nothing: string): never {
@@ -477,7 +518,7 @@ export async function appendToLayer(req: RestRequest): Promise<object> {
     const source = locked.service.source;
     if (!source) throw new Error("a hosted service without a source");
     const schema = (await openDataset({ ...source, layers: locked.layers }, id)).schema;
-    const change = appendRows(schema, table, input);
+    const change = appendRows(schema, table, input, req.identity.kind === "user" ? req.identity.user.username : "");
     const kept = locked.settle();
     const before = cornersOf(locked.item.extent);
     try {
@@ -547,6 +588,7 @@ export async function overwriteHosted(req: RestRequest, p: PublishRequest, what:
       if (!source) throw new Error("a hosted service without a source");
       const problems: string[] = [];
       const layers: HostedLayer[] = [];
+      const made = Date.now();
       for (const [i, { id, table: entry }] of live.entries()) {
         const schema = (await openDataset({ ...source, layers: locked.layers }, id)).schema;
         const table = (tables[i] as NamedTable).table;
@@ -560,12 +602,16 @@ export async function overwriteHosted(req: RestRequest, p: PublishRequest, what:
           name: entry,
           title: tables.length === 1 ? p.source.title : entry,
           ...(table.geometryType ? { geometryType: table.geometryType } : {}),
-          columns: table.fields.map((f) => ({
-            name: f.name,
-            kind: f.kind,
-            ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
-          })),
-          rows: table.rows(),
+          // The new rows are the owner's, made now, with global ids and editor tracking as a publish gives them.
+          columns: table.fields
+            .map((f) => ({
+              name: f.name,
+              kind: f.kind,
+              ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+            }))
+            .concat(trackingColumns()),
+          rows: trackedRows(table.rows(), p.owner, made),
+          editing: TRACKING,
         });
       }
       if (problems.length > 0) throw badRequest(what, problems);

@@ -7,10 +7,12 @@
 // (shared/hosted/store.ts: whole or not at all) under a lock on the service's item so that no change is lost to
 // another made at once; the data's new size counts against the owner's quota, and the service record's `layers`
 // (which names each layer's table by id) changes in the same transaction. Only the service's owner or an
-// administrator of its organization changes it; its capabilities stay Query (editing is its own operation).
+// administrator of its organization changes it, and its capabilities (editing on and off: shared/hosted/edit.ts).
+import { TRACKING, TRACKING_NAMES, trackingSpecs } from "#shared/hosted/tracking.ts";
+import { EDITABLE_CAPABILITIES, OFFERED_CAPABILITIES } from "#shared/features/capabilities.ts";
 import { namedFolder } from "#shared/user-content.ts";
 import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/geopackage-writer.ts";
-import type { LayerSchema } from "#shared/features/schema.ts";
+import { type LayerSchema, systemFields } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
 import { visibleTo } from "#shared/catalog.ts";
 import { emit } from "#shared/stores/events.ts";
@@ -50,6 +52,7 @@ import {
   ServiceExistsError,
   serviceLayersUpdate,
   serviceNameTaken,
+  setServiceCapabilities,
 } from "#shared/stores/services.ts";
 import { getUser } from "#shared/stores/users.ts";
 import { quotaExceeded } from "#shared/uploads.ts";
@@ -94,7 +97,6 @@ const FIELD_COLUMNS: Readonly<Record<string, ColumnType>> = {
 const NOT_YET_FIELDS = new Set([
   "esriFieldTypeBigInteger",
   "esriFieldTypeGUID",
-  "esriFieldTypeGlobalID",
   "esriFieldTypeBlob",
   "esriFieldTypeRaster",
   "esriFieldTypeXML",
@@ -161,6 +163,10 @@ function fieldOf(raw: unknown, where: string, problems: string[]): FieldDefiniti
   }
   const { name, type, alias, length } = raw;
   if (type === "esriFieldTypeGeometry") return "skip"; // The layer's geometry, said by its geometryType.
+  // A layer's global id and tracking fields are the server's own (every new layer has them): a definition's are left
+  // out, as a definition copied from a layer that has them names them.
+  if (type === "esriFieldTypeGlobalID" || (typeof name === "string" && TRACKING_NAMES.has(name.toLowerCase())))
+    return "skip";
   const shown = typeof name === "string" ? name.slice(0, 64) : say(name);
   let ok = true;
   if (typeof name !== "string" || !FIELD_NAME.test(name)) {
@@ -581,7 +587,9 @@ function addToService(defined: Defined, definition: Record<string, unknown>) {
       name: l.name,
       ...(l.geometryType ? { geometryType: l.geometryType } : {}),
       idColumn: l.idColumn,
-      columns: l.columns,
+      // Each new layer gets a global id and editor tracking, recorded with it.
+      columns: [...l.columns, ...trackingSpecs()],
+      editing: TRACKING,
     }));
     await current.store.addLayers(current.service.itemId, added, current.settle(next));
     const summary = (list: readonly (LayerDefinition | undefined)[]) =>
@@ -700,6 +708,9 @@ function deleteFields(defined: Defined, id: number, definition: Record<string, u
         problems.push(`'${schema.geometry?.column ?? name}' is the layer's geometry: it cannot be deleted.`);
       else if (!field) problems.push(`The layer has no field '${name.slice(0, 64)}'.`);
       else if (isOid) problems.push(`'${field.name}' is the layer's object id: it cannot be deleted.`);
+      // Its editing record names them: the server fills them on every edit.
+      else if (systemFields(schema).has(lower))
+        problems.push(`'${field.name}' is the layer's global id or an editor-tracking field: it cannot be deleted.`);
       else if (!drop.includes(field.column)) drop.push(field.column);
     }
     if (problems.length > 0) throw badRequest(what, problems);
@@ -777,16 +788,48 @@ function truncate(defined: Defined, id: number) {
   });
 }
 
-/** Service-level updateDefinition: what the service says of itself that mapgate keeps (none of its layers). */
-function updateService(definition: Record<string, unknown>): never {
+/**
+ * Service-level updateDefinition: what the service says of itself that mapgate keeps, its capabilities (an owner turns
+ * editing off and on: Query, Create, Update, Delete and Editing are offered, Query always kept).
+ */
+async function updateService(defined: Defined, definition: Record<string, unknown>): Promise<object> {
   const capabilities = definition.capabilities;
-  const details =
-    typeof capabilities === "string" && capabilities.split(",").some((c) => c.trim().toLowerCase() !== "query")
-      ? [`Hosted layers here answer queries only (capabilities: Query): '${capabilities.slice(0, 64)}' cannot be set.`]
-      : [
-          "A service's own definition is not changed here: change a layer's fields at …/FeatureServer/<id>/updateDefinition, and the item's description with its item's update.",
-        ];
-  throw badRequest(WHAT.update, details);
+  const others = Object.keys(definition).filter((k) => k !== "capabilities");
+  if (capabilities === undefined || others.length > 0)
+    throw badRequest(WHAT.update, [
+      `A service's own definition changes only its 'capabilities' here${
+        others.length > 0
+          ? ` (not ${others
+              .slice(0, 5)
+              .map((k) => `'${k.slice(0, 32)}'`)
+              .join(", ")})`
+          : ""
+      }: change a layer's fields at …/FeatureServer/<id>/updateDefinition, and the item's description with its item's update.`,
+    ]);
+  if (typeof capabilities !== "string" || capabilities.length > 256)
+    throw badRequest(WHAT.update, [
+      "'capabilities' must be text naming capabilities, as Query,Create,Update,Delete,Editing.",
+    ]);
+  const named = capabilities
+    .split(",")
+    .map((c) => c.trim())
+    .filter((c) => c !== "");
+  const offered = new Map(OFFERED_CAPABILITIES.map((c) => [c.toLowerCase(), c]));
+  const refused = named.filter((c) => !offered.has(c.toLowerCase()));
+  if (refused.length > 0)
+    throw badRequest(WHAT.update, [
+      `Hosted layers here offer ${OFFERED_CAPABILITIES.join(", ")}: ${refused
+        .slice(0, 5)
+        .map((c) => `'${c.slice(0, 32)}'`)
+        .join(", ")} cannot be set.`,
+    ]);
+  const wanted = new Set(named.map((c) => offered.get(c.toLowerCase()) as string));
+  // Query is always offered: a layer that cannot be queried cannot be drawn or edited.
+  wanted.add("Query");
+  const next = OFFERED_CAPABILITIES.filter((c) => wanted.has(c)).join(",");
+  if (!(await setServiceCapabilities(defined.service, next))) throw serviceNotFound();
+  logger.info("hosted service capabilities changed", { itemId: defined.service.itemId, capabilities: next });
+  return { success: true };
 }
 
 const OPERATIONS = ["addToDefinition", "updateDefinition", "deleteFromDefinition"] as const;
@@ -819,7 +862,7 @@ export async function adminOperation(req: RestRequest): Promise<object> {
   if (layerId === undefined) {
     if (op === "addToDefinition") return addToService(defined, definition);
     if (op === "deleteFromDefinition") return deleteFromService(defined, definition);
-    return updateService(definition);
+    return updateService(defined, definition);
   }
   if (op === "addToDefinition") return addFields(defined, layerId, definition);
   if (op === "deleteFromDefinition") return deleteFields(defined, layerId, definition);
@@ -881,7 +924,7 @@ export async function createDefinedService(req: RestRequest): Promise<object> {
     folder: HOSTED_FOLDER,
     name,
     type: "FeatureServer",
-    capabilities: "Query",
+    capabilities: EDITABLE_CAPABILITIES,
     description: description as string,
     tags: [],
     itemId: serviceItemId,

@@ -3,7 +3,7 @@
 // (a folder of the data folder locally, `hosted/` of the stack's item-files bucket on AWS).
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { copyFile, mkdir, open, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, open, readdir, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { DatabaseSync } from "node:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,9 +24,17 @@ import { boundsOf } from "#shared/features/sqlite-functions.ts";
 import { COLUMN_TYPES } from "#shared/hosted/tables.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
+import { applyEdits, EditsRolledBack } from "#shared/hosted/edit-apply.ts";
+import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
+import { editingTableDdl, recordLayerEditing } from "#shared/features/sql/write.ts";
+import type { LayerEditing } from "#shared/features/schema.ts";
+import type { EmittedQuery } from "#shared/features/sql.ts";
 import type {
   AppendCounts,
   AppendRow,
+  BeforeCommit,
+  EditOutcome,
+  EditRequest,
   DefinedLayer,
   HostedDefinitions,
   HostedLayer,
@@ -205,6 +213,7 @@ const definitions: HostedDefinitions = {
             rows: [],
           })),
         );
+        recordEditing(db, layers);
       },
       (bytes) => settle(bytes),
     ),
@@ -371,6 +380,103 @@ function appendRows(db: DatabaseSync, change: LayerAppend): AppendCounts & { ext
   return { added, updated, ...(extent ? { extent } : {}) };
 }
 
+/** New layers' editing records (their global id and tracking fields), in the open file's mapgate_editing table. */
+function recordEditing(
+  db: DatabaseSync,
+  layers: readonly { readonly name: string; readonly editing?: LayerEditing | undefined }[],
+): void {
+  const tracked = layers.filter((l) => l.editing !== undefined);
+  if (tracked.length === 0) return;
+  db.exec(editingTableDdl(undefined));
+  const now = Date.now();
+  for (const l of tracked) {
+    const q = recordLayerEditing(sqliteEmitter, undefined, l.name, l.editing ?? {}, now);
+    db.prepare(q.sql).run(...(q.params as never[]));
+  }
+}
+
+/** The same, in a file just written (before it takes its place). */
+function recordEditingAt(path: string, layers: readonly { readonly name: string; readonly editing?: LayerEditing }[]) {
+  if (!layers.some((l) => l.editing !== undefined)) return;
+  const db = new DatabaseSync(path);
+  try {
+    recordEditing(db, layers);
+  } finally {
+    db.close();
+  }
+}
+
+/** A layer's extent from its R*Tree, kept in gpkg_contents with the time of the change (as GDAL keeps them). */
+function settleContents(db: DatabaseSync, table: string, geometryColumn: string | undefined, when: number): void {
+  let extent: Extent | undefined;
+  if (geometryColumn && hasTable(db, `rtree_${table}_${geometryColumn}`)) {
+    const e = db
+      .prepare(
+        `SELECT min(minx) AS a, min(miny) AS b, max(maxx) AS c, max(maxy) AS d FROM ${quote(`rtree_${table}_${geometryColumn}`)}`,
+      )
+      .get() as { a: number | null; b: number | null; c: number | null; d: number | null };
+    if (e.a !== null && e.b !== null && e.c !== null && e.d !== null) extent = [e.a, e.b, e.c, e.d];
+    db.prepare(
+      "UPDATE gpkg_contents SET min_x = ?, min_y = ?, max_x = ?, max_y = ?, last_change = ? WHERE table_name = ?",
+    ).run(...(extent ?? [null, null, null, null]), new Date(when).toISOString(), table);
+  } else
+    db.prepare("UPDATE gpkg_contents SET last_change = ? WHERE table_name = ?").run(
+      new Date(when).toISOString(),
+      table,
+    );
+}
+
+/**
+ * A request's edits, written in place in the service's file (a folder's: a file in a bucket is never changed in
+ * place) in one SQLite transaction, under the service's lock that the caller holds (a definition change copies and
+ * swaps the file, so none overlaps an edit). The R*Tree follows through its triggers (their spatial functions are
+ * registered on this connection), gpkg_contents keeps each layer's extent, and the file's time moves after the
+ * commit so readers (the GeoPackage reader keys its open file by size and time) read it again.
+ */
+async function editInPlace(
+  serviceItemId: string,
+  request: EditRequest,
+  beforeCommit: BeforeCommit,
+): Promise<EditOutcome> {
+  const w = where();
+  if (!("dir" in w)) throw new Error("hosted GeoPackages in a bucket are not edited in place");
+  const file = join(w.dir, hostedFileName(serviceItemId));
+  // A service whose file is gone (deleted meanwhile) is not made again by opening it.
+  await stat(file);
+  const db = new DatabaseSync(file, { enableForeignKeyConstraints: false, allowExtension: false });
+  let outcome: EditOutcome;
+  try {
+    registerSpatialFunctions(db);
+    db.exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = FULL");
+    const run = async (q: EmittedQuery) => {
+      const statement = db.prepare(q.sql);
+      statement.setReturnArrays(true);
+      return statement.all(...(q.params as never[])) as unknown as unknown[][];
+    };
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      outcome = await applyEdits(run, sqliteEmitter, request, undefined);
+      for (const layer of request.layers) {
+        const table = layer.schema.table.at(-1) ?? "";
+        settleContents(db, table, layer.schema.geometry?.column, request.moment);
+      }
+      await beforeCommit(outcome);
+      db.exec("COMMIT");
+    } catch (err) {
+      if (db.isTransaction) db.exec("ROLLBACK");
+      if (err instanceof EditsRolledBack) return err.outcome;
+      throw err;
+    }
+  } finally {
+    db.close();
+  }
+  // The file's time is part of its version: a reader that kept it open (its schema, extent and last edit) opens it
+  // again on its next request.
+  const now = new Date();
+  await utimes(file, now, now).catch(() => undefined);
+  return outcome;
+}
+
 /** A layer of a service's file, as the writer makes it from a published file's table. */
 const writtenLayer = (l: HostedLayer) => ({
   name: l.name,
@@ -408,6 +514,7 @@ export const geoPackageStore: HostedStore = {
     layers: [...layers],
   }),
   definitions,
+  edit: editInPlace,
   async append(serviceItemId, rows, { settle }) {
     const { added, updated } = await changeHostedData(
       serviceItemId,
@@ -421,6 +528,7 @@ export const geoPackageStore: HostedStore = {
     const { name, w, temporary } = await staged(serviceItemId);
     try {
       const written = await writeGeoPackageStreaming(temporary, layers.map(writtenLayer));
+      recordEditingAt(temporary, layers);
       const { size } = await stat(temporary);
       await settle(size, unionOf(written.map((l) => l.extent)));
       await putInPlace(w, name, temporary);
@@ -432,6 +540,7 @@ export const geoPackageStore: HostedStore = {
     let written: WrittenLayer[] = [];
     const bytes = await keepHostedData(serviceItemId, async (path) => {
       written = await writeGeoPackageStreaming(path, layers.map(writtenLayer));
+      recordEditingAt(path, layers);
     });
     const location = hostedLocation();
     return {

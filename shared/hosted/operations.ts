@@ -197,3 +197,30 @@ export const adminServiceOperation: FamilyOperation = {
   op: { name: "Service Definition", postOnly: true, defaultFormat: "json", at: addressedServer },
   compute: async (req) => (await import("#shared/hosted/define.ts")).adminOperation(req),
 };
+
+/** The editing module, loaded by the first edit (uploads and publishing never pay for it). */
+const editing = () => import("#shared/hosted/edit.ts");
+
+/**
+ * POST /<server>/rest/services/<folder>/<name>/FeatureServer/<id>/<operation>: a hosted layer's edits
+ * (shared/hosted/edit.ts), on its server (its tokens, as append's).
+ */
+const layerEdit = (operation: "applyEdits" | "addFeatures" | "updateFeatures" | "deleteFeatures"): FamilyOperation => ({
+  op: {
+    name: operation === "applyEdits" ? "Apply Edits" : operation,
+    postOnly: true,
+    defaultFormat: "json",
+    at: addressedServer,
+  },
+  compute: async (req) => (await editing()).editLayer(req, operation),
+});
+export const applyEditsOperation = layerEdit("applyEdits");
+export const addFeaturesOperation = layerEdit("addFeatures");
+export const updateFeaturesOperation = layerEdit("updateFeatures");
+export const deleteFeaturesOperation = layerEdit("deleteFeatures");
+
+/** POST /<server>/rest/services/<folder>/<name>/FeatureServer/applyEdits: edits of several layers in one transaction. */
+export const serviceApplyEditsOperation: FamilyOperation = {
+  op: { name: "Apply Edits", postOnly: true, defaultFormat: "json", at: addressedServer },
+  compute: async (req) => (await editing()).editService(req),
+};

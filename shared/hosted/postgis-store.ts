@@ -9,6 +9,7 @@
 // code; every statement here runs in one of its transactions.
 import type { PoolClient } from "pg";
 import { DatasetError } from "#shared/features/errors.ts";
+import { EDITING_TABLE, editingOf, type LayerEditing, withEditing } from "#shared/features/schema.ts";
 import { type ColumnSpec, type ColumnType, type Extent, toWkb } from "#shared/features/geopackage-writer.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import {
@@ -22,9 +23,16 @@ import {
 import { classifyPgError } from "#shared/features/postgis.ts";
 import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
+import { applyEdits, EditsRolledBack } from "#shared/hosted/edit-apply.ts";
+import { postgresEmitter } from "#shared/features/sql/postgres.ts";
+import { editingTableDdl, recordLayerEditing } from "#shared/features/sql/write.ts";
+import type { EmittedQuery } from "#shared/features/sql.ts";
 import type {
   AppendCounts,
   AppendRow,
+  BeforeCommit,
+  EditOutcome,
+  EditRequest,
   DefinitionChange,
   HostedColumn,
   HostedDefinitions,
@@ -70,7 +78,8 @@ async function writing<T>(work: (client: PoolClient) => Promise<T>): Promise<T> 
   try {
     return await inTransaction(pool, "BEGIN", work);
   } catch (err) {
-    if (err instanceof DatasetError) throw err;
+    // A request's edits rolled back on purpose (rollbackOnFailure) carry their results to the caller.
+    if (err instanceof DatasetError || err instanceof EditsRolledBack) throw err;
     throw classifyPgError(err);
   }
 }
@@ -160,9 +169,26 @@ async function createLayer(client: PoolClient, schema: string, layer: HostedLaye
     await client.query(`CREATE INDEX ON ${table} USING gist (${quoteIdentifier(GEOMETRY_COLUMN)})`);
     extent = await extentOf(client, table);
   }
+  await recordEditing(client, schema, [layer]);
   // Statistics for the planner from the start (autovacuum would come to it later).
   await client.query(`ANALYZE ${table}`);
   return extent;
+}
+
+/** New layers' editing records (their global id and tracking fields) in the service's mapgate_editing table. */
+async function recordEditing(
+  client: PoolClient,
+  schema: string,
+  layers: readonly { readonly name: string; readonly editing?: LayerEditing | undefined }[],
+): Promise<void> {
+  const tracked = layers.filter((l) => l.editing !== undefined);
+  if (tracked.length === 0) return;
+  await client.query(editingTableDdl(schema));
+  const now = Date.now();
+  for (const l of tracked) {
+    const q = recordLayerEditing(postgresEmitter, schema, tableOf(l.name), l.editing ?? {}, now);
+    await client.query({ text: q.sql, values: q.params });
+  }
 }
 
 const noteQuery = (schema: string) => ({
@@ -349,6 +375,9 @@ async function replace(serviceItemId: string, layers: readonly HostedLayer[], ch
         await client.query(`DROP TABLE IF EXISTS ${quoteIdentifier(to)}.${name}`);
         await client.query(`ALTER TABLE ${quoteIdentifier(from)}.${name} SET SCHEMA ${quoteIdentifier(to)}`);
       }
+      // The new layers' editing records go with them; the staging schema's record table is dropped with it.
+      await recordEditing(client, to, layers);
+      await client.query(`DROP TABLE IF EXISTS ${quoteIdentifier(from)}.${quoteIdentifier(EDITING_TABLE)}`);
       await client.query(`DROP SCHEMA ${quoteIdentifier(from)}`);
       let extent: Extent | undefined;
       for (const { extent: e } of kept.layers)
@@ -473,6 +502,7 @@ const definitions: HostedDefinitions = {
         if (type) await client.query(`CREATE INDEX ON ${table} USING gist (${quoteIdentifier(GEOMETRY_COLUMN)})`);
         await setComments(client, table, layer.columns.filter(titledOtherwise));
       }
+      await recordEditing(client, schema, layers);
     }),
   deleteLayers: (serviceItemId, tables, change) =>
     defining(serviceItemId, change, async (client, schema) => {
@@ -529,6 +559,27 @@ async function inventory(): Promise<KeptData[]> {
   });
 }
 
+/**
+ * A request's edits in one transaction of the hosting database (no service lock: the database orders concurrent
+ * edits, each row's object id from its identity column), every value bound, every statement under the transaction's
+ * statement timeout; `beforeCommit` runs in it after the rows are written.
+ */
+async function edit(serviceItemId: string, request: EditRequest, beforeCommit: BeforeCommit): Promise<EditOutcome> {
+  const schema = schemaOf(serviceItemId);
+  try {
+    return await writing(async (client) => {
+      const run = async (q: EmittedQuery) =>
+        (await client.query({ text: q.sql, values: q.params, rowMode: "array" })).rows as unknown[][];
+      const outcome = await applyEdits(run, postgresEmitter, request, schema);
+      await beforeCommit(outcome);
+      return outcome;
+    });
+  } catch (err) {
+    if (err instanceof EditsRolledBack) return err.outcome;
+    throw err;
+  }
+}
+
 /** The hosted-data store on the deployment's PostgreSQL database (HOSTED_DATABASE). */
 export function postGisStore(): HostedStore {
   // Checked at cold start: a wrong setting fails the first request loudly, never a publish half-way.
@@ -541,6 +592,7 @@ export function postGisStore(): HostedStore {
     inventory,
     append,
     replace,
+    edit,
     sourceOf: (serviceItemId, layers) => ({
       datastoreId: HOSTED_STORE_ID,
       connection: hostingConnection(),

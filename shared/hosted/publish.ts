@@ -7,6 +7,8 @@
 // A publish is done within its request: the data is written and kept first, then the service and its item are made
 // in one transaction; a refused transaction drops the data again, and a crash in between leaves only data no service
 // names (never a service without its data).
+import { TRACKING, trackedRows, trackingColumns } from "#shared/hosted/tracking.ts";
+import { EDITABLE_CAPABILITIES } from "#shared/features/capabilities.ts";
 import {
   csvTable,
   DELIMITERS,
@@ -293,6 +295,8 @@ export interface KeepRequest extends FromFile {
   readonly serviceItemId: string;
   /** The service's name, which a CSV's or GeoJSON's one layer takes (other layers are named from their sources). */
   readonly serviceName: string;
+  /** Who the rows were made by (the service's owner): each row's Creator and Editor. */
+  readonly publisher: string;
 }
 
 export interface PublishedData {
@@ -316,6 +320,8 @@ export async function keepPublishedData(k: KeepRequest, what: string): Promise<P
   return readTables(source, k.filetype, k.parameters, what, async (tables) => {
     const names = layerNames(tables, k.serviceName);
     const notes = tables.flatMap((t) => t.table.notes);
+    // Each layer gets a global id and editor tracking, filled for its rows with the publisher and this moment.
+    const made = Date.now();
     const kept = await keeping(
       () =>
         store.create(
@@ -324,14 +330,17 @@ export async function keepPublishedData(k: KeepRequest, what: string): Promise<P
             name: names[i] as string,
             title: tables.length === 1 ? k.source.title : (names[i] as string),
             ...(table.geometryType ? { geometryType: table.geometryType } : {}),
-            columns: table.fields.map((f) => ({
-              name: f.name,
-              kind: f.kind,
-              ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
-              // The alias analyze showed, kept with the data (a renamed column keeps its own name there).
-              ...(f.alias !== "" && f.alias !== f.name ? { title: f.alias } : {}),
-            })),
-            rows: table.rows(),
+            columns: table.fields
+              .map((f) => ({
+                name: f.name,
+                kind: f.kind,
+                ...(f.kind === "string" ? { length: textLength(f.length) } : {}),
+                // The alias analyze showed, kept with the data (a renamed column keeps its own name there).
+                ...(f.alias !== "" && f.alias !== f.name ? { title: f.alias } : {}),
+              }))
+              .concat(trackingColumns()),
+            rows: trackedRows(table.rows(), k.publisher, made),
+            editing: TRACKING,
           })),
         ),
       what,
@@ -378,7 +387,14 @@ export async function makeHostedService(p: PublishRequest, target: HostedTarget,
     notes,
     size,
   } = await keepPublishedData(
-    { source: p.source, filetype: p.filetype, parameters: p.parameters, serviceItemId, serviceName: name },
+    {
+      source: p.source,
+      filetype: p.filetype,
+      parameters: p.parameters,
+      serviceItemId,
+      serviceName: name,
+      publisher: p.owner,
+    },
     what,
   );
   const [first] = kept.layers;
@@ -398,7 +414,7 @@ export async function makeHostedService(p: PublishRequest, target: HostedTarget,
     folder: HOSTED_FOLDER,
     name,
     type: "FeatureServer",
-    capabilities: "Query",
+    capabilities: EDITABLE_CAPABILITIES,
     description: p.source.description,
     tags: p.source.tags,
     itemId: serviceItemId,

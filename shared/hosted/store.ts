@@ -14,6 +14,8 @@ import type {
 import type { Geometry } from "geojson";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import type { HostedLayerEntry, ServiceSource } from "#shared/stores/services.ts";
+import type { LayerEditing, LayerSchema } from "#shared/features/schema.ts";
+import type { WriteRow } from "#shared/features/sql/write.ts";
 
 export interface HostedColumn {
   /** Letters, digits and `_`, starting with a letter (shared/hosted/tables.ts fieldNames). */
@@ -36,6 +38,8 @@ export interface HostedLayer {
   readonly columns: readonly HostedColumn[];
   /** Read once, as the store writes them (a batch at a time): never all in memory. */
   readonly rows: AsyncIterable<GeoPackageRow>;
+  /** Its global id and tracking fields (among `columns`), recorded with the data as its editing record. */
+  readonly editing?: LayerEditing;
 }
 
 export interface KeptService {
@@ -55,6 +59,8 @@ export interface DefinedLayer {
   readonly idColumn: string;
   /** The fields (a title is the field's alias). */
   readonly columns: readonly ColumnSpec[];
+  /** Its global id and tracking fields (among `columns`), recorded with the data as its editing record. */
+  readonly editing?: LayerEditing;
 }
 
 /**
@@ -135,6 +141,68 @@ export interface HostedDefinitions {
   truncate(serviceItemId: string, table: string, change: DefinitionChange): Promise<void>;
 }
 
+/** A feature's edit that failed, as ArcGIS answers it per feature (shared/hosted/edit.ts names the codes). */
+export interface EditError {
+  readonly code: number;
+  readonly description: string;
+}
+
+/** One edit's result, as `addResults`, `updateResults` and `deleteResults` list them. */
+export interface EditResult {
+  /** The feature's object id (-1 for an add that failed; null when the request named none). */
+  readonly objectId: number | null;
+  /** The feature's global id, where the layer has them. */
+  readonly globalId?: string | null;
+  readonly success: boolean;
+  readonly error?: EditError;
+}
+
+/** An edit checked before the transaction (shared/hosted/edit.ts): what to write, or why it cannot be written. */
+export type Checked<T> =
+  | { readonly ok: T }
+  | { readonly failed: EditError; readonly objectId: number | null; readonly globalId?: string | null };
+
+/** A row to add or update: its values fitted to the layer (tracking and global id filled), and its global id. */
+export type EditRow = WriteRow & { readonly globalId?: string };
+
+/** One layer's edits, each checked: rows to add, rows to update and ids to delete (by object id), in order. */
+export interface LayerEdit {
+  readonly layerId: number;
+  /** The layer as read when the edit was checked: its table, object id, geometry column and editing record. */
+  readonly schema: LayerSchema;
+  readonly adds: readonly Checked<EditRow>[];
+  readonly updates: readonly Checked<EditRow & { readonly id: number }>[];
+  readonly deletes: readonly Checked<{ readonly id: number; readonly globalId?: string }>[];
+}
+
+/** The edits of one request (one layer, or a service's layers) made in one transaction. */
+export interface EditRequest {
+  readonly layers: readonly LayerEdit[];
+  /** A failed edit fails them all (nothing is written); false: the others are written. */
+  readonly rollbackOnFailure: boolean;
+  /** The edit's time (ms): each layer's last edit, as its editing record keeps it. */
+  readonly moment: number;
+}
+
+export interface LayerEditResults {
+  readonly layerId: number;
+  readonly addResults: readonly EditResult[];
+  readonly updateResults: readonly EditResult[];
+  readonly deleteResults: readonly EditResult[];
+}
+
+/** What a request's edits did: committed (with each edit's result), or rolled back whole. */
+export interface EditOutcome {
+  readonly committed: boolean;
+  readonly layers: readonly LayerEditResults[];
+}
+
+/**
+ * Runs inside the edit's transaction once its rows are written and before it commits (where the edit's event is put
+ * in an outbox, so it is kept exactly when the edit is); a throw rolls the edit back.
+ */
+export type BeforeCommit = (outcome: EditOutcome) => Promise<void>;
+
 export interface HostedStore {
   readonly kind: "geopackage" | "postgis";
   /**
@@ -160,6 +228,12 @@ export interface HostedStore {
    * a failure at any step leaves the old data serving. Each layer keeps its table name (the service record's).
    */
   replace(serviceItemId: string, layers: readonly HostedLayer[], change: DefinitionChange): Promise<void>;
+  /**
+   * Makes a request's edits of a service's layers in one transaction: every row written, the layers' editing records
+   * moved to the request's moment, `beforeCommit` run, then committed; with rollbackOnFailure and a failed edit,
+   * nothing is kept and the outcome says so. A GeoPackage is written in place: the caller holds the service's lock.
+   */
+  edit(serviceItemId: string, request: EditRequest, beforeCommit: BeforeCommit): Promise<EditOutcome>;
   /** Drops a service's data (after its item and service are gone); nothing happens when there is none. */
   drop(serviceItemId: string): Promise<void>;
   /**

@@ -111,7 +111,20 @@ export function fitsLayer(type: GeometryTypeName, geometry: Geometry): boolean {
 }
 
 /** Names a GeoPackage and ArcGIS clients keep for themselves: a column named so is renamed (`OBJECTID_1`). */
-export const RESERVED = new Set(["fid", "objectid", "geom", "shape", "shape_length", "shape_area", "globalid"]);
+export const RESERVED = new Set([
+  "fid",
+  "objectid",
+  "geom",
+  "shape",
+  "shape_length",
+  "shape_area",
+  // The global id and editor-tracking fields the server adds to a hosted layer (shared/hosted/tracking.ts).
+  "globalid",
+  "creationdate",
+  "creator",
+  "editdate",
+  "editor",
+]);
 
 /**
  * Field names as ArcGIS makes them from a file's columns: every character but letters, digits and `_` becomes

@@ -429,3 +429,33 @@ export function serviceLayersUpdate(service: Service, layers: readonly HostedLay
     catalogBump(service.serverId),
   ];
 }
+
+/**
+ * Sets a service's capabilities (an owner turning editing on or off), while the record is still the item's
+ * service; the server's catalog version moves in the same transaction, so every cached catalog answers the new
+ * capabilities on its next request. False when the service is gone.
+ */
+export async function setServiceCapabilities(service: Service, capabilities: string): Promise<boolean> {
+  try {
+    await ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Update: {
+              TableName: tableName("services"),
+              Key: { serverId: service.serverId, entry: serviceEntry(service.folder, service.name) },
+              UpdateExpression: "SET capabilities = :c",
+              ConditionExpression: "itemId = :id",
+              ExpressionAttributeValues: { ":c": capabilities, ":id": service.itemId },
+            },
+          },
+          catalogBump(service.serverId),
+        ],
+      }),
+    );
+    return true;
+  } catch (err) {
+    if ((failedConditions(err)?.length ?? 0) > 0) return false;
+    throw err;
+  }
+}

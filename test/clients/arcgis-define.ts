@@ -1,9 +1,13 @@
-// Defines a hosted feature service with the real @esri/arcgis-rest-feature-service client, signed in with
+// Defines (and edits) a hosted feature service with the real @esri/arcgis-rest-feature-service client, signed in with
 // ArcGISIdentityManager at the portal: createFeatureService, then addToServiceDefinition at the admin wire (for which
 // the session exchanges its portal token for a server-token by itself), then reads it back. Prints each answer (or
 // error) as JSON, and the server-tokens the session got. Input on stdin: {portal, username, password, calls}.
 import {
+  addFeatures,
   addToServiceDefinition,
+  applyEdits,
+  deleteFeatures,
+  updateFeatures,
   createFeatureService,
   getLayer,
   getService,
@@ -30,6 +34,11 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
     }),
   updateServiceDefinition: (o) =>
     updateServiceDefinition(String(o.url), { updateDefinition: o.updateDefinition as never, authentication }),
+  // Editing a layer, as field apps call it (the layer's URL, its features or ids, rollbackOnFailure and the rest).
+  applyEdits: (o) => applyEdits({ url: String(o.url), ...(o.params as object), authentication }),
+  addFeatures: (o) => addFeatures({ url: String(o.url), ...(o.params as object), authentication } as never),
+  updateFeatures: (o) => updateFeatures({ url: String(o.url), ...(o.params as object), authentication } as never),
+  deleteFeatures: (o) => deleteFeatures({ url: String(o.url), ...(o.params as object), authentication } as never),
   getService: (o) => getService({ url: String(o.url), authentication }),
   getLayer: (o) => getLayer({ url: String(o.url), authentication }),
   queryFeatures: (o) => queryFeatures({ url: String(o.url), ...(o.params as object), authentication }),

@@ -52,6 +52,15 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
   });
 
   const OID = { name: "OBJECTID", type: "esriFieldTypeOID", alias: "OBJECTID", nullable: false, editable: false };
+  /** The global id and editor-tracking fields every new hosted layer has, after its own. */
+  const TRACKED = ["GlobalID", "CreationDate", "Creator", "EditDate", "Editor"];
+  const TRACKED_FIELDS = [
+    { name: "GlobalID", type: "esriFieldTypeGlobalID", alias: "GlobalID", length: 38 },
+    { name: "CreationDate", type: "esriFieldTypeDate", alias: "CreationDate" },
+    { name: "Creator", type: "esriFieldTypeString", alias: "Creator", length: 128 },
+    { name: "EditDate", type: "esriFieldTypeDate", alias: "EditDate" },
+    { name: "Editor", type: "esriFieldTypeString", alias: "Editor", length: 128 },
+  ];
   const SITES_LAYER = {
     name: "Sites",
     type: "Feature Layer",
@@ -127,7 +136,7 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       });
       itemId = String(created.itemId);
 
-      const [added, service, layer, table, query, token, editing, session] = (await defineCalls(
+      const [added, service, layer, table, query, token, editingOff, readOnly, editingOn, session] = (await defineCalls(
         engine,
         "publisher",
         PASSWORDS.publisher,
@@ -138,7 +147,9 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
           { fn: "getLayer", options: { url: `${url}/1` } },
           { fn: "queryFeatures", options: { url: `${url}/0`, params: { where: "1=1", outFields: "*" } } },
           { fn: "tokenFor", options: { url: `${admin()}/Hosted/Sites/FeatureServer/addToDefinition` } },
-          // Editing is not a definition's to turn on here: the client hears why.
+          // Editing is on from the start; its owner turns it off and on again on the admin wire.
+          { fn: "updateServiceDefinition", options: { url, updateDefinition: { capabilities: "Query" } } },
+          { fn: "getService", options: { url } },
           {
             fn: "updateServiceDefinition",
             options: { url, updateDefinition: { capabilities: "Create,Delete,Query,Update,Editing" } },
@@ -148,7 +159,7 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       expect(added).toEqual({ success: true, layers: [{ name: "Sites", id: 0 }], tables: [{ name: "Visits", id: 1 }] });
       expect(service).toMatchObject({
         serviceDescription: "Field sites",
-        capabilities: "Query",
+        capabilities: "Create,Delete,Query,Update,Editing",
         spatialReference: { wkid: 4326, latestWkid: 4326 },
         layers: [{ id: 0, name: "Sites", type: "Feature Layer", geometryType: "esriGeometryPoint" }],
         tables: [{ id: 1, name: "Visits", type: "Table" }],
@@ -160,19 +171,31 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
         type: "Feature Layer",
         geometryType: "esriGeometryPoint",
         objectIdField: "OBJECTID",
-        capabilities: "Query",
+        capabilities: "Create,Delete,Query,Update,Editing",
+        allowGeometryUpdates: true,
+        supportsRollbackOnFailureParameter: true,
+        templates: [
+          {
+            name: "Sites",
+            description: "",
+            prototype: { attributes: {} },
+            drawingTool: "esriFeatureEditToolPoint",
+          },
+        ],
       });
       expect(fieldsOf(layer as Record<string, unknown>)).toEqual([
         { name: "OBJECTID", type: "esriFieldTypeOID", alias: "OBJECTID" },
         { name: "Name", type: "esriFieldTypeString", alias: "Site <i>name</i>", length: 100 },
         { name: "Visits", type: "esriFieldTypeInteger", alias: "Visits" },
         { name: "Checked", type: "esriFieldTypeDate", alias: "Checked" },
+        ...TRACKED_FIELDS,
       ]);
       expect(table).toMatchObject({ id: 1, name: "Visits", type: "Table", objectIdField: "OBJECTID" });
       expect(fieldsOf(table as Record<string, unknown>)).toEqual([
         { name: "OBJECTID", type: "esriFieldTypeOID", alias: "OBJECTID" },
         { name: "SiteId", type: "esriFieldTypeInteger", alias: "SiteId" },
         { name: "Note", type: "esriFieldTypeString", alias: "Note", length: 256 },
+        ...TRACKED_FIELDS,
       ]);
       expect(query).toMatchObject({ objectIdFieldName: "OBJECTID", features: [], exceededTransferLimit: false });
       // The admin wire got a server-token the session exchanged for its portal token (at generateToken, with
@@ -180,16 +203,9 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       expect(typeof token).toBe("string");
       expect(token).not.toBe(session?.portalToken);
       expect(session?.federatedServers).toEqual([`${engine.ready.https}/arcgis`]);
-      expect(editing).toEqual({
-        error: {
-          name: "ArcGISRequestError",
-          code: 400,
-          message: "400: Unable to update feature service definition.",
-          details: [
-            "Hosted layers here answer queries only (capabilities: Query): 'Create,Delete,Query,Update,Editing' cannot be set.",
-          ],
-        },
-      });
+      expect(editingOff).toEqual({ success: true });
+      expect(readOnly).toMatchObject({ capabilities: "Query" });
+      expect(editingOn).toEqual({ success: true });
     });
 
     it("takes rows by append into a defined layer, and upserts them by a key field (its object id OBJECTID)", async () => {
@@ -277,7 +293,13 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       const queriedFields = async (params: string) =>
         ((await query(params)).fields as { name: string }[] | undefined)?.map((f) => f.name);
       // Read (and so described, by a reader that keeps a layer's schema) before each change.
-      expect(await queriedFields("where=1%3D1&outFields=*")).toEqual(["OBJECTID", "Name", "Visits", "Checked"]);
+      expect(await queriedFields("where=1%3D1&outFields=*")).toEqual([
+        "OBJECTID",
+        "Name",
+        "Visits",
+        "Checked",
+        ...TRACKED,
+      ]);
       const add = await postJson(`${layerUrl}/addToDefinition`, tokens.publisher, {
         addToDefinition: JSON.stringify({
           fields: [{ name: "Rating", type: "esriFieldTypeDouble", alias: "Rating (0–5)", nullable: true }],
@@ -296,13 +318,20 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       });
       expect(remove).toEqual({ success: true });
       // The next query no longer has the deleted field, nor asks the data for it.
-      expect(await queriedFields("where=1%3D1&outFields=*")).toEqual(["OBJECTID", "Name", "Visits", "Rating"]);
+      expect(await queriedFields("where=1%3D1&outFields=*")).toEqual([
+        "OBJECTID",
+        "Name",
+        "Visits",
+        ...TRACKED,
+        "Rating",
+      ]);
       expect(await query("where=Checked%20IS%20NULL")).toMatchObject({ error: { code: 400 } });
       const layer = await getJson(`${url}/0`, tokens.publisher);
       expect(fieldsOf(layer)).toEqual([
         { name: "OBJECTID", type: "esriFieldTypeOID", alias: "OBJECTID" },
         { name: "Name", type: "esriFieldTypeString", alias: "Site <i>name</i>", length: 100 },
         { name: "Visits", type: "esriFieldTypeInteger", alias: "Visits this year" },
+        ...TRACKED_FIELDS,
         { name: "Rating", type: "esriFieldTypeDouble", alias: "Rating (0–5)" },
       ]);
     });
@@ -343,7 +372,7 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       });
       expect((created.error as { code: number }).code).toBe(403);
       const layer = await getJson(`${url}/0`, tokens.publisher);
-      expect(fieldsOf(layer).map((f) => f.name)).toEqual(["OBJECTID", "Name", "Visits", "Rating"]);
+      expect(fieldsOf(layer).map((f) => f.name)).toEqual(["OBJECTID", "Name", "Visits", ...TRACKED, "Rating"]);
     });
 
     it("refuses bad definitions, each with what is wrong, and stays as it was", async () => {
@@ -412,18 +441,21 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
         `${admin()}/Hosted/Sites/FeatureServer/0/deleteFromDefinition`,
         tokens.publisher,
         {
-          deleteFromDefinition: JSON.stringify({ fields: [{ name: "Nope" }, { name: "OBJECTID" }] }),
+          deleteFromDefinition: JSON.stringify({
+            fields: [{ name: "Nope" }, { name: "OBJECTID" }, { name: "Editor" }],
+          }),
         },
       );
       expect((missingField.error as { details: string[] }).details).toEqual([
         "The layer has no field 'Nope'.",
         "'OBJECTID' is the layer's object id: it cannot be deleted.",
+        "'Editor' is the layer's global id or an editor-tracking field: it cannot be deleted.",
       ]);
       const capabilities = await postJson(`${admin()}/Hosted/Sites/FeatureServer/updateDefinition`, tokens.publisher, {
-        updateDefinition: JSON.stringify({ capabilities: "Create,Delete,Query,Update,Editing" }),
+        updateDefinition: JSON.stringify({ capabilities: "Query,Sync,Extract" }),
       });
       expect((capabilities.error as { details: string[] }).details).toEqual([
-        "Hosted layers here answer queries only (capabilities: Query): 'Create,Delete,Query,Update,Editing' cannot be set.",
+        "Hosted layers here offer Query, Create, Update, Delete, Editing: 'Sync', 'Extract' cannot be set.",
       ]);
       const service = await getJson(url, tokens.publisher);
       expect((service.layers as { name: string }[]).map((l) => l.name)).toEqual(["Sites"]);
@@ -470,7 +502,12 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       // In the order the changes took their turns.
       const kept = fieldsOf(table).map((f) => f.name);
       expect(kept[0]).toBe("OBJECTID");
-      expect(kept.slice(1).sort()).toEqual(names);
+      expect(
+        kept
+          .filter((n) => !TRACKED.includes(n))
+          .slice(1)
+          .sort(),
+      ).toEqual(names);
     });
 
     it("never leave a service behind its item: deleting the item removes its data", async () => {
@@ -547,7 +584,7 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
         count: 0,
       });
       const layer = await getJson(layerUrl, tokens.publisher);
-      expect(fieldsOf(layer).map((f) => f.name)).toEqual(["fid", "Name", "Latitude", "Longitude"]);
+      expect(fieldsOf(layer).map((f) => f.name)).toEqual(["fid", "Name", "Latitude", "Longitude", ...TRACKED]);
       // A service published from a file is defined as one made by createService: its layer keeps id 0.
       const adding = await postJson(`${admin()}/Hosted/Points/FeatureServer/addToDefinition`, tokens.publisher, {
         addToDefinition: JSON.stringify({ tables: [{ name: "More" }] }),
@@ -650,6 +687,8 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       const counts = Object.fromEntries(
         [...info.matchAll(/Layer name: (\w+)[\s\S]*?Feature Count: (\d+)/g)].map((m) => [m[1], Number(m[2])]),
       );
+      // The layers' editing record (mapgate_editing), which GDAL lists among a database schema's tables, is no layer.
+      delete counts.mapgate_editing;
       expect(counts).toEqual({ stations: 0, readings: 3 });
       // Exported by the ids it serves: the deleted one is named as no layer, a kept one is written.
       const exportAs = (layers: object[]) =>
@@ -673,7 +712,18 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
           ca: engine.ca,
         },
       );
-      expect(csv.text.trim().split("\r\n")).toEqual(["fid,value", "1,1", "2,2", "3,3"]);
+      // Its own columns first, then its global id and tracking (each row's, as publishing filled them).
+      expect(
+        csv.text
+          .trim()
+          .split("\r\n")
+          .map((line) => line.split(",").slice(0, 3).join(",")),
+      ).toEqual([
+        "fid,value,GlobalID",
+        expect.stringMatching(/^1,1,\{[0-9A-F-]{36}\}$/),
+        expect.stringMatching(/^2,2,/),
+        expect.stringMatching(/^3,3,/),
+      ]);
     });
   });
 

@@ -38,6 +38,7 @@ export { default as IdentityManager } from "@arcgis/core/identity/IdentityManage
 export { default as OAuthInfo } from "@arcgis/core/identity/OAuthInfo.js";
 export { default as ServerInfo } from "@arcgis/core/identity/ServerInfo.js";
 export { default as Point } from "@arcgis/core/geometry/Point.js";
+export { default as Graphic } from "@arcgis/core/Graphic.js";
 export { default as TileInfo } from "@arcgis/core/layers/support/TileInfo.js";
 export { default as esriRequest } from "@arcgis/core/request.js";
 export * as reactiveUtils from "@arcgis/core/core/reactiveUtils.js";

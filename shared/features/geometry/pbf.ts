@@ -48,6 +48,7 @@ const FIELD_TYPE: Readonly<Record<EsriFieldType, number>> = {
   esriFieldTypeOID: 6,
   esriFieldTypeBlob: 8,
   esriFieldTypeGUID: 10,
+  esriFieldTypeGlobalID: 11,
   esriFieldTypeBigInteger: 13,
   esriFieldTypeDateOnly: 14,
 };

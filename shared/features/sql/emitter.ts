@@ -4,9 +4,9 @@
 // function, LIKE, a date's value, the geometry column, a count, the spatial test…). An open dataset carries its
 // emitter, so nothing else asks which dialect it speaks.
 //
-// The statements that write rows (INSERT, UPDATE, DELETE) come next: they assemble from the same parts (a
-// placeholder and the value bound to it, a field's conversion, the geometry column), plus the geometry a
-// statement writes, which each emitter will give as it gives the geometry a statement reads.
+// The statements that write rows (INSERT, UPDATE, DELETE: write.ts) assemble from the same parts (a placeholder
+// and the value bound to it, the id list), plus what only writing needs of a dialect: a date's and a geometry's
+// value as its driver binds them, and the geometry a statement writes.
 import type { Geometry } from "geojson";
 import type { SpatialRelation, Statistic } from "#shared/features/plan.ts";
 import type { Bounds, FieldValueType } from "#shared/features/schema.ts";
@@ -137,4 +137,10 @@ export interface SqlEmitter {
   extent(geometry: string, index: string | undefined, oidColumn: string): ExtentForm;
   /** The condition a statement examining rows starts with (SQLite's deadline); undefined when none. */
   readonly rowGuard: string | undefined;
+  /** A date (epoch ms) as the driver binds it for a date column (GeoPackage's ISO 8601 text, a timestamptz). */
+  dateValue(ms: number): unknown;
+  /** A geometry (in the column's system, of its declared type) as the driver binds it for the statement. */
+  geometryValue(geometry: Geometry, srid: number): unknown;
+  /** The geometry a statement writes from its bound value, and its system (bound when the dialect asks for it). */
+  geometryInput(value: string, srid: () => string): string;
 }

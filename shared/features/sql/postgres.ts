@@ -13,6 +13,7 @@ import {
   type SqlEmitter,
 } from "#shared/features/sql/emitter.ts";
 import type { Expr } from "#shared/features/where.ts";
+import { toWkb } from "#shared/features/geopackage-writer.ts";
 
 const TYPES: Readonly<Record<BindType, string>> = {
   bigint: "bigint",
@@ -85,6 +86,10 @@ function call(c: Clauses, e: Extract<Expr, { kind: "call" }>): string {
 export const postgresEmitter: SqlEmitter = {
   dialect: "postgres",
   testsSpatialInSql: true,
+  dateValue: (ms) => new Date(ms),
+  // ISO WKB, made a geometry in the column's system by the database.
+  geometryValue: (geometry) => Buffer.from(toWkb(geometry).wkb),
+  geometryInput: (value, srid) => `ST_GeomFromWKB(${value}, ${srid()})`,
   placeholder: (n, type) => (type === undefined ? `$${n}` : `CAST($${n} AS ${TYPES[type]})`),
   parameter: (value) => value,
   typeName: (type) => CAST_TYPES[type],

@@ -12,6 +12,7 @@ import {
   type SqlEmitter,
 } from "#shared/features/sql/emitter.ts";
 import type { Expr, ExtractUnit } from "#shared/features/where.ts";
+import { encodeGeometry } from "#shared/features/geopackage-writer.ts";
 
 /**
  * The function every SQLite statement with work per row calls (the assembler's row guard): the reader registers
@@ -94,6 +95,11 @@ export const sqliteEmitter: SqlEmitter = {
   dialect: "sqlite",
   testsSpatialInSql: false,
   placeholder: (n) => `?${n}`,
+  // GeoPackage's DATETIME: ISO 8601 text in UTC, as the writer keeps dates.
+  dateValue: (ms) => new Date(ms).toISOString(),
+  // A GeoPackage geometry blob (its header names the system): the R*Tree triggers index it as they index GDAL's.
+  geometryValue: (geometry, srid) => encodeGeometry(geometry, srid).bytes,
+  geometryInput: (value) => value,
   // node:sqlite binds every JS number as a REAL; an integer bound as such keeps integer arithmetic and text.
   parameter: (value, type) => (type === "bigint" && typeof value === "number" ? BigInt(value) : value),
   typeName: (type) => CAST_TYPES[type],

@@ -1,0 +1,166 @@
+// The statements that write a layer's rows, for either dialect from its emitter: an INSERT answering the new row's
+// object id, an UPDATE by object id answering it when the row exists, a DELETE of a list of ids answering those it
+// removed, and the upsert of a layer's editing record (mapgate_editing). Every value is bound (the emitter's
+// placeholders and the driver's values); identifiers are the layer's own columns, quoted. The caller runs them in
+// one transaction (shared/hosted/edit-apply.ts).
+import type { Geometry } from "geojson";
+import type { EmittedQuery } from "#shared/features/sql.ts";
+import { type BindType, type Clauses, quoteIdentifier, type SqlEmitter } from "#shared/features/sql/emitter.ts";
+import { EDITING_TABLE } from "#shared/features/schema.ts";
+
+/** What a written value is, as the statement binds it. */
+export type WriteKind = "integer" | "double" | "string" | "date";
+
+/** The table a statement writes, its key and its geometry column. */
+export interface WriteTarget {
+  /** The table as the dialect names it (a GeoPackage table; a schema and a table in PostgreSQL). */
+  readonly table: readonly string[];
+  readonly idColumn: string;
+  readonly geometry?: { readonly column: string; readonly srid: number };
+}
+
+/** A row's values by column (dates as epoch ms), each column's kind, and its geometry (undefined: not written). */
+export interface WriteRow {
+  readonly values: Readonly<Record<string, string | number | null>>;
+  readonly kinds: Readonly<Record<string, WriteKind>>;
+  readonly geometry?: Geometry | null;
+}
+
+const BIND: Readonly<Record<Exclude<WriteKind, "date">, BindType>> = {
+  integer: "bigint",
+  double: "double",
+  string: "text",
+};
+
+/** A statement's parameters as they are bound (only `bind` is asked of it here: the id list's). */
+class Binder implements Clauses {
+  readonly params: unknown[] = [];
+  readonly #emitter: SqlEmitter;
+  constructor(emitter: SqlEmitter) {
+    this.#emitter = emitter;
+  }
+  bind(value: unknown, type?: BindType): string {
+    this.params.push(this.#emitter.parameter(value, type));
+    return this.#emitter.placeholder(this.params.length, type);
+  }
+  number(value: number): string {
+    return this.bind(value, Number.isSafeInteger(value) ? "bigint" : "double");
+  }
+  text(value: string): string {
+    return this.bind(value, "text");
+  }
+  expr(): string {
+    throw new Error("a write statement holds no expression");
+  }
+  typed(): string {
+    throw new Error("a write statement holds no expression");
+  }
+  /** A column's value, bound as its kind says (a date as the dialect keeps dates). */
+  value(v: string | number | null, kind: WriteKind): string {
+    if (v === null) return "NULL";
+    if (kind === "date") return this.bind(this.#emitter.dateValue(Number(v)));
+    return this.bind(v, BIND[kind]);
+  }
+  geometry(g: Geometry | null, srid: number): string {
+    if (g === null) return "NULL";
+    return this.#emitter.geometryInput(this.bind(this.#emitter.geometryValue(g, srid)), () =>
+      this.bind(srid, "integer"),
+    );
+  }
+}
+
+const tableName = (t: WriteTarget) => t.table.map(quoteIdentifier).join(".");
+const emitted = (sql: string, b: Binder): EmittedQuery => ({ sql, params: b.params, columns: [] });
+
+/** The columns a row writes, and their values' SQL, in the row's order (its geometry last when written). */
+function assignments(b: Binder, target: WriteTarget, row: WriteRow): [string, string][] {
+  const out: [string, string][] = Object.entries(row.values).map(([column, v]) => [
+    quoteIdentifier(column),
+    b.value(v, row.kinds[column] ?? "string"),
+  ]);
+  if (target.geometry && row.geometry !== undefined)
+    out.push([quoteIdentifier(target.geometry.column), b.geometry(row.geometry, target.geometry.srid)]);
+  return out;
+}
+
+/** INSERT of one row, answering its object id (the table numbers it). */
+export function insertRow(emitter: SqlEmitter, target: WriteTarget, row: WriteRow): EmittedQuery {
+  const b = new Binder(emitter);
+  const set = assignments(b, target, row);
+  const id = quoteIdentifier(target.idColumn);
+  const sql =
+    set.length === 0
+      ? `INSERT INTO ${tableName(target)} DEFAULT VALUES RETURNING ${id}`
+      : `INSERT INTO ${tableName(target)} (${set.map(([c]) => c).join(", ")}) VALUES (${set.map(([, v]) => v).join(", ")}) RETURNING ${id}`;
+  return emitted(sql, b);
+}
+
+/** UPDATE of one row by object id, answering its id when it exists (no row: nothing to update). */
+export function updateRow(emitter: SqlEmitter, target: WriteTarget, id: number, row: WriteRow): EmittedQuery {
+  const b = new Binder(emitter);
+  const set = assignments(b, target, row);
+  const key = quoteIdentifier(target.idColumn);
+  // Nothing to change: the row's existence is still what the answer says.
+  if (set.length === 0)
+    return emitted(`SELECT ${key} FROM ${tableName(target)} WHERE ${key} = ${b.bind(id, "bigint")}`, b);
+  const sql = `UPDATE ${tableName(target)} SET ${set.map(([c, v]) => `${c} = ${v}`).join(", ")} WHERE ${key} = ${b.bind(id, "bigint")} RETURNING ${key}`;
+  return emitted(sql, b);
+}
+
+/** DELETE of the rows of a list of object ids (one parameter, however long), answering the ids removed. */
+export function deleteRows(emitter: SqlEmitter, target: WriteTarget, ids: readonly number[]): EmittedQuery {
+  const b = new Binder(emitter);
+  const key = quoteIdentifier(target.idColumn);
+  return emitted(`DELETE FROM ${tableName(target)} WHERE ${emitter.idsIn(b, key, ids)} RETURNING ${key}`, b);
+}
+
+/** The editing record's table in a container (a GeoPackage: no schema; a service's schema in PostgreSQL). */
+const editingTable = (schema: string | undefined) =>
+  schema === undefined
+    ? quoteIdentifier(EDITING_TABLE)
+    : `${quoteIdentifier(schema)}.${quoteIdentifier(EDITING_TABLE)}`;
+
+/**
+ * The editing record's table, made where a container has none yet (a layer made before editing was recorded): its
+ * layer's table name, its global id and tracking fields' names (absent: none), its last edit (ms).
+ */
+export function editingTableDdl(schema: string | undefined): string {
+  return `CREATE TABLE IF NOT EXISTS ${editingTable(schema)} (table_name TEXT PRIMARY KEY, global_id_field TEXT, creator_field TEXT, creation_date_field TEXT, editor_field TEXT, edit_date_field TEXT, last_edit BIGINT NOT NULL)`;
+}
+
+/** A layer's last edit recorded (its row made, without tracking fields, when the layer has none yet). */
+export function recordEdit(emitter: SqlEmitter, schema: string | undefined, table: string, ms: number): EmittedQuery {
+  const b = new Binder(emitter);
+  const sql = `INSERT INTO ${editingTable(schema)} (table_name, last_edit) VALUES (${b.bind(table, "text")}, ${b.bind(ms, "bigint")}) ON CONFLICT (table_name) DO UPDATE SET last_edit = excluded.last_edit`;
+  return emitted(sql, b);
+}
+
+/**
+ * A new layer's editing record: its global id and tracking fields' names, and its making as its last edit (a layer
+ * made again under a table name a deleted one had takes the new names).
+ */
+export function recordLayerEditing(
+  emitter: SqlEmitter,
+  schema: string | undefined,
+  table: string,
+  fields: {
+    readonly globalIdField?: string;
+    readonly creatorField?: string;
+    readonly creationDateField?: string;
+    readonly editorField?: string;
+    readonly editDateField?: string;
+  },
+  ms: number,
+): EmittedQuery {
+  const b = new Binder(emitter);
+  const name = b.bind(table, "text");
+  const names = [
+    fields.globalIdField,
+    fields.creatorField,
+    fields.creationDateField,
+    fields.editorField,
+    fields.editDateField,
+  ].map((n) => (n === undefined ? "NULL" : b.bind(n, "text")));
+  const sql = `INSERT INTO ${editingTable(schema)} (table_name, global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit) VALUES (${name}, ${names.join(", ")}, ${b.bind(ms, "bigint")}) ON CONFLICT (table_name) DO UPDATE SET global_id_field = excluded.global_id_field, creator_field = excluded.creator_field, creation_date_field = excluded.creation_date_field, editor_field = excluded.editor_field, edit_date_field = excluded.edit_date_field, last_edit = excluded.last_edit`;
+  return emitted(sql, b);
+}

@@ -1,0 +1,129 @@
+// A request's edits as either hosted store makes them inside its transaction: each layer's adds (INSERT, its new
+// object id answered), updates (UPDATE by object id: a row that is not there is ArcGIS's 1019) and deletes (one
+// DELETE of the ids, each id not removed a 1019), in the request's order, then each edited layer's editing record
+// (mapgate_editing) moved to the edit's moment. The statements are the emitters' (shared/features/sql/write.ts);
+// the store gives the statement runner and its transaction.
+import type { EmittedQuery } from "#shared/features/sql.ts";
+import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
+import {
+  deleteRows,
+  editingTableDdl,
+  insertRow,
+  recordEdit,
+  updateRow,
+  type WriteTarget,
+} from "#shared/features/sql/write.ts";
+import type { LayerSchema } from "#shared/features/schema.ts";
+import type { EditOutcome, EditRequest, EditResult, LayerEditResults } from "#shared/hosted/store.ts";
+
+/** ArcGIS's answer for an update or delete of an object id the layer does not hold. */
+export const missingObject = (verb: "Update" | "Delete") => ({
+  code: 1019,
+  description: `${verb} for the object was not attempted. Object may not exist.`,
+});
+
+/** A layer's table, key and geometry column as its schema names them. */
+export function targetOf(schema: LayerSchema): WriteTarget {
+  const oid = schema.fields.find((f) => f.name === schema.objectIdField);
+  return {
+    table: schema.table,
+    idColumn: oid?.column ?? schema.objectIdField,
+    ...(schema.geometry ? { geometry: { column: schema.geometry.column, srid: schema.geometry.srid } } : {}),
+  };
+}
+
+/** Thrown inside the transaction to roll a request back when one of its edits failed (rollbackOnFailure). */
+export class EditsRolledBack extends Error {
+  readonly outcome: EditOutcome;
+  constructor(outcome: EditOutcome) {
+    super("edits rolled back");
+    this.outcome = outcome;
+  }
+}
+
+const failedResult = (f: { failed: EditResult["error"]; objectId: number | null; globalId?: string | null }) => ({
+  objectId: f.objectId,
+  ...(f.globalId !== undefined ? { globalId: f.globalId } : {}),
+  success: false,
+  ...(f.failed ? { error: f.failed } : {}),
+});
+
+/**
+ * Writes a request's edits with `run` (inside the caller's transaction; `schema` names the container of the editing
+ * record: a PostgreSQL service's schema, none in a GeoPackage) and answers each edit's result. With
+ * rollbackOnFailure, a failed edit throws EditsRolledBack after every edit was tried, so its results are all told.
+ */
+export async function applyEdits(
+  run: (q: EmittedQuery) => Promise<unknown[][]>,
+  emitter: SqlEmitter,
+  request: EditRequest,
+  container: string | undefined,
+): Promise<EditOutcome> {
+  const layers: LayerEditResults[] = [];
+  let failed = false;
+  let madeRecord = false;
+  for (const layer of request.layers) {
+    const target = targetOf(layer.schema);
+    const gid = layer.schema.editing?.globalIdField !== undefined;
+    const withGid = (g: string | undefined) => (gid ? { globalId: g ?? null } : {});
+    let written = 0;
+    const addResults: EditResult[] = [];
+    for (const add of layer.adds) {
+      if ("failed" in add) {
+        addResults.push(failedResult(add));
+        failed = true;
+        continue;
+      }
+      const [row] = await run(insertRow(emitter, target, add.ok));
+      addResults.push({ objectId: Number(row?.[0]), ...withGid(add.ok.globalId), success: true });
+      written++;
+    }
+    const updateResults: EditResult[] = [];
+    for (const update of layer.updates) {
+      if ("failed" in update) {
+        updateResults.push(failedResult(update));
+        failed = true;
+        continue;
+      }
+      const rows = await run(updateRow(emitter, target, update.ok.id, update.ok));
+      if (rows.length === 0) {
+        updateResults.push({
+          objectId: update.ok.id,
+          ...withGid(update.ok.globalId),
+          success: false,
+          error: missingObject("Update"),
+        });
+        failed = true;
+      } else {
+        updateResults.push({ objectId: update.ok.id, ...withGid(update.ok.globalId), success: true });
+        written++;
+      }
+    }
+    const ids = layer.deletes.flatMap((d) => ("ok" in d ? [d.ok.id] : []));
+    const removed = new Set(
+      ids.length > 0 ? (await run(deleteRows(emitter, target, ids))).map((r) => Number(r[0])) : [],
+    );
+    const deleteResults: EditResult[] = layer.deletes.map((d) => {
+      if ("failed" in d) {
+        failed = true;
+        return failedResult(d);
+      }
+      if (!removed.has(d.ok.id)) {
+        failed = true;
+        return { objectId: d.ok.id, ...withGid(d.ok.globalId), success: false, error: missingObject("Delete") };
+      }
+      return { objectId: d.ok.id, ...withGid(d.ok.globalId), success: true };
+    });
+    written += removed.size;
+    if (written > 0) {
+      if (!madeRecord) await run({ sql: editingTableDdl(container), params: [], columns: [] });
+      madeRecord = true;
+      const table = layer.schema.table.at(-1) ?? "";
+      await run(recordEdit(emitter, container, table, request.moment));
+    }
+    layers.push({ layerId: layer.layerId, addResults, updateResults, deleteResults });
+  }
+  const outcome = { committed: true, layers };
+  if (failed && request.rollbackOnFailure) throw new EditsRolledBack({ committed: false, layers });
+  return outcome;
+}
