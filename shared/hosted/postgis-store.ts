@@ -9,7 +9,7 @@
 // code; every statement here runs in one of its transactions.
 import type { PoolClient } from "pg";
 import { DatasetError } from "#shared/features/errors.ts";
-import { EDITING_TABLE, editingOf, type LayerEditing, withEditing } from "#shared/features/schema.ts";
+import { EDITING_TABLE, type LayerEditing } from "#shared/features/schema.ts";
 import { type ColumnSpec, type ColumnType, type Extent, toWkb } from "#shared/features/geopackage-writer.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import {
