@@ -29,7 +29,7 @@ describe("the layers' import rule", () => {
     ["shared/stores/probe.ts", 'import { DatasetError } from "#shared/features/errors.ts";'],
     ["shared/stores/probe.ts", 'import type { CacheType } from "../caches/probe.ts";'],
     ["shared/stores/probe.ts", 'await import("#shared/hosted/store.ts");'],
-    ["shared/stores/probe.ts", 'import { viewLink } from "#shared/viewer-links.ts";'],
+    ["shared/stores/probe.ts", 'import { webMercatorLevels } from "#shared/viewer/page.ts";'],
     ["shared/stores/probe.ts", 'import { visibleGroups } from "#shared/groups/search.ts";'],
     ["shared/stores/probe.ts", 'import { readTile } from "#shared/serving/read.ts";'],
     ["shared/storage/probe.ts", 'import type { DataStore } from "#shared/stores/datastores.ts";'],
