@@ -19,7 +19,7 @@ import { itemFiles } from "#shared/stores/item-files.ts";
 import {
   changeItemText,
   getItem,
-  getItemText,
+  getRecordText,
   type Item,
   type ItemChanges,
   ItemBusyError,
@@ -153,7 +153,7 @@ export async function replaceItemText(item: Item, raw: string, changes: ItemChan
  * attachment in a sandbox (text/plain), so no text runs as mapgate's own content.
  */
 export async function itemTextContent(item: Item & { text: ItemText }): Promise<Content> {
-  const bytes = await getItemText(item);
+  const bytes = item.text?.blob !== undefined ? await itemFiles().get(item.text.blob) : await getRecordText(item);
   // The item names its text only once it is kept: a missing one is a fault of the storage (a 500, logged).
   if (!bytes) throw new Error(`the text of item ${item.itemId} is missing`);
   if (item.text.json) return new Content(bytes, "application/json; charset=utf-8");

@@ -37,6 +37,8 @@ export class EditsRolledBack extends Error {
   readonly outcome: EditOutcome;
   constructor(outcome: EditOutcome) {
     super("edits rolled back");
+    // The stores know it by name (they load this module only when they edit).
+    this.name = "EditsRolledBack";
     this.outcome = outcome;
   }
 }

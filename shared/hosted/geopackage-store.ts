@@ -21,10 +21,9 @@ import {
 } from "#shared/features/geopackage-writer.ts";
 import { quote } from "#shared/features/geopackage.ts";
 import { boundsOf } from "#shared/features/sqlite-functions.ts";
-import { COLUMN_TYPES } from "#shared/hosted/tables.ts";
+import type { FieldKind } from "#shared/hosted/tables.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
-import { applyEdits, EditsRolledBack } from "#shared/hosted/edit-apply.ts";
 import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
 import { editingTableDdl, recordLayerEditing } from "#shared/features/sql/write.ts";
 import type { LayerEditing } from "#shared/features/schema.ts";
@@ -43,6 +42,17 @@ import type {
   LayerAppend,
 } from "#shared/hosted/store.ts";
 import type { StoreLocation } from "#shared/storage/storage.ts";
+
+/**
+ * The GeoPackage column type of each kind. An integer kind holds 32-bit values (what esriFieldTypeInteger is):
+ * GeoPackage's 32-bit type is MEDIUMINT (its INTEGER is 64-bit, which GDAL reads as Integer64).
+ */
+const COLUMN_TYPES: Readonly<Record<FieldKind, ColumnSpec["type"]>> = {
+  integer: "MEDIUMINT",
+  double: "DOUBLE",
+  date: "DATETIME",
+  string: "TEXT",
+};
 
 const PREFIX = "hosted";
 
@@ -443,6 +453,8 @@ async function editInPlace(
   const file = join(w.dir, hostedFileName(serviceItemId));
   // A service whose file is gone (deleted meanwhile) is not made again by opening it.
   await stat(file);
+  // Loaded by the first edit: the functions that make or drop hosted data (deleting an item) do not carry it.
+  const { applyEdits, EditsRolledBack } = await import("#shared/hosted/edit-apply.ts");
   const db = new DatabaseSync(file, { enableForeignKeyConstraints: false, allowExtension: false });
   let outcome: EditOutcome;
   try {

@@ -23,7 +23,7 @@ import {
 import { classifyPgError } from "#shared/features/postgis.ts";
 import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
-import { applyEdits, EditsRolledBack } from "#shared/hosted/edit-apply.ts";
+import type { EditsRolledBack } from "#shared/hosted/edit-apply.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
 import { editingTableDdl, recordLayerEditing } from "#shared/features/sql/write.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
@@ -72,6 +72,12 @@ const GEOMETRY_TYPES: Readonly<Record<string, string>> = {
 /** A service's schema. */
 export const schemaOf = (serviceItemId: string) => `${SCHEMA_PREFIX}${checkedItemId(serviceItemId)}`;
 
+/**
+ * Edits rolled back on purpose (rollbackOnFailure), known by name: the edit code is loaded by the first edit only, so
+ * the functions that make or drop hosted data (deleting an item) do not carry it.
+ */
+const rolledBack = (err: unknown): err is EditsRolledBack => err instanceof Error && err.name === "EditsRolledBack";
+
 /** A write transaction on the hosting database, its errors as the reader's (classifyPgError). */
 async function writing<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
   const { pool } = await hostingDatabase();
@@ -79,7 +85,7 @@ async function writing<T>(work: (client: PoolClient) => Promise<T>): Promise<T> 
     return await inTransaction(pool, "BEGIN", work);
   } catch (err) {
     // A request's edits rolled back on purpose (rollbackOnFailure) carry their results to the caller.
-    if (err instanceof DatasetError || err instanceof EditsRolledBack) throw err;
+    if (err instanceof DatasetError || rolledBack(err)) throw err;
     throw classifyPgError(err);
   }
 }
@@ -566,6 +572,7 @@ async function inventory(): Promise<KeptData[]> {
  */
 async function edit(serviceItemId: string, request: EditRequest, beforeCommit: BeforeCommit): Promise<EditOutcome> {
   const schema = schemaOf(serviceItemId);
+  const { applyEdits } = await import("#shared/hosted/edit-apply.ts");
   try {
     return await writing(async (client) => {
       const run = async (q: EmittedQuery) =>
@@ -575,7 +582,7 @@ async function edit(serviceItemId: string, request: EditRequest, beforeCommit: B
       return outcome;
     });
   } catch (err) {
-    if (err instanceof EditsRolledBack) return err.outcome;
+    if (rolledBack(err)) return err.outcome;
     throw err;
   }
 }

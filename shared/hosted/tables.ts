@@ -9,7 +9,7 @@ import { parse } from "csv-parse";
 import { parser as jsonParser } from "stream-json";
 import Assembler from "stream-json/assembler.js";
 import { ApiError, badRequest } from "#shared/errors.ts";
-import type { ColumnSpec, GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
+import type { GeometryTypeName, GeoPackageRow } from "#shared/features/geopackage-writer.ts";
 import type { FileSource } from "#shared/hosted/file-source.ts";
 
 /** The most columns a file may have (ArcGIS stops well below SQLite's 2,000). */
@@ -251,17 +251,6 @@ function fieldsOf(columns: readonly string[], names: readonly string[], kinds: r
     length: (kinds[i] as KindOf).length,
   }));
 }
-
-/**
- * The GeoPackage column type of each kind. An integer kind holds 32-bit values (what esriFieldTypeInteger is):
- * GeoPackage's 32-bit type is MEDIUMINT (its INTEGER is 64-bit, which GDAL reads as Integer64).
- */
-export const COLUMN_TYPES: Readonly<Record<FieldKind, ColumnSpec["type"]>> = {
-  integer: "MEDIUMINT",
-  double: "DOUBLE",
-  date: "DATETIME",
-  string: "TEXT",
-};
 
 const LATITUDE = ["latitude", "lat", "y", "ycoord", "y_coord", "point_y", "lat_dd", "latitude_dd", "ycenter"];
 const LONGITUDE = ["longitude", "lon", "lng", "long", "x", "xcoord", "x_coord", "point_x", "long_dd", "lon_dd"];

@@ -20,7 +20,6 @@ import {
   retryingConflicts,
 } from "#shared/stores/dynamo.ts";
 import { groupTouched } from "#shared/stores/groups.ts";
-import { itemFiles } from "#shared/stores/item-files.ts";
 import { RecordReader } from "#shared/stores/records.ts";
 import {
   ACCESS,
@@ -1080,12 +1079,12 @@ export async function putTextItem(
   }
 }
 
-/** An item's text as kept (undefined for an item without text). */
-export async function getItemText(item: Item): Promise<Buffer | undefined> {
-  if (!item.text) return undefined;
-  if (item.text.blob !== undefined) {
-    return itemFiles().get(item.text.blob);
-  }
+/**
+ * An item's text kept in its table record (undefined when there is none: an item without text, or one whose text
+ * is in the item files, which shared/item-content.ts reads there).
+ */
+export async function getRecordText(item: Item): Promise<Buffer | undefined> {
+  if (!item.text || item.text.blob !== undefined) return undefined;
   const { Item } = await ddb.send(
     new GetCommand({ TableName: tableName("items"), Key: textKey(item.itemId), ConsistentRead: true }),
   );

@@ -314,15 +314,18 @@
 
   /**
    * A feature's attributes, each named by its field's alias as ArcGIS's popups name them (a column's own name as
-   * written in the uploaded file, which may be any text: it is set as text, never as markup).
+   * written in the uploaded file, which may be any text: it is set as text, never as markup). The fields the server
+   * keeps for editing (the global id, who made and last edited the feature, and when) are not the feature's own.
    */
-  function showAttributes(title, properties, id, fields) {
+  function showAttributes(title, properties, id, info) {
     details.replaceChildren();
     const h = document.createElement("h2");
     h.textContent = title;
     const table = document.createElement("table");
-    const aliases = new Map((fields || []).map((f) => [f.name, f.alias]));
+    const aliases = new Map(((info && info.fields) || []).map((f) => [f.name, f.alias]));
+    const kept = new Set([info && info.globalIdField, ...Object.values((info && info.editFieldsInfo) || {})]);
     for (const [k, v] of Object.entries(properties)) {
+      if (kept.has(k)) continue;
       const tr = document.createElement("tr");
       const th = document.createElement("th");
       const alias = aliases.get(k);
@@ -476,7 +479,7 @@
         `${owner ? owner.layer.info.name : "Feature"} ${hit.id ?? ""}`.trim(),
         hit.properties,
         hit.id,
-        owner && owner.layer.info.fields,
+        owner && owner.layer.info,
       );
     });
     for (const c of clickable) {

@@ -69,7 +69,7 @@ class Binder implements Clauses {
   }
 }
 
-const tableName = (t: WriteTarget) => t.table.map(quoteIdentifier).join(".");
+const qualifiedTable = (t: WriteTarget) => t.table.map(quoteIdentifier).join(".");
 const emitted = (sql: string, b: Binder): EmittedQuery => ({ sql, params: b.params, columns: [] });
 
 /** The columns a row writes, and their values' SQL, in the row's order (its geometry last when written). */
@@ -90,8 +90,8 @@ export function insertRow(emitter: SqlEmitter, target: WriteTarget, row: WriteRo
   const id = quoteIdentifier(target.idColumn);
   const sql =
     set.length === 0
-      ? `INSERT INTO ${tableName(target)} DEFAULT VALUES RETURNING ${id}`
-      : `INSERT INTO ${tableName(target)} (${set.map(([c]) => c).join(", ")}) VALUES (${set.map(([, v]) => v).join(", ")}) RETURNING ${id}`;
+      ? `INSERT INTO ${qualifiedTable(target)} DEFAULT VALUES RETURNING ${id}`
+      : `INSERT INTO ${qualifiedTable(target)} (${set.map(([c]) => c).join(", ")}) VALUES (${set.map(([, v]) => v).join(", ")}) RETURNING ${id}`;
   return emitted(sql, b);
 }
 
@@ -102,8 +102,8 @@ export function updateRow(emitter: SqlEmitter, target: WriteTarget, id: number, 
   const key = quoteIdentifier(target.idColumn);
   // Nothing to change: the row's existence is still what the answer says.
   if (set.length === 0)
-    return emitted(`SELECT ${key} FROM ${tableName(target)} WHERE ${key} = ${b.bind(id, "bigint")}`, b);
-  const sql = `UPDATE ${tableName(target)} SET ${set.map(([c, v]) => `${c} = ${v}`).join(", ")} WHERE ${key} = ${b.bind(id, "bigint")} RETURNING ${key}`;
+    return emitted(`SELECT ${key} FROM ${qualifiedTable(target)} WHERE ${key} = ${b.bind(id, "bigint")}`, b);
+  const sql = `UPDATE ${qualifiedTable(target)} SET ${set.map(([c, v]) => `${c} = ${v}`).join(", ")} WHERE ${key} = ${b.bind(id, "bigint")} RETURNING ${key}`;
   return emitted(sql, b);
 }
 
@@ -111,7 +111,7 @@ export function updateRow(emitter: SqlEmitter, target: WriteTarget, id: number, 
 export function deleteRows(emitter: SqlEmitter, target: WriteTarget, ids: readonly number[]): EmittedQuery {
   const b = new Binder(emitter);
   const key = quoteIdentifier(target.idColumn);
-  return emitted(`DELETE FROM ${tableName(target)} WHERE ${emitter.idsIn(b, key, ids)} RETURNING ${key}`, b);
+  return emitted(`DELETE FROM ${qualifiedTable(target)} WHERE ${emitter.idsIn(b, key, ids)} RETURNING ${key}`, b);
 }
 
 /** The editing record's table in a container (a GeoPackage: no schema; a service's schema in PostgreSQL). */
