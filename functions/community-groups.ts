@@ -107,6 +107,9 @@ export const handler = familyHandler({
         formValues: updateUserFormValues,
         html: updatedUserPage,
         bodyOnly: PASSWORD_PARAMS,
+        // A password change ends every session, this one too: its page is answered at once, as no redirect to a
+        // result sealed for this session could show it.
+        answersPostInPlace: true,
       },
       compute: updateUserOp,
     },
