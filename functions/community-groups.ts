@@ -96,7 +96,7 @@ export const handler = familyHandler({
       compute: answerInvitation,
     },
     createUser: {
-      op: { name: "Create User", postOnly: true, form: CREATE_USER_FORM, html: createdUserPage },
+      op: { name: "Create User", postOnly: true, httpsOnly: true, form: CREATE_USER_FORM, html: createdUserPage },
       compute: createUserOp,
     },
     "users/{username}/update": {
@@ -107,6 +107,8 @@ export const handler = familyHandler({
         formValues: updateUserFormValues,
         html: updatedUserPage,
         bodyOnly: PASSWORD_PARAMS,
+        // Passwords, and the answers that carry them, never travel in clear.
+        httpsOnly: true,
         // A password change ends every session, this one too: its page is answered at once, as no redirect to a
         // result sealed for this session could show it.
         answersPostInPlace: true,
@@ -126,6 +128,7 @@ export const handler = familyHandler({
       op: {
         name: "Reset Password",
         postOnly: true,
+        httpsOnly: true,
         html: resetPasswordPage,
         confirm: "the user's current password and every session of theirs stop working.",
       },

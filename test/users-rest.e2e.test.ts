@@ -172,6 +172,11 @@ describe("an administrator's people operations", () => {
     expect(await postJson(community("createUser"), token("publisher"), { username: "x1" })).toMatchObject({
       error: { code: 403 },
     });
+    // A password is never answered over plain HTTP.
+    const plain = await call(`${engine.ready.http}${REST}/community/createUser`, {
+      body: form({ f: "json", token: token("admin"), username: "x2" }),
+    });
+    expect(plain.json()).toMatchObject({ error: { code: 403, message: "SSL Required" } });
   });
 
   it("disables a user (their token ends, sign-in is refused) and enables them again", async () => {
