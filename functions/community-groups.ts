@@ -14,6 +14,7 @@
 //   POST groups/<id>/applications/<u>/accept | decline
 //   GET  users/<u>/invitations                         the user's invitations
 //   POST users/<u>/invitations/<groupId>/accept | decline
+//   POST createUser, users/<u>/update | disable | enable | delete | resetPassword   people (shared/user-admin.ts)
 // Administrators of the group's organization act with portal:admin:viewGroups, updateGroups, deleteGroups,
 // reassignGroups and assignToGroups.
 import { groupsPage, thenPage } from "#shared/group-pages.ts";
@@ -40,6 +41,24 @@ import {
 import { searchGroups } from "#shared/groups/search.ts";
 import type { Compute } from "#shared/http/pipeline.ts";
 import { type FamilyOperation, familyHandler } from "#shared/http/router.ts";
+import {
+  CREATE_USER_FORM,
+  createdUserPage,
+  createUserOp,
+  deletedPage,
+  deleteUserOp,
+  disabledPage,
+  disableOp,
+  enabledPage,
+  enableOp,
+  PASSWORD_PARAMS,
+  resetPasswordOp,
+  resetPasswordPage,
+  UPDATE_USER_FORM,
+  updatedUserPage,
+  updateFormValues as updateUserFormValues,
+  updateUserOp,
+} from "#shared/user-admin.ts";
 
 /** A change a group's page (or the create form) posts: a browser is sent back to the group's page. */
 const change = (name: string, compute: Compute, more: Partial<FamilyOperation["op"]> = {}): FamilyOperation => ({
@@ -75,6 +94,45 @@ export const handler = familyHandler({
     "users/{username}/invitations/{groupId}/{decision}": {
       op: { name: "Invitation", postOnly: true },
       compute: answerInvitation,
+    },
+    createUser: {
+      op: { name: "Create User", postOnly: true, httpsOnly: true, form: CREATE_USER_FORM, html: createdUserPage },
+      compute: createUserOp,
+    },
+    "users/{username}/update": {
+      op: {
+        name: "Update User",
+        postOnly: true,
+        form: UPDATE_USER_FORM,
+        formValues: updateUserFormValues,
+        html: updatedUserPage,
+        bodyOnly: PASSWORD_PARAMS,
+        // Passwords, and the answers that carry them, never travel in clear.
+        httpsOnly: true,
+        // A password change ends every session, this one too: its page is answered at once, as no redirect to a
+        // result sealed for this session could show it.
+        answersPostInPlace: true,
+      },
+      compute: updateUserOp,
+    },
+    "users/{username}/disable": {
+      op: { name: "Disable User", postOnly: true, html: disabledPage },
+      compute: disableOp,
+    },
+    "users/{username}/enable": { op: { name: "Enable User", postOnly: true, html: enabledPage }, compute: enableOp },
+    "users/{username}/delete": {
+      op: { name: "Delete User", postOnly: true, html: deletedPage, confirm: "the user is deleted for good." },
+      compute: deleteUserOp,
+    },
+    "users/{username}/resetPassword": {
+      op: {
+        name: "Reset Password",
+        postOnly: true,
+        httpsOnly: true,
+        html: resetPasswordPage,
+        confirm: "the user's current password and every session of theirs stop working.",
+      },
+      compute: resetPasswordOp,
     },
   },
 });

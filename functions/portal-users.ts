@@ -1,13 +1,15 @@
 // GET|POST …/portals/<self | id>/users: the organization's members with their roles, paged with start
-// (1-based) and num (≤ 100), sorted by username. Administrators only.
+// (1-based) and num (≤ 100), sorted by username. Administrators only. Its page is where they manage people: each
+// member's role, disabling, resetting a password, deleting, and adding a member (shared/user-admin.ts).
 import { badRequest, forbidden } from "#shared/errors.ts";
 import { requireMember, restHandler } from "#shared/http/pipeline.ts";
 import { privilegesOf } from "#shared/auth/identity.ts";
 import { listPortalUsers } from "#shared/stores/users.ts";
 import { LIST_PAGING, pageOf, readPaging } from "#shared/paging.ts";
 import { fullProfile } from "#shared/user-views.ts";
+import { usersPage } from "#shared/user-admin.ts";
 
-export const handler = restHandler({ name: "Users" }, async (req) => {
+export const handler = restHandler({ name: "Users", html: usersPage }, async (req) => {
   const { user, portal } = requireMember(req);
   if (user.role !== "org_admin") throw forbidden();
   const problems: string[] = [];

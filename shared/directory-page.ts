@@ -36,6 +36,9 @@ export function directoryPage(data: object, req: RestRequest): string {
   const account = [
     ...common,
     a(`${root}/community/self?f=html`, "My account"),
+    ...(d.user
+      ? [a(`${root}/community/users/${encodeURIComponent(d.user.username)}/update?f=html`, "My profile and password")]
+      : []),
     a(`${portal}/servers?f=html`, "Servers"),
   ];
   const roles = [a(`${portal}/roles?f=html`, "Roles"), a(`${portal}/createRole?f=html`, "Create a role")];

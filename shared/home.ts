@@ -71,7 +71,7 @@ const link = (href: string, text: string) => `<a href="${escapeHtml(href)}">${es
 export function homePage(data: object, req: RestRequest): string {
   const h = data as Home;
   const who = h.signedIn
-    ? `<p>Signed in as <strong>${escapeHtml(h.signedIn)}</strong>. ${link(`${PORTAL_ROOT}/community/self?f=html`, "You")}</p>`
+    ? `<p>Signed in as <strong>${escapeHtml(h.signedIn)}</strong>. ${link(`${PORTAL_ROOT}/community/self?f=html`, "You")} · ${link(`${PORTAL_ROOT}/community/users/${encodeURIComponent(h.signedIn)}/update?f=html`, "My profile and password")}</p>`
     : `<p>${link(h.signIn, "Sign in")} to see and manage what your organization shares; public services are listed below without signing in.</p>` +
       (req.https
         ? ""

@@ -4,7 +4,7 @@ import type { RestRequest } from "#shared/http/pipeline.ts";
 import { escapeHtml, page, renderDate, renderForm } from "#shared/http/html.ts";
 import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
-import { viewLink } from "#shared/viewer-links.ts";
+import { viewLink, webmapHref } from "#shared/viewer-links.ts";
 
 type View = Record<string, unknown>;
 
@@ -26,7 +26,13 @@ export function itemPage(data: object, req: RestRequest): string {
   const url = typeof item.url === "string" ? item.url : "";
   const tags = Array.isArray(item.tags) ? (item.tags as string[]) : [];
   const rows = [
-    ["Type", text(item.type)],
+    [
+      "Type",
+      // A web map opens in the viewer, which draws its layers as it lists them (those the reader may see).
+      item.type === "Web Map"
+        ? `${text(item.type)} · <a href="${escapeHtml(webmapHref(id))}">Open in viewer</a>`
+        : text(item.type),
+    ],
     ["Owner", text(item.owner)],
     ["Access", text(item.access)],
     [

@@ -536,8 +536,17 @@ function contentRoutes(): RouteSpec[] {
         "groups/{groupId}/applications/{username}/{decision}",
         "users/{username}/invitations",
         "users/{username}/invitations/{groupId}/{decision}",
+        // People (shared/user-admin.ts): an administrator's, and each member's own profile.
+        "createUser",
+        "users/{username}/update",
+        "users/{username}/disable",
+        "users/{username}/enable",
+        "users/{username}/delete",
+        "users/{username}/resetPassword",
       ],
-      tables: { ...sharing, users: "write" },
+      // People: deleting a member of a custom role counts its holders down (roles); a password change checks the
+      // current one against the sign-in lockout, and a reset clears it (tokens).
+      tables: { ...sharing, users: "write", roles: "write", tokens: "write" },
     }),
     // What no other content route serves: a group's items (content/groups/<id>) and an item's groups
     // (content/items/<id>/groups).

@@ -13,7 +13,7 @@ export function publicProfile(user: User): Record<string, unknown> {
     id: user.username,
     username: user.username,
     fullName: user.fullName,
-    description: null,
+    description: user.description === "" ? null : user.description,
     tags: [],
     culture: "en",
     region: null,
@@ -41,6 +41,6 @@ export function fullProfile(user: User, privileges: readonly string[]): Record<s
     userLicenseTypeId: "creatorUT",
     // A mapgate account signs in here only (ArcGIS: `arcgisonly`, or `both` for Esri's own sites too).
     userType: "arcgisonly",
-    disabled: false,
+    disabled: user.disabled,
   };
 }

@@ -18,6 +18,9 @@ function pathOf(url: string): string {
 /** Where the map of a service or layer is, from its URL (absolute or a path). */
 export const viewerHref = (serviceUrl: string) => `${VIEWER_PATH}?url=${encodeURIComponent(pathOf(serviceUrl))}`;
 
+/** Where a Web Map item is opened in the viewer, by its id. */
+export const webmapHref = (itemId: string) => `${VIEWER_PATH}?webmap=${encodeURIComponent(itemId)}`;
+
 /** An HTML link to the viewer, for lists and tables. */
 export const viewLink = (serviceUrl: string) => `<a href="${escapeHtml(viewerHref(serviceUrl))}">View</a>`;
 

@@ -5,11 +5,15 @@ import { attemptFailed, attemptSucceeded, beginAttempt } from "#shared/stores/si
 import { getUser, type User } from "#shared/stores/users.ts";
 
 export class SignInRefused extends Error {
-  readonly reason: "locked" | "invalid";
+  readonly reason: "locked" | "invalid" | "disabled";
 
-  constructor(reason: "locked" | "invalid") {
+  constructor(reason: "locked" | "invalid" | "disabled") {
     super(
-      reason === "locked" ? "Too many invalid sign-in attempts. Try again later." : "Invalid username or password.",
+      reason === "locked"
+        ? "Too many invalid sign-in attempts. Try again later."
+        : reason === "disabled"
+          ? "This account has been disabled."
+          : "Invalid username or password.",
     );
     this.name = "SignInRefused";
     this.reason = reason;
@@ -31,5 +35,7 @@ export async function checkCredentials(username: string, password: string): Prom
     throw new SignInRefused("invalid");
   }
   await attemptSucceeded(username);
+  // Said only to whoever gave the right password: a guesser learns nothing of the account from it.
+  if (user.disabled) throw new SignInRefused("disabled");
   return user;
 }

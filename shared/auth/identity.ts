@@ -155,6 +155,8 @@ export async function resolveIdentityWith(
   if (user.portalId !== claims.portalId) throw invalidToken();
   // A password reset since the token was issued ends it (and every session and refresh token with it).
   if ((claims.generation ?? 0) !== user.tokenGeneration) throw invalidToken();
+  // Disabling raised the generation too; this holds should a token be issued in the same moment.
+  if (user.disabled) throw invalidToken();
   const privileges = await privilegesOf(user);
   return withExtra({ kind: "user", user, portal, claims, credential, privileges });
 }

@@ -22,7 +22,9 @@ export const MAX_FOLDERS = 1000;
 
 export const FOLDER_ID = /^[0-9a-f]{32}$/;
 
-const key = (portalId: string, username: string) => ({ itemId: `folders#${portalId}#${username}` });
+/** The record of a member's folders (deleted with the member). */
+export const foldersKey = (portalId: string, username: string) => ({ itemId: `folders#${portalId}#${username}` });
+const key = foldersKey;
 
 interface FoldersRecord {
   readonly version: number;

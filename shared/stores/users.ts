@@ -27,6 +27,10 @@ export interface User {
    * issued in, and one of an older generation is refused on its next use (the user is read on every request).
    */
   readonly tokenGeneration: number;
+  /** What the user says of themselves on their profile ("" when nothing). */
+  readonly description: string;
+  /** A disabled user cannot sign in, and every token they held stopped working when they were disabled. */
+  readonly disabled: boolean;
 }
 
 /** ArcGIS's limit of groups per member. */
@@ -45,6 +49,8 @@ export function toUser(item: Record<string, unknown>): User {
     modified: r.number("modified"),
     groups: new Set(r.strings("groups")),
     tokenGeneration: r.optionalNumber("tokenGeneration") ?? 0,
+    description: r.optionalString("description") ?? "",
+    disabled: item.disabled === true,
   };
 }
 
@@ -54,7 +60,9 @@ export async function getUser(username: string): Promise<User | undefined> {
   return Item ? toUser(Item) : undefined;
 }
 
-export async function createUser(user: Omit<User, "groups" | "tokenGeneration">): Promise<void> {
+export async function createUser(
+  user: Omit<User, "groups" | "tokenGeneration" | "description" | "disabled">,
+): Promise<void> {
   await ddb.send(
     new PutCommand({
       TableName: tableName("users"),
@@ -120,6 +128,112 @@ export async function resetPassword(username: string, passwordHash: string): Pro
     return Attributes ? toUser(Attributes) : undefined;
   } catch (err) {
     if (isConditionFailure(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Thrown when the user changed (or went) between reading it and writing it: the caller says to try again. */
+export class UserChangedError extends Error {
+  constructor() {
+    super("The user was changed by another request.");
+    this.name = "UserChangedError";
+  }
+}
+
+/** The user's full name and description as given (those absent stay as they are); answers the user as written. */
+export async function updateProfile(
+  user: User,
+  changes: { readonly fullName?: string; readonly description?: string },
+): Promise<User> {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ":m": Date.now(), ":p": user.portalId };
+  const sets = ["modified = :m"];
+  if (changes.fullName !== undefined) {
+    names["#f"] = "fullName";
+    values[":f"] = changes.fullName;
+    sets.push("#f = :f");
+  }
+  if (changes.description !== undefined) {
+    names["#d"] = "description";
+    values[":d"] = changes.description;
+    sets.push("#d = :d");
+  }
+  try {
+    const { Attributes } = await ddb.send(
+      new UpdateCommand({
+        TableName: tableName("users"),
+        Key: { username: user.username },
+        UpdateExpression: `SET ${sets.join(", ")}`,
+        ConditionExpression: "portalId = :p",
+        ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
+        ExpressionAttributeValues: values,
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return toUser(Attributes ?? {});
+  } catch (err) {
+    if (isConditionFailure(err)) throw new UserChangedError();
+    throw err;
+  }
+}
+
+/**
+ * Disables or enables a user. Disabling raises the token generation in the same write, so every token, session and
+ * refresh token the user held stops working on its next use, as a password reset does.
+ */
+export async function setDisabled(user: User, disabled: boolean): Promise<void> {
+  try {
+    await ddb.send(
+      new UpdateCommand({
+        TableName: tableName("users"),
+        Key: { username: user.username },
+        UpdateExpression: disabled
+          ? "SET disabled = :d, modified = :m, tokenGeneration = if_not_exists(tokenGeneration, :zero) + :one"
+          : "SET disabled = :d, modified = :m",
+        ConditionExpression: "portalId = :p",
+        ExpressionAttributeValues: {
+          ":d": disabled,
+          ":m": Date.now(),
+          ":p": user.portalId,
+          ...(disabled ? { ":zero": 0, ":one": 1 } : {}),
+        },
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) throw new UserChangedError();
+    throw err;
+  }
+}
+
+/**
+ * Deletes a user, their folders' record and (a custom role) their count among the role's holders, in one
+ * transaction; only while the user still has the role read (a role changed meanwhile fails it: try again).
+ * The caller has checked that they own nothing and left their groups.
+ */
+export async function removeUser(user: User, foldersKey: Record<string, string>): Promise<void> {
+  const custom = !(BUILT_IN_ROLES as readonly string[]).includes(user.role);
+  try {
+    await ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Delete: {
+              TableName: tableName("users"),
+              Key: { username: user.username },
+              ConditionExpression: "portalId = :p AND #r = :r",
+              ExpressionAttributeNames: { "#r": "role" },
+              ExpressionAttributeValues: { ":p": user.portalId, ":r": user.role },
+            },
+          },
+          { Delete: { TableName: tableName("items"), Key: foldersKey } },
+          ...holderChanges(user.portalId, custom ? user.role : undefined, undefined),
+        ],
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err) || (err as { name?: string }).name === "TransactionCanceledException") {
+      throw new UserChangedError();
+    }
     throw err;
   }
 }

@@ -12,7 +12,7 @@ import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { viewerAssetHref } from "#shared/viewer/assets.ts";
 import { VIEWER_PATH } from "#shared/viewer-links.ts";
 
-export type ViewerKind = "tiles" | "vector" | "features" | "scene";
+export type ViewerKind = "tiles" | "vector" | "features" | "scene" | "webmap";
 
 /** What the page's script is told (the `data-config` attribute), and the answer of `f=json`. */
 export interface ViewerConfig {
@@ -33,6 +33,12 @@ export interface ViewerConfig {
   /** Why nothing can be drawn, in words; `signIn` when signing in may change that. */
   readonly problem?: string;
   readonly signIn?: boolean;
+  /** The Web Map item a `/viewer/map?webmap=<id>` opens: the page's script reads it and draws its layers. */
+  readonly webmap?: string;
+  /** The sharing REST root the page's script saves and reads web maps at. */
+  readonly portalRest?: string;
+  /** The signed-in member, whose content "Save as web map" adds the map to. */
+  readonly username?: string;
 }
 
 const WEB_MERCATOR = new Set([102100, 102113, 3857, 900913]);
@@ -59,8 +65,39 @@ export function webMercatorLevels(info: TileInfo): { minzoom: number; maxzoom: n
 
 const SERVICES_PATH = /^\/([^/]+)\/rest\/services\/(.+)$/;
 
-/** Reads `url`, finds the service it names and decides what the page draws, or why it cannot. */
+const ITEM_ID = /^[0-9a-f]{32}$/;
+
+/** A web map's page: its item is read by the page's script with the caller's own rights, layer by layer. */
+function webmapConfig(req: RestRequest, id: string): ViewerConfig {
+  if (req.params.get("url")) throw badRequest("Which map?", ["Give either 'url' (a service) or 'webmap', not both."]);
+  if (!ITEM_ID.test(id)) throw badRequest("Which map?", ["'webmap' is a Web Map item's id: 32 hexadecimal digits."]);
+  return {
+    url: `${VIEWER_PATH}?webmap=${id}`,
+    title: "Web map",
+    kind: "webmap",
+    webmap: id,
+    workerUrl: viewerAssetHref("maplibre-gl-worker.js"),
+    basemapUrl: viewerAssetHref("world-110m.json"),
+    itemId: id,
+    portalRest: PORTAL_ROOT,
+    ...(req.identity.kind === "user" ? { username: req.identity.user.username } : { signIn: true }),
+  };
+}
+
+/** Reads `url` (or `webmap`), finds the service it names and decides what the page draws, or why it cannot. */
 export async function viewerConfig(req: RestRequest): Promise<ViewerConfig> {
+  const config = await serviceConfig(req);
+  if (!config.kind || config.kind === "webmap") return config;
+  return {
+    ...config,
+    portalRest: PORTAL_ROOT,
+    ...(req.identity.kind === "user" ? { username: req.identity.user.username } : {}),
+  };
+}
+
+async function serviceConfig(req: RestRequest): Promise<ViewerConfig> {
+  const webmap = req.params.get("webmap")?.trim();
+  if (webmap !== undefined && webmap !== "") return webmapConfig(req, webmap);
   const raw = req.params.get("url")?.trim() ?? "";
   if (raw === "") {
     throw badRequest("Which map?", [
@@ -157,10 +194,38 @@ const NOTES: Record<ViewerKind, string> = {
   features:
     "Features in view, queried again as the map moves (up to the layer's maximum per request). Click one to see its attributes.",
   scene: "The scene layer's footprint: the extent its nodes cover.",
+  webmap:
+    "The web map's layers in the order it lists them, each as it was saved (shown or hidden, its opacity), over its basemap when that is a service of this site.",
 };
 
 const BASEMAP_NOTE =
   "Under it, the world's land and borders (Natural Earth 1:110m, public domain, from the world-atlas package), served by mapgate.";
+
+/**
+ * The map's layers (filled by the page's script), "Add layer" and, for a member over HTTPS (where forms carry their
+ * CSRF field), "Save as web map". Both forms are sent by the script, never by the browser itself: "Add layer"
+ * draws another service of this site in the same map, "Save" adds a Web Map item through addItem, as the SDK does.
+ */
+function mapTools(config: ViewerConfig, req: RestRequest): string {
+  const layers =
+    `<h2>Layers</h2><ul id="viewer-layers"></ul><p id="viewer-unseen" class="muted" hidden></p>` +
+    `<form id="viewer-add" class="viewer-tool" novalidate><label for="viewer-add-url">Add layer (a service or layer URL of this site)</label>` +
+    `<input id="viewer-add-url" name="url" required maxlength="2048" placeholder="/arcgis/rest/services/…/FeatureServer/0">` +
+    `<button type="submit">Add layer</button></form>`;
+  if (req.identity.kind !== "user" || !req.csrf) {
+    const why =
+      req.identity.kind === "user" ? "Saving a web map is done over HTTPS." : "Sign in to save this map as a web map.";
+    return `${layers}<p class="muted">${escapeHtml(why)}</p>`;
+  }
+  const save =
+    `<h2>Save as web map</h2><form id="viewer-save" class="viewer-tool" novalidate>` +
+    `<input type="hidden" name="csrf" value="${escapeHtml(req.csrf)}">` +
+    `<label for="viewer-save-title">Title</label><input id="viewer-save-title" name="title" required maxlength="250">` +
+    `<label for="viewer-save-tags">Tags (comma-separated)</label><input id="viewer-save-tags" name="tags" maxlength="1000">` +
+    `<label for="viewer-save-folder">Folder</label><select id="viewer-save-folder" name="folder"><option value="">(root of my content)</option></select>` +
+    `<button type="submit">Save</button></form><div id="viewer-saved" aria-live="polite"></div>`;
+  return layers + save;
+}
 
 /** The viewer's page: the map and what it shows, or the message saying why there is none. */
 export function viewerPage(data: object, req: RestRequest): HtmlPage {
@@ -169,7 +234,7 @@ export function viewerPage(data: object, req: RestRequest): HtmlPage {
   if (config.serviceUrl) links.push(`<a href="${escapeHtml(`${config.url}?f=html`)}">Service page</a>`);
   if (config.itemId) links.push(`<a href="${escapeHtml(itemPageHref(config.itemId))}">Item</a>`);
   if (config.signIn) {
-    const back = `${VIEWER_PATH}?url=${encodeURIComponent(config.url)}`;
+    const back = config.webmap ? config.url : `${VIEWER_PATH}?url=${encodeURIComponent(config.url)}`;
     links.push(
       `<a href="${escapeHtml(`${req.https ? "" : req.httpsOrigin}${PORTAL_ROOT}/oauth2/signin?redirect=${encodeURIComponent(back)}`)}">Sign in</a>`,
     );
@@ -183,7 +248,8 @@ export function viewerPage(data: object, req: RestRequest): HtmlPage {
     ? `<div id="viewer" data-config="${escapeHtml(JSON.stringify(config))}">` +
       `<p id="viewer-status" class="muted" role="status">Loading the map…</p>` +
       `<div id="map" aria-label="Map of ${escapeHtml(config.title)}"></div>` +
-      `<div id="viewer-details" aria-live="polite"></div></div><p class="muted">${escapeHtml(NOTES[config.kind])} ${BASEMAP_NOTE}</p>`
+      `<div id="viewer-details" aria-live="polite"></div>${mapTools(config, req)}</div>` +
+      `<p class="muted">${escapeHtml(NOTES[config.kind])} ${BASEMAP_NOTE}</p>`
     : `<div class="error" id="viewer-status" role="alert"><p>${escapeHtml(config.problem ?? "Nothing to draw.")}</p></div>`;
   const head = config.kind
     ? [
