@@ -26,6 +26,18 @@ import { FOLDER_ID } from "#shared/stores/folders.ts";
 import { visibleItem } from "#shared/items.ts";
 import { protectOperation, unprotectOperation } from "#shared/item-protect.ts";
 import { updateItemOperation } from "#shared/item-update.ts";
+import {
+  addResourcesOperation,
+  removeResourcesOperation,
+  updateResourcesOperation,
+  withThumbnail,
+} from "#shared/item-resources.ts";
+import { deleteFolderOperation, moveItemsOperation, moveOperation } from "#shared/item-moves.ts";
+import { addRelationshipOperation, deleteRelationshipOperation } from "#shared/item-relationships.ts";
+
+/** addItem and update also take a thumbnail (an uploaded image), set on the item once the rest is done. */
+const addItem = withThumbnail(addItemOperation, "Unable to add item.", true);
+const updateItem = withThumbnail(updateItemOperation, "Unable to update item.", false);
 
 /** An item operation addressed in a folder: the item must be in it (checkFolder), then the operation runs. */
 const inFolder = (operation: FamilyOperation): FamilyOperation => ({
@@ -39,7 +51,7 @@ const inFolder = (operation: FamilyOperation): FamilyOperation => ({
 
 /** Under a member's content, what no route of its own serves (CONTENT_FILES.userContent). */
 const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], FamilyOperation>> = {
-  addItem: addItemOperation,
+  addItem,
   publish: publishOperation,
   export: exportOperation,
   createService: createServiceOperation,
@@ -48,7 +60,7 @@ const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], Fa
   "items/{itemId}/commit": commitOperation,
   createFolder: createFolderOperation,
   "{folderId}": folderContentOperation,
-  "{folderId}/addItem": addItemOperation,
+  "{folderId}/addItem": addItem,
   "{folderId}/createService": createServiceOperation,
   "items/{itemId}/cancel": cancelOperation,
   "items/{itemId}/parts": partsOperation,
@@ -61,7 +73,19 @@ const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], Fa
   "items/{itemId}/unprotect": unprotectOperation,
   "{folderId}/items/{itemId}/protect": protectOperation,
   "{folderId}/items/{itemId}/unprotect": unprotectOperation,
-  "{folderId}/items/{itemId}/update": updateItemOperation,
+  "{folderId}/items/{itemId}/update": updateItem,
+  "items/{itemId}/addResources": addResourcesOperation,
+  "items/{itemId}/updateResources": updateResourcesOperation,
+  "items/{itemId}/removeResources": removeResourcesOperation,
+  "{folderId}/items/{itemId}/addResources": addResourcesOperation,
+  "{folderId}/items/{itemId}/updateResources": updateResourcesOperation,
+  "{folderId}/items/{itemId}/removeResources": removeResourcesOperation,
+  "items/{itemId}/move": moveOperation,
+  "{folderId}/items/{itemId}/move": moveOperation,
+  moveItems: moveItemsOperation,
+  "{folderId}/delete": deleteFolderOperation,
+  addRelationship: addRelationshipOperation,
+  deleteRelationship: deleteRelationshipOperation,
 };
 
 export const handler = routesHandler({

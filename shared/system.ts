@@ -272,6 +272,19 @@ export const USER_CONTENT_OPERATIONS = [
   "{folderId}/items/{itemId}/protect",
   "{folderId}/items/{itemId}/unprotect",
   "{folderId}/items/{itemId}/update",
+  // An item's resources (at the root and in a folder), moving items, deleting a folder, related items.
+  "items/{itemId}/addResources",
+  "items/{itemId}/updateResources",
+  "items/{itemId}/removeResources",
+  "{folderId}/items/{itemId}/addResources",
+  "{folderId}/items/{itemId}/updateResources",
+  "{folderId}/items/{itemId}/removeResources",
+  "items/{itemId}/move",
+  "{folderId}/items/{itemId}/move",
+  "moveItems",
+  "{folderId}/delete",
+  "addRelationship",
+  "deleteRelationship",
 ] as const;
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -504,14 +517,26 @@ function contentRoutes(): RouteSpec[] {
       ],
       tables: { ...sharing, users: "write" },
     }),
-    // What no other content route serves: a group's items (content/groups/<id>) and an item's groups
-    // (content/items/<id>/groups).
+    // What no other content route serves: a group's items (content/groups/<id>), an item's groups
+    // (content/items/<id>/groups), its resources (their list, and one by its name of up to four parts), its thumbnail
+    // and its related items.
     route({
       id: "content-groups",
       methods: GP,
       path: `${content}/{path+}`,
-      operations: ["groups/{groupId}", "items/{itemId}/groups"],
+      operations: [
+        "groups/{groupId}",
+        "items/{itemId}/groups",
+        "items/{itemId}/resources",
+        "items/{itemId}/resources/{r1}",
+        "items/{itemId}/resources/{r1}/{r2}",
+        "items/{itemId}/resources/{r1}/{r2}/{r3}",
+        "items/{itemId}/resources/{r1}/{r2}/{r3}/{r4}",
+        "items/{itemId}/info/thumbnail/{name}",
+        "items/{itemId}/relatedItems",
+      ],
       tables: { groups: "read", items: "read" },
+      itemFiles: "read",
     }),
     route({ id: "portal-users", methods: GP, path: `${PORTAL_ROOT}/portals/{portalId}/users` }),
   ];
