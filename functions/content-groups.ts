@@ -13,7 +13,7 @@ const ID = /^[0-9A-Za-z]{1,64}$/;
 export const handler = familyHandler({
   greedy: "path",
   notFound: "Not Found",
-  shapes: { groupId: ID, itemId: ID, name: /^[A-Za-z0-9_-]{1,100}\.(png|jpg|gif)$/ },
+  shapes: { groupId: ID, itemId: ID },
   operations: {
     "groups/{groupId}": {
       op: {

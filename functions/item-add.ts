@@ -34,10 +34,13 @@ import {
 } from "#shared/item-resources.ts";
 import { deleteFolderOperation, moveItemsOperation, moveOperation } from "#shared/item-moves.ts";
 import { addRelationshipOperation, deleteRelationshipOperation } from "#shared/item-relationships.ts";
+import { removeItem } from "#shared/item-removal.ts";
 
 /** addItem and update also take a thumbnail (an uploaded image), set on the item once the rest is done. */
-const addItem = withThumbnail(addItemOperation, "Unable to add item.", true);
-const updateItem = withThumbnail(updateItemOperation, "Unable to update item.", false);
+const addItem = withThumbnail(addItemOperation, "Unable to add item.", (req, item) =>
+  removeItem(req, item, "Unable to add item."),
+);
+const updateItem = withThumbnail(updateItemOperation, "Unable to update item.");
 
 /** An item operation addressed in a folder: the item must be in it (checkFolder), then the operation runs. */
 const inFolder = (operation: FamilyOperation): FamilyOperation => ({

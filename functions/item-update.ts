@@ -5,6 +5,6 @@ import { restHandler } from "#shared/http/pipeline.ts";
 import { withThumbnail } from "#shared/item-resources.ts";
 import { updateItemOperation } from "#shared/item-update.ts";
 
-const operation = withThumbnail(updateItemOperation, "Unable to update item.", false);
+const operation = withThumbnail(updateItemOperation, "Unable to update item.");
 
 export const handler = restHandler(operation.op, operation.compute);

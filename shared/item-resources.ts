@@ -15,7 +15,6 @@ import { Content } from "#shared/http/render.ts";
 import type { FamilyOperation } from "#shared/http/router.ts";
 import { itemId as newBlobId } from "#shared/ids.ts";
 import { canManage, changing, managedItem, visibleItem } from "#shared/items.ts";
-import { removeItem } from "#shared/item-removal.ts";
 import { logger } from "#shared/log.ts";
 import { readPaging } from "#shared/paging.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
@@ -338,9 +337,14 @@ export async function setThumbnail(item: Item, upload: ThumbnailUpload): Promise
 
 /**
  * An operation that also takes a `thumbnail` (addItem, update): checked before the operation changes anything, set
- * on its item after. A new item whose thumbnail cannot be kept (a quota) is not kept either.
+ * on its item after. `undo` removes a new item whose thumbnail cannot be kept (a quota), so a refused addItem keeps
+ * nothing (the function that adds items deletes them; the one that updates has no need to).
  */
-export function withThumbnail(operation: FamilyOperation, what: string, adds: boolean): FamilyOperation {
+export function withThumbnail(
+  operation: FamilyOperation,
+  what: string,
+  undo?: (req: RestRequest, item: Item) => Promise<void>,
+): FamilyOperation {
   return {
     op: { ...operation.op, files: [...(operation.op.files ?? []), "thumbnail"] },
     compute: async (req) => {
@@ -352,19 +356,18 @@ export function withThumbnail(operation: FamilyOperation, what: string, adds: bo
       try {
         await changing(item, () => setThumbnail(item, upload));
       } catch (err) {
-        if (adds) await undoAdd(req, item);
+        if (undo)
+          await undo(req, item).catch((e: unknown) =>
+            logger.warn("new item not removed after its thumbnail was refused", {
+              itemId: item.itemId,
+              error: String(e),
+            }),
+          );
         throw err;
       }
       return answer;
     },
   };
-}
-
-/** A new item removed again (its thumbnail could not be kept), so a refused addItem keeps nothing. */
-async function undoAdd(req: RestRequest, item: Item): Promise<void> {
-  await removeItem(req, item, "Unable to add item.").catch((e: unknown) =>
-    logger.warn("new item not removed after its thumbnail was refused", { itemId: item.itemId, error: String(e) }),
-  );
 }
 
 /** GET content/items/<id>/info/thumbnail/<name>: the item's thumbnail, to whoever sees the item. */

@@ -459,7 +459,16 @@ function contentRoutes(): RouteSpec[] {
       // specific, keep their paths), and three aliases: 8 API routes where one per operation took 34.
       path: CONTENT_FILES.userContent,
       alsoAt: [CONTENT_FILES.analyze, CONTENT_FILES.admin, CONTENT_FILES.append],
-      tables: { items: "write", datastores: "write", servers: "read", services: "write", jobs: "write" },
+      // Deleting a folder deletes its items as item-delete does (their layer pairs, their groups' records).
+      tables: {
+        items: "write",
+        datastores: "write",
+        servers: "read",
+        services: "write",
+        jobs: "write",
+        layers: "write",
+        groups: "write",
+      },
       datastoreSecrets: "write",
       itemFiles: "write",
       hostedData: "write",
@@ -744,7 +753,7 @@ export interface FunctionSpec extends TaskSpec {
 }
 
 /** The operations function's reach: the union of its routes', the callers it reads, and task tokens it fails. */
-export function invocationFunction(): FunctionSpec {
+export function invocationFunction(): FunctionSpec & Pick<RouteSpec, "itemFiles"> {
   const routes = (Object.keys(INVOCATION.operations) as InvokedOperation[]).map((operation) => {
     const id = invokedRoute(operation).route;
     const found = ROUTES.find((r) => r.id === id);
@@ -762,6 +771,8 @@ export function invocationFunction(): FunctionSpec {
     readsStorage: routes.some((r) => r.readsStorage),
     startsWorkflow: routes.some((r) => r.startsWorkflow),
     emits: routes.some((r) => r.emits),
+    // The content family it calls for a group's content also serves items' resources and thumbnails (one bundle).
+    ...(routes.some((r) => r.itemFiles) ? { itemFiles: "read" as const } : {}),
     // A job operation that fails before its job starts answers the waiting workflow at once.
     answersCallers: true,
   };
