@@ -30,6 +30,7 @@ import {
   addResourcesOperation,
   removeResourcesOperation,
   updateResourcesOperation,
+  updateThumbnailOperation,
   withThumbnail,
 } from "#shared/item-resources.ts";
 import { deleteFolderOperation, moveItemsOperation, moveOperation } from "#shared/item-moves.ts";
@@ -89,6 +90,8 @@ const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], Fa
   "{folderId}/delete": deleteFolderOperation,
   addRelationship: addRelationshipOperation,
   deleteRelationship: deleteRelationshipOperation,
+  "items/{itemId}/updateThumbnail": updateThumbnailOperation,
+  "{folderId}/items/{itemId}/updateThumbnail": updateThumbnailOperation,
 };
 
 export const handler = routesHandler({

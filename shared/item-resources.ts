@@ -282,20 +282,27 @@ export function readThumbnail(req: RestRequest, what: string): ThumbnailUpload |
     ]);
   const file = req.params.file("thumbnail");
   if (!file) {
-    if ((req.params.get("thumbnail") ?? "") !== "")
+    // A client sending the item back sends the name of the thumbnail it has: that names no new one.
+    const text = req.params.get("thumbnail") ?? "";
+    if (text !== "" && !text.startsWith("thumbnail/"))
       throw badRequest(what, ["'thumbnail' must be an uploaded image file (multipart/form-data), not text."]);
     return undefined;
   }
-  const kind = IMAGES.find((i) => file.bytes.subarray(0, i.magic.length).equals(i.magic));
+  return checkedImage(file.bytes, file.filename, what);
+}
+
+/** An image checked by its first bytes (a PNG, JPEG or GIF), named plainly under `thumbnail/`. */
+function checkedImage(bytes: Buffer, filename: string, what: string): ThumbnailUpload {
+  const kind = IMAGES.find((i) => bytes.subarray(0, i.magic.length).equals(i.magic));
   if (!kind)
     throw badRequest(what, ["The thumbnail is not a PNG, JPEG or GIF image: its content does not begin as one does."]);
-  const base = file.filename.replace(/^.*[\\/]/, "");
+  const base = filename.replace(/^.*[\\/]/, "");
   const stem =
     base
       .replace(/\.[^.]*$/, "")
       .replace(/[^A-Za-z0-9_-]/g, "_")
       .slice(0, 100) || "thumbnail";
-  return { bytes: file.bytes, name: `thumbnail/${stem}.${kind.ext}`, contentType: kind.type };
+  return { bytes, name: `thumbnail/${stem}.${kind.ext}`, contentType: kind.type };
 }
 
 /** REST JS sends the item's own thumbnail URL back with an update: that one is no address to fetch. */
@@ -369,6 +376,38 @@ export function withThumbnail(
     },
   };
 }
+
+/**
+ * POST …/items/<id>/updateThumbnail, as the ArcGIS Maps SDK's `PortalItem.updateThumbnail` sends it: `file` (an image)
+ * or `data` (a base64 `data:` URL of one), `filename` → `{success}`. A `url` is refused (nothing is fetched).
+ */
+export const updateThumbnailOperation: FamilyOperation = {
+  op: { name: "Update Thumbnail", postOnly: true, files: ["file"], bodyOnly: ["data"] },
+  compute: async (req) => {
+    const what = "Unable to update the item's thumbnail.";
+    const file = req.params.file("file");
+    const data = req.params.get("data");
+    const name = req.params.get("filename") ?? file?.filename ?? "thumbnail";
+    if ((req.params.get("url") ?? "") !== "")
+      throw badRequest(what, [
+        "'url' is not taken: mapgate does not fetch an image from an address it is given. Upload the image as 'file'.",
+      ]);
+    let upload: ThumbnailUpload;
+    if (file) upload = checkedImage(file.bytes, name, what);
+    else {
+      const m = /^data:image\/(?:png|jpeg|gif);base64,([A-Za-z0-9+/]+={0,2})$/.exec(data ?? "");
+      if (!m?.[1])
+        throw badRequest(what, [
+          "'file' (an image) or 'data' (a base64 data: URL of a PNG, JPEG or GIF) must be given.",
+        ]);
+      upload = checkedImage(Buffer.from(m[1], "base64"), name, what);
+    }
+    const item = await managedItem(req, what, true);
+    checkFolder(req, item);
+    await changing(item, () => setThumbnail(item, upload));
+    return { success: true };
+  },
+};
 
 /** GET content/items/<id>/info/thumbnail/<name>: the item's thumbnail, to whoever sees the item. */
 export const thumbnailOperation: FamilyOperation = {

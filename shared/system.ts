@@ -285,6 +285,8 @@ export const USER_CONTENT_OPERATIONS = [
   "{folderId}/delete",
   "addRelationship",
   "deleteRelationship",
+  "items/{itemId}/updateThumbnail",
+  "{folderId}/items/{itemId}/updateThumbnail",
 ] as const;
 
 export const ROUTES: readonly RouteSpec[] = [

@@ -336,6 +336,53 @@ describe("thumbnails", () => {
   });
 });
 
+describe("updateThumbnail", () => {
+  it("takes a file or a data: URL as the ArcGIS Maps SDK sends them, refusing a URL and anything not an image", async () => {
+    const id = await addText("publisher", "Web Mapping Application", "SDK thumbnail");
+    const path = `/content/users/publisher/items/${id}/updateThumbnail`;
+    const data = `data:image/png;base64,${PNG.toString("base64")}`;
+    expect(await post(path, tokens.publisher, { data, filename: "from-sdk.png" })).toEqual({ success: true });
+    const item = await getJson(`/content/items/${id}`, tokens.publisher);
+    expect(item.thumbnail).toBe("thumbnail/from-sdk.png");
+    expect(item.size).toBe(2 + PNG.length);
+    expect(
+      await postFiles(
+        path,
+        tokens.publisher ?? "",
+        {},
+        { file: { name: "second.gif", bytes: Buffer.from("GIF89a...") } },
+      ),
+    ).toEqual({ success: true });
+    expect((await getJson(`/content/items/${id}`, tokens.publisher)).thumbnail).toBe("thumbnail/second.gif");
+    const gif = await get(`/content/items/${id}/info/thumbnail/second.gif`, tokens.publisher);
+    expect(gif.headers["content-type"]).toBe("image/gif");
+    // The replaced one is gone.
+    expect(
+      (await get(`/content/items/${id}/info/thumbnail/from-sdk.png`, tokens.publisher, { f: "json" })).json(),
+    ).toMatchObject({ error: { code: 400 } });
+    expect(errorOf(await post(path, tokens.publisher, { url: "http://127.0.0.1/x.png" })).details[0]).toMatch(
+      /^'url' is not taken/,
+    );
+    expect(
+      errorOf(
+        await post(path, tokens.publisher, {
+          data: `data:image/png;base64,${Buffer.from("<svg/>").toString("base64")}`,
+        }),
+      ).details,
+    ).toEqual(["The thumbnail is not a PNG, JPEG or GIF image: its content does not begin as one does."]);
+    expect(errorOf(await post(path, tokens.publisher, { data: "data:text/html,<b>" })).details).toEqual([
+      "'file' (an image) or 'data' (a base64 data: URL of a PNG, JPEG or GIF) must be given.",
+    ]);
+    expect(errorOf(await post(path, tokens.user, { data })).code).toBe(400);
+    expect(errorOf(await post(path, undefined, { data })).code).toBe(499);
+    expect(await post(path, tokens.admin, { data })).toEqual({ success: true });
+    // An update sending the item's thumbnail name back (as clients send the whole item) changes nothing.
+    expect(
+      await post(`/content/users/publisher/items/${id}/update`, tokens.publisher, { thumbnail: "thumbnail/x.png" }),
+    ).toEqual({ success: true, id });
+  });
+});
+
 describe("related items", () => {
   it("relates a map to a service through @esri/arcgis-rest-portal, both ways, and forgets it when an item goes", async () => {
     const map = await addText("publisher", "Web Mapping Application", "App with code");
