@@ -31,6 +31,22 @@ import { FOLDER_ID } from "#shared/stores/folders.ts";
 import { visibleItem } from "#shared/items.ts";
 import { protectOperation, unprotectOperation } from "#shared/item-protect.ts";
 import { updateItemOperation } from "#shared/item-update.ts";
+import {
+  addResourcesOperation,
+  removeResourcesOperation,
+  updateResourcesOperation,
+  updateThumbnailOperation,
+  withThumbnail,
+} from "#shared/item-resources.ts";
+import { deleteFolderOperation, moveItemsOperation, moveOperation } from "#shared/item-moves.ts";
+import { addRelationshipOperation, deleteRelationshipOperation } from "#shared/item-relationships.ts";
+import { removeItem } from "#shared/item-removal.ts";
+
+/** addItem and update also take a thumbnail (an uploaded image), set on the item once the rest is done. */
+const addItem = withThumbnail(addItemOperation, "Unable to add item.", (req, item) =>
+  removeItem(req, item, "Unable to add item."),
+);
+const updateItem = withThumbnail(updateItemOperation, "Unable to update item.");
 
 /** An item operation addressed in a folder: the item must be in it (checkFolder), then the operation runs. */
 const inFolder = (operation: FamilyOperation): FamilyOperation => ({
@@ -44,7 +60,7 @@ const inFolder = (operation: FamilyOperation): FamilyOperation => ({
 
 /** Under a member's content, what no route of its own serves (CONTENT_FILES.userContent). */
 const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], FamilyOperation>> = {
-  addItem: addItemOperation,
+  addItem,
   publish: publishOperation,
   export: exportOperation,
   createService: createServiceOperation,
@@ -53,7 +69,7 @@ const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], Fa
   "items/{itemId}/commit": commitOperation,
   createFolder: createFolderOperation,
   "{folderId}": folderContentOperation,
-  "{folderId}/addItem": addItemOperation,
+  "{folderId}/addItem": addItem,
   "{folderId}/createService": createServiceOperation,
   "items/{itemId}/cancel": cancelOperation,
   "items/{itemId}/parts": partsOperation,
@@ -66,7 +82,21 @@ const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], Fa
   "items/{itemId}/unprotect": unprotectOperation,
   "{folderId}/items/{itemId}/protect": protectOperation,
   "{folderId}/items/{itemId}/unprotect": unprotectOperation,
-  "{folderId}/items/{itemId}/update": updateItemOperation,
+  "{folderId}/items/{itemId}/update": updateItem,
+  "items/{itemId}/addResources": addResourcesOperation,
+  "items/{itemId}/updateResources": updateResourcesOperation,
+  "items/{itemId}/removeResources": removeResourcesOperation,
+  "{folderId}/items/{itemId}/addResources": addResourcesOperation,
+  "{folderId}/items/{itemId}/updateResources": updateResourcesOperation,
+  "{folderId}/items/{itemId}/removeResources": removeResourcesOperation,
+  "items/{itemId}/move": moveOperation,
+  "{folderId}/items/{itemId}/move": moveOperation,
+  moveItems: moveItemsOperation,
+  "{folderId}/delete": deleteFolderOperation,
+  addRelationship: addRelationshipOperation,
+  deleteRelationship: deleteRelationshipOperation,
+  "items/{itemId}/updateThumbnail": updateThumbnailOperation,
+  "{folderId}/items/{itemId}/updateThumbnail": updateThumbnailOperation,
 };
 
 export const handler = routesHandler({

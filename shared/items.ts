@@ -159,6 +159,16 @@ export async function changing<T>(item: Item, change: () => Promise<T>): Promise
 }
 
 /**
+ * What the item keeps and is charged for: its file, a hosted service's data or its text, with its resources and
+ * thumbnail (as ArcGIS counts resources in the item's size); -1 for an item that keeps nothing (a reference).
+ */
+function keptSize(item: Item): number {
+  const data = item.file?.size ?? item.hostedData ?? item.text?.size;
+  const extra = (item.resourceBytes ?? 0) + (item.thumbnail?.size ?? 0);
+  return data === undefined && extra === 0 ? -1 : (data ?? 0) + extra;
+}
+
+/**
  * An item as the sharing API answers it. A hosted service's URL is stored as a path and answered under the
  * deployment's HTTPS origin, so a new host name or port never leaves items pointing at the old one.
  */
@@ -177,7 +187,7 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     description: item.description,
     tags: item.tags,
     snippet: item.snippet,
-    thumbnail: null,
+    thumbnail: item.thumbnail?.name ?? null,
     documentation: null,
     extent: item.extent ?? [],
     categories: [],
@@ -190,8 +200,7 @@ export function itemView(item: Item, identity: Identity, origin: string): Record
     proxyFilter: null,
     // As ArcGIS: a private item shared with groups reads as "shared".
     access: item.access === "private" && (item.groups?.length ?? 0) > 0 ? "shared" : item.access,
-    // What the item keeps and is charged for: its file, or a hosted service's data (ArcGIS: -1 for a reference).
-    size: item.file?.size ?? item.hostedData ?? item.text?.size ?? -1,
+    size: keptSize(item),
     appCategories: [],
     industries: [],
     languages: [],

@@ -300,6 +300,21 @@ export const USER_CONTENT_OPERATIONS = [
   "{folderId}/items/{itemId}/protect",
   "{folderId}/items/{itemId}/unprotect",
   "{folderId}/items/{itemId}/update",
+  // An item's resources (at the root and in a folder), moving items, deleting a folder, related items.
+  "items/{itemId}/addResources",
+  "items/{itemId}/updateResources",
+  "items/{itemId}/removeResources",
+  "{folderId}/items/{itemId}/addResources",
+  "{folderId}/items/{itemId}/updateResources",
+  "{folderId}/items/{itemId}/removeResources",
+  "items/{itemId}/move",
+  "{folderId}/items/{itemId}/move",
+  "moveItems",
+  "{folderId}/delete",
+  "addRelationship",
+  "deleteRelationship",
+  "items/{itemId}/updateThumbnail",
+  "{folderId}/items/{itemId}/updateThumbnail",
 ] as const;
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -481,7 +496,16 @@ function contentRoutes(): RouteSpec[] {
         CONTENT_FILES.append,
         ...EDIT_PATHS.map((path) => ({ path, methods: ["POST"] as const })),
       ],
-      tables: { items: "write", datastores: "write", servers: "read", services: "write", jobs: "write" },
+      // Deleting a folder deletes its items as item-delete does (their layer pairs, their groups' records).
+      tables: {
+        items: "write",
+        datastores: "write",
+        servers: "read",
+        services: "write",
+        jobs: "write",
+        layers: "write",
+        groups: "write",
+      },
       datastoreSecrets: "write",
       itemFiles: "write",
       hostedData: "write",
@@ -548,14 +572,26 @@ function contentRoutes(): RouteSpec[] {
       // current one against the sign-in lockout, and a reset clears it (tokens).
       tables: { ...sharing, users: "write", roles: "write", tokens: "write" },
     }),
-    // What no other content route serves: a group's items (content/groups/<id>) and an item's groups
-    // (content/items/<id>/groups).
+    // What no other content route serves: a group's items (content/groups/<id>), an item's groups
+    // (content/items/<id>/groups), its resources (their list, and one by its name of up to four parts), its thumbnail
+    // and its related items.
     route({
       id: "content-groups",
       methods: GP,
       path: `${content}/{path+}`,
-      operations: ["groups/{groupId}", "items/{itemId}/groups"],
+      operations: [
+        "groups/{groupId}",
+        "items/{itemId}/groups",
+        "items/{itemId}/resources",
+        "items/{itemId}/resources/{r1}",
+        "items/{itemId}/resources/{r1}/{r2}",
+        "items/{itemId}/resources/{r1}/{r2}/{r3}",
+        "items/{itemId}/resources/{r1}/{r2}/{r3}/{r4}",
+        "items/{itemId}/info/thumbnail/{name}",
+        "items/{itemId}/relatedItems",
+      ],
       tables: { groups: "read", items: "read" },
+      itemFiles: "read",
     }),
     route({ id: "portal-users", methods: GP, path: `${PORTAL_ROOT}/portals/{portalId}/users` }),
   ];
@@ -763,7 +799,7 @@ export interface FunctionSpec extends TaskSpec {
 }
 
 /** The operations function's reach: the union of its routes', the callers it reads, and task tokens it fails. */
-export function invocationFunction(): FunctionSpec {
+export function invocationFunction(): FunctionSpec & Pick<RouteSpec, "itemFiles"> {
   const routes = (Object.keys(INVOCATION.operations) as InvokedOperation[]).map((operation) => {
     const id = invokedRoute(operation).route;
     const found = ROUTES.find((r) => r.id === id);
@@ -781,6 +817,8 @@ export function invocationFunction(): FunctionSpec {
     readsStorage: routes.some((r) => r.readsStorage),
     startsWorkflow: routes.some((r) => r.startsWorkflow),
     emits: routes.some((r) => r.emits),
+    // The content family it calls for a group's content also serves items' resources and thumbnails (one bundle).
+    ...(routes.some((r) => r.itemFiles) ? { itemFiles: "read" as const } : {}),
     // A job operation that fails before its job starts answers the waiting workflow at once.
     answersCallers: true,
   };

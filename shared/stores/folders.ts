@@ -99,3 +99,28 @@ export async function createFolder(portalId: string, username: string, title: st
     }
   }
 }
+
+/** Removes one of a member's folders (its items deleted or moved first by its caller); false when it is not there. */
+export async function deleteFolder(portalId: string, username: string, id: string): Promise<boolean> {
+  for (let attempt = 0; ; attempt++) {
+    const current = await read(portalId, username);
+    if (!current.folders.some((f) => f.id === id)) return false;
+    const folders = Object.fromEntries(
+      current.folders.filter((f) => f.id !== id).map((f) => [f.id, { title: f.title, created: f.created }]),
+    );
+    try {
+      await ddb.send(
+        new PutCommand({
+          TableName: tableName("items"),
+          Item: { ...key(portalId, username), version: current.version + 1, folders },
+          ConditionExpression: "#v = :v",
+          ExpressionAttributeNames: { "#v": "version" },
+          ExpressionAttributeValues: { ":v": current.version },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (!isConditionFailure(err) || attempt >= 8) throw err;
+    }
+  }
+}

@@ -93,7 +93,31 @@ export interface Item {
   readonly licenseInfo?: string;
   /** JSON text of an object (an app's settings), kept as given once checked. */
   readonly properties?: string;
+  /** The bytes of the item's resources (shared/stores/item-resources.ts), counted against the quotas. */
+  readonly resourceBytes?: number;
+  /** An image uploaded as the item's thumbnail, kept in the item files and counted against the quotas. */
+  readonly thumbnail?: ItemThumbnail;
+  /** Relationships from this item (`<type>:<destination item id>`, addRelationship). */
+  readonly related?: readonly string[];
+  /** Relationships to this item (`<type>:<origin item id>`): the same relationships, read from the other end. */
+  readonly relatedFrom?: readonly string[];
 }
+
+/** An item's thumbnail: an image uploaded with addItem or update, kept in the item files under `blob`. */
+export interface ItemThumbnail {
+  /** As the item answers it (`thumbnail/<file name>`) and `info/` serves it. */
+  readonly name: string;
+  readonly blob: string;
+  readonly size: number;
+  readonly contentType: string;
+}
+
+/** The key of an item's resource list (a key no item id can take: item ids are 32 hex digits). */
+export const resourcesKey = (itemId: string) => ({ itemId: `resources#${itemId}` });
+
+/** A string set as the document client reads it (a Set), as plain strings. */
+const stringSet = (value: unknown): string[] | undefined =>
+  value instanceof Set ? [...(value as Set<unknown>)].map(String) : undefined;
 
 /**
  * Where an item's text lies: up to INLINE_TEXT_BYTES in a record of its own beside the item (`text#<item id>`, a key
@@ -154,6 +178,9 @@ export function toItem(record: Record<string, unknown>): Item {
   const file = r.object("file");
   const upload = r.object("upload");
   const text = r.object("text");
+  const thumbnail = r.object("thumbnail");
+  const related = stringSet(record.related);
+  const relatedFrom = stringSet(record.relatedFrom);
   const extent = record.extent;
   return {
     itemId: r.string("itemId"),
@@ -202,6 +229,19 @@ export function toItem(record: Record<string, unknown>): Item {
     ...(typeof record.accessInformation === "string" ? { accessInformation: record.accessInformation } : {}),
     ...(typeof record.licenseInfo === "string" ? { licenseInfo: record.licenseInfo } : {}),
     ...(typeof record.properties === "string" ? { properties: record.properties } : {}),
+    ...(typeof record.resourceBytes === "number" ? { resourceBytes: record.resourceBytes } : {}),
+    ...(thumbnail
+      ? {
+          thumbnail: {
+            name: String(thumbnail.name),
+            blob: String(thumbnail.blob),
+            size: Number(thumbnail.size),
+            contentType: String(thumbnail.contentType),
+          },
+        }
+      : {}),
+    ...(related && related.length > 0 ? { related } : {}),
+    ...(relatedFrom && relatedFrom.length > 0 ? { relatedFrom } : {}),
     ...(upload
       ? {
           upload: {
@@ -232,6 +272,10 @@ function record(item: Item): Record<string, unknown> {
     ...(item.file ? { file: { ...item.file } } : {}),
     ...(item.upload ? { upload: { ...item.upload } } : {}),
     ...(item.text ? { text: { ...item.text } } : {}),
+    ...(item.thumbnail ? { thumbnail: { ...item.thumbnail } } : {}),
+    // String sets, as addRelationship's ADD and DELETE change them (an empty set cannot be stored).
+    related: item.related && item.related.length > 0 ? new Set(item.related) : undefined,
+    relatedFrom: item.relatedFrom && item.relatedFrom.length > 0 ? new Set(item.relatedFrom) : undefined,
     createdKey: String(item.created).padStart(16, "0"),
     ...(item.access === "public" ? { listed: PUBLIC } : {}),
   };
@@ -280,7 +324,10 @@ function usageChange(portalId: string, username: string | undefined, bytes: numb
 }
 
 /** The bytes an item counts against its owner's and organization's quotas (its file, or its hosted data). */
-const keptBytes = (item: Item) => item.file?.size ?? item.hostedData ?? item.upload?.bytes ?? item.text?.size ?? 0;
+const keptBytes = (item: Item) =>
+  (item.file?.size ?? item.hostedData ?? item.upload?.bytes ?? item.text?.size ?? 0) +
+  (item.resourceBytes ?? 0) +
+  (item.thumbnail?.size ?? 0);
 
 function usageRelease(item: Item) {
   const bytes = keptBytes(item);
@@ -649,13 +696,14 @@ export async function updateItem(item: Item, changes: ItemChanges): Promise<void
  * Deletes an item and unpublishes what it describes, all at once: the service record, what serving it
  * kept, its layer–dataset pair, and a new catalog version. The name is free again the moment this commits.
  */
-export async function deleteItem(item: Item): Promise<void> {
-  // A file coming in parts changes what it counts as parts arrive: the item is deleted as it was read (the usage it
-  // gives back is what it counted), else read again.
+export async function deleteItem(item: Item): Promise<Item> {
+  // What the item gives back (its upload's parts so far, its resources, its thumbnail) is what it counted when read:
+  // the delete holds only if the item is still so, else it is read again.
   let current = item;
-  for (let attempt = 0; current.upload && attempt < 8; attempt++) {
+  for (let attempt = 0; attempt < 8; attempt++) {
     try {
-      return await deleteItemAsRead(current);
+      await deleteItemAsRead(current);
+      return current;
     } catch (err) {
       if (!(err instanceof ItemGoneError)) throw err;
       const fresh = await getItem(current.itemId);
@@ -663,8 +711,7 @@ export async function deleteItem(item: Item): Promise<void> {
       current = fresh;
     }
   }
-  if (current.upload) throw new ItemBusyError();
-  return deleteItemAsRead(current);
+  throw new ItemBusyError();
 }
 
 async function deleteItemAsRead(item: Item): Promise<void> {
@@ -675,17 +722,25 @@ async function deleteItemAsRead(item: Item): Promise<void> {
         ExpressionAttributeValues: { ":b": item.upload.bytes },
       }
     : { ConditionExpression: "attribute_exists(itemId)" };
-  // Delete protection is checked in the delete itself, so a protect made meanwhile wins (ItemProtectedError).
+  // Delete protection is checked in the delete itself, so a protect made meanwhile wins (ItemProtectedError); its
+  // resources and thumbnail must be as read, so the bytes given back are the bytes it holds.
   const guarded = {
     ...asRead,
-    ConditionExpression: `${asRead.ConditionExpression} AND (attribute_not_exists(#p) OR #p = :no)`,
+    ConditionExpression:
+      `${asRead.ConditionExpression} AND (attribute_not_exists(#p) OR #p = :no)` +
+      " AND (attribute_not_exists(#rb) OR #rb = :rb) AND (attribute_not_exists(#th) OR #th.#blob = :tb)",
     ExpressionAttributeNames: {
       ...("ExpressionAttributeNames" in asRead ? asRead.ExpressionAttributeNames : {}),
       "#p": "protected",
+      "#rb": "resourceBytes",
+      "#th": "thumbnail",
+      "#blob": "blob",
     },
     ExpressionAttributeValues: {
       ...("ExpressionAttributeValues" in asRead ? asRead.ExpressionAttributeValues : {}),
       ":no": false,
+      ":rb": item.resourceBytes ?? 0,
+      ":tb": item.thumbnail?.blob ?? "",
     },
   };
   try {
@@ -693,6 +748,10 @@ async function deleteItemAsRead(item: Item): Promise<void> {
       { Delete: { ...itemKey(item), ...guarded } },
       ...(item.text && item.text.blob === undefined
         ? [{ Delete: { TableName: tableName("items"), Key: textKey(item.itemId) } }]
+        : []),
+      // Its resources' list goes with it (their bytes are given back with the item's, as resourceBytes counts them).
+      ...(item.resourceBytes !== undefined
+        ? [{ Delete: { TableName: tableName("items"), Key: resourcesKey(item.itemId) } }]
         : []),
       ...(item.service
         ? [
@@ -1162,6 +1221,97 @@ export async function setItemProtected(item: Item, on: boolean): Promise<void> {
         ConditionExpression: "attribute_exists(itemId)",
         ExpressionAttributeNames: { "#p": "protected" },
         ExpressionAttributeValues: { ...(on ? { ":p": true } : {}), ":m": Math.max(Date.now(), item.modified + 1) },
+      }),
+    );
+  } catch (err) {
+    if (isConditionFailure(err)) throw new ItemGoneError();
+    throw err;
+  }
+}
+
+// Relationships between items (addRelationship): each is kept at both ends, as a string of a set (`<type>:<id>`), so
+// either direction is read from one item; both ends change in one transaction.
+
+/** The most relationships one item may have in each direction (each is a few dozen bytes of its record). */
+export const MAX_RELATIONSHIPS = 100;
+
+/** One end has as many relationships as it may. */
+export class RelationshipsFullError extends Error {
+  constructor() {
+    super("An item has as many relationships as it may.");
+    this.name = "RelationshipsFullError";
+  }
+}
+
+/** Adds (or, with `remove`, deletes) the relationship `type` from `origin` to `destination`, at both ends at once. */
+export async function changeRelationship(origin: Item, destination: Item, type: string, remove = false): Promise<void> {
+  const end = (item: Item, attribute: string, value: string) => ({
+    Update: {
+      ...itemKey(item),
+      UpdateExpression: remove ? "DELETE #r :s" : "ADD #r :s",
+      ConditionExpression: remove
+        ? "attribute_exists(itemId)"
+        : "attribute_exists(itemId) AND (attribute_not_exists(#r) OR size(#r) < :max OR contains(#r, :v))",
+      ExpressionAttributeNames: { "#r": attribute },
+      ExpressionAttributeValues: {
+        ":s": new Set([value]),
+        ...(remove ? {} : { ":max": MAX_RELATIONSHIPS, ":v": value }),
+      },
+    },
+  });
+  const actions = [
+    end(origin, "related", `${type}:${destination.itemId}`),
+    end(destination, "relatedFrom", `${type}:${origin.itemId}`),
+  ];
+  try {
+    await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
+  } catch (err) {
+    const failed = failedConditions(err) ?? [];
+    if (failed.length > 0) {
+      const [a, b] = await Promise.all([getItem(origin.itemId), getItem(destination.itemId)]);
+      if (!a || !b) throw new ItemGoneError();
+      throw new RelationshipsFullError();
+    }
+    throw isTransactionConflict(err) ? new ItemBusyError() : err;
+  }
+}
+
+/** Removes one end's entry of a relationship whose other end is gone (nothing happens when the item is gone too). */
+export async function forgetRelationshipEnd(
+  itemId: string,
+  attribute: "related" | "relatedFrom",
+  value: string,
+): Promise<void> {
+  try {
+    await ddb.send(
+      new UpdateCommand({
+        TableName: tableName("items"),
+        Key: { itemId },
+        UpdateExpression: "DELETE #r :s",
+        ConditionExpression: "attribute_exists(itemId)",
+        ExpressionAttributeNames: { "#r": attribute },
+        ExpressionAttributeValues: { ":s": new Set([value]) },
+      }),
+    );
+  } catch (err) {
+    if (!isConditionFailure(err)) throw err;
+  }
+}
+
+/** Moves an item to one of its owner's folders (undefined: the root), if it is still its owner's. */
+export async function moveItemToFolder(item: Item, folder: string | undefined): Promise<void> {
+  try {
+    await ddb.send(
+      new UpdateCommand({
+        ...itemKey(item),
+        UpdateExpression: folder === undefined ? "REMOVE #f SET modified = :m" : "SET #f = :f, modified = :m",
+        ConditionExpression: "attribute_exists(itemId) AND #o = :o",
+        ExpressionAttributeNames: { "#f": "ownerFolder", "#o": "owner" },
+        ExpressionAttributeValues: {
+          ":o": item.owner,
+          ":m": Math.max(Date.now(), item.modified + 1),
+          ...(folder === undefined ? {} : { ":f": folder }),
+        },
       }),
     );
   } catch (err) {

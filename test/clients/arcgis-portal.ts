@@ -4,6 +4,16 @@
 // NODE_EXTRA_CA_CERTS for the local certificate.
 import {
   addGroupUsers,
+  addItemRelationship,
+  addItemResource,
+  getItemResource,
+  getItemResources,
+  getRelatedItems,
+  moveItem,
+  removeFolder,
+  removeItemRelationship,
+  removeItemResource,
+  updateItemResource,
   addItemPart,
   cancelItemUpload,
   commitItemUpload,
@@ -112,6 +122,43 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   protectItem: (o) => protectItem({ id: String(o.id), authentication }),
   unprotectItem: (o) => unprotectItem({ id: String(o.id), authentication }),
   exportItem: (o) => exportItem({ ...(o as { id: string; exportFormat: "CSV" }), authentication }),
+  // An item's resources: a file (its bytes as base64) or text, under a prefix.
+  addItemResource: (o) =>
+    addItemResource({
+      id: String(o.id),
+      name: String(o.name),
+      ...(o.prefix ? { prefix: String(o.prefix) } : {}),
+      ...(o.base64 !== undefined
+        ? { resource: new File([Buffer.from(String(o.base64), "base64")], String(o.name)) }
+        : { content: String(o.content) }),
+      ...(o.private ? { private: true } : {}),
+      authentication,
+    }),
+  updateItemResource: (o) =>
+    updateItemResource({ id: String(o.id), name: String(o.name), content: String(o.content), authentication }),
+  getItemResources: (o) => getItemResources(String(o.id), { authentication }),
+  getItemResource: (o) =>
+    getItemResource(String(o.id), { fileName: String(o.fileName), readAs: "text", authentication }),
+  removeItemResource: (o) =>
+    removeItemResource({
+      id: String(o.id),
+      ...(o.resource ? { resource: String(o.resource) } : {}),
+      ...(o.deleteAll ? { deleteAll: true } : {}),
+      authentication,
+    }),
+  moveItem: (o) =>
+    moveItem({ itemId: String(o.itemId), ...(o.folderId ? { folderId: String(o.folderId) } : {}), authentication }),
+  removeFolder: (o) => removeFolder({ folderId: String(o.folderId), authentication }),
+  addItemRelationship: (o) => addItemRelationship({ ...(o as object), authentication } as never),
+  removeItemRelationship: (o) => removeItemRelationship({ ...(o as object), authentication } as never),
+  getRelatedItems: (o) => getRelatedItems({ ...(o as object), authentication } as never),
+  // A thumbnail uploaded with an update, as a browser app sends one (a File).
+  updateItemThumbnail: (o) =>
+    updateItem({
+      item: { id: String(o.id) },
+      params: { thumbnail: new File([Buffer.from(String(o.base64), "base64")], String(o.name)) },
+      authentication,
+    }),
 };
 
 const results = await runCalls(input.calls, CALLS);
