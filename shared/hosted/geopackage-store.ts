@@ -299,7 +299,7 @@ function idColumnOf(db: DatabaseSync, table: string): string {
  * The spatial functions the GeoPackage R*Tree triggers call (ST_IsEmpty, ST_MinX…), as GeoPackage libraries register
  * them: on this connection only, so rows added here keep the table's index right as GDAL's would.
  */
-function registerSpatialFunctions(db: DatabaseSync): void {
+export function registerSpatialFunctions(db: DatabaseSync): void {
   const box = (g: unknown) => boundsOf(g as Uint8Array | null);
   db.function("ST_IsEmpty", { deterministic: true }, (g) => (box(g) ? 0 : 1));
   db.function("ST_MinX", { deterministic: true }, (g) => box(g)?.xmin ?? null);
