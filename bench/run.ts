@@ -26,10 +26,11 @@ import { soapBench } from "./soap.ts";
 import { costModel } from "./cost.ts";
 import { tileFunction, tileLoad } from "./tiles.ts";
 import { tokenBench } from "./tokens.ts";
+import { editBench } from "./edits.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
 /**
- * `BENCH_ONLY=reads`, `cold`, `features`, `groups`, `tokens` or `publish`: only the read figures (`BENCH_ROUTE=<part
+ * `BENCH_ONLY=reads`, `cold`, `features`, `groups`, `tokens`, `publish` or `edits`: only the read figures (`BENCH_ROUTE=<part
  * of a name>` for some routes), the bundles' import, the feature layer figures, the group figures, token
  * verification, or publishing a CSV beside ogr2ogr (quick before/after checks). `node bench/profile.ts` profiles the read routes under load.
  */
@@ -144,6 +145,10 @@ if (ONLY === "publish") {
   await publishBench();
   process.exit(0);
 }
+if (ONLY === "edits") {
+  await editBench();
+  process.exit(0);
+}
 if (ONLY === "cold") {
   await coldStart();
   process.exit(0);
@@ -154,6 +159,7 @@ await pipeline();
 await featureBench(DURATION_S);
 await groupsBench(DURATION_S);
 await publishBench();
+await editBench();
 await coldStart();
 // Jobs run with the engine inside their own process, so requests and transitions are counted exactly.
 execFileSync(process.execPath, [join(ROOT, "bench/jobs.ts")], { stdio: "inherit", env: process.env });

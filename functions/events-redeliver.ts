@@ -1,7 +1,9 @@
 // Scheduled (every minute on AWS; on a timer in the local engine): sends again the events the bus did not take
 // when they were raised, oldest first, ten per PutEvents, and forgets each one the bus accepted. An event the
 // bus still refuses after OUTBOX_RETENTION_SECONDS is given up, with its detail in the log. Once an hour it also
-// sweeps what no record names (shared/hosted/sweep.ts).
+// sweeps what no record names (shared/hosted/sweep.ts). A hosted layer's edit event kept awaiting its edit's commit
+// (shared/hosted/edit-events.ts) is sent once the edit is found in its data's edit log, and forgotten when it is not
+// there once the edit can no longer be running.
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { DeleteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
@@ -10,6 +12,8 @@ import { logger } from "#shared/log.ts";
 import { METRIC, putMetrics } from "#shared/metrics.ts";
 import { ddb, scanAll } from "#shared/stores/dynamo.ts";
 import { taskHandler } from "#shared/tasks.ts";
+import { settleAwaiting } from "#shared/hosted/edit-events.ts";
+import { hostedStore } from "#shared/hosted/deployment-store.ts";
 
 // Here retrying is the point: the SDK's own backoff for throttling, within the run's time budget.
 const bus = new EventBridgeClient({ maxAttempts: 5 });
@@ -33,9 +37,18 @@ export const handler = taskHandler("events-redeliver", async () => {
   let expired = 0;
   let refused = 0;
   const live: OutboxEntry[] = [];
+  let waiting = 0;
   for (const e of pending) {
-    if (e.expiresAt * 1000 > now) live.push(e);
-    else {
+    if (e.expiresAt * 1000 > now) {
+      // An edit's event put in the outbox before its edit committed: sent once the data says the edit was kept.
+      const settled = e.awaitsCommit ? await settleAwaiting(e, hostedStore, now) : "send";
+      if (settled === "send") live.push(e);
+      else if (settled === "wait") waiting++;
+      else {
+        logger.info("edit's event forgotten: the edit was not kept", { eventId: e.eventId });
+        await forget(e.eventId);
+      }
+    } else {
       logger.error("event given up", { type: e.detailType, detail: e.detail });
       await forget(e.eventId);
       expired++;
@@ -78,5 +91,5 @@ export const handler = taskHandler("events-redeliver", async () => {
     .catch((err: unknown) => {
       logger.warn("sweep failed", { reason: err instanceof Error ? err.message : String(err) });
     });
-  return { sent, refused, expired };
+  return { sent, refused, expired, waiting };
 });

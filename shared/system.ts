@@ -187,6 +187,7 @@ export const EVENTS = {
     serviceUnpublished: "Service Unpublished",
     roleChanged: "Role Changed",
     signInLocked: "Sign-in Locked",
+    featuresEdited: "Features Edited",
   },
 } as const;
 

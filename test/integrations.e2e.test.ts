@@ -314,6 +314,30 @@ describe("events", () => {
       ca: engine.ca,
       body: form({ f: "json", token: admin }),
     });
+    // An edit of a hosted layer (an empty service defined, then a feature added).
+    await call(`${rest}/content/users/admin/createService`, {
+      ca: engine.ca,
+      body: form({
+        f: "json",
+        token: admin,
+        outputType: "featureService",
+        createParameters: JSON.stringify({ name: "Edited" }),
+      }),
+    });
+    const hosted = `${engine.ready.https}/arcgis/rest/admin/services/Hosted/Edited/FeatureServer`;
+    await call(`${hosted}/addToDefinition`, {
+      ca: engine.ca,
+      body: form({
+        f: "json",
+        token: admin,
+        addToDefinition: JSON.stringify({ layers: [{ name: "Points", geometryType: "esriGeometryPoint" }] }),
+      }),
+    });
+    const added = await call(hosted.replace("/rest/admin/services/", "/rest/services/") + "/0/addFeatures", {
+      ca: engine.ca,
+      body: form({ f: "json", token: admin, features: JSON.stringify([{ attributes: {}, geometry: { x: 1, y: 2 } }]) }),
+    });
+    expect(added.json()).toMatchObject({ addResults: [{ success: true }] });
     for (let i = 0; i < 6; i++) {
       await call(`${rest}/generateToken`, {
         ca: engine.ca,

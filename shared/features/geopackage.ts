@@ -97,7 +97,24 @@ export class GeoPackage {
    * `untrusted`: a file an uploader made (publishing copies rows out of it): SQLite's defensive mode, and nothing in
    * its schema (views, triggers, defaults) may call a function not marked innocuous.
    */
-  static async open(file: string, version: string, options: { untrusted?: boolean } = {}): Promise<GeoPackage> {
+  static async open(
+    file: string,
+    version: string,
+    options: { untrusted?: boolean; recover?: boolean } = {},
+  ): Promise<GeoPackage> {
+    try {
+      return await GeoPackage.#open(file, version, options);
+    } catch (err) {
+      // A journal a writer killed mid-transaction left behind ("hot"): SQLite rolls it back on the first read of a
+      // connection that may write, and a read-only one cannot read the file until then. Mapgate's own files (hosted
+      // data: `recover`) are recovered here, by the first reader after the crash; a data store's are never written.
+      if (!options.recover || !(err instanceof HotJournalError)) throw err;
+      await recoverJournal(file);
+      return GeoPackage.#open(file, version, options.untrusted ? { untrusted: true } : {});
+    }
+  }
+
+  static async #open(file: string, version: string, options: { untrusted?: boolean }): Promise<GeoPackage> {
     const { DatabaseSync } = await loadSqlite();
     let db: DatabaseSync;
     try {
@@ -121,6 +138,7 @@ export class GeoPackage {
     } catch (err) {
       db.close();
       if (err instanceof DatasetError) throw err;
+      if ((err as { errcode?: number }).errcode === SQLITE_READONLY_ROLLBACK) throw new HotJournalError();
       throw new DatasetError("The file is not a GeoPackage (it has no gpkg_contents table).");
     }
     // What the SQLite dialect's statements call beside SQLite's own (statistics, EXTRACT, LIKE as both dialects
@@ -433,13 +451,39 @@ function fieldType(declared: string): EsriFieldType | undefined {
   }
 }
 
+/** SQLite's answer to a read-only connection that meets a hot journal it may not roll back. */
+const SQLITE_READONLY_ROLLBACK = 776;
+
+/** A file a writer's crash left with a hot journal (told apart from a file that is no GeoPackage). */
+class HotJournalError extends DatasetError {
+  constructor() {
+    super("The GeoPackage was left mid-transaction by a writer that stopped: it is read once recovered.");
+  }
+}
+
+/**
+ * Rolls back the hot journal of a file a writer's crash left (a connection that may write does it on its first read),
+ * waiting for a live writer's commit if one holds the file.
+ */
+async function recoverJournal(file: string): Promise<void> {
+  const { DatabaseSync } = await loadSqlite();
+  const db = new DatabaseSync(file, { enableForeignKeyConstraints: false, allowExtension: false });
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    db.prepare("SELECT count(*) FROM sqlite_master").get();
+  } finally {
+    db.close();
+  }
+}
+
 export const quote = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
 
 // Open GeoPackages by file, while the function is warm: reopened when the file's version moves.
 const opened = new Map<string, Promise<GeoPackage>>();
 const MAX_OPEN = 16;
 
-export async function geoPackageAt(file: string, version: string): Promise<GeoPackage> {
+/** `recover`: the file is mapgate's own (hosted data), whose hot journal a crash left is rolled back by its reader. */
+export async function geoPackageAt(file: string, version: string, recover = false): Promise<GeoPackage> {
   const held = opened.get(file);
   if (held) {
     const gpkg = await held.catch(() => undefined);
@@ -447,7 +491,7 @@ export async function geoPackageAt(file: string, version: string): Promise<GeoPa
     opened.delete(file);
     gpkg?.close();
   }
-  const next = GeoPackage.open(file, version);
+  const next = GeoPackage.open(file, version, { recover });
   if (opened.size >= MAX_OPEN) {
     const [oldest, pending] = opened.entries().next().value as [string, Promise<GeoPackage>];
     opened.delete(oldest);

@@ -31,11 +31,16 @@ export interface SourceDataset extends Dataset {
   readonly unpublishable?: string;
 }
 
-export async function openGeoPackage(location: StoreLocation, file: string): Promise<GeoPackage | undefined> {
+/** `hosted`: mapgate's own file (a hosted service's), which its reader may recover after a writer's crash. */
+export async function openGeoPackage(
+  location: StoreLocation,
+  file: string,
+  hosted = false,
+): Promise<GeoPackage | undefined> {
   const storage = await storageAt(location);
   const local = await storage.localFile(file, MAX_GEOPACKAGE_BYTES);
   if (!local) return undefined;
-  return geoPackageAt(local.file, local.version);
+  return geoPackageAt(local.file, local.version, hosted);
 }
 
 /** The datasets of one GeoPackage file of a store (`file` relative to the store's root). */
@@ -134,7 +139,7 @@ export async function openDataset(source: ServiceSource, id = 0): Promise<OpenDa
   }
   const split = splitGeoPackagePath(path);
   if (!split) throw new DatasetError("The layer's dataset is not in a GeoPackage.");
-  const gpkg = await openGeoPackage(source.location, split.file);
+  const gpkg = await openGeoPackage(source.location, split.file, source.datastoreId === HOSTED_STORE_ID);
   if (!gpkg) throw new DatasetError("The layer's GeoPackage is no longer in its data store.");
   const schema = gpkg.schema(split.table);
   if (!schema) throw new DatasetError("The layer's table is no longer in its GeoPackage.");

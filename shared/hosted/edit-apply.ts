@@ -1,18 +1,23 @@
 // A request's edits as either hosted store makes them inside its transaction: each layer's adds (INSERT, its new
 // object id answered), updates (UPDATE by object id: a row that is not there is ArcGIS's 1019) and deletes (one
 // DELETE of the ids, each id not removed a 1019), in the request's order, then each edited layer's editing record
-// (mapgate_editing) moved to the edit's moment. The statements are the emitters' (shared/features/sql/write.ts);
+// (mapgate_editing) moved to the edit's moment, and, when rows changed, the edit's id in the edit log
+// (mapgate_edit_log) that tells a crash's survivor whether the edit was kept. The statements are the emitters' (shared/features/sql/write.ts);
 // the store gives the statement runner and its transaction.
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
 import {
   deleteRows,
   editingTableDdl,
+  editLogDdl,
   insertRow,
+  logEdit,
+  pruneEditLog,
   recordEdit,
   updateRow,
   type WriteTarget,
 } from "#shared/features/sql/write.ts";
+import { OUTBOX_RETENTION_SECONDS } from "#shared/stores/events.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import type { EditOutcome, EditRequest, EditResult, LayerEditResults } from "#shared/hosted/store.ts";
 
@@ -64,6 +69,7 @@ export async function applyEdits(
   const layers: LayerEditResults[] = [];
   let failed = false;
   let madeRecord = false;
+  let changed = false;
   for (const layer of request.layers) {
     const target = targetOf(layer.schema);
     const gid = layer.schema.editing?.globalIdField !== undefined;
@@ -118,6 +124,7 @@ export async function applyEdits(
     });
     written += removed.size;
     if (written > 0) {
+      changed = true;
       if (!madeRecord) await run({ sql: editingTableDdl(container), params: [], columns: [] });
       madeRecord = true;
       const table = layer.schema.table.at(-1) ?? "";
@@ -125,7 +132,13 @@ export async function applyEdits(
     }
     layers.push({ layerId: layer.layerId, addResults, updateResults, deleteResults });
   }
-  const outcome = { committed: true, layers };
   if (failed && request.rollbackOnFailure) throw new EditsRolledBack({ committed: false, layers });
-  return outcome;
+  // An edit that changed rows raises an event: its id is logged with its rows (the log's own rows kept as long as the
+  // outbox keeps an event, pruned here).
+  if (changed) {
+    await run({ sql: editLogDdl(container), params: [], columns: [] });
+    await run(pruneEditLog(emitter, container, request.moment - OUTBOX_RETENTION_SECONDS * 1000));
+    await run(logEdit(emitter, container, request.editId, request.moment));
+  }
+  return { committed: true, layers, changed };
 }

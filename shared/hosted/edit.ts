@@ -24,7 +24,9 @@ import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { capabilitiesOf, type EditCapability } from "#shared/features/capabilities.ts";
 import { logger } from "#shared/log.ts";
 import { serviceNotFound, underServiceLock } from "#shared/hosted/define.ts";
-import { HOSTED_FOLDER } from "#shared/publishing.ts";
+import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
+import { serverUrl } from "#shared/stores/servers.ts";
+import { editEvent } from "#shared/hosted/edit-events.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import {
   type Checked,
@@ -608,6 +610,19 @@ async function runEdits(
     );
   const identity = req.identity;
   const editor: Editor = { username: identity.kind === "user" ? identity.user.username : "", moment: Date.now() };
+  const server = req.server;
+  if (!server) throw new Error("server route without a server");
+  // Its event, put in the outbox inside the edit's transaction and sent once the edit committed.
+  const event = editEvent(
+    {
+      portalId: found.service.portalId,
+      itemId: found.service.itemId,
+      url: restServiceUrl(serverUrl(server, req.httpsOrigin), HOSTED_FOLDER, found.service.name, "FeatureServer"),
+      editor: editor.username,
+      store: store.kind,
+    },
+    editor.moment,
+  );
   const make = async (
     layers: readonly (string | null)[],
     serviceItemId: string,
@@ -624,9 +639,9 @@ async function runEdits(
       layers: checkedLayers,
       rollbackOnFailure: options.rollbackOnFailure,
       moment: editor.moment,
+      editId: event.editId,
     };
-    // The events step puts the edit's outbox record here, in the edit's own transaction.
-    return store.edit(serviceItemId, request, async () => undefined);
+    return store.edit(serviceItemId, request, event.beforeCommit);
   };
   const source = found.service.source;
   if (!source) throw new Error("a hosted service without a source");
@@ -641,6 +656,8 @@ async function runEdits(
         })
       : make(source.layers ?? [source.path.split("/").at(-1) ?? ""], found.service.itemId, source)
   ).catch((err: unknown) => notKept(err));
+  // After the lock is let go: the next edit of a GeoPackage does not wait on the bus.
+  await event.afterCommit(outcome);
   const counts = outcome.layers.map((l) => ({
     layer: l.layerId,
     added: l.addResults.filter((r) => r.success).length,

@@ -25,7 +25,13 @@ import type { FieldKind } from "#shared/hosted/tables.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
 import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
-import { editingTableDdl, recordLayerEditing } from "#shared/features/sql/write.ts";
+import {
+  EDIT_LOG_TABLE,
+  editingTableDdl,
+  editLogDdl,
+  findEdit,
+  recordLayerEditing,
+} from "#shared/features/sql/write.ts";
 import type { LayerEditing } from "#shared/features/schema.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import type {
@@ -303,7 +309,7 @@ function idColumnOf(db: DatabaseSync, table: string): string {
  * The spatial functions the GeoPackage R*Tree triggers call (ST_IsEmpty, ST_MinX…), as GeoPackage libraries register
  * them: on this connection only, so rows added here keep the table's index right as GDAL's would.
  */
-function registerSpatialFunctions(db: DatabaseSync): void {
+export function registerSpatialFunctions(db: DatabaseSync): void {
   const box = (g: unknown) => boundsOf(g as Uint8Array | null);
   db.function("ST_IsEmpty", { deterministic: true }, (g) => (box(g) ? 0 : 1));
   db.function("ST_MinX", { deterministic: true }, (g) => box(g)?.xmin ?? null);
@@ -398,6 +404,7 @@ function recordEditing(
   const tracked = layers.filter((l) => l.editing !== undefined);
   if (tracked.length === 0) return;
   db.exec(editingTableDdl(undefined));
+  db.exec(editLogDdl(undefined));
   const now = Date.now();
   for (const l of tracked) {
     const q = recordLayerEditing(sqliteEmitter, undefined, l.name, l.editing ?? {}, now);
@@ -489,6 +496,28 @@ async function editInPlace(
   return outcome;
 }
 
+/**
+ * Whether an edit's id is in a service's edit log; undefined when its file is gone. Opened for writing, as an edit
+ * opens it: a journal a crash left in the middle of an edit is rolled back first (SQLite does it on the first read of
+ * a connection that may write), so an edit that never committed is not found.
+ */
+async function committedInFile(serviceItemId: string, editId: string): Promise<boolean | undefined> {
+  const w = where();
+  // A bucket's files are never edited in place (editing needs the hosting database there): none logged an edit.
+  if (!("dir" in w)) return false;
+  const file = join(w.dir, hostedFileName(serviceItemId));
+  if (!(await stat(file).catch(() => undefined))) return undefined;
+  const db = new DatabaseSync(file, { enableForeignKeyConstraints: false, allowExtension: false });
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    if (!hasTable(db, EDIT_LOG_TABLE)) return false;
+    const q = findEdit(sqliteEmitter, undefined, editId);
+    return db.prepare(q.sql).all(...(q.params as never[])).length > 0;
+  } finally {
+    db.close();
+  }
+}
+
 /** A layer of a service's file, as the writer makes it from a published file's table. */
 const writtenLayer = (l: HostedLayer) => ({
   name: l.name,
@@ -527,6 +556,7 @@ export const geoPackageStore: HostedStore = {
   }),
   definitions,
   edit: editInPlace,
+  committed: committedInFile,
   async append(serviceItemId, rows, { settle }) {
     const { added, updated } = await changeHostedData(
       serviceItemId,

@@ -25,7 +25,13 @@ import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
 import { AmbiguousKeyError, keyOf } from "#shared/hosted/append-keys.ts";
 import type { EditsRolledBack } from "#shared/hosted/edit-apply.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
-import { editingTableDdl, recordLayerEditing } from "#shared/features/sql/write.ts";
+import {
+  EDIT_LOG_TABLE,
+  editingTableDdl,
+  editLogDdl,
+  findEdit,
+  recordLayerEditing,
+} from "#shared/features/sql/write.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import type {
   AppendCounts,
@@ -190,6 +196,8 @@ async function recordEditing(
   const tracked = layers.filter((l) => l.editing !== undefined);
   if (tracked.length === 0) return;
   await client.query(editingTableDdl(schema));
+  // Made with the service, so the first concurrent edits never race to make it.
+  await client.query(editLogDdl(schema));
   const now = Date.now();
   for (const l of tracked) {
     const q = recordLayerEditing(postgresEmitter, schema, tableOf(l.name), l.editing ?? {}, now);
@@ -587,6 +595,31 @@ async function edit(serviceItemId: string, request: EditRequest, beforeCommit: B
   }
 }
 
+/**
+ * Whether an edit's id is in its service's edit log (read-only: the log is made by the first edit that logs, so a
+ * schema without one logged none); undefined when the service's schema is gone.
+ */
+async function committed(serviceItemId: string, editId: string): Promise<boolean | undefined> {
+  const schema = schemaOf(serviceItemId);
+  const { pool } = await hostingDatabase();
+  try {
+    return await inTransaction(pool, "BEGIN READ ONLY", async (client) => {
+      const found = await client.query({
+        text: "SELECT to_regclass($1) IS NOT NULL, EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $2)",
+        values: [`${quoteIdentifier(schema)}.${quoteIdentifier(EDIT_LOG_TABLE)}`, schema],
+        rowMode: "array",
+      });
+      const [hasLog, hasSchema] = (found.rows[0] ?? []) as [boolean, boolean];
+      if (!hasSchema) return undefined;
+      if (!hasLog) return false;
+      const q = findEdit(postgresEmitter, schema, editId);
+      return (await client.query({ text: q.sql, values: q.params, rowMode: "array" })).rows.length > 0;
+    });
+  } catch (err) {
+    throw classifyPgError(err);
+  }
+}
+
 /** The hosted-data store on the deployment's PostgreSQL database (HOSTED_DATABASE). */
 export function postGisStore(): HostedStore {
   // Checked at cold start: a wrong setting fails the first request loudly, never a publish half-way.
@@ -600,6 +633,7 @@ export function postGisStore(): HostedStore {
     append,
     replace,
     edit,
+    committed,
     sourceOf: (serviceItemId, layers) => ({
       datastoreId: HOSTED_STORE_ID,
       connection: hostingConnection(),

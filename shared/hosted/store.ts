@@ -182,6 +182,8 @@ export interface EditRequest {
   readonly rollbackOnFailure: boolean;
   /** The edit's time (ms): each layer's last edit, as its editing record keeps it. */
   readonly moment: number;
+  /** The edit's id, logged with its rows when they changed (the id of the event it raises). */
+  readonly editId: string;
 }
 
 export interface LayerEditResults {
@@ -195,6 +197,8 @@ export interface LayerEditResults {
 export interface EditOutcome {
   readonly committed: boolean;
   readonly layers: readonly LayerEditResults[];
+  /** Rows were written (and the edit's id logged): the edit raises its event. */
+  readonly changed?: boolean;
 }
 
 /**
@@ -234,6 +238,11 @@ export interface HostedStore {
    * nothing is kept and the outcome says so. A GeoPackage is written in place: the caller holds the service's lock.
    */
   edit(serviceItemId: string, request: EditRequest, beforeCommit: BeforeCommit): Promise<EditOutcome>;
+  /**
+   * Whether an edit's id is in a service's edit log (it committed and its rows changed), read from the data; undefined
+   * when the service has no data any more.
+   */
+  committed(serviceItemId: string, editId: string): Promise<boolean | undefined>;
   /** Drops a service's data (after its item and service are gone); nothing happens when there is none. */
   drop(serviceItemId: string): Promise<void>;
   /**

@@ -4,7 +4,7 @@
 // de-duplicate by `detail.eventId`, which stays the same when an event is sent again.
 import { randomUUID } from "node:crypto";
 import type { PutEventsCommandOutput, PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
-import { PutCommand } from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { EVENTS, type EventType } from "#shared/system.ts";
 import { config, tableName } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
@@ -48,6 +48,17 @@ export interface OutboxEntry {
   readonly detail: string;
   readonly created: number;
   readonly expiresAt: number;
+  /**
+   * An event put here inside the transaction of a hosted layer's edit, before it commits: sent only once the edit's id
+   * (the event's id) is found in the service's edit log (shared/hosted/edit-events.ts).
+   */
+  readonly awaitsCommit?: AwaitedCommit;
+}
+
+/** The edit an outbox record waits on: the hosted store holding the service's data, and the service. */
+export interface AwaitedCommit {
+  readonly store: "geopackage" | "postgis";
+  readonly serviceItemId: string;
 }
 
 function busName(): string {
@@ -71,18 +82,64 @@ export function entryOf(e: OutboxEntry): PutEventsRequestEntry {
  * reach whoever the bus's rules deliver to).
  */
 export async function emit(type: EventType, detail: Readonly<Record<string, unknown>>): Promise<void> {
-  // Checked before anything is sent, so an undeclared emitter fails in every test, not only when the bus does.
-  const outbox = tableName("outbox");
+  await sendOrKeep(eventEntry(type, detail));
+}
+
+/**
+ * An event made whole before it is sent (its id given, or new): checked to be allowed here before anything is sent,
+ * so an undeclared emitter fails in every test, not only when the bus does.
+ */
+export function eventEntry(
+  type: EventType,
+  detail: Readonly<Record<string, unknown>>,
+  eventId: string = randomUUID(),
+): OutboxEntry {
+  tableName("outbox");
   busName();
   const now = Date.now();
-  const eventId = randomUUID();
-  const entry: OutboxEntry = {
+  return {
     eventId,
     detailType: EVENTS.types[type],
     detail: sized({ eventId, ...detail }),
     created: now,
     expiresAt: Math.floor(now / 1000) + OUTBOX_RETENTION_SECONDS,
   };
+}
+
+/**
+ * Keeps an event in the outbox awaiting the commit of the transaction it is put in (a hosted layer's edit); throws
+ * when it cannot be kept, so that transaction rolls back and no edit goes without its event.
+ */
+export async function keepAwaitingCommit(entry: OutboxEntry, awaits: AwaitedCommit): Promise<void> {
+  await ddb.send(new PutCommand({ TableName: tableName("outbox"), Item: { ...entry, awaitsCommit: { ...awaits } } }));
+}
+
+/**
+ * Sends an event kept awaiting its commit, once the commit is made: the bus took it, its record is forgotten; it did
+ * not, its record stops awaiting and is sent again as any kept event. Never throws: a record left as it was is sent by
+ * events-redeliver once it finds the edit in the edit log (at least once).
+ */
+export async function sendCommitted(entry: OutboxEntry): Promise<void> {
+  let taken = false;
+  try {
+    taken = !(await send(entryOf(entry))).FailedEntryCount;
+  } catch {
+    // Not taken: kept below as any event the bus refused.
+  }
+  if (!taken) {
+    await keep(entry, "FailedEntry");
+    return;
+  }
+  try {
+    await ddb.send(new DeleteCommand({ TableName: tableName("outbox"), Key: { eventId: entry.eventId } }));
+  } catch (err) {
+    // Its record still awaits the commit: events-redeliver finds the edit kept and sends it again (at least once).
+    logger.warn("sent event not forgotten", { eventId: entry.eventId, reason: err instanceof Error ? err.name : "" });
+  }
+}
+
+/** Sends an event once; one the bus does not take is kept in the outbox (replacing any record of it). */
+async function sendOrKeep(entry: OutboxEntry): Promise<void> {
   let reason: string;
   try {
     const out = await send(entryOf(entry));
@@ -91,9 +148,15 @@ export async function emit(type: EventType, detail: Readonly<Record<string, unkn
   } catch (err) {
     reason = err instanceof Error ? err.name : "Error";
   }
+  await keep(entry, reason);
+}
+
+async function keep(entry: OutboxEntry, reason: string): Promise<void> {
+  const { eventId } = entry;
   logger.warn("event kept for redelivery", { type: entry.detailType, eventId, reason });
   try {
-    await ddb.send(new PutCommand({ TableName: outbox, Item: { ...entry } }));
+    // Without `awaitsCommit`: kept now, it is sent again as it is.
+    await ddb.send(new PutCommand({ TableName: tableName("outbox"), Item: { ...entry, awaitsCommit: undefined } }));
     count(METRIC.eventsOutboxed, { EventType: entry.detailType });
   } catch (err) {
     count(METRIC.eventsLost, { EventType: entry.detailType });

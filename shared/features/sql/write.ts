@@ -164,3 +164,46 @@ export function recordLayerEditing(
   const sql = `INSERT INTO ${editingTable(schema)} (table_name, global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit) VALUES (${name}, ${names.join(", ")}, ${b.bind(ms, "bigint")}) ON CONFLICT (table_name) DO UPDATE SET global_id_field = excluded.global_id_field, creator_field = excluded.creator_field, creation_date_field = excluded.creation_date_field, editor_field = excluded.editor_field, edit_date_field = excluded.edit_date_field, last_edit = excluded.last_edit`;
   return emitted(sql, b);
 }
+
+/**
+ * The edit log: the id of every committed edit that raised an event, written in the edit's own transaction, so whoever
+ * finds the event's outbox record still awaiting its commit (a crash between the commit and the bus) learns from the
+ * data itself whether the edit was kept (shared/hosted/edit-events.ts). Rows older than the outbox keeps an event are
+ * pruned by each edit.
+ */
+export const EDIT_LOG_TABLE = "mapgate_edit_log";
+
+const editLogTable = (schema: string | undefined) =>
+  schema === undefined
+    ? quoteIdentifier(EDIT_LOG_TABLE)
+    : `${quoteIdentifier(schema)}.${quoteIdentifier(EDIT_LOG_TABLE)}`;
+
+/**
+ * The edit log's table, made where a container has none yet; its unique (moment, edit_id) is the index its pruning
+ * reads, made with the table: a separate CREATE INDEX IF NOT EXISTS in every edit would lock the table against the
+ * concurrent edits' inserts (PostgreSQL takes its lock before it sees the index is there).
+ */
+export function editLogDdl(schema: string | undefined): string {
+  return `CREATE TABLE IF NOT EXISTS ${editLogTable(schema)} (edit_id TEXT PRIMARY KEY, moment BIGINT NOT NULL, UNIQUE (moment, edit_id))`;
+}
+
+/** An edit's id logged at its moment (ms). */
+export function logEdit(emitter: SqlEmitter, schema: string | undefined, editId: string, ms: number): EmittedQuery {
+  const b = new Binder(emitter);
+  return emitted(
+    `INSERT INTO ${editLogTable(schema)} (edit_id, moment) VALUES (${b.bind(editId, "text")}, ${b.bind(ms, "bigint")})`,
+    b,
+  );
+}
+
+/** The edit log's rows logged before `ms`. */
+export function pruneEditLog(emitter: SqlEmitter, schema: string | undefined, ms: number): EmittedQuery {
+  const b = new Binder(emitter);
+  return emitted(`DELETE FROM ${editLogTable(schema)} WHERE moment < ${b.bind(ms, "bigint")}`, b);
+}
+
+/** Whether an edit's id is in the log (one row: found). */
+export function findEdit(emitter: SqlEmitter, schema: string | undefined, editId: string): EmittedQuery {
+  const b = new Binder(emitter);
+  return emitted(`SELECT 1 FROM ${editLogTable(schema)} WHERE edit_id = ${b.bind(editId, "text")}`, b);
+}

@@ -1,0 +1,180 @@
+// `BENCH_ONLY=edits npm run bench`: 1,000 adds in one applyEdits of a hosted layer (over loopback HTTPS, through the
+// real local engine: the request read, each feature checked, the rows written in one transaction, its event kept and
+// sent) next to the same rows INSERTed in one transaction through the same driver with no HTTP — node:sqlite on a
+// copy of the same GeoPackage (its R*Tree triggers included), node-postgres on the same table of the hosting database.
+// Printed: each one's median of five rounds and the ratio (floor / mapgate; the goal is ≥ 0.5), on GeoPackage and on
+// PostgreSQL + PostGIS when its binaries are here (said so when not).
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { encodeGeometry, toWkb } from "#shared/features/geopackage-writer.ts";
+import { registerSpatialFunctions } from "#shared/hosted/geopackage-store.ts";
+import { type RunningEngine, signInMembers, startEngine } from "../test/helpers/engine.ts";
+import { jsonCalls } from "../test/helpers/http.ts";
+import { HOST_LOGIN, hostThroughProxy } from "../test/helpers/pg-proxy.ts";
+import { postgresBin, startPostgres } from "../test/helpers/postgres.ts";
+
+const ADDS = 1000;
+const ROUNDS = 5;
+
+const features = (round: number) =>
+  Array.from({ length: ADDS }, (_, i) => ({
+    attributes: { Name: `r${round}-${i}` },
+    geometry: { x: (i % 360) - 180, y: ((i * 7) % 180) - 90 },
+  }));
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+
+/** A service of one point layer (Name), made as a client makes one: createService, then addToDefinition. */
+async function hostedLayer(engine: RunningEngine): Promise<{ url: string; itemId: string; token: string }> {
+  const token = (await signInMembers(`${engine.ready.https}/portal/sharing/rest`, engine.ca)).publisher;
+  const { postJson } = jsonCalls(() => engine.ca);
+  const created = await postJson(
+    `${engine.ready.https}/portal/sharing/rest/content/users/publisher/createService`,
+    token,
+    {
+      outputType: "featureService",
+      createParameters: JSON.stringify({ name: "Bench" }),
+    },
+  );
+  await postJson(`${engine.ready.https}/arcgis/rest/admin/services/Hosted/Bench/FeatureServer/addToDefinition`, token, {
+    addToDefinition: JSON.stringify({
+      layers: [
+        {
+          name: "Sites",
+          geometryType: "esriGeometryPoint",
+          fields: [{ name: "Name", type: "esriFieldTypeString", length: 20 }],
+        },
+      ],
+    }),
+  });
+  return {
+    url: `${engine.ready.https}/arcgis/rest/services/Hosted/Bench/FeatureServer/0`,
+    itemId: String(created.itemId),
+    token,
+  };
+}
+
+/** Rounds of one applyEdits of ADDS adds (ms each), after one to warm. */
+async function applyEditsRounds(engine: RunningEngine, url: string, token: string): Promise<number[]> {
+  const { postJson } = jsonCalls(() => engine.ca);
+  const times: number[] = [];
+  for (let round = 0; round <= ROUNDS; round++) {
+    const adds = JSON.stringify(features(round));
+    const started = performance.now();
+    const answer = (await postJson(`${url}/applyEdits`, token, { adds })) as { addResults?: { success: boolean }[] };
+    const ms = performance.now() - started;
+    if (answer.addResults?.filter((r) => r.success).length !== ADDS)
+      throw new Error(JSON.stringify(answer).slice(0, 300));
+    if (round > 0) times.push(ms);
+  }
+  return times;
+}
+
+/** The rows an add writes: the name, the global id, the four tracking values, the point. */
+const rowOf = (f: ReturnType<typeof features>[number], now: number) => ({
+  name: f.attributes.Name,
+  gid: `{${crypto.randomUUID().toUpperCase()}}`,
+  now,
+  point: { type: "Point" as const, coordinates: [f.geometry.x, f.geometry.y] },
+});
+
+function report(kind: string, mine: number[], floor: number[]): void {
+  const m = median(mine);
+  const f = median(floor);
+  console.log(
+    `${kind.padEnd(22)}${m.toFixed(1).padStart(12)}${f.toFixed(1).padStart(12)}${(f / m).toFixed(3).padStart(9)}`,
+  );
+}
+
+async function geoPackage(): Promise<void> {
+  const engine = await startEngine({ env: { POWERTOOLS_LOG_LEVEL: "WARN" } });
+  const dir = mkdtempSync(join(tmpdir(), "mapgate-bench-edits-"));
+  try {
+    const { url, itemId, token } = await hostedLayer(engine);
+    const mine = await applyEditsRounds(engine, url, token);
+    const copy = join(dir, "copy.gpkg");
+    copyFileSync(join(engine.dataDir, "hosted", `${itemId}.gpkg`), copy);
+    const db = new DatabaseSync(copy, { enableForeignKeyConstraints: false });
+    registerSpatialFunctions(db);
+    db.exec("PRAGMA synchronous = FULL");
+    const geom = (db.prepare("SELECT column_name AS c FROM gpkg_geometry_columns").get() as { c: string }).c;
+    const insert = db.prepare(
+      `INSERT INTO "Sites" ("Name", "GlobalID", "CreationDate", "Creator", "EditDate", "Editor", "${geom}") VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    const floor: number[] = [];
+    for (let round = 0; round <= ROUNDS; round++) {
+      const started = performance.now();
+      db.exec("BEGIN IMMEDIATE");
+      for (const f of features(round + 100)) {
+        const r = rowOf(f, Date.now());
+        const when = new Date(r.now).toISOString();
+        insert.run(r.name, r.gid, when, "publisher", when, "publisher", encodeGeometry(r.point, 4326).bytes);
+      }
+      db.exec("COMMIT");
+      if (round > 0) floor.push(performance.now() - started);
+    }
+    db.close();
+    report("GeoPackage", mine, floor);
+  } finally {
+    await engine.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function postgis(): Promise<void> {
+  if (!postgresBin()) {
+    console.log("PostgreSQL + PostGIS     skipped: no PostgreSQL binaries on this machine");
+    return;
+  }
+  const db = await startPostgres();
+  const { proxy, env } = await hostThroughProxy(db, 0);
+  const engine = await startEngine({ env: { ...env, POWERTOOLS_LOG_LEVEL: "WARN" } });
+  try {
+    const { url, itemId, token } = await hostedLayer(engine);
+    const mine = await applyEditsRounds(engine, url, token);
+    const pg = await import("pg");
+    // The same login and database, straight (no HTTP, no proxy stand-in).
+    const client = new pg.default.Client({
+      host: "127.0.0.1",
+      port: db.port,
+      database: db.database,
+      user: HOST_LOGIN.user,
+      password: HOST_LOGIN.password,
+    });
+    await client.connect();
+    const table = `"h_${itemId}"."Sites"`;
+    const floor: number[] = [];
+    for (let round = 0; round <= ROUNDS; round++) {
+      const started = performance.now();
+      await client.query("BEGIN");
+      for (const f of features(round + 100)) {
+        const r = rowOf(f, Date.now());
+        const when = new Date(r.now);
+        await client.query({
+          name: "bench-insert",
+          text: `INSERT INTO ${table} ("Name", "GlobalID", "CreationDate", "Creator", "EditDate", "Editor", geom) VALUES ($1, $2, $3, $4, $5, $6, ST_GeomFromWKB($7, 4326)) RETURNING "OBJECTID"`,
+          values: [r.name, r.gid, when, "publisher", when, "publisher", Buffer.from(toWkb(r.point).wkb)],
+        });
+      }
+      await client.query("COMMIT");
+      if (round > 0) floor.push(performance.now() - started);
+    }
+    await client.end();
+    report("PostgreSQL + PostGIS", mine, floor);
+  } finally {
+    await engine.stop();
+    await proxy.close();
+    await db.stop();
+  }
+}
+
+export async function editBench(): Promise<void> {
+  console.log(
+    `\nEdits: ${ADDS} adds in one applyEdits (HTTPS, local engine) vs the same INSERTs in one transaction, same driver, no HTTP; median of ${ROUNDS}; goal ratio ≥ 0.5`,
+  );
+  console.log(`${"".padEnd(22)}${"mapgate ms".padStart(12)}${"floor ms".padStart(12)}${"ratio".padStart(9)}`);
+  await geoPackage();
+  await postgis();
+}
