@@ -8,7 +8,7 @@ import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { encodeGeometry, toWkb } from "#shared/features/geopackage-writer.ts";
+import { encodeGeometry, toWkb } from "#shared/features/geometry/wkb-write.ts";
 import { registerSpatialFunctions } from "#shared/hosted/geopackage-store.ts";
 import { type RunningEngine, signInMembers, startEngine } from "../test/helpers/engine.ts";
 import { jsonCalls } from "../test/helpers/http.ts";

@@ -8,8 +8,11 @@ import { DataStoreChangedError, DataStoreInputError } from "#shared/datastore-re
 import { cacheTypeOf, LIST_LIMIT, readCacheInfo } from "#shared/caches/probe.ts";
 import type { CacheInfo } from "#shared/stores/cache-info.ts";
 import { DatasetError, QueryTimeoutError } from "#shared/features/errors.ts";
-import { isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
-import { databaseDatasets, geoPackageDatasets, type SourceDataset } from "#shared/features/sources.ts";
+import { isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage-paths.ts";
+import type { SourceDataset } from "#shared/features/sources.ts";
+
+/** The dataset readers, loaded by the first describe that lists a database or a GeoPackage. */
+const sources = () => import("#shared/features/sources.ts");
 import { storageAt } from "#shared/storage/open.ts";
 import { type Entry, joinPath, StorageError, safeRelativePath } from "#shared/storage/storage.ts";
 import { type CacheType, type DataStore, type DataStoreContents, getDataStore } from "#shared/stores/datastores.ts";
@@ -308,6 +311,7 @@ export async function describePath(contents: DataStoreContents, rawPath: string)
   let exists = relative === "" || children.size > 0;
   if (contents.store.connection) {
     // A database is one level: its tables and views, named schema.table.
+    const { databaseDatasets } = await sources();
     const datasets = await databaseDatasets(id, contents.store.connection).catch((err: unknown) => {
       // Said as storage that cannot be read: describe's callers answer it as a problem of the path.
       if (err instanceof DatasetError) throw new StorageError(err.message);
@@ -327,10 +331,12 @@ export async function describePath(contents: DataStoreContents, rawPath: string)
     const location = contents.store.location;
     const inFile = splitGeoPackagePath(path);
     if (inFile) {
+      const { geoPackageDatasets } = await sources();
       const found = (await geoPackageDatasets(location, inFile.file))?.find((d) => d.path === path);
       return found ? { type: found.type, children: [] } : undefined;
     }
     if (isGeoPackageName(relative)) {
+      const { geoPackageDatasets } = await sources();
       const datasets = await geoPackageDatasets(location, relative);
       if (datasets) {
         return {

@@ -572,6 +572,8 @@ function contentRoutes(): RouteSpec[] {
       // People: deleting a member of a custom role counts its holders down (roles); a password change checks the
       // current one against the sign-in lockout, and a reset clears it (tokens).
       tables: { ...sharing, users: "write", roles: "write", tokens: "write" },
+      // A password change checks the current one through the sign-in lockout, which raises its event when it locks.
+      emits: true,
     }),
     // What no other content route serves: a group's items (content/groups/<id>), an item's groups
     // (content/items/<id>/groups), its resources (their list, and one by its name of up to four parts), its thumbnail

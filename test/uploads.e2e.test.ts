@@ -142,7 +142,9 @@ describe("uploading a file as an item", () => {
     const elsewhere = await upload(tokens.publisher, { title: "x" }, { file: { name: "a.csv", bytes: CSV } }, "search");
     expect(errorOf(elsewhere)).toMatchObject({ code: 400, message: "Unexpected file." });
     const misnamed = await upload(tokens.publisher, {}, { text: { name: "a.csv", bytes: CSV } });
-    expect(errorOf(misnamed).details).toEqual(["'text' cannot be a file here; files are taken as 'file'."]);
+    expect(errorOf(misnamed).details).toEqual([
+      "'text' cannot be a file here; files are taken as 'file', 'thumbnail'.",
+    ]);
     const both = await upload(tokens.publisher, { file: "x" }, { file: { name: "a.csv", bytes: CSV } });
     expect(errorOf(both)).toMatchObject({ code: 400, message: "Conflicting parameters." });
     const broken = await call(`${rest()}/content/users/publisher/addItem?f=json&token=${tokens.publisher}`, {

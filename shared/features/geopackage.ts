@@ -504,15 +504,3 @@ export async function geoPackageAt(file: string, version: string, recover = fals
   next.catch(() => opened.delete(file));
   return next;
 }
-
-/** A GeoPackage path in a data store: the file's path and the table in it (`/a/b.gpkg/table`). */
-export function splitGeoPackagePath(path: string): { file: string; table: string } | undefined {
-  const at = path.toLowerCase().lastIndexOf(".gpkg/");
-  if (at < 0) return undefined;
-  const file = path.slice(0, at + 5);
-  const table = path.slice(at + 6);
-  if (!table || table.includes("/")) return undefined;
-  return { file, table };
-}
-
-export const isGeoPackageName = (name: string) => /\.gpkg$/i.test(name);

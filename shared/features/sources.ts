@@ -5,7 +5,8 @@
 // query runs on without knowing which it is.
 import { geoPackageDataset, type OpenDataset, postGisDataset } from "#shared/features/dataset.ts";
 import { DatasetError } from "#shared/features/errors.ts";
-import { type GeoPackage, geoPackageAt, isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage.ts";
+import { type GeoPackage, geoPackageAt } from "#shared/features/geopackage.ts";
+import { isGeoPackageName, splitGeoPackagePath } from "#shared/features/geopackage-paths.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { joinPath, type Storage, StorageError, type StoreLocation, safeRelativePath } from "#shared/storage/storage.ts";

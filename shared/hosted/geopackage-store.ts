@@ -13,12 +13,12 @@ import {
   asDeclared,
   type CellValue,
   type ColumnSpec,
-  encodeGeometry,
   ensureDataColumns,
   type Extent,
   type WrittenLayer,
   writeGeoPackageStreaming,
 } from "#shared/features/geopackage-writer.ts";
+import { encodeGeometry } from "#shared/features/geometry/wkb-write.ts";
 import { quote } from "#shared/features/geopackage.ts";
 import { boundsOf } from "#shared/features/sqlite-functions.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";

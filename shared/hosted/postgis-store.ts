@@ -10,7 +10,8 @@
 import type { PoolClient } from "pg";
 import { DatasetError } from "#shared/features/errors.ts";
 import { EDITING_TABLE, type LayerEditing } from "#shared/features/schema.ts";
-import { type ColumnSpec, type ColumnType, type Extent, toWkb } from "#shared/features/geopackage-writer.ts";
+import type { ColumnSpec, ColumnType, Extent } from "#shared/features/geopackage-writer.ts";
+import { toWkb } from "#shared/features/geometry/wkb-write.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import {
   hostingConnection,

@@ -13,7 +13,7 @@ import {
   type SqlEmitter,
 } from "#shared/features/sql/emitter.ts";
 import type { Expr } from "#shared/features/where.ts";
-import { toWkb } from "#shared/features/geopackage-writer.ts";
+import { toWkb } from "#shared/features/geometry/wkb-write.ts";
 
 const TYPES: Readonly<Record<BindType, string>> = {
   bigint: "bigint",

@@ -12,7 +12,7 @@ import {
   type SqlEmitter,
 } from "#shared/features/sql/emitter.ts";
 import type { Expr, ExtractUnit } from "#shared/features/where.ts";
-import { encodeGeometry } from "#shared/features/geopackage-writer.ts";
+import { encodeGeometry } from "#shared/features/geometry/wkb-write.ts";
 
 /**
  * The function every SQLite statement with work per row calls (the assembler's row guard): the reader registers
