@@ -124,7 +124,11 @@ describe("in the hosting database", () => {
     expect(indexes.rows.map((r) => String(r.indexdef))).toEqual([
       expect.stringMatching(/^CREATE INDEX .* USING gist \(geom\)$/),
       expect.stringMatching(/^CREATE UNIQUE INDEX .* USING btree \("OBJECTID"\)$/),
-      // The layers' editing record's key (mapgate_editing, beside the layers).
+      // The edit log's keys and the layers' editing record's key (mapgate's own tables, beside the layers).
+      expect.stringMatching(
+        /^CREATE UNIQUE INDEX mapgate_edit_log_moment_edit_id_key .* USING btree \(moment, edit_id\)$/,
+      ),
+      expect.stringMatching(/^CREATE UNIQUE INDEX mapgate_edit_log_pkey .* USING btree \(edit_id\)$/),
       expect.stringMatching(/^CREATE UNIQUE INDEX mapgate_editing_pkey .* USING btree \(table_name\)$/),
     ]);
     // Each field served as the type it was defined with.

@@ -212,7 +212,7 @@ describe("metrics and shared caching, in-process through the real pipeline", () 
       }),
     );
     const redeliver = (await import("#functions/events-redeliver.ts")).handler as () => Promise<unknown>;
-    expect(await redeliver()).toEqual({ sent: 1, refused: 0, expired: 0 });
+    expect(await redeliver()).toEqual({ sent: 1, refused: 0, expired: 0, waiting: 0 });
     const docs = parseLines(lines);
     for (const doc of docs) checkEmf(doc);
     expect(docs.filter((d) => d.SignInLockouts === 1)).toHaveLength(1);

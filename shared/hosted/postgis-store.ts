@@ -392,7 +392,10 @@ async function replace(serviceItemId: string, layers: readonly HostedLayer[], ch
       }
       // The new layers' editing records go with them; the staging schema's record table is dropped with it.
       await recordEditing(client, to, layers);
+      // The staging schema's editing record and edit log are its own (the service keeps its edit log, which the
+      // events of edits still awaiting their commit are settled by).
       await client.query(`DROP TABLE IF EXISTS ${quoteIdentifier(from)}.${quoteIdentifier(EDITING_TABLE)}`);
+      await client.query(`DROP TABLE IF EXISTS ${quoteIdentifier(from)}.${quoteIdentifier(EDIT_LOG_TABLE)}`);
       await client.query(`DROP SCHEMA ${quoteIdentifier(from)}`);
       let extent: Extent | undefined;
       for (const { extent: e } of kept.layers)

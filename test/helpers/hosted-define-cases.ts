@@ -260,7 +260,14 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       expect(info).toMatch(/Layer name: Sites\n/);
       expect(info).toMatch(/Geometry: Point\n/);
       expect(info).toMatch(/Layer name: Visits\n/);
-      expect(info.match(/Feature Count: 0\n/g)).toHaveLength(2);
+      // mapgate's own tables beside the layers (the editing record, the edit log), which GDAL lists among a database
+      // schema's tables, are no layers.
+      const layerCounts = Object.fromEntries(
+        [...info.matchAll(/Layer name: (\w+)[\s\S]*?Feature Count: (\d+)/g)]
+          .filter((m) => !m[1]?.startsWith("mapgate_"))
+          .map((m) => [m[1], Number(m[2])]),
+      );
+      expect(layerCounts).toEqual({ Sites: 0, Visits: 0 });
       expect(info).toMatch(/Name: String \(100\.0\)/);
       // An Integer is 32 bits wide where it is kept (GDAL would say Integer64 of a wider column).
       expect(info).toMatch(/Visits: Integer \(0\.0\)/);
@@ -684,11 +691,13 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
           encoding: "utf8",
         },
       );
+      // mapgate's own tables (the layers' editing record, the edit log), which GDAL lists among a database schema's
+      // tables, are no layers.
       const counts = Object.fromEntries(
-        [...info.matchAll(/Layer name: (\w+)[\s\S]*?Feature Count: (\d+)/g)].map((m) => [m[1], Number(m[2])]),
+        [...info.matchAll(/Layer name: (\w+)[\s\S]*?Feature Count: (\d+)/g)]
+          .filter((m) => !m[1]?.startsWith("mapgate_"))
+          .map((m) => [m[1], Number(m[2])]),
       );
-      // The layers' editing record (mapgate_editing), which GDAL lists among a database schema's tables, is no layer.
-      delete counts.mapgate_editing;
       expect(counts).toEqual({ stations: 0, readings: 3 });
       // Exported by the ids it serves: the deleted one is named as no layer, a kept one is written.
       const exportAs = (layers: object[]) =>
