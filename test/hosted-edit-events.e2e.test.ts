@@ -14,8 +14,8 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventSchemaFile } from "#shared/system.ts";
-import { defineCalls } from "./helpers/arcgis.ts";
-import { PASSWORDS, ROOT, type RunningEngine, signInMembers, startEngine } from "./helpers/engine.ts";
+import { definePointService } from "./helpers/arcgis.ts";
+import { ROOT, type RunningEngine, signInMembers, startEngine } from "./helpers/engine.ts";
 import { jsonCalls } from "./helpers/http.ts";
 import { hostThroughProxy, type PgProxy } from "./helpers/pg-proxy.ts";
 import { type Postgres, postgresBin, startPostgres } from "./helpers/postgres.ts";
@@ -98,30 +98,7 @@ function suite(name: string, backing: Backing, geoPackage: boolean) {
     beforeAll(async () => {
       env = await backing.start();
       await start();
-      const [created] = (await defineCalls(engine, "publisher", PASSWORDS.publisher, [
-        { fn: "createFeatureService", options: { item: { name: "Watch", capabilities: "Query" } } },
-      ])) as [Record<string, unknown>];
-      itemId = String(created.itemId);
-      await defineCalls(engine, "publisher", PASSWORDS.publisher, [
-        {
-          fn: "addToServiceDefinition",
-          options: {
-            url,
-            layers: [
-              {
-                name: "Sites",
-                type: "Feature Layer",
-                geometryType: "esriGeometryPoint",
-                objectIdField: "OBJECTID",
-                fields: [
-                  { name: "OBJECTID", type: "esriFieldTypeOID" },
-                  { name: "Name", type: "esriFieldTypeString", length: 20 },
-                ],
-              },
-            ],
-          },
-        },
-      ]);
+      itemId = await definePointService(engine, "Watch");
     }, 180_000);
 
     afterAll(async () => {

@@ -6,8 +6,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PASSWORDS, type RunningEngine, signInMembers, startEngine } from "./helpers/engine.ts";
-import { defineCalls } from "./helpers/arcgis.ts";
+import { type RunningEngine, signInMembers, startEngine } from "./helpers/engine.ts";
+import { definePointService } from "./helpers/arcgis.ts";
 import { jsonCalls } from "./helpers/http.ts";
 import { hostThroughProxy, type PgProxy } from "./helpers/pg-proxy.ts";
 import { type Postgres, postgresBin, startPostgres } from "./helpers/postgres.ts";
@@ -30,29 +30,7 @@ function suite(name: string, backing: Backing) {
       engine = await startEngine({ env: await backing.start() });
       token = (await signInMembers(`${engine.ready.https}/portal/sharing/rest`, engine.ca)).publisher;
       url = `${engine.ready.https}/arcgis/rest/services/Hosted/Race/FeatureServer/0`;
-      await defineCalls(engine, "publisher", PASSWORDS.publisher, [
-        { fn: "createFeatureService", options: { item: { name: "Race", capabilities: "Query" } } },
-      ]);
-      await defineCalls(engine, "publisher", PASSWORDS.publisher, [
-        {
-          fn: "addToServiceDefinition",
-          options: {
-            url: url.replace(/\/0$/, ""),
-            layers: [
-              {
-                name: "Sites",
-                type: "Feature Layer",
-                geometryType: "esriGeometryPoint",
-                objectIdField: "OBJECTID",
-                fields: [
-                  { name: "OBJECTID", type: "esriFieldTypeOID" },
-                  { name: "Name", type: "esriFieldTypeString", length: 20 },
-                ],
-              },
-            ],
-          },
-        },
-      ]);
+      await definePointService(engine, "Race");
     }, 180_000);
 
     afterAll(async () => {

@@ -2,10 +2,11 @@
 // origin of its own: a member's token registered with the SDK's IdentityManager, a FeatureLayer on a hosted layer
 // published from a CSV, a feature built from the layer's template added by FeatureLayer.applyEdits, then queried
 // back by the SDK and by the layer's JSON (its last edit moved). Nothing leaves the machine.
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
-import { call, form, jsonCalls, multipartBody } from "./helpers/http.ts";
+import { startEngineAndBrowser } from "./helpers/browser.ts";
+import { PASSWORDS, type RunningEngine } from "./helpers/engine.ts";
+import { call, form, jsonCalls, multipartBody, signIn } from "./helpers/http.ts";
 import {
   openSdkPage,
   removeSdkBundle,
@@ -29,18 +30,10 @@ const pages: SdkPage[] = [];
 const https = (path: string) => `${engine.ready.https}${path}`;
 
 beforeAll(async () => {
-  const [, , bundle] = await Promise.all([
-    startEngine().then((e) => (engine = e)),
-    chromium.launch({ executablePath: "/usr/bin/chromium", args: SDK_CHROMIUM_ARGS }).then((b) => (browser = b)),
-    sdkBundle(),
-  ]);
+  const [started, bundle] = await Promise.all([startEngineAndBrowser(SDK_CHROMIUM_ARGS), sdkBundle()]);
+  ({ engine, browser } = started);
   app = await startSdkServer(bundle);
-  token = (
-    await call(https(`${REST}/generateToken`), {
-      ca: engine.ca,
-      body: form({ f: "json", username: "publisher", password: PASSWORDS.publisher }),
-    })
-  ).json<{ token: string }>().token;
+  token = await signIn(https(REST), engine.ca, "publisher", PASSWORDS.publisher);
   const { body, type } = await multipartBody(
     { f: "json", token },
     { file: { name: "museums.csv", bytes: "name,lat,lon\nLouvre,48.8606,2.3376\n" } },

@@ -2,9 +2,10 @@
 // from an origin of its own (cross-origin to the engine, as a web app is): signed in, a WebMap over the portal's
 // default basemap with the demo's countries layer is saved as a new item (`saveAs`), changed and saved again
 // (`save`), then a new page opens it by its item id, finds its layers as saved and draws them in a MapView.
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { PASSWORDS, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { startEngineAndBrowser } from "./helpers/browser.ts";
+import { PASSWORDS, type RunningEngine } from "./helpers/engine.ts";
 import { call, form } from "./helpers/http.ts";
 import {
   failedRequests,
@@ -46,11 +47,8 @@ async function open(): Promise<SdkPage> {
 }
 
 beforeAll(async () => {
-  const [, , bundle] = await Promise.all([
-    startEngine().then((e) => (engine = e)),
-    chromium.launch({ executablePath: "/usr/bin/chromium", args: SDK_CHROMIUM_ARGS }).then((b) => (browser = b)),
-    sdkBundle(),
-  ]);
+  const [started, bundle] = await Promise.all([startEngineAndBrowser(SDK_CHROMIUM_ARGS), sdkBundle()]);
+  ({ engine, browser } = started);
   app = await startSdkServer(bundle);
   token = (
     await call(https(`${REST}/generateToken`), {

@@ -7,10 +7,11 @@
 // test-artifacts/maps-sdk-requests.txt (mapgate's next gaps with this client), and nothing leaves the machine.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startEngineAndBrowser } from "./helpers/browser.ts";
 import { type DemoOrganization, demoOrganization } from "./helpers/admin.ts";
-import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { PASSWORDS, ROOT, type RunningEngine } from "./helpers/engine.ts";
 import { call, form, multipartBody } from "./helpers/http.ts";
 import {
   type EngineRequest,
@@ -113,11 +114,8 @@ const VIEW_HELPERS = `
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  const [, , bundle] = await Promise.all([
-    startEngine().then((e) => (engine = e)),
-    chromium.launch({ executablePath: "/usr/bin/chromium", args: SDK_CHROMIUM_ARGS }).then((b) => (browser = b)),
-    sdkBundle(),
-  ]);
+  const [started, bundle] = await Promise.all([startEngineAndBrowser(SDK_CHROMIUM_ARGS), sdkBundle()]);
+  ({ engine, browser } = started);
   app = await startSdkServer(bundle);
   org = demoOrganization(engine.dataDir);
   const signIn = async (username: string, password: string) =>

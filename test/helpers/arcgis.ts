@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { ROOT, type RunningEngine } from "./engine.ts";
+import { PASSWORDS, ROOT, type RunningEngine } from "./engine.ts";
 
 export interface Step {
   url: string;
@@ -79,4 +79,35 @@ export function defineCalls(
   calls: { fn: string; options: Record<string, unknown> }[],
 ): Promise<unknown[]> {
   return runClient("arcgis-define.ts", engine, username, password, { calls });
+}
+
+/**
+ * A hosted service `name` of one point layer, Sites (OBJECTID and a Name of up to 20 characters), created and
+ * defined by the publisher through REST JS as a client does: its item id.
+ */
+export async function definePointService(engine: RunningEngine, name: string): Promise<string> {
+  const [created] = (await defineCalls(engine, "publisher", PASSWORDS.publisher, [
+    { fn: "createFeatureService", options: { item: { name, capabilities: "Query" } } },
+  ])) as [Record<string, unknown>];
+  await defineCalls(engine, "publisher", PASSWORDS.publisher, [
+    {
+      fn: "addToServiceDefinition",
+      options: {
+        url: `${engine.ready.https}/arcgis/rest/services/Hosted/${name}/FeatureServer`,
+        layers: [
+          {
+            name: "Sites",
+            type: "Feature Layer",
+            geometryType: "esriGeometryPoint",
+            objectIdField: "OBJECTID",
+            fields: [
+              { name: "OBJECTID", type: "esriFieldTypeOID" },
+              { name: "Name", type: "esriFieldTypeString", length: 20 },
+            ],
+          },
+        ],
+      },
+    },
+  ]);
+  return String(created.itemId);
 }
