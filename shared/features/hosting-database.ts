@@ -266,8 +266,12 @@ async function revisionOf(db: PostGisDatabase, schema: string): Promise<number |
   return readNote(rows[0]?.[0] as string | null | undefined).revision;
 }
 
-/** Services' schemas known to hold an editing record table (one edited, or made with one), in this warm function. */
+/**
+ * Services' schemas known to hold an editing record table (one edited, or made with one), in this warm function: at
+ * most MAX_KNOWN, forgotten all at once past it (a forgotten schema costs one more catalog lookup).
+ */
 const withEditingTable = new Set<string>();
+const MAX_KNOWN = 4096;
 
 /** A layer's editing record (mapgate_editing in its service's schema), when the schema has the table and the row. */
 async function editingRecord(db: PostGisDatabase, schema: string, table: string): Promise<LayerEditing | undefined> {
@@ -275,6 +279,7 @@ async function editingRecord(db: PostGisDatabase, schema: string, table: string)
   if (!withEditingTable.has(schema)) {
     const found = await db.all("SELECT to_regclass($1) IS NOT NULL", [at]);
     if (found[0]?.[0] !== true) return undefined;
+    if (withEditingTable.size >= MAX_KNOWN) withEditingTable.clear();
     withEditingTable.add(schema);
   }
   const [row] = await db.all(
