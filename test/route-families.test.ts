@@ -56,11 +56,16 @@ function selectRoute(keys: readonly string[], path: string): string | undefined 
 }
 
 let routeKeys: string[];
+const routesOf = (stack: MapgateStack) => {
+  if (!stack.routes) throw new Error("the stack made no routes' stack");
+  return stack.routes;
+};
 beforeAll(() => {
   // Bundling is skipped (the synth command bundles for real); the API's routes are what CloudFormation gets.
   const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
   const stack = new MapgateStack(app, "mapgate-families", { cloudStoreBuckets: ["mapgate-caches-test"] });
-  const resources = Template.fromStack(stack).toJSON().Resources as Record<
+  // The routes are in their nested stack (infra/aws/api.ts).
+  const resources = Template.fromStack(routesOf(stack)).toJSON().Resources as Record<
     string,
     { Type: string; Properties: Record<string, unknown> }
   >;

@@ -66,6 +66,9 @@ const hosting = flag("hosting")
   : undefined;
 // `-c cdn=false`: no CloudFront distribution in front of the API (there is one unless told otherwise).
 const cdn = String(app.node.tryGetContext("cdn") ?? "true") !== "false";
+// `-c routes=false`: the API without its routes, the first of the two deploys that upgrade a stack made while the
+// routes were in the parent stack (docs/aws.md, "Upgrading").
+const routes = String(app.node.tryGetContext("routes") ?? "true") !== "false";
 // `-c alarmReadP99Ms=800` etc.: alarm thresholds other than the defaults (infra/aws/monitoring.ts).
 const alarmThresholds: Partial<Thresholds> = {};
 for (const name of Object.keys(DEFAULT_THRESHOLDS) as (keyof Thresholds)[]) {
@@ -89,6 +92,7 @@ new MapgateStack(app, (app.node.tryGetContext("stackName") as string | undefined
   allowLocalDatabaseHosts: flag("allowLocalDatabaseHosts"),
   databaseTlsOptional: flag("databaseTlsOptional"),
   cdn,
+  routes,
   alarmThresholds,
   ...(alarmEmail ? { alarmEmail } : {}),
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

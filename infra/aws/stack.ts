@@ -16,15 +16,7 @@ import {
   Validations,
 } from "aws-cdk-lib";
 import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
-import {
-  HttpApi,
-  HttpMethod,
-  HttpRoute,
-  HttpRouteKey,
-  HttpStage,
-  LogGroupLogDestination,
-} from "aws-cdk-lib/aws-apigatewayv2";
-import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import { HttpApi, HttpStage, LogGroupLogDestination } from "aws-cdk-lib/aws-apigatewayv2";
 import {
   CfnVPCEndpoint,
   GatewayVpcEndpointAwsService,
@@ -56,7 +48,6 @@ import {
   invocationFunction,
   REDELIVERY,
   ROUTES,
-  routeAddresses,
   type SecretName,
   TABLES,
   type TableName,
@@ -68,6 +59,7 @@ import { VIEWER_ASSETS, VIEWER_ASSETS_FOLDER } from "#shared/viewer/assets.ts";
 import { MapgateCdn } from "./cdn.ts";
 import { MapgateSecret, MapgateTable } from "./constructs.ts";
 import { Monitoring, type Thresholds } from "./monitoring.ts";
+import { MapgateRoutes } from "./api.ts";
 import { Hosting, HOSTING_DATABASE, HOSTING_USER } from "./hosting.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -114,6 +106,12 @@ export interface MapgateStackProps extends StackProps {
   readonly databaseTlsOptional?: boolean;
   /** A CloudFront distribution in front of the API (true by default); public content is cached there. */
   readonly cdn?: boolean;
+  /**
+   * The API's routes (true by default). A stack deployed while its routes were in the parent is upgraded in two
+   * deploys, the first with `routes: false`: API Gateway refuses a route key the API already has, and CloudFormation
+   * makes the nested stack's routes before it removes the parent's.
+   */
+  readonly routes?: boolean;
   /** Alarm thresholds other than the defaults (infra/aws/monitoring.ts). */
   readonly alarmThresholds?: Partial<Thresholds>;
   /** An email address subscribed to the alarm topic. */
@@ -186,6 +184,8 @@ const pascal = (id: string) => id.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c
 
 export class MapgateStack extends Stack {
   readonly api: HttpApi;
+  /** The routes' nested stack; absent when `routes` is false (the step of an upgrade: docs/aws.md). */
+  readonly routes: MapgateRoutes | undefined;
   readonly stateMachine: StateMachine;
   readonly cdn: MapgateCdn | undefined;
   readonly monitoring: Monitoring;
@@ -232,6 +232,10 @@ export class MapgateStack extends Stack {
         }),
       },
     });
+
+    // The routes, their integrations and invoke permissions, in a nested stack (infra/aws/api.ts): the API stays
+    // here, since the CDN in front of it is named in the functions' variables, which the routes reach.
+    this.routes = props.routes === false ? undefined : new MapgateRoutes(this, "Routes", { api: this.api });
 
     // The CDN, unless turned off: absolute URLs point at it when no custom domain is given.
     this.cdn = props.cdn === false ? undefined : new MapgateCdn(this, "Cdn", { api: this.api, removalPolicy });
@@ -550,7 +554,6 @@ export class MapgateStack extends Stack {
     }
 
     for (const route of ROUTES) {
-      const name = pascal(route.id);
       const fn = makeFunction(route.id, route.handler ?? route.id, Duration.seconds(29), route.tables, route);
       for (const secret of route.secrets) secrets.get(secret)?.grantTo(fn);
       // Requests through the CDN carry the viewer's address, which a route believes with the edge key.
@@ -560,32 +563,7 @@ export class MapgateStack extends Stack {
         this.stateMachine.grantStartExecution(fn);
         fn.addEnvironment("STATE_MACHINE_ARN", this.stateMachine.stateMachineArn);
       }
-      // One invoke permission per function (for this API), not one per route and method: a stack holds at most
-      // 500 resources, and GET+POST routes would otherwise spend two permissions on every function.
-      // The $default route's function keeps a route-scoped permission (`<api>/*/*`): API Gateway invokes it as
-      // `<api>/<stage>/$default`, which the API-wide `<api>/*/*/*` does not match.
-      const integration = new HttpLambdaIntegration(`${name}Integration`, fn, {
-        scopePermissionToRoute: route.methods === "$default",
-      });
-      const apiRoutes =
-        route.methods === "$default"
-          ? [new HttpRoute(this, `${name}Route`, { httpApi: this.api, routeKey: HttpRouteKey.DEFAULT, integration })]
-          : // An alias (`alsoAt`) is one more route on the same integration and function: one resource, not seven.
-            // An alias may take fewer methods than its route (a POST-only operation): one route per method it takes.
-            routeAddresses(route).flatMap(({ path, methods, any }) =>
-              this.api.addRoutes({
-                path,
-                methods: any ? [HttpMethod.ANY] : methods.map((m) => HttpMethod[m]),
-                integration,
-              }),
-            );
-      for (const r of apiRoutes) {
-        Validations.of(r).acknowledge({
-          id: "AwsSolutions-APIG4",
-          reason:
-            "ArcGIS clients send tokens as form fields, query parameters, headers or a cookie; each function verifies them in the shared pipeline, which an API Gateway authorizer cannot do for form bodies.",
-        });
-      }
+      this.routes?.route(route, fn);
     }
     new CfnOutput(this, "ApiUrl", { value: this.api.apiEndpoint });
 

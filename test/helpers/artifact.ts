@@ -92,11 +92,42 @@ export class Assembly {
     const template = JSON.parse(readFileSync(join(dir, `${stackName}.template.json`), "utf8")) as {
       Resources: Record<string, Resource>;
     };
-    this.resources = template.Resources;
     this.#assets = (
       JSON.parse(readFileSync(join(dir, `${stackName}.assets.json`), "utf8")) as { files: AssetFiles }
     ).files;
+    this.resources = { ...template.Resources, ...this.#nested(template.Resources) };
     for (const [id, r] of Object.entries(this.resources)) this.#physical.set(id, this.#name(id, r));
+  }
+
+  /**
+   * The nested stacks' resources (the routes' stack), read as the parent's: each `Ref` to a parameter replaced by
+   * what the parent passes it (a function's ARN, the API's id), which then resolves in the parent. Only stacks
+   * whose parameters are all the parent's own resources (not another nested stack's outputs) are read so.
+   */
+  #nested(parent: Readonly<Record<string, Resource>>): Record<string, Resource> {
+    const out: Record<string, Resource> = {};
+    for (const r of Object.values(parent)) {
+      if (r.Type !== "AWS::CloudFormation::Stack") continue;
+      // The template's URL ends in its asset's hash, which the assets manifest maps to the file.
+      const hash = /([0-9a-f]{64})\.json"/.exec(JSON.stringify(r.Properties?.TemplateURL))?.[1];
+      const path = hash ? this.#assets[hash]?.source.path : undefined;
+      const parameters = (r.Properties?.Parameters ?? {}) as Json;
+      if (path === undefined || JSON.stringify(parameters).includes('"Outputs.')) continue;
+      const nested = JSON.parse(readFileSync(join(this.dir, path), "utf8")) as { Resources: Record<string, Resource> };
+      const substitute = (value: unknown): unknown => {
+        if (Array.isArray(value)) return value.map(substitute);
+        if (value === null || typeof value !== "object") return value;
+        const obj = value as Json;
+        if (Object.keys(obj).length === 1 && typeof obj.Ref === "string" && Object.hasOwn(parameters, obj.Ref))
+          return parameters[obj.Ref];
+        return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, substitute(v)]));
+      };
+      for (const [id, resource] of Object.entries(nested.Resources)) {
+        if (Object.hasOwn(parent, id) || Object.hasOwn(out, id)) throw new Error(`${id} is in two stacks`);
+        out[id] = substitute(resource) as Resource;
+      }
+    }
+    return out;
   }
 
   /** What CloudFormation would name each resource; tables get the names the local store uses. */
