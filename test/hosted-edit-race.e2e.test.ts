@@ -11,12 +11,15 @@ import { definePointService } from "./helpers/arcgis.ts";
 import { jsonCalls } from "./helpers/http.ts";
 import { hostThroughProxy, type PgProxy } from "./helpers/pg-proxy.ts";
 import { type Postgres, postgresBin, startPostgres } from "./helpers/postgres.ts";
+import { schemaOf } from "#shared/hosted/postgis-store.ts";
 
 const CLIENTS = 50;
 
 interface Backing {
   start(): Promise<Record<string, string>>;
   stop(): Promise<void>;
+  /** Removes mapgate's editing tables from a service's schema (PostgreSQL: a service made before they existed). */
+  forgetEditing?: (serviceItemId: string) => Promise<void>;
 }
 
 function suite(name: string, backing: Backing) {
@@ -87,6 +90,29 @@ function suite(name: string, backing: Backing) {
       // Bounded in time: the whole burst well within a client's patience.
       expect(took).toBeLessThan(60_000);
     }, 120_000);
+
+    if (backing.forgetEditing) {
+      const forget = backing.forgetEditing;
+      it("makes a service's editing tables once when its first edits come together (a service made before them)", async () => {
+        await definePointService(engine, "Early");
+        const early = `${engine.ready.https}/arcgis/rest/services/Hosted/Early/FeatureServer/0`;
+        const service = (await getJson(early.replace(/\/0$/, ""), token)) as { serviceItemId: string };
+        await forget(service.serviceItemId);
+        const answers = await Promise.all(
+          Array.from({ length: 12 }, (_, c) =>
+            postJson(`${early}/addFeatures`, token, {
+              features: JSON.stringify([{ attributes: { Name: `e${c}` }, geometry: { x: c, y: 0 } }]),
+            }),
+          ),
+        );
+        for (const [c, a] of answers.entries())
+          expect(a, `client ${c}`).toMatchObject({ addResults: [{ success: true }] });
+        const count = await getJson(`${early}/query?where=1%3D1&returnCountOnly=true`, token);
+        expect(count).toEqual({ count: 12 });
+        const layer = (await getJson(early, token)) as { editingInfo?: { lastEditDate?: number } };
+        expect(layer.editingInfo?.lastEditDate).toBeGreaterThan(0);
+      }, 120_000);
+    }
   });
 }
 
@@ -105,6 +131,10 @@ if (postgresBin())
     stop: async () => {
       await proxy?.close();
       await db?.stop();
+    },
+    forgetEditing: async (itemId) => {
+      const schema = schemaOf(itemId);
+      await db?.admin.query(`DROP TABLE "${schema}"."mapgate_edit_log", "${schema}"."mapgate_editing"`);
     },
   });
 else it.skip("on PostgreSQL + PostGIS: no PostgreSQL binaries here", () => undefined);

@@ -276,16 +276,28 @@ const MAX_KNOWN = 4096;
 /** A layer's editing record (mapgate_editing in its service's schema), when the schema has the table and the row. */
 async function editingRecord(db: PostGisDatabase, schema: string, table: string): Promise<LayerEditing | undefined> {
   const at = `${quoteIdentifier(schema)}.${quoteIdentifier(EDITING_TABLE)}`;
-  if (!withEditingTable.has(schema)) {
+  const known = withEditingTable.has(schema);
+  if (!known) {
     const found = await db.all("SELECT to_regclass($1) IS NOT NULL", [at]);
     if (found[0]?.[0] !== true) return undefined;
     if (withEditingTable.size >= MAX_KNOWN) withEditingTable.clear();
     withEditingTable.add(schema);
   }
-  const [row] = await db.all(
-    `SELECT global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit FROM ${at} WHERE table_name = $1`,
-    [table],
-  );
+  const read = () =>
+    db.all(
+      `SELECT global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit FROM ${at} WHERE table_name = $1`,
+      [table],
+    );
+  let rows: unknown[][];
+  try {
+    rows = await read();
+  } catch (err) {
+    // Remembered, but gone since (the schema made again without it): forgotten, and asked again once.
+    if (!known) throw err;
+    withEditingTable.delete(schema);
+    return editingRecord(db, schema, table);
+  }
+  const [row] = rows;
   if (!row) return undefined;
   const [global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit] = row;
   return editingOf({ global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit });

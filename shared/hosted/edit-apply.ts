@@ -37,6 +37,30 @@ export function targetOf(schema: LayerSchema): WriteTarget {
   };
 }
 
+/**
+ * PostgreSQL's answers to a CREATE TABLE IF NOT EXISTS that met the same table made by a concurrent transaction which
+ * committed while this one waited for it: the catalog's unique index refused the second row (23505), or the name
+ * was taken (42P07). Either way the table now exists.
+ */
+const MADE_MEANWHILE = new Set(["23505", "42P07"]);
+
+/**
+ * Makes one of mapgate's tables where a container has none yet (a service made before editing was recorded), inside
+ * the edit's transaction: under a savepoint, so that when concurrent first edits race to make it, the one that
+ * waited rolls back only its attempt and goes on with the table the other made.
+ */
+async function makeTable(run: (q: EmittedQuery) => Promise<unknown[][]>, ddl: string): Promise<void> {
+  const plain = (sql: string) => run({ sql, params: [], columns: [] });
+  await plain("SAVEPOINT mapgate_make_table");
+  try {
+    await plain(ddl);
+  } catch (err) {
+    if (!MADE_MEANWHILE.has(String((err as { code?: unknown }).code))) throw err;
+    await plain("ROLLBACK TO SAVEPOINT mapgate_make_table");
+  }
+  await plain("RELEASE SAVEPOINT mapgate_make_table");
+}
+
 /** Thrown inside the transaction to roll a request back when one of its edits failed (rollbackOnFailure). */
 export class EditsRolledBack extends Error {
   readonly outcome: EditOutcome;
@@ -125,7 +149,7 @@ export async function applyEdits(
     written += removed.size;
     if (written > 0) {
       changed = true;
-      if (!madeRecord) await run({ sql: editingTableDdl(container), params: [], columns: [] });
+      if (!madeRecord) await makeTable(run, editingTableDdl(container));
       madeRecord = true;
       const table = layer.schema.table.at(-1) ?? "";
       await run(recordEdit(emitter, container, table, request.moment));
@@ -136,7 +160,7 @@ export async function applyEdits(
   // An edit that changed rows raises an event: its id is logged with its rows (the log's own rows kept as long as the
   // outbox keeps an event, pruned here).
   if (changed) {
-    await run({ sql: editLogDdl(container), params: [], columns: [] });
+    await makeTable(run, editLogDdl(container));
     await run(pruneEditLog(emitter, container, request.moment - OUTBOX_RETENTION_SECONDS * 1000));
     await run(logEdit(emitter, container, request.editId, request.moment));
   }
