@@ -114,7 +114,8 @@ async function serve(script: string, args: string[], label: string): Promise<{ u
   return { url: `http://127.0.0.1:${port}`, child };
 }
 
-const queryParams = (extra: Record<string, string>) =>
+/** The figures' query: a page of points inside the envelope matching the where clause. */
+export const queryParams = (extra: Record<string, string>) =>
   new URLSearchParams({
     where: `${WHERE_FIELD} = '${WHERE_VALUE}'`,
     geometry: ENVELOPE.join(","),
@@ -133,6 +134,13 @@ interface EsriFeatureSet {
   [member: string]: unknown;
 }
 
+/** The demo's `places` layer on a running engine, over loopback HTTP. */
+export function placesLayer(engine: RunningEngine): string {
+  const { worldStore } = demoOrganization(engine.dataDir);
+  const service = `${TABLE}_${stableItemId(worldStore, `/world.gpkg/${TABLE}`).slice(0, 6)}`;
+  return `${engine.ready.http.replace("localhost", "127.0.0.1")}/arcgis/rest/services/${DEMO_LAYERS_FOLDER}/${service}/FeatureServer/0`;
+}
+
 export async function featureBench(seconds: number): Promise<void> {
   const engine = await startEngine({ env: { POWERTOOLS_LOG_LEVEL: "WARN" } });
   const children: ChildProcess[] = [];
@@ -149,10 +157,8 @@ export async function featureBench(seconds: number): Promise<void> {
 }
 
 async function measure(engine: RunningEngine, seconds: number, children: ChildProcess[]): Promise<string> {
-  const { worldStore } = demoOrganization(engine.dataDir);
   const file = join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH);
-  const service = `${TABLE}_${stableItemId(worldStore, `/world.gpkg/${TABLE}`).slice(0, 6)}`;
-  const layer = `${engine.ready.http.replace("localhost", "127.0.0.1")}/arcgis/rest/services/${DEMO_LAYERS_FOLDER}/${service}/FeatureServer/0`;
+  const layer = placesLayer(engine);
 
   const koop = await serve("feature-koop.ts", [file, TABLE], "koop");
   children.push(koop.child);

@@ -27,10 +27,11 @@ import { costModel } from "./cost.ts";
 import { tileFunction, tileLoad } from "./tiles.ts";
 import { tokenBench } from "./tokens.ts";
 import { editBench } from "./edits.ts";
+import { streamsBench } from "./streams.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
 /**
- * `BENCH_ONLY=reads`, `cold`, `features`, `groups`, `tokens`, `publish` or `edits`: only the read figures (`BENCH_ROUTE=<part
+ * `BENCH_ONLY=reads`, `cold`, `features`, `streams`, `groups`, `tokens`, `publish` or `edits`: only the read figures (`BENCH_ROUTE=<part
  * of a name>` for some routes), the bundles' import, the feature layer figures, the group figures, token
  * verification, or publishing a CSV beside ogr2ogr (quick before/after checks). `node bench/profile.ts` profiles the read routes under load.
  */
@@ -145,6 +146,10 @@ if (ONLY === "publish") {
   await publishBench();
   process.exit(0);
 }
+if (ONLY === "streams") {
+  await streamsBench(DURATION_S);
+  process.exit(0);
+}
 if (ONLY === "edits") {
   await editBench();
   process.exit(0);
@@ -157,6 +162,7 @@ await readLoad(Number(process.env.BENCH_ROUND_SECONDS ?? 2), process.env.BENCH_R
 if (ONLY === "reads") process.exit(0);
 await pipeline();
 await featureBench(DURATION_S);
+await streamsBench(DURATION_S);
 await groupsBench(DURATION_S);
 await publishBench();
 await editBench();
