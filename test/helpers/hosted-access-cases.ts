@@ -214,6 +214,20 @@ export function accessSuite(backing: AccessBacking, { matrix }: { readonly matri
       });
     });
 
+    it("takes the same settings through addToDefinition, as ArcGIS clients also send them", async () => {
+      const admin = url.replace("/rest/services/", "/rest/admin/services/");
+      const added = await one("publisher", "request", {
+        url: `${admin}/addToDefinition`,
+        params: { addToDefinition: { editorTrackingInfo: { allowAnonymousToQuery: false } } },
+      });
+      expect(added).toEqual({ success: true });
+      expect((await getJson(layer(), tokens.user)).ownershipBasedAccessControlForFeatures).toMatchObject({
+        allowOthersToQuery: false,
+        allowAnonymousToQuery: false,
+      });
+      expect(await ownership({ allowAnonymousToQuery: true })).toEqual({ success: true });
+    });
+
     it("hides others' features from a member on every query surface, in the plan (paging and counts agree)", async () => {
       const all = await seen("publisher");
       expect(all.length).toBeGreaterThanOrEqual(3);
