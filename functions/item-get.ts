@@ -5,6 +5,9 @@ import { canManage, itemView, visibleItem } from "#shared/items.ts";
 import { ITEM_PAGE, type ItemPageData, itemPage } from "#shared/item-pages.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { getGroups } from "#shared/stores/groups.ts";
+import { getService } from "#shared/stores/services.ts";
+import { getServer } from "#shared/stores/servers.ts";
+import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 
 export const handler = restHandler({ name: "Item", html: itemPage }, async (req) => {
   const item = await visibleItem(req.identity, req.pathParameters.itemId);
@@ -18,6 +21,23 @@ export const handler = restHandler({ name: "Item", html: itemPage }, async (req)
     }
   }
   offered.sort((a, b) => String(a.title).localeCompare(String(b.title)));
-  const extra: ItemPageData = { [ITEM_PAGE]: { groups: offered } };
+  // A hosted feature service's page offers its editing settings: read from its service record, posted to its
+  // server's admin wire (updateDefinition), as ArcGIS clients change them.
+  const ref = item.service;
+  const [service, server] =
+    ref?.type === "FeatureServer"
+      ? await Promise.all([getService(ref.serverId, ref.folder, ref.name), getServer(ref.serverId)])
+      : [undefined, undefined];
+  const editing =
+    service && server && service.itemId === item.itemId && service.source?.datastoreId === HOSTED_STORE_ID
+      ? {
+          action: `/${server.name}/rest/admin/services/${[service.folder, service.name]
+            .filter((p) => p !== "")
+            .map(encodeURIComponent)
+            .join("/")}/FeatureServer/updateDefinition`,
+          service,
+        }
+      : undefined;
+  const extra: ItemPageData = { [ITEM_PAGE]: { groups: offered, ...(editing ? { editing } : {}) } };
   return Object.assign(view, extra);
 });

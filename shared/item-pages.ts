@@ -5,13 +5,85 @@ import { escapeHtml, page, renderDate, renderForm } from "#shared/http/html.ts";
 import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 import { viewLink, webmapHref } from "#shared/viewer-links.ts";
+import type { Service, ServiceEditing } from "#shared/stores/services.ts";
+import { capabilitiesOf, editingEnabled } from "#shared/features/capabilities.ts";
+import { anonymousEditing, editingSettings } from "#shared/features/ownership.ts";
 
 type View = Record<string, unknown>;
 
 /** What an item's page shows besides the item (a symbol key: never part of a JSON answer). */
 export const ITEM_PAGE = Symbol("itemPage");
 export interface ItemPageData {
-  [ITEM_PAGE]?: { groups: View[] };
+  [ITEM_PAGE]?: {
+    groups: View[];
+    /** A hosted feature service's editing settings and where its form posts them (its admin updateDefinition). */
+    editing?: { action: string; service: Service };
+  };
+}
+
+/**
+ * The editing form's marker: a request carrying it is the page's form, whose every setting is a checkbox (checked:
+ * on; not sent: off), read by the admin wire's updateDefinition (shared/hosted/define.ts editingFormDefinition).
+ */
+export const EDITING_FORM = "editingForm";
+/** The editing form's checkboxes: the edits the service allows, then who may edit which features. */
+export const EDITING_BOXES = {
+  capabilities: ["Create", "Update", "Delete"],
+  settings: [
+    ["ownershipAccessControl", "Editors can only reach features as set below (ownership-based access control)"],
+    ["allowOthersToQuery", "Editors see features others made"],
+    ["allowOthersToUpdate", "Editors update features others made"],
+    ["allowOthersToDelete", "Editors delete features others made"],
+    ["allowAnonymousToQuery", "Anonymous editors see features others made"],
+    ["allowAnonymousToUpdate", "Anonymous editors update features"],
+    ["allowAnonymousToDelete", "Anonymous editors delete features"],
+    ["publicDataCollection", "Anyone, signed in or not, may edit (public data collection)"],
+  ],
+} as const satisfies {
+  capabilities: readonly string[];
+  settings: readonly (readonly [keyof ServiceEditing, string])[];
+};
+
+/** The editing section of a hosted feature service's page: its form, with the warning anonymous editing needs. */
+function editingSection(editing: { action: string; service: Service }, csrf: string): string {
+  const { service } = editing;
+  const caps = capabilitiesOf(service);
+  const settings = editingSettings(service);
+  const form = renderForm(
+    [
+      ...EDITING_BOXES.capabilities.map((c) => ({
+        name: `capability:${c}`,
+        label: `Allow ${c.toLowerCase()}`,
+        type: "checkbox" as const,
+      })),
+      ...EDITING_BOXES.settings.map(([name, label]) => ({ name, label, type: "checkbox" as const })),
+      { name: EDITING_FORM, type: "hidden" },
+      { name: "f", type: "hidden" },
+    ],
+    new Map<string, string>([
+      ...EDITING_BOXES.capabilities.map((c): [string, string] => [
+        `capability:${c}`,
+        caps.has(c.toLowerCase()) ? "true" : "",
+      ]),
+      ...EDITING_BOXES.settings.map(([name]): [string, string] => [name, settings[name] ? "true" : ""]),
+      [EDITING_FORM, "true"],
+      ["f", "html"],
+    ]),
+    csrf,
+    { action: editing.action, submit: "Save editing settings", formats: false },
+  );
+  const anyone = anonymousEditing(service) && editingEnabled(service);
+  const warning =
+    `<p class="warning" role="note" id="public-editing-warning"><strong>Warning:</strong> with public data collection ` +
+    `on and the layer shared with everyone, anyone on the internet may add, change or delete its data as the ` +
+    `allowed edits above say, without signing in.` +
+    (anyone
+      ? " <strong>This is the case now.</strong>"
+      : service.access === "public"
+        ? ""
+        : " It takes effect only while the layer is shared with everyone (public).") +
+    `</p>`;
+  return `<h2>Editing</h2><p class="muted">The owner and the organization's administrators may always edit; members it is shared with may make the edits allowed here.</p>${warning}${form}`;
 }
 
 /** The share form's checkbox of a group; `offeredGroups` lists the boxes shown, so an unchecked one unshares. */
@@ -120,8 +192,10 @@ export function itemPage(data: object, req: RestRequest): string {
       req.csrf,
       { action: `${base}/unshare`, submit: "Make private", formats: false },
     );
+    const editing = (data as ItemPageData)[ITEM_PAGE]?.editing;
     forms =
       `<h2>Share</h2>${share}${unshare}` +
+      (editing ? editingSection(editing, req.csrf) : "") +
       `<p><a href="${escapeHtml(`${base}/update?f=html`)}">Edit title, tags, summary and description</a></p>` +
       `<h2>Delete</h2><p class="muted">Deleting a service's item unpublishes the service.</p>${remove}`;
   }

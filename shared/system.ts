@@ -435,13 +435,14 @@ function contentRoutes(): RouteSpec[] {
   const GP = ["GET", "POST"] as const;
   const sharing = { items: "write", services: "write", layers: "write", groups: "write" } as const;
   return [
-    // Its page offers the groups the item may be shared with.
+    // Its page offers the groups the item may be shared with, and a hosted feature service's editing settings (read
+    // from its service record, with its server's name for the admin address the form posts to).
     route({
       id: "item-get",
       read: true,
       methods: GP,
       path: `${content}/items/{itemId}`,
-      tables: { items: "read", groups: "read" },
+      tables: { items: "read", groups: "read", services: "read", servers: "read" },
     }),
     route({ id: "item-share", methods: GP, path: `${content}/items/{itemId}/share`, tables: sharing }),
     route({

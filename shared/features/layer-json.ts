@@ -9,6 +9,7 @@ import { SERVER_REST_VERSION } from "#shared/urls.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { advertised, editingEnabled } from "#shared/features/capabilities.ts";
 import { systemFields } from "#shared/features/schema.ts";
+import { editorTrackingInfo, layerOwnershipJson } from "#shared/features/ownership.ts";
 
 /** Rows a query answers at most in one page (GDAL and queryAllFeatures page by it). */
 export const MAX_RECORD_COUNT = 2000;
@@ -132,7 +133,9 @@ function editingJson(service: Service, schema: LayerSchema) {
 
 export function layerJson(service: Service, schema: LayerSchema, id = 0) {
   const base = readOnlyLayerJson(service, schema, id);
-  return editable(service) ? { ...base, ...editingJson(service, schema) } : base;
+  // Who may query and edit others' features holds whether editing is on or off (queries are restricted too).
+  const hosted = service.source?.datastoreId === HOSTED_STORE_ID ? layerOwnershipJson(service, schema) : {};
+  return editable(service) ? { ...base, ...editingJson(service, schema), ...hosted } : { ...base, ...hosted };
 }
 
 function readOnlyLayerJson(service: Service, schema: LayerSchema, id: number) {
@@ -284,6 +287,7 @@ export function featureServiceJson(service: Service, schemas: readonly (LayerSch
     layers: schemas.flatMap((s, id) => (!s || isTable(s) ? [] : [entry(s, id)])),
     tables: schemas.flatMap((s, id) => (s && isTable(s) ? [entry(s, id)] : [])),
     serviceItemId: service.itemId,
+    ...(service.source?.datastoreId === HOSTED_STORE_ID ? { editorTrackingInfo: editorTrackingInfo(service) } : {}),
     ...(editable(service)
       ? {
           capabilities: advertised(service),

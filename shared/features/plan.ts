@@ -43,6 +43,12 @@ export interface QueryLimits {
   readonly tileMaxRecordCount?: number;
   /** The instant CURRENT_DATE and CURRENT_TIMESTAMP name (epoch ms); the clock when absent. */
   readonly now?: number;
+  /**
+   * A condition every row answered must meet besides the request's (the caller's ownership rules: shared/features/
+   * ownership.ts), joined to its `where` as a tree, so no `where` can undo it and every output (counts, extents,
+   * statistics, ids, pages) reads the same rows.
+   */
+  readonly restrict?: Expr;
 }
 
 export const QUERY_GEOMETRY_TYPES = [
@@ -559,7 +565,10 @@ export function planQuery(params: ParamSource, schema: LayerSchema, limits: Quer
 
   const whereRaw = params.get("where");
   const parsed = whereRaw === undefined ? undefined : parseWhere(whereRaw, schema, { parameter: "where", now });
-  const where = parsed && holdsForEveryRow(parsed) ? undefined : parsed;
+  const asked = parsed && holdsForEveryRow(parsed) ? undefined : parsed;
+  const restrict = limits.restrict;
+  const where: Expr | undefined =
+    restrict && asked ? { kind: "and", type: "boolean", parts: [asked, restrict] } : (restrict ?? asked);
   const idsRaw = params.get("objectIds");
   const objectIds = present(idsRaw) ? objectIdList(idsRaw) : undefined;
   const spatial = spatialRequest(params);

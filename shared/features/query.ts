@@ -213,8 +213,8 @@ export interface QueryRequest {
 }
 
 /** The query's answer in the asked format (JSON data for the pipeline, or GeoJSON/PBF content). */
-export async function runQuery(req: QueryRequest, dataset: OpenDataset): Promise<object> {
-  return renderAnswer(await answerQuery(req.params, req.contentFormat, dataset), req.contentFormat);
+export async function runQuery(req: QueryRequest, dataset: OpenDataset, restrict?: Expr): Promise<object> {
+  return renderAnswer(await answerQuery(req.params, req.contentFormat, dataset, restrict), req.contentFormat);
 }
 
 /**
@@ -225,15 +225,16 @@ export async function answerQuery(
   params: ParamSource,
   format: string | undefined,
   dataset: OpenDataset,
+  restrict?: Expr,
 ): Promise<QueryAnswer> {
-  const plan = await normalize(params, dataset);
+  const plan = await normalize(params, dataset, restrict);
   const frame = await validate(plan, format, dataset);
   const { emitted, rows } = await compute(plan, dataset, frame.resolved);
   return toAnswer(dataset, plan, emitted, rows, frame);
 }
 
 /** The plan: every parameter parsed and checked against the layer. */
-async function normalize(params: ParamSource, dataset: OpenDataset): Promise<QueryPlan> {
+async function normalize(params: ParamSource, dataset: OpenDataset, restrict?: Expr): Promise<QueryPlan> {
   const srid = dataset.schema.geometry?.srid ?? 0;
   // Awaited only for a system the projection library does not know (rare): see OpenDataset.run for why.
   if (srid !== 0 && !hasCrs(srid)) await knowCrs(dataset, srid);
@@ -241,6 +242,7 @@ async function normalize(params: ParamSource, dataset: OpenDataset): Promise<Que
     maxRecordCount: MAX_RECORD_COUNT,
     standardMaxRecordCount: STANDARD_MAX_RECORD_COUNT,
     tileMaxRecordCount: TILE_MAX_RECORD_COUNT,
+    ...(restrict ? { restrict } : {}),
   });
 }
 

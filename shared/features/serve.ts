@@ -11,6 +11,8 @@ import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
 import { StorageError } from "#shared/storage/storage.ts";
 import type { Service } from "#shared/stores/services.ts";
+import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
+import { queryRestriction } from "#shared/features/ownership.ts";
 
 /** A data source that cannot be read now: the request fails clearly, the log says why, the rest answers. */
 export const unavailable = () =>
@@ -140,11 +142,14 @@ export async function featureResource(
     }
     const dataset = datasets[0] as OpenDataset;
     if (!query) return describe(byId(datasets.map((d) => d.schema)));
-    if (!pages) return await query.runQuery(req, dataset);
+    // The caller's ownership rules on a hosted layer: a condition of the query's plan.
+    const restrict =
+      source.datastoreId === HOSTED_STORE_ID ? queryRestriction(req.identity, service, dataset.schema) : undefined;
+    if (!pages) return await query.runQuery(req, dataset, restrict);
     // normalize (what the form shows; whether a query was asked) → validate and compute (the plan, run) → respond.
     const layer = layerJson(service, dataset.schema, layerId);
     const answer = pages.asked(req.params)
-      ? await query.answerQuery(req.params, req.contentFormat, dataset)
+      ? await query.answerQuery(req.params, req.contentFormat, dataset, restrict)
       : undefined;
     return new FeaturePage(pages.query(layer, req.params, answer));
   } catch (err) {

@@ -11,6 +11,7 @@
 import { TRACKING, TRACKING_NAMES, trackingSpecs } from "#shared/hosted/tracking.ts";
 import { EDITABLE_CAPABILITIES, OFFERED_CAPABILITIES } from "#shared/features/capabilities.ts";
 import { namedFolder } from "#shared/user-content.ts";
+import { EDITING_BOXES, EDITING_FORM } from "#shared/item-pages.ts";
 import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/geopackage-writer.ts";
 import { type LayerSchema, systemFields } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
@@ -52,6 +53,7 @@ import {
   ServiceExistsError,
   serviceLayersUpdate,
   serviceNameTaken,
+  type ServiceEditing,
   setServiceCapabilities,
 } from "#shared/stores/services.ts";
 import { getUser } from "#shared/stores/users.ts";
@@ -788,16 +790,110 @@ function truncate(defined: Defined, id: number) {
   });
 }
 
+/** The keys of a service's own definition that mapgate keeps: its capabilities and who may edit which features. */
+const SETTING_KEYS = ["capabilities", "editorTrackingInfo", "publicDataCollection"] as const;
+
+/** `editorTrackingInfo`'s settings, each named as ArcGIS names it, and the record's name for it. */
+const TRACKING_SETTINGS: Readonly<Record<string, keyof ServiceEditing>> = {
+  enableOwnershipAccessControl: "ownershipAccessControl",
+  allowOthersToQuery: "allowOthersToQuery",
+  allowOthersToUpdate: "allowOthersToUpdate",
+  allowOthersToDelete: "allowOthersToDelete",
+  allowAnonymousToQuery: "allowAnonymousToQuery",
+  allowAnonymousToUpdate: "allowAnonymousToUpdate",
+  allowAnonymousToDelete: "allowAnonymousToDelete",
+};
+
+/** A service-level change of settings, checked: the capabilities and the editing settings it sets (absent: kept). */
+interface SettingsChange {
+  readonly capabilities?: string;
+  readonly editing: ServiceEditing;
+}
+
 /**
- * Service-level updateDefinition: what the service says of itself that mapgate keeps, its capabilities (an owner turns
- * editing off and on: Query, Create, Update, Delete and Editing are offered, Query always kept).
+ * A service's own settings from a definition (updateDefinition's, or those addToDefinition carries beside layers):
+ * its capabilities (Query, Create, Update, Delete and Editing are offered, Query always kept); `editorTrackingInfo`
+ * as ArcGIS takes it (ownership-based access control and what others and anonymous callers may do; editor tracking
+ * is always on for hosted layers here); and `publicDataCollection`, whether anonymous callers may edit the service
+ * while it is shared with everyone. A setting a definition leaves out keeps its value.
+ */
+function settingsOf(definition: Record<string, unknown>, what: string): SettingsChange {
+  const problems: string[] = [];
+  const { capabilities, editorTrackingInfo: tracking, publicDataCollection } = definition;
+  let next: string | undefined;
+  if (capabilities !== undefined) {
+    if (typeof capabilities !== "string" || capabilities.length > 256)
+      problems.push("'capabilities' must be text naming capabilities, as Query,Create,Update,Delete,Editing.");
+    else {
+      const named = capabilities
+        .split(",")
+        .map((c) => c.trim())
+        .filter((c) => c !== "");
+      const offered = new Map(OFFERED_CAPABILITIES.map((c) => [c.toLowerCase(), c]));
+      const refused = named.filter((c) => !offered.has(c.toLowerCase()));
+      if (refused.length > 0)
+        problems.push(
+          `Hosted layers here offer ${OFFERED_CAPABILITIES.join(", ")}: ${refused
+            .slice(0, 5)
+            .map((c) => `'${c.slice(0, 32)}'`)
+            .join(", ")} cannot be set.`,
+        );
+      const wanted = new Set(named.flatMap((c) => offered.get(c.toLowerCase()) ?? []));
+      // Query is always offered: a layer that cannot be queried cannot be drawn or edited.
+      wanted.add("Query");
+      next = OFFERED_CAPABILITIES.filter((c) => wanted.has(c)).join(",");
+    }
+  }
+  const editing: Record<string, boolean> = {};
+  if (tracking !== undefined) {
+    if (!isObject(tracking)) problems.push("'editorTrackingInfo' must be an object of true/false settings.");
+    else
+      for (const [key, value] of Object.entries(tracking)) {
+        if (key === "enableEditorTracking") {
+          if (value !== true)
+            problems.push(
+              "'editorTrackingInfo.enableEditorTracking' cannot be turned off: hosted layers here always record their creators and editors.",
+            );
+          continue;
+        }
+        const setting = TRACKING_SETTINGS[key];
+        if (setting === undefined)
+          problems.push(
+            `'editorTrackingInfo.${key.slice(0, 40)}' is not a setting here (${["enableEditorTracking", ...Object.keys(TRACKING_SETTINGS)].join(", ")}).`,
+          );
+        else if (typeof value !== "boolean") problems.push(`'editorTrackingInfo.${key}' must be true or false.`);
+        else editing[setting] = value;
+      }
+  }
+  if (publicDataCollection !== undefined) {
+    if (typeof publicDataCollection !== "boolean") problems.push("'publicDataCollection' must be true or false.");
+    else editing.publicDataCollection = publicDataCollection;
+  }
+  if (problems.length > 0) throw badRequest(what, problems);
+  return { ...(next !== undefined ? { capabilities: next } : {}), editing };
+}
+
+/** Keeps a service's settings change (the record and the catalog version move together). */
+async function keepSettings(defined: Defined, change: SettingsChange): Promise<void> {
+  // Read again: a change of the settings made meanwhile keeps what this one does not name.
+  const current = await getService(defined.service.serverId, defined.service.folder, defined.service.name);
+  if (!current || current.itemId !== defined.service.itemId) throw serviceNotFound();
+  const capabilities = change.capabilities ?? current.capabilities;
+  const editing = { ...current.editing, ...change.editing };
+  if (!(await setServiceCapabilities(current, capabilities, editing))) throw serviceNotFound();
+  logger.info("hosted service settings changed", { itemId: defined.service.itemId, capabilities, editing });
+}
+
+/**
+ * Service-level updateDefinition: what the service says of itself that mapgate keeps (SETTING_KEYS); anything else
+ * is named as not changed here.
  */
 async function updateService(defined: Defined, definition: Record<string, unknown>): Promise<object> {
-  const capabilities = definition.capabilities;
-  const others = Object.keys(definition).filter((k) => k !== "capabilities");
-  if (capabilities === undefined || others.length > 0)
+  const keys = Object.keys(definition);
+  const others = keys.filter((k) => !(SETTING_KEYS as readonly string[]).includes(k));
+  if (keys.length === others.length || others.length > 0)
     throw badRequest(WHAT.update, [
-      `A service's own definition changes only its 'capabilities' here${
+      `A service's own definition changes only its ${SETTING_KEYS.map((k) => `'${k}'`).join(", ")} here${
         others.length > 0
           ? ` (not ${others
               .slice(0, 5)
@@ -806,30 +902,51 @@ async function updateService(defined: Defined, definition: Record<string, unknow
           : ""
       }: change a layer's fields at …/FeatureServer/<id>/updateDefinition, and the item's description with its item's update.`,
     ]);
-  if (typeof capabilities !== "string" || capabilities.length > 256)
-    throw badRequest(WHAT.update, [
-      "'capabilities' must be text naming capabilities, as Query,Create,Update,Delete,Editing.",
-    ]);
-  const named = capabilities
-    .split(",")
-    .map((c) => c.trim())
-    .filter((c) => c !== "");
-  const offered = new Map(OFFERED_CAPABILITIES.map((c) => [c.toLowerCase(), c]));
-  const refused = named.filter((c) => !offered.has(c.toLowerCase()));
-  if (refused.length > 0)
-    throw badRequest(WHAT.update, [
-      `Hosted layers here offer ${OFFERED_CAPABILITIES.join(", ")}: ${refused
-        .slice(0, 5)
-        .map((c) => `'${c.slice(0, 32)}'`)
-        .join(", ")} cannot be set.`,
-    ]);
-  const wanted = new Set(named.map((c) => offered.get(c.toLowerCase()) as string));
-  // Query is always offered: a layer that cannot be queried cannot be drawn or edited.
-  wanted.add("Query");
-  const next = OFFERED_CAPABILITIES.filter((c) => wanted.has(c)).join(",");
-  if (!(await setServiceCapabilities(defined.service, next))) throw serviceNotFound();
-  logger.info("hosted service capabilities changed", { itemId: defined.service.itemId, capabilities: next });
+  await keepSettings(defined, settingsOf(definition, WHAT.update));
   return { success: true };
+}
+
+/**
+ * The definition the service page's editing form stands for: each of its checkboxes sent as true when checked and
+ * not at all when not (a browser sends nothing for an unchecked box), so each setting is read as on or off, never
+ * as "leave as it is"; the form's marker says every box was offered.
+ */
+function editingFormDefinition(req: RestRequest): Record<string, unknown> {
+  const on = (name: string) => {
+    const v = req.params.get(name);
+    if (v !== undefined && v !== "true")
+      throw badRequest(WHAT.update, [`The form's '${name.slice(0, 40)}' is a checkbox: 'true' or not sent.`]);
+    return v === "true";
+  };
+  const capabilities = ["Query", ...EDITING_BOXES.capabilities.filter((c) => on(`capability:${c}`))];
+  const tracking: Record<string, boolean> = { enableEditorTracking: true };
+  for (const [name] of EDITING_BOXES.settings) {
+    if (name === "publicDataCollection") continue;
+    tracking[name === "ownershipAccessControl" ? "enableOwnershipAccessControl" : name] = on(name);
+  }
+  // Editing, as ArcGIS lists it, when any edit is allowed.
+  if (capabilities.length > 1) capabilities.push("Editing");
+  return {
+    capabilities: capabilities.join(","),
+    editorTrackingInfo: tracking,
+    publicDataCollection: on("publicDataCollection"),
+  };
+}
+
+/**
+ * Service-level addToDefinition: layers and tables, and the settings ArcGIS clients also add this way
+ * (`editorTrackingInfo`); the settings are checked before any layer is made and kept once the layers are.
+ */
+async function addToServiceWithSettings(defined: Defined, definition: Record<string, unknown>): Promise<object> {
+  const settings: Record<string, unknown> = {};
+  const rest: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(definition))
+    ((SETTING_KEYS as readonly string[]).includes(k) ? settings : rest)[k] = v;
+  if (Object.keys(settings).length === 0) return addToService(defined, rest);
+  const change = settingsOf(settings, WHAT.add);
+  const answer = Object.keys(rest).length > 0 ? await addToService(defined, rest) : { success: true };
+  await keepSettings(defined, change);
+  return answer;
 }
 
 const OPERATIONS = ["addToDefinition", "updateDefinition", "deleteFromDefinition"] as const;
@@ -858,9 +975,18 @@ export async function adminOperation(req: RestRequest): Promise<object> {
     ]);
   const op = operation as DefinitionOperation;
   const what = op === "addToDefinition" ? WHAT.add : op === "updateDefinition" ? WHAT.update : WHAT.delete;
+  const form = req.params.get(EDITING_FORM);
+  if (form !== undefined) {
+    if (op !== "updateDefinition" || layerId !== undefined || form !== "true" || req.params.get(op) !== undefined)
+      throw badRequest(what, [
+        `'${EDITING_FORM}' is the service page's editing form, sent to the service's updateDefinition alone (with no '${op}').`,
+      ]);
+    await updateService(defined, editingFormDefinition(req));
+    return { success: true, serviceItemId: defined.service.itemId };
+  }
   const definition = definitionOf(req.params.get(op), op, what);
   if (layerId === undefined) {
-    if (op === "addToDefinition") return addToService(defined, definition);
+    if (op === "addToDefinition") return addToServiceWithSettings(defined, definition);
     if (op === "deleteFromDefinition") return deleteFromService(defined, definition);
     return updateService(defined, definition);
   }

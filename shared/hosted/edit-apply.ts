@@ -12,7 +12,9 @@ import {
   editLogDdl,
   insertRow,
   logEdit,
+  type OwnerRule,
   pruneEditLog,
+  reachableIds,
   recordEdit,
   updateRow,
   type WriteTarget,
@@ -25,6 +27,12 @@ import type { EditOutcome, EditRequest, EditResult, LayerEditResults } from "#sh
 export const missingObject = (verb: "Update" | "Delete") => ({
   code: 1019,
   description: `${verb} for the object was not attempted. Object may not exist.`,
+});
+
+/** ArcGIS's answer for an update or delete of a feature the caller sees but its ownership rules keep them from. */
+export const deniedByOwnership = () => ({
+  code: 1007,
+  description: "Edit denied due to ownership-based access control.",
 });
 
 /** A layer's table, key and geometry column as its schema names them. */
@@ -99,6 +107,17 @@ export async function applyEdits(
     const gid = layer.schema.editing?.globalIdField !== undefined;
     const withGid = (g: string | undefined) => (gid ? { globalId: g ?? null } : {});
     let written = 0;
+    const o = layer.ownership;
+    const rule = (scope: "query" | "update" | "delete"): OwnerRule | undefined =>
+      o ? { column: o.column, scope: o[scope] } : undefined;
+    /**
+     * Of the ids an update or delete did not reach, those the caller sees (refused by ownership, 1007); any other
+     * (not there, or hidden from them) answers as missing, so a hidden feature is not told to exist.
+     */
+    const refused = async (missed: readonly number[]): Promise<Set<number>> =>
+      o && missed.length > 0
+        ? new Set((await run(reachableIds(emitter, target, missed, rule("query")))).map((r) => Number(r[0])))
+        : new Set();
     const addResults: EditResult[] = [];
     for (const add of layer.adds) {
       if ("failed" in add) {
@@ -117,13 +136,14 @@ export async function applyEdits(
         failed = true;
         continue;
       }
-      const rows = await run(updateRow(emitter, target, update.ok.id, update.ok));
+      const rows = await run(updateRow(emitter, target, update.ok.id, update.ok, rule("update")));
       if (rows.length === 0) {
+        const denied = (await refused([update.ok.id])).has(update.ok.id);
         updateResults.push({
           objectId: update.ok.id,
           ...withGid(update.ok.globalId),
           success: false,
-          error: missingObject("Update"),
+          error: denied ? deniedByOwnership() : missingObject("Update"),
         });
         failed = true;
       } else {
@@ -133,8 +153,9 @@ export async function applyEdits(
     }
     const ids = layer.deletes.flatMap((d) => ("ok" in d ? [d.ok.id] : []));
     const removed = new Set(
-      ids.length > 0 ? (await run(deleteRows(emitter, target, ids))).map((r) => Number(r[0])) : [],
+      ids.length > 0 ? (await run(deleteRows(emitter, target, ids, rule("delete")))).map((r) => Number(r[0])) : [],
     );
+    const deniedDeletes = await refused(ids.filter((id) => !removed.has(id)));
     const deleteResults: EditResult[] = layer.deletes.map((d) => {
       if ("failed" in d) {
         failed = true;
@@ -142,7 +163,8 @@ export async function applyEdits(
       }
       if (!removed.has(d.ok.id)) {
         failed = true;
-        return { objectId: d.ok.id, ...withGid(d.ok.globalId), success: false, error: missingObject("Delete") };
+        const error = deniedDeletes.has(d.ok.id) ? deniedByOwnership() : missingObject("Delete");
+        return { objectId: d.ok.id, ...withGid(d.ok.globalId), success: false, error };
       }
       return { objectId: d.ok.id, ...withGid(d.ok.globalId), success: true };
     });

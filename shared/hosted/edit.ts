@@ -22,6 +22,14 @@ import { boolParam } from "#shared/http/params.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { capabilitiesOf, type EditCapability } from "#shared/features/capabilities.ts";
+import {
+  anonymousEditing,
+  managesService,
+  type Ownership,
+  ownershipFor,
+  scopeCondition,
+} from "#shared/features/ownership.ts";
+import type { Expr } from "#shared/features/where-tree.ts";
 import { logger } from "#shared/log.ts";
 import { serviceNotFound, underServiceLock } from "#shared/hosted/define.ts";
 import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
@@ -56,9 +64,10 @@ const say = (v: unknown) => JSON.stringify(typeof v === "string" ? v.slice(0, 64
 
 /**
  * The hosted feature service `folder/name` the caller may edit with `needs`: its owner and its organization's
- * administrators; a member who sees it (its item shared with them) when its capabilities include each operation.
- * One the caller cannot see is not told to exist (as a query of it answers); anonymous callers are asked to sign
- * in (anonymous editing is not offered yet); a layer read by reference answers read-only, as the service does.
+ * administrators; a member who sees it (its item shared with them) when its capabilities include each operation;
+ * anonymous callers only when its owner turned on public data collection and it is shared with everyone, and then
+ * only what its capabilities allow (anyone else anonymous is asked to sign in). One the caller cannot see is not told
+ * to exist (as a query of it answers); a layer read by reference answers read-only, as the service does.
  */
 async function editableService(
   req: RestRequest,
@@ -77,16 +86,16 @@ async function editableService(
       s.name.toLowerCase() === name.toLowerCase() &&
       s.type === "FeatureServer",
   );
-  if (identity.kind === "anonymous") throw tokenRequired();
+  const hosted = service?.source?.datastoreId === HOSTED_STORE_ID;
+  const caps = capabilitiesOf(service ?? {});
+  const permitted = [...needs].every((n) => caps.has(n.toLowerCase()));
+  if (identity.kind === "anonymous" && !(service && hosted && anonymousEditing(service) && permitted))
+    throw tokenRequired();
   if (!service || !visibleTo(identity, service)) throw serviceNotFound();
-  if (service.source?.datastoreId !== HOSTED_STORE_ID)
+  if (!hosted)
     throw operationNotSupported(`Its layers are read-only (capabilities: Query): '${operation}' is not supported.`);
-  const caps = capabilitiesOf(service);
-  const manages =
-    identity.kind === "user" &&
-    identity.user.portalId === service.portalId &&
-    (identity.user.username === service.owner || identity.user.role === "org_admin");
-  const allowed = manages || (identity.kind === "user" && [...needs].every((n) => caps.has(n.toLowerCase())));
+  const allowed =
+    managesService(identity, service) || ((identity.kind === "user" || identity.kind === "anonymous") && permitted);
   if (!allowed)
     throw forbidden([
       `User does not have permissions to access '${service.folder.toLowerCase()}/${service.name.toLowerCase()}.featureserver'.`,
@@ -468,7 +477,11 @@ function sentId(schema: LayerSchema, raw: unknown): number | null {
 }
 
 /** The object ids of rows by global id (useGlobalIds), read before the transaction. */
-async function idsByGlobalId(dataset: OpenDataset, globalIds: readonly string[]): Promise<Map<string, number>> {
+async function idsByGlobalId(
+  dataset: OpenDataset,
+  globalIds: readonly string[],
+  restrict: Expr | undefined,
+): Promise<Map<string, number>> {
   const found = new Map<string, number>();
   const gid = dataset.schema.editing?.globalIdField;
   if (!gid || globalIds.length === 0) return found;
@@ -486,6 +499,7 @@ async function idsByGlobalId(dataset: OpenDataset, globalIds: readonly string[])
         ]),
       },
       dataset,
+      restrict,
     )) as { features?: { attributes: Record<string, unknown> }[] };
     for (const f of answer.features ?? []) {
       const g = f.attributes[gid];
@@ -497,11 +511,15 @@ async function idsByGlobalId(dataset: OpenDataset, globalIds: readonly string[])
 }
 
 /** A deleteFeatures' rows by where and geometry: the layer's query (its grammar and plan) answers their ids. */
-async function idsMatching(dataset: OpenDataset, query: ReadonlyMap<string, string>): Promise<number[]> {
+async function idsMatching(
+  dataset: OpenDataset,
+  query: ReadonlyMap<string, string>,
+  restrict: Expr | undefined,
+): Promise<number[]> {
   const { runQuery } = await import("#shared/features/query.ts");
   const params = new Map(query);
   params.set("returnIdsOnly", "true");
-  const answer = (await runQuery({ params }, dataset)) as { objectIds?: number[] | null };
+  const answer = (await runQuery({ params }, dataset, restrict)) as { objectIds?: number[] | null };
   const ids = answer.objectIds ?? [];
   if (ids.length > MAX_MATCHED)
     throw badRequest(WHAT, [
@@ -516,8 +534,11 @@ async function checkLayer(
   raw: RawLayerEdits,
   options: Options,
   editor: Editor,
+  ownership: Ownership | undefined,
 ): Promise<LayerEdit> {
   const schema = dataset.schema;
+  // The features the caller sees: those a delete by where or geometry, or an edit by global id, may name.
+  const visible = ownership ? scopeCondition(ownership.field, ownership.query) : undefined;
   const adds = raw.adds.map((f) =>
     checked(
       () => checkFeature(schema, f, "add", options, editor),
@@ -530,7 +551,7 @@ async function checkLayer(
       () => ({ objectId: sentId(schema, f), ...(schema.editing?.globalIdField ? { globalId: null } : {}) }),
     ),
   );
-  const deleteIds = raw.deleteQuery ? await idsMatching(dataset, raw.deleteQuery) : [];
+  const deleteIds = raw.deleteQuery ? await idsMatching(dataset, raw.deleteQuery, visible) : [];
   const deletesRaw = [...raw.deletes, ...deleteIds];
   // By global id: each is looked up to its object id first (one not found is the store's "may not exist").
   const wantedGids = options.useGlobalIds
@@ -539,7 +560,7 @@ async function checkLayer(
         ...deletesRaw.flatMap((d) => (typeof d === "string" && guidOf(d) ? [guidOf(d) as string] : [])),
       ]
     : [];
-  const byGid = await idsByGlobalId(dataset, wantedGids);
+  const byGid = await idsByGlobalId(dataset, wantedGids, visible);
   const updates = updatesChecked.map((u): LayerEdit["updates"][number] => {
     if (!("ok" in u)) return u;
     const { id, byGlobalId, ...row } = u.ok;
@@ -561,7 +582,23 @@ async function checkLayer(
       return { failed: { code: 1011, description: `Object is missing: ${say(d)} is no object id.` }, objectId: null };
     return { ok: { id: d } };
   });
-  return { layerId: raw.layerId, schema, adds, updates, deletes };
+  return {
+    layerId: raw.layerId,
+    schema,
+    adds,
+    updates,
+    deletes,
+    ...(ownership
+      ? {
+          ownership: {
+            column: ownership.field.column,
+            query: ownership.query,
+            update: ownership.update,
+            delete: ownership.delete,
+          },
+        }
+      : {}),
+  };
 }
 
 // --- running ---------------------------------------------------------------------------------------------------
@@ -633,7 +670,8 @@ async function runEdits(
       if (!servesLayer({ ...source, layers: [...layers] }, e.layerId))
         throw badRequest(WHAT, [`The service has no layer or table with id ${e.layerId}.`]);
       const dataset = await openDataset({ ...source, layers: [...layers] }, e.layerId);
-      checkedLayers.push(await checkLayer(dataset, e, options, editor));
+      const rules = ownershipFor(identity, found.service, dataset.schema);
+      checkedLayers.push(await checkLayer(dataset, e, options, editor, rules));
     }
     const request: EditRequest = {
       layers: checkedLayers,

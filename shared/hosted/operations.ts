@@ -10,6 +10,8 @@ import { uploadStatus } from "#shared/upload-parts.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";
 import { jobServiceItemId } from "#shared/hosted/publish-job-data.ts";
 import { config } from "#shared/config.ts";
+import { page, renderValue, resultPage } from "#shared/http/html.ts";
+import { itemPageHref } from "#shared/urls.ts";
 
 /** The file readers and publishing, loaded by the first analyze or publish (uploads never compile them). */
 const publishing = () => import("#shared/hosted/publish.ts");
@@ -194,7 +196,21 @@ export const appendOperation: FamilyOperation = {
  * server (its tokens: a server-token for this server, or a portal token of its organization, as every server route).
  */
 export const adminServiceOperation: FamilyOperation = {
-  op: { name: "Service Definition", postOnly: true, defaultFormat: "json", at: addressedServer },
+  op: {
+    name: "Service Definition",
+    postOnly: true,
+    defaultFormat: "json",
+    at: addressedServer,
+    // The service page's editing form: what was saved, and the way back to the page.
+    html: (data) => {
+      const id = (data as { serviceItemId?: unknown }).serviceItemId;
+      return typeof id === "string"
+        ? resultPage("Editing settings saved", "The service's editing settings were saved.", [
+            [itemPageHref(id), "Back to the item"],
+          ])
+        : page("Service Definition", `<h1>Service Definition</h1>${renderValue(data)}`);
+    },
+  },
   compute: async (req) => (await import("#shared/hosted/define.ts")).adminOperation(req),
 };
 

@@ -16,6 +16,7 @@ import type { FieldKind } from "#shared/hosted/tables.ts";
 import type { HostedLayerEntry, ServiceSource } from "#shared/stores/services.ts";
 import type { LayerEditing, LayerSchema } from "#shared/features/schema.ts";
 import type { WriteRow } from "#shared/features/sql/write.ts";
+import type { Scope } from "#shared/features/ownership.ts";
 
 export interface HostedColumn {
   /** Letters, digits and `_`, starting with a letter (shared/hosted/tables.ts fieldNames). */
@@ -173,6 +174,16 @@ export interface LayerEdit {
   readonly adds: readonly Checked<EditRow>[];
   readonly updates: readonly Checked<EditRow & { readonly id: number }>[];
   readonly deletes: readonly Checked<{ readonly id: number; readonly globalId?: string }>[];
+  /**
+   * The caller's ownership rules on the layer (shared/features/ownership.ts), checked by the statements that write:
+   * the creator's column and which features the caller may see, update and delete. Absent: every feature.
+   */
+  readonly ownership?: {
+    readonly column: string;
+    readonly query: Scope;
+    readonly update: Scope;
+    readonly delete: Scope;
+  };
 }
 
 /** The edits of one request (one layer, or a service's layers) made in one transaction. */

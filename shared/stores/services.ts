@@ -72,6 +72,41 @@ function layerEntries(value: unknown): HostedLayerEntry[] | undefined {
   return value as HostedLayerEntry[];
 }
 
+/**
+ * What a hosted feature service's owner set of who may edit which features (shared/features/ownership.ts reads it
+ * with its defaults): ownership-based access control, as `editorTrackingInfo` names its settings, and whether
+ * anonymous callers may edit a service shared with everyone (public data collection). Absent: the defaults.
+ */
+export interface ServiceEditing {
+  readonly ownershipAccessControl?: boolean;
+  readonly allowOthersToQuery?: boolean;
+  readonly allowOthersToUpdate?: boolean;
+  readonly allowOthersToDelete?: boolean;
+  readonly allowAnonymousToQuery?: boolean;
+  readonly allowAnonymousToUpdate?: boolean;
+  readonly allowAnonymousToDelete?: boolean;
+  readonly publicDataCollection?: boolean;
+}
+
+export const EDITING_SETTINGS = [
+  "ownershipAccessControl",
+  "allowOthersToQuery",
+  "allowOthersToUpdate",
+  "allowOthersToDelete",
+  "allowAnonymousToQuery",
+  "allowAnonymousToUpdate",
+  "allowAnonymousToDelete",
+  "publicDataCollection",
+] as const satisfies readonly (keyof ServiceEditing)[];
+
+function toEditing(value: unknown): ServiceEditing | undefined {
+  if (value === undefined) return undefined;
+  const r = new RecordReader("service editing", (value ?? {}) as Record<string, unknown>);
+  const out: Record<string, boolean> = {};
+  for (const k of EDITING_SETTINGS) if ((value as Record<string, unknown>)[k] !== undefined) out[k] = r.boolean(k);
+  return out;
+}
+
 export interface Service {
   readonly serverId: string;
   readonly portalId: string;
@@ -91,6 +126,8 @@ export interface Service {
   readonly extensions: readonly ServiceExtension[];
   /** Services published by reference read their content here (listed-only services have none). */
   readonly source?: ServiceSource;
+  /** A hosted feature service's editing settings (absent: the defaults). */
+  readonly editing?: ServiceEditing;
   readonly created: number;
 }
 
@@ -140,6 +177,7 @@ function toService(item: Record<string, unknown>): Service {
       return { type: x.oneOf("type", SERVICE_TYPES), capabilities: x.string("capabilities") };
     }),
     ...(source ? { source } : {}),
+    ...(item.editing !== undefined ? { editing: toEditing(item.editing) } : {}),
     created: r.number("created"),
   };
 }
@@ -431,11 +469,15 @@ export function serviceLayersUpdate(service: Service, layers: readonly HostedLay
 }
 
 /**
- * Sets a service's capabilities (an owner turning editing on or off), while the record is still the item's
- * service; the server's catalog version moves in the same transaction, so every cached catalog answers the new
- * capabilities on its next request. False when the service is gone.
+ * Sets a service's capabilities (an owner turning editing on or off) and, when given, its editing settings, while
+ * the record is still the item's service; the server's catalog version moves in the same transaction, so every cached
+ * catalog answers the new capabilities and rules on its next request. False when the service is gone.
  */
-export async function setServiceCapabilities(service: Service, capabilities: string): Promise<boolean> {
+export async function setServiceCapabilities(
+  service: Service,
+  capabilities: string,
+  editing?: ServiceEditing,
+): Promise<boolean> {
   try {
     await ddb.send(
       new TransactWriteCommand({
@@ -444,9 +486,13 @@ export async function setServiceCapabilities(service: Service, capabilities: str
             Update: {
               TableName: tableName("services"),
               Key: { serverId: service.serverId, entry: serviceEntry(service.folder, service.name) },
-              UpdateExpression: "SET capabilities = :c",
+              UpdateExpression: editing ? "SET capabilities = :c, editing = :e" : "SET capabilities = :c",
               ConditionExpression: "itemId = :id",
-              ExpressionAttributeValues: { ":c": capabilities, ":id": service.itemId },
+              ExpressionAttributeValues: {
+                ":c": capabilities,
+                ":id": service.itemId,
+                ...(editing ? { ":e": { ...editing } } : {}),
+              },
             },
           },
           catalogBump(service.serverId),

@@ -1,7 +1,8 @@
 // Defines (and edits) a hosted feature service with the real @esri/arcgis-rest-feature-service client, signed in with
 // ArcGISIdentityManager at the portal: createFeatureService, then addToServiceDefinition at the admin wire (for which
 // the session exchanges its portal token for a server-token by itself), then reads it back. Prints each answer (or
-// error) as JSON, and the server-tokens the session got. Input on stdin: {portal, username, password, calls}.
+// error) as JSON, and the server-tokens the session got. Input on stdin: {portal, username, password, calls}; an
+// empty username calls anonymously (no session, no token).
 import {
   addFeatures,
   addToServiceDefinition,
@@ -15,9 +16,11 @@ import {
   updateServiceDefinition,
 } from "@esri/arcgis-rest-feature-service";
 import { request } from "@esri/arcgis-rest-request";
-import { runCalls, signedIn, type Call } from "./signed-in.ts";
+import { runCalls, signedInOrAnonymous, type Call } from "./signed-in.ts";
 
-const { input, session: authentication } = await signedIn<{ calls: Call[] }>();
+const { input, session } = await signedInOrAnonymous<{ calls: Call[] }>();
+// REST JS takes `authentication: undefined` as none.
+const authentication = session as NonNullable<typeof session>;
 
 const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = {
   createFeatureService: (o) =>
@@ -45,12 +48,13 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   // Any call at all, with the session (its token chosen by the URL, as the library does).
   request: (o) => request(String(o.url), { params: o.params as never, authentication }),
   // The token the session sends to a URL: a server-token for a federated server's URL.
-  tokenFor: (o) => authentication.getToken(String(o.url)),
+  tokenFor: (o) => (session ? session.getToken(String(o.url)) : Promise.resolve(null)),
 };
 
 const results = await runCalls(input.calls, CALLS);
-results.push({
-  portalToken: authentication.token,
-  federatedServers: Object.keys((authentication as unknown as { federatedServers: object }).federatedServers),
-});
+if (session)
+  results.push({
+    portalToken: session.token,
+    federatedServers: Object.keys((session as unknown as { federatedServers: object }).federatedServers),
+  });
 process.stdout.write(`${JSON.stringify(results)}\n`);

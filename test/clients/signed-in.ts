@@ -18,6 +18,24 @@ export async function signedIn<T>(): Promise<{ input: T; session: ArcGISIdentity
   return { input, session };
 }
 
+/** The input, and a session unless the input names no user (an anonymous caller: no token at all). */
+export async function signedInOrAnonymous<T>(): Promise<{ input: T; session: ArcGISIdentityManager | undefined }> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  const input = JSON.parse(Buffer.concat(chunks).toString("utf8")) as T & {
+    portal: string;
+    username: string;
+    password: string;
+  };
+  if (input.username === "") return { input, session: undefined };
+  const session = await ArcGISIdentityManager.signIn({
+    username: input.username,
+    password: input.password,
+    portal: input.portal,
+  });
+  return { input, session };
+}
+
 /** One call a test asks of a client script: a library function by name, with its options. */
 export interface Call {
   fn: string;

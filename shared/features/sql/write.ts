@@ -7,6 +7,13 @@ import type { Geometry } from "geojson";
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import { type BindType, type Clauses, quoteIdentifier, type SqlEmitter } from "#shared/features/sql/emitter.ts";
 import { EDITING_TABLE } from "#shared/features/schema.ts";
+import type { Scope } from "#shared/features/ownership.ts";
+
+/** The features a statement may reach by their creator (ownership-based access control): its column and scope. */
+export interface OwnerRule {
+  readonly column: string;
+  readonly scope: Scope;
+}
 
 /** What a written value is, as the statement binds it. */
 export type WriteKind = "integer" | "double" | "string" | "date";
@@ -69,6 +76,19 @@ class Binder implements Clauses {
   }
 }
 
+/**
+ * The condition an owner rule sets, joined to the statement's own (an empty creator is an anonymous caller's
+ * feature); an empty string when the rule reaches every feature.
+ */
+function ownedBy(b: Binder, rule: OwnerRule | undefined): string {
+  if (!rule || rule.scope.all) return "";
+  const column = quoteIdentifier(rule.column);
+  const parts: string[] = [];
+  if (rule.scope.username !== undefined) parts.push(`${column} = ${b.bind(rule.scope.username, "text")}`);
+  if (rule.scope.anonymous) parts.push(`${column} IS NULL`, `${column} = ${b.bind("", "text")}`);
+  return ` AND ${parts.length === 0 ? "1 = 0" : `(${parts.join(" OR ")})`}`;
+}
+
 const qualifiedTable = (t: WriteTarget) => t.table.map(quoteIdentifier).join(".");
 const emitted = (sql: string, b: Binder): EmittedQuery => ({ sql, params: b.params, columns: [] });
 
@@ -95,23 +115,62 @@ export function insertRow(emitter: SqlEmitter, target: WriteTarget, row: WriteRo
   return emitted(sql, b);
 }
 
-/** UPDATE of one row by object id, answering its id when it exists (no row: nothing to update). */
-export function updateRow(emitter: SqlEmitter, target: WriteTarget, id: number, row: WriteRow): EmittedQuery {
+/**
+ * UPDATE of one row by object id, answering its id when it exists and `owner` lets the caller reach it (no row:
+ * nothing updated). The ownership rule is checked by the statement that writes, so no edit between a check and the
+ * write can change what it reaches.
+ */
+export function updateRow(
+  emitter: SqlEmitter,
+  target: WriteTarget,
+  id: number,
+  row: WriteRow,
+  owner?: OwnerRule,
+): EmittedQuery {
   const b = new Binder(emitter);
   const set = assignments(b, target, row);
   const key = quoteIdentifier(target.idColumn);
   // Nothing to change: the row's existence is still what the answer says.
   if (set.length === 0)
-    return emitted(`SELECT ${key} FROM ${qualifiedTable(target)} WHERE ${key} = ${b.bind(id, "bigint")}`, b);
-  const sql = `UPDATE ${qualifiedTable(target)} SET ${set.map(([c, v]) => `${c} = ${v}`).join(", ")} WHERE ${key} = ${b.bind(id, "bigint")} RETURNING ${key}`;
+    return emitted(
+      `SELECT ${key} FROM ${qualifiedTable(target)} WHERE ${key} = ${b.bind(id, "bigint")}${ownedBy(b, owner)}`,
+      b,
+    );
+  const sql = `UPDATE ${qualifiedTable(target)} SET ${set.map(([c, v]) => `${c} = ${v}`).join(", ")} WHERE ${key} = ${b.bind(id, "bigint")}${ownedBy(b, owner)} RETURNING ${key}`;
   return emitted(sql, b);
 }
 
-/** DELETE of the rows of a list of object ids (one parameter, however long), answering the ids removed. */
-export function deleteRows(emitter: SqlEmitter, target: WriteTarget, ids: readonly number[]): EmittedQuery {
+/**
+ * DELETE of the rows of a list of object ids (one parameter, however long) that `owner` lets the caller reach,
+ * answering the ids removed.
+ */
+export function deleteRows(
+  emitter: SqlEmitter,
+  target: WriteTarget,
+  ids: readonly number[],
+  owner?: OwnerRule,
+): EmittedQuery {
   const b = new Binder(emitter);
   const key = quoteIdentifier(target.idColumn);
-  return emitted(`DELETE FROM ${qualifiedTable(target)} WHERE ${emitter.idsIn(b, key, ids)} RETURNING ${key}`, b);
+  return emitted(
+    `DELETE FROM ${qualifiedTable(target)} WHERE ${emitter.idsIn(b, key, ids)}${ownedBy(b, owner)} RETURNING ${key}`,
+    b,
+  );
+}
+
+/** The ids among `ids` of rows that exist and `owner` lets the caller reach (see: an edit refused, or missing). */
+export function reachableIds(
+  emitter: SqlEmitter,
+  target: WriteTarget,
+  ids: readonly number[],
+  owner?: OwnerRule,
+): EmittedQuery {
+  const b = new Binder(emitter);
+  const key = quoteIdentifier(target.idColumn);
+  return emitted(
+    `SELECT ${key} FROM ${qualifiedTable(target)} WHERE ${emitter.idsIn(b, key, ids)}${ownedBy(b, owner)}`,
+    b,
+  );
 }
 
 /** The editing record's table in a container (a GeoPackage: no schema; a service's schema in PostgreSQL). */
