@@ -130,8 +130,23 @@ function editingJson(service: Service, schema: LayerSchema) {
   };
 }
 
+/**
+ * What a hosted view's service and layers say of themselves besides a layer's JSON, as ArcGIS's do: that they are a
+ * view (not updatable: editing through views is not offered), and a layer's definition query.
+ */
+function viewJson(service: Service, id: number | undefined) {
+  if (!service.view) return {};
+  const query = id === undefined ? undefined : (service.view.layers[id]?.definitionQuery ?? "");
+  return {
+    isView: true,
+    isUpdatableView: false,
+    sourceSchemaChangesAllowed: true,
+    ...(query !== undefined ? { viewDefinitionQuery: query, definitionQuery: query } : {}),
+  };
+}
+
 export function layerJson(service: Service, schema: LayerSchema, id = 0) {
-  const base = readOnlyLayerJson(service, schema, id);
+  const base = { ...readOnlyLayerJson(service, schema, id), ...viewJson(service, id) };
   return editable(service) ? { ...base, ...editingJson(service, schema) } : base;
 }
 
@@ -284,6 +299,7 @@ export function featureServiceJson(service: Service, schemas: readonly (LayerSch
     layers: schemas.flatMap((s, id) => (!s || isTable(s) ? [] : [entry(s, id)])),
     tables: schemas.flatMap((s, id) => (s && isTable(s) ? [entry(s, id)] : [])),
     serviceItemId: service.itemId,
+    ...viewJson(service, undefined),
     ...(editable(service)
       ? {
           capabilities: advertised(service),
