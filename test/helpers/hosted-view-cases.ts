@@ -222,6 +222,12 @@ export function hostedViewSuite(backing: ViewBacking): void {
       )) as [{ updateResults: { success: boolean }[] }];
       expect(updated.updateResults).toEqual([expect.objectContaining({ objectId: birch, success: true })]);
       expect(await viewQuery({ where: "1=1", returnCountOnly: "true" })).toEqual({ count: 3 });
+      // The view's layer tells clients the source was edited, as the source's does.
+      const [viewLayer, sourceLayer] = await Promise.all([
+        anonymous(`${view()}/0`),
+        getJson(`${source()}/0`, tokens.user),
+      ]);
+      expect(viewLayer.editingInfo).toEqual(sourceLayer.editingInfo);
     });
 
     it("answers counts, ids, extents, statistics and every format over the admitted rows only", async () => {
