@@ -325,18 +325,24 @@ async function addViewLayers(req: RestRequest, defined: Defined, definition: Rec
   const shown = view.layers.filter((l) => l !== null);
   if (shown.length + layers.length > MAX_VIEW_LAYERS)
     throw badRequest(what, [`A view has at most ${MAX_VIEW_LAYERS} layers and tables.`]);
-  const taken = new Set([...view.layers.filter((l) => l).map((l) => l?.name.toLowerCase()), undefined]);
+  const taken = new Set(view.layers.flatMap((l) => (l ? [l.name.toLowerCase()] : [])));
   const next: (ViewLayer | null)[] = [...view.layers];
-  let free = Math.max(next.length, ...layers.map((l) => (l.id ?? -1) + 1));
+  // An id given is a new one: every id below the view's count was given before (a deleted one stays its own), and
+  // one request gives an id once.
+  const given = new Set<number>();
+  for (const l of layers) {
+    if (l.id === undefined) continue;
+    if (l.id < view.layers.length || given.has(l.id))
+      problems.push(`${l.label}: layer id ${l.id} is taken (a deleted layer's id is never given again).`);
+    given.add(l.id);
+  }
+  let free = Math.max(next.length, ...[...given].map((id) => id + 1));
   const added: { name: string; id: number }[] = [];
   for (const l of layers) {
     if (taken.has(l.layer.name.toLowerCase()))
       problems.push(`${l.label}: the view has a layer named '${l.layer.name.slice(0, 64)}' already.`);
     taken.add(l.layer.name.toLowerCase());
-    // An id given is a new one: every id below the view's count was given before (a deleted one stays its own).
     const id = l.id ?? free++;
-    if (l.id !== undefined && (l.id < view.layers.length || next[l.id] !== undefined))
-      problems.push(`${l.label}: layer id ${l.id} is taken (a deleted layer's id is never given again).`);
     if (id > MAX_LAYER_ID) problems.push(`The view has given its ${MAX_LAYER_ID + 1} layer ids: no more are added.`);
     while (next.length <= id) next.push(null);
     next[id] = l.layer;

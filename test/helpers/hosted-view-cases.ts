@@ -170,6 +170,11 @@ export function hostedViewSuite(backing: ViewBacking): void {
       expect(fields).not.toContain("Secret");
       const layers = await anonymous(`${view()}/layers`);
       expect(JSON.stringify(layers)).not.toContain("Secret");
+      // Its pages too: the layer's page lists the fields it shows.
+      const page = await call(`${view()}/0?f=html`, { ca: engine.ca });
+      expect(page.status).toBe(200);
+      expect(page.body.toString("utf8")).toContain("Status");
+      expect(page.body.toString("utf8")).not.toContain("Secret");
     });
 
     it("keeps the layer beneath from anonymous callers, and its sources from them too", async () => {
@@ -345,6 +350,59 @@ export function hostedViewSuite(backing: ViewBacking): void {
         "user",
       )) as [{ error?: { code: unknown } }];
       expect(mine.error?.code).toBe("GWM_0003");
+    });
+
+    it("adds and deletes its layers by id, a deleted id never given again", async () => {
+      const [added, again, deleted] = await client([
+        {
+          fn: "addToServiceDefinition",
+          options: {
+            url: view(),
+            layers: [
+              {
+                name: "Visited",
+                adminLayerInfo: {
+                  viewLayerDefinition: {
+                    sourceServiceName: "Survey",
+                    sourceLayerId: 0,
+                    sourceLayerFields: [{ name: "Name" }, { name: "Visits" }],
+                  },
+                },
+                viewDefinitionQuery: "Visits > 4",
+              },
+            ],
+          },
+        },
+        {
+          fn: "addToServiceDefinition",
+          options: {
+            url: view(),
+            layers: [
+              {
+                id: 1,
+                name: "Twice",
+                adminLayerInfo: { viewLayerDefinition: { sourceServiceName: "Survey", sourceLayerId: 0 } },
+              },
+              {
+                name: "Elsewhere",
+                adminLayerInfo: { viewLayerDefinition: { sourceServiceName: "Nowhere", sourceLayerId: 0 } },
+              },
+            ],
+          },
+        },
+        {
+          fn: "request",
+          options: {
+            url: `${view().replace("/rest/services/", "/rest/admin/services/")}/deleteFromDefinition`,
+            params: { deleteFromDefinition: { layers: [{ id: 1 }] } },
+          },
+        },
+      ]);
+      expect(added).toEqual({ success: true, layers: [{ name: "Visited", id: 1 }], tables: [] });
+      expect((again as { error?: { code: number } }).error?.code).toBe(400);
+      expect(deleted).toEqual({ success: true });
+      expect(await anonymous(`${view()}/1`)).toMatchObject({ error: { code: 400 } });
+      expect((await anonymous(view())).layers).toEqual([expect.objectContaining({ id: 0, name: "Sites" })]);
     });
 
     it("keeps its source while it reads it; deleting the view leaves the source's rows", async () => {
