@@ -7,7 +7,6 @@ import type { LayerSchema } from "#shared/features/schema.ts";
 import type { OpenDataset } from "#shared/features/dataset.ts";
 import { layerCount, openDataset, servesLayer } from "#shared/features/sources.ts";
 import { ApiError, badRequest, forbidden, methodNotAllowed, operationNotSupported } from "#shared/errors.ts";
-import { viewDataset, viewSource } from "#shared/features/view.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
 import { StorageError } from "#shared/storage/storage.ts";
@@ -103,13 +102,15 @@ function viewSources(service: Service, origin: ViewOrigin | undefined, layerId: 
   };
 }
 
+type Views = typeof import("#shared/features/view.ts");
+
 /** A view's source, or the view's fault if its source service is gone (it was deleted under it). */
-function readSource(service: Service, origin: ViewOrigin | undefined): ServiceSource {
-  if (!service.view) {
+function readSource(service: Service, origin: ViewOrigin | undefined, views: Views | undefined): ServiceSource {
+  if (!service.view || !views) {
     if (!service.source) throw new Error("a feature layer without a source");
     return service.source;
   }
-  const source = viewSource(service.view, origin?.service.source);
+  const source = views.viewSource(service.view, origin?.service.source);
   if (!source) {
     logger.warn("hosted view without its source", { itemId: service.itemId, source: service.view.sourceItemId });
     throw unavailable();
@@ -129,7 +130,9 @@ export async function featureResource(
   origin?: ViewOrigin,
 ): Promise<object> {
   const [first, second, ...rest] = resource;
-  const source = readSource(service, origin);
+  // Loaded for views only (it brings the where parser): other services' JSON and tiles never pay for it.
+  const views = service.view ? await import("#shared/features/view.ts") : undefined;
+  const source = readSource(service, origin, views);
   // A layer's id: 0…n-1 as the service's source numbers its layers, less those deleted from its definition (written
   // as ArcGIS writes ids: no leading zeros).
   const count = layerCount(source);
@@ -189,7 +192,7 @@ export async function featureResource(
     for (const id of ids) {
       const opened = await openDataset(source, id);
       const shown = service.view?.layers[id];
-      const dataset = shown ? viewDataset(opened, shown) : opened;
+      const dataset = shown && views ? views.viewDataset(opened, shown) : opened;
       remember(service.itemId, id, dataset.schema);
       datasets.push(dataset);
     }
