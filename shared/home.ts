@@ -49,7 +49,7 @@ export async function home(req: RestRequest): Promise<Home> {
             break;
           }
           const url = `/${server.name}/rest/services/${name}/${type}`;
-          const drawn = s.source !== undefined && VIEWABLE_TYPES.has(type);
+          const drawn = (s.source !== undefined || s.view !== undefined) && VIEWABLE_TYPES.has(type);
           services.push({ name, type, url, ...(drawn ? { viewer: viewerHref(url) } : {}) });
         }
       }

@@ -7,6 +7,8 @@ import { removeDataStore } from "#shared/datastore-registration.ts";
 import { dropHostedData } from "#shared/hosted/deployment-store.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { deleteProtected } from "#shared/item-protect.ts";
+import { badRequest } from "#shared/errors.ts";
+import { viewsOf } from "#shared/stores/services.ts";
 import { changing } from "#shared/items.ts";
 import { logger } from "#shared/log.ts";
 import { registering } from "#shared/publishing.ts";
@@ -29,6 +31,16 @@ const orphan = (what: string, itemId: string) => (e: unknown) =>
 /** Deletes the item (its caller may; `what` names the operation in a refusal) and what it keeps. */
 export async function removeItem(req: RestRequest, read: Item, what: string): Promise<void> {
   if (read.protected) throw deleteProtected();
+  // A hosted service that views read stays while they do (ArcGIS's rule: its dependent views are deleted first);
+  // deleting a view leaves its source as it is (a view keeps no data).
+  if (read.service?.type === "FeatureServer") {
+    const views = await viewsOf(read.service.serverId, read.itemId);
+    if (views.length > 0)
+      throw badRequest(
+        "Unable to delete item. This service item has a related Service item",
+        views.slice(0, 10).map((v) => `The view '${v}' reads this service: delete it first.`),
+      );
+  }
   // Read before the item goes (its list goes with it): their bytes are removed after.
   const resources = read.resourceBytes !== undefined ? (await listResources(read.itemId)).resources : [];
   const store = read.type === DATA_STORE_TYPE ? await getDataStore(read.itemId) : undefined;

@@ -7,6 +7,8 @@ import { describe, expect, it } from "vitest";
 import { planQuery } from "#shared/features/plan.ts";
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
 import { emitQuery } from "#shared/features/sql.ts";
+import { restrictPlan, viewRestriction, viewSchema } from "#shared/features/view.ts";
+import type { ViewLayer } from "#shared/stores/services.ts";
 import type { Dialect, SpatialFilter } from "#shared/features/sql/emitter.ts";
 import { citiesSchema } from "./helpers/feature-layer.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
@@ -337,5 +339,75 @@ describe("golden SQL: each write statement", () => {
     expect(pg.params.slice(0, 4)).toEqual(["Oslo", 700000, 454, new Date(0)]);
     expect((pg.params[4] as Buffer)[0]).toBe(1);
     expect(pg.params[5]).toBe(4326);
+  });
+});
+
+/**
+ * A hosted view of the cities layer: its definition query names fields the view hides (kind, pop), which the caller's
+ * own query may not name; it is ANDed after the caller's where, as a tree, so the emitters bind its values too.
+ */
+const TOWNS: ViewLayer = {
+  name: "towns",
+  sourceLayerId: 0,
+  definitionQuery: "kind = 'town' AND pop > 1000",
+  fields: ["name", "area"],
+};
+const viewPlan = (params: Record<string, string>) =>
+  restrictPlan(
+    planQuery(new Map(Object.entries(params)), viewSchema(citiesSchema, TOWNS), { now: NOW }),
+    viewRestriction(citiesSchema, TOWNS),
+  );
+
+// prettier-ignore
+const VIEW_PLANS: readonly (readonly [name: string, params: Record<string, string>, sqlite: string, postgres: string])[] = [
+  ['features, every visible field', { where: "name LIKE 'P%'", outFields: '*', returnGeometry: 'false' }, 'SELECT t."objectid" AS c0, t."name" AS c1, t."area" AS c2 FROM "cities" AS t WHERE mapgate_deadline() = 1 AND (((t."name" LIKE ?1 AND mapgate_like(t."name", ?1, NULL))) AND ((t."ki""nd" = ?2) AND (t."pop" > ?3))) ORDER BY t."objectid" ASC LIMIT ?4 OFFSET ?5', 'SELECT CAST(t."objectid" AS double precision) AS c0, CAST(t."name" AS text) AS c1, CAST(t."area" AS double precision) AS c2 FROM "cities" AS t WHERE ((t."name" LIKE CAST($1 AS text) ESCAPE CAST($2 AS text)) AND ((t."ki""nd" = CAST($3 AS text)) AND (t."pop" > CAST($4 AS bigint)))) ORDER BY t."objectid" ASC LIMIT CAST($5 AS bigint) OFFSET CAST($6 AS bigint)'],
+  ['count', { returnCountOnly: 'true' }, 'SELECT COUNT(*) AS n FROM "cities" AS t WHERE mapgate_deadline() = 1 AND ((t."ki""nd" = ?1) AND (t."pop" > ?2))', 'SELECT CAST(COUNT(*) AS double precision) AS n FROM "cities" AS t WHERE ((t."ki""nd" = CAST($1 AS text)) AND (t."pop" > CAST($2 AS bigint)))'],
+  ['count, a where that holds for every row', { where: '1=1', returnCountOnly: 'true' }, 'SELECT COUNT(*) AS n FROM "cities" AS t WHERE mapgate_deadline() = 1 AND ((t."ki""nd" = ?1) AND (t."pop" > ?2))', 'SELECT CAST(COUNT(*) AS double precision) AS n FROM "cities" AS t WHERE ((t."ki""nd" = CAST($1 AS text)) AND (t."pop" > CAST($2 AS bigint)))'],
+  ['ids', { where: 'area > 2', returnIdsOnly: 'true' }, 'SELECT group_concat(CAST(t."objectid" AS TEXT) ORDER BY t."objectid" ASC) AS ids FROM "cities" AS t WHERE mapgate_deadline() = 1 AND ((t."area" > ?1) AND ((t."ki""nd" = ?2) AND (t."pop" > ?3)))', 'SELECT string_agg(CAST(t."objectid" AS text), CAST($4 AS text) ORDER BY t."objectid" ASC) AS ids FROM "cities" AS t WHERE ((t."area" > CAST($1 AS bigint)) AND ((t."ki""nd" = CAST($2 AS text)) AND (t."pop" > CAST($3 AS bigint))))'],
+  ['extent', { returnExtentOnly: 'true' }, 'SELECT MIN(r.minx) AS xmin, MIN(r.miny) AS ymin, MAX(r.maxx) AS xmax, MAX(r.maxy) AS ymax FROM "cities" AS t LEFT JOIN "rtree_cities_geom" AS r ON r.id = t."objectid" WHERE mapgate_deadline() = 1 AND ((t."ki""nd" = ?1) AND (t."pop" > ?2))', 'SELECT ST_XMin(e) AS xmin, ST_YMin(e) AS ymin, ST_XMax(e) AS xmax, ST_YMax(e) AS ymax FROM (SELECT ST_Extent(t."geom") AS e FROM "cities" AS t WHERE ((t."ki""nd" = CAST($1 AS text)) AND (t."pop" > CAST($2 AS bigint)))) AS s'],
+  ['statistics grouped', { outStatistics: '[{"statisticType":"sum","onStatisticField":"area","outStatisticFieldName":"total"}]', groupByFieldsForStatistics: 'name' }, 'SELECT t."name" AS g0, SUM(t."area") AS s0 FROM "cities" AS t WHERE mapgate_deadline() = 1 AND ((t."ki""nd" = ?1) AND (t."pop" > ?2)) GROUP BY 1 ORDER BY g0 ASC NULLS FIRST LIMIT ?3 OFFSET ?4', 'SELECT CAST(t."name" AS text) AS g0, CAST(SUM(t."area") AS double precision) AS s0 FROM "cities" AS t WHERE ((t."ki""nd" = CAST($1 AS text)) AND (t."pop" > CAST($2 AS bigint))) GROUP BY 1 ORDER BY g0 ASC NULLS FIRST LIMIT CAST($3 AS bigint) OFFSET CAST($4 AS bigint)'],
+];
+
+describe("golden SQL: a hosted view's plan additions", () => {
+  for (const [name, params, sqlite, postgres] of VIEW_PLANS) {
+    it(name, () => {
+      for (const [dialect, expected] of [
+        ["sqlite", sqlite],
+        ["postgres", postgres],
+      ] as const) {
+        const emitted = emitQuery(dialect, viewPlan(params), viewSchema(citiesSchema, TOWNS));
+        expectBound(dialect, emitted.sql, emitted.params);
+        expect(emitted.sql).toBe(expected);
+      }
+    });
+  }
+
+  it("binds the definition query's values as parameters, never as text", () => {
+    const emitted = emitQuery("postgres", viewPlan({ returnCountOnly: "true" }), viewSchema(citiesSchema, TOWNS));
+    expect(emitted.params).toEqual(["town", 1000]);
+    expect(emitted.sql).not.toContain("town");
+  });
+
+  it("refuses a hidden field wherever a query names one, as an unknown field", () => {
+    for (const params of [
+      { outFields: "pop" } as Record<string, string>,
+      { where: "pop > 1" },
+      { where: "kind = 'town'" },
+      { orderByFields: "pop DESC" },
+      { outStatistics: '[{"statisticType":"sum","onStatisticField":"pop","outStatisticFieldName":"p"}]' },
+      {
+        outStatistics: '[{"statisticType":"count","onStatisticField":"name","outStatisticFieldName":"n"}]',
+        groupByFieldsForStatistics: "kind",
+      },
+      { outFields: "name", returnDistinctValues: "true", orderByFields: "pop" },
+    ])
+      expect(() => viewPlan(params), JSON.stringify(params)).toThrow(expect.objectContaining({ code: 400 }));
+  });
+
+  it("shows the object id whatever the view's fields say, and its display field among the visible ones", () => {
+    const schema = viewSchema(citiesSchema, { ...TOWNS, fields: ["area"] });
+    expect(schema.fields.map((f) => f.name)).toEqual(["objectid", "area"]);
+    expect(schema.displayField).toBe("objectid");
+    expect(schema.name).toBe("towns");
   });
 });

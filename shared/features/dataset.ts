@@ -10,6 +10,7 @@ import type { EmittedQuery } from "#shared/features/sql.ts";
 import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
 import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
+import type { Expr } from "#shared/features/where-tree.ts";
 
 /** The exact spatial test a reader without one in SQL runs on each candidate row. */
 export type SpatialTest = (geometry: Geometry | null | undefined) => boolean;
@@ -17,6 +18,11 @@ export type SpatialTest = (geometry: Geometry | null | undefined) => boolean;
 /** A layer's dataset, open: its schema and how its rows are read; a DatasetError says why it cannot be. */
 export interface OpenDataset {
   readonly schema: LayerSchema;
+  /**
+   * A condition every read of it ANDs into its plan (a hosted view's definition query, over the source's fields):
+   * rows outside it are not the layer's.
+   */
+  readonly restriction?: Expr;
   /** What writes its statements' SQL. */
   readonly emitter: SqlEmitter;
   /**

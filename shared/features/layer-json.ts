@@ -131,8 +131,26 @@ function editingJson(service: Service, schema: LayerSchema) {
   };
 }
 
+/**
+ * What a hosted view's service and layers say of themselves besides a layer's JSON, as ArcGIS's do: that they are a
+ * view (not updatable: editing through views is not offered), and a layer's definition query.
+ */
+function viewJson(service: Service, id: number | undefined, schema?: LayerSchema) {
+  if (!service.view) return {};
+  const query = id === undefined ? undefined : (service.view.layers[id]?.definitionQuery ?? "");
+  // The source's last edit: clients that refresh a layer when it moves see the source's edits through the view.
+  const lastEditDate = schema?.editing?.lastEditDate;
+  return {
+    isView: true,
+    isUpdatableView: false,
+    sourceSchemaChangesAllowed: true,
+    ...(query !== undefined ? { viewDefinitionQuery: query, definitionQuery: query } : {}),
+    ...(lastEditDate !== undefined ? { editingInfo: { lastEditDate } } : {}),
+  };
+}
+
 export function layerJson(service: Service, schema: LayerSchema, id = 0) {
-  const base = readOnlyLayerJson(service, schema, id);
+  const base = { ...readOnlyLayerJson(service, schema, id), ...viewJson(service, id, schema) };
   // Who may query and edit others' features holds whether editing is on or off (queries are restricted too).
   const hosted = service.source?.datastoreId === HOSTED_STORE_ID ? layerOwnershipJson(service, schema) : {};
   return editable(service) ? { ...base, ...editingJson(service, schema), ...hosted } : { ...base, ...hosted };
@@ -288,6 +306,7 @@ export function featureServiceJson(service: Service, schemas: readonly (LayerSch
     tables: schemas.flatMap((s, id) => (s && isTable(s) ? [entry(s, id)] : [])),
     serviceItemId: service.itemId,
     ...(service.source?.datastoreId === HOSTED_STORE_ID ? { editorTrackingInfo: editorTrackingInfo(service) } : {}),
+    ...viewJson(service, undefined),
     ...(editable(service)
       ? {
           capabilities: advertised(service),

@@ -40,6 +40,7 @@ import { type EmittedQuery, emitQuery } from "#shared/features/sql.ts";
 import type { SpatialFilter } from "#shared/features/sql/emitter.ts";
 import type { OpenDataset, SpatialTest } from "#shared/features/dataset.ts";
 import { ExpressionError } from "#shared/features/sqlite-functions.ts";
+import { restrictPlan } from "#shared/features/view.ts";
 import { type Expr, nodes, type ScalarFunction } from "#shared/features/where-tree.ts";
 import { ApiError, badRequest } from "#shared/errors.ts";
 import { logger } from "#shared/log.ts";
@@ -238,12 +239,15 @@ async function normalize(params: ParamSource, dataset: OpenDataset, restrict?: E
   const srid = dataset.schema.geometry?.srid ?? 0;
   // Awaited only for a system the projection library does not know (rare): see OpenDataset.run for why.
   if (srid !== 0 && !hasCrs(srid)) await knowCrs(dataset, srid);
-  return planQuery(params, dataset.schema, {
+  const plan = planQuery(params, dataset.schema, {
     maxRecordCount: MAX_RECORD_COUNT,
     standardMaxRecordCount: STANDARD_MAX_RECORD_COUNT,
     tileMaxRecordCount: TILE_MAX_RECORD_COUNT,
     ...(restrict ? { restrict } : {}),
   });
+  // A view's definition query, as a tree beside the caller's: every output (features, counts, ids, extents,
+  // statistics) reads only the rows it admits.
+  return restrictPlan(plan, dataset.restriction);
 }
 
 /** The coordinates a query is read and answered in. */

@@ -6,11 +6,12 @@ import { editable, featureServiceJson, layerJson, layersJson } from "#shared/fea
 import type { LayerSchema } from "#shared/features/schema.ts";
 import type { OpenDataset } from "#shared/features/dataset.ts";
 import { layerCount, openDataset, servesLayer } from "#shared/features/sources.ts";
-import { ApiError, badRequest, methodNotAllowed, operationNotSupported } from "#shared/errors.ts";
+import { ApiError, badRequest, forbidden, methodNotAllowed, operationNotSupported } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
 import { StorageError } from "#shared/storage/storage.ts";
-import type { Service } from "#shared/stores/services.ts";
+import { SERVER_REST_VERSION } from "#shared/urls.ts";
+import type { Service, ServiceSource } from "#shared/stores/services.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { queryRestriction } from "#shared/features/ownership.ts";
 
@@ -73,18 +74,67 @@ function sourceFault(service: Service, err: unknown): never {
   throw err;
 }
 
+/** A view's source service as its `sources` resources name it (`url` its REST URL). */
+export interface ViewOrigin {
+  readonly service: Service;
+  readonly url: string;
+  /** Whether the caller may see the source service (only then is it named to them). */
+  readonly visible: boolean;
+}
+
+/**
+ * `…/FeatureServer/sources` and `…/FeatureServer/<id>/sources` of a view: the service, or the layer, it reads. Named
+ * only to a caller who may see the source (a public view over a private layer does not point anonymous callers at
+ * it).
+ */
+function viewSources(service: Service, origin: ViewOrigin | undefined, layerId: number | undefined): object {
+  if (!origin) throw new ApiError(400, "Invalid URL", ["The view has no source yet: add a layer to it first."]);
+  if (!origin.visible) throw forbidden();
+  const named = {
+    name: origin.service.name,
+    type: "FeatureServer",
+    url: origin.url,
+    serviceItemId: origin.service.itemId,
+  };
+  if (layerId === undefined) return { currentVersion: SERVER_REST_VERSION, services: [named] };
+  const sourceLayerId = service.view?.layers[layerId]?.sourceLayerId;
+  return {
+    currentVersion: SERVER_REST_VERSION,
+    layers: [{ ...named, url: `${origin.url}/${sourceLayerId}`, layerId: sourceLayerId }],
+  };
+}
+
+type Views = typeof import("#shared/features/view.ts");
+
+/** A view's source, or the view's fault if its source service is gone (it was deleted under it). */
+function readSource(service: Service, origin: ViewOrigin | undefined, views: Views | undefined): ServiceSource {
+  if (!service.view || !views) {
+    if (!service.source) throw new Error("a feature layer without a source");
+    return service.source;
+  }
+  const source = views.viewSource(service.view, origin?.service.source);
+  if (!source) {
+    logger.warn("hosted view without its source", { itemId: service.itemId, source: service.view.sourceItemId });
+    throw unavailable();
+  }
+  return source;
+}
+
 /**
  * The resource a path below the service names, as JSON (or GeoJSON/PBF content for `query`), or with f=html as
  * its page: rendered from the same JSON, and for `query` the form with the answer, when one was asked, below it.
+ * A hosted view (`origin` its source service) reads its source's rows as its layers' definitions restrict them.
  */
 export async function featureResource(
   req: RestRequest,
   service: Service,
   resource: readonly string[],
+  origin?: ViewOrigin,
 ): Promise<object> {
   const [first, second, ...rest] = resource;
-  const source = service.source;
-  if (!source) throw new Error("a feature layer without a source");
+  // Loaded for views only (it brings the where parser): other services' JSON and tiles never pay for it.
+  const views = service.view ? await import("#shared/features/view.ts") : undefined;
+  const source = readSource(service, origin, views);
   // A layer's id: 0…n-1 as the service's source numbers its layers, less those deleted from its definition (written
   // as ArcGIS writes ids: no leading zeros).
   const count = layerCount(source);
@@ -99,6 +149,12 @@ export async function featureResource(
   if (edit && editable(service)) throw methodNotAllowed();
   if (first === "applyEdits" && second === undefined) throw readOnly(first);
   if (isLayer && second !== undefined && rest.length === 0 && EDITS.has(second)) throw readOnly(second);
+  if (
+    service.view &&
+    rest.length === 0 &&
+    (first === "sources" ? second === undefined : isLayer && second === "sources")
+  )
+    return viewSources(service, origin, isLayer ? layerId : undefined);
   const isQuery = isLayer && second === "query" && rest.length === 0;
   if (req.contentFormat && !isQuery) {
     throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by 'query' only.`]);
@@ -136,7 +192,9 @@ export async function featureResource(
     const query = isQuery ? await import("#shared/features/query.ts") : undefined;
     const datasets: OpenDataset[] = [];
     for (const id of ids) {
-      const dataset = await openDataset(source, id);
+      const opened = await openDataset(source, id);
+      const shown = service.view?.layers[id];
+      const dataset = shown && views ? views.viewDataset(opened, shown) : opened;
       remember(service.itemId, id, dataset.schema);
       datasets.push(dataset);
     }

@@ -57,6 +57,7 @@ import {
   setServiceCapabilities,
 } from "#shared/stores/services.ts";
 import { getUser } from "#shared/stores/users.ts";
+import { createView, viewOperation } from "#shared/hosted/view-define.ts";
 import { quotaExceeded } from "#shared/uploads.ts";
 
 /** The most layers and tables one defined service holds. */
@@ -321,7 +322,7 @@ function layerOf(
 }
 
 /** A defined service, found on the admin wire, with its item: the caller is its owner or an administrator. */
-interface Defined {
+export interface Defined {
   readonly service: Service;
   readonly item: Item;
   /** What follows `FeatureServer` in the path: an operation, or a layer id and an operation. */
@@ -340,17 +341,19 @@ async function definedService(req: RestRequest): Promise<Defined> {
   const raw = req.event.rawPath.startsWith(prefix) ? req.event.rawPath.slice(prefix.length) : "";
   const parsed = parseServicePath(raw);
   if (typeof parsed === "string" || parsed.type !== "FeatureServer") throw serviceNotFound();
-  return { ...(await ownedHostedService(req, parsed.folder, parsed.name)), resource: parsed.resource };
+  return { ...(await ownedHostedService(req, parsed.folder, parsed.name, true)), resource: parsed.resource };
 }
 
 /**
  * The hosted feature service `folder/name` of the addressed server, with its item, for a change of it: one the
- * caller cannot see is not told to exist (404); one they see but neither own nor administer is refused (403).
+ * caller cannot see is not told to exist (404); one they see but neither own nor administer is refused (403). A
+ * hosted view is one only where `views` says so (its definition's changes): its rows are its source's.
  */
 export async function ownedHostedService(
   req: RestRequest,
   folder: string,
   name: string,
+  views = false,
 ): Promise<{ readonly service: Service; readonly item: Item }> {
   const server = req.server;
   if (!server) throw new Error("server route without a server");
@@ -365,7 +368,11 @@ export async function ownedHostedService(
   if (!service || identity.kind !== "user" || !visibleTo(identity, service)) throw serviceNotFound();
   if (identity.user.portalId !== service.portalId) throw serviceNotFound();
   if (identity.user.username !== service.owner && identity.user.role !== "org_admin") throw forbidden();
-  if (service.source?.datastoreId !== HOSTED_STORE_ID)
+  if (service.view && !views)
+    throw badRequest("Unable to complete operation.", [
+      "This service is a view: its rows are its source service's, changed there.",
+    ]);
+  if (!service.view && service.source?.datastoreId !== HOSTED_STORE_ID)
     throw badRequest("Unable to complete operation.", [
       "Only hosted feature services (made by publishing a file or by createService) are changed here.",
     ]);
@@ -955,6 +962,7 @@ type DefinitionOperation = (typeof OPERATIONS)[number];
 /** POST /<server>/rest/admin/services/<folder>/<name>/FeatureServer[/<id>]/<operation>. */
 export async function adminOperation(req: RestRequest): Promise<object> {
   const defined = await definedService(req);
+  if (defined.service.view) return viewOperation(req, defined);
   const [first, second, ...rest] = defined.resource;
   const layerId = first !== undefined && /^(0|[1-9]\d{0,8})$/.test(first) ? Number(first) : undefined;
   const operation = layerId === undefined ? first : second;
@@ -1030,15 +1038,19 @@ export async function createDefinedService(req: RestRequest): Promise<object> {
     "createParameters.initialExtent",
     problems,
   );
+  const isView = [req.params.caseless("isView"), parameters.isView].some(
+    (v) => v === true || String(v).toLowerCase() === "true",
+  );
   if (problems.length > 0) throw badRequest(what, problems);
   const owner = await ownerFor(req, what);
   // `…/<u>/<folderId>/createService`: the service's item goes into that folder of the owner's.
   const folder = await namedFolder(req, owner, what);
-  const store = await hostedStore();
   const portalId = req.portal.portalId;
   const server = await hostingServer(portalId, what);
   if (await serviceNameTaken(server.serverId, HOSTED_FOLDER, name))
     throw badRequest(what, [`Service name '${name}' already exists.`]);
+  if (isView) return createView(req, { owner, folder: folder?.id, server, name, description: description as string });
+  const store = await hostedStore();
   const serviceItemId = newItemId();
   // An empty container (a GeoPackage, or a database schema, with no tables yet), made and counted as publishing makes
   // a service's data.

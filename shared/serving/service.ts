@@ -75,6 +75,20 @@ export async function serveService(req: RestRequest): Promise<object> {
     throw serviceNotFound();
   }
   const [first, ...rest] = parsed.resource;
+  if (service.type === "FeatureServer" && service.view) {
+    // A hosted view reads its source service's rows: the source found in the same catalog (its own sharing is not
+    // the view's: a public view over a layer shared with a group is the point of views).
+    const sourceItemId = service.view.sourceItemId;
+    const origin = sourceItemId === undefined ? undefined : catalog.services.find((s) => s.itemId === sourceItemId);
+    const url = (s: Service) =>
+      `${serverUrl(server, req.origin)}/rest/services/${s.folder ? `${s.folder}/` : ""}${s.name}/${s.type}`;
+    return featureResource(
+      req,
+      service,
+      parsed.resource,
+      origin && { service: origin, url: url(origin), visible: visibleTo(req.identity, origin) },
+    );
+  }
   if (service.type === "FeatureServer" && service.source) return featureResource(req, service, parsed.resource);
   if (req.contentFormat)
     throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by feature layers only.`]);

@@ -64,6 +64,51 @@ export type ServiceSource =
 /** A hosted service's layer, by its id's position in `layers`: its table's name, or null once it is deleted. */
 export type HostedLayerEntry = string | null;
 
+/**
+ * A layer of a hosted view: the source layer it shows (by id in the source service), the name it goes by, the
+ * definition query (a `where` of the standardized subset) every read of it ANDs into its plan, and the source fields
+ * it shows by name (absent: all of them; a field the source gains later is hidden until shown).
+ */
+export interface ViewLayer {
+  readonly name: string;
+  readonly sourceLayerId: number;
+  readonly definitionQuery?: string;
+  readonly fields?: readonly string[];
+}
+
+/**
+ * A hosted view (`createService` with `isView`): a service of its own (item, sharing, capabilities) whose layers read
+ * the rows of a hosted service's layers where they lie, never copied. Its source is named by its item id (absent
+ * until the view's first layer names it); `layers` by id as a hosted service's are (null at a deleted layer's id);
+ * `revision` moves with every change, which is made only over the revision it read.
+ */
+export interface ServiceView {
+  readonly sourceItemId?: string;
+  readonly layers: readonly (ViewLayer | null)[];
+  readonly revision: number;
+}
+
+function toView(value: unknown): ServiceView | undefined {
+  if (value === undefined) return undefined;
+  const r = new RecordReader("service view", (value ?? {}) as Record<string, unknown>);
+  const raw = (value as Record<string, unknown> | null)?.layers;
+  if (!Array.isArray(raw)) throw new CorruptRecordError("service view", "layers is not a list");
+  const layers = raw.map((l: unknown): ViewLayer | null => {
+    if (l === null) return null;
+    const x = new RecordReader("service view layer", (l ?? {}) as Record<string, unknown>);
+    const definitionQuery = x.optionalString("definitionQuery");
+    const fields = (l as Record<string, unknown>).fields;
+    return {
+      name: x.string("name"),
+      sourceLayerId: x.number("sourceLayerId"),
+      ...(definitionQuery !== undefined ? { definitionQuery } : {}),
+      ...(fields !== undefined ? { fields: x.strings("fields") } : {}),
+    };
+  });
+  const sourceItemId = r.optionalString("sourceItemId");
+  return { ...(sourceItemId !== undefined ? { sourceItemId } : {}), layers, revision: r.number("revision") };
+}
+
 /** The `layers` of a stored source: names and nulls (absent: none). */
 function layerEntries(value: unknown): HostedLayerEntry[] | undefined {
   if (value === undefined) return undefined;
@@ -124,10 +169,12 @@ export interface Service {
   readonly groups?: readonly string[];
   /** Capabilities exposed as services of their own (e.g. a FeatureServer on a MapServer): ParentType set. */
   readonly extensions: readonly ServiceExtension[];
-  /** Services published by reference read their content here (listed-only services have none). */
+  /** Services published by reference read their content here (listed-only services and views have none). */
   readonly source?: ServiceSource;
   /** A hosted feature service's editing settings (absent: the defaults). */
   readonly editing?: ServiceEditing;
+  /** A hosted view reads its source service's rows through this (it has no source of its own). */
+  readonly view?: ServiceView;
   readonly created: number;
 }
 
@@ -159,6 +206,7 @@ function toService(item: Record<string, unknown>): Service {
   const r = new RecordReader("service", item);
   const extensions = Array.isArray(item.extensions) ? (item.extensions as Record<string, unknown>[]) : [];
   const source = toSource(item.source);
+  const view = toView(item.view);
   return {
     serverId: r.string("serverId"),
     portalId: r.string("portalId"),
@@ -178,6 +226,7 @@ function toService(item: Record<string, unknown>): Service {
     }),
     ...(source ? { source } : {}),
     ...(item.editing !== undefined ? { editing: toEditing(item.editing) } : {}),
+    ...(view ? { view } : {}),
     created: r.number("created"),
   };
 }
@@ -217,12 +266,18 @@ const sourceRecord = (source: ServiceSource) =>
     ? { ...source, connection: { ...source.connection }, ...(source.layers ? { layers: [...source.layers] } : {}) }
     : { ...source, location: { ...source.location }, ...(source.layers ? { layers: [...source.layers] } : {}) };
 
+const viewRecord = (view: ServiceView) => ({
+  ...view,
+  layers: view.layers.map((l) => (l ? { ...l, ...(l.fields ? { fields: [...l.fields] } : {}) } : null)),
+});
+
 /** The stored form of a service (lists copied: the SDK marshals plain arrays). */
 const serviceRecord = (service: Service) => ({
   ...service,
   tags: [...service.tags],
   extensions: service.extensions.map((e) => ({ ...e })),
   ...(service.source ? { source: sourceRecord(service.source) } : {}),
+  ...(service.view ? { view: viewRecord(service.view) } : {}),
   entry: serviceEntry(service.folder, service.name),
 });
 
@@ -504,4 +559,46 @@ export async function setServiceCapabilities(
     if ((failedConditions(err)?.length ?? 0) > 0) return false;
     throw err;
   }
+}
+
+/**
+ * Gives a hosted view its next definition (`next`, whose revision is one more than the one read), only while the
+ * record is still the item's view at the revision read; the catalog version moves in the same transaction, so every
+ * cached catalog reads the view's new layers on its next request. False when the view changed meanwhile or is gone.
+ */
+export async function setServiceView(service: Service, next: ServiceView): Promise<boolean> {
+  try {
+    await ddb.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Update: {
+              TableName: tableName("services"),
+              Key: { serverId: service.serverId, entry: serviceEntry(service.folder, service.name) },
+              UpdateExpression: "SET #view = :v",
+              ConditionExpression: "itemId = :id AND #view.#rev = :rev",
+              ExpressionAttributeNames: { "#view": "view", "#rev": "revision" },
+              ExpressionAttributeValues: {
+                ":v": viewRecord(next),
+                ":id": service.itemId,
+                ":rev": service.view?.revision ?? -1,
+              },
+            },
+          },
+          catalogBump(service.serverId),
+        ],
+      }),
+    );
+    return true;
+  } catch (err) {
+    if ((failedConditions(err)?.length ?? 0) > 0) return false;
+    throw err;
+  }
+}
+
+/** The hosted views that read a service (by its item id), by their paths: none for a service no view reads. */
+export async function viewsOf(serverId: string, itemId: string): Promise<string[]> {
+  return (await readCatalog(serverId)).services
+    .filter((s) => s.view?.sourceItemId === itemId)
+    .map((s) => `${s.folder ? `${s.folder}/` : ""}${s.name}`);
 }

@@ -150,7 +150,7 @@ async function serviceConfig(req: RestRequest): Promise<ViewerConfig> {
   const known = { ...base, serviceUrl, itemId: service.itemId };
   const [first, ...rest] = parsed.resource;
   if (service.type === "FeatureServer") {
-    if (!service.source) {
+    if (!service.source && !service.view) {
       return { ...known, title: serviceTitle, problem: "This feature service is listed only: it has no data to draw." };
     }
     if (first === undefined) return { ...known, title: serviceTitle, kind: "features" };

@@ -12,6 +12,7 @@ import {
   createFeatureService,
   getLayer,
   getService,
+  getViewSources,
   queryFeatures,
   updateServiceDefinition,
 } from "@esri/arcgis-rest-feature-service";
@@ -27,6 +28,8 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
     createFeatureService({
       item: o.item as never,
       ...(o.folderId ? { folderId: String(o.folderId) } : {}),
+      // A view: `isView` beside createParameters, as ArcGIS's own clients send it.
+      ...(o.params ? { params: o.params as never } : {}),
       authentication,
     }),
   addToServiceDefinition: (o) =>
@@ -42,6 +45,7 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   addFeatures: (o) => addFeatures({ url: String(o.url), ...(o.params as object), authentication } as never),
   updateFeatures: (o) => updateFeatures({ url: String(o.url), ...(o.params as object), authentication } as never),
   deleteFeatures: (o) => deleteFeatures({ url: String(o.url), ...(o.params as object), authentication } as never),
+  getViewSources: (o) => getViewSources(String(o.url), authentication),
   getService: (o) => getService({ url: String(o.url), authentication }),
   getLayer: (o) => getLayer({ url: String(o.url), authentication }),
   queryFeatures: (o) => queryFeatures({ url: String(o.url), ...(o.params as object), authentication }),
