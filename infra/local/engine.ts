@@ -27,6 +27,8 @@ import { createTables, localTableName, startDynamo } from "./dynamo.ts";
 import { Gateway } from "./gateway.ts";
 import { LOCAL_STATE_MACHINE_ARN, startWorkflows } from "./workflows.ts";
 import { processingJobs } from "#shared/stores/jobs.ts";
+import { releaseDefinitionLocks } from "#shared/stores/items.ts";
+import { logger } from "#shared/log.ts";
 import { getDefaultPortalId } from "#shared/stores/portals.ts";
 import { startS3 } from "./s3.ts";
 import { VIEWER_ASSETS, VIEWER_ASSETS_FOLDER } from "#shared/viewer/assets.ts";
@@ -284,6 +286,8 @@ export function batchedLines(
 }
 
 export async function startEngine(options: EngineOptions): Promise<Engine> {
+  // Before the data folder is ours: any definition lock older than this is a stopped engine's (released below).
+  const startedAt = Date.now();
   const folder = await openDataFolder(options.dataDir, options.host);
   const cleanups: (() => Promise<void>)[] = [() => folder.release()];
   const undo = async () => {
@@ -421,6 +425,10 @@ export async function startEngine(options: EngineOptions): Promise<Engine> {
     });
     cleanups.push(() => loaded.close());
     loading.gateway = loaded;
+    // Hosted services' definition locks die with the process that held them (this engine owns the data folder
+    // alone): released before anything runs, so a change killed mid-way does not keep its service busy.
+    const released = await releaseDefinitionLocks(startedAt);
+    if (released > 0) logger.info("definition locks of a stopped engine released", { released });
     // Executions die with the process that ran them: run every unfinished job again (its tasks are
     // idempotent), so no job is left processing forever.
     for (const job of await processingJobs()) workflows.start(job.jobId, job.input);

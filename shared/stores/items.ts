@@ -18,6 +18,7 @@ import {
   isConditionFailure,
   isTransactionConflict,
   retryingConflicts,
+  scanAll,
 } from "#shared/stores/dynamo.ts";
 import { groupTouched } from "#shared/stores/groups.ts";
 import { RecordReader } from "#shared/stores/records.ts";
@@ -503,7 +504,7 @@ async function transact(items: object[], guarded = false): Promise<void> {
   }
 }
 
-const itemKey = (item: Item) => ({ TableName: tableName("items"), Key: { itemId: item.itemId } });
+const itemKey = (item: Pick<Item, "itemId">) => ({ TableName: tableName("items"), Key: { itemId: item.itemId } });
 const serviceOf = (item: Item) => ({
   TableName: tableName("services"),
   Key: serviceKey(item.service as ServiceRef),
@@ -1037,6 +1038,41 @@ export async function unlockHostedData(item: Item, stamp: number): Promise<void>
     // Taken over after it went stale: nothing of ours to release.
     if (!isConditionFailure(err)) throw err;
   }
+}
+
+/**
+ * Releases every hosted service's definition lock taken before `before`: for the local engine at its start, when the
+ * only process that could hold one (the engine before it, which owned the data folder alone) is gone, so an edit or a
+ * definition change killed mid-way does not keep its service busy for the lock's lease. Each release names the lock
+ * it found (a lock taken since is kept). Answers how many were released. Never on AWS, where a holder may still run.
+ */
+export async function releaseDefinitionLocks(before: number): Promise<number> {
+  const held = await scanAll({
+    TableName: tableName("items"),
+    ProjectionExpression: "itemId, definingSince",
+    FilterExpression: "definingSince < :before",
+    ExpressionAttributeValues: { ":before": before },
+  });
+  let released = 0;
+  for (const row of held) {
+    const stamp = row.definingSince;
+    if (typeof row.itemId !== "string" || typeof stamp !== "number") continue;
+    try {
+      await ddb.send(
+        new UpdateCommand({
+          ...itemKey({ itemId: row.itemId }),
+          UpdateExpression: "REMOVE definingSince",
+          ConditionExpression: "definingSince = :found",
+          ExpressionAttributeValues: { ":found": stamp },
+        }),
+      );
+      released++;
+    } catch (err) {
+      // Taken again since the scan read it (by a request of this engine): that lock is kept.
+      if (!isConditionFailure(err)) throw err;
+    }
+  }
+  return released;
 }
 
 /**
