@@ -97,7 +97,14 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   getItemData: (o) => getItemData(String(o.id), { authentication }),
   getUserContent: (o) => getUserContent({ ...o, authentication }),
   searchItems: (o) => searchItems({ ...(o as { q: string }), authentication }),
-  updateItem: (o) => updateItem({ item: o.item as { id: string }, authentication }),
+  // `params` as an app adds them: REST JS drops an `item.thumbnailUrl` (it takes it for the one it decorates items with),
+  // so a thumbnail's address goes there.
+  updateItem: (o) =>
+    updateItem({
+      item: o.item as { id: string },
+      ...(o.params ? { params: o.params as Record<string, unknown> } : {}),
+      authentication,
+    }),
   setItemAccess: (o) =>
     setItemAccess({ ...(o as { id: string; access: "private" | "org" | "public" }), authentication }),
   removeItem: (o) => removeItem({ ...(o as { id: string }), authentication }),
