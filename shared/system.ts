@@ -328,12 +328,13 @@ export const ROUTES: readonly RouteSpec[] = [
   }),
   route({ id: "sharing-info", read: true, methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
   route({ id: "portal-self", read: true, methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
-  // The organization's settings an administrator changes (allowedOrigins, …).
+  // The organization's settings an administrator changes (allowedOrigins, the default basemap, …); a basemap's
+  // services are looked up in their server's catalog.
   route({
     id: "portal-update",
     methods: ["GET", "POST"],
     path: `${PORTAL_ROOT}/portals/{portalId}/update`,
-    tables: { portals: "write" },
+    tables: { portals: "write", servers: "read", services: "read" },
   }),
   route({
     id: "server-info",
