@@ -316,6 +316,10 @@ export const USER_CONTENT_OPERATIONS = [
   "deleteRelationship",
   "items/{itemId}/updateThumbnail",
   "{folderId}/items/{itemId}/updateThumbnail",
+  // Clearing a member's content: deleting many items, and giving one to another member (shared/item-owners.ts).
+  "deleteItems",
+  "items/{itemId}/reassign",
+  "{folderId}/items/{itemId}/reassign",
 ] as const;
 
 export const ROUTES: readonly RouteSpec[] = [

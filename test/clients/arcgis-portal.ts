@@ -43,6 +43,7 @@ import {
   getUserMembership,
   isServiceNameAvailable,
   protectItem,
+  reassignItem,
   removeItem,
   unprotectItem,
   searchItems,
@@ -56,6 +57,14 @@ const { input, session: authentication } = await signedIn<{ calls: Call[] }>();
 /** Every helper the tests drive, called as its documentation shows. */
 const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = {
   getItem: (o) => getItem(String(o.id), { authentication }),
+  reassignItem: (o) =>
+    reassignItem({
+      id: String(o.id),
+      currentOwner: String(o.currentOwner),
+      targetUsername: String(o.targetUsername),
+      ...(o.targetFolderName !== undefined ? { targetFolderName: String(o.targetFolderName) } : {}),
+      authentication,
+    }),
   createItem: (o) => createItem({ item: o.item as { title: string; type: string }, authentication }),
   // A file as a browser app gives one (a File with its name), its bytes passed here as base64.
   createItemWithFile: (o) =>
