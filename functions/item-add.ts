@@ -41,6 +41,7 @@ import {
 import { deleteFolderOperation, moveItemsOperation, moveOperation } from "#shared/item-moves.ts";
 import { addRelationshipOperation, deleteRelationshipOperation } from "#shared/item-relationships.ts";
 import { removeItem } from "#shared/item-removal.ts";
+import { deleteItemsOperation, reassignOperation } from "#shared/item-owners.ts";
 
 /** addItem and update also take a thumbnail (an uploaded image), set on the item once the rest is done. */
 const addItem = withThumbnail(addItemOperation, "Unable to add item.", (req, item) =>
@@ -97,6 +98,9 @@ const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], Fa
   deleteRelationship: deleteRelationshipOperation,
   "items/{itemId}/updateThumbnail": updateThumbnailOperation,
   "{folderId}/items/{itemId}/updateThumbnail": updateThumbnailOperation,
+  deleteItems: deleteItemsOperation,
+  "items/{itemId}/reassign": reassignOperation,
+  "{folderId}/items/{itemId}/reassign": reassignOperation,
 };
 
 export const handler = routesHandler({

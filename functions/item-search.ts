@@ -5,7 +5,7 @@
 // pages may lag a change by a moment: the page shown is read again from the table and checked once more.
 import { badRequest } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
-import { itemsPage } from "#shared/item-pages.ts";
+import { itemsPage, searchForm } from "#shared/item-pages.ts";
 import { FAILED, searchItems, type SearchAnswer, SORT_FIELDS } from "#shared/item-search.ts";
 import { readPaging, readSort, SEARCH_PAGING } from "#shared/paging.ts";
 import { readQuery } from "#shared/search-query.ts";
@@ -19,7 +19,7 @@ export const handler = restHandler(
         d.nextStart > 0
           ? `${req.path}?q=${encodeURIComponent(d.query)}&start=${d.nextStart}&num=${d.num}&f=html`
           : undefined;
-      return itemsPage(`Search: ${d.query || "*"}`, d.results, next);
+      return itemsPage(`Search: ${d.query || "*"}`, d.results, next, searchForm(d.query));
     },
   },
   async (req) => {

@@ -2,13 +2,12 @@
 // plus the signed-in user when the caller belongs to it.
 import { notFound } from "#shared/errors.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
+import { basemapSettings } from "#shared/portal-basemap.ts";
 import { getPortal } from "#shared/stores/portals.ts";
 import { fullProfile } from "#shared/user-views.ts";
 import { hostAndPath, PORTAL_REST_VERSION, portalUrl } from "#shared/urls.ts";
 
 const PORTAL_ID = /^[A-Za-z0-9]{1,64}$/;
-/** The demo's tiled basemap (infra/admin/demo.ts: World_Basemap, served from the demo store's tile cache). */
-const DEFAULT_BASEMAP_PATH = "/arcgis/rest/services/World_Basemap/MapServer";
 
 export const handler = restHandler({ name: "Portal" }, async (req) => {
   const requested = req.pathParameters.portalId ?? "self";
@@ -33,24 +32,9 @@ export const handler = restHandler({ name: "Portal" }, async (req) => {
     modified: portal.modified,
     // Who may read this organization's answers from other origins' pages (empty: every origin).
     allowedOrigins: portal.allowedOrigins,
-    // What the ArcGIS Maps SDK reads to give a new web map its basemap (WebMap.save() writes it into the map): the
-    // tiled basemap the local engine's demo serves (World_Basemap on its `arcgis` server), no vector basemaps, and a
-    // gallery of the organization's group titled "Basemaps" (none until an administrator makes one).
-    basemapGalleryGroupQuery: `title:"Basemaps" AND orgid:${portal.portalId}`,
-    useVectorBasemaps: false,
-    defaultBasemap: {
-      id: "mapgate-world-basemap",
-      title: "World Basemap",
-      baseMapLayers: [
-        {
-          id: "World_Basemap",
-          layerType: "ArcGISTiledMapServiceLayer",
-          url: `${req.httpsOrigin}${DEFAULT_BASEMAP_PATH}`,
-          visibility: true,
-          opacity: 1,
-        },
-      ],
-    },
+    // What the ArcGIS Maps SDK reads to give a new web map its basemap (WebMap.save() writes it into the map), and
+    // mapgate's viewer too: the administrator's choice, else the demo's tiled basemap (shared/portal-basemap.ts).
+    ...basemapSettings(portal, req.httpsOrigin),
     // The caller's own record, as community/self answers it but without groups (as on ArcGIS): the SDK's
     // PortalUser reads it (its `id` builds `content/users/<id>/addItem`).
     ...(own && req.identity.kind === "user" ? { user: fullProfile(req.identity.user, req.identity.privileges) } : {}),

@@ -3,6 +3,7 @@
 // organization's servers and each server's catalog (cached per warm function, as every surface reads it).
 import { catalogOf, visibleTo } from "#shared/catalog.ts";
 import { escapeHtml, page } from "#shared/http/html.ts";
+import { searchForm } from "#shared/item-pages.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { listPortalServers } from "#shared/stores/servers.ts";
 import { PORTAL_ROOT } from "#shared/urls.ts";
@@ -99,7 +100,7 @@ export function homePage(data: object, req: RestRequest): string {
       "<p>mapgate serves a GIS portal and its servers on the wire ArcGIS clients speak: sign in, publish services " +
       "from data stores, share them, and read them from ArcGIS clients, GDAL, QGIS or this site's own map viewer.</p>" +
       who +
-      `<h2>Portal</h2><p>${link(`${h.portal.directory}?f=html`, "Portal directory")} (sharing REST API)</p>` +
+      `<h2>Portal</h2>${searchForm()}<p>${link(`${h.portal.directory}?f=html`, "Portal directory")} (sharing REST API)</p>` +
       `<h2>Servers</h2>${servers || '<p class="muted">No hosted server yet.</p>'}` +
       `<p class="muted">${link("/health", "Health")}</p>`,
   );

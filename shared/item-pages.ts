@@ -207,7 +207,19 @@ export function itemPage(data: object, req: RestRequest): string {
 }
 
 /** A list of items (a user's content, search results), each linking to its page. */
-export function itemsPage(title: string, items: readonly View[], nextHref: string | undefined): string {
+/**
+ * The portal's search box: a GET form to `search` answering its page (f=html), `query` filled in; the search
+ * grammar is the sharing REST one (words, "a phrase", type:"Web Map", owner:…).
+ */
+export function searchForm(query = ""): string {
+  return (
+    `<form role="search" method="get" action="${escapeHtml(`${PORTAL_ROOT}/search`)}">` +
+    `<label for="search-q">Search items</label> <input id="search-q" type="search" name="q" maxlength="2048" value="${escapeHtml(query)}">` +
+    '<input type="hidden" name="f" value="html"> <button type="submit">Search</button></form>'
+  );
+}
+
+export function itemsPage(title: string, items: readonly View[], nextHref: string | undefined, before = ""): string {
   const rows = items
     .map(
       (i) =>
@@ -218,5 +230,5 @@ export function itemsPage(title: string, items: readonly View[], nextHref: strin
     ? `<table><tr><th>Title</th><th>Type</th><th>Owner</th><th>Access</th></tr>${rows}</table>`
     : '<p class="muted">No items.</p>';
   const more = nextHref ? `<p><a href="${escapeHtml(nextHref)}">Next page</a></p>` : "";
-  return page(title, `<h1>${escapeHtml(title)}</h1>${table}${more}`);
+  return page(title, `<h1>${escapeHtml(title)}</h1>${before}${table}${more}`);
 }

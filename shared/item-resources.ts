@@ -2,20 +2,21 @@
 // logo, a configuration): `…/items/<id>/addResources`, `updateResources` and `removeResources` change them (the
 // item's owner and administrators), `content/items/<id>/resources` lists them and `…/resources/<name>` serves one
 // (whoever sees the item; a resource added with access=private only to those who may change the item). A thumbnail is
-// an image uploaded with addItem or update (`thumbnail`), served at `content/items/<id>/info/<thumbnail>`.
+// an image uploaded or given by its address (fetched) with addItem or update (`thumbnail`, `thumbnailUrl`), served at `content/items/<id>/info/<thumbnail>`.
 //
 // Both are data a user gave: served as what they are and never as mapgate's own page (nosniff always; only PNG, JPEG,
 // GIF and JSON inline, anything else an attachment in a sandbox). Their bytes are kept in the item files under fresh
 // ids and counted against the quotas (shared/stores/item-resources.ts).
 import { config } from "#shared/config.ts";
-import { badRequest, notFound } from "#shared/errors.ts";
-import { type RestRequest } from "#shared/http/pipeline.ts";
+import { badRequest, forbidden, notFound } from "#shared/errors.ts";
+import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import { boolParam } from "#shared/http/params.ts";
 import { Content } from "#shared/http/render.ts";
 import type { FamilyOperation } from "#shared/http/router.ts";
 import { itemId as newBlobId } from "#shared/ids.ts";
 import { canManage, changing, managedItem, visibleItem } from "#shared/items.ts";
 import { logger } from "#shared/log.ts";
+import { fetchRemoteImage, type RemoteImage, RemoteImageError } from "#shared/remote-image.ts";
 import { readPaging } from "#shared/paging.ts";
 import { itemFiles } from "#shared/stores/item-files.ts";
 import {
@@ -256,46 +257,79 @@ export const resourceOperation: FamilyOperation = {
 
 // Thumbnails.
 
-const IMAGES: readonly { readonly magic: Buffer; readonly type: string; readonly ext: string }[] = [
-  { magic: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), type: "image/png", ext: "png" },
-  { magic: Buffer.from([0xff, 0xd8, 0xff]), type: "image/jpeg", ext: "jpg" },
-  { magic: Buffer.from("GIF87a"), type: "image/gif", ext: "gif" },
-  { magic: Buffer.from("GIF89a"), type: "image/gif", ext: "gif" },
-];
+const IMAGES: readonly { readonly magic: Buffer; readonly at?: number; readonly type: string; readonly ext: string }[] =
+  [
+    { magic: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), type: "image/png", ext: "png" },
+    { magic: Buffer.from([0xff, 0xd8, 0xff]), type: "image/jpeg", ext: "jpg" },
+    { magic: Buffer.from("GIF87a"), type: "image/gif", ext: "gif" },
+    { magic: Buffer.from("GIF89a"), type: "image/gif", ext: "gif" },
+    // A RIFF container (its size in the 4 bytes between) holding WebP.
+    { magic: Buffer.from("WEBP"), at: 8, type: "image/webp", ext: "webp" },
+  ];
+const RIFF = Buffer.from("RIFF");
+const NOT_AN_IMAGE = "The thumbnail is not a PNG, JPEG, GIF or WebP image: its content does not begin as one does.";
 
-/** A thumbnail as uploaded, checked: a PNG, JPEG or GIF by its first bytes, with a plain file name. */
+/** A thumbnail as uploaded or fetched, checked: a PNG, JPEG, GIF or WebP by its first bytes, with a plain name. */
 export interface ThumbnailUpload {
   readonly bytes: Buffer;
   readonly name: string;
   readonly contentType: string;
 }
 
+/** Whether a text names a thumbnail by its address rather than uploading one. */
+const isAddress = (text: string) => /^https?:\/\//i.test(text);
+
 /**
- * The thumbnail a request gives (`thumbnail`, a file), checked before anything changes; undefined when it gives none.
- * A thumbnail by URL (`thumbnailUrl`) is refused: mapgate fetches no address a user gives here.
+ * The thumbnail a request gives, checked (and fetched) before anything changes; undefined when it gives none: a file
+ * (`thumbnail`), or an address (`thumbnailUrl`, or `thumbnail` as an http(s) URL, as ArcGIS takes both) fetched
+ * under the data store rules for hosts (shared/remote-image.ts).
  */
-export function readThumbnail(req: RestRequest, what: string): ThumbnailUpload | undefined {
-  const url = req.params.caseless("thumbnailurl");
-  if (url !== undefined && url !== "" && !ownThumbnailUrl(req, url))
-    throw badRequest(what, [
-      "'thumbnailUrl' is not taken: mapgate does not fetch an image from an address it is given. Upload the image as 'thumbnail' (a PNG, JPEG or GIF file).",
-    ]);
+export async function readThumbnail(req: RestRequest, what: string): Promise<ThumbnailUpload | undefined> {
   const file = req.params.file("thumbnail");
-  if (!file) {
-    // A client sending the item back sends the name of the thumbnail it has: that names no new one.
-    const text = req.params.get("thumbnail") ?? "";
-    if (text !== "" && !text.startsWith("thumbnail/"))
-      throw badRequest(what, ["'thumbnail' must be an uploaded image file (multipart/form-data), not text."]);
-    return undefined;
+  if (file) return checkedImage(file.bytes, file.filename, what);
+  const url = req.params.caseless("thumbnailurl") ?? "";
+  const text = req.params.get("thumbnail") ?? "";
+  const [address, param] = url !== "" && !ownThumbnailUrl(req, url) ? [url, "thumbnailUrl"] : [text, "thumbnail"];
+  if (isAddress(address) || param === "thumbnailUrl") {
+    // Nothing is fetched for a caller who may not make the change: mapgate is no one's fetcher.
+    await mayChange(req, what);
+    return fetchedImage(address, param, what);
   }
-  return checkedImage(file.bytes, file.filename, what);
+  // A client sending the item back sends the name of the thumbnail it has: that names no new one.
+  if (text !== "" && !text.startsWith("thumbnail/"))
+    throw badRequest(what, [
+      "'thumbnail' must be an uploaded image file (multipart/form-data) or the http(s) URL of one, not other text.",
+    ]);
+  return undefined;
 }
 
-/** An image checked by its first bytes (a PNG, JPEG or GIF), named plainly under `thumbnail/`. */
+/** Whether the caller may make the change a thumbnail comes with: the item's (update), or the content's (addItem). */
+async function mayChange(req: RestRequest, what: string): Promise<void> {
+  const { user } = requireUser(req);
+  if (req.pathParameters.itemId !== undefined) await managedItem(req, what, true);
+  else if (req.pathParameters.username !== user.username && user.role !== "org_admin") throw forbidden();
+}
+
+/** An image fetched from an address a user gave, checked as an upload is; a refusal names the parameter. */
+async function fetchedImage(address: string, param: string, what: string): Promise<ThumbnailUpload> {
+  let image: RemoteImage;
+  try {
+    image = await fetchRemoteImage(address);
+  } catch (err) {
+    if (err instanceof RemoteImageError) throw badRequest(what, [`'${param}' cannot be fetched: ${err.message}`]);
+    throw err;
+  }
+  return checkedImage(image.bytes, image.filename, what);
+}
+
+/** An image checked by its first bytes (a PNG, JPEG, GIF or WebP), named plainly under `thumbnail/`. */
 function checkedImage(bytes: Buffer, filename: string, what: string): ThumbnailUpload {
-  const kind = IMAGES.find((i) => bytes.subarray(0, i.magic.length).equals(i.magic));
-  if (!kind)
-    throw badRequest(what, ["The thumbnail is not a PNG, JPEG or GIF image: its content does not begin as one does."]);
+  const kind = IMAGES.find((i) => {
+    const at = i.at ?? 0;
+    if (at > 0 && !bytes.subarray(0, RIFF.length).equals(RIFF)) return false;
+    return bytes.subarray(at, at + i.magic.length).equals(i.magic);
+  });
+  if (!kind) throw badRequest(what, [NOT_AN_IMAGE]);
   const base = filename.replace(/^.*[\\/]/, "");
   const stem =
     base
@@ -355,7 +389,7 @@ export function withThumbnail(
   return {
     op: { ...operation.op, files: [...(operation.op.files ?? []), "thumbnail"] },
     compute: async (req) => {
-      const upload = readThumbnail(req, what);
+      const upload = await readThumbnail(req, what);
       const answer = (await operation.compute(req)) as { id?: unknown };
       if (!upload) return answer;
       const item = typeof answer.id === "string" ? await getItem(answer.id) : undefined;
@@ -378,32 +412,33 @@ export function withThumbnail(
 }
 
 /**
- * POST …/items/<id>/updateThumbnail, as the ArcGIS Maps SDK's `PortalItem.updateThumbnail` sends it: `file` (an image)
- * or `data` (a base64 `data:` URL of one), `filename` → `{success}`. A `url` is refused (nothing is fetched).
+ * POST …/items/<id>/updateThumbnail, as the ArcGIS Maps SDK's `PortalItem.updateThumbnail` sends it: `file` (an image),
+ * `data` (a base64 `data:` URL of one) or `url` (its address, fetched as a thumbnailUrl is), `filename` → `{success}`.
  */
 export const updateThumbnailOperation: FamilyOperation = {
   op: { name: "Update Thumbnail", postOnly: true, files: ["file"], bodyOnly: ["data"] },
   compute: async (req) => {
     const what = "Unable to update the item's thumbnail.";
     const file = req.params.file("file");
-    const data = req.params.get("data");
-    const name = req.params.get("filename") ?? file?.filename ?? "thumbnail";
-    if ((req.params.get("url") ?? "") !== "")
-      throw badRequest(what, [
-        "'url' is not taken: mapgate does not fetch an image from an address it is given. Upload the image as 'file'.",
-      ]);
-    let upload: ThumbnailUpload;
-    if (file) upload = checkedImage(file.bytes, name, what);
-    else {
-      const m = /^data:image\/(?:png|jpeg|gif);base64,([A-Za-z0-9+/]+={0,2})$/.exec(data ?? "");
-      if (!m?.[1])
-        throw badRequest(what, [
-          "'file' (an image) or 'data' (a base64 data: URL of a PNG, JPEG or GIF) must be given.",
-        ]);
-      upload = checkedImage(Buffer.from(m[1], "base64"), name, what);
-    }
+    const data = req.params.get("data") ?? "";
+    const url = req.params.get("url") ?? "";
+    const name = req.params.get("filename") ?? file?.filename;
+    // Who may change the item is known before anything is fetched for it.
     const item = await managedItem(req, what, true);
     checkFolder(req, item);
+    let upload: ThumbnailUpload;
+    if (file) upload = checkedImage(file.bytes, name ?? "thumbnail", what);
+    else if (data !== "") {
+      const m = /^data:image\/(?:png|jpeg|gif|webp);base64,([A-Za-z0-9+/]+={0,2})$/.exec(data);
+      if (!m?.[1]) throw badRequest(what, ["'data' must be a base64 data: URL of a PNG, JPEG, GIF or WebP image."]);
+      upload = checkedImage(Buffer.from(m[1], "base64"), name ?? "thumbnail", what);
+    } else if (url !== "") {
+      const fetched = await fetchedImage(url, "url", what);
+      upload = name ? checkedImage(fetched.bytes, name, what) : fetched;
+    } else
+      throw badRequest(what, [
+        "'file' (an image), 'data' (a base64 data: URL of one) or 'url' (the http(s) address of one) must be given.",
+      ]);
     await changing(item, () => setThumbnail(item, upload));
     return { success: true };
   },

@@ -316,6 +316,10 @@ export const USER_CONTENT_OPERATIONS = [
   "deleteRelationship",
   "items/{itemId}/updateThumbnail",
   "{folderId}/items/{itemId}/updateThumbnail",
+  // Clearing a member's content: deleting many items, and giving one to another member (shared/item-owners.ts).
+  "deleteItems",
+  "items/{itemId}/reassign",
+  "{folderId}/items/{itemId}/reassign",
 ] as const;
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -328,12 +332,13 @@ export const ROUTES: readonly RouteSpec[] = [
   }),
   route({ id: "sharing-info", read: true, methods: ["GET", "POST"], path: `${PORTAL_ROOT}/info` }),
   route({ id: "portal-self", read: true, methods: ["GET", "POST"], path: `${PORTAL_ROOT}/portals/{portalId}` }),
-  // The organization's settings an administrator changes (allowedOrigins, …).
+  // The organization's settings an administrator changes (allowedOrigins, the default basemap, …); a basemap's
+  // services are looked up in their server's catalog.
   route({
     id: "portal-update",
     methods: ["GET", "POST"],
     path: `${PORTAL_ROOT}/portals/{portalId}/update`,
-    tables: { portals: "write" },
+    tables: { portals: "write", servers: "read", services: "read" },
   }),
   route({
     id: "server-info",

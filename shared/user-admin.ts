@@ -219,17 +219,34 @@ export const enabledPage = (data: object) =>
 // ---- users/<u>/delete ----
 
 export const DELETE_FAILED = "Unable to delete user.";
+/** How many of a member's items, and of their groups, a refused delete names. */
+const NAMED_AT_MOST = 10;
 
 /** Deletes a member who owns nothing: their memberships go with them; their items and groups must go first. */
 export async function deleteUserOp(req: RestRequest) {
   const { admin, user } = await otherMember(req, DELETE_FAILED, "delete");
-  const [owned, groups] = await Promise.all([queryItems("byOwner", user.username, 1), groupsOf(user)]);
+  const [owned, groups] = await Promise.all([queryItems("byOwner", user.username, NAMED_AT_MOST + 1), groupsOf(user)]);
   const ownedGroups = groups.filter((g) => g.owner === user.username);
   if (owned.items.length > 0 || ownedGroups.length > 0) {
-    const what = [owned.items.length > 0 ? "items" : "", ownedGroups.length > 0 ? "groups" : ""].filter(Boolean);
-    throw badRequest(DELETE_FAILED, [
-      `User '${user.username}' owns ${what.join(" and ")}: move or delete their content first.`,
-    ]);
+    // Named, so the administrator knows what to reassign or delete (the first few of each; "…" says there are more).
+    const named = (list: readonly string[], more: boolean) =>
+      list.slice(0, NAMED_AT_MOST).join(", ") + (more || list.length > NAMED_AT_MOST ? ", …" : "");
+    const problems: string[] = [];
+    if (owned.items.length > 0)
+      problems.push(
+        `User '${user.username}' owns items: ${named(
+          owned.items.map((i) => `'${i.title}' (${i.itemId})`),
+          owned.next !== undefined,
+        )}. Reassign or delete them first.`,
+      );
+    if (ownedGroups.length > 0)
+      problems.push(
+        `User '${user.username}' owns groups: ${named(
+          ownedGroups.map((g) => `'${g.title}' (${g.groupId})`),
+          false,
+        )}. Reassign or delete them first.`,
+      );
+    throw badRequest(DELETE_FAILED, problems);
   }
   for (const g of groups) {
     // Already gone from one (a concurrent leave) is no matter.
@@ -411,6 +428,6 @@ export function usersPage(data: object, req: RestRequest): string {
       })}<p class="muted">A password is generated and shown once, on the next page.</p>`
     : '<p class="muted">Adding and changing users is done over HTTPS.</p>';
   const note =
-    '<p class="muted">Deleting a user is refused while they own items or groups: move or delete their content first.</p>';
+    '<p class="muted">Deleting a user is refused while they own items or groups: reassign or delete their content first (the refusal names it).</p>';
   return resultPage("Users", `${users.length} shown.`, [[`${PORTAL_ROOT}?f=html`, "Directory"]], table + note + add);
 }

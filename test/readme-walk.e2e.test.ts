@@ -2,7 +2,7 @@
 // shell against the real local engine (started on the demo data), with only what a reader fills in put in (the
 // engine's address and certificate, the publisher's password). A block whose commands fail, or whose output no
 // longer shows what the README's comments say, fails here before a reader meets it. The link the walk asks the reader
-// to open in a browser is opened in headless Chromium.
+// to open in a browser is opened in headless Chromium, and the map the walk then saves is saved there and opened by id.
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,6 +11,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium, viewerSays } from "./helpers/browser.ts";
 import { PASSWORDS, ROOT, type RunningEngine, startEngine } from "./helpers/engine.ts";
+import { call } from "./helpers/http.ts";
 import { CHROMIUM_ARGS } from "./helpers/map-render.ts";
 
 let engine: RunningEngine;
@@ -159,4 +160,50 @@ describe("the README's walk", () => {
       await browser.close();
     }
   });
+
+  it("8. saves a map as the README says: signed in, a layer added in the viewer, saved, then opened by its id", async () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const step = readme.slice(readme.indexOf("**Save a map.**"), readme.indexOf("## What works"));
+    for (const words of ["Sign in", "Add layer", "Save as web map", "Save", "Open it", "/viewer/map?webmap=<its id>"])
+      expect(step, words).toContain(words);
+    const world = await fetchJson(`${engine.ready.https}/arcgis/rest/services/World?f=json`);
+    const countries = (world.services as { name: string }[]).find((s) => s.name.startsWith("World/countries"))?.name;
+    const browser = await launchChromium(CHROMIUM_ARGS);
+    try {
+      const page = await browser.newPage({ ignoreHTTPSErrors: true, viewport: { width: 1000, height: 900 } });
+      await page.goto(`${engine.ready.https}/`);
+      await Promise.all([page.waitForEvent("load"), page.getByRole("link", { name: "Sign in" }).click()]);
+      await page.getByLabel("Username").fill("publisher");
+      await page.getByLabel("Password").fill(PASSWORDS.publisher);
+      await Promise.all([
+        page.waitForURL(`${engine.ready.https}/`),
+        page.getByRole("button", { name: "Sign in" }).click(),
+      ]);
+      await page.goto(`${engine.ready.https}/viewer/map?url=${sites}/0`);
+      expect(await viewerSays(page, 30_000)).toBe("drawn");
+      await page
+        .getByLabel("Add layer (a service or layer URL of this site)")
+        .fill(`/arcgis/rest/services/${countries}/FeatureServer/0`);
+      await page.getByRole("button", { name: "Add layer" }).click();
+      await expect.poll(() => page.locator("body").getAttribute("data-layers"), { timeout: 30_000 }).toBe("2");
+      await page.getByLabel("Title").fill("Sites and countries");
+      await page.getByRole("button", { name: "Save", exact: true }).click();
+      await expect
+        .poll(() => page.locator("body").getAttribute("data-saved"), { timeout: 20_000 })
+        .toMatch(/^[0-9a-f]{32}$/);
+      const id = (await page.locator("body").getAttribute("data-saved")) ?? "";
+      await Promise.all([page.waitForEvent("load"), page.getByRole("link", { name: "Open it" }).click()]);
+      expect(page.url().split("#")[0]).toBe(`${engine.ready.https}/viewer/map?webmap=${id}`);
+      expect(await viewerSays(page, 30_000)).toBe("drawn");
+      expect(await page.locator("body").getAttribute("data-layers")).toBe("2");
+      expect(await page.locator("h1").textContent()).toBe("Sites and countries");
+    } finally {
+      await browser.close();
+    }
+  });
 });
+
+/** A JSON answer of the engine, trusting its certificate. */
+async function fetchJson(url: string): Promise<Record<string, unknown>> {
+  return (await call(url, { ca: engine.ca })).json();
+}

@@ -120,7 +120,11 @@ describe.sequential("the Users page", () => {
     await submit(admin, "Delete", "walker");
     await admin.getByLabel(/^I understand: the user is deleted for good/).check();
     await submit(admin, "Delete User");
-    expect(await admin.getByText("User 'walker' owns items: move or delete their content first.").count()).toBe(1);
+    expect(
+      await admin
+        .getByText(`User 'walker' owns items: 'Walker's app' (${String(item.id)}). Reassign or delete them first.`)
+        .count(),
+    ).toBe(1);
     await postJson(https(`${REST}/content/users/walker/items/${String(item.id)}/delete`), token);
     await admin.goto(https(USERS));
     await submit(admin, "Delete", "walker");

@@ -231,7 +231,7 @@ describe("an administrator's people operations", () => {
       error: {
         code: 400,
         message: "Unable to delete user.",
-        details: ["User 'newcomer' owns items: move or delete their content first."],
+        details: [`User 'newcomer' owns items: 'An app' (${String(item.id)}). Reassign or delete them first.`],
       },
     });
     await postJson(https(`/content/users/newcomer/items/${String(item.id)}/delete`), token("newcomer"));

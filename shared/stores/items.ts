@@ -8,6 +8,7 @@ import {
   PutCommand,
   QueryCommand,
   TransactWriteCommand,
+  type TransactWriteCommandInput,
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";
@@ -483,7 +484,7 @@ export class ItemBusyError extends Error {
 }
 
 /** The item changed since it was read (its access is not what the change was computed from). */
-class ItemChangedError extends Error {}
+export class ItemChangedError extends Error {}
 
 /**
  * Every write to an item also advances its server's catalog version, so concurrent changes of one server's
@@ -1352,6 +1353,64 @@ export async function moveItemToFolder(item: Item, folder: string | undefined): 
     );
   } catch (err) {
     if (isConditionFailure(err)) throw new ItemGoneError();
+    throw err;
+  }
+}
+
+/**
+ * Gives an item to another member (reassign): its owner and folder change, its service's owner with it, and what it
+ * keeps moves from one member's storage use to the other's (the organization's stays), in one transaction. Past the
+ * new owner's quota nothing changes (StorageQuotaError); an item changed meanwhile is ItemChangedError.
+ */
+export async function reassignItemTo(
+  item: Item,
+  target: string,
+  folder: string | undefined,
+  quota: { readonly userBytes: number },
+): Promise<void> {
+  const bytes = keptBytes(item);
+  const now = Math.max(Date.now(), item.modified + 1);
+  const names: Record<string, string> = { "#o": "owner" };
+  const actions: object[] = [
+    {
+      Update: {
+        ...itemKey(item),
+        UpdateExpression:
+          folder === undefined ? "SET #o = :t, modified = :m REMOVE #f" : "SET #o = :t, modified = :m, #f = :f",
+        ConditionExpression: "#o = :o AND modified = :wasm",
+        ExpressionAttributeNames: { "#o": "owner", "#f": "ownerFolder" },
+        ExpressionAttributeValues: {
+          ":t": target,
+          ":o": item.owner,
+          ":m": now,
+          ":wasm": item.modified,
+          ...(folder === undefined ? {} : { ":f": folder }),
+        },
+      },
+    },
+    ...(item.service
+      ? [
+          {
+            Update: {
+              ...serviceOf(item),
+              UpdateExpression: "SET #o = :t",
+              ExpressionAttributeNames: names,
+              ExpressionAttributeValues: { ":t": target, ":id": item.itemId },
+            },
+          },
+          catalogBump(item.service.serverId),
+        ]
+      : []),
+    ...(bytes > 0
+      ? [usageChange(item.portalId, item.owner, -bytes), usageChange(item.portalId, target, bytes, quota.userBytes)]
+      : []),
+  ];
+  try {
+    await ddb.send(new TransactWriteCommand({ TransactItems: actions as TransactWriteCommandInput["TransactItems"] }));
+  } catch (err) {
+    const failed = failedConditions(err);
+    if (failed?.includes(actions.length - 1) && bytes > 0) throw new StorageQuotaError("user");
+    if (failed?.includes(0)) throw new ItemChangedError();
     throw err;
   }
 }

@@ -19,6 +19,11 @@ export interface Portal {
    * (shared/http/cors.ts); empty: every origin, as on ArcGIS.
    */
   readonly allowedOrigins: readonly string[];
+  /** The basemap new maps get, as JSON text (shared/portal-basemap.ts); unset: the demo's tiled basemap. */
+  readonly defaultBasemap?: string;
+  /** Where apps find the basemaps to choose from (a search query); unset: the organization's "Basemaps" group. */
+  readonly basemapGalleryGroupQuery?: string;
+  readonly useVectorBasemaps?: boolean;
   readonly created: number;
   readonly modified: number;
 }
@@ -38,6 +43,11 @@ export function toPortal(item: Record<string, unknown>): Portal {
     requireTokens: r.boolean("requireTokens"),
     allowPasswordGrant: item.allowPasswordGrant === true,
     allowedOrigins: r.strings("allowedOrigins"),
+    ...(typeof item.defaultBasemap === "string" ? { defaultBasemap: item.defaultBasemap } : {}),
+    ...(typeof item.basemapGalleryGroupQuery === "string"
+      ? { basemapGalleryGroupQuery: item.basemapGalleryGroupQuery }
+      : {}),
+    ...(typeof item.useVectorBasemaps === "boolean" ? { useVectorBasemaps: item.useVectorBasemaps } : {}),
     created: r.number("created"),
     modified: r.number("modified"),
   };
@@ -95,7 +105,15 @@ export async function listPortals(): Promise<Portal[]> {
 export type PortalSettings = Partial<
   Pick<
     Portal,
-    "allSSL" | "maxTokenExpirationMinutes" | "requireTokens" | "allowPasswordGrant" | "name" | "allowedOrigins"
+    | "allSSL"
+    | "maxTokenExpirationMinutes"
+    | "requireTokens"
+    | "allowPasswordGrant"
+    | "name"
+    | "allowedOrigins"
+    | "defaultBasemap"
+    | "basemapGalleryGroupQuery"
+    | "useVectorBasemaps"
   >
 >;
 

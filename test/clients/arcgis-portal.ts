@@ -43,6 +43,7 @@ import {
   getUserMembership,
   isServiceNameAvailable,
   protectItem,
+  reassignItem,
   removeItem,
   unprotectItem,
   searchItems,
@@ -56,6 +57,14 @@ const { input, session: authentication } = await signedIn<{ calls: Call[] }>();
 /** Every helper the tests drive, called as its documentation shows. */
 const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = {
   getItem: (o) => getItem(String(o.id), { authentication }),
+  reassignItem: (o) =>
+    reassignItem({
+      id: String(o.id),
+      currentOwner: String(o.currentOwner),
+      targetUsername: String(o.targetUsername),
+      ...(o.targetFolderName !== undefined ? { targetFolderName: String(o.targetFolderName) } : {}),
+      authentication,
+    }),
   createItem: (o) => createItem({ item: o.item as { title: string; type: string }, authentication }),
   // A file as a browser app gives one (a File with its name), its bytes passed here as base64.
   createItemWithFile: (o) =>
@@ -97,7 +106,14 @@ const CALLS: Record<string, (o: Record<string, unknown>) => Promise<unknown>> = 
   getItemData: (o) => getItemData(String(o.id), { authentication }),
   getUserContent: (o) => getUserContent({ ...o, authentication }),
   searchItems: (o) => searchItems({ ...(o as { q: string }), authentication }),
-  updateItem: (o) => updateItem({ item: o.item as { id: string }, authentication }),
+  // `params` as an app adds them: REST JS drops an `item.thumbnailUrl` (it takes it for the one it decorates items with),
+  // so a thumbnail's address goes there.
+  updateItem: (o) =>
+    updateItem({
+      item: o.item as { id: string },
+      ...(o.params ? { params: o.params as Record<string, unknown> } : {}),
+      authentication,
+    }),
   setItemAccess: (o) =>
     setItemAccess({ ...(o as { id: string; access: "private" | "org" | "public" }), authentication }),
   removeItem: (o) => removeItem({ ...(o as { id: string }), authentication }),
