@@ -17,6 +17,7 @@ import {
   updateRow,
   type WriteTarget,
 } from "#shared/features/sql/write.ts";
+import { deleteAttachmentsOf } from "#shared/features/sql/attachments.ts";
 import { OUTBOX_RETENTION_SECONDS } from "#shared/stores/events.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import type { EditOutcome, EditRequest, EditResult, LayerEditResults } from "#shared/hosted/store.ts";
@@ -70,6 +71,7 @@ export async function applyEdits(
   let failed = false;
   let madeRecord = false;
   let changed = false;
+  const removedKeys: string[] = [];
   for (const layer of request.layers) {
     const target = targetOf(layer.schema);
     const gid = layer.schema.editing?.globalIdField !== undefined;
@@ -123,6 +125,10 @@ export async function applyEdits(
       return { objectId: d.ok.id, ...withGid(d.ok.globalId), success: true };
     });
     written += removed.size;
+    // A deleted feature's attachments go with it; their bytes once the edit committed.
+    if (layer.schema.attachments && removed.size > 0)
+      for (const [key] of await run(deleteAttachmentsOf(emitter, layer.schema.table, [...removed])))
+        removedKeys.push(String(key));
     if (written > 0) {
       changed = true;
       if (!madeRecord) await run({ sql: editingTableDdl(container), params: [], columns: [] });
@@ -140,5 +146,5 @@ export async function applyEdits(
     await run(pruneEditLog(emitter, container, request.moment - OUTBOX_RETENTION_SECONDS * 1000));
     await run(logEdit(emitter, container, request.editId, request.moment));
   }
-  return { committed: true, layers, changed };
+  return { committed: true, layers, changed, ...(removedKeys.length > 0 ? { removedKeys } : {}) };
 }

@@ -60,12 +60,14 @@ const say = (v: unknown) => JSON.stringify(typeof v === "string" ? v.slice(0, 64
  * One the caller cannot see is not told to exist (as a query of it answers); anonymous callers are asked to sign
  * in (anonymous editing is not offered yet); a layer read by reference answers read-only, as the service does.
  */
-async function editableService(
+export async function editableService(
   req: RestRequest,
   folder: string,
   name: string,
   needs: ReadonlySet<EditCapability>,
   operation: string,
+  /** Any one of `needs` is enough (an attachment is added with Create or Update, as ArcGIS takes it). */
+  anyOf = false,
 ) {
   const server = req.server;
   if (!server) throw new Error("server route without a server");
@@ -86,7 +88,8 @@ async function editableService(
     identity.kind === "user" &&
     identity.user.portalId === service.portalId &&
     (identity.user.username === service.owner || identity.user.role === "org_admin");
-  const allowed = manages || (identity.kind === "user" && [...needs].every((n) => caps.has(n.toLowerCase())));
+  const has = (n: EditCapability) => caps.has(n.toLowerCase());
+  const allowed = manages || (identity.kind === "user" && (anyOf ? [...needs].some(has) : [...needs].every(has)));
   if (!allowed)
     throw forbidden([
       `User does not have permissions to access '${service.folder.toLowerCase()}/${service.name.toLowerCase()}.featureserver'.`,
@@ -658,6 +661,10 @@ async function runEdits(
   ).catch((err: unknown) => notKept(err));
   // After the lock is let go: the next edit of a GeoPackage does not wait on the bus.
   await event.afterCommit(outcome);
+  if (outcome.committed && outcome.removedKeys)
+    await (
+      await import("#shared/hosted/attachment-files.ts")
+    ).removeAttachmentBytes(found.service.itemId, outcome.removedKeys);
   const counts = outcome.layers.map((l) => ({
     layer: l.layerId,
     added: l.addResults.filter((r) => r.success).length,
