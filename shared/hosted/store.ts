@@ -189,6 +189,23 @@ export interface LayerEdit {
   readonly adds: readonly Checked<EditRow>[];
   readonly updates: readonly Checked<EditRow & { readonly id: number }>[];
   readonly deletes: readonly Checked<{ readonly id: number; readonly globalId?: string }>[];
+  /** applyEdits' attachments (by global id), their bytes already kept under fresh keys. */
+  readonly attachments?: AttachmentEdits;
+}
+
+/** A file an attachment edit writes: its name and type (from its bytes), size, and the key its bytes are kept under. */
+export interface AttachmentFile {
+  readonly name: string;
+  readonly contentType: string;
+  readonly size: number;
+  readonly key: string;
+}
+
+/** applyEdits' `attachments` of one layer, by global id (useGlobalIds). */
+export interface AttachmentEdits {
+  readonly adds: readonly (AttachmentFile & { readonly globalId: string; readonly parentGlobalId: string })[];
+  readonly updates: readonly (AttachmentFile & { readonly globalId: string })[];
+  readonly deletes: readonly string[];
 }
 
 /** The edits of one request (one layer, or a service's layers) made in one transaction. */
@@ -207,6 +224,12 @@ export interface LayerEditResults {
   readonly addResults: readonly EditResult[];
   readonly updateResults: readonly EditResult[];
   readonly deleteResults: readonly EditResult[];
+  /** The results of applyEdits' attachments, when it had any. */
+  readonly attachments?: {
+    readonly addResults: readonly EditResult[];
+    readonly updateResults: readonly EditResult[];
+    readonly deleteResults: readonly EditResult[];
+  };
 }
 
 /** What a request's edits did: committed (with each edit's result), or rolled back whole. */

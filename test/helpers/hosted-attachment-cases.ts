@@ -274,6 +274,98 @@ export function hostedAttachmentSuite(backing: AttachmentBacking): void {
     });
   });
 
+  describe("applyEdits' attachments (by global id)", () => {
+    const gid = () => `{${crypto.randomUUID().toUpperCase()}}`;
+    const edit = (fields: Record<string, string>) =>
+      postJson(`${layer()}/applyEdits`, tokens.publisher, { useGlobalIds: "true", ...fields });
+    it("adds a feature and its attachment in one request, then updates and deletes the attachment", async () => {
+      const feature = gid();
+      const attachment = gid();
+      const added = await edit({
+        adds: JSON.stringify([{ attributes: { Name: "C", GlobalID: feature }, geometry: { x: 12, y: 61 } }]),
+        attachments: JSON.stringify({
+          adds: [
+            {
+              globalId: attachment,
+              parentGlobalId: feature,
+              contentType: "image/jpeg",
+              name: "new.jpg",
+              data: JPEG.toString("base64"),
+            },
+          ],
+        }),
+      });
+      expect(added).toEqual({
+        addResults: [{ objectId: 3, globalId: feature, success: true }],
+        updateResults: [],
+        deleteResults: [],
+        attachments: {
+          addResults: [{ objectId: 4, globalId: attachment, success: true }],
+          updateResults: [],
+          deleteResults: [],
+        },
+      });
+      const res = await call(`${layer()}/3/attachments/4?token=${tokens.publisher}`, { ca: engine.ca });
+      expect(res.body.equals(JPEG)).toBe(true);
+      expect(files()).toHaveLength(2);
+      const updated = await edit({
+        attachments: JSON.stringify({
+          updates: [
+            { globalId: attachment, contentType: "application/pdf", name: "new.pdf", data: PDF.toString("base64") },
+          ],
+        }),
+      });
+      expect(updated).toMatchObject({
+        attachments: { updateResults: [{ objectId: 4, globalId: attachment, success: true }] },
+      });
+      expect(
+        (await call(`${layer()}/3/attachments/4?token=${tokens.publisher}`, { ca: engine.ca })).body.equals(PDF),
+      ).toBe(true);
+      expect(files()).toHaveLength(2);
+      const deleted = await edit({ attachments: JSON.stringify({ deletes: [attachment] }) });
+      expect(deleted).toMatchObject({
+        attachments: { deleteResults: [{ objectId: 4, globalId: attachment, success: true }] },
+      });
+      expect(files()).toHaveLength(1);
+    });
+
+    it("rolls back a request whose attachment has no feature, keeping none of its bytes; refuses one without useGlobalIds", async () => {
+      const orphan = gid();
+      const answer = await edit({
+        adds: JSON.stringify([{ attributes: { Name: "D", GlobalID: gid() }, geometry: { x: 1, y: 1 } }]),
+        attachments: JSON.stringify({
+          adds: [
+            {
+              globalId: orphan,
+              parentGlobalId: gid(),
+              name: "x.jpg",
+              contentType: "image/jpeg",
+              data: JPEG.toString("base64"),
+            },
+          ],
+        }),
+      });
+      expect(answer).toMatchObject({
+        addResults: [],
+        attachments: { addResults: [{ objectId: -1, globalId: orphan, success: false, error: { code: 1000 } }] },
+      });
+      expect(await getJson(`${layer()}/query?where=Name%3D'D'&returnCountOnly=true`, tokens.publisher)).toEqual({
+        count: 0,
+      });
+      expect(files()).toHaveLength(1);
+      const refused = await postJson(`${layer()}/applyEdits`, tokens.publisher, {
+        attachments: JSON.stringify({ deletes: [orphan] }),
+      });
+      expect(refused).toEqual({
+        error: {
+          code: 400,
+          message: "Unable to complete operation.",
+          details: ["'attachments' are edited by global id: send useGlobalIds=true with them."],
+        },
+      });
+    });
+  });
+
   describe("bad input and callers not allowed", () => {
     it("refuses a file past the limit, a script by its bytes, and an empty request", async () => {
       const big = Buffer.alloc(4 * 1024 * 1024 + 1, 0x20);
