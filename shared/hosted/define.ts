@@ -10,7 +10,7 @@
 // administrator of its organization changes it, and its capabilities (editing on and off: shared/hosted/edit.ts).
 import { TRACKING, TRACKING_NAMES, trackingSpecs } from "#shared/hosted/tracking.ts";
 import { EDITABLE_CAPABILITIES, OFFERED_CAPABILITIES } from "#shared/features/capabilities.ts";
-import { ATTACH_SUFFIX } from "#shared/features/sql/attachments.ts";
+import { ATTACH_SUFFIX, deleteAllAttachments } from "#shared/features/sql/attachments.ts";
 import { namedFolder } from "#shared/user-content.ts";
 import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/geopackage-writer.ts";
 import { type LayerSchema, systemFields } from "#shared/features/schema.ts";
@@ -810,6 +810,28 @@ function truncate(defined: Defined, id: number) {
 }
 
 /**
+ * Layer-level truncate with attachmentOnly: every attachment of the layer deleted (its features kept), under the same
+ * lock as every change; the bytes once the rows are gone.
+ */
+function truncateAttachments(defined: Defined, id: number) {
+  return changeDefinition(defined, WHAT.truncate, async (current) => {
+    tableOf(current, id, WHAT.truncate);
+    const schema = await schemaOf(current, id);
+    if (!schema.attachments) return { success: true };
+    const store = await hostedStore();
+    const removed = await store.transact(current.service.itemId, (tx) =>
+      tx.run(deleteAllAttachments(tx.emitter, schema.table)),
+    );
+    const { removeAttachmentBytes } = await import("#shared/hosted/attachment-files.ts");
+    await removeAttachmentBytes(
+      current.service.itemId,
+      removed.map((r) => String(r[0])),
+    );
+    return { success: true };
+  });
+}
+
+/**
  * Service-level updateDefinition: what the service says of itself that mapgate keeps, its capabilities (an owner turns
  * editing off and on: Query, Create, Update, Delete and Editing are offered, Query always kept).
  */
@@ -869,8 +891,7 @@ export async function adminOperation(req: RestRequest): Promise<object> {
   if (operation === "truncate") {
     if (layerId === undefined)
       throw new ApiError(404, "Not Found", ["truncate is an operation of a layer: …/FeatureServer/<id>/truncate."]);
-    // Attachments are not kept: truncating only them leaves nothing to do.
-    if (req.params.get("attachmentOnly")?.toLowerCase() === "true") return { success: true };
+    if (req.params.get("attachmentOnly")?.toLowerCase() === "true") return truncateAttachments(defined, layerId);
     return truncate(defined, layerId);
   }
   if (!(OPERATIONS as readonly string[]).includes(operation))

@@ -439,6 +439,26 @@ export function hostedAttachmentSuite(backing: AttachmentBacking): void {
       expect(files()).toHaveLength(1);
     });
 
+    it("truncates a layer's attachments only (attachmentOnly), its features kept", async () => {
+      const [truncated] = (await defineCalls(engine, "publisher", PASSWORDS.publisher, [
+        {
+          fn: "request",
+          options: {
+            url: `${engine.ready.https}/arcgis/rest/admin/services/Hosted/Hydrants/FeatureServer/0/truncate`,
+            params: { attachmentOnly: true },
+          },
+        },
+      ])) as [Record<string, unknown>];
+      expect(truncated).toEqual({ success: true });
+      expect(files()).toEqual([]);
+      expect(await getJson(`${layer()}/queryAttachments?objectIds=1`, tokens.publisher)).toEqual({
+        attachmentGroups: [],
+      });
+      expect(await getJson(`${layer()}/query?where=1%3D1&returnCountOnly=true`, tokens.publisher)).toEqual({
+        count: 2,
+      });
+    });
+
     it("deleting the service deletes its attachments' bytes", async () => {
       const res = await call(`${rest()}/content/users/publisher/items/${itemId}/delete`, {
         ca: engine.ca,

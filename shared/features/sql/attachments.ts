@@ -198,6 +198,15 @@ export function deleteAttachmentsOf(
   );
 }
 
+/** DELETE of every attachment of a layer (a truncate of its attachments only), answering the bytes' keys. */
+export function deleteAllAttachments(emitter: SqlEmitter, table: readonly string[]): EmittedQuery {
+  return {
+    sql: `DELETE FROM ${qualifiedName(attachTableOf(table, emitter))} RETURNING "DATA_KEY"`,
+    params: [],
+    columns: [],
+  };
+}
+
 /** Every attachment's bytes' key of a layer (a truncate or a layer's deletion removes them all). */
 export function allAttachmentKeys(emitter: SqlEmitter, table: readonly string[]): string {
   return `SELECT "DATA_KEY" FROM ${qualifiedName(attachTableOf(table, emitter))}`;
