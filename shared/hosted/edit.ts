@@ -902,6 +902,11 @@ export async function editService(req: RestRequest): Promise<object> {
   const edits = value.map((e, i): RawLayerEdits => {
     if (!isObject(e) || typeof e.id !== "number" || !LAYER_ID.test(String(e.id)))
       throw badRequest(WHAT, [`edits[${i}] must be an object whose 'id' is a layer id.`]);
+    // Not taken silently: a layer's attachments are sent to its own applyEdits here.
+    if (e.attachments !== undefined && e.attachments !== null)
+      throw badRequest(WHAT, [
+        `edits[${i}].attachments: send a layer's attachments to its own applyEdits (…/FeatureServer/${e.id}/applyEdits).`,
+      ]);
     const list = (v: unknown, name: string) => {
       if (v === undefined || v === null) return [];
       if (!Array.isArray(v)) throw badRequest(WHAT, [`edits[${i}].${name} must be an array.`]);

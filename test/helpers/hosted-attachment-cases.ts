@@ -363,6 +363,19 @@ export function hostedAttachmentSuite(backing: AttachmentBacking): void {
           details: ["'attachments' are edited by global id: send useGlobalIds=true with them."],
         },
       });
+      const atService = await postJson(`${url}/applyEdits`, tokens.publisher, {
+        useGlobalIds: "true",
+        edits: JSON.stringify([{ id: 0, attachments: { deletes: [orphan] } }]),
+      });
+      expect(atService).toEqual({
+        error: {
+          code: 400,
+          message: "Unable to complete operation.",
+          details: [
+            `edits[0].attachments: send a layer's attachments to its own applyEdits (…/FeatureServer/0/applyEdits).`,
+          ],
+        },
+      });
     });
   });
 
