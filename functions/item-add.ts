@@ -5,6 +5,9 @@
 import { familyHandler, type FamilyOperation, routesHandler } from "#shared/http/router.ts";
 import { addItemOperation } from "#shared/add-item.ts";
 import {
+  addAttachmentOperation,
+  deleteAttachmentsOperation,
+  updateAttachmentOperation,
   addFeaturesOperation,
   adminServiceOperation,
   analyzeOperation,
@@ -112,6 +115,9 @@ export const handler = routesHandler({
   [CONTENT_FILES.updateFeatures]: updateFeaturesOperation,
   [CONTENT_FILES.deleteFeatures]: deleteFeaturesOperation,
   [CONTENT_FILES.serviceApplyEdits]: serviceApplyEditsOperation,
+  [CONTENT_FILES.addAttachment]: addAttachmentOperation,
+  [CONTENT_FILES.updateAttachment]: updateAttachmentOperation,
+  [CONTENT_FILES.deleteAttachments]: deleteAttachmentsOperation,
   [CONTENT_FILES.userContent]: familyHandler({
     greedy: "path",
     notFound: "Not Found",

@@ -264,6 +264,13 @@ export const CONTENT_FILES = {
   updateFeatures: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/updateFeatures",
   deleteFeatures: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/deleteFeatures",
   serviceApplyEdits: "/{server}/rest/services/Hosted/{name}/FeatureServer/applyEdits",
+  /**
+   * A hosted feature's attachments changed (POST only, as ArcGIS serves them; multipart with the file): more literal
+   * segments than the service route's `{path+}`, which serves their reads (the attachments' list, their bytes).
+   */
+  addAttachment: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/{oid}/addAttachment",
+  updateAttachment: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/{oid}/updateAttachment",
+  deleteAttachments: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/{oid}/deleteAttachments",
 } as const;
 
 /** The edit operations' paths (CONTENT_FILES), each an alias of the uploads function answering POST only. */
@@ -273,6 +280,9 @@ export const EDIT_PATHS = [
   CONTENT_FILES.updateFeatures,
   CONTENT_FILES.deleteFeatures,
   CONTENT_FILES.serviceApplyEdits,
+  CONTENT_FILES.addAttachment,
+  CONTENT_FILES.updateAttachment,
+  CONTENT_FILES.deleteAttachments,
 ] as const;
 
 /** The operations of CONTENT_FILES.userContent, relative to its greedy part (matched by shared/http/router.ts). */
@@ -493,9 +503,9 @@ function contentRoutes(): RouteSpec[] {
       id: "item-add",
       methods: GP,
       // One greedy route for every operation under a member's content (the routes of other functions there, more
-      // specific, keep their paths), three aliases, and five POST-only aliases for editing (a layer's applyEdits,
-      // addFeatures, updateFeatures, deleteFeatures and the service's applyEdits): 13 API routes where one per
-      // operation took 39.
+      // specific, keep their paths), three aliases, and eight POST-only aliases for editing (a layer's applyEdits,
+      // addFeatures, updateFeatures, deleteFeatures, the service's applyEdits, and a feature's addAttachment,
+      // updateAttachment and deleteAttachments): 16 API routes where one per operation took 42.
       path: CONTENT_FILES.userContent,
       alsoAt: [
         CONTENT_FILES.analyze,

@@ -24,6 +24,16 @@ import {
   type WriteTarget,
 } from "#shared/features/sql/write.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
+import {
+  attachTableDdl,
+  attachTableName,
+  deleteAttachments,
+  deleteAttachmentsOf,
+  findAttachment,
+  insertAttachment,
+  selectAttachments,
+  updateAttachment,
+} from "#shared/features/sql/attachments.ts";
 
 const NOW = Date.UTC(2024, 4, 6, 7, 8, 9, 10);
 
@@ -409,5 +419,87 @@ describe("golden SQL: a hosted view's plan additions", () => {
     expect(schema.fields.map((f) => f.name)).toEqual(["objectid", "area"]);
     expect(schema.displayField).toBe("objectid");
     expect(schema.name).toBe("towns");
+  });
+});
+
+/** One line per case: what each dialect writes for a layer's attachments (`<table>__ATTACH`, every value bound). */
+const ATTACH_GPKG = ["Sites"];
+const ATTACH_PG = ["h_x", 'Si"tes'];
+const NEW = { globalId: "{G}", name: "a.jpg", contentType: "image/jpeg", size: 3, keywords: "k", key: "0f" };
+const ATTACHMENTS: readonly [
+  string,
+  (e: typeof sqliteEmitter, t: readonly string[]) => EmittedQuery,
+  string,
+  string,
+][] = [
+  [
+    "table: its key numbered by the database, never given again",
+    (e, t) => statement(attachTableDdl(e, t).join("; ")),
+    'CREATE TABLE "Sites__ATTACH" ("ATTACHMENTID" INTEGER PRIMARY KEY AUTOINCREMENT, "REL_OBJECTID" BIGINT NOT NULL, "REL_GLOBALID" TEXT, "GLOBALID" TEXT NOT NULL UNIQUE, "ATT_NAME" TEXT NOT NULL, "CONTENT_TYPE" TEXT NOT NULL, "DATA_SIZE" BIGINT NOT NULL, "KEYWORDS" TEXT, "DATA_KEY" TEXT NOT NULL); CREATE INDEX "Sites__ATTACH_rel" ON "Sites__ATTACH" ("REL_OBJECTID")',
+    'CREATE TABLE "h_x"."Si""tes__ATTACH" ("ATTACHMENTID" integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "REL_OBJECTID" BIGINT NOT NULL, "REL_GLOBALID" TEXT, "GLOBALID" TEXT NOT NULL UNIQUE, "ATT_NAME" TEXT NOT NULL, "CONTENT_TYPE" TEXT NOT NULL, "DATA_SIZE" BIGINT NOT NULL, "KEYWORDS" TEXT, "DATA_KEY" TEXT NOT NULL); CREATE INDEX "Si""tes__ATTACH_rel" ON "h_x"."Si""tes__ATTACH" ("REL_OBJECTID")',
+  ],
+  [
+    "insert: of a feature by object id, taken from its row",
+    (e, t) => insertAttachment(e, { table: t, idColumn: "OBJECTID", globalIdColumn: "GlobalID" }, { objectId: 7 }, NEW),
+    'INSERT INTO "Sites__ATTACH" ("REL_OBJECTID", "REL_GLOBALID", "GLOBALID", "ATT_NAME", "CONTENT_TYPE", "DATA_SIZE", "KEYWORDS", "DATA_KEY") SELECT "OBJECTID", "GlobalID", ?1, ?2, ?3, ?4, ?5, ?6 FROM "Sites" WHERE "OBJECTID" = ?7 RETURNING "ATTACHMENTID", "REL_OBJECTID"',
+    'INSERT INTO "h_x"."Si""tes__ATTACH" ("REL_OBJECTID", "REL_GLOBALID", "GLOBALID", "ATT_NAME", "CONTENT_TYPE", "DATA_SIZE", "KEYWORDS", "DATA_KEY") SELECT "OBJECTID", "GlobalID", CAST($1 AS text), CAST($2 AS text), CAST($3 AS text), CAST($4 AS bigint), CAST($5 AS text), CAST($6 AS text) FROM "h_x"."Si""tes" WHERE "OBJECTID" = CAST($7 AS bigint) RETURNING "ATTACHMENTID", "REL_OBJECTID"',
+  ],
+  [
+    "find: one attachment of a feature, locked for a change",
+    (e, t) => findAttachment(e, t, { id: 2, parentId: 7 }, true),
+    'SELECT "ATTACHMENTID", "REL_OBJECTID", "REL_GLOBALID", "GLOBALID", "ATT_NAME", "CONTENT_TYPE", "DATA_SIZE", "KEYWORDS", "DATA_KEY" FROM "Sites__ATTACH" WHERE "ATTACHMENTID" = ?1 AND "REL_OBJECTID" = ?2',
+    'SELECT "ATTACHMENTID", "REL_OBJECTID", "REL_GLOBALID", "GLOBALID", "ATT_NAME", "CONTENT_TYPE", "DATA_SIZE", "KEYWORDS", "DATA_KEY" FROM "h_x"."Si""tes__ATTACH" WHERE "ATTACHMENTID" = CAST($1 AS bigint) AND "REL_OBJECTID" = CAST($2 AS bigint) FOR UPDATE',
+  ],
+  [
+    "update: a new file, keywords kept when none are sent",
+    (e, t) => updateAttachment(e, t, 2, { ...NEW, keywords: null }),
+    'UPDATE "Sites__ATTACH" SET "ATT_NAME" = ?1, "CONTENT_TYPE" = ?2, "DATA_SIZE" = ?3, "KEYWORDS" = "KEYWORDS", "DATA_KEY" = ?4 WHERE "ATTACHMENTID" = ?5 RETURNING "ATTACHMENTID"',
+    'UPDATE "h_x"."Si""tes__ATTACH" SET "ATT_NAME" = CAST($1 AS text), "CONTENT_TYPE" = CAST($2 AS text), "DATA_SIZE" = CAST($3 AS bigint), "KEYWORDS" = "KEYWORDS", "DATA_KEY" = CAST($4 AS text) WHERE "ATTACHMENTID" = CAST($5 AS bigint) RETURNING "ATTACHMENTID"',
+  ],
+  [
+    "delete: by id, answering the bytes' keys",
+    (e, t) => deleteAttachments(e, t, [1, 2]),
+    'DELETE FROM "Sites__ATTACH" WHERE "ATTACHMENTID" IN (SELECT value FROM json_each(?1)) RETURNING "ATTACHMENTID", "DATA_KEY"',
+    'DELETE FROM "h_x"."Si""tes__ATTACH" WHERE "ATTACHMENTID" = ANY(CAST($1 AS bigint[])) RETURNING "ATTACHMENTID", "DATA_KEY"',
+  ],
+  [
+    "delete: every attachment of deleted features",
+    (e, t) => deleteAttachmentsOf(e, t, [7]),
+    'DELETE FROM "Sites__ATTACH" WHERE "REL_OBJECTID" IN (SELECT value FROM json_each(?1)) RETURNING "DATA_KEY"',
+    'DELETE FROM "h_x"."Si""tes__ATTACH" WHERE "REL_OBJECTID" = ANY(CAST($1 AS bigint[])) RETURNING "DATA_KEY"',
+  ],
+  [
+    "select: by features, a type family and an exact type, a size range and a keyword",
+    (e, t) =>
+      selectAttachments(e, t, {
+        parentIds: [7],
+        types: ["image", "text/plain"],
+        size: [1, 9],
+        keywords: ["Valve"],
+        limit: 10,
+      }),
+    `SELECT "ATTACHMENTID", "REL_OBJECTID", "REL_GLOBALID", "GLOBALID", "ATT_NAME", "CONTENT_TYPE", "DATA_SIZE", "KEYWORDS", "DATA_KEY" FROM "Sites__ATTACH" WHERE "REL_OBJECTID" IN (SELECT value FROM json_each(?1)) AND (lower("CONTENT_TYPE") LIKE ?2 OR (lower("CONTENT_TYPE") = ?3 OR lower("CONTENT_TYPE") LIKE ?4)) AND "DATA_SIZE" BETWEEN ?5 AND ?6 AND ((',' || replace(lower(COALESCE("KEYWORDS", '')), ' ', '') || ',') LIKE ?7) ORDER BY "REL_OBJECTID", "ATTACHMENTID" LIMIT ?8`,
+    `SELECT "ATTACHMENTID", "REL_OBJECTID", "REL_GLOBALID", "GLOBALID", "ATT_NAME", "CONTENT_TYPE", "DATA_SIZE", "KEYWORDS", "DATA_KEY" FROM "h_x"."Si""tes__ATTACH" WHERE "REL_OBJECTID" = ANY(CAST($1 AS bigint[])) AND (lower("CONTENT_TYPE") LIKE CAST($2 AS text) OR (lower("CONTENT_TYPE") = CAST($3 AS text) OR lower("CONTENT_TYPE") LIKE CAST($4 AS text))) AND "DATA_SIZE" BETWEEN CAST($5 AS bigint) AND CAST($6 AS bigint) AND ((',' || replace(lower(COALESCE("KEYWORDS", '')), ' ', '') || ',') LIKE CAST($7 AS text)) ORDER BY "REL_OBJECTID", "ATTACHMENTID" LIMIT CAST($8 AS bigint)`,
+  ],
+];
+
+describe("golden SQL: each attachment statement", () => {
+  for (const [name, write, sqlite, postgres] of ATTACHMENTS) {
+    it(name, () => {
+      const lite = write(sqliteEmitter, ATTACH_GPKG);
+      expectBound("sqlite", lite.sql, lite.params);
+      expect(lite.sql).toBe(sqlite);
+      const pg = write(postgresEmitter, ATTACH_PG);
+      expectBound("postgres", pg.sql, pg.params);
+      expect(pg.sql).toBe(postgres);
+    });
+  }
+  it("names a long layer's attachment table within PostgreSQL's 63 bytes, apart from another long name", () => {
+    const a = attachTableName("x".repeat(60), postgresEmitter);
+    const b = attachTableName(`${"x".repeat(59)}y`, postgresEmitter);
+    expect(Buffer.byteLength(a)).toBeLessThanOrEqual(63);
+    expect(a.endsWith("__ATTACH")).toBe(true);
+    expect(a).not.toBe(b);
+    expect(attachTableName("x".repeat(60), sqliteEmitter)).toBe(`${"x".repeat(60)}__ATTACH`);
   });
 });

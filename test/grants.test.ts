@@ -104,14 +104,16 @@ describe("table grants", () => {
         .sort(),
     );
     expect(opening).toEqual(expect.arrayContaining(["item-add", "item-data", "item-delete"]));
-    // Publishing, deleting and the hourly sweep (events-redeliver) open the hosted data themselves; serving reads it
-    // through the service's source like any store's, so it is granted without opening it here.
+    // Publishing, deleting and the hourly sweep (events-redeliver) open the hosted data themselves to write it; serving
+    // reads its layers through the service's source like any store's, and opens it itself only to read attachments'
+    // bytes (shared/hosted/attachment-files.ts), which its read grant allows.
     const hosting = functions.filter((f) => all.get(f.entry)?.hostedData);
-    expect(hosting.filter((f) => f.hostedData !== "write").map((f) => f.id)).toEqual([]);
+    expect(hosting.filter((f) => f.hostedData !== "write").map((f) => f.id)).toEqual(["service"]);
     expect(hosting.map((f) => f.id).sort()).toEqual([
       "events-redeliver",
       "item-add",
       "item-delete",
+      "service",
       "task-fail-job",
       "task-publish-hosted",
     ]);

@@ -10,7 +10,8 @@
 import type { AggregateOptions, DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 
 import { DatasetError, QueryTimeoutError } from "#shared/features/errors.ts";
-import { SQLITE_DEADLINE } from "#shared/features/sql/sqlite.ts";
+import { SQLITE_DEADLINE, sqliteEmitter } from "#shared/features/sql/sqlite.ts";
+import { attachTableName } from "#shared/features/sql/attachments.ts";
 import { SQLITE_AGGREGATES, SQLITE_FUNCTIONS } from "#shared/features/sqlite-functions.ts";
 import {
   type Bounds,
@@ -251,6 +252,7 @@ export class GeoPackage {
     try {
       schema = this.#describe(content.table_name, content.data_type === "features", content);
       schema = withEditing(schema, this.#editing(content.table_name));
+      if (this.#hasTable(attachTableName(content.table_name, sqliteEmitter))) schema = { ...schema, attachments: true };
     } catch (err) {
       if (!(err instanceof DatasetError)) throw err;
       schema = err;
@@ -334,6 +336,10 @@ export class GeoPackage {
    * A layer's editing as a hosted GeoPackage records it (mapgate_editing: its global id and tracking fields, its last
    * edit), when the file has the table; names must be the table's columns to count.
    */
+  #hasTable(name: string): boolean {
+    return this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+  }
+
   #editing(table: string): LayerEditing | undefined {
     const has = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(EDITING_TABLE);
     if (!has) return undefined;

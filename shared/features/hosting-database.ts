@@ -20,6 +20,8 @@ import { type OpenDataset, postGisDataset } from "#shared/features/dataset.ts";
 import { DatasetError } from "#shared/features/errors.ts";
 import { EDITING_TABLE, editingOf, type LayerEditing, withEditing } from "#shared/features/schema.ts";
 import { quoteIdentifier } from "#shared/features/sql/emitter.ts";
+import { attachTableName } from "#shared/features/sql/attachments.ts";
+import { postgresEmitter } from "#shared/features/sql/postgres.ts";
 import { classifyPgError, endedWhileIdle, PostGisDatabase, STATEMENT_TIMEOUT_MS } from "#shared/features/postgis.ts";
 import { logger } from "#shared/log.ts";
 import { parseConnectionString } from "#shared/stores/connection-string.ts";
@@ -331,6 +333,26 @@ export async function openHostedLayer(path: string, revision = 0): Promise<OpenD
   });
   if (!schema) throw new DatasetError("The hosted layer's table is no longer in the hosting database.");
   if (schema instanceof DatasetError) throw schema;
+  const attachments = await hasAttachTable(db, schemaName, tableOf(layerName), revision);
   // Shown by the layer's name, as its GeoPackage table would be (the reader names a table `schema.table`).
-  return postGisDataset(db, withEditing({ ...schema, name: layerName }, editing));
+  return postGisDataset(
+    db,
+    withEditing({ ...schema, name: layerName, ...(attachments ? { attachments } : {}) }, editing),
+  );
+}
+
+/**
+ * Whether a layer keeps attachments (its attachment table is in its service's schema), known per definition revision
+ * in this warm function (turning attachments on is a definition change: a new revision), at most MAX_KNOWN of them.
+ */
+const attachKnown = new Map<string, boolean>();
+async function hasAttachTable(db: PostGisDatabase, schema: string, table: string, revision: number): Promise<boolean> {
+  const key = `${schema}.${table}:${revision}`;
+  const known = attachKnown.get(key);
+  if (known !== undefined) return known;
+  const at = `${quoteIdentifier(schema)}.${quoteIdentifier(attachTableName(table, postgresEmitter))}`;
+  const found = (await db.all("SELECT to_regclass($1) IS NOT NULL", [at]))[0]?.[0] === true;
+  if (attachKnown.size >= MAX_KNOWN) attachKnown.clear();
+  attachKnown.set(key, found);
+  return found;
 }

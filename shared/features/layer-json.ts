@@ -183,7 +183,15 @@ function readOnlyLayerJson(service: Service, schema: LayerSchema, id: number) {
       : {}),
     hasZ: g?.hasZ ?? false,
     hasM: g?.hasM ?? false,
-    hasAttachments: false,
+    hasAttachments: schema.attachments === true,
+    // What a hosted layer's attachments keep and answer (all four properties, each listed and filtered by).
+    ...(schema.attachments
+      ? {
+          attachmentProperties: ["name", "size", "contentType", "keywords"].map((name) => ({ name, isEnabled: true })),
+          // Attachments come in the request that adds them (multipart, or applyEdits' base64 data): no Uploads.
+          supportsAttachmentsByUploadId: false,
+        }
+      : {}),
     htmlPopupType: "esriServerHTMLPopupTypeAsHTMLText",
     objectIdField: schema.objectIdField,
     uniqueIdField: { name: schema.objectIdField, isSystemMaintained: true },
@@ -244,6 +252,7 @@ function readOnlyLayerJson(service: Service, schema: LayerSchema, id: number) {
       supportsQuantizationEditMode: true,
       supportsReturningGeometryCentroid: false,
       supportsPercentileStatistics: true,
+      ...(schema.attachments ? { supportsQueryAttachments: true, supportsQueryAttachmentsWithReturnUrl: true } : {}),
     },
     serviceItemId: service.itemId,
   };

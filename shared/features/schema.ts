@@ -96,6 +96,8 @@ export interface LayerSchema {
   readonly extent?: Bounds;
   /** What its data records of its editing (a hosted layer's `mapgate_editing` row); absent when nothing is. */
   readonly editing?: LayerEditing;
+  /** A hosted layer that keeps attachments: its `<table>__ATTACH` table is there (shared/features/sql/attachments.ts). */
+  readonly attachments?: boolean;
 }
 
 /**

@@ -10,6 +10,7 @@
 // administrator of its organization changes it, and its capabilities (editing on and off: shared/hosted/edit.ts).
 import { TRACKING, TRACKING_NAMES, trackingSpecs } from "#shared/hosted/tracking.ts";
 import { EDITABLE_CAPABILITIES, OFFERED_CAPABILITIES } from "#shared/features/capabilities.ts";
+import { ATTACH_SUFFIX, deleteAllAttachments } from "#shared/features/sql/attachments.ts";
 import { namedFolder } from "#shared/user-content.ts";
 import { EDITING_BOXES, EDITING_FORM } from "#shared/item-pages.ts";
 import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/geopackage-writer.ts";
@@ -264,6 +265,8 @@ interface LayerDefinition {
   readonly geometryType: GeometryTypeName | undefined;
   readonly idColumn: string;
   readonly columns: ColumnSpec[];
+  /** hasAttachments: true (the layer keeps attachments from the start). */
+  readonly attachments: boolean;
 }
 
 /** One layer (or table) of an addToDefinition, checked without the service: what it can say on its own. */
@@ -281,10 +284,20 @@ function layerOf(
   const before = problems.length;
   const name = typeof raw.name === "string" ? raw.name.trim() : "";
   const label = name ? `${kind === "layers" ? "Layer" : "Table"} '${name.slice(0, 64)}'` : where;
-  if (name === "" || name.length > 120 || CONTROL.test(name) || RESERVED_LAYER.test(name) || name.includes("/"))
+  if (
+    name === "" ||
+    name.length > 120 ||
+    CONTROL.test(name) ||
+    RESERVED_LAYER.test(name) ||
+    name.includes("/") ||
+    name.toUpperCase().endsWith(ATTACH_SUFFIX)
+  )
     problems.push(
-      `${label}: a name of 1–120 characters is required, without control characters or '/', not beginning with gpkg_, rtree_, sqlite_ or mapgate_.`,
+      `${label}: a name of 1–120 characters is required, without control characters or '/', not beginning with gpkg_, rtree_, sqlite_ or mapgate_ nor ending with ${ATTACH_SUFFIX} (a layer's attachment table).`,
     );
+  const hasAttachments = raw.hasAttachments;
+  if (hasAttachments !== undefined && hasAttachments !== null && typeof hasAttachments !== "boolean")
+    problems.push(`${label}: 'hasAttachments' must be true or false (got ${say(hasAttachments)}).`);
   const table = kind === "tables" || raw.type === "Table";
   const g = raw.geometryType;
   let geometryType: GeometryTypeName | undefined;
@@ -318,7 +331,14 @@ function layerOf(
   }
   if (problems.length > before) return undefined;
   const idColumn = oid ?? (typeof objectIdField === "string" && objectIdField !== "" ? objectIdField : "OBJECTID");
-  return { id: typeof id === "number" ? id : undefined, name, geometryType, idColumn, columns };
+  return {
+    id: typeof id === "number" ? id : undefined,
+    name,
+    geometryType,
+    idColumn,
+    columns,
+    attachments: hasAttachments === true,
+  };
 }
 
 /** A defined service, found on the admin wire, with its item: the caller is its owner or an administrator. */
@@ -599,6 +619,7 @@ function addToService(defined: Defined, definition: Record<string, unknown>) {
       // Each new layer gets a global id and editor tracking, recorded with it.
       columns: [...l.columns, ...trackingSpecs()],
       editing: TRACKING,
+      ...(l.attachments ? { attachments: true } : {}),
     }));
     await current.store.addLayers(current.service.itemId, added, current.settle(next));
     const summary = (list: readonly (LayerDefinition | undefined)[]) =>
@@ -818,6 +839,28 @@ interface SettingsChange {
 }
 
 /**
+ * Layer-level truncate with attachmentOnly: every attachment of the layer deleted (its features kept), under the same
+ * lock as every change; the bytes once the rows are gone.
+ */
+function truncateAttachments(defined: Defined, id: number) {
+  return changeDefinition(defined, WHAT.truncate, async (current) => {
+    tableOf(current, id, WHAT.truncate);
+    const schema = await schemaOf(current, id);
+    if (!schema.attachments) return { success: true };
+    const store = await hostedStore();
+    const removed = await store.transact(current.service.itemId, (tx) =>
+      tx.run(deleteAllAttachments(tx.emitter, schema.table)),
+    );
+    const { removeAttachmentBytes } = await import("#shared/hosted/attachment-files.ts");
+    await removeAttachmentBytes(
+      current.service.itemId,
+      removed.map((r) => String(r[0])),
+    );
+    return { success: true };
+  });
+}
+
+/**
  * A service's own settings from a definition (updateDefinition's, or those addToDefinition carries beside layers):
  * its capabilities (Query, Create, Update, Delete and Editing are offered, Query always kept); `editorTrackingInfo`
  * as ArcGIS takes it (ownership-based access control and what others and anonymous callers may do; editor tracking
@@ -973,8 +1016,7 @@ export async function adminOperation(req: RestRequest): Promise<object> {
   if (operation === "truncate") {
     if (layerId === undefined)
       throw new ApiError(404, "Not Found", ["truncate is an operation of a layer: …/FeatureServer/<id>/truncate."]);
-    // Attachments are not kept: truncating only them leaves nothing to do.
-    if (req.params.get("attachmentOnly")?.toLowerCase() === "true") return { success: true };
+    if (req.params.get("attachmentOnly")?.toLowerCase() === "true") return truncateAttachments(defined, layerId);
     return truncate(defined, layerId);
   }
   if (!(OPERATIONS as readonly string[]).includes(operation))
@@ -998,9 +1040,37 @@ export async function adminOperation(req: RestRequest): Promise<object> {
     if (op === "deleteFromDefinition") return deleteFromService(defined, definition);
     return updateService(defined, definition);
   }
+  // A layer's attachments are turned on by either of its definition's changes (as ArcGIS clients send it): alone, or
+  // then its fields' change.
+  if (op !== "deleteFromDefinition" && "hasAttachments" in definition) {
+    const { hasAttachments, ...rest } = definition;
+    const answer = await setAttachments(defined, layerId, hasAttachments, what);
+    if (Object.keys(rest).length === 0) return answer;
+    return op === "addToDefinition" ? addFields(defined, layerId, rest) : updateFields(defined, layerId, rest);
+  }
   if (op === "addToDefinition") return addFields(defined, layerId, definition);
   if (op === "deleteFromDefinition") return deleteFields(defined, layerId, definition);
   return updateFields(defined, layerId, definition);
+}
+
+/**
+ * A layer's hasAttachments: true gives it an attachment table (once: a layer that has one answers success as it is);
+ * turning attachments off, which deletes them all, is not offered.
+ */
+function setAttachments(defined: Defined, id: number, value: unknown, what: string) {
+  if (typeof value !== "boolean")
+    throw badRequest(what, [`'hasAttachments' must be true or false (got ${say(value)}).`]);
+  return changeDefinition(defined, what, async (current) => {
+    const table = tableOf(current, id, what);
+    const schema = await schemaOf(current, id);
+    if (value === (schema.attachments === true)) return { success: true };
+    if (!value)
+      throw badRequest(what, [
+        "Turning a layer's attachments off (which deletes every one of them) is not offered: delete them with deleteAttachments.",
+      ]);
+    await current.store.addAttachments(current.service.itemId, [table], current.settle());
+    return { success: true };
+  });
 }
 
 /** Whose content a new service joins: the caller's own, or (an administrator) another member's. */

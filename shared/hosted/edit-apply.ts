@@ -19,9 +19,17 @@ import {
   updateRow,
   type WriteTarget,
 } from "#shared/features/sql/write.ts";
+import {
+  attachmentOf,
+  deleteAttachments,
+  deleteAttachmentsOf,
+  findAttachment,
+  insertAttachment,
+  updateAttachment,
+} from "#shared/features/sql/attachments.ts";
 import { OUTBOX_RETENTION_SECONDS } from "#shared/stores/events.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
-import type { EditOutcome, EditRequest, EditResult, LayerEditResults } from "#shared/hosted/store.ts";
+import type { AttachmentEdits, EditOutcome, EditRequest, EditResult, LayerEditResults } from "#shared/hosted/store.ts";
 
 /** ArcGIS's answer for an update or delete of an object id the layer does not hold. */
 export const missingObject = (verb: "Update" | "Delete") => ({
@@ -102,6 +110,7 @@ export async function applyEdits(
   let failed = false;
   let madeRecord = false;
   let changed = false;
+  const removedKeys: string[] = [];
   for (const layer of request.layers) {
     const target = targetOf(layer.schema);
     const gid = layer.schema.editing?.globalIdField !== undefined;
@@ -169,6 +178,17 @@ export async function applyEdits(
       return { objectId: d.ok.id, ...withGid(d.ok.globalId), success: true };
     });
     written += removed.size;
+    // A deleted feature's attachments go with it; their bytes once the edit committed.
+    if (layer.schema.attachments && removed.size > 0)
+      for (const [key] of await run(deleteAttachmentsOf(emitter, layer.schema.table, [...removed])))
+        removedKeys.push(String(key));
+    const attachments = layer.attachments
+      ? await applyAttachments(run, emitter, layer.schema, layer.attachments, removedKeys)
+      : undefined;
+    if (attachments) {
+      written += attachments.written;
+      if (attachments.failed) failed = true;
+    }
     if (written > 0) {
       changed = true;
       if (!madeRecord) await makeTable(run, editingTableDdl(container));
@@ -176,7 +196,13 @@ export async function applyEdits(
       const table = layer.schema.table.at(-1) ?? "";
       await run(recordEdit(emitter, container, table, request.moment));
     }
-    layers.push({ layerId: layer.layerId, addResults, updateResults, deleteResults });
+    layers.push({
+      layerId: layer.layerId,
+      addResults,
+      updateResults,
+      deleteResults,
+      ...(attachments ? { attachments: attachments.results } : {}),
+    });
   }
   if (failed && request.rollbackOnFailure) throw new EditsRolledBack({ committed: false, layers });
   // An edit that changed rows raises an event: its id is logged with its rows (the log's own rows kept as long as the
@@ -186,5 +212,82 @@ export async function applyEdits(
     await run(pruneEditLog(emitter, container, request.moment - OUTBOX_RETENTION_SECONDS * 1000));
     await run(logEdit(emitter, container, request.editId, request.moment));
   }
-  return { committed: true, layers, changed };
+  return { committed: true, layers, changed, ...(removedKeys.length > 0 ? { removedKeys } : {}) };
+}
+
+/**
+ * A layer's applyEdits attachments (by global id, after its features' edits, so an attachment may belong to a feature
+ * the same request adds): each added to its parent feature found by its global id, updated or deleted by its own;
+ * the bytes a change lets go of are put in `removedKeys` (removed once the edit committed).
+ */
+async function applyAttachments(
+  run: (q: EmittedQuery) => Promise<unknown[][]>,
+  emitter: SqlEmitter,
+  schema: LayerSchema,
+  edits: AttachmentEdits,
+  removedKeys: string[],
+) {
+  const table = schema.table;
+  const column = (name: string | undefined) =>
+    name === undefined ? undefined : schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase())?.column;
+  const gid = column(schema.editing?.globalIdField);
+  const layer = { table, idColumn: targetOf(schema).idColumn, ...(gid ? { globalIdColumn: gid } : {}) };
+  let written = 0;
+  let failed = false;
+  const fail = (globalId: string, error: EditResult["error"]): EditResult => {
+    failed = true;
+    return { objectId: -1, globalId, success: false, ...(error ? { error } : {}) };
+  };
+  const find = async (globalId: string) => {
+    const [row] = await run(findAttachment(emitter, table, { globalId }, true));
+    return row ? attachmentOf(row) : undefined;
+  };
+  const addResults: EditResult[] = [];
+  for (const a of edits.adds) {
+    if (await find(a.globalId)) {
+      addResults.push(
+        fail(a.globalId, { code: 1000, description: `An attachment with global id ${a.globalId} exists.` }),
+      );
+      continue;
+    }
+    const [row] = gid
+      ? await run(insertAttachment(emitter, layer, { globalId: a.parentGlobalId }, { ...a, keywords: null }))
+      : [];
+    if (!row) {
+      addResults.push(
+        fail(a.globalId, {
+          code: 1000,
+          description: `The layer has no feature with global id ${a.parentGlobalId} to attach it to.`,
+        }),
+      );
+      continue;
+    }
+    addResults.push({ objectId: Number(row[0]), globalId: a.globalId, success: true });
+    written++;
+  }
+  const updateResults: EditResult[] = [];
+  for (const u of edits.updates) {
+    const before = await find(u.globalId);
+    if (!before) {
+      updateResults.push(fail(u.globalId, missingObject("Update")));
+      continue;
+    }
+    await run(updateAttachment(emitter, table, before.id, { ...u, keywords: null }));
+    removedKeys.push(before.key);
+    updateResults.push({ objectId: before.id, globalId: u.globalId, success: true });
+    written++;
+  }
+  const deleteResults: EditResult[] = [];
+  for (const g of edits.deletes) {
+    const before = await find(g);
+    if (!before) {
+      deleteResults.push(fail(g, missingObject("Delete")));
+      continue;
+    }
+    await run(deleteAttachments(emitter, table, [before.id]));
+    removedKeys.push(before.key);
+    deleteResults.push({ objectId: before.id, globalId: g, success: true });
+    written++;
+  }
+  return { results: { addResults, updateResults, deleteResults }, written, failed };
 }

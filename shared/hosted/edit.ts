@@ -69,12 +69,14 @@ const say = (v: unknown) => JSON.stringify(typeof v === "string" ? v.slice(0, 64
  * only what its capabilities allow (anyone else anonymous is asked to sign in). One the caller cannot see is not told
  * to exist (as a query of it answers); a layer read by reference answers read-only, as the service does.
  */
-async function editableService(
+export async function editableService(
   req: RestRequest,
   folder: string,
   name: string,
   needs: ReadonlySet<EditCapability>,
   operation: string,
+  /** Any one of `needs` is enough (an attachment is added with Create or Update, as ArcGIS takes it). */
+  anyOf = false,
 ) {
   const server = req.server;
   if (!server) throw new Error("server route without a server");
@@ -88,7 +90,8 @@ async function editableService(
   );
   const hosted = service?.source?.datastoreId === HOSTED_STORE_ID;
   const caps = capabilitiesOf(service ?? {});
-  const permitted = [...needs].every((n) => caps.has(n.toLowerCase()));
+  const has = (n: EditCapability) => caps.has(n.toLowerCase());
+  const permitted = anyOf ? [...needs].some(has) : [...needs].every(has);
   if (identity.kind === "anonymous" && !(service && hosted && anonymousEditing(service) && permitted))
     throw tokenRequired();
   if (!service || !visibleTo(identity, service)) throw serviceNotFound();
@@ -176,12 +179,82 @@ interface RawLayerEdits {
   readonly deletes: readonly unknown[];
   /** deleteFeatures by where and geometry: the query parameters naming the rows. */
   readonly deleteQuery?: ReadonlyMap<string, string>;
+  /** applyEdits' attachments, their files decoded and checked (kept once the caller may edit). */
+  readonly attachments?: RawAttachments;
+}
+
+/** A file of applyEdits' attachments, decoded and checked: its bytes, name and type. */
+interface RawFile {
+  readonly bytes: Buffer;
+  readonly name: string;
+  readonly contentType: string;
+}
+interface RawAttachments {
+  readonly adds: readonly (RawFile & { readonly globalId: string; readonly parentGlobalId: string })[];
+  readonly updates: readonly (RawFile & { readonly globalId: string })[];
+  readonly deletes: readonly string[];
+}
+
+/**
+ * applyEdits' `attachments` ({adds, updates, deletes}, by global id: only with useGlobalIds, as ArcGIS takes them),
+ * each file given as base64 `data` (Uploads, and so `uploadId`, are not offered) and checked as addAttachment checks
+ * one: its size, and its kind from its own bytes.
+ */
+async function attachmentsOf(raw: string | undefined, useGlobalIds: boolean): Promise<RawAttachments | undefined> {
+  const value = jsonParam(raw, "attachments");
+  if (value === undefined || value === null) return undefined;
+  if (!useGlobalIds)
+    throw badRequest(WHAT, ["'attachments' are edited by global id: send useGlobalIds=true with them."]);
+  if (!isObject(value)) throw badRequest(WHAT, ["'attachments' must be a JSON object of adds, updates and deletes."]);
+  const files = await import("#shared/hosted/attachment-files.ts");
+  const list = (name: string) => {
+    const v = value[name];
+    if (v === undefined || v === null) return [];
+    if (!Array.isArray(v)) throw badRequest(WHAT, [`'attachments.${name}' must be a list.`]);
+    return v as unknown[];
+  };
+  const gidOf = (v: unknown, where: string) => {
+    const g = typeof v === "string" ? guidOf(v) : undefined;
+    if (!g) throw badRequest(WHAT, [`${where} must be a global id ({XXXXXXXX-XXXX-…}), not ${say(v)}.`]);
+    return g;
+  };
+  const fileOf = (a: unknown, where: string): RawFile & { globalId: string } => {
+    if (!isObject(a)) throw badRequest(WHAT, [`${where} must be an object.`]);
+    if (a.uploadId !== undefined && a.uploadId !== null)
+      throw badRequest(WHAT, [
+        `${where}: 'uploadId' names an upload, which is not offered here: send the file as 'data' (base64).`,
+      ]);
+    const data = a.data;
+    if (typeof data !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(data.replace(/\s/g, "")))
+      throw badRequest(WHAT, [`${where}: 'data' must be the file in base64.`]);
+    if (Math.floor((data.length * 3) / 4) > files.MAX_ATTACHMENT_BYTES + 3)
+      throw badRequest(WHAT, [`${where}: an attachment is at most ${files.MAX_ATTACHMENT_BYTES} bytes.`]);
+    const bytes = Buffer.from(data, "base64");
+    if (bytes.length > files.MAX_ATTACHMENT_BYTES)
+      throw badRequest(WHAT, [`${where}: an attachment is at most ${files.MAX_ATTACHMENT_BYTES} bytes.`]);
+    const name = files.attachmentName(typeof a.name === "string" ? a.name : "") || "attachment";
+    const kind = files.attachmentType(bytes, name);
+    if ("refused" in kind) throw badRequest(WHAT, [`${where}: ${kind.refused}`]);
+    return { bytes, name, contentType: kind.type, globalId: gidOf(a.globalId, `${where}.globalId`) };
+  };
+  return {
+    adds: list("adds").map((a, i) => {
+      const f = fileOf(a, `attachments.adds[${i}]`);
+      return {
+        ...f,
+        parentGlobalId: gidOf((a as Record<string, unknown>).parentGlobalId, `attachments.adds[${i}].parentGlobalId`),
+      };
+    }),
+    updates: list("updates").map((a, i) => fileOf(a, `attachments.updates[${i}]`)),
+    deletes: list("deletes").map((g, i) => gidOf(g, `attachments.deletes[${i}]`)),
+  };
 }
 
 const LAYER_ID = /^(0|[1-9]\d{0,8})$/;
 
 function countOf(edits: readonly RawLayerEdits[]): number {
-  return edits.reduce((n, e) => n + e.adds.length + e.updates.length + e.deletes.length, 0);
+  const attached = (a: RawAttachments | undefined) => (a ? a.adds.length + a.updates.length + a.deletes.length : 0);
+  return edits.reduce((n, e) => n + e.adds.length + e.updates.length + e.deletes.length + attached(e.attachments), 0);
 }
 
 // --- checking features ------------------------------------------------------------------------------------------
@@ -617,6 +690,8 @@ function needsOf(edits: readonly RawLayerEdits[]): Set<EditCapability> {
     if (e.adds.length > 0) needs.add("Create");
     if (e.updates.length > 0) needs.add("Update");
     if (e.deletes.length > 0 || e.deleteQuery) needs.add("Delete");
+    // An attachment's change is a change of its feature (ArcGIS takes Update for it).
+    if (e.attachments) needs.add("Update");
   }
   return needs;
 }
@@ -660,6 +735,8 @@ async function runEdits(
     },
     editor.moment,
   );
+  // Attachments' bytes kept for this request: those no committed row names are removed after it.
+  const kept: KeptFile[] = [];
   const make = async (
     layers: readonly (string | null)[],
     serviceItemId: string,
@@ -671,7 +748,16 @@ async function runEdits(
         throw badRequest(WHAT, [`The service has no layer or table with id ${e.layerId}.`]);
       const dataset = await openDataset({ ...source, layers: [...layers] }, e.layerId);
       const rules = ownershipFor(identity, found.service, dataset.schema);
-      checkedLayers.push(await checkLayer(dataset, e, options, editor, rules));
+      const layer = await checkLayer(dataset, e, options, editor, rules);
+      if (e.attachments && !dataset.schema.attachments)
+        throw badRequest(WHAT, [
+          `Layer ${e.layerId} keeps no attachments (hasAttachments: false): send no 'attachments'.`,
+        ]);
+      checkedLayers.push(
+        e.attachments
+          ? { ...layer, attachments: await keepFiles(e.layerId, serviceItemId, e.attachments, kept) }
+          : layer,
+      );
     }
     const request: EditRequest = {
       layers: checkedLayers,
@@ -693,9 +779,24 @@ async function runEdits(
           return make(locked.layers, locked.service.itemId, lockedSource);
         })
       : make(source.layers ?? [source.path.split("/").at(-1) ?? ""], found.service.itemId, source)
-  ).catch((err: unknown) => notKept(err));
+  ).catch(async (err: unknown) => {
+    await removeKept(
+      found.service.itemId,
+      kept.map((k) => k.key),
+    );
+    return notKept(err);
+  });
+  // Bytes kept for attachments the request did not keep (rolled back, or failed on their own).
+  await removeKept(
+    found.service.itemId,
+    kept.filter((k) => !keptBy(outcome, k)).map((k) => k.key),
+  );
   // After the lock is let go: the next edit of a GeoPackage does not wait on the bus.
   await event.afterCommit(outcome);
+  if (outcome.committed && outcome.removedKeys)
+    await (
+      await import("#shared/hosted/attachment-files.ts")
+    ).removeAttachmentBytes(found.service.itemId, outcome.removedKeys);
   const counts = outcome.layers.map((l) => ({
     layer: l.layerId,
     added: l.addResults.filter((r) => r.success).length,
@@ -709,6 +810,44 @@ async function runEdits(
   return { outcome, moment: editor.moment };
 }
 
+/** Bytes kept for an attachment of a request: its key, and where its result is (its layer, list and place). */
+interface KeptFile {
+  readonly key: string;
+  readonly layerId: number;
+  readonly list: "addResults" | "updateResults";
+  readonly index: number;
+}
+
+/**
+ * Keeps a layer's applyEdits attachment files' bytes, each under a fresh key (before the edit's transaction writes
+ * the rows naming them), noting each key and where its result will be.
+ */
+async function keepFiles(layerId: number, serviceItemId: string, raw: RawAttachments, kept: KeptFile[]) {
+  const { keepAttachmentBytes } = await import("#shared/hosted/attachment-files.ts");
+  const keep = async (f: RawFile, list: KeptFile["list"], index: number) => {
+    const key = await keepAttachmentBytes(serviceItemId, f.bytes);
+    kept.push({ key, layerId, list, index });
+    return { name: f.name, contentType: f.contentType, size: f.bytes.length, key };
+  };
+  const adds = [];
+  for (const [i, a] of raw.adds.entries())
+    adds.push({ ...(await keep(a, "addResults", i)), globalId: a.globalId, parentGlobalId: a.parentGlobalId });
+  const updates = [];
+  for (const [i, u] of raw.updates.entries())
+    updates.push({ ...(await keep(u, "updateResults", i)), globalId: u.globalId });
+  return { adds, updates, deletes: raw.deletes };
+}
+
+/** Whether the row naming a kept file was committed. */
+const keptBy = (outcome: EditOutcome, k: KeptFile) =>
+  outcome.committed &&
+  outcome.layers.find((l) => l.layerId === k.layerId)?.attachments?.[k.list][k.index]?.success === true;
+
+async function removeKept(serviceItemId: string, keys: readonly string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await (await import("#shared/hosted/attachment-files.ts")).removeAttachmentBytes(serviceItemId, keys);
+}
+
 /** Each list of a layer's results, as answered: with rollback of a failed request, only the edits that failed. */
 function answered(results: readonly EditResult[], outcome: EditOutcome): EditResult[] {
   return outcome.committed ? [...results] : results.filter((r) => !r.success);
@@ -719,6 +858,15 @@ function layerAnswer(l: LayerEditResults, outcome: EditOutcome, options: Options
     addResults: answered(l.addResults, outcome),
     updateResults: answered(l.updateResults, outcome),
     deleteResults: answered(l.deleteResults, outcome),
+    ...(l.attachments
+      ? {
+          attachments: {
+            addResults: answered(l.attachments.addResults, outcome),
+            updateResults: answered(l.attachments.updateResults, outcome),
+            deleteResults: answered(l.attachments.deleteResults, outcome),
+          },
+        }
+      : {}),
     ...(options.returnEditMoment && outcome.committed ? { editMoment: moment } : {}),
   };
 }
@@ -738,15 +886,13 @@ export async function editLayer(req: RestRequest, operation: LayerOperation): Pr
   const p = req.params;
   let edits: RawLayerEdits;
   if (operation === "applyEdits") {
-    if (p.caseless("attachments") && p.caseless("attachments")?.trim() !== "")
-      throw badRequest(WHAT, [
-        "Hosted layers here keep no attachments (hasAttachments: false): send no 'attachments'.",
-      ]);
+    const attachments = await attachmentsOf(p.caseless("attachments"), options.useGlobalIds);
     edits = {
       layerId,
       adds: featureList(p.caseless("adds"), "adds"),
       updates: featureList(p.caseless("updates"), "updates"),
       deletes: deleteList(p.caseless("deletes"), "deletes", options.useGlobalIds),
+      ...(attachments ? { attachments } : {}),
     };
   } else if (operation === "addFeatures") {
     edits = { layerId, adds: featureList(p.caseless("features"), "features"), updates: [], deletes: [] };
@@ -794,6 +940,11 @@ export async function editService(req: RestRequest): Promise<object> {
   const edits = value.map((e, i): RawLayerEdits => {
     if (!isObject(e) || typeof e.id !== "number" || !LAYER_ID.test(String(e.id)))
       throw badRequest(WHAT, [`edits[${i}] must be an object whose 'id' is a layer id.`]);
+    // Not taken silently: a layer's attachments are sent to its own applyEdits here.
+    if (e.attachments !== undefined && e.attachments !== null)
+      throw badRequest(WHAT, [
+        `edits[${i}].attachments: send a layer's attachments to its own applyEdits (…/FeatureServer/${e.id}/applyEdits).`,
+      ]);
     const list = (v: unknown, name: string) => {
       if (v === undefined || v === null) return [];
       if (!Array.isArray(v)) throw badRequest(WHAT, [`edits[${i}].${name} must be an array.`]);

@@ -46,8 +46,11 @@ import type {
   HostedStore,
   KeptData,
   LayerAppend,
+  RunStatement,
 } from "#shared/hosted/store.ts";
 import type { StoreLocation } from "#shared/storage/storage.ts";
+import { allAttachmentKeys, attachTableDdl, attachTableName } from "#shared/features/sql/attachments.ts";
+import { removeAttachmentBytes, removeServiceAttachments } from "#shared/hosted/attachment-files.ts";
 
 /**
  * The GeoPackage column type of each kind. An integer kind holds 32-bit values (what esriFieldTypeInteger is):
@@ -230,6 +233,8 @@ const definitions: HostedDefinitions = {
           })),
         );
         recordEditing(db, layers);
+        for (const l of layers)
+          if (l.attachments) for (const ddl of attachTableDdl(sqliteEmitter, [l.name])) db.exec(ddl);
       },
       (bytes) => settle(bytes),
     ),
@@ -237,7 +242,9 @@ const definitions: HostedDefinitions = {
     changeHostedData(
       serviceItemId,
       (db) => {
+        const keys: string[] = [];
         for (const table of new Set(tables)) {
+          keys.push(...dropAttachTable(db, table));
           const geometry = geometryColumnOf(db, table);
           db.exec(`DROP TABLE IF EXISTS ${quote(table)}`);
           if (geometry) db.exec(`DROP TABLE IF EXISTS ${quote(`rtree_${table}_${geometry}`)}`);
@@ -246,9 +253,10 @@ const definitions: HostedDefinitions = {
           if (hasTable(db, "gpkg_data_columns"))
             db.prepare("DELETE FROM gpkg_data_columns WHERE table_name = ?").run(table);
         }
+        return keys;
       },
       (bytes) => settle(bytes),
-    ),
+    ).then((keys) => removeAttachmentBytes(serviceItemId, keys)),
   addFields: (serviceItemId, table, columns, { settle }) =>
     changeHostedData(
       serviceItemId,
@@ -283,6 +291,10 @@ const definitions: HostedDefinitions = {
       (db) => {
         const geometry = geometryColumnOf(db, table);
         db.exec(`DELETE FROM ${quote(table)}`);
+        // Its attachments go with its rows (object ids start again from 1: none may keep an old row's).
+        const attach = attachTableName(table, sqliteEmitter);
+        const keys = hasTable(db, attach) ? attachmentKeys(db, table) : [];
+        if (keys.length > 0) db.exec(`DELETE FROM ${quote(attach)}`);
         // The next object id is 1 again, as ArcGIS's truncate resets it (an AUTOINCREMENT table keeps its count in
         // sqlite_sequence).
         if (hasTable(db, "sqlite_sequence")) db.prepare("DELETE FROM sqlite_sequence WHERE name = ?").run(table);
@@ -292,10 +304,35 @@ const definitions: HostedDefinitions = {
           "UPDATE gpkg_contents SET min_x = NULL, min_y = NULL, max_x = NULL, max_y = NULL, last_change = ? " +
             "WHERE table_name = ?",
         ).run(new Date().toISOString(), table);
+        return keys;
+      },
+      (bytes) => settle(bytes),
+    ).then((keys) => removeAttachmentBytes(serviceItemId, keys)),
+  addAttachments: (serviceItemId, tables, { settle }) =>
+    changeHostedData(
+      serviceItemId,
+      (db) => {
+        for (const table of tables) for (const ddl of attachTableDdl(sqliteEmitter, [table])) db.exec(ddl);
       },
       (bytes) => settle(bytes),
     ),
 };
+
+/** Every attachment's bytes' key of a layer. */
+function attachmentKeys(db: DatabaseSync, table: string): string[] {
+  const statement = db.prepare(allAttachmentKeys(sqliteEmitter, [table]));
+  statement.setReturnArrays(true);
+  return (statement.all() as unknown as unknown[][]).map((r) => String(r[0]));
+}
+
+/** Drops a layer's attachment table, when it has one, answering the keys of the bytes it named. */
+function dropAttachTable(db: DatabaseSync, table: string): string[] {
+  const attach = attachTableName(table, sqliteEmitter);
+  if (!hasTable(db, attach)) return [];
+  const keys = attachmentKeys(db, table);
+  db.exec(`DROP TABLE ${quote(attach)}`);
+  return keys;
+}
 
 /** The INTEGER PRIMARY KEY column of a table (the object id). */
 function idColumnOf(db: DatabaseSync, table: string): string {
@@ -450,20 +487,17 @@ function settleContents(db: DatabaseSync, table: string, geometryColumn: string 
  * registered on this connection), gpkg_contents keeps each layer's extent, and the file's time moves after the
  * commit so readers (the GeoPackage reader keys its open file by size and time) read it again.
  */
-async function editInPlace(
+async function inPlace<T>(
   serviceItemId: string,
-  request: EditRequest,
-  beforeCommit: BeforeCommit,
-): Promise<EditOutcome> {
+  work: (run: RunStatement, db: DatabaseSync) => Promise<T>,
+): Promise<T> {
   const w = where();
   if (!("dir" in w)) throw new Error("hosted GeoPackages in a bucket are not edited in place");
   const file = join(w.dir, hostedFileName(serviceItemId));
   // A service whose file is gone (deleted meanwhile) is not made again by opening it.
   await stat(file);
-  // Loaded by the first edit: the functions that make or drop hosted data (deleting an item) do not carry it.
-  const { applyEdits, EditsRolledBack } = await import("#shared/hosted/edit-apply.ts");
   const db = new DatabaseSync(file, { enableForeignKeyConstraints: false, allowExtension: false });
-  let outcome: EditOutcome;
+  let result: T;
   try {
     registerSpatialFunctions(db);
     db.exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = FULL");
@@ -474,16 +508,10 @@ async function editInPlace(
     };
     db.exec("BEGIN IMMEDIATE");
     try {
-      outcome = await applyEdits(run, sqliteEmitter, request, undefined);
-      for (const layer of request.layers) {
-        const table = layer.schema.table.at(-1) ?? "";
-        settleContents(db, table, layer.schema.geometry?.column, request.moment);
-      }
-      await beforeCommit(outcome);
+      result = await work(run, db);
       db.exec("COMMIT");
     } catch (err) {
       if (db.isTransaction) db.exec("ROLLBACK");
-      if (err instanceof EditsRolledBack) return err.outcome;
       throw err;
     }
   } finally {
@@ -493,7 +521,30 @@ async function editInPlace(
   // again on its next request.
   const now = new Date();
   await utimes(file, now, now).catch(() => undefined);
-  return outcome;
+  return result;
+}
+
+async function editInPlace(
+  serviceItemId: string,
+  request: EditRequest,
+  beforeCommit: BeforeCommit,
+): Promise<EditOutcome> {
+  // Loaded by the first edit: the functions that make or drop hosted data (deleting an item) do not carry it.
+  const { applyEdits, EditsRolledBack } = await import("#shared/hosted/edit-apply.ts");
+  try {
+    return await inPlace(serviceItemId, async (run, db) => {
+      const outcome = await applyEdits(run, sqliteEmitter, request, undefined);
+      for (const layer of request.layers) {
+        const table = layer.schema.table.at(-1) ?? "";
+        settleContents(db, table, layer.schema.geometry?.column, request.moment);
+      }
+      await beforeCommit(outcome);
+      return outcome;
+    });
+  } catch (err) {
+    if (err instanceof EditsRolledBack) return err.outcome;
+    throw err;
+  }
 }
 
 /**
@@ -556,6 +607,8 @@ export const geoPackageStore: HostedStore = {
   }),
   definitions,
   edit: editInPlace,
+  transact: (serviceItemId, work) =>
+    inPlace(serviceItemId, (run) => work({ run, emitter: sqliteEmitter, container: undefined })),
   committed: committedInFile,
   async append(serviceItemId, rows, { settle }) {
     const { added, updated } = await changeHostedData(
@@ -577,6 +630,8 @@ export const geoPackageStore: HostedStore = {
     } finally {
       await rm(temporary, { force: true });
     }
+    // The new data keeps no attachments (its rows are new): the old rows' bytes go.
+    await removeServiceAttachments(serviceItemId);
   },
   async create(serviceItemId: string, layers: readonly HostedLayer[]) {
     let written: WrittenLayer[] = [];
@@ -599,12 +654,13 @@ export const geoPackageStore: HostedStore = {
   async drop(serviceItemId: string) {
     const name = hostedFileName(serviceItemId);
     const w = where();
-    if ("dir" in w) {
-      await rm(join(w.dir, name), { force: true });
-      return;
+    if ("dir" in w) await rm(join(w.dir, name), { force: true });
+    else {
+      const { s3, client } = await bucketClient();
+      await client.send(new s3.DeleteObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}` }));
     }
-    const { s3, client } = await bucketClient();
-    await client.send(new s3.DeleteObjectCommand({ Bucket: w.bucket, Key: `${PREFIX}/${name}` }));
+    // After the data: a crash between the two leaves bytes no row names (never a row naming no bytes).
+    await removeServiceAttachments(serviceItemId);
   },
   // A file's time is its last write: a service's file is written whole once (a change replaces it whole), so a file
   // no service names was last written when its publish stopped.

@@ -240,3 +240,23 @@ export const serviceApplyEditsOperation: FamilyOperation = {
   op: { name: "Apply Edits", postOnly: true, defaultFormat: "json", at: addressedServer },
   compute: async (req) => (await editing()).editService(req),
 };
+
+/** The attachments module, loaded by the first change of an attachment. */
+const attachments = () => import("#shared/hosted/attachments.ts");
+
+/**
+ * POST /<server>/rest/services/Hosted/<name>/FeatureServer/<id>/<object id>/{addAttachment,updateAttachment,
+ * deleteAttachments}: a hosted feature's attachments (shared/hosted/attachments.ts), the file as `attachment`.
+ */
+export const addAttachmentOperation: FamilyOperation = {
+  op: { name: "Add Attachment", postOnly: true, defaultFormat: "json", at: addressedServer, files: ["attachment"] },
+  compute: async (req) => (await attachments()).addAttachmentOperation(req),
+};
+export const updateAttachmentOperation: FamilyOperation = {
+  op: { name: "Update Attachment", postOnly: true, defaultFormat: "json", at: addressedServer, files: ["attachment"] },
+  compute: async (req) => (await attachments()).updateAttachmentOperation(req),
+};
+export const deleteAttachmentsOperation: FamilyOperation = {
+  op: { name: "Delete Attachments", postOnly: true, defaultFormat: "json", at: addressedServer },
+  compute: async (req) => (await attachments()).deleteAttachmentsOperation(req),
+};

@@ -50,6 +50,8 @@ import type {
   LayerAppend,
 } from "#shared/hosted/store.ts";
 import { itemId as newDataId } from "#shared/ids.ts";
+import { allAttachmentKeys, attachTableDdl, attachTableOf } from "#shared/features/sql/attachments.ts";
+import { removeAttachmentBytes, removeServiceAttachments } from "#shared/hosted/attachment-files.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import { logger } from "#shared/log.ts";
 
@@ -387,6 +389,8 @@ async function replace(serviceItemId: string, layers: readonly HostedLayer[], ch
     await writing(async (client) => {
       for (const layer of layers) {
         const name = quoteIdentifier(tableOf(layer.name));
+        // The new rows keep no attachments: the old rows' table goes (their bytes once this commits).
+        await dropAttachTable(client, to, layer.name);
         await client.query(`DROP TABLE IF EXISTS ${quoteIdentifier(to)}.${name}`);
         await client.query(`ALTER TABLE ${quoteIdentifier(from)}.${name} SET SCHEMA ${quoteIdentifier(to)}`);
       }
@@ -411,6 +415,7 @@ async function replace(serviceItemId: string, layers: readonly HostedLayer[], ch
       await noteRevision(client, to, change.revision);
       await change.settle(await schemaBytes(client, to), extent);
     });
+    await removeServiceAttachments(serviceItemId);
   } catch (err) {
     await drop(staging).catch((e: unknown) =>
       logger.warn("staged hosted data not removed", { schema: from, error: String(e) }),
@@ -422,6 +427,8 @@ async function replace(serviceItemId: string, layers: readonly HostedLayer[], ch
 async function drop(serviceItemId: string): Promise<void> {
   const schema = schemaOf(serviceItemId);
   await writing((client) => client.query(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`));
+  // After the data: a crash between the two leaves bytes no row names (never a row naming no bytes).
+  await removeServiceAttachments(serviceItemId);
 }
 
 // --- definitions (createService's services and the admin wire) --------------------------------------------------
@@ -519,14 +526,20 @@ const definitions: HostedDefinitions = {
         await client.query(`CREATE TABLE ${table} (${definitions.join(", ")})`);
         if (type) await client.query(`CREATE INDEX ON ${table} USING gist (${quoteIdentifier(GEOMETRY_COLUMN)})`);
         await setComments(client, table, layer.columns.filter(titledOtherwise));
+        if (layer.attachments)
+          for (const ddl of attachTableDdl(postgresEmitter, [schema, tableOf(layer.name)])) await client.query(ddl);
       }
       await recordEditing(client, schema, layers);
     }),
-  deleteLayers: (serviceItemId, tables, change) =>
-    defining(serviceItemId, change, async (client, schema) => {
+  deleteLayers: async (serviceItemId, tables, change) => {
+    const keys: string[] = [];
+    await defining(serviceItemId, change, async (client, schema) => {
+      for (const t of new Set(tables)) keys.push(...(await dropAttachTable(client, schema, t)));
       const names = [...new Set(tables)].map((t) => tableIn(schema, t));
       if (names.length > 0) await client.query(`DROP TABLE IF EXISTS ${names.join(", ")}`);
-    }),
+    });
+    await removeAttachmentBytes(serviceItemId, keys);
+  },
   addFields: (serviceItemId, table, columns, change) =>
     defining(serviceItemId, change, async (client, schema) => {
       const qualified = tableIn(schema, table);
@@ -540,12 +553,52 @@ const definitions: HostedDefinitions = {
     }),
   setTitles: (serviceItemId, table, titles, change) =>
     defining(serviceItemId, change, (client, schema) => setComments(client, tableIn(schema, table), titles)),
-  truncate: (serviceItemId, table, change) =>
-    // Object ids start again from 1, as a GeoPackage's do once its table is empty.
-    defining(serviceItemId, change, async (client, schema) => {
+  truncate: async (serviceItemId, table, change) => {
+    const keys: string[] = [];
+    // Object ids start again from 1, as a GeoPackage's do once its table is empty; its attachments go with its rows.
+    await defining(serviceItemId, change, async (client, schema) => {
+      const attach = attachTableOf([schema, tableOf(table)], postgresEmitter);
+      if (await tableExists(client, attach)) {
+        keys.push(...(await attachmentKeys(client, schema, table)));
+        await client.query(`TRUNCATE ${attach.map(quoteIdentifier).join(".")}`);
+      }
       await client.query(`TRUNCATE ${tableIn(schema, table)} RESTART IDENTITY`);
+    });
+    await removeAttachmentBytes(serviceItemId, keys);
+  },
+  addAttachments: (serviceItemId, tables, change) =>
+    defining(serviceItemId, change, async (client, schema) => {
+      for (const t of tables)
+        for (const ddl of attachTableDdl(postgresEmitter, [schema, tableOf(t)])) await client.query(ddl);
     }),
 };
+
+async function tableExists(client: PoolClient, table: readonly string[]): Promise<boolean> {
+  const found = await client.query({
+    text: "SELECT to_regclass($1) IS NOT NULL",
+    values: [table.map(quoteIdentifier).join(".")],
+    rowMode: "array",
+  });
+  return (found.rows[0] as unknown[] | undefined)?.[0] === true;
+}
+
+/** Every attachment's bytes' key of a layer (its attachment table there). */
+async function attachmentKeys(client: PoolClient, schema: string, layerName: string): Promise<string[]> {
+  const out = await client.query({
+    text: allAttachmentKeys(postgresEmitter, [schema, tableOf(layerName)]),
+    rowMode: "array",
+  });
+  return (out.rows as unknown[][]).map((r) => String(r[0]));
+}
+
+/** Drops a layer's attachment table, when it has one, answering the keys of the bytes it named. */
+async function dropAttachTable(client: PoolClient, schema: string, layerName: string): Promise<string[]> {
+  const attach = attachTableOf([schema, tableOf(layerName)], postgresEmitter);
+  if (!(await tableExists(client, attach))) return [];
+  const keys = await attachmentKeys(client, schema, layerName);
+  await client.query(`DROP TABLE ${attach.map(quoteIdentifier).join(".")}`);
+  return keys;
+}
 
 const SERVICE_SCHEMA = /^h_([0-9a-f]{32})$/;
 
@@ -638,6 +691,15 @@ export function postGisStore(): HostedStore {
     replace,
     edit,
     committed,
+    transact: (serviceItemId, work) =>
+      writing((client) =>
+        work({
+          run: async (q) =>
+            (await client.query({ text: q.sql, values: q.params, rowMode: "array" })).rows as unknown[][],
+          emitter: postgresEmitter,
+          container: schemaOf(serviceItemId),
+        }),
+      ),
     sourceOf: (serviceItemId, layers) => ({
       datastoreId: HOSTED_STORE_ID,
       connection: hostingConnection(),

@@ -17,6 +17,8 @@ import type { HostedLayerEntry, ServiceSource } from "#shared/stores/services.ts
 import type { LayerEditing, LayerSchema } from "#shared/features/schema.ts";
 import type { WriteRow } from "#shared/features/sql/write.ts";
 import type { Scope } from "#shared/features/ownership.ts";
+import type { EmittedQuery } from "#shared/features/sql.ts";
+import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
 
 export interface HostedColumn {
   /** Letters, digits and `_`, starting with a letter (shared/hosted/tables.ts fieldNames). */
@@ -62,9 +64,10 @@ export interface DefinedLayer {
   readonly columns: readonly ColumnSpec[];
   /** Its global id and tracking fields (among `columns`), recorded with the data as its editing record. */
   readonly editing?: LayerEditing;
+  /** It keeps attachments from the start (its attachment table made with it). */
+  readonly attachments?: boolean;
 }
 
-/**
 /**
  * A change of a hosted service's definition or data as the store makes it: `settle`, told the data's new size (and,
  * for a change of rows, the changed layers' extent), records it (the quota, the service record's layers and revision,
@@ -138,8 +141,21 @@ export interface HostedDefinitions {
     titles: readonly { readonly name: string; readonly title: string }[],
     change: DefinitionChange,
   ): Promise<void>;
-  /** Deletes every row of a layer (its fields stay). */
+  /** Deletes every row of a layer (its fields stay), and its attachments. */
   truncate(serviceItemId: string, table: string, change: DefinitionChange): Promise<void>;
+  /** Gives layers an attachment table (shared/features/sql/attachments.ts), empty (by table name). */
+  addAttachments(serviceItemId: string, tables: readonly string[], change: DefinitionChange): Promise<void>;
+}
+
+/** Runs a statement in a store's open transaction: its rows as arrays. */
+export type RunStatement = (q: EmittedQuery) => Promise<unknown[][]>;
+
+/** A store's open transaction as a change of attachments sees it: its runner, dialect, and the layers' container. */
+export interface Transaction {
+  readonly run: RunStatement;
+  readonly emitter: SqlEmitter;
+  /** The container of the editing record (a PostgreSQL service's schema; none in a GeoPackage). */
+  readonly container: string | undefined;
 }
 
 /** A feature's edit that failed, as ArcGIS answers it per feature (shared/hosted/edit.ts names the codes). */
@@ -184,6 +200,23 @@ export interface LayerEdit {
     readonly update: Scope;
     readonly delete: Scope;
   };
+  /** applyEdits' attachments (by global id), their bytes already kept under fresh keys. */
+  readonly attachments?: AttachmentEdits;
+}
+
+/** A file an attachment edit writes: its name and type (from its bytes), size, and the key its bytes are kept under. */
+export interface AttachmentFile {
+  readonly name: string;
+  readonly contentType: string;
+  readonly size: number;
+  readonly key: string;
+}
+
+/** applyEdits' `attachments` of one layer, by global id (useGlobalIds). */
+export interface AttachmentEdits {
+  readonly adds: readonly (AttachmentFile & { readonly globalId: string; readonly parentGlobalId: string })[];
+  readonly updates: readonly (AttachmentFile & { readonly globalId: string })[];
+  readonly deletes: readonly string[];
 }
 
 /** The edits of one request (one layer, or a service's layers) made in one transaction. */
@@ -202,6 +235,12 @@ export interface LayerEditResults {
   readonly addResults: readonly EditResult[];
   readonly updateResults: readonly EditResult[];
   readonly deleteResults: readonly EditResult[];
+  /** The results of applyEdits' attachments, when it had any. */
+  readonly attachments?: {
+    readonly addResults: readonly EditResult[];
+    readonly updateResults: readonly EditResult[];
+    readonly deleteResults: readonly EditResult[];
+  };
 }
 
 /** What a request's edits did: committed (with each edit's result), or rolled back whole. */
@@ -210,6 +249,8 @@ export interface EditOutcome {
   readonly layers: readonly LayerEditResults[];
   /** Rows were written (and the edit's id logged): the edit raises its event. */
   readonly changed?: boolean;
+  /** The bytes' keys of attachments deleted with their features: removed once the edit committed. */
+  readonly removedKeys?: readonly string[];
 }
 
 /**
@@ -254,7 +295,12 @@ export interface HostedStore {
    * when the service has no data any more.
    */
   committed(serviceItemId: string, editId: string): Promise<boolean | undefined>;
-  /** Drops a service's data (after its item and service are gone); nothing happens when there is none. */
+  /**
+   * Runs `work` in one write transaction of a service's data (a GeoPackage written in place: the caller holds the
+   * service's lock), committed when it answers, rolled back when it throws.
+   */
+  transact<T>(serviceItemId: string, work: (tx: Transaction) => Promise<T>): Promise<T>;
+  /** Drops a service's data and its attachments' bytes (after its item and service are gone); nothing happens when there is none. */
   drop(serviceItemId: string): Promise<void>;
   /**
    * Every service's data kept, with when it was made (ms) and what it takes, for the sweeper of data no service names

@@ -17,6 +17,14 @@ import { serverUrl } from "#shared/stores/servers.ts";
 import type { Service } from "#shared/stores/services.ts";
 import { itemPageHref, SERVER_REST_VERSION } from "#shared/urls.ts";
 
+/** Whether a path below a service names attachments: `<layer>/<object id>/attachments[/<id>]`, `<layer>/queryAttachments`. */
+const ID = /^(0|[1-9]\d{0,14})$/;
+function isAttachmentPath([layer, a, b, c, d]: readonly (string | undefined)[]): boolean {
+  if (layer === undefined || !/^(0|[1-9]\d{0,3})$/.test(layer)) return false;
+  if (a === "queryAttachments" && b === undefined) return true;
+  return a !== undefined && ID.test(a) && b === "attachments" && (c === undefined || (ID.test(c) && d === undefined));
+}
+
 const serviceNotFound = () =>
   new ApiError(404, "Service not found.", ["The service does not exist or is inaccessible."]);
 
@@ -24,7 +32,8 @@ const serviceNotFound = () =>
  * Resources that answer JSON when `f` is absent: every scene service resource (I3S readers never send `f`) and
  * content (tiles, style files), whose errors must not be pages. Other service roots default to HTML, as ArcGIS.
  */
-const JSON_BY_DEFAULT = /\/SceneServer(\/|$)|\/(MapServer|ImageServer|VectorTileServer)\/(tile|resources)\//;
+const JSON_BY_DEFAULT =
+  /\/SceneServer(\/|$)|\/(MapServer|ImageServer|VectorTileServer)\/(tile|resources)\/|\/FeatureServer\/\d+\/\d+\/attachments\/\d+$/;
 
 /**
  * What ArcGIS map and image services offer besides their tiles, which a service published from a cache does not:
@@ -89,7 +98,14 @@ export async function serveService(req: RestRequest): Promise<object> {
       origin && { service: origin, url: url(origin), visible: visibleTo(req.identity, origin) },
     );
   }
-  if (service.type === "FeatureServer" && service.source) return featureResource(req, service, parsed.resource);
+  if (service.type === "FeatureServer" && service.source) {
+    // A hosted feature's attachments (its list, one's bytes) and a layer's queryAttachments (shared/serving/attachments.ts).
+    if (isAttachmentPath(parsed.resource)) {
+      const base = `${serverUrl(server, req.origin)}/rest/services/${service.folder ? `${service.folder}/` : ""}${service.name}/FeatureServer`;
+      return (await import("#shared/serving/attachments.ts")).serveAttachments(req, service, base, parsed.resource);
+    }
+    return featureResource(req, service, parsed.resource);
+  }
   if (req.contentFormat)
     throw badRequest("Invalid format.", [`'f' ${req.contentFormat} is answered by feature layers only.`]);
   const info = await serviceInfo(service);

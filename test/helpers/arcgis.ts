@@ -82,6 +82,19 @@ export function defineCalls(
 }
 
 /**
+ * Calls @esri/arcgis-rest-feature-service's attachment helpers (see test/clients/arcgis-attachments.ts), with the
+ * platform's FormData as a browser app has it (the `browser` export condition, as portalCalls' files).
+ */
+export function attachmentCalls(
+  engine: RunningEngine,
+  username: string,
+  password: string,
+  calls: { fn: string; options: Record<string, unknown> }[],
+): Promise<unknown[]> {
+  return runClient("arcgis-attachments.ts", engine, username, password, { calls }, ["--conditions=browser"]);
+}
+
+/**
  * A hosted service `name` of one point layer, Sites (OBJECTID and a Name of up to 20 characters), created and
  * defined by the publisher through REST JS as a client does: its item id.
  */

@@ -143,4 +143,9 @@ export interface SqlEmitter {
   geometryValue(geometry: Geometry, srid: number): unknown;
   /** The geometry a statement writes from its bound value, and its system (bound when the dialect asks for it). */
   geometryInput(value: string, srid: () => string): string;
+  /**
+   * A table's key column numbered by the database and never given again once taken (a deleted row's id stays its
+   * own): the column's definition in a CREATE TABLE.
+   */
+  identityKey(column: string): string;
 }

@@ -87,6 +87,7 @@ export const postgresEmitter: SqlEmitter = {
   dialect: "postgres",
   testsSpatialInSql: true,
   dateValue: (ms) => new Date(ms),
+  identityKey: (column) => `${quoteIdentifier(column)} integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY`,
   // ISO WKB, made a geometry in the column's system by the database.
   geometryValue: (geometry) => Buffer.from(toWkb(geometry).wkb),
   geometryInput: (value, srid) => `ST_GeomFromWKB(${value}, ${srid()})`,

@@ -97,6 +97,8 @@ export const sqliteEmitter: SqlEmitter = {
   placeholder: (n) => `?${n}`,
   // GeoPackage's DATETIME: ISO 8601 text in UTC, as the writer keeps dates.
   dateValue: (ms) => new Date(ms).toISOString(),
+  // AUTOINCREMENT: SQLite's INTEGER PRIMARY KEY alone gives the highest id again once its row is deleted.
+  identityKey: (column) => `${quoteIdentifier(column)} INTEGER PRIMARY KEY AUTOINCREMENT`,
   // A GeoPackage geometry blob (its header names the system): the R*Tree triggers index it as they index GDAL's.
   geometryValue: (geometry, srid) => encodeGeometry(geometry, srid).bytes,
   geometryInput: (value) => value,

@@ -40,7 +40,7 @@ const BIND: Readonly<Record<Exclude<WriteKind, "date">, BindType>> = {
 };
 
 /** A statement's parameters as they are bound (only `bind` is asked of it here: the id list's). */
-class Binder implements Clauses {
+export class Binder implements Clauses {
   readonly params: unknown[] = [];
   readonly #emitter: SqlEmitter;
   constructor(emitter: SqlEmitter) {
