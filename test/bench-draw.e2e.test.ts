@@ -102,6 +102,21 @@ describe("the recorded tile queries", () => {
       }
     }
   });
+
+  it("show the SDK's own choice for the demo's places: a count, then the whole layer in pages of 8,000", () => {
+    const snapshot = fixture.views.find((v) => v.mode === "snapshot");
+    const queries = (snapshot?.queries ?? []).map((q) => new URLSearchParams(q));
+    expect(queries[0]?.get("returnCountOnly")).toBe("true");
+    const pages = queries.slice(1);
+    for (const p of pages) {
+      expect(p.get("f")).toBe("pbf");
+      expect(p.get("resultRecordCount")).toBe("8000");
+      expect(p.get("quantizationParameters")).toBeNull();
+      expect(p.get("geometry")).toBeNull();
+    }
+    const offsets = pages.map((p) => Number(p.get("resultOffset"))).sort((a, b) => a - b);
+    expect(offsets).toEqual(Array.from({ length: Math.ceil(171_075 / 8000) }, (_, i) => i * 8000));
+  });
 });
 
 describe("the floor", () => {
