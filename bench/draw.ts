@@ -13,6 +13,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
+import { DEMO_GEOPACKAGE_PATH } from "#infra/admin/demo.ts";
 import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 import type { DrawFloorTile } from "./draw-floor.ts";
@@ -136,7 +137,7 @@ export async function drawBench(seconds: number): Promise<void> {
     const specs: DrawFloorTile[] = views.flatMap((v) => v.tiles.map((query) => ({ table: v.layer, query })));
     const specFile = join(dir, "tiles.json");
     writeFileSync(specFile, JSON.stringify(specs));
-    const file = join(engine.dataDir, "demo-store", "data", "world.gpkg");
+    const file = join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH);
     const floor = await serve("draw-floor.ts", [file, specFile], "floor");
     const floorPid = floor.child.pid as number;
     try {

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import decode from "arcgis-pbf-parser";
+import { DEMO_GEOPACKAGE_PATH } from "#infra/admin/demo.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DrawFloorTile } from "../bench/draw-floor.ts";
 import { drawViews, readFixture } from "../bench/draw.ts";
@@ -136,7 +137,7 @@ describe("the floor", () => {
       if (query) picked.push({ table: layer, query });
     }
     writeFileSync(join(dir, "tiles.json"), JSON.stringify(picked));
-    const file = join(engine.dataDir, "demo-store", "data", "world.gpkg");
+    const file = join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH);
     const floor = await serve("draw-floor.ts", [file, join(dir, "tiles.json")], "floor");
     stopFloor = () => floor.child.kill();
     floorUrl = floor.url;
