@@ -96,7 +96,11 @@ async function inTurns(urls: readonly string[], seconds: number, rounds = ROUNDS
 }
 
 /** A bench child process serving HTTP: started, its port read from the line it prints, stopped by the caller. */
-async function serve(script: string, args: string[], label: string): Promise<{ url: string; child: ChildProcess }> {
+export async function serve(
+  script: string,
+  args: string[],
+  label: string,
+): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [join(ROOT, "bench", script), ...args], {
     cwd: ROOT,
     env: { ...process.env, POWERTOOLS_LOG_LEVEL: "WARN" },

@@ -1,7 +1,9 @@
 // `npm run bench`: figures side by side with a baseline measured in the same run, never bare times.
 //   0. six read routes, each vs its floor: the gateway answering after the same store requests (bench/reads.ts)
 //   1. the shared pipeline on the local engine vs a bare node:http server answering the same bytes
-//   2. feature layer queries vs Koop and vs a bare node:sqlite floor, PBF size, memory per query (bench/features.ts)
+//   2. feature layer queries vs Koop and vs a bare node:sqlite floor, PBF size, memory per query (bench/features.ts);
+//      the map's draw path: the ArcGIS Maps SDK's tile queries vs their floor (bench/draw.ts); what SQLite reads
+//      for the features page, plan by plan (bench/plans.ts)
 //   3. each function bundle's size and import time in a fresh Node process vs an empty ES module (budget +80 ms)
 //   4. the directory and SOAP catalog for a member of 512 groups vs the same answer through org sharing (bench/groups.ts)
 //   5. publishing a CSV of 1,000,000 points as a hosted layer vs `ogr2ogr -f GPKG` of the same file, and the
@@ -16,7 +18,9 @@ import { ROOT, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
 import { inProcessStore } from "../test/helpers/in-process.ts";
 import { bareTwin } from "./bare.ts";
+import { drawBench } from "./draw.ts";
 import { featureBench } from "./features.ts";
+import { plansBench } from "./plans.ts";
 import { groupsBench } from "./groups.ts";
 import { publishBench } from "./publish.ts";
 import { importMs } from "./import-time.ts";
@@ -31,8 +35,9 @@ import { streamsBench } from "./streams.ts";
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5);
 /**
- * `BENCH_ONLY=reads`, `cold`, `features`, `streams`, `groups`, `tokens`, `publish` or `edits`: only the read figures (`BENCH_ROUTE=<part
- * of a name>` for some routes), the bundles' import, the feature layer figures, the group figures, token
+ * `BENCH_ONLY=reads`, `cold`, `features`, `streams`, `draw`, `plans`, `groups`, `tokens`, `publish` or `edits`: only the
+ * read figures (`BENCH_ROUTE=<part of a name>` for some routes), the bundles' import, the feature layer figures,
+ * concurrent queries, the map's draw path, what the features page's plans read, the group figures, token
  * verification, or publishing a CSV beside ogr2ogr (quick before/after checks). `node bench/profile.ts` profiles the read routes under load.
  */
 const ONLY = process.env.BENCH_ONLY;
@@ -132,6 +137,14 @@ if (ONLY === "features") {
   await featureBench(DURATION_S);
   process.exit(0);
 }
+if (ONLY === "draw") {
+  await drawBench(DURATION_S);
+  process.exit(0);
+}
+if (ONLY === "plans") {
+  await plansBench();
+  process.exit(0);
+}
 if (ONLY === "groups") {
   await groupsBench(DURATION_S);
   process.exit(0);
@@ -163,6 +176,8 @@ if (ONLY === "reads") process.exit(0);
 await pipeline();
 await featureBench(DURATION_S);
 await streamsBench(DURATION_S);
+await drawBench(DURATION_S);
+await plansBench();
 await groupsBench(DURATION_S);
 await publishBench();
 await editBench();

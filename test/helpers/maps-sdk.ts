@@ -204,6 +204,11 @@ export interface OpenOptions {
    * same-origin. Only for telling what cross-origin breaks from what breaks anyway.
    */
   readonly sameOrigin?: string;
+  /**
+   * Script run in the page before any of its own (Playwright's init script): e.g. `globalThis.esriConfig = { has:
+   * {…} }`, the SDK's feature flags, which it reads once as it loads.
+   */
+  readonly init?: string;
 }
 
 /**
@@ -214,9 +219,10 @@ export async function openSdkPage(
   browser: Browser,
   origin: string,
   engineOrigins: readonly string[],
-  { path = "/", width = 800, height = 600, sameOrigin }: OpenOptions = {},
+  { path = "/", width = 800, height = 600, sameOrigin, init }: OpenOptions = {},
 ): Promise<SdkPage> {
   const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width, height } });
+  if (init) await context.addInitScript(init);
   const page = await context.newPage();
   const engineRequests: EngineRequest[] = [];
   const blocked: string[] = [];

@@ -1,0 +1,215 @@
+// The draw path (`BENCH_ONLY=draw`): the tile queries the ArcGIS Maps SDK for JavaScript makes to draw the demo's
+// `countries` (polygons) and `places` (points) in a MapView, at a world view and at a city view, replayed from the
+// record bench/draw-record.ts made of them (bench/draw-queries.json: `resultType=tile`, `quantizationParameters` in
+// view mode from each 512-pixel tile's upper left, f=pbf, the outFields the renderer names). Each view's tiles are
+// answered by mapgate's local engine and by a floor (bench/draw-floor.ts: bare node:http, the same statement on
+// node:sqlite, the same geometry work and mapgate's own PBF encoder), which must answer the same bytes for every
+// tile before anything is timed. Printed per view: tiles per second under load (10 connections cycling through the
+// view's tiles, runs taken in turns, medians), each process's CPU time per tile (from /proc), bytes per tile, the
+// ratio with its goal, and the slowest tile when the view's tiles are sent at once, as the SDK sends them, against
+// the time the SDK waits for an answer.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import { DEMO_GEOPACKAGE_PATH } from "#infra/admin/demo.ts";
+import { ROOT, startEngine } from "../test/helpers/engine.ts";
+import { call } from "../test/helpers/http.ts";
+import type { DrawFloorTile } from "./draw-floor.ts";
+import { DRAW_FIXTURE, type DrawFixture, viewName } from "./draw-views.ts";
+import { serve } from "./features.ts";
+import { median } from "./stats.ts";
+
+const CONNECTIONS = 10;
+const ROUNDS = 3;
+/** How long the SDK waits for an answer: @arcgis/core 5.1's default `esriConfig.request.timeout`, 62 s. */
+const SDK_TIMEOUT_MS = 62_000;
+/** The draw path's goal: mapgate's tiles per second at least this share of the floor's. */
+const GOAL = 0.8;
+
+const fmt = (n: number, d = 1) => n.toFixed(d).padStart(9);
+
+/** The fixture's tile views, each with its distinct tiles in the order first sent and how many requests were sent. */
+export function drawViews(fixture: DrawFixture = readFixture()) {
+  return fixture.views
+    .filter((v) => v.mode === "tile")
+    .map((v) => ({ ...v, sent: v.queries.length, tiles: [...new Set(v.queries)] }));
+}
+
+export const readFixture = (): DrawFixture => JSON.parse(readFileSync(join(ROOT, DRAW_FIXTURE), "utf8")) as DrawFixture;
+
+let clockTicks: number | undefined;
+
+/** CPU seconds (user + system) a process and every process under it have used so far, from /proc. */
+export function treeCpuSeconds(pid: number): number {
+  clockTicks ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  let ticks = 0;
+  const stack = [pid];
+  for (let p = stack.pop(); p !== undefined; p = stack.pop()) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${p}/stat`, "utf8");
+    } catch {
+      continue; // gone since it was listed
+    }
+    // After the command's closing parenthesis: state, ppid, … utime and stime are the 12th and 13th fields.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += Number(fields[11]) + Number(fields[12]);
+    for (const task of readdirSync(`/proc/${p}/task`, { withFileTypes: true })) {
+      const children = readFileSync(`/proc/${p}/task/${task.name}/children`, "utf8").trim();
+      if (children) stack.push(...children.split(" ").map(Number));
+    }
+  }
+  return ticks / clockTicks;
+}
+
+interface Run {
+  tps: number;
+  cpuPerTile: number;
+  maxMs: number;
+  errors: number;
+}
+
+/**
+ * One run: connections cycling through the view's tile paths; tiles per second and CPU per tile of `pid`. A view
+ * whose tiles take longer than the run to answer is run again for one pass over all its tiles instead (after the
+ * first run's last answers: the next run starts on an idle server).
+ */
+async function run(base: string, paths: readonly string[], pid: number, seconds: number): Promise<Run> {
+  const requests = paths.map((path) => ({ method: "GET" as const, path }));
+  const options = { url: base, connections: CONNECTIONS, timeout: SDK_TIMEOUT_MS / 1000, requests };
+  let cpu = treeCpuSeconds(pid);
+  let r = await autocannon({ ...options, duration: seconds });
+  if (r.requests.total < paths.length) {
+    await fetch(`${base}${paths[0]}`).then((res) => res.arrayBuffer());
+    cpu = treeCpuSeconds(pid);
+    r = await autocannon({ ...options, amount: paths.length });
+  }
+  const used = treeCpuSeconds(pid) - cpu;
+  const tiles = r.requests.total;
+  return {
+    tps: tiles / r.duration,
+    cpuPerTile: used / Math.max(tiles, 1),
+    maxMs: r.latency.max,
+    errors: r.errors + r.non2xx + r.timeouts,
+  };
+}
+
+/** The view's tiles sent at once, as the SDK sends a view's; the slowest answer in ms. */
+async function allAtOnce(urls: readonly string[]): Promise<number> {
+  const times = await Promise.all(
+    urls.map(async (u) => {
+      const t = performance.now();
+      const res = await fetch(u);
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`${res.status} ${u}`);
+      return performance.now() - t;
+    }),
+  );
+  return Math.max(...times);
+}
+
+/** Both answers decoded, compared feature by feature: the first difference, or undefined. */
+async function difference(mine: Uint8Array, floor: Uint8Array): Promise<string | undefined> {
+  const { default: decode } = await import("arcgis-pbf-parser");
+  const a = decode(mine).featureCollection.features;
+  const b = decode(floor).featureCollection.features;
+  if (a.length !== b.length) return `mapgate answered ${a.length} features, the floor ${b.length}`;
+  const i = a.findIndex((f, k) => JSON.stringify(f) !== JSON.stringify(b[k]));
+  return i >= 0 ? `feature ${i} differs` : undefined;
+}
+
+export async function drawBench(seconds: number): Promise<void> {
+  const fixture = readFixture();
+  const views = drawViews(fixture);
+  const engine = await startEngine({ env: { POWERTOOLS_LOG_LEVEL: "WARN" } });
+  const dir = mkdtempSync(join(tmpdir(), "mapgate-draw-"));
+  const load = [loadavg()];
+  try {
+    const http = engine.ready.http.replace("localhost", "127.0.0.1");
+    const world = (await call(`${http}/arcgis/rest/services/World?f=json`)).json<{ services: { name: string }[] }>();
+    const layerPath = (table: string) => {
+      const s = world.services.find((x) => x.name.startsWith(`World/${table}_`));
+      if (!s) throw new Error(`no ${table} service in the World folder`);
+      return `/arcgis/rest/services/${s.name}/FeatureServer/0`;
+    };
+    const specs: DrawFloorTile[] = views.flatMap((v) => v.tiles.map((query) => ({ table: v.layer, query })));
+    const specFile = join(dir, "tiles.json");
+    writeFileSync(specFile, JSON.stringify(specs));
+    const file = join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH);
+    const floor = await serve("draw-floor.ts", [file, specFile], "floor");
+    const floorPid = floor.child.pid as number;
+    try {
+      // Every tile's two answers compared before anything is timed: a floor that answers less is no floor.
+      let at = 0;
+      const prepared = [];
+      for (const v of views) {
+        const mine = v.tiles.map((q) => `${layerPath(v.layer)}/query${q}`);
+        const theirs = v.tiles.map(() => `/${at++}`);
+        let bytes = 0;
+        let features = 0;
+        const { default: decode } = await import("arcgis-pbf-parser");
+        for (const [i, path] of mine.entries()) {
+          const a = await call(`${http}${path}`);
+          const b = await call(`${floor.url}${theirs[i]}`);
+          if (a.headers["content-type"] !== "application/x-protobuf")
+            throw new Error(`${path}: ${a.text.slice(0, 300)}`);
+          if (!a.body.equals(b.body))
+            throw new Error(
+              `${viewName(v)} tile ${i}: the floor's answer is not mapgate's (${await difference(a.body, b.body)})`,
+            );
+          bytes += a.body.length;
+          features += decode(new Uint8Array(a.body)).featureCollection.features.length;
+        }
+        prepared.push({ v, mine, theirs, bytes: bytes / mine.length, features: features / mine.length });
+      }
+
+      console.log(
+        `\nDraw path: the ArcGIS Maps SDK ${fixture.sdk}'s tile queries (recorded in ${DRAW_FIXTURE}, a ${fixture.viewport.width}×${fixture.viewport.height} view), f=pbf quantized; mapgate's local engine vs a floor (bare node:http, the same statement on node:sqlite, mapgate's PBF encoder)`,
+      );
+      console.log(
+        `  ${CONNECTIONS} connections cycling through each view's tiles, median of ${ROUNDS} runs of ${seconds} s taken in turns; CPU from /proc (each process and its children); every tile's two answers byte-identical`,
+      );
+      console.log(
+        `${"view".padEnd(26)}${"tiles".padStart(6)}${"sent".padStart(6)}${"feat/tile".padStart(10)}${"KiB/tile".padStart(9)}${"tiles/s".padStart(9)}${"CPU ms".padStart(9)}${"floor t/s".padStart(10)}${"CPU ms".padStart(9)}${"ratio".padStart(9)}${"goal".padStart(7)}${"CPU ratio".padStart(10)}`,
+      );
+      const worst: string[] = [];
+      for (const p of prepared) {
+        const runs: { mine: Run; floor: Run }[] = [];
+        for (let round = 0; round < ROUNDS; round++) {
+          const mine = await run(http, p.mine, engine.ready.pid, seconds);
+          const theirs = await run(floor.url, p.theirs, floorPid, seconds);
+          runs.push({ mine, floor: theirs });
+        }
+        const m = (pick: (r: { mine: Run; floor: Run }) => number) => median(runs.map(pick));
+        const tps = m((r) => r.mine.tps);
+        const floorTps = m((r) => r.floor.tps);
+        const cpu = m((r) => r.mine.cpuPerTile);
+        const floorCpu = m((r) => r.floor.cpuPerTile);
+        const errors = runs.reduce((n, r) => n + r.mine.errors + r.floor.errors, 0);
+        const name = `${p.v.layer} ${p.v.view} (z${p.v.zoom})`;
+        console.log(
+          `${name.padEnd(26)}${String(p.v.tiles.length).padStart(6)}${String(p.v.sent).padStart(6)}${p.features.toFixed(0).padStart(10)}${(p.bytes / 1024).toFixed(1).padStart(9)}${fmt(tps)}${fmt(cpu * 1000, 2)}${fmt(floorTps).padStart(10)}${fmt(floorCpu * 1000, 2)}${fmt(tps / floorTps, 2)}${`≥ ${GOAL}`.padStart(7)}${fmt(floorCpu / cpu, 2).padStart(10)}${errors ? `   errors ${errors}` : ""}`,
+        );
+        const once = await allAtOnce(p.mine.map((path) => `${http}${path}`));
+        const loaded = Math.max(...runs.map((r) => r.mine.maxMs));
+        worst.push(
+          `  ${name.padEnd(24)} all ${p.v.tiles.length} tiles at once: slowest ${once.toFixed(0)} ms; under load: slowest ${loaded.toFixed(0)} ms`,
+        );
+      }
+      load.push(loadavg());
+      console.log(`Slowest tile of each view against the ${SDK_TIMEOUT_MS / 1000} s the SDK waits for an answer:`);
+      for (const line of worst) console.log(line);
+      console.log(
+        `  ratio: mapgate's tiles/s over the floor's; CPU ratio: the floor's CPU per tile over mapgate's (1 = no work beyond the floor's). Load average (1, 5, 15 min) before ${load[0]?.map((l) => l.toFixed(1)).join(" ")}, after ${load[1]?.map((l) => l.toFixed(1)).join(" ")} on ${availableParallelism()} cores`,
+      );
+    } finally {
+      floor.child.kill();
+    }
+  } finally {
+    await engine.stop();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(engine.dataDir, { recursive: true, force: true });
+  }
+}
