@@ -45,7 +45,8 @@ beforeAll(() => {
   resources = [template, routesTemplate].flatMap((t) =>
     Object.entries(t.toJSON().Resources as Record<string, Resource>),
   );
-});
+  // Synthesizing the stack with cdk-nag takes ~20 s alone, minutes on cores other suites share.
+}, 300_000);
 
 function routesOf(s: MapgateStack) {
   if (!s.routes) throw new Error("the stack made no routes' stack");

@@ -72,7 +72,8 @@ beforeAll(() => {
   routeKeys = Object.values(resources)
     .filter((r) => r.Type === "AWS::ApiGatewayV2::Route")
     .map((r) => String(r.Properties.RouteKey));
-});
+  // Synthesizing the stack takes ~15 s alone, minutes on cores other suites share.
+}, 300_000);
 
 describe("route families", () => {
   it("are the routes with a greedy parameter: community, content and data store operations", () => {
