@@ -338,14 +338,31 @@ async function definedService(req: RestRequest): Promise<Defined> {
   const raw = req.event.rawPath.startsWith(prefix) ? req.event.rawPath.slice(prefix.length) : "";
   const parsed = parseServicePath(raw);
   if (typeof parsed === "string" || parsed.type !== "FeatureServer") throw serviceNotFound();
-  return { ...(await ownedHostedService(req, parsed.folder, parsed.name)), resource: parsed.resource };
+  return { ...(await ownedFeatureService(req, parsed.folder, parsed.name)), resource: parsed.resource };
 }
+
+/** Only hosted services' definitions change here (a by-reference PostgreSQL layer's capabilities aside). */
+const onlyHosted = () =>
+  badRequest("Unable to complete operation.", [
+    "Only hosted feature services (made by publishing a file or by createService) are changed here.",
+  ]);
 
 /**
  * The hosted feature service `folder/name` of the addressed server, with its item, for a change of it: one the
  * caller cannot see is not told to exist (404); one they see but neither own nor administer is refused (403).
  */
 export async function ownedHostedService(
+  req: RestRequest,
+  folder: string,
+  name: string,
+): Promise<{ readonly service: Service; readonly item: Item }> {
+  const owned = await ownedFeatureService(req, folder, name);
+  if (owned.service.source?.datastoreId !== HOSTED_STORE_ID) throw onlyHosted();
+  return owned;
+}
+
+/** The feature service `folder/name` (hosted or by reference) for a change by its owner or an administrator. */
+async function ownedFeatureService(
   req: RestRequest,
   folder: string,
   name: string,
@@ -363,10 +380,6 @@ export async function ownedHostedService(
   if (!service || identity.kind !== "user" || !visibleTo(identity, service)) throw serviceNotFound();
   if (identity.user.portalId !== service.portalId) throw serviceNotFound();
   if (identity.user.username !== service.owner && identity.user.role !== "org_admin") throw forbidden();
-  if (service.source?.datastoreId !== HOSTED_STORE_ID)
-    throw badRequest("Unable to complete operation.", [
-      "Only hosted feature services (made by publishing a file or by createService) are changed here.",
-    ]);
   const item = await getItem(service.itemId);
   if (!item) throw serviceNotFound();
   return { service, item };
@@ -793,6 +806,14 @@ function truncate(defined: Defined, id: number) {
  * editing off and on: Query, Create, Update, Delete and Editing are offered, Query always kept).
  */
 async function updateService(defined: Defined, definition: Record<string, unknown>): Promise<object> {
+  const next = capabilitiesIn(definition);
+  if (!(await setServiceCapabilities(defined.service, next))) throw serviceNotFound();
+  logger.info("hosted service capabilities changed", { itemId: defined.service.itemId, capabilities: next });
+  return { success: true };
+}
+
+/** The capabilities a service-level updateDefinition sets, as the record keeps them (Query always among them). */
+function capabilitiesIn(definition: Record<string, unknown>): string {
   const capabilities = definition.capabilities;
   const others = Object.keys(definition).filter((k) => k !== "capabilities");
   if (capabilities === undefined || others.length > 0)
@@ -826,10 +847,7 @@ async function updateService(defined: Defined, definition: Record<string, unknow
   const wanted = new Set(named.map((c) => offered.get(c.toLowerCase()) as string));
   // Query is always offered: a layer that cannot be queried cannot be drawn or edited.
   wanted.add("Query");
-  const next = OFFERED_CAPABILITIES.filter((c) => wanted.has(c)).join(",");
-  if (!(await setServiceCapabilities(defined.service, next))) throw serviceNotFound();
-  logger.info("hosted service capabilities changed", { itemId: defined.service.itemId, capabilities: next });
-  return { success: true };
+  return OFFERED_CAPABILITIES.filter((c) => wanted.has(c)).join(",");
 }
 
 const OPERATIONS = ["addToDefinition", "updateDefinition", "deleteFromDefinition"] as const;
@@ -838,6 +856,7 @@ type DefinitionOperation = (typeof OPERATIONS)[number];
 /** POST /<server>/rest/admin/services/<folder>/<name>/FeatureServer[/<id>]/<operation>. */
 export async function adminOperation(req: RestRequest): Promise<object> {
   const defined = await definedService(req);
+  if (defined.service.source?.datastoreId !== HOSTED_STORE_ID) return byReference(req, defined);
   const [first, second, ...rest] = defined.resource;
   const layerId = first !== undefined && /^(0|[1-9]\d{0,8})$/.test(first) ? Number(first) : undefined;
   const operation = layerId === undefined ? first : second;
@@ -867,6 +886,26 @@ export async function adminOperation(req: RestRequest): Promise<object> {
   if (op === "addToDefinition") return addFields(defined, layerId, definition);
   if (op === "deleteFromDefinition") return deleteFields(defined, layerId, definition);
   return updateFields(defined, layerId, definition);
+}
+
+/**
+ * A service published by reference: one from a PostgreSQL database takes a service-level updateDefinition of its
+ * capabilities (its publisher turning editing on and off: shared/features/byref-enable.ts checks the registered login
+ * may write first); anything else of it, and every change of a GeoPackage's or a cache's, is refused as before.
+ */
+async function byReference(req: RestRequest, defined: Defined): Promise<object> {
+  const source = defined.service.source;
+  if (!source || !("connection" in source)) throw onlyHosted();
+  if (defined.resource.length !== 1 || defined.resource[0] !== "updateDefinition")
+    throw badRequest(WHAT.update, [
+      "A layer published by reference from a database changes only its service's capabilities here (…/FeatureServer/updateDefinition with {\"capabilities\": …}): its fields and layers are its table's.",
+    ]);
+  const next = capabilitiesIn(definitionOf(req.params.get("updateDefinition"), "updateDefinition", WHAT.update));
+  const { enableByReference } = await import("#shared/features/byref-enable.ts");
+  await enableByReference(defined.service, next, WHAT.update);
+  if (!(await setServiceCapabilities(defined.service, next))) throw serviceNotFound();
+  logger.info("by-reference service capabilities changed", { itemId: defined.service.itemId, capabilities: next });
+  return { success: true };
 }
 
 /** Whose content a new service joins: the caller's own, or (an administrator) another member's. */

@@ -2,47 +2,43 @@
 // `addFeatures`, `updateFeatures` and `deleteFeatures` (by object ids, or by a where clause and a geometry read as the
 // layer's query reads them), and the service's `applyEdits` across its layers (`edits`). Every feature is checked
 // here against the layer as it is served (geometry type, spatial reference, coordinates, each attribute by its
-// field's type, length and nullability): what fails is that feature's error, with ArcGIS's code. Then the hosted
-// store writes the rest in one transaction per request (shared/hosted/store.ts edit), a GeoPackage under the
-// service's lock; with rollbackOnFailure (the default) any failed edit fails the whole request and nothing is
-// written. The server fills the object id, the global id and the editor-tracking fields (a client's values for
+// field's type, length and nullability): what fails is that feature's error, with ArcGIS's code. Then a runner writes
+// the rest in one transaction per request: the hosted store (shared/hosted/edit-hosted.ts, a GeoPackage under the
+// service's lock), or a registered database for a layer read by reference with editing on
+// (shared/hosted/byref-edit.ts); with rollbackOnFailure (the default) any failed edit fails the whole request and
+// nothing is written. The server fills the object id, the global id and the editor-tracking fields (a client's values for
 // them are ignored), and each edited layer's last edit moves with the commit.
 import type { Geometry } from "geojson";
 import { visibleTo } from "#shared/catalog.ts";
-import { config } from "#shared/config.ts";
 import { ApiError, badRequest, forbidden, operationNotSupported, tokenRequired } from "#shared/errors.ts";
 import { fromEsriGeometry } from "#shared/features/geometry/esri-json.ts";
 import { canonicalWkid, hasCrs, project } from "#shared/features/geometry/projection.ts";
 import { asDeclared, type GeometryTypeName } from "#shared/features/geopackage-writer.ts";
 import { type Field, type LayerSchema, systemFields } from "#shared/features/schema.ts";
 import type { OpenDataset } from "#shared/features/dataset.ts";
-import { openDataset, servesLayer } from "#shared/features/sources.ts";
 import type { WriteKind } from "#shared/features/sql/write.ts";
 import { boolParam } from "#shared/http/params.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { capabilitiesOf, type EditCapability } from "#shared/features/capabilities.ts";
 import { logger } from "#shared/log.ts";
-import { serviceNotFound, underServiceLock } from "#shared/hosted/define.ts";
-import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
-import { serverUrl } from "#shared/stores/servers.ts";
-import { editEvent } from "#shared/hosted/edit-events.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import {
   type Checked,
   type EditError,
   type EditOutcome,
-  type EditRequest,
   type EditResult,
   type EditRow,
   type LayerEdit,
   type LayerEditResults,
 } from "#shared/hosted/store.ts";
-import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { getItem } from "#shared/stores/items.ts";
 import { readCatalog, type Service } from "#shared/stores/services.ts";
 
-const WHAT = "Unable to complete operation.";
+export const WHAT = "Unable to complete operation.";
+/** As a query of a service the caller may not see answers (its existence is not told). */
+const serviceNotFound = () =>
+  new ApiError(404, "Service not found.", ["The service does not exist or is inaccessible."]);
 /** The most edits (adds, updates and deletes together, over every layer) one request makes. */
 export const MAX_EDITS = 2000;
 /** How deep an edit's JSON may nest: a polygon's coordinates inside a feature inside a layer's edits. */
@@ -60,7 +56,7 @@ const say = (v: unknown) => JSON.stringify(typeof v === "string" ? v.slice(0, 64
  * One the caller cannot see is not told to exist (as a query of it answers); anonymous callers are asked to sign
  * in (anonymous editing is not offered yet); a layer read by reference answers read-only, as the service does.
  */
-async function editableService(
+export async function editableService(
   req: RestRequest,
   folder: string,
   name: string,
@@ -81,6 +77,21 @@ async function editableService(
   if (!service || !visibleTo(identity, service)) throw serviceNotFound();
   if (service.source?.datastoreId !== HOSTED_STORE_ID)
     throw operationNotSupported(`Its layers are read-only (capabilities: Query): '${operation}' is not supported.`);
+  checkMayEdit(identity, service, needs);
+  const item = await getItem(service.itemId);
+  if (!item) throw serviceNotFound();
+  return { service, item };
+}
+
+/**
+ * Who may edit a service the caller sees (hosted, or by reference with editing on): its owner and its organization's
+ * administrators; a member when its capabilities include each operation the edits need. Others are refused (403).
+ */
+export function checkMayEdit(
+  identity: RestRequest["identity"],
+  service: Service,
+  needs: ReadonlySet<EditCapability>,
+): void {
   const caps = capabilitiesOf(service);
   const manages =
     identity.kind === "user" &&
@@ -91,9 +102,6 @@ async function editableService(
     throw forbidden([
       `User does not have permissions to access '${service.folder.toLowerCase()}/${service.name.toLowerCase()}.featureserver'.`,
     ]);
-  const item = await getItem(service.itemId);
-  if (!item) throw serviceNotFound();
-  return { service, item };
 }
 
 // --- reading the request ----------------------------------------------------------------------------------------
@@ -139,7 +147,7 @@ function deleteList(raw: unknown, name: string, byGlobalId: boolean): unknown[] 
   });
 }
 
-interface Options {
+export interface Options {
   readonly rollbackOnFailure: boolean;
   readonly useGlobalIds: boolean;
   readonly returnEditMoment: boolean;
@@ -160,7 +168,7 @@ function optionsOf(req: RestRequest): Options {
 }
 
 /** One layer's edits as sent (each feature or id still unchecked). */
-interface RawLayerEdits {
+export interface RawLayerEdits {
   readonly layerId: number;
   readonly adds: readonly unknown[];
   readonly updates: readonly unknown[];
@@ -171,7 +179,7 @@ interface RawLayerEdits {
 
 const LAYER_ID = /^(0|[1-9]\d{0,8})$/;
 
-function countOf(edits: readonly RawLayerEdits[]): number {
+export function countOf(edits: readonly RawLayerEdits[]): number {
   return edits.reduce((n, e) => n + e.adds.length + e.updates.length + e.deletes.length, 0);
 }
 
@@ -345,7 +353,7 @@ function walk(g: Geometry, f: (p: number[]) => void): void {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Who edits and when: what the tracking fields are filled with. */
-interface Editor {
+export interface Editor {
   readonly username: string;
   readonly moment: number;
 }
@@ -511,7 +519,7 @@ async function idsMatching(dataset: OpenDataset, query: ReadonlyMap<string, stri
 }
 
 /** One layer's edits checked against its schema, every feature's problem its own error. */
-async function checkLayer(
+export async function checkLayer(
   dataset: OpenDataset,
   raw: RawLayerEdits,
   options: Options,
@@ -567,14 +575,14 @@ async function checkLayer(
 // --- running ---------------------------------------------------------------------------------------------------
 
 /** A store's failure to keep an edit: the caller hears it plainly, the operator reads why in the log. */
-function notKept(err: unknown): never {
+export function notKept(err: unknown): never {
   if (err instanceof ApiError) throw err;
   logger.error("hosted edit not kept", { error: err instanceof Error ? err.message : String(err) });
   throw new ApiError(500, WHAT, ["The edits could not be stored: nothing was written. Try again later."]);
 }
 
 /** What the edits need of the service's capabilities. */
-function needsOf(edits: readonly RawLayerEdits[]): Set<EditCapability> {
+export function needsOf(edits: readonly RawLayerEdits[]): Set<EditCapability> {
   const needs = new Set<EditCapability>();
   for (const e of edits) {
     if (e.adds.length > 0) needs.add("Create");
@@ -584,92 +592,16 @@ function needsOf(edits: readonly RawLayerEdits[]): Set<EditCapability> {
   return needs;
 }
 
-/** Checks and makes a request's edits of one service's layers, in one transaction. */
-async function runEdits(
+/**
+ * Who makes a request's checked-as-sent edits of one service's layers, in one transaction: the hosted stores' (below),
+ * or a registered database's (shared/hosted/byref-edit.ts). Each answers the outcome and the edit's moment.
+ */
+export type EditRunner = (
   req: RestRequest,
   edits: readonly RawLayerEdits[],
   options: Options,
   operation: string,
-): Promise<{ outcome: EditOutcome; moment: number }> {
-  // Every hosted service is in the Hosted folder: the routes name it (by-reference layers elsewhere are read-only).
-  const found = await editableService(req, HOSTED_FOLDER, req.pathParameters.name ?? "", needsOf(edits), operation);
-  if (countOf(edits) > MAX_EDITS)
-    throw badRequest(WHAT, [
-      `A request makes at most ${MAX_EDITS} edits (adds, updates and deletes together); this one has ${countOf(edits)}.`,
-    ]);
-  const seen = new Set<number>();
-  for (const e of edits) {
-    if (seen.has(e.layerId)) throw badRequest(WHAT, [`Layer ${e.layerId} is named twice in 'edits'.`]);
-    seen.add(e.layerId);
-  }
-  const store = await hostedStore();
-  const hostedData = config().hostedData;
-  if (store.kind === "geopackage" && hostedData && "bucket" in hostedData)
-    throw operationNotSupported(
-      "Editing hosted layers needs the hosting database on AWS (HOSTED_DATABASE): their GeoPackages in the bucket are not edited in place.",
-    );
-  const identity = req.identity;
-  const editor: Editor = { username: identity.kind === "user" ? identity.user.username : "", moment: Date.now() };
-  const server = req.server;
-  if (!server) throw new Error("server route without a server");
-  // Its event, put in the outbox inside the edit's transaction and sent once the edit committed.
-  const event = editEvent(
-    {
-      portalId: found.service.portalId,
-      itemId: found.service.itemId,
-      url: restServiceUrl(serverUrl(server, req.httpsOrigin), HOSTED_FOLDER, found.service.name, "FeatureServer"),
-      editor: editor.username,
-      store: store.kind,
-    },
-    editor.moment,
-  );
-  const make = async (
-    layers: readonly (string | null)[],
-    serviceItemId: string,
-    source: NonNullable<Service["source"]>,
-  ) => {
-    const checkedLayers: LayerEdit[] = [];
-    for (const e of edits) {
-      if (!servesLayer({ ...source, layers: [...layers] }, e.layerId))
-        throw badRequest(WHAT, [`The service has no layer or table with id ${e.layerId}.`]);
-      const dataset = await openDataset({ ...source, layers: [...layers] }, e.layerId);
-      checkedLayers.push(await checkLayer(dataset, e, options, editor));
-    }
-    const request: EditRequest = {
-      layers: checkedLayers,
-      rollbackOnFailure: options.rollbackOnFailure,
-      moment: editor.moment,
-      editId: event.editId,
-    };
-    return store.edit(serviceItemId, request, event.beforeCommit);
-  };
-  const source = found.service.source;
-  if (!source) throw new Error("a hosted service without a source");
-  // A GeoPackage is written in place: under the service's lock, so no definition change (which copies and swaps
-  // the file) overlaps it. The database orders its own transactions.
-  const outcome = await (
-    store.kind === "geopackage"
-      ? underServiceLock(found, WHAT, (locked) => {
-          const lockedSource = locked.service.source;
-          if (!lockedSource) throw new Error("a hosted service without a source");
-          return make(locked.layers, locked.service.itemId, lockedSource);
-        })
-      : make(source.layers ?? [source.path.split("/").at(-1) ?? ""], found.service.itemId, source)
-  ).catch((err: unknown) => notKept(err));
-  // After the lock is let go: the next edit of a GeoPackage does not wait on the bus.
-  await event.afterCommit(outcome);
-  const counts = outcome.layers.map((l) => ({
-    layer: l.layerId,
-    added: l.addResults.filter((r) => r.success).length,
-    updated: l.updateResults.filter((r) => r.success).length,
-    deleted: l.deleteResults.filter((r) => r.success).length,
-  }));
-  logger.info(outcome.committed ? "hosted layer edited" : "hosted edits rolled back", {
-    itemId: found.item.itemId,
-    layers: counts,
-  });
-  return { outcome, moment: editor.moment };
-}
+) => Promise<{ outcome: EditOutcome; moment: number }>;
 
 /** Each list of a layer's results, as answered: with rollback of a failed request, only the edits that failed. */
 function answered(results: readonly EditResult[], outcome: EditOutcome): EditResult[] {
@@ -694,7 +626,8 @@ function layerIdOf(req: RestRequest): number {
 export type LayerOperation = "applyEdits" | "addFeatures" | "updateFeatures" | "deleteFeatures";
 
 /** POST …/FeatureServer/<id>/{applyEdits,addFeatures,updateFeatures,deleteFeatures}. */
-export async function editLayer(req: RestRequest, operation: LayerOperation): Promise<object> {
+/** A layer's edits, read and answered as ArcGIS answers them, made by `runner` (a hosted store's, or a database's). */
+export async function editLayerWith(req: RestRequest, operation: LayerOperation, runner: EditRunner): Promise<object> {
   const layerId = layerIdOf(req);
   const options = optionsOf(req);
   const p = req.params;
@@ -733,7 +666,7 @@ export async function editLayer(req: RestRequest, operation: LayerOperation): Pr
       ...(query.has("where") || query.has("geometry") ? { deleteQuery: query } : {}),
     };
   }
-  const { outcome, moment } = await runEdits(
+  const { outcome, moment } = await runner(
     req,
     [edits],
     { ...options, ...(operation === "deleteFeatures" ? { useGlobalIds: false } : {}) },
@@ -748,7 +681,8 @@ export async function editLayer(req: RestRequest, operation: LayerOperation): Pr
 }
 
 /** POST …/FeatureServer/applyEdits: `edits` = [{id, adds, updates, deletes}], every layer in one transaction. */
-export async function editService(req: RestRequest): Promise<object> {
+/** A service's applyEdits, read and answered as ArcGIS answers it, made by `runner`. */
+export async function editServiceWith(req: RestRequest, runner: EditRunner): Promise<object> {
   const options = optionsOf(req);
   const value = jsonParam(req.params.caseless("edits"), "edits");
   if (!Array.isArray(value) || value.length === 0)
@@ -768,6 +702,6 @@ export async function editService(req: RestRequest): Promise<object> {
       deletes: deleteList(e.deletes, `edits[${i}].deletes`, options.useGlobalIds),
     };
   });
-  const { outcome, moment } = await runEdits(req, edits, options, "applyEdits");
+  const { outcome, moment } = await runner(req, edits, options, "applyEdits");
   return outcome.layers.map((l) => ({ id: l.layerId, ...layerAnswer(l, outcome, options, moment) }));
 }
