@@ -7,7 +7,8 @@
 import { EDIT_CAPABILITIES, type EditCapability, capabilitiesOf } from "#shared/features/capabilities.ts";
 import { editProblems, tableFacts } from "#shared/features/byref-table.ts";
 import { DatasetError } from "#shared/features/errors.ts";
-import { badRequest } from "#shared/errors.ts";
+import { ApiError, badRequest } from "#shared/errors.ts";
+import { logger } from "#shared/log.ts";
 import type { Service } from "#shared/stores/services.ts";
 
 /** Throws a 400 naming every reason the service's layer cannot take the edits `capabilities` turn on. */
@@ -29,6 +30,11 @@ export async function enableByReference(service: Service, capabilities: string, 
     // reached now: said as the reader says it, and editing stays as it was.
     if (err instanceof DatasetError)
       throw badRequest(what, [`The layer's table cannot be edited: ${err.message} Editing stays as it was.`]);
-    throw err;
+    if (err instanceof ApiError) throw err;
+    // The store's secret could not be read (a function without the data stores' grant): said plainly, logged.
+    logger.warn("by-reference editing not checked", { itemId: service.itemId, reason: String(err).slice(0, 200) });
+    throw badRequest(what, [
+      "The layer's database could not be asked whether the data store's login may write the table: editing stays as it was.",
+    ]);
   }
 }
