@@ -4,7 +4,9 @@
 // and the edit's id (the event's id) is written to the data's edit log with the rows. After the commit the event is
 // sent and its record forgotten. A crash in between leaves the record awaiting: events-redeliver, once the record is
 // older than any edit may run, asks the data whether the edit's id is in its log — there, the edit committed and its
-// event is sent; not there, the edit never committed and the record is forgotten.
+// event is sent; not there, the edit never committed and the record is forgotten. A layer read by reference from a
+// registered database has no edit log (mapgate makes no table there): its record keeps the edit's transaction id
+// instead, and the database tells that transaction's status (txid_status: committed, aborted, or in progress).
 import { randomUUID } from "node:crypto";
 import { logger } from "#shared/log.ts";
 import type { EditOutcome, HostedStore } from "#shared/hosted/store.ts";
@@ -102,9 +104,11 @@ export function editEvent(context: EditContext, moment: number) {
     async beforeCommit(outcome: EditOutcome): Promise<void> {
       if (!outcome.changed) return;
       const entry = eventEntry("featuresEdited", editedDetail(context, outcome, moment), editId);
-      const awaits: AwaitedCommit = context.awaits
-        ? context.awaits()
-        : { store: context.store === "datastore" ? "postgis" : context.store, serviceItemId: context.itemId };
+      const store = context.store;
+      let awaits: AwaitedCommit;
+      if (context.awaits) awaits = context.awaits();
+      else if (store === "datastore") throw new Error("a database's edit event names the transaction it awaits");
+      else awaits = { store, serviceItemId: context.itemId };
       await keepAwaitingCommit(entry, awaits);
       kept = entry;
       crashPoint("before-commit");
