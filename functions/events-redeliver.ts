@@ -3,7 +3,8 @@
 // bus still refuses after OUTBOX_RETENTION_SECONDS is given up, with its detail in the log. Once an hour it also
 // sweeps what no record names (shared/hosted/sweep.ts). A hosted layer's edit event kept awaiting its edit's commit
 // (shared/hosted/edit-events.ts) is sent once the edit is found in its data's edit log, and forgotten when it is not
-// there once the edit can no longer be running.
+// there once the edit can no longer be running; a by-reference layer's is settled by its database's word on the
+// edit's transaction (txid_status).
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { DeleteCommand } from "@aws-sdk/lib-dynamodb";
 import { tableName } from "#shared/config.ts";

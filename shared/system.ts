@@ -428,14 +428,18 @@ function servingRoutes(): RouteSpec[] {
       alsoAt: ["/{server}/rest/services/{folder}"],
       tables,
     }),
+    // It also makes the edits of layers published by reference from a database whose publisher turned editing on
+    // (shared/hosted/byref-edit.ts): it reaches those databases already, and each edit raises its event (emits) and
+    // moves its layers' last edit (a record of the services table, shared/stores/last-edits.ts).
     route({
       id: "service",
       read: true,
       methods: GP,
       path: "/{server}/rest/services/{path+}",
-      tables,
+      tables: { ...tables, services: "write" },
       readsStorage: true,
       hostedData: "read",
+      emits: true,
     }),
   ];
 }
@@ -848,13 +852,16 @@ export function invocationFunction(): FunctionSpec & Pick<RouteSpec, "itemFiles"
  * record names (hosted data a crash left, uploads in parts abandoned for a week: shared/hosted/sweep.ts), so the
  * sweep costs no function, role or schedule of its own.
  */
-export const REDELIVERY: FunctionSpec & Pick<RouteSpec, "itemFiles" | "hostedData"> = {
+export const REDELIVERY: FunctionSpec & Pick<RouteSpec, "itemFiles" | "hostedData" | "datastoreSecrets"> = {
   id: "events-redeliver",
   tables: { outbox: "write", items: "write" },
   secrets: [],
   emits: true,
   itemFiles: "write",
   hostedData: "write",
+  // An edit of a layer read by reference that a crash left awaiting its commit is settled by asking its database the
+  // transaction's status (shared/features/byref-commit.ts): the data stores' passwords, and their VPC.
+  datastoreSecrets: "read",
 };
 
 /** `task-publish-layers` → `TaskPublishLayers`: the substitution variable a Task's Resource names. */

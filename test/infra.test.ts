@@ -527,7 +527,8 @@ describe("infrastructure in the databases' VPC", () => {
   const of = (type: string) => vpcResources.filter(([, r]) => r.Type === type);
   const fnOf = (id: string) => of("AWS::Lambda::Function").find(([rid]) => rid.startsWith(`${pascal(id)}Function`));
   /** The functions that connect to databases or read data stores' content: the ones in the VPC. */
-  const connecting = [...ROUTES, ...WORKFLOW.tasks, invocationFunction()].filter(
+  // events-redeliver too: it asks a registered database whether an edit's transaction committed.
+  const connecting = [...ROUTES, ...WORKFLOW.tasks, invocationFunction(), REDELIVERY].filter(
     (s) => s.readsStorage || ("datastoreSecrets" in s && s.datastoreSecrets === "read"),
   );
 

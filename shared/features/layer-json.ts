@@ -70,9 +70,14 @@ function renderer(type: EsriGeometryType) {
   }
 }
 
-/** Whether a service's layers are edited (a hosted service whose capabilities include an edit). */
+/**
+ * Whether a service's layers are edited: a hosted service, or one published by reference from a PostgreSQL database
+ * whose publisher turned editing on (shared/features/byref-enable.ts), whose capabilities include an edit.
+ */
 export const editable = (service: Service) =>
-  service.source?.datastoreId === HOSTED_STORE_ID && editingEnabled(service);
+  (service.source?.datastoreId === HOSTED_STORE_ID ||
+    (service.source !== undefined && "connection" in service.source)) &&
+  editingEnabled(service);
 
 /** The drawing tool an editor offers for a new feature of a geometry type (a table's records have none). */
 const DRAWING_TOOLS: Readonly<Record<EsriGeometryType, string>> = {
@@ -109,7 +114,8 @@ function editingJson(service: Service, schema: LayerSchema) {
       sqlType: "sqlTypeOther",
       ...(f.length !== undefined ? { length: f.length } : {}),
       nullable: f.nullable,
-      editable: !system.has(f.name.toLowerCase()),
+      // A by-reference column shown converted (boolean, uuid, JSON) is not written back.
+      editable: !system.has(f.name.toLowerCase()) && f.convert === undefined,
       domain: null,
       defaultValue: null,
     })),

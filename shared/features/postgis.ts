@@ -406,6 +406,40 @@ export class PostGisDatabase {
       : undefined;
   }
 
+  /**
+   * Runs `work` in one read-write transaction on one connection (the pool's sessions are read-only by default: only an
+   * edit of a layer its publisher made editable writes), committed when `work` returns and rolled back when it throws.
+   * `run`'s errors are node-postgres' own (their SQLSTATE read by the caller); the opening's and the commit's are
+   * classified. A connection whose rollback failed is not given back to the pool.
+   */
+  async transaction<T>(
+    work: (run: (sql: string, params: readonly unknown[]) => Promise<unknown[][]>) => Promise<T>,
+  ): Promise<T> {
+    const client = await this.#pool.connect().catch((err: unknown) => {
+      throw classifyPgError(err);
+    });
+    let broken = false;
+    try {
+      await client.query("BEGIN READ WRITE; SET LOCAL lock_timeout = 5000").catch((err: unknown) => {
+        throw classifyPgError(err);
+      });
+      const run = async (sql: string, params: readonly unknown[]) =>
+        (await client.query({ text: sql, values: params as unknown[], rowMode: "array" })).rows as unknown[][];
+      const result = await work(run);
+      await client.query("COMMIT").catch((err: unknown) => {
+        throw classifyPgError(err);
+      });
+      return result;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => {
+        broken = true;
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
   /** The definition (WKT) the database gives a coordinate system, for one no projection library knows. */
   async definitionOf(srid: number): Promise<string | undefined> {
     const rows = await this.all("SELECT srtext FROM spatial_ref_sys WHERE srid = $1", [srid]).catch(() => []);

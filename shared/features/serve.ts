@@ -14,6 +14,7 @@ import { SERVER_REST_VERSION } from "#shared/urls.ts";
 import type { Service, ServiceSource } from "#shared/stores/services.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { queryRestriction } from "#shared/features/ownership.ts";
+import { lastEditOf } from "#shared/stores/last-edits.ts";
 
 /** A data source that cannot be read now: the request fails clearly, the log says why, the rest answers. */
 export const unavailable = () =>
@@ -121,6 +122,44 @@ function readSource(service: Service, origin: ViewOrigin | undefined, views: Vie
 }
 
 /**
+ * A by-reference layer with editing on tells its last edit (kept in DynamoDB: shared/stores/last-edits.ts; its
+ * service's making before its first); a hosted layer's is its data's, already in its schema.
+ */
+async function withLastEdits(
+  service: Service,
+  ids: readonly number[],
+  schemas: readonly LayerSchema[],
+): Promise<LayerSchema[]> {
+  if (!editable(service) || service.source?.datastoreId === HOSTED_STORE_ID) return [...schemas];
+  return Promise.all(
+    schemas.map(async (schema, i) => {
+      const last = await lastEditOf(service, ids[i] ?? 0);
+      return { ...schema, editing: { lastEditDate: last ?? service.created ?? Date.now() } };
+    }),
+  );
+}
+
+/**
+ * The edit a POST to a by-reference layer with editing on asks for (its layer id, none for the service's applyEdits),
+ * or undefined when it asks for none (a hosted layer's edits have routes of their own).
+ */
+export function byReferenceEdit(
+  req: RestRequest,
+  service: Service,
+  resource: readonly string[],
+): { readonly layerId?: number; readonly operation: string } | undefined {
+  const source = service.source;
+  if (!source || source.datastoreId === HOSTED_STORE_ID || !editable(service)) return undefined;
+  if (req.method.toUpperCase() !== "POST") return undefined;
+  const [first, second, ...rest] = resource;
+  if (first === "applyEdits" && second === undefined) return { operation: first };
+  if (first !== undefined && /^(0|[1-9]\d{0,3})$/.test(first) && servesLayer(source, Number(first)))
+    if (rest.length === 0 && second !== undefined && EDITS.has(second))
+      return { layerId: Number(first), operation: second };
+  return undefined;
+}
+
+/**
  * The resource a path below the service names, as JSON (or GeoJSON/PBF content for `query`), or with f=html as
  * its page: rendered from the same JSON, and for `query` the form with the answer, when one was asked, below it.
  * A hosted view (`origin` its source service) reads its source's rows as its layers' definitions restrict them.
@@ -144,8 +183,9 @@ export async function featureResource(
   // Told before the source is read: the answer does not depend on it.
   const edit =
     (first === "applyEdits" && second === undefined) || (isLayer && rest.length === 0 && EDITS.has(second ?? ""));
-  // An editable hosted layer's edits are POSTed to their own routes (the uploads function); anything else reaching
-  // here (a GET) is told to POST, and a read-only layer is told it is.
+  // An editable hosted layer's edits are POSTed to their own routes (the uploads function), an editable by-reference
+  // layer's are made before this (shared/serving/service.ts); anything else reaching here (a GET) is told to POST, and
+  // a read-only layer is told it is.
   if (edit && editable(service)) throw methodNotAllowed();
   if (first === "applyEdits" && second === undefined) throw readOnly(first);
   if (isLayer && second !== undefined && rest.length === 0 && EDITS.has(second)) throw readOnly(second);
@@ -199,7 +239,16 @@ export async function featureResource(
       datasets.push(dataset);
     }
     const dataset = datasets[0] as OpenDataset;
-    if (!query) return describe(byId(datasets.map((d) => d.schema)));
+    if (!query)
+      return describe(
+        byId(
+          await withLastEdits(
+            service,
+            ids,
+            datasets.map((d) => d.schema),
+          ),
+        ),
+      );
     // The caller's ownership rules on a hosted layer: a condition of the query's plan.
     const restrict =
       source.datastoreId === HOSTED_STORE_ID ? queryRestriction(req.identity, service, dataset.schema) : undefined;

@@ -361,8 +361,14 @@ async function definedService(req: RestRequest): Promise<Defined> {
   const raw = req.event.rawPath.startsWith(prefix) ? req.event.rawPath.slice(prefix.length) : "";
   const parsed = parseServicePath(raw);
   if (typeof parsed === "string" || parsed.type !== "FeatureServer") throw serviceNotFound();
-  return { ...(await ownedHostedService(req, parsed.folder, parsed.name, true)), resource: parsed.resource };
+  return { ...(await ownedFeatureService(req, parsed.folder, parsed.name)), resource: parsed.resource };
 }
+
+/** Only hosted services' definitions change here (a by-reference PostgreSQL layer's capabilities aside). */
+const onlyHosted = () =>
+  badRequest("Unable to complete operation.", [
+    "Only hosted feature services (made by publishing a file or by createService) are changed here.",
+  ]);
 
 /**
  * The hosted feature service `folder/name` of the addressed server, with its item, for a change of it: one the
@@ -374,6 +380,21 @@ export async function ownedHostedService(
   folder: string,
   name: string,
   views = false,
+): Promise<{ readonly service: Service; readonly item: Item }> {
+  const owned = await ownedFeatureService(req, folder, name);
+  if (owned.service.view && !views)
+    throw badRequest("Unable to complete operation.", [
+      "This service is a view: its rows are its source service's, changed there.",
+    ]);
+  if (!owned.service.view && owned.service.source?.datastoreId !== HOSTED_STORE_ID) throw onlyHosted();
+  return owned;
+}
+
+/** The feature service `folder/name` (hosted or by reference) for a change by its owner or an administrator. */
+async function ownedFeatureService(
+  req: RestRequest,
+  folder: string,
+  name: string,
 ): Promise<{ readonly service: Service; readonly item: Item }> {
   const server = req.server;
   if (!server) throw new Error("server route without a server");
@@ -388,14 +409,6 @@ export async function ownedHostedService(
   if (!service || identity.kind !== "user" || !visibleTo(identity, service)) throw serviceNotFound();
   if (identity.user.portalId !== service.portalId) throw serviceNotFound();
   if (identity.user.username !== service.owner && identity.user.role !== "org_admin") throw forbidden();
-  if (service.view && !views)
-    throw badRequest("Unable to complete operation.", [
-      "This service is a view: its rows are its source service's, changed there.",
-    ]);
-  if (!service.view && service.source?.datastoreId !== HOSTED_STORE_ID)
-    throw badRequest("Unable to complete operation.", [
-      "Only hosted feature services (made by publishing a file or by createService) are changed here.",
-    ]);
   const item = await getItem(service.itemId);
   if (!item) throw serviceNotFound();
   return { service, item };
@@ -957,6 +970,26 @@ async function updateService(defined: Defined, definition: Record<string, unknow
 }
 
 /**
+ * The capabilities a by-reference service's updateDefinition sets, as the record keeps them (Query always among them):
+ * the only setting of such a service kept here (ownership rules and public data collection need a creator field).
+ */
+function capabilitiesIn(definition: Record<string, unknown>): string {
+  const others = Object.keys(definition).filter((k) => k !== "capabilities");
+  if (definition.capabilities === undefined || others.length > 0)
+    throw badRequest(WHAT.update, [
+      `A layer published by reference changes only its 'capabilities' here${
+        others.length > 0
+          ? ` (not ${others
+              .slice(0, 5)
+              .map((k) => `'${k.slice(0, 32)}'`)
+              .join(", ")})`
+          : ""
+      }.`,
+    ]);
+  return settingsOf(definition, WHAT.update).capabilities ?? "Query";
+}
+
+/**
  * The definition the service page's editing form stands for: each of its checkboxes sent as true when checked and
  * not at all when not (a browser sends nothing for an unchecked box), so each setting is read as on or off, never
  * as "leave as it is"; the form's marker says every box was offered.
@@ -1006,6 +1039,7 @@ type DefinitionOperation = (typeof OPERATIONS)[number];
 export async function adminOperation(req: RestRequest): Promise<object> {
   const defined = await definedService(req);
   if (defined.service.view) return viewOperation(req, defined);
+  if (defined.service.source?.datastoreId !== HOSTED_STORE_ID) return byReference(req, defined);
   const [first, second, ...rest] = defined.resource;
   const layerId = first !== undefined && /^(0|[1-9]\d{0,8})$/.test(first) ? Number(first) : undefined;
   const operation = layerId === undefined ? first : second;
@@ -1071,6 +1105,26 @@ function setAttachments(defined: Defined, id: number, value: unknown, what: stri
     await current.store.addAttachments(current.service.itemId, [table], current.settle());
     return { success: true };
   });
+}
+
+/**
+ * A service published by reference: one from a PostgreSQL database takes a service-level updateDefinition of its
+ * capabilities (its publisher turning editing on and off: shared/features/byref-enable.ts checks the registered login
+ * may write first); anything else of it, and every change of a GeoPackage's or a cache's, is refused as before.
+ */
+async function byReference(req: RestRequest, defined: Defined): Promise<object> {
+  const source = defined.service.source;
+  if (!source || !("connection" in source)) throw onlyHosted();
+  if (defined.resource.length !== 1 || defined.resource[0] !== "updateDefinition")
+    throw badRequest(WHAT.update, [
+      "A layer published by reference from a database changes only its service's capabilities here (…/FeatureServer/updateDefinition with {\"capabilities\": …}): its fields and layers are its table's.",
+    ]);
+  const next = capabilitiesIn(definitionOf(req.params.get("updateDefinition"), "updateDefinition", WHAT.update));
+  const { enableByReference } = await import("#shared/features/byref-enable.ts");
+  await enableByReference(defined.service, next, WHAT.update);
+  if (!(await setServiceCapabilities(defined.service, next))) throw serviceNotFound();
+  logger.info("by-reference service capabilities changed", { itemId: defined.service.itemId, capabilities: next });
+  return { success: true };
 }
 
 /** Whose content a new service joins: the caller's own, or (an administrator) another member's. */

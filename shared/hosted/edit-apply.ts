@@ -2,8 +2,10 @@
 // object id answered), updates (UPDATE by object id: a row that is not there is ArcGIS's 1019) and deletes (one
 // DELETE of the ids, each id not removed a 1019), in the request's order, then each edited layer's editing record
 // (mapgate_editing) moved to the edit's moment, and, when rows changed, the edit's id in the edit log
-// (mapgate_edit_log) that tells a crash's survivor whether the edit was kept. The statements are the emitters' (shared/features/sql/write.ts);
-// the store gives the statement runner and its transaction.
+// (mapgate_edit_log) that tells a crash's survivor whether the edit was kept. The statements are the emitters'
+// (shared/features/sql/write.ts); the store gives the statement runner and its transaction. A layer read by reference
+// from a registered database has its rows written by the same code (writeEdits) and nothing else: mapgate makes no
+// table in a database it does not own (shared/hosted/byref-edit.ts).
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
 import {
@@ -29,7 +31,14 @@ import {
 } from "#shared/features/sql/attachments.ts";
 import { OUTBOX_RETENTION_SECONDS } from "#shared/stores/events.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
-import type { AttachmentEdits, EditOutcome, EditRequest, EditResult, LayerEditResults } from "#shared/hosted/store.ts";
+import type {
+  AttachmentEdits,
+  EditError,
+  EditOutcome,
+  EditRequest,
+  EditResult,
+  LayerEditResults,
+} from "#shared/hosted/store.ts";
 
 /** ArcGIS's answer for an update or delete of an object id the layer does not hold. */
 export const missingObject = (verb: "Update" | "Delete") => ({
@@ -96,21 +105,45 @@ const failedResult = (f: { failed: EditResult["error"]; objectId: number | null;
 });
 
 /**
- * Writes a request's edits with `run` (inside the caller's transaction; `schema` names the container of the editing
- * record: a PostgreSQL service's schema, none in a GeoPackage) and answers each edit's result. With
- * rollbackOnFailure, a failed edit throws EditsRolledBack after every edit was tried, so its results are all told.
+ * A row the database refused (a by-reference table's own constraint, trigger or type): that edit's error, thrown by a
+ * statement runner that can undo one statement alone (a savepoint), so the request's other edits go on.
  */
-export async function applyEdits(
+export class RowRefused extends Error {
+  readonly error: EditError;
+  constructor(error: EditError) {
+    super(error.description);
+    this.name = "RowRefused";
+    this.error = error;
+  }
+}
+
+/** Known by name, as EditsRolledBack: the runner's module may be another bundle's copy. */
+const rowRefused = (err: unknown): err is RowRefused => err instanceof Error && err.name === "RowRefused";
+
+/** What a request's rows did: each layer's results, whether any edit failed, and which layers' rows changed. */
+export interface WrittenEdits {
+  readonly layers: LayerEditResults[];
+  readonly failed: boolean;
+  /** The edited layers' tables' names (their last part), in request order. */
+  readonly changedTables: string[];
+  /** Attachments' bytes the edits let go of (removed once the edit committed). */
+  readonly removedKeys: string[];
+}
+
+/**
+ * Writes a request's rows with `run` (inside the caller's transaction) and answers each edit's result: features, with
+ * the caller's ownership rules in the statements, and a layer's attachments; nothing else is written (the caller
+ * keeps its own records of the edit).
+ */
+export async function writeEdits(
   run: (q: EmittedQuery) => Promise<unknown[][]>,
   emitter: SqlEmitter,
   request: EditRequest,
-  container: string | undefined,
-): Promise<EditOutcome> {
+): Promise<WrittenEdits> {
   const layers: LayerEditResults[] = [];
-  let failed = false;
-  let madeRecord = false;
-  let changed = false;
+  const changedTables: string[] = [];
   const removedKeys: string[] = [];
+  let failed = false;
   for (const layer of request.layers) {
     const target = targetOf(layer.schema);
     const gid = layer.schema.editing?.globalIdField !== undefined;
@@ -123,7 +156,7 @@ export async function applyEdits(
      * Of the ids an update or delete did not reach, those the caller sees (refused by ownership, 1007); any other
      * (not there, or hidden from them) answers as missing, so a hidden feature is not told to exist.
      */
-    const refused = async (missed: readonly number[]): Promise<Set<number>> =>
+    const seen = async (missed: readonly number[]): Promise<Set<number>> =>
       o && missed.length > 0
         ? new Set((await run(reachableIds(emitter, target, missed, rule("query")))).map((r) => Number(r[0])))
         : new Set();
@@ -134,7 +167,15 @@ export async function applyEdits(
         failed = true;
         continue;
       }
-      const [row] = await run(insertRow(emitter, target, add.ok));
+      let row: unknown[] | undefined;
+      try {
+        [row] = await run(insertRow(emitter, target, add.ok));
+      } catch (err) {
+        if (!rowRefused(err)) throw err;
+        addResults.push({ objectId: -1, ...withGid(undefined), success: false, error: err.error });
+        failed = true;
+        continue;
+      }
       addResults.push({ objectId: Number(row?.[0]), ...withGid(add.ok.globalId), success: true });
       written++;
     }
@@ -145,9 +186,22 @@ export async function applyEdits(
         failed = true;
         continue;
       }
-      const rows = await run(updateRow(emitter, target, update.ok.id, update.ok, rule("update")));
+      let rows: unknown[][];
+      try {
+        rows = await run(updateRow(emitter, target, update.ok.id, update.ok, rule("update")));
+      } catch (err) {
+        if (!rowRefused(err)) throw err;
+        updateResults.push({
+          objectId: update.ok.id,
+          ...withGid(update.ok.globalId),
+          success: false,
+          error: err.error,
+        });
+        failed = true;
+        continue;
+      }
       if (rows.length === 0) {
-        const denied = (await refused([update.ok.id])).has(update.ok.id);
+        const denied = (await seen([update.ok.id])).has(update.ok.id);
         updateResults.push({
           objectId: update.ok.id,
           ...withGid(update.ok.globalId),
@@ -161,10 +215,17 @@ export async function applyEdits(
       }
     }
     const ids = layer.deletes.flatMap((d) => ("ok" in d ? [d.ok.id] : []));
-    const removed = new Set(
-      ids.length > 0 ? (await run(deleteRows(emitter, target, ids, rule("delete")))).map((r) => Number(r[0])) : [],
-    );
-    const deniedDeletes = await refused(ids.filter((id) => !removed.has(id)));
+    let removed = new Set<number>();
+    let deleteRefused: EditError | undefined;
+    try {
+      if (ids.length > 0)
+        removed = new Set((await run(deleteRows(emitter, target, ids, rule("delete")))).map((r) => Number(r[0])));
+    } catch (err) {
+      // One DELETE of them all: what refused it (a reference to a row) is every one's error.
+      if (!rowRefused(err)) throw err;
+      deleteRefused = err.error;
+    }
+    const deniedDeletes = deleteRefused ? new Set<number>() : await seen(ids.filter((id) => !removed.has(id)));
     const deleteResults: EditResult[] = layer.deletes.map((d) => {
       if ("failed" in d) {
         failed = true;
@@ -172,7 +233,7 @@ export async function applyEdits(
       }
       if (!removed.has(d.ok.id)) {
         failed = true;
-        const error = deniedDeletes.has(d.ok.id) ? deniedByOwnership() : missingObject("Delete");
+        const error = deleteRefused ?? (deniedDeletes.has(d.ok.id) ? deniedByOwnership() : missingObject("Delete"));
         return { objectId: d.ok.id, ...withGid(d.ok.globalId), success: false, error };
       }
       return { objectId: d.ok.id, ...withGid(d.ok.globalId), success: true };
@@ -189,13 +250,7 @@ export async function applyEdits(
       written += attachments.written;
       if (attachments.failed) failed = true;
     }
-    if (written > 0) {
-      changed = true;
-      if (!madeRecord) await makeTable(run, editingTableDdl(container));
-      madeRecord = true;
-      const table = layer.schema.table.at(-1) ?? "";
-      await run(recordEdit(emitter, container, table, request.moment));
-    }
+    if (written > 0) changedTables.push(layer.schema.table.at(-1) ?? "");
     layers.push({
       layerId: layer.layerId,
       addResults,
@@ -204,6 +259,26 @@ export async function applyEdits(
       ...(attachments ? { attachments: attachments.results } : {}),
     });
   }
+  return { layers, failed, changedTables, removedKeys };
+}
+
+/**
+ * Writes a request's edits with `run` (inside the caller's transaction; `container` names the container of the
+ * editing record: a PostgreSQL service's schema, none in a GeoPackage) and answers each edit's result. With
+ * rollbackOnFailure, a failed edit throws EditsRolledBack after every edit was tried, so its results are all told.
+ */
+export async function applyEdits(
+  run: (q: EmittedQuery) => Promise<unknown[][]>,
+  emitter: SqlEmitter,
+  request: EditRequest,
+  container: string | undefined,
+): Promise<EditOutcome> {
+  const { layers, failed, changedTables, removedKeys } = await writeEdits(run, emitter, request);
+  if (changedTables.length > 0) {
+    await makeTable(run, editingTableDdl(container));
+    for (const table of changedTables) await run(recordEdit(emitter, container, table, request.moment));
+  }
+  const changed = changedTables.length > 0;
   if (failed && request.rollbackOnFailure) throw new EditsRolledBack({ committed: false, layers });
   // An edit that changed rows raises an event: its id is logged with its rows (the log's own rows kept as long as the
   // outbox keeps an event, pruned here).

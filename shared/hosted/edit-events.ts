@@ -4,11 +4,19 @@
 // and the edit's id (the event's id) is written to the data's edit log with the rows. After the commit the event is
 // sent and its record forgotten. A crash in between leaves the record awaiting: events-redeliver, once the record is
 // older than any edit may run, asks the data whether the edit's id is in its log — there, the edit committed and its
-// event is sent; not there, the edit never committed and the record is forgotten.
+// event is sent; not there, the edit never committed and the record is forgotten. A layer read by reference from a
+// registered database has no edit log (mapgate makes no table there): its record keeps the edit's transaction id
+// instead, and the database tells that transaction's status (txid_status: committed, aborted, or in progress).
 import { randomUUID } from "node:crypto";
 import { logger } from "#shared/log.ts";
 import type { EditOutcome, HostedStore } from "#shared/hosted/store.ts";
-import { eventEntry, keepAwaitingCommit, type OutboxEntry, sendCommitted } from "#shared/stores/events.ts";
+import {
+  type AwaitedCommit,
+  eventEntry,
+  keepAwaitingCommit,
+  type OutboxEntry,
+  sendCommitted,
+} from "#shared/stores/events.ts";
 
 /** The most object ids one list of a layer's event names (its counts are always whole). */
 export const MAX_EVENT_IDS = 1000;
@@ -36,7 +44,12 @@ export interface EditContext {
   /** The service's URL; each layer's is it and the layer's id. */
   readonly url: string;
   readonly editor: string;
-  readonly store: HostedStore["kind"];
+  readonly store: HostedStore["kind"] | "datastore";
+  /**
+   * What the outbox record awaits, asked once the rows are written (a registered database's edit names its
+   * transaction's id, known only then); absent: the hosted service's edit log (`store` and the item).
+   */
+  readonly awaits?: () => AwaitedCommit;
 }
 
 const ids = (results: readonly { objectId: number | null; success: boolean }[]) =>
@@ -91,7 +104,12 @@ export function editEvent(context: EditContext, moment: number) {
     async beforeCommit(outcome: EditOutcome): Promise<void> {
       if (!outcome.changed) return;
       const entry = eventEntry("featuresEdited", editedDetail(context, outcome, moment), editId);
-      await keepAwaitingCommit(entry, { store: context.store, serviceItemId: context.itemId });
+      const store = context.store;
+      let awaits: AwaitedCommit;
+      if (context.awaits) awaits = context.awaits();
+      else if (store === "datastore") throw new Error("a database's edit event names the transaction it awaits");
+      else awaits = { store, serviceItemId: context.itemId };
+      await keepAwaitingCommit(entry, awaits);
       kept = entry;
       crashPoint("before-commit");
     },
@@ -115,6 +133,22 @@ export async function settleAwaiting(
   const awaits = entry.awaitsCommit;
   if (!awaits) return "send";
   if (now - entry.created < EDIT_SETTLE_MS) return "wait";
+  if (awaits.store === "datastore") {
+    // A registered database's edit: its transaction's status, as the database keeps it (no table of mapgate's there).
+    let status: string | null;
+    try {
+      const { transactionStatus } = await import("#shared/features/byref-commit.ts");
+      status = await transactionStatus(awaits.datastoreId, awaits.connection, awaits.xid);
+    } catch (err) {
+      logger.warn("edit's commit not checked", { eventId: entry.eventId, reason: String(err) });
+      return "wait";
+    }
+    if (status === "committed") return "send";
+    if (status === "in progress") return "wait";
+    if (status !== "aborted")
+      logger.warn("edit event forgotten: its database no longer knows the transaction", { eventId: entry.eventId });
+    return "forget";
+  }
   let hosted: HostedStore;
   try {
     hosted = await store();

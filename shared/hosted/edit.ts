@@ -2,55 +2,45 @@
 // `addFeatures`, `updateFeatures` and `deleteFeatures` (by object ids, or by a where clause and a geometry read as the
 // layer's query reads them), and the service's `applyEdits` across its layers (`edits`). Every feature is checked
 // here against the layer as it is served (geometry type, spatial reference, coordinates, each attribute by its
-// field's type, length and nullability): what fails is that feature's error, with ArcGIS's code. Then the hosted
-// store writes the rest in one transaction per request (shared/hosted/store.ts edit), a GeoPackage under the
-// service's lock; with rollbackOnFailure (the default) any failed edit fails the whole request and nothing is
-// written. The server fills the object id, the global id and the editor-tracking fields (a client's values for
+// field's type, length and nullability): what fails is that feature's error, with ArcGIS's code. Then a runner writes
+// the rest in one transaction per request: the hosted store (shared/hosted/edit-hosted.ts, a GeoPackage under the
+// service's lock), or a registered database for a layer read by reference with editing on
+// (shared/hosted/byref-edit.ts); with rollbackOnFailure (the default) any failed edit fails the whole request and
+// nothing is written. The server fills the object id, the global id and the editor-tracking fields (a client's values for
 // them are ignored), and each edited layer's last edit moves with the commit.
 import type { Geometry } from "geojson";
 import { visibleTo } from "#shared/catalog.ts";
-import { config } from "#shared/config.ts";
 import { ApiError, badRequest, forbidden, operationNotSupported, tokenRequired } from "#shared/errors.ts";
 import { fromEsriGeometry } from "#shared/features/geometry/esri-json.ts";
 import { canonicalWkid, hasCrs, project } from "#shared/features/geometry/projection.ts";
 import { asDeclared, type GeometryTypeName } from "#shared/features/geopackage-writer.ts";
 import { type Field, type LayerSchema, systemFields } from "#shared/features/schema.ts";
 import type { OpenDataset } from "#shared/features/dataset.ts";
-import { openDataset, servesLayer } from "#shared/features/sources.ts";
 import type { WriteKind } from "#shared/features/sql/write.ts";
 import { boolParam } from "#shared/http/params.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { capabilitiesOf, type EditCapability } from "#shared/features/capabilities.ts";
-import {
-  anonymousEditing,
-  managesService,
-  type Ownership,
-  ownershipFor,
-  scopeCondition,
-} from "#shared/features/ownership.ts";
+import { anonymousEditing, managesService, type Ownership, scopeCondition } from "#shared/features/ownership.ts";
 import type { Expr } from "#shared/features/where-tree.ts";
 import { logger } from "#shared/log.ts";
-import { serviceNotFound, underServiceLock } from "#shared/hosted/define.ts";
-import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
-import { serverUrl } from "#shared/stores/servers.ts";
-import { editEvent } from "#shared/hosted/edit-events.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import {
   type Checked,
   type EditError,
   type EditOutcome,
-  type EditRequest,
   type EditResult,
   type EditRow,
   type LayerEdit,
   type LayerEditResults,
 } from "#shared/hosted/store.ts";
-import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { getItem } from "#shared/stores/items.ts";
 import { readCatalog, type Service } from "#shared/stores/services.ts";
 
-const WHAT = "Unable to complete operation.";
+export const WHAT = "Unable to complete operation.";
+/** As a query of a service the caller may not see answers (its existence is not told). */
+const serviceNotFound = () =>
+  new ApiError(404, "Service not found.", ["The service does not exist or is inaccessible."]);
 /** The most edits (adds, updates and deletes together, over every layer) one request makes. */
 export const MAX_EDITS = 2000;
 /** How deep an edit's JSON may nest: a polygon's coordinates inside a feature inside a layer's edits. */
@@ -97,15 +87,32 @@ export async function editableService(
   if (!service || !visibleTo(identity, service)) throw serviceNotFound();
   if (!hosted)
     throw operationNotSupported(`Its layers are read-only (capabilities: Query): '${operation}' is not supported.`);
-  const allowed =
-    managesService(identity, service) || ((identity.kind === "user" || identity.kind === "anonymous") && permitted);
+  checkMayEdit(identity, service, needs, anyOf);
+  const item = await getItem(service.itemId);
+  if (!item) throw serviceNotFound();
+  return { service, item };
+}
+
+/**
+ * Who may edit a service the caller sees (hosted, or by reference with editing on): its owner and its organization's
+ * administrators; a member when its capabilities include each operation the edits need (any one of them with
+ * `anyOf`); an anonymous caller likewise when the service is open to public data collection. Others: 403.
+ */
+export function checkMayEdit(
+  identity: RestRequest["identity"],
+  service: Service,
+  needs: ReadonlySet<EditCapability>,
+  anyOf = false,
+): void {
+  const caps = capabilitiesOf(service);
+  const has = (n: EditCapability) => caps.has(n.toLowerCase());
+  const permitted = anyOf ? [...needs].some(has) : [...needs].every(has);
+  const open = identity.kind === "user" || (identity.kind === "anonymous" && anonymousEditing(service));
+  const allowed = managesService(identity, service) || (open && permitted);
   if (!allowed)
     throw forbidden([
       `User does not have permissions to access '${service.folder.toLowerCase()}/${service.name.toLowerCase()}.featureserver'.`,
     ]);
-  const item = await getItem(service.itemId);
-  if (!item) throw serviceNotFound();
-  return { service, item };
 }
 
 // --- reading the request ----------------------------------------------------------------------------------------
@@ -151,7 +158,7 @@ function deleteList(raw: unknown, name: string, byGlobalId: boolean): unknown[] 
   });
 }
 
-interface Options {
+export interface Options {
   readonly rollbackOnFailure: boolean;
   readonly useGlobalIds: boolean;
   readonly returnEditMoment: boolean;
@@ -172,7 +179,7 @@ function optionsOf(req: RestRequest): Options {
 }
 
 /** One layer's edits as sent (each feature or id still unchecked). */
-interface RawLayerEdits {
+export interface RawLayerEdits {
   readonly layerId: number;
   readonly adds: readonly unknown[];
   readonly updates: readonly unknown[];
@@ -184,12 +191,12 @@ interface RawLayerEdits {
 }
 
 /** A file of applyEdits' attachments, decoded and checked: its bytes, name and type. */
-interface RawFile {
+export interface RawFile {
   readonly bytes: Buffer;
   readonly name: string;
   readonly contentType: string;
 }
-interface RawAttachments {
+export interface RawAttachments {
   readonly adds: readonly (RawFile & { readonly globalId: string; readonly parentGlobalId: string })[];
   readonly updates: readonly (RawFile & { readonly globalId: string })[];
   readonly deletes: readonly string[];
@@ -252,7 +259,7 @@ async function attachmentsOf(raw: string | undefined, useGlobalIds: boolean): Pr
 
 const LAYER_ID = /^(0|[1-9]\d{0,8})$/;
 
-function countOf(edits: readonly RawLayerEdits[]): number {
+export function countOf(edits: readonly RawLayerEdits[]): number {
   const attached = (a: RawAttachments | undefined) => (a ? a.adds.length + a.updates.length + a.deletes.length : 0);
   return edits.reduce((n, e) => n + e.adds.length + e.updates.length + e.deletes.length + attached(e.attachments), 0);
 }
@@ -427,7 +434,7 @@ function walk(g: Geometry, f: (p: number[]) => void): void {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Who edits and when: what the tracking fields are filled with. */
-interface Editor {
+export interface Editor {
   readonly username: string;
   readonly moment: number;
 }
@@ -602,7 +609,7 @@ async function idsMatching(
 }
 
 /** One layer's edits checked against its schema, every feature's problem its own error. */
-async function checkLayer(
+export async function checkLayer(
   dataset: OpenDataset,
   raw: RawLayerEdits,
   options: Options,
@@ -677,14 +684,14 @@ async function checkLayer(
 // --- running ---------------------------------------------------------------------------------------------------
 
 /** A store's failure to keep an edit: the caller hears it plainly, the operator reads why in the log. */
-function notKept(err: unknown): never {
+export function notKept(err: unknown): never {
   if (err instanceof ApiError) throw err;
   logger.error("hosted edit not kept", { error: err instanceof Error ? err.message : String(err) });
   throw new ApiError(500, WHAT, ["The edits could not be stored: nothing was written. Try again later."]);
 }
 
 /** What the edits need of the service's capabilities. */
-function needsOf(edits: readonly RawLayerEdits[]): Set<EditCapability> {
+export function needsOf(edits: readonly RawLayerEdits[]): Set<EditCapability> {
   const needs = new Set<EditCapability>();
   for (const e of edits) {
     if (e.adds.length > 0) needs.add("Create");
@@ -696,157 +703,16 @@ function needsOf(edits: readonly RawLayerEdits[]): Set<EditCapability> {
   return needs;
 }
 
-/** Checks and makes a request's edits of one service's layers, in one transaction. */
-async function runEdits(
+/**
+ * Who makes a request's checked-as-sent edits of one service's layers, in one transaction: the hosted stores' (below),
+ * or a registered database's (shared/hosted/byref-edit.ts). Each answers the outcome and the edit's moment.
+ */
+export type EditRunner = (
   req: RestRequest,
   edits: readonly RawLayerEdits[],
   options: Options,
   operation: string,
-): Promise<{ outcome: EditOutcome; moment: number }> {
-  // Every hosted service is in the Hosted folder: the routes name it (by-reference layers elsewhere are read-only).
-  const found = await editableService(req, HOSTED_FOLDER, req.pathParameters.name ?? "", needsOf(edits), operation);
-  if (countOf(edits) > MAX_EDITS)
-    throw badRequest(WHAT, [
-      `A request makes at most ${MAX_EDITS} edits (adds, updates and deletes together); this one has ${countOf(edits)}.`,
-    ]);
-  const seen = new Set<number>();
-  for (const e of edits) {
-    if (seen.has(e.layerId)) throw badRequest(WHAT, [`Layer ${e.layerId} is named twice in 'edits'.`]);
-    seen.add(e.layerId);
-  }
-  const store = await hostedStore();
-  const hostedData = config().hostedData;
-  if (store.kind === "geopackage" && hostedData && "bucket" in hostedData)
-    throw operationNotSupported(
-      "Editing hosted layers needs the hosting database on AWS (HOSTED_DATABASE): their GeoPackages in the bucket are not edited in place.",
-    );
-  const identity = req.identity;
-  const editor: Editor = { username: identity.kind === "user" ? identity.user.username : "", moment: Date.now() };
-  const server = req.server;
-  if (!server) throw new Error("server route without a server");
-  // Its event, put in the outbox inside the edit's transaction and sent once the edit committed.
-  const event = editEvent(
-    {
-      portalId: found.service.portalId,
-      itemId: found.service.itemId,
-      url: restServiceUrl(serverUrl(server, req.httpsOrigin), HOSTED_FOLDER, found.service.name, "FeatureServer"),
-      editor: editor.username,
-      store: store.kind,
-    },
-    editor.moment,
-  );
-  // Attachments' bytes kept for this request: those no committed row names are removed after it.
-  const kept: KeptFile[] = [];
-  const make = async (
-    layers: readonly (string | null)[],
-    serviceItemId: string,
-    source: NonNullable<Service["source"]>,
-  ) => {
-    const checkedLayers: LayerEdit[] = [];
-    for (const e of edits) {
-      if (!servesLayer({ ...source, layers: [...layers] }, e.layerId))
-        throw badRequest(WHAT, [`The service has no layer or table with id ${e.layerId}.`]);
-      const dataset = await openDataset({ ...source, layers: [...layers] }, e.layerId);
-      const rules = ownershipFor(identity, found.service, dataset.schema);
-      const layer = await checkLayer(dataset, e, options, editor, rules);
-      if (e.attachments && !dataset.schema.attachments)
-        throw badRequest(WHAT, [
-          `Layer ${e.layerId} keeps no attachments (hasAttachments: false): send no 'attachments'.`,
-        ]);
-      checkedLayers.push(
-        e.attachments
-          ? { ...layer, attachments: await keepFiles(e.layerId, serviceItemId, e.attachments, kept) }
-          : layer,
-      );
-    }
-    const request: EditRequest = {
-      layers: checkedLayers,
-      rollbackOnFailure: options.rollbackOnFailure,
-      moment: editor.moment,
-      editId: event.editId,
-    };
-    return store.edit(serviceItemId, request, event.beforeCommit);
-  };
-  const source = found.service.source;
-  if (!source) throw new Error("a hosted service without a source");
-  // A GeoPackage is written in place: under the service's lock, so no definition change (which copies and swaps
-  // the file) overlaps it. The database orders its own transactions.
-  const outcome = await (
-    store.kind === "geopackage"
-      ? underServiceLock(found, WHAT, (locked) => {
-          const lockedSource = locked.service.source;
-          if (!lockedSource) throw new Error("a hosted service without a source");
-          return make(locked.layers, locked.service.itemId, lockedSource);
-        })
-      : make(source.layers ?? [source.path.split("/").at(-1) ?? ""], found.service.itemId, source)
-  ).catch(async (err: unknown) => {
-    await removeKept(
-      found.service.itemId,
-      kept.map((k) => k.key),
-    );
-    return notKept(err);
-  });
-  // Bytes kept for attachments the request did not keep (rolled back, or failed on their own).
-  await removeKept(
-    found.service.itemId,
-    kept.filter((k) => !keptBy(outcome, k)).map((k) => k.key),
-  );
-  // After the lock is let go: the next edit of a GeoPackage does not wait on the bus.
-  await event.afterCommit(outcome);
-  if (outcome.committed && outcome.removedKeys)
-    await (
-      await import("#shared/hosted/attachment-files.ts")
-    ).removeAttachmentBytes(found.service.itemId, outcome.removedKeys);
-  const counts = outcome.layers.map((l) => ({
-    layer: l.layerId,
-    added: l.addResults.filter((r) => r.success).length,
-    updated: l.updateResults.filter((r) => r.success).length,
-    deleted: l.deleteResults.filter((r) => r.success).length,
-  }));
-  logger.info(outcome.committed ? "hosted layer edited" : "hosted edits rolled back", {
-    itemId: found.item.itemId,
-    layers: counts,
-  });
-  return { outcome, moment: editor.moment };
-}
-
-/** Bytes kept for an attachment of a request: its key, and where its result is (its layer, list and place). */
-interface KeptFile {
-  readonly key: string;
-  readonly layerId: number;
-  readonly list: "addResults" | "updateResults";
-  readonly index: number;
-}
-
-/**
- * Keeps a layer's applyEdits attachment files' bytes, each under a fresh key (before the edit's transaction writes
- * the rows naming them), noting each key and where its result will be.
- */
-async function keepFiles(layerId: number, serviceItemId: string, raw: RawAttachments, kept: KeptFile[]) {
-  const { keepAttachmentBytes } = await import("#shared/hosted/attachment-files.ts");
-  const keep = async (f: RawFile, list: KeptFile["list"], index: number) => {
-    const key = await keepAttachmentBytes(serviceItemId, f.bytes);
-    kept.push({ key, layerId, list, index });
-    return { name: f.name, contentType: f.contentType, size: f.bytes.length, key };
-  };
-  const adds = [];
-  for (const [i, a] of raw.adds.entries())
-    adds.push({ ...(await keep(a, "addResults", i)), globalId: a.globalId, parentGlobalId: a.parentGlobalId });
-  const updates = [];
-  for (const [i, u] of raw.updates.entries())
-    updates.push({ ...(await keep(u, "updateResults", i)), globalId: u.globalId });
-  return { adds, updates, deletes: raw.deletes };
-}
-
-/** Whether the row naming a kept file was committed. */
-const keptBy = (outcome: EditOutcome, k: KeptFile) =>
-  outcome.committed &&
-  outcome.layers.find((l) => l.layerId === k.layerId)?.attachments?.[k.list][k.index]?.success === true;
-
-async function removeKept(serviceItemId: string, keys: readonly string[]): Promise<void> {
-  if (keys.length === 0) return;
-  await (await import("#shared/hosted/attachment-files.ts")).removeAttachmentBytes(serviceItemId, keys);
-}
+) => Promise<{ outcome: EditOutcome; moment: number }>;
 
 /** Each list of a layer's results, as answered: with rollback of a failed request, only the edits that failed. */
 function answered(results: readonly EditResult[], outcome: EditOutcome): EditResult[] {
@@ -880,7 +746,8 @@ function layerIdOf(req: RestRequest): number {
 export type LayerOperation = "applyEdits" | "addFeatures" | "updateFeatures" | "deleteFeatures";
 
 /** POST …/FeatureServer/<id>/{applyEdits,addFeatures,updateFeatures,deleteFeatures}. */
-export async function editLayer(req: RestRequest, operation: LayerOperation): Promise<object> {
+/** A layer's edits, read and answered as ArcGIS answers them, made by `runner` (a hosted store's, or a database's). */
+export async function editLayerWith(req: RestRequest, operation: LayerOperation, runner: EditRunner): Promise<object> {
   const layerId = layerIdOf(req);
   const options = optionsOf(req);
   const p = req.params;
@@ -917,7 +784,7 @@ export async function editLayer(req: RestRequest, operation: LayerOperation): Pr
       ...(query.has("where") || query.has("geometry") ? { deleteQuery: query } : {}),
     };
   }
-  const { outcome, moment } = await runEdits(
+  const { outcome, moment } = await runner(
     req,
     [edits],
     { ...options, ...(operation === "deleteFeatures" ? { useGlobalIds: false } : {}) },
@@ -932,7 +799,8 @@ export async function editLayer(req: RestRequest, operation: LayerOperation): Pr
 }
 
 /** POST …/FeatureServer/applyEdits: `edits` = [{id, adds, updates, deletes}], every layer in one transaction. */
-export async function editService(req: RestRequest): Promise<object> {
+/** A service's applyEdits, read and answered as ArcGIS answers it, made by `runner`. */
+export async function editServiceWith(req: RestRequest, runner: EditRunner): Promise<object> {
   const options = optionsOf(req);
   const value = jsonParam(req.params.caseless("edits"), "edits");
   if (!Array.isArray(value) || value.length === 0)
@@ -957,6 +825,6 @@ export async function editService(req: RestRequest): Promise<object> {
       deletes: deleteList(e.deletes, `edits[${i}].deletes`, options.useGlobalIds),
     };
   });
-  const { outcome, moment } = await runEdits(req, edits, options, "applyEdits");
+  const { outcome, moment } = await runner(req, edits, options, "applyEdits");
   return outcome.layers.map((l) => ({ id: l.layerId, ...layerAnswer(l, outcome, options, moment) }));
 }

@@ -215,7 +215,7 @@ export const adminServiceOperation: FamilyOperation = {
 };
 
 /** The editing module, loaded by the first edit (uploads and publishing never pay for it). */
-const editing = () => import("#shared/hosted/edit.ts");
+const editing = () => import("#shared/hosted/edit-hosted.ts");
 
 /**
  * POST /<server>/rest/services/<folder>/<name>/FeatureServer/<id>/<operation>: a hosted layer's edits

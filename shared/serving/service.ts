@@ -6,7 +6,8 @@ import { ApiError, badRequest, operationNotSupported, tokenRequired } from "#sha
 import { viewLink } from "#shared/viewer-links.ts";
 import { escapeHtml, page, renderValue } from "#shared/http/html.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
-import { FeaturePage, featureResource } from "#shared/features/serve.ts";
+import { byReferenceEdit, FeaturePage, featureResource } from "#shared/features/serve.ts";
+import type { LayerOperation } from "#shared/hosted/edit.ts";
 import { acceptsGzip, missing } from "#shared/serving/read.ts";
 import { sceneLayer, sceneResource, sceneService } from "#shared/serving/scene.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
@@ -103,6 +104,12 @@ export async function serveService(req: RestRequest): Promise<object> {
     if (isAttachmentPath(parsed.resource)) {
       const base = `${serverUrl(server, req.origin)}/rest/services/${service.folder ? `${service.folder}/` : ""}${service.name}/FeatureServer`;
       return (await import("#shared/serving/attachments.ts")).serveAttachments(req, service, base, parsed.resource);
+    }
+    // A by-reference layer's edits (its publisher turned editing on): their code loaded by the first edit only.
+    const edit = byReferenceEdit(req, service, parsed.resource);
+    if (edit) {
+      const { editByReference } = await import("#shared/hosted/byref-edit.ts");
+      return editByReference(req, service, edit.layerId, edit.operation as LayerOperation);
     }
     return featureResource(req, service, parsed.resource);
   }

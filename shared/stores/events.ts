@@ -10,6 +10,7 @@ import { config, tableName } from "#shared/config.ts";
 import { logger } from "#shared/log.ts";
 import { count, METRIC } from "#shared/metrics.ts";
 import { ddb } from "#shared/stores/dynamo.ts";
+import type { PostgresConnection } from "#shared/stores/datastores.ts";
 
 /** PutEvents takes 256 KiB per request: a detail past this leaves its `result` out (the job still has it). */
 const MAX_DETAIL_BYTES = 200 * 1024;
@@ -49,17 +50,26 @@ export interface OutboxEntry {
   readonly created: number;
   readonly expiresAt: number;
   /**
-   * An event put here inside the transaction of a hosted layer's edit, before it commits: sent only once the edit's id
-   * (the event's id) is found in the service's edit log (shared/hosted/edit-events.ts).
+   * An event put here inside the transaction of a layer's edit, before it commits: sent only once the edit is known to
+   * have committed (shared/hosted/edit-events.ts).
    */
   readonly awaitsCommit?: AwaitedCommit;
 }
 
-/** The edit an outbox record waits on: the hosted store holding the service's data, and the service. */
-export interface AwaitedCommit {
-  readonly store: "geopackage" | "postgis";
-  readonly serviceItemId: string;
-}
+/**
+ * The edit an outbox record waits on: a hosted layer's (the hosted store holding the service's data, and the service,
+ * whose edit log tells), or a by-reference layer's in a registered database (`datastore`: its data store and
+ * connection, and the edit's transaction id, whose status the database tells: shared/hosted/byref-edit.ts).
+ */
+export type AwaitedCommit =
+  | { readonly store: "geopackage" | "postgis"; readonly serviceItemId: string }
+  | {
+      readonly store: "datastore";
+      readonly datastoreId: string;
+      /** The connection the edit was made on (its password stays in the store's secret). */
+      readonly connection: PostgresConnection;
+      readonly xid: string;
+    };
 
 function busName(): string {
   const name = config().eventBusName;
@@ -106,12 +116,18 @@ export function eventEntry(
   };
 }
 
+/** The stored form of what a record awaits (nested objects copied: the SDK marshals plain ones). */
+const awaitedRecord = (awaits: AwaitedCommit) =>
+  "connection" in awaits ? { ...awaits, connection: { ...awaits.connection } } : { ...awaits };
+
 /**
  * Keeps an event in the outbox awaiting the commit of the transaction it is put in (a hosted layer's edit); throws
  * when it cannot be kept, so that transaction rolls back and no edit goes without its event.
  */
 export async function keepAwaitingCommit(entry: OutboxEntry, awaits: AwaitedCommit): Promise<void> {
-  await ddb.send(new PutCommand({ TableName: tableName("outbox"), Item: { ...entry, awaitsCommit: { ...awaits } } }));
+  await ddb.send(
+    new PutCommand({ TableName: tableName("outbox"), Item: { ...entry, awaitsCommit: awaitedRecord(awaits) } }),
+  );
 }
 
 /**
