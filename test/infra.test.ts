@@ -317,11 +317,16 @@ describe("infrastructure", () => {
         statements.filter(itemFilesStatement).map((st) => st.Action),
         spec.id,
       ).toEqual(objectActions(spec.itemFiles, true));
-      expect(statements.filter(itemPartsListing), spec.id).toEqual(
-        spec.itemFiles === "write"
+      // Listings of the bucket, each under one prefix: an item's parts (item-files writers), a service's attachments
+      // (hosted-data writers: removed with the service).
+      expect(statements.filter(itemPartsListing), spec.id).toEqual([
+        ...(spec.itemFiles === "write"
           ? [expect.objectContaining({ Condition: { StringLike: { "s3:prefix": ["items/*"] } } })]
-          : [],
-      );
+          : []),
+        ...(spec.hostedData === "write"
+          ? [expect.objectContaining({ Condition: { StringLike: { "s3:prefix": ["hosted/*"] } } })]
+          : []),
+      ]);
       expect(
         statements.filter(hostedDataStatement).map((st) => st.Action),
         spec.id,

@@ -394,15 +394,17 @@ export class MapgateStack extends Stack {
       env: string,
       whose: string,
       parts = false,
+      listing = parts,
     ) => {
       // A writer of uploaded files also assembles files uploaded in parts (`parts`): an S3 multipart upload it may
-      // abort, and a listing of its own prefix alone (an item's parts).
+      // abort, and a listing of its own prefix alone (an item's parts). A writer of hosted data lists its prefix too
+      // (`listing`): a service's attachments, removed with the service.
       const actions =
         level === "write"
           ? ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", ...(parts ? ["s3:AbortMultipartUpload"] : [])]
           : ["s3:GetObject"];
       fn.addToRolePolicy(new PolicyStatement({ actions, resources: [itemFilesBucket.arnForObjects(`${prefix}/*`)] }));
-      if (level === "write" && parts) {
+      if (level === "write" && listing) {
         fn.addToRolePolicy(
           new PolicyStatement({
             actions: ["s3:ListBucket"],
@@ -495,7 +497,8 @@ export class MapgateStack extends Stack {
         for (const [k, v] of Object.entries(datastorePolicy)) fn.addEnvironment(k, v);
       }
       if (itemFiles) grantBucketPrefix(fn, itemFiles, "items", "ITEM_FILES_BUCKET", "uploaded item's file", true);
-      if (hostedData) grantBucketPrefix(fn, hostedData, "hosted", "HOSTED_DATA_BUCKET", "hosted layer's data");
+      if (hostedData)
+        grantBucketPrefix(fn, hostedData, "hosted", "HOSTED_DATA_BUCKET", "hosted layer's data", false, true);
       if (hosts && hosting) {
         // Through the proxy, with the cluster's login; the password only in its secret (shared/config.ts).
         hosting.secret.grantRead(fn);
