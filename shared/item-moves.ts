@@ -6,16 +6,14 @@ import { ApiError, badRequest, forbidden } from "#shared/errors.ts";
 import { type RestRequest, requireUser } from "#shared/http/pipeline.ts";
 import type { FamilyOperation } from "#shared/http/router.ts";
 import { deleteProtected } from "#shared/item-protect.ts";
+import { batchIds, eachOwnedItem } from "#shared/item-batch.ts";
 import { removeItem } from "#shared/item-removal.ts";
-import { canManage, changing, managedItem } from "#shared/items.ts";
+import { changing, managedItem } from "#shared/items.ts";
 import { namedFolder } from "#shared/user-content.ts";
 import { deleteFolder, getFolder } from "#shared/stores/folders.ts";
 import { DATA_STORE_TYPE, getItems, type Item, moveItemToFolder, queryItems } from "#shared/stores/items.ts";
 import { getUser } from "#shared/stores/users.ts";
 import { checkFolder } from "#shared/upload-parts.ts";
-
-/** The most items one moveItems request moves. */
-export const MAX_MOVED_ITEMS = 100;
 
 /** The folder `folder` names in `owner`'s content: undefined for the root ("/" or empty). */
 async function targetFolder(req: RestRequest, owner: string, what: string): Promise<string | undefined> {
@@ -64,35 +62,9 @@ export const moveItemsOperation: FamilyOperation = {
   compute: async (req) => {
     const what = "Unable to move items.";
     const owner = await contentOwner(req, what);
-    const ids = (req.params.get("items") ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== "");
-    const problems: string[] = [];
-    if (ids.length === 0) problems.push("'items' must name at least one item id.");
-    if (ids.length > MAX_MOVED_ITEMS) problems.push(`'items' may name at most ${MAX_MOVED_ITEMS} items.`);
-    if (problems.length > 0) throw badRequest(what, problems);
+    const ids = batchIds(req, what);
     const folder = await targetFolder(req, owner, what);
-    const found = await getItems(ids.filter((id) => /^[0-9a-f]{32}$/.test(id)));
-    const results: Record<string, unknown>[] = [];
-    for (const id of ids) {
-      const item = found.get(id);
-      try {
-        // Only the member's own items, and only what the caller may change.
-        if (!item || item.owner !== owner || !canManage(req.identity, item))
-          throw badRequest(what, [`Item '${id.slice(0, 64)}' does not exist or is inaccessible.`]);
-        await move(item, folder, what);
-        results.push({ itemId: id, success: true });
-      } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
-        results.push({
-          itemId: id.slice(0, 64),
-          success: false,
-          error: { code: err.code, message: err.message, details: err.details },
-        });
-      }
-    }
-    return { results };
+    return eachOwnedItem(req, owner, ids, what, (item) => move(item, folder, what));
   },
 };
 

@@ -3,27 +3,18 @@
 // `…/items/<id>/reassign` gives one to another member (administrators only), into a folder of theirs named by its
 // title (made when missing; "/" the root). A member who still owns items or groups cannot be deleted
 // (shared/user-admin.ts), so an administrator reassigns or deletes what they own first.
-import { ApiError, badRequest, forbidden } from "#shared/errors.ts";
+import { badRequest, forbidden } from "#shared/errors.ts";
 import { config } from "#shared/config.ts";
 import { requireUser } from "#shared/http/pipeline.ts";
 import type { FamilyOperation } from "#shared/http/router.ts";
+import { batchIds, eachOwnedItem } from "#shared/item-batch.ts";
 import { removeItem } from "#shared/item-removal.ts";
-import { canManage, changing, managedItem } from "#shared/items.ts";
+import { changing, managedItem } from "#shared/items.ts";
 import { createFolder, FolderRefusedError, listFolders, MAX_FOLDER_TITLE } from "#shared/stores/folders.ts";
-import {
-  DATA_STORE_TYPE,
-  getItem,
-  getItems,
-  ItemChangedError,
-  reassignItemTo,
-  StorageQuotaError,
-} from "#shared/stores/items.ts";
+import { DATA_STORE_TYPE, getItem, ItemChangedError, reassignItemTo, StorageQuotaError } from "#shared/stores/items.ts";
 import { getUser } from "#shared/stores/users.ts";
 import { checkFolder } from "#shared/upload-parts.ts";
 import { quotaExceeded } from "#shared/uploads.ts";
-
-/** The most items one deleteItems request deletes (as moveItems, and ArcGIS's bulk operations). */
-export const MAX_DELETED_ITEMS = 100;
 
 /** POST …/deleteItems: `items` (ids, comma-separated) → `{results: [{itemId, success[, error]}]}`. */
 export const deleteItemsOperation: FamilyOperation = {
@@ -37,34 +28,8 @@ export const deleteItemsOperation: FamilyOperation = {
     const { user } = requireUser(req);
     const owner = req.pathParameters.username ?? "";
     if (owner !== user.username && user.role !== "org_admin") throw forbidden();
-    const ids = (req.params.get("items") ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== "");
-    const problems: string[] = [];
-    if (ids.length === 0) problems.push("'items' must name at least one item id.");
-    if (ids.length > MAX_DELETED_ITEMS) problems.push(`'items' may name at most ${MAX_DELETED_ITEMS} items.`);
-    if (problems.length > 0) throw badRequest(what, problems);
-    const found = await getItems(ids.filter((id) => /^[0-9a-f]{32}$/.test(id)));
-    const results: Record<string, unknown>[] = [];
-    for (const id of ids) {
-      const item = found.get(id);
-      try {
-        // Only the named member's items, and only those the caller may delete.
-        if (!item || item.owner !== owner || !canManage(req.identity, item))
-          throw badRequest(what, [`Item '${id.slice(0, 64)}' does not exist or is inaccessible.`]);
-        await removeItem(req, item, what);
-        results.push({ itemId: id, success: true });
-      } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
-        results.push({
-          itemId: id.slice(0, 64),
-          success: false,
-          error: { code: err.code, message: err.message, details: err.details },
-        });
-      }
-    }
-    return { results };
+    // Each through the one removal every delete takes (delete protection holds).
+    return eachOwnedItem(req, owner, batchIds(req, what), what, (item) => removeItem(req, item, what));
   },
 };
 
