@@ -4,6 +4,7 @@
 // removes old bytes only once its row no longer names them. What a file is comes from its own bytes (and, for the
 // types without a signature, its name): only what field apps send is taken (images, PDF, audio, video, plain text,
 // office documents), and it is always served as data (an attachment in a sandbox, never sniffed).
+import { bucketClient, hostedDataPlace } from "#shared/hosted/data-place.ts";
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -22,17 +23,6 @@ export const MAX_ATTACHMENT_NAME = 255;
 const PREFIX = "attachments";
 const KEY = /^[0-9a-f]{32}$/;
 
-function where(): { readonly bucket: string } | { readonly dir: string } {
-  const w = config().hostedData;
-  if (!w) throw new Error("no hosted data storage configured (HOSTED_DATA_BUCKET or HOSTED_DATA_DIR)");
-  return w;
-}
-
-async function bucketClient() {
-  const [s3, { sharedS3Client }] = await Promise.all([import("@aws-sdk/client-s3"), import("#shared/storage/s3.ts")]);
-  return { s3, client: sharedS3Client() };
-}
-
 const folderOf = (dir: string, serviceItemId: string) => join(dir, PREFIX, checkedItemId(serviceItemId));
 const objectKey = (serviceItemId: string, key: string) => `hosted/${PREFIX}/${checkedItemId(serviceItemId)}/${key}`;
 function checkedKey(key: string): string {
@@ -46,7 +36,7 @@ function checkedKey(key: string): string {
  */
 export async function keepAttachmentBytes(serviceItemId: string, bytes: Buffer): Promise<string> {
   const key = randomBytes(16).toString("hex");
-  const w = where();
+  const w = hostedDataPlace();
   if ("dir" in w) {
     const folder = folderOf(w.dir, serviceItemId);
     await mkdir(folder, { recursive: true, mode: 0o700 });
@@ -75,7 +65,7 @@ export async function keepAttachmentBytes(serviceItemId: string, bytes: Buffer):
 
 /** An attachment's bytes; undefined when they are not kept. */
 export async function readAttachmentBytes(serviceItemId: string, key: string): Promise<Buffer | undefined> {
-  const w = where();
+  const w = hostedDataPlace();
   if ("dir" in w) {
     try {
       return await readFile(join(folderOf(w.dir, serviceItemId), checkedKey(key)));
@@ -103,7 +93,7 @@ export async function readAttachmentBytes(serviceItemId: string, key: string): P
 export async function removeAttachmentBytes(serviceItemId: string, keys: readonly string[]): Promise<void> {
   if (keys.length === 0) return;
   try {
-    const w = where();
+    const w = hostedDataPlace();
     if ("dir" in w) {
       for (const key of keys) await rm(join(folderOf(w.dir, serviceItemId), checkedKey(key)), { force: true });
       return;

@@ -1,13 +1,13 @@
 // Hosted layers' data as one GeoPackage per hosted service, named by the service item's id, written by mapgate
 // (never the upload itself) and read by the same GeoPackage reader as by-reference layers, through the same Storage
 // (a folder of the data folder locally, `hosted/` of the stack's item-files bucket on AWS).
+import { bucketClient, hostedDataPlace } from "#shared/hosted/data-place.ts";
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { copyFile, mkdir, open, readdir, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { DatabaseSync } from "node:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { config } from "#shared/config.ts";
 import {
   addLayers,
   asDeclared,
@@ -70,21 +70,9 @@ export function hostedFileName(serviceItemId: string): string {
   return `${checkedItemId(serviceItemId)}.gpkg`;
 }
 
-function where(): { readonly bucket: string } | { readonly dir: string } {
-  const w = config().hostedData;
-  if (!w) throw new Error("no hosted data storage configured (HOSTED_DATA_BUCKET or HOSTED_DATA_DIR)");
-  return w;
-}
-
-/** The SDK and the function's one S3 client, loaded only where a bucket is met. */
-async function bucketClient() {
-  const [s3, { sharedS3Client }] = await Promise.all([import("@aws-sdk/client-s3"), import("#shared/storage/s3.ts")]);
-  return { s3, client: sharedS3Client() };
-}
-
 /** The location a hosted service's source names: what serving opens, as it opens any store's. */
 function hostedLocation(): StoreLocation {
-  const w = where();
+  const w = hostedDataPlace();
   return "bucket" in w ? { bucket: w.bucket, prefix: PREFIX } : { folder: w.dir };
 }
 
@@ -99,7 +87,7 @@ function hostedLocation(): StoreLocation {
  */
 async function staged(serviceItemId: string) {
   const name = hostedFileName(serviceItemId);
-  const w = where();
+  const w = hostedDataPlace();
   const staging = "dir" in w ? w.dir : join(tmpdir(), "mapgate-hosted");
   await mkdir(staging, { recursive: true, mode: 0o700 });
   return { name, w, temporary: join(staging, `.${name}.${randomBytes(6).toString("hex")}.part`) };
@@ -491,7 +479,7 @@ async function inPlace<T>(
   serviceItemId: string,
   work: (run: RunStatement, db: DatabaseSync) => Promise<T>,
 ): Promise<T> {
-  const w = where();
+  const w = hostedDataPlace();
   if (!("dir" in w)) throw new Error("hosted GeoPackages in a bucket are not edited in place");
   const file = join(w.dir, hostedFileName(serviceItemId));
   // A service whose file is gone (deleted meanwhile) is not made again by opening it.
@@ -553,7 +541,7 @@ async function editInPlace(
  * a connection that may write), so an edit that never committed is not found.
  */
 async function committedInFile(serviceItemId: string, editId: string): Promise<boolean | undefined> {
-  const w = where();
+  const w = hostedDataPlace();
   // A bucket's files are never edited in place (editing needs the hosting database there): none logged an edit.
   if (!("dir" in w)) return false;
   const file = join(w.dir, hostedFileName(serviceItemId));
@@ -653,7 +641,7 @@ export const geoPackageStore: HostedStore = {
   },
   async drop(serviceItemId: string) {
     const name = hostedFileName(serviceItemId);
-    const w = where();
+    const w = hostedDataPlace();
     if ("dir" in w) await rm(join(w.dir, name), { force: true });
     else {
       const { s3, client } = await bucketClient();
@@ -665,7 +653,7 @@ export const geoPackageStore: HostedStore = {
   // A file's time is its last write: a service's file is written whole once (a change replaces it whole), so a file
   // no service names was last written when its publish stopped.
   async inventory() {
-    const w = where();
+    const w = hostedDataPlace();
     const kept: KeptData[] = [];
     if ("dir" in w) {
       for (const name of await namesIn(w.dir)) {
@@ -698,7 +686,7 @@ export const geoPackageStore: HostedStore = {
   // Staging files live beside the kept files in a folder (a bucket's are in the function's own temporary folder,
   // which goes with it).
   async sweepStaging(before: number) {
-    const w = where();
+    const w = hostedDataPlace();
     if (!("dir" in w)) return [];
     const removed: { name: string; bytes: number }[] = [];
     for (const name of await namesIn(w.dir)) {

@@ -533,32 +533,15 @@ export async function setServiceCapabilities(
   capabilities: string,
   editing?: ServiceEditing,
 ): Promise<boolean> {
-  try {
-    await ddb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Update: {
-              TableName: tableName("services"),
-              Key: { serverId: service.serverId, entry: serviceEntry(service.folder, service.name) },
-              UpdateExpression: editing ? "SET capabilities = :c, editing = :e" : "SET capabilities = :c",
-              ConditionExpression: "itemId = :id",
-              ExpressionAttributeValues: {
-                ":c": capabilities,
-                ":id": service.itemId,
-                ...(editing ? { ":e": { ...editing } } : {}),
-              },
-            },
-          },
-          catalogBump(service.serverId),
-        ],
-      }),
-    );
-    return true;
-  } catch (err) {
-    if ((failedConditions(err)?.length ?? 0) > 0) return false;
-    throw err;
-  }
+  return updateRecordAndCatalog(service, {
+    UpdateExpression: editing ? "SET capabilities = :c, editing = :e" : "SET capabilities = :c",
+    ConditionExpression: "itemId = :id",
+    ExpressionAttributeValues: {
+      ":c": capabilities,
+      ":id": service.itemId,
+      ...(editing ? { ":e": { ...editing } } : {}),
+    },
+  });
 }
 
 /**
@@ -567,6 +550,27 @@ export async function setServiceCapabilities(
  * cached catalog reads the view's new layers on its next request. False when the view changed meanwhile or is gone.
  */
 export async function setServiceView(service: Service, next: ServiceView): Promise<boolean> {
+  return updateRecordAndCatalog(service, {
+    UpdateExpression: "SET #view = :v",
+    ConditionExpression: "itemId = :id AND #view.#rev = :rev",
+    ExpressionAttributeNames: { "#view": "view", "#rev": "revision" },
+    ExpressionAttributeValues: { ":v": viewRecord(next), ":id": service.itemId, ":rev": service.view?.revision ?? -1 },
+  });
+}
+
+/**
+ * One conditional update of a service's record with the catalog version's move, in one transaction (every cached
+ * catalog reads the change on its next request). False when the condition failed (the record changed or is gone).
+ */
+async function updateRecordAndCatalog(
+  service: Service,
+  update: {
+    readonly UpdateExpression: string;
+    readonly ConditionExpression: string;
+    readonly ExpressionAttributeNames?: Record<string, string>;
+    readonly ExpressionAttributeValues: Record<string, unknown>;
+  },
+): Promise<boolean> {
   try {
     await ddb.send(
       new TransactWriteCommand({
@@ -575,14 +579,7 @@ export async function setServiceView(service: Service, next: ServiceView): Promi
             Update: {
               TableName: tableName("services"),
               Key: { serverId: service.serverId, entry: serviceEntry(service.folder, service.name) },
-              UpdateExpression: "SET #view = :v",
-              ConditionExpression: "itemId = :id AND #view.#rev = :rev",
-              ExpressionAttributeNames: { "#view": "view", "#rev": "revision" },
-              ExpressionAttributeValues: {
-                ":v": viewRecord(next),
-                ":id": service.itemId,
-                ":rev": service.view?.revision ?? -1,
-              },
+              ...update,
             },
           },
           catalogBump(service.serverId),
