@@ -21,12 +21,11 @@ import type { EmittedQuery } from "#shared/features/sql.ts";
 import {
   checkLayer,
   checkMayEdit,
-  countOf,
+  checkEditBounds,
   type EditRunner,
   editLayerWith,
   editServiceWith,
   type LayerOperation,
-  MAX_EDITS,
   needsOf,
   notKept,
 } from "#shared/hosted/edit.ts";
@@ -128,15 +127,7 @@ function byReference(service: Service): EditRunner {
     if (!findCredential(req.event, req.params, false) && !req.csrfValid)
       throw forbidden(["The form could not be verified (CSRF check failed): reload the page and submit it again."]);
     checkMayEdit(identity, service, needsOf(edits));
-    if (countOf(edits) > MAX_EDITS)
-      throw badRequest(WHAT, [
-        `A request makes at most ${MAX_EDITS} edits (adds, updates and deletes together); this one has ${countOf(edits)}.`,
-      ]);
-    const seen = new Set<number>();
-    for (const e of edits) {
-      if (seen.has(e.layerId)) throw badRequest(WHAT, [`Layer ${e.layerId} is named twice in 'edits'.`]);
-      seen.add(e.layerId);
-    }
+    checkEditBounds(edits);
     const source = service.source;
     if (!source || !("connection" in source)) throw new Error("a by-reference edit of a service without a database");
     const server = req.server;

@@ -12,14 +12,13 @@ import { underServiceLock } from "#shared/hosted/define.ts";
 import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import {
   checkLayer,
-  countOf,
+  checkEditBounds,
   type Editor,
   editableService,
   editLayerWith,
   editServiceWith,
   type EditRunner,
   type LayerOperation,
-  MAX_EDITS,
   needsOf,
   notKept,
   type RawAttachments,
@@ -75,15 +74,7 @@ async function removeKept(serviceItemId: string, keys: readonly string[]): Promi
 const runEdits: EditRunner = async (req, edits, options, operation) => {
   // Every hosted service is in the Hosted folder: the routes name it (by-reference layers elsewhere are read-only).
   const found = await editableService(req, HOSTED_FOLDER, req.pathParameters.name ?? "", needsOf(edits), operation);
-  if (countOf(edits) > MAX_EDITS)
-    throw badRequest(WHAT, [
-      `A request makes at most ${MAX_EDITS} edits (adds, updates and deletes together); this one has ${countOf(edits)}.`,
-    ]);
-  const seen = new Set<number>();
-  for (const e of edits) {
-    if (seen.has(e.layerId)) throw badRequest(WHAT, [`Layer ${e.layerId} is named twice in 'edits'.`]);
-    seen.add(e.layerId);
-  }
+  checkEditBounds(edits);
   const store = await hostedStore();
   const hostedData = config().hostedData;
   if (store.kind === "geopackage" && hostedData && "bucket" in hostedData)

@@ -259,7 +259,7 @@ async function attachmentsOf(raw: string | undefined, useGlobalIds: boolean): Pr
 
 const LAYER_ID = /^(0|[1-9]\d{0,8})$/;
 
-export function countOf(edits: readonly RawLayerEdits[]): number {
+function countOf(edits: readonly RawLayerEdits[]): number {
   const attached = (a: RawAttachments | undefined) => (a ? a.adds.length + a.updates.length + a.deletes.length : 0);
   return edits.reduce((n, e) => n + e.adds.length + e.updates.length + e.deletes.length + attached(e.attachments), 0);
 }
@@ -682,6 +682,20 @@ export async function checkLayer(
 }
 
 // --- running ---------------------------------------------------------------------------------------------------
+
+/** A request's edits within bounds: at most MAX_EDITS in all, each layer named once (else a 400 saying which). */
+export function checkEditBounds(edits: readonly RawLayerEdits[]): void {
+  const count = countOf(edits);
+  if (count > MAX_EDITS)
+    throw badRequest(WHAT, [
+      `A request makes at most ${MAX_EDITS} edits (adds, updates and deletes together); this one has ${count}.`,
+    ]);
+  const seen = new Set<number>();
+  for (const e of edits) {
+    if (seen.has(e.layerId)) throw badRequest(WHAT, [`Layer ${e.layerId} is named twice in 'edits'.`]);
+    seen.add(e.layerId);
+  }
+}
 
 /** A store's failure to keep an edit: the caller hears it plainly, the operator reads why in the log. */
 export function notKept(err: unknown): never {
