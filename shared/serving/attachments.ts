@@ -4,6 +4,8 @@
 // objectIds, globalIds or a definitionExpression, then attachmentTypes, size, keywords; attachmentGroups). The bytes
 // are served as data, never as active content of mapgate's origin: an attachment (Content-Disposition) in a sandbox,
 // never sniffed, with the type their own bytes gave when they were added.
+import { queryRestriction } from "#shared/features/ownership.ts";
+import type { Expr } from "#shared/features/where-tree.ts";
 import { ApiError, badRequest, operationNotSupported } from "#shared/errors.ts";
 import type { OpenDataset } from "#shared/features/dataset.ts";
 import {
@@ -57,11 +59,14 @@ async function rows(dataset: OpenDataset, filter: AttachmentFilter): Promise<Att
   return (await dataset.run(q, undefined, Date.now() + READ_MS)).map(attachmentOf);
 }
 
-/** The object ids of the features a query names (its grammar and plan: bound values, checked fields). */
-async function idsOf(dataset: OpenDataset, params: Map<string, string>): Promise<number[]> {
+/**
+ * The object ids of the features a query names (its grammar and plan: bound values, checked fields), among those the
+ * caller may query (`restrict`: their ownership rules, as every query of the layer takes them).
+ */
+async function idsOf(dataset: OpenDataset, params: Map<string, string>, restrict: Expr | undefined): Promise<number[]> {
   const { runQuery } = await import("#shared/features/query.ts");
   params.set("returnIdsOnly", "true");
-  const answer = (await runQuery({ params }, dataset)) as { objectIds?: number[] | null };
+  const answer = (await runQuery({ params }, dataset, restrict)) as { objectIds?: number[] | null };
   return answer.objectIds ?? [];
 }
 
@@ -91,9 +96,12 @@ export async function serveAttachments(
   if (!dataset.schema.attachments)
     throw operationNotSupported("The layer keeps no attachments (hasAttachments: false).");
   const layerUrl = `${serviceUrl}/${layerId}`;
-  if (first === "queryAttachments") return queryAttachments(req, dataset, layerUrl);
+  // A feature the caller may not query is not there for its attachments either.
+  const restrict = queryRestriction(req.identity, service, dataset.schema);
+  if (first === "queryAttachments") return queryAttachments(req, dataset, layerUrl, restrict);
   const objectId = Number(first);
-  if ((await idsOf(dataset, new Map([["objectIds", String(objectId)]]))).length === 0) throw featureNotFound(objectId);
+  if ((await idsOf(dataset, new Map([["objectIds", String(objectId)]]), restrict)).length === 0)
+    throw featureNotFound(objectId);
   if (attachment === undefined) {
     const found = await rows(dataset, { parentIds: [objectId], limit: MAX_ATTACHMENTS });
     return { attachmentInfos: found.map((a) => info(a)) };
@@ -125,7 +133,12 @@ function list(req: RestRequest, name: string, max: number, problems: string[]): 
   return items;
 }
 
-async function queryAttachments(req: RestRequest, dataset: OpenDataset, layerUrl: string): Promise<object> {
+async function queryAttachments(
+  req: RestRequest,
+  dataset: OpenDataset,
+  layerUrl: string,
+  restrict: Expr | undefined,
+): Promise<object> {
   const problems: string[] = [];
   const objectIds = list(req, "objectIds", MAX_FEATURES, problems);
   const globalIds = list(req, "globalIds", MAX_FEATURES, problems);
@@ -168,7 +181,7 @@ async function queryAttachments(req: RestRequest, dataset: OpenDataset, layerUrl
     wheres.push(`${gidField} IN (${guids.map((g) => `'{${String(g).toUpperCase()}}'`).join(",")})`);
   params.set("where", wheres.length > 0 ? wheres.join(" AND ") : "1=1");
   if (objectIds && !globalIds) params.set("objectIds", objectIds.join(","));
-  const ids = await idsOf(dataset, params);
+  const ids = await idsOf(dataset, params, restrict);
   if (ids.length > MAX_FEATURES)
     throw badRequest(WHAT, [
       `The query names ${ids.length} features: queryAttachments reads at most ${MAX_FEATURES} at once.`,
