@@ -21,7 +21,7 @@ import {
   publishOperation,
   statusOperation,
 } from "#shared/hosted/operations.ts";
-import { CONTENT_FILES, USER_CONTENT_OPERATIONS } from "#shared/system.ts";
+import { CONTENT_FILES, SERVICE_DEFINITION, USER_CONTENT_OPERATIONS } from "#shared/system.ts";
 import {
   addPartOperation,
   cancelOperation,
@@ -109,6 +109,7 @@ const USER_CONTENT: Readonly<Record<(typeof USER_CONTENT_OPERATIONS)[number], Fa
 export const handler = routesHandler({
   [CONTENT_FILES.analyze]: analyzeOperation,
   [CONTENT_FILES.admin]: adminServiceOperation,
+  [SERVICE_DEFINITION.hosted]: adminServiceOperation,
   [CONTENT_FILES.append]: appendOperation,
   [CONTENT_FILES.applyEdits]: applyEditsOperation,
   [CONTENT_FILES.addFeatures]: addFeaturesOperation,

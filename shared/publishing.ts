@@ -225,7 +225,14 @@ export async function cacheFor(
   }
 }
 
+/**
+ * Why a service published by reference cannot go into `folder`: its name, or the Hosted folder, which is kept for
+ * hosted services as ArcGIS keeps it (their edits and definitions are served there by the function that writes hosted
+ * data: shared/system.ts SERVICE_DEFINITION).
+ */
 export function folderProblem(folder: string): string | undefined {
+  if (folder.toLowerCase() === HOSTED_FOLDER.toLowerCase())
+    return `'serverFolder' cannot be '${HOSTED_FOLDER}': that folder holds hosted services (published from files), not services published by reference.`;
   return folder === "" || NAME.test(folder)
     ? undefined
     : "'serverFolder' may hold only letters, digits and _ (at most 120).";

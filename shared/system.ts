@@ -273,6 +273,23 @@ export const CONTENT_FILES = {
   deleteAttachments: "/{server}/rest/services/Hosted/{name}/FeatureServer/{layer}/{oid}/deleteAttachments",
 } as const;
 
+/** A published service at its URL and everything below it (its layers, their queries, tiles, …). */
+export const SERVICE_PATH = "/{server}/rest/services/{path+}";
+
+/**
+ * A feature service's own updateDefinition on its server's admin wire, by where the service is: in the Hosted folder
+ * (hosted services and views: the uploads function, which changes their data and definitions) and anywhere else
+ * (services published by reference: the service function, which holds the data stores' passwords and reaches their
+ * databases, so it can ask whether the registered login may write before editing is turned on). Each path has more
+ * literal segments than the admin wire's greedy route, and `Hosted` more than `{folder}`, so the gateways (API Gateway
+ * and the local one) send each request to its own function; every other admin operation stays on the greedy route.
+ */
+export const SERVICE_DEFINITION = {
+  hosted: "/{server}/rest/admin/services/Hosted/{name}/FeatureServer/updateDefinition",
+  inFolder: "/{server}/rest/admin/services/{folder}/{name}/FeatureServer/updateDefinition",
+  atRoot: "/{server}/rest/admin/services/{name}/FeatureServer/updateDefinition",
+} as const;
+
 /** The edit operations' paths (CONTENT_FILES), each an alias of the uploads function answering POST only. */
 export const EDIT_PATHS = [
   CONTENT_FILES.applyEdits,
@@ -435,7 +452,12 @@ function servingRoutes(): RouteSpec[] {
       id: "service",
       read: true,
       methods: GP,
-      path: "/{server}/rest/services/{path+}",
+      path: SERVICE_PATH,
+      // A by-reference service's capabilities (turning its editing on asks its database first).
+      alsoAt: [SERVICE_DEFINITION.inFolder, SERVICE_DEFINITION.atRoot].map((path) => ({
+        path,
+        methods: ["POST"] as const,
+      })),
       tables: { ...tables, services: "write" },
       readsStorage: true,
       hostedData: "read",
@@ -515,7 +537,7 @@ function contentRoutes(): RouteSpec[] {
         CONTENT_FILES.analyze,
         CONTENT_FILES.admin,
         CONTENT_FILES.append,
-        ...EDIT_PATHS.map((path) => ({ path, methods: ["POST"] as const })),
+        ...[...EDIT_PATHS, SERVICE_DEFINITION.hosted].map((path) => ({ path, methods: ["POST"] as const })),
       ],
       // Deleting a folder deletes its items as item-delete does (their layer pairs, their groups' records).
       tables: {

@@ -355,6 +355,12 @@ describe("publish validation", () => {
         ["'serverFolder' may hold only letters, digits and _ (at most 120)."],
       ],
       [
+        { serverId, serverFolder: "hosted", serviceConfiguration: sceneConfig("InHosted") },
+        [
+          "'serverFolder' cannot be 'Hosted': that folder holds hosted services (published from files), not services published by reference.",
+        ],
+      ],
+      [
         { serverId, serverFolder: "Scenes", serviceConfiguration: sceneConfig("BUILDINGS_FROM_CLIENT") },
         ["A service named 'Scenes/BUILDINGS_FROM_CLIENT' exists already."],
       ],

@@ -6,7 +6,15 @@ import { App } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MapgateStack } from "#infra/aws/stack.ts";
-import { INVOCATION, invokedRoute, type InvokedOperation, ROUTES, type RouteSpec } from "#shared/system.ts";
+import {
+  INVOCATION,
+  invokedRoute,
+  type InvokedOperation,
+  routeKeys as keysOf,
+  ROUTES,
+  type RouteSpec,
+  SERVICE_DEFINITION,
+} from "#shared/system.ts";
 import { compileTemplates, fillTemplate, type Matcher } from "#shared/http/router.ts";
 import { type RunningEngine, startEngine } from "./helpers/engine.ts";
 import { call } from "./helpers/http.ts";
@@ -103,6 +111,31 @@ describe("route families", () => {
         );
       }
     }
+  });
+
+  it("send a feature service's updateDefinition to the function that can make it: Hosted to the uploads function, any other folder and the root to the service function (it reaches data stores' databases)", () => {
+    const servedBy = (path: string) => {
+      const key = selectRoute(routeKeys, path);
+      return ROUTES.find((r) => key !== undefined && keysOf(r).includes(key))?.id;
+    };
+    const admin = "/arcgis/rest/admin/services";
+    expect(servedBy(`${admin}/Hosted/Sites/FeatureServer/updateDefinition`)).toBe("item-add");
+    expect(servedBy(`${admin}/World/places_1a2b3c/FeatureServer/updateDefinition`)).toBe("service");
+    expect(servedBy(`${admin}/places_1a2b3c/FeatureServer/updateDefinition`)).toBe("service");
+    // Every other admin operation stays on the uploads function's greedy route, whatever the folder.
+    for (const path of [
+      `${admin}/World/places_1a2b3c/FeatureServer/addToDefinition`,
+      `${admin}/World/places_1a2b3c/FeatureServer/0/updateDefinition`,
+      `${admin}/Hosted/Sites/FeatureServer/0/updateDefinition`,
+      `${admin}/Hosted/Sites/FeatureServer/addToDefinition`,
+    ])
+      expect(servedBy(path), path).toBe("item-add");
+    // The service function holds what asking a database takes (its password; on AWS its network).
+    const service = ROUTES.find((r) => r.id === "service");
+    expect(service?.readsStorage).toBe(true);
+    expect(keysOf(service as RouteSpec)).toEqual(
+      expect.arrayContaining([`POST ${SERVICE_DEFINITION.inFolder}`, `POST ${SERVICE_DEFINITION.atRoot}`]),
+    );
   });
 
   it("invoke only declared operations from the operations function", () => {

@@ -34,3 +34,28 @@ export const editingEnabled = (service: { readonly capabilities?: string }): boo
   const caps = capabilitiesOf(service);
   return EDIT_CAPABILITIES.some((c) => caps.has(c.toLowerCase()));
 };
+
+/**
+ * The capabilities a definition's `capabilities` names (any case, any order, spaces allowed), in ArcGIS's order with
+ * Query always among them (a layer that cannot be queried cannot be drawn or edited), or why they cannot be set.
+ */
+export function capabilitiesSetting(value: unknown): { readonly capabilities: string } | { readonly problem: string } {
+  if (typeof value !== "string" || value.length > 256)
+    return { problem: "'capabilities' must be text naming capabilities, as Query,Create,Update,Delete,Editing." };
+  const named = value
+    .split(",")
+    .map((c) => c.trim())
+    .filter((c) => c !== "");
+  const offered = new Map(OFFERED_CAPABILITIES.map((c) => [c.toLowerCase(), c]));
+  const refused = named.filter((c) => !offered.has(c.toLowerCase()));
+  if (refused.length > 0)
+    return {
+      problem: `Hosted layers here offer ${OFFERED_CAPABILITIES.join(", ")}: ${refused
+        .slice(0, 5)
+        .map((c) => `'${c.slice(0, 32)}'`)
+        .join(", ")} cannot be set.`,
+    };
+  const wanted = new Set<string>(named.flatMap((c) => offered.get(c.toLowerCase()) ?? []));
+  wanted.add("Query");
+  return { capabilities: OFFERED_CAPABILITIES.filter((c) => wanted.has(c)).join(",") };
+}

@@ -9,24 +9,21 @@
 // (which names each layer's table by id) changes in the same transaction. Only the service's owner or an
 // administrator of its organization changes it, and its capabilities (editing on and off: shared/hosted/edit.ts).
 import { TRACKING, TRACKING_NAMES, trackingSpecs } from "#shared/hosted/tracking.ts";
-import { EDITABLE_CAPABILITIES, OFFERED_CAPABILITIES } from "#shared/features/capabilities.ts";
+import { capabilitiesSetting, EDITABLE_CAPABILITIES } from "#shared/features/capabilities.ts";
 import { ATTACH_SUFFIX, deleteAllAttachments } from "#shared/features/sql/attachments.ts";
 import { namedFolder } from "#shared/user-content.ts";
 import { EDITING_BOXES, EDITING_FORM } from "#shared/item-pages.ts";
 import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/geopackage-writer.ts";
 import { type LayerSchema, systemFields } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
-import { visibleTo } from "#shared/catalog.ts";
 import { emit } from "#shared/stores/events.ts";
 import { config } from "#shared/config.ts";
-import { ApiError, badRequest, forbidden, tokenRequired } from "#shared/errors.ts";
+import { ApiError, badRequest, forbidden } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { itemId as newItemId } from "#shared/ids.ts";
 import { serviceItem } from "#shared/items.ts";
-import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { logger } from "#shared/log.ts";
 import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
-import { parseServicePath } from "#shared/serving/service-path.ts";
 import { hostingServer, SERVICE_NAME, textLength } from "#shared/hosted/publish.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { type DefinedLayer, type DefinitionChange, type HostedDefinitions } from "#shared/hosted/store.ts";
@@ -49,7 +46,6 @@ import {
   createService,
   getService,
   type HostedLayerEntry,
-  readCatalog,
   type Service,
   ServiceExistsError,
   serviceLayersUpdate,
@@ -59,12 +55,17 @@ import {
 } from "#shared/stores/services.ts";
 import { getUser } from "#shared/stores/users.ts";
 import { createView, viewOperation } from "#shared/hosted/view-define.ts";
+import {
+  type Defined,
+  definedService,
+  definitionOf,
+  ownedFeatureService,
+  serviceNotFound,
+} from "#shared/hosted/admin-service.ts";
 import { quotaExceeded } from "#shared/uploads.ts";
 
 /** The most layers and tables one defined service holds. */
 export const MAX_LAYERS = 100;
-/** The largest definition taken (a thousand fields described at length fit). */
-const MAX_DEFINITION = 1024 * 1024;
 const MAX_ALIAS = 255;
 
 /**
@@ -129,20 +130,6 @@ const WHAT = {
 
 const say = (v: unknown) => JSON.stringify(typeof v === "string" ? v.slice(0, 64) : v)?.slice(0, 80) ?? "undefined";
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
-/** A JSON object parameter (a definition): bounded in size and depth, and named when it is not one. */
-export function definitionOf(raw: string | undefined, name: string, what: string): Record<string, unknown> {
-  if (raw === undefined || raw.trim() === "") throw badRequest(what, [`'${name}' must be specified.`]);
-  if (raw.length > MAX_DEFINITION) throw badRequest(what, [`'${name}' is longer than 1 MB.`]);
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    throw badRequest(what, [`'${name}' must be JSON.`]);
-  }
-  if (!isObject(value) || nestedDeeperThan(value, 16)) throw badRequest(what, [`'${name}' must be a JSON object.`]);
-  return value;
-}
 
 /** A spatial reference as definitions give it (`{wkid}` or `{latestWkid}`), checked; undefined is fine. */
 function checkSpatialReference(sr: unknown, where: string, problems: string[]): void {
@@ -341,29 +328,6 @@ function layerOf(
   };
 }
 
-/** A defined service, found on the admin wire, with its item: the caller is its owner or an administrator. */
-export interface Defined {
-  readonly service: Service;
-  readonly item: Item;
-  /** What follows `FeatureServer` in the path: an operation, or a layer id and an operation. */
-  readonly resource: readonly string[];
-}
-
-export const serviceNotFound = () =>
-  new ApiError(404, "Service not found.", ["The service does not exist or is inaccessible."]);
-
-async function definedService(req: RestRequest): Promise<Defined> {
-  const server = req.server;
-  if (!server) throw new Error("admin route without a server");
-  if (req.identity.kind === "anonymous") throw tokenRequired();
-  // The raw path, not the decoded parameter: an encoded slash must stay inside its segment.
-  const prefix = `/${server.name}/rest/admin/services/`;
-  const raw = req.event.rawPath.startsWith(prefix) ? req.event.rawPath.slice(prefix.length) : "";
-  const parsed = parseServicePath(raw);
-  if (typeof parsed === "string" || parsed.type !== "FeatureServer") throw serviceNotFound();
-  return { ...(await ownedFeatureService(req, parsed.folder, parsed.name)), resource: parsed.resource };
-}
-
 /** Only hosted services' definitions change here (a by-reference PostgreSQL layer's capabilities aside). */
 const onlyHosted = () =>
   badRequest("Unable to complete operation.", [
@@ -388,30 +352,6 @@ export async function ownedHostedService(
     ]);
   if (!owned.service.view && owned.service.source?.datastoreId !== HOSTED_STORE_ID) throw onlyHosted();
   return owned;
-}
-
-/** The feature service `folder/name` (hosted or by reference) for a change by its owner or an administrator. */
-async function ownedFeatureService(
-  req: RestRequest,
-  folder: string,
-  name: string,
-): Promise<{ readonly service: Service; readonly item: Item }> {
-  const server = req.server;
-  if (!server) throw new Error("server route without a server");
-  if (req.identity.kind === "anonymous") throw tokenRequired();
-  const catalog = await readCatalog(server.serverId);
-  const f = folder.toLowerCase();
-  const n = name.toLowerCase();
-  const service = catalog.services.find(
-    (s) => s.folder.toLowerCase() === f && s.name.toLowerCase() === n && s.type === "FeatureServer",
-  );
-  const identity = req.identity;
-  if (!service || identity.kind !== "user" || !visibleTo(identity, service)) throw serviceNotFound();
-  if (identity.user.portalId !== service.portalId) throw serviceNotFound();
-  if (identity.user.username !== service.owner && identity.user.role !== "org_admin") throw forbidden();
-  const item = await getItem(service.itemId);
-  if (!item) throw serviceNotFound();
-  return { service, item };
 }
 
 /** A hosted service as it is under its lock, and how a change of its data is kept. */
@@ -885,27 +825,9 @@ function settingsOf(definition: Record<string, unknown>, what: string): Settings
   const { capabilities, editorTrackingInfo: tracking, publicDataCollection } = definition;
   let next: string | undefined;
   if (capabilities !== undefined) {
-    if (typeof capabilities !== "string" || capabilities.length > 256)
-      problems.push("'capabilities' must be text naming capabilities, as Query,Create,Update,Delete,Editing.");
-    else {
-      const named = capabilities
-        .split(",")
-        .map((c) => c.trim())
-        .filter((c) => c !== "");
-      const offered = new Map(OFFERED_CAPABILITIES.map((c) => [c.toLowerCase(), c]));
-      const refused = named.filter((c) => !offered.has(c.toLowerCase()));
-      if (refused.length > 0)
-        problems.push(
-          `Hosted layers here offer ${OFFERED_CAPABILITIES.join(", ")}: ${refused
-            .slice(0, 5)
-            .map((c) => `'${c.slice(0, 32)}'`)
-            .join(", ")} cannot be set.`,
-        );
-      const wanted = new Set(named.flatMap((c) => offered.get(c.toLowerCase()) ?? []));
-      // Query is always offered: a layer that cannot be queried cannot be drawn or edited.
-      wanted.add("Query");
-      next = OFFERED_CAPABILITIES.filter((c) => wanted.has(c)).join(",");
-    }
+    const named = capabilitiesSetting(capabilities);
+    if ("problem" in named) problems.push(named.problem);
+    else next = named.capabilities;
   }
   const editing: Record<string, boolean> = {};
   if (tracking !== undefined) {
@@ -967,26 +889,6 @@ async function updateService(defined: Defined, definition: Record<string, unknow
     ]);
   await keepSettings(defined, settingsOf(definition, WHAT.update));
   return { success: true };
-}
-
-/**
- * The capabilities a by-reference service's updateDefinition sets, as the record keeps them (Query always among them):
- * the only setting of such a service kept here (ownership rules and public data collection need a creator field).
- */
-function capabilitiesIn(definition: Record<string, unknown>): string {
-  const others = Object.keys(definition).filter((k) => k !== "capabilities");
-  if (definition.capabilities === undefined || others.length > 0)
-    throw badRequest(WHAT.update, [
-      `A layer published by reference changes only its 'capabilities' here${
-        others.length > 0
-          ? ` (not ${others
-              .slice(0, 5)
-              .map((k) => `'${k.slice(0, 32)}'`)
-              .join(", ")})`
-          : ""
-      }.`,
-    ]);
-  return settingsOf(definition, WHAT.update).capabilities ?? "Query";
 }
 
 /**
@@ -1108,23 +1010,13 @@ function setAttachments(defined: Defined, id: number, value: unknown, what: stri
 }
 
 /**
- * A service published by reference: one from a PostgreSQL database takes a service-level updateDefinition of its
- * capabilities (its publisher turning editing on and off: shared/features/byref-enable.ts checks the registered login
- * may write first); anything else of it, and every change of a GeoPackage's or a cache's, is refused as before.
+ * A service published by reference: its definition's one change here (a database layer's capabilities) is made by the
+ * function that reaches its database (shared/hosted/byref-define.ts, at the same admin path outside the Hosted
+ * folder); a by-reference service reached here (one published into the Hosted folder before that folder was kept for
+ * hosted services) is answered by the same code.
  */
 async function byReference(req: RestRequest, defined: Defined): Promise<object> {
-  const source = defined.service.source;
-  if (!source || !("connection" in source)) throw onlyHosted();
-  if (defined.resource.length !== 1 || defined.resource[0] !== "updateDefinition")
-    throw badRequest(WHAT.update, [
-      "A layer published by reference from a database changes only its service's capabilities here (…/FeatureServer/updateDefinition with {\"capabilities\": …}): its fields and layers are its table's.",
-    ]);
-  const next = capabilitiesIn(definitionOf(req.params.get("updateDefinition"), "updateDefinition", WHAT.update));
-  const { enableByReference } = await import("#shared/features/byref-enable.ts");
-  await enableByReference(defined.service, next, WHAT.update);
-  if (!(await setServiceCapabilities(defined.service, next))) throw serviceNotFound();
-  logger.info("by-reference service capabilities changed", { itemId: defined.service.itemId, capabilities: next });
-  return { success: true };
+  return (await import("#shared/hosted/byref-define.ts")).byReferenceDefinition(req, defined);
 }
 
 /** Whose content a new service joins: the caller's own, or (an administrator) another member's. */

@@ -7,7 +7,7 @@
 // Views are read-only here: their capabilities are Query (editing through a view is not offered yet), and Sync is
 // not offered at all. Only the view's owner or an administrator changes it, and only one who owns the source service
 // (or administers the organization) makes a view of it, as ArcGIS has it.
-import { type Defined, definitionOf, serviceNotFound } from "#shared/hosted/define.ts";
+import { type Defined, definitionOf, serviceNotFound } from "#shared/hosted/admin-service.ts";
 import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest } from "#shared/errors.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";

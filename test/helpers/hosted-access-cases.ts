@@ -6,7 +6,7 @@
 // every service of the organization.
 import decodeArcgisPbf from "arcgis-pbf-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineCalls, definePointService } from "./arcgis.ts";
+import { attachmentCalls, defineCalls, definePointService } from "./arcgis.ts";
 import { PASSWORDS, type RunningEngine, signInMembers, startEngine } from "./engine.ts";
 import { call, jsonCalls } from "./http.ts";
 import { share } from "./publish.ts";
@@ -345,6 +345,60 @@ export function accessSuite(backing: AccessBacking, { matrix }: { readonly matri
       expect((await edits("anonymous", { deletes: [member] })).deleteResults).toEqual([
         { objectId: member, globalId: null, success: false, error: MISSING_DELETE },
       ]);
+    });
+
+    it("hides the attachments of a feature the caller may not query: its list, its bytes, queryAttachments", async () => {
+      const admin = `${engine.ready.https}/arcgis/rest/admin/services/Hosted/Access/FeatureServer/0/updateDefinition`;
+      expect(
+        await one("publisher", "request", {
+          url: admin,
+          params: { updateDefinition: JSON.stringify({ hasAttachments: true }) },
+        }),
+      ).toEqual({ success: true });
+      const owner = await add("publisher", "O3");
+      const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from("pixels")]);
+      const [added] = (await attachmentCalls(engine, "publisher", PASSWORDS.publisher, [
+        {
+          fn: "addAttachment",
+          options: {
+            url: layer(),
+            featureId: owner,
+            file: { name: "photo.png", type: "image/png", base64: png.toString("base64") },
+          },
+        },
+      ])) as [{ addAttachmentResult?: { objectId: number; success: boolean } }];
+      expect(added.addAttachmentResult?.success).toBe(true);
+      const attachment = added.addAttachmentResult?.objectId ?? -1;
+      expect(await ownership({ allowOthersToQuery: false })).toEqual({ success: true });
+      const notFound = {
+        error: {
+          code: 404,
+          message: "Feature not found.",
+          details: [`The layer has no feature with object id ${owner}.`],
+        },
+      };
+      // The owner reads them; the member is told the feature is not there, as a query of it would.
+      expect(
+        ((await getJson(`${layer()}/${owner}/attachments`, tokens.publisher)).attachmentInfos as unknown[]).length,
+      ).toBe(1);
+      expect(await getJson(`${layer()}/${owner}/attachments`, tokens.user)).toEqual(notFound);
+      const bytes = await call(`${layer()}/${owner}/attachments/${attachment}?token=${tokens.user}`, { ca: engine.ca });
+      // ArcGIS's errors are JSON (HTTP 200) unless the request asks otherwise.
+      expect(bytes.json()).toEqual(notFound);
+      expect(await getJson(`${layer()}/queryAttachments?objectIds=${owner}`, tokens.user)).toEqual({
+        attachmentGroups: [],
+      });
+      expect(
+        (
+          (await getJson(`${layer()}/queryAttachments?objectIds=${owner}`, tokens.publisher)).attachmentGroups as
+            unknown[] | undefined
+        )?.length,
+      ).toBe(1);
+      // Once others may query, the member reads them too.
+      expect(await ownership({ allowOthersToQuery: true })).toEqual({ success: true });
+      expect(
+        ((await getJson(`${layer()}/${owner}/attachments`, tokens.user)).attachmentInfos as unknown[]).length,
+      ).toBe(1);
     });
   });
 }
