@@ -15,6 +15,8 @@ import { postgresEmitter } from "#shared/features/sql/postgres.ts";
 import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
 import {
   deleteRows,
+  reachableByGlobalId,
+  reachableIds,
   editingTableDdl,
   insertRow,
   recordEdit,
@@ -304,6 +306,20 @@ const WRITES: readonly [string, Write, string, string][] = [
     (e, t) => deleteRows(e, t, [1, 2]),
     'DELETE FROM "cities" WHERE "fid" IN (SELECT value FROM json_each(?1)) RETURNING "fid"',
     'DELETE FROM "h_x"."we""ird" WHERE "OBJECTID" = ANY(CAST($1 AS bigint[])) RETURNING "OBJECTID"',
+  ],
+  [
+    "reachable: ids the caller's ownership rule lets them reach (their own, or anonymous callers')",
+    (e, t) =>
+      reachableIds(e, t, [1, 2], { column: "Creator", scope: { all: false, username: "ann", anonymous: true } }),
+    'SELECT "fid" FROM "cities" WHERE "fid" IN (SELECT value FROM json_each(?1)) AND ("Creator" = ?2 OR "Creator" IS NULL OR "Creator" = ?3)',
+    'SELECT "OBJECTID" FROM "h_x"."we""ird" WHERE "OBJECTID" = ANY(CAST($1 AS bigint[])) AND ("Creator" = CAST($2 AS text) OR "Creator" IS NULL OR "Creator" = CAST($3 AS text))',
+  ],
+  [
+    "reachable: a feature by its global id, no rule reaching none",
+    (e, t) =>
+      reachableByGlobalId(e, t, "GlobalID", "{A}", { column: "Creator", scope: { all: false, anonymous: false } }),
+    'SELECT "fid" FROM "cities" WHERE "GlobalID" = ?1 AND 1 = 0',
+    'SELECT "OBJECTID" FROM "h_x"."we""ird" WHERE "GlobalID" = CAST($1 AS text) AND 1 = 0',
   ],
   [
     "editing record: its table",

@@ -23,6 +23,8 @@ import type { RestRequest } from "#shared/http/pipeline.ts";
 import { underServiceLock } from "#shared/hosted/define.ts";
 import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { editableService } from "#shared/hosted/edit.ts";
+import { attachmentAccess, deniedByOwnership } from "#shared/hosted/edit-apply.ts";
+import { ownershipFor } from "#shared/features/ownership.ts";
 import {
   attachmentName,
   attachmentType,
@@ -30,7 +32,7 @@ import {
   MAX_ATTACHMENT_BYTES,
   removeAttachmentBytes,
 } from "#shared/hosted/attachment-files.ts";
-import type { EditResult, Transaction } from "#shared/hosted/store.ts";
+import type { EditResult, LayerEdit, Transaction } from "#shared/hosted/store.ts";
 import { logger } from "#shared/log.ts";
 import { HOSTED_FOLDER } from "#shared/publishing.ts";
 import type { Service } from "#shared/stores/services.ts";
@@ -93,6 +95,11 @@ interface AttachedLayer {
   readonly schema: LayerSchema;
   readonly idColumn: string;
   readonly globalIdColumn?: string;
+  /**
+   * Whether the caller's ownership rules let them change feature `objectId`'s attachments (an update of the feature, as
+   * ArcGIS counts it): asked inside the change's transaction.
+   */
+  readonly access: (tx: Transaction, objectId: number) => Promise<"ok" | "denied" | "missing">;
 }
 
 /**
@@ -135,10 +142,15 @@ async function changeAttachments<T>(
       );
     const column = (name: string | undefined) =>
       name === undefined ? undefined : schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase())?.column;
+    const rules = ownershipFor(req.identity, found.service, schema);
+    const ownership: LayerEdit["ownership"] = rules
+      ? { column: rules.field.column, query: rules.query, update: rules.update, delete: rules.delete }
+      : undefined;
     const layer: AttachedLayer = {
       schema,
       idColumn: column(schema.objectIdField) ?? schema.objectIdField,
       ...(column(schema.editing?.globalIdField) ? { globalIdColumn: column(schema.editing?.globalIdField) } : {}),
+      access: (tx, objectId) => attachmentAccess((q) => tx.run(q), tx.emitter, schema, ownership, { objectId }),
     };
     return store.transact(service.itemId, async (tx) => {
       const result = await work(tx, layer, service.itemId);
@@ -172,6 +184,8 @@ export async function addAttachmentOperation(req: RestRequest): Promise<object> 
   try {
     const id = await changeAttachments(req, layerId, ["Create", "Update"], "addAttachment", async (tx, layer, svc) => {
       serviceItemId = svc;
+      const reach = await layer.access(tx, objectId);
+      if (reach !== "ok") return reach;
       // The bytes first, whole under a fresh key: the row that names them is written after.
       key = await keepAttachmentBytes(svc, file.bytes);
       const [row] = await tx.run(
@@ -188,7 +202,9 @@ export async function addAttachmentOperation(req: RestRequest): Promise<object> 
       );
       return row ? Number(row[0]) : undefined;
     });
-    if (id === undefined) throw featureNotFound(objectId);
+    if (id === undefined || id === "missing") throw featureNotFound(objectId);
+    if (id === "denied")
+      return { addAttachmentResult: { objectId: -1, globalId: null, success: false, error: deniedByOwnership() } };
     logger.info("attachment added", { itemId: serviceItemId, layer: layerId, objectId, attachmentId: id });
     return { addAttachmentResult: { objectId: id, globalId, success: true } };
   } catch (err) {
@@ -210,9 +226,12 @@ export async function updateAttachmentOperation(req: RestRequest): Promise<objec
   try {
     const outcome = await changeAttachments(req, layerId, ["Update"], "updateAttachment", async (tx, layer, svc) => {
       serviceItemId = svc;
-      const [found] = await tx.run(
-        findAttachment(tx.emitter, layer.schema.table, { id: attachmentId, parentId: objectId }, true),
-      );
+      const reach = await layer.access(tx, objectId);
+      if (reach === "denied") return reach;
+      const [found] =
+        reach === "ok"
+          ? await tx.run(findAttachment(tx.emitter, layer.schema.table, { id: attachmentId, parentId: objectId }, true))
+          : [];
       if (!found) return undefined;
       const before = attachmentOf(found);
       key = await keepAttachmentBytes(svc, file.bytes);
@@ -227,10 +246,9 @@ export async function updateAttachmentOperation(req: RestRequest): Promise<objec
       );
       return before;
     });
-    if (!outcome) {
-      return {
-        updateAttachmentResult: { objectId: attachmentId, globalId: null, success: false, error: missing("Update") },
-      };
+    if (!outcome || outcome === "denied") {
+      const error = outcome === "denied" ? deniedByOwnership() : missing("Update");
+      return { updateAttachmentResult: { objectId: attachmentId, globalId: null, success: false, error } };
     }
     // Committed: the old bytes are no row's any more.
     await removeAttachmentBytes(serviceItemId, [outcome.key]);
@@ -262,6 +280,14 @@ export async function deleteAttachmentsOperation(req: RestRequest): Promise<obje
     "deleteAttachments",
     async (tx, layer, svc) => {
       serviceItemId = svc;
+      const reach = await layer.access(tx, objectId);
+      if (reach !== "ok") {
+        const error = reach === "denied" ? deniedByOwnership() : missing("Delete");
+        return {
+          keys: [],
+          results: ids.map((id): EditResult => ({ objectId: id, globalId: null, success: false, error })),
+        };
+      }
       const found = new Map<number, ReturnType<typeof attachmentOf>>();
       for (const id of ids) {
         const [row] = await tx.run(findAttachment(tx.emitter, layer.schema.table, { id, parentId: objectId }, true));

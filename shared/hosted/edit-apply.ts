@@ -16,6 +16,7 @@ import {
   logEdit,
   type OwnerRule,
   pruneEditLog,
+  reachableByGlobalId,
   reachableIds,
   recordEdit,
   updateRow,
@@ -37,6 +38,7 @@ import type {
   EditOutcome,
   EditRequest,
   EditResult,
+  LayerEdit,
   LayerEditResults,
 } from "#shared/hosted/store.ts";
 
@@ -60,6 +62,32 @@ export function targetOf(schema: LayerSchema): WriteTarget {
     idColumn: oid?.column ?? schema.objectIdField,
     ...(schema.geometry ? { geometry: { column: schema.geometry.column, srid: schema.geometry.srid } } : {}),
   };
+}
+
+/**
+ * Whether the caller's ownership rules let them change a feature's attachments, which ArcGIS counts as an update of
+ * the feature: `ok` (no rules, or the feature is theirs to update), `denied` (they see it, may not update it: 1007),
+ * `missing` (not there, or hidden from them, so it is not told to exist). Asked inside the edit's transaction.
+ */
+export async function attachmentAccess(
+  run: (q: EmittedQuery) => Promise<unknown[][]>,
+  emitter: SqlEmitter,
+  schema: LayerSchema,
+  ownership: LayerEdit["ownership"],
+  parent: { readonly objectId: number } | { readonly globalId: string },
+): Promise<"ok" | "denied" | "missing"> {
+  if (!ownership) return "ok";
+  const target = targetOf(schema);
+  const gid = schema.editing?.globalIdField?.toLowerCase();
+  const gidColumn = gid === undefined ? undefined : schema.fields.find((f) => f.name.toLowerCase() === gid)?.column;
+  const reach = async (scope: "query" | "update") => {
+    const rule: OwnerRule = { column: ownership.column, scope: ownership[scope] };
+    if ("objectId" in parent) return (await run(reachableIds(emitter, target, [parent.objectId], rule))).length > 0;
+    if (gidColumn === undefined) return false;
+    return (await run(reachableByGlobalId(emitter, target, gidColumn, parent.globalId, rule))).length > 0;
+  };
+  if (await reach("update")) return "ok";
+  return (await reach("query")) ? "denied" : "missing";
 }
 
 /**
@@ -244,7 +272,7 @@ export async function writeEdits(
       for (const [key] of await run(deleteAttachmentsOf(emitter, layer.schema.table, [...removed])))
         removedKeys.push(String(key));
     const attachments = layer.attachments
-      ? await applyAttachments(run, emitter, layer.schema, layer.attachments, removedKeys)
+      ? await applyAttachments(run, emitter, layer, layer.attachments, removedKeys)
       : undefined;
     if (attachments) {
       written += attachments.written;
@@ -298,11 +326,14 @@ export async function applyEdits(
 async function applyAttachments(
   run: (q: EmittedQuery) => Promise<unknown[][]>,
   emitter: SqlEmitter,
-  schema: LayerSchema,
+  { schema, ownership }: Pick<LayerEdit, "schema" | "ownership">,
   edits: AttachmentEdits,
   removedKeys: string[],
 ) {
   const table = schema.table;
+  // A feature's attachments change as the feature would: its ownership rules apply (1007, or missing when hidden).
+  const access = (parent: { readonly objectId: number } | { readonly globalId: string }) =>
+    attachmentAccess(run, emitter, schema, ownership, parent);
   const column = (name: string | undefined) =>
     name === undefined ? undefined : schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase())?.column;
   const gid = column(schema.editing?.globalIdField);
@@ -325,9 +356,15 @@ async function applyAttachments(
       );
       continue;
     }
-    const [row] = gid
-      ? await run(insertAttachment(emitter, layer, { globalId: a.parentGlobalId }, { ...a, keywords: null }))
-      : [];
+    const reach = await access({ globalId: a.parentGlobalId });
+    if (reach === "denied") {
+      addResults.push(fail(a.globalId, deniedByOwnership()));
+      continue;
+    }
+    const [row] =
+      gid && reach === "ok"
+        ? await run(insertAttachment(emitter, layer, { globalId: a.parentGlobalId }, { ...a, keywords: null }))
+        : [];
     if (!row) {
       addResults.push(
         fail(a.globalId, {
@@ -343,8 +380,9 @@ async function applyAttachments(
   const updateResults: EditResult[] = [];
   for (const u of edits.updates) {
     const before = await find(u.globalId);
-    if (!before) {
-      updateResults.push(fail(u.globalId, missingObject("Update")));
+    const reach = before ? await access({ objectId: before.parentId }) : "missing";
+    if (!before || reach !== "ok") {
+      updateResults.push(fail(u.globalId, reach === "denied" ? deniedByOwnership() : missingObject("Update")));
       continue;
     }
     await run(updateAttachment(emitter, table, before.id, { ...u, keywords: null }));
@@ -355,8 +393,9 @@ async function applyAttachments(
   const deleteResults: EditResult[] = [];
   for (const g of edits.deletes) {
     const before = await find(g);
-    if (!before) {
-      deleteResults.push(fail(g, missingObject("Delete")));
+    const reach = before ? await access({ objectId: before.parentId }) : "missing";
+    if (!before || reach !== "ok") {
+      deleteResults.push(fail(g, reach === "denied" ? deniedByOwnership() : missingObject("Delete")));
       continue;
     }
     await run(deleteAttachments(emitter, table, [before.id]));

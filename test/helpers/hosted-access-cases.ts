@@ -21,12 +21,21 @@ type Who = "publisher" | "user" | "admin" | "anonymous";
 /** ArcGIS's answers for an edit ownership refuses, and for one of a feature the caller does not see (or none). */
 const DENIED = { code: 1007, description: "Edit denied due to ownership-based access control." };
 const MISSING_UPDATE = { code: 1019, description: "Update for the object was not attempted. Object may not exist." };
+/** A PNG file as the attachment client takes one (its bytes are a PNG's signature, then data). */
+const photo = {
+  name: "photo.png",
+  type: "image/png",
+  base64: Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    Buffer.from("pixels"),
+  ]).toString("base64"),
+};
 const MISSING_DELETE = { code: 1019, description: "Delete for the object was not attempted. Object may not exist." };
 
 export function accessSuite(backing: AccessBacking, { matrix }: { readonly matrix: boolean }) {
   let engine: RunningEngine;
   const tokens = { admin: "", publisher: "", user: "" };
-  const { getJson } = jsonCalls(() => engine.ca);
+  const { getJson, postJson } = jsonCalls(() => engine.ca);
   let url = "";
   let itemId = "";
   const layer = () => `${url}/0`;
@@ -356,14 +365,13 @@ export function accessSuite(backing: AccessBacking, { matrix }: { readonly matri
         }),
       ).toEqual({ success: true });
       const owner = await add("publisher", "O3");
-      const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from("pixels")]);
       const [added] = (await attachmentCalls(engine, "publisher", PASSWORDS.publisher, [
         {
           fn: "addAttachment",
           options: {
             url: layer(),
             featureId: owner,
-            file: { name: "photo.png", type: "image/png", base64: png.toString("base64") },
+            file: photo,
           },
         },
       ])) as [{ addAttachmentResult?: { objectId: number; success: boolean } }];
@@ -394,11 +402,67 @@ export function accessSuite(backing: AccessBacking, { matrix }: { readonly matri
             unknown[] | undefined
         )?.length,
       ).toBe(1);
+      // Nor may the member attach to it: it is not there for them.
+      const [hiddenAdd] = await attachmentCalls(engine, "user", PASSWORDS.user, [
+        { fn: "addAttachment", options: { url: layer(), featureId: owner, file: photo } },
+      ]);
+      expect(hiddenAdd).toMatchObject({ error: { code: 404, message: expect.stringContaining("Feature not found.") } });
       // Once others may query, the member reads them too.
       expect(await ownership({ allowOthersToQuery: true })).toEqual({ success: true });
       expect(
         ((await getJson(`${layer()}/${owner}/attachments`, tokens.user)).attachmentInfos as unknown[]).length,
       ).toBe(1);
+    });
+
+    it("refuses a member's change of the attachments of a feature they may not update (1007), on every path", async () => {
+      expect(await ownership({ allowOthersToQuery: true, allowOthersToUpdate: false })).toEqual({ success: true });
+      const owner = await add("publisher", "O4");
+      const addAs = async (who: "publisher" | "user") =>
+        (
+          await attachmentCalls(engine, who, PASSWORDS[who], [
+            { fn: "addAttachment", options: { url: layer(), featureId: owner, file: photo } },
+          ])
+        )[0] as { addAttachmentResult: { objectId: number } };
+      const own = await addAs("publisher");
+      const byMember = await addAs("user");
+      expect(byMember).toEqual({
+        addAttachmentResult: { objectId: -1, globalId: null, success: false, error: DENIED },
+      });
+      const attachment = own.addAttachmentResult.objectId;
+      expect(
+        await postJson(`${layer()}/${owner}/deleteAttachments`, tokens.user, { attachmentIds: String(attachment) }),
+      ).toEqual({ deleteAttachmentResults: [{ objectId: attachment, globalId: null, success: false, error: DENIED }] });
+      // applyEdits' attachments, by the feature's global id: the same rule.
+      const features = (await query(tokens.user, `objectIds=${owner}&outFields=GlobalID`)).features as {
+        attributes: { GlobalID: string };
+      }[];
+      const parentGlobalId = features[0]?.attributes.GlobalID ?? "";
+      const globalId = `{${crypto.randomUUID().toUpperCase()}}`;
+      const edited = await postJson(`${layer()}/applyEdits`, tokens.user, {
+        useGlobalIds: "true",
+        rollbackOnFailure: "false",
+        attachments: JSON.stringify({
+          adds: [{ globalId, parentGlobalId, contentType: "image/png", name: "x.png", data: photo.base64 }],
+        }),
+      });
+      expect(edited).toEqual({
+        addResults: [],
+        updateResults: [],
+        deleteResults: [],
+        attachments: {
+          addResults: [{ objectId: -1, globalId, success: false, error: DENIED }],
+          updateResults: [],
+          deleteResults: [],
+        },
+      });
+      // The owner's attachment is still there, once; the owner (who manages the service) changes it freely.
+      const infos = (await getJson(`${layer()}/${owner}/attachments`, tokens.publisher)).attachmentInfos as unknown[];
+      expect(infos).toHaveLength(1);
+      expect(
+        await postJson(`${layer()}/${owner}/deleteAttachments`, tokens.publisher, {
+          attachmentIds: String(attachment),
+        }),
+      ).toMatchObject({ deleteAttachmentResults: [{ objectId: attachment, success: true }] });
     });
   });
 }

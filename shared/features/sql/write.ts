@@ -173,6 +173,22 @@ export function reachableIds(
   );
 }
 
+/** The object id of the row whose global id is `globalId`, when it exists and `owner` lets the caller reach it. */
+export function reachableByGlobalId(
+  emitter: SqlEmitter,
+  target: WriteTarget,
+  globalIdColumn: string,
+  globalId: string,
+  owner?: OwnerRule,
+): EmittedQuery {
+  const b = new Binder(emitter);
+  const key = quoteIdentifier(target.idColumn);
+  return emitted(
+    `SELECT ${key} FROM ${qualifiedTable(target)} WHERE ${quoteIdentifier(globalIdColumn)} = ${b.bind(globalId, "text")}${ownedBy(b, owner)}`,
+    b,
+  );
+}
+
 /** The editing record's table in a container (a GeoPackage: no schema; a service's schema in PostgreSQL). */
 const editingTable = (schema: string | undefined) =>
   schema === undefined
