@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventSchemaFile } from "#shared/system.ts";
 import { definePointService } from "./helpers/arcgis.ts";
 import { ROOT, type RunningEngine, signInMembers, startEngine } from "./helpers/engine.ts";
-import { jsonCalls } from "./helpers/http.ts";
+import { call, jsonCalls, multipartBody } from "./helpers/http.ts";
 import { hostThroughProxy, type PgProxy } from "./helpers/pg-proxy.ts";
 import { type Postgres, postgresBin, startPostgres } from "./helpers/postgres.ts";
 
@@ -227,6 +227,68 @@ function suite(name: string, backing: Backing, geoPackage: boolean) {
       expect(again).toMatchObject({ addResults: [{ success: true }] });
       await expect.poll(() => edited().length, { timeout: 10_000 }).toBe(before + 1);
     }, 180_000);
+
+    it("raises an event for a change of a feature's attachments, exactly once across a kill after its commit", async () => {
+      const admin = url.replace("/rest/services/", "/rest/admin/services/");
+      expect(
+        await postJson(`${admin}/0/updateDefinition`, token, {
+          updateDefinition: JSON.stringify({ hasAttachments: true }),
+        }),
+      ).toEqual({ success: true });
+      const [feature] = await names();
+      const oid = feature?.OBJECTID ?? -1;
+      const attach = async (path: string, fields: Record<string, string>) => {
+        const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from("x")]);
+        const { body, type } = await multipartBody(
+          { f: "json", token, ...fields },
+          { attachment: { name: "a.png", bytes: png } },
+        );
+        return (await call(`${url}/0/${oid}/${path}`, { ca: engine.ca, body, headers: { "content-type": type } })).json<
+          Record<string, { objectId: number; success: boolean }>
+        >();
+      };
+      const before = edited().length;
+      const added = await attach("addAttachment", {});
+      expect(added.addAttachmentResult?.success).toBe(true);
+      await expect.poll(() => edited().length, { timeout: 10_000 }).toBe(before + 1);
+      const event = edited().at(-1);
+      expect(event?.detail).toMatchObject({
+        itemId,
+        editor: "publisher",
+        layers: [
+          {
+            id: 0,
+            added: 0,
+            updated: 0,
+            deleted: 0,
+            addedIds: [],
+            attachments: { added: 1, updated: 0, deleted: 0 },
+          },
+        ],
+      });
+      expect(validate(event?.detail) ? [] : validate.errors).toEqual([]);
+      // A delete naming no attachment of the feature changes nothing: no event.
+      expect(await postJson(`${url}/0/${oid}/deleteAttachments`, token, { attachmentIds: "999999" })).toMatchObject({
+        deleteAttachmentResults: [{ success: false }],
+      });
+      // Killed after the commit of the delete and before the bus: the event is sent once, by events-redeliver.
+      await engine.stop();
+      await start({ MAPGATE_TEST_EDIT_CRASH: "after-commit" });
+      await postJson(`${url}/0/${oid}/deleteAttachments`, token, {
+        attachmentIds: String(added.addAttachmentResult?.objectId),
+      }).catch(() => undefined);
+      expect(await engine.stop("SIGKILL")).toBe(null);
+      expect(edited()).toHaveLength(before + 1);
+      await start();
+      expect(await getJson(`${url}/0/${oid}/attachments`, token)).toEqual({ attachmentInfos: [] });
+      await expect.poll(() => edited().length, { timeout: 15_000 }).toBe(before + 2);
+      expect(edited().at(-1)?.detail.layers).toEqual([
+        expect.objectContaining({ id: 0, attachments: { added: 0, updated: 0, deleted: 1 } }),
+      ]);
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(edited()).toHaveLength(before + 2);
+      expect(await outbox()).toEqual([]);
+    }, 120_000);
   });
 }
 

@@ -23,7 +23,8 @@ import type { RestRequest } from "#shared/http/pipeline.ts";
 import { underServiceLock } from "#shared/hosted/define.ts";
 import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { editableService } from "#shared/hosted/edit.ts";
-import { attachmentAccess, deniedByOwnership } from "#shared/hosted/edit-apply.ts";
+import { attachmentAccess, deniedByOwnership, logEditId } from "#shared/hosted/edit-apply.ts";
+import { editEvent } from "#shared/hosted/edit-events.ts";
 import { ownershipFor } from "#shared/features/ownership.ts";
 import {
   attachmentName,
@@ -32,9 +33,10 @@ import {
   MAX_ATTACHMENT_BYTES,
   removeAttachmentBytes,
 } from "#shared/hosted/attachment-files.ts";
-import type { EditResult, LayerEdit, Transaction } from "#shared/hosted/store.ts";
+import type { EditOutcome, EditResult, LayerEdit, LayerEditResults, Transaction } from "#shared/hosted/store.ts";
 import { logger } from "#shared/log.ts";
-import { HOSTED_FOLDER } from "#shared/publishing.ts";
+import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
+import { serverUrl } from "#shared/stores/servers.ts";
 import type { Service } from "#shared/stores/services.ts";
 
 const WHAT = "Unable to complete operation.";
@@ -102,6 +104,12 @@ interface AttachedLayer {
   readonly access: (tx: Transaction, objectId: number) => Promise<"ok" | "denied" | "missing">;
 }
 
+/** What a change's work answers: its value, and the attachments it changed (absent: none, so no event). */
+interface Changed<T> {
+  readonly value: T;
+  readonly changed?: Partial<NonNullable<LayerEditResults["attachments"]>>;
+}
+
 /**
  * Runs a change of layer `layerId`'s attachments: the service found and the caller checked, the layer opened (it
  * must keep attachments), `work` run in one transaction of the store (a GeoPackage under the service's lock) with the
@@ -113,7 +121,7 @@ async function changeAttachments<T>(
   layerId: number,
   needs: readonly EditCapability[],
   operation: string,
-  work: (tx: Transaction, layer: AttachedLayer, serviceItemId: string) => Promise<T>,
+  work: (tx: Transaction, layer: AttachedLayer, serviceItemId: string) => Promise<Changed<T>>,
 ): Promise<T> {
   const found = await editableService(
     req,
@@ -130,6 +138,20 @@ async function changeAttachments<T>(
       "Editing hosted layers needs the hosting database on AWS (HOSTED_DATABASE): their GeoPackages in the bucket are not edited in place.",
     );
   const moment = Date.now();
+  const server = req.server;
+  if (!server) throw new Error("server route without a server");
+  // The change's "Features Edited" event, kept in the outbox inside its transaction as an edit's is.
+  const event = editEvent(
+    {
+      portalId: found.service.portalId,
+      itemId: found.service.itemId,
+      url: restServiceUrl(serverUrl(server, req.httpsOrigin), HOSTED_FOLDER, found.service.name, "FeatureServer"),
+      editor: req.identity.kind === "user" ? req.identity.user.username : "",
+      store: store.kind,
+    },
+    moment,
+  );
+  let outcome: EditOutcome | undefined;
   const run = async (service: Service, layers: readonly (string | null)[]) => {
     const source = service.source;
     if (!source) throw new Error("a hosted service without a source");
@@ -153,17 +175,27 @@ async function changeAttachments<T>(
       access: (tx, objectId) => attachmentAccess((q) => tx.run(q), tx.emitter, schema, ownership, { objectId }),
     };
     return store.transact(service.itemId, async (tx) => {
-      const result = await work(tx, layer, service.itemId);
+      const { value, changed } = await work(tx, layer, service.itemId);
       await tx.run({ sql: editingTableDdl(tx.container), params: [], columns: [] });
       await tx.run(recordEdit(tx.emitter, tx.container, schema.table.at(-1) ?? "", moment));
-      return result;
+      if (changed) {
+        const attachments = { addResults: [], updateResults: [], deleteResults: [], ...changed };
+        const layerResults = { layerId, addResults: [], updateResults: [], deleteResults: [], attachments };
+        outcome = { committed: true, changed: true, layers: [layerResults] };
+        await logEditId((q) => tx.run(q), tx.emitter, tx.container, event.editId, moment);
+        await event.beforeCommit(outcome);
+      }
+      return value;
     });
   };
   const source = found.service.source;
   if (!source) throw new Error("a hosted service without a source");
-  return store.kind === "geopackage"
+  const value = await (store.kind === "geopackage"
     ? underServiceLock(found, WHAT, (locked) => run(locked.service, locked.layers))
-    : run(found.service, source.layers ?? [source.path.split("/").at(-1) ?? ""]);
+    : run(found.service, source.layers ?? [source.path.split("/").at(-1) ?? ""]));
+  // Committed (and, for a GeoPackage, its lock let go): the event is sent.
+  if (outcome) await event.afterCommit(outcome);
+  return value;
 }
 
 /** A store's failure: the caller hears it plainly, the operator reads why in the log. */
@@ -182,26 +214,34 @@ export async function addAttachmentOperation(req: RestRequest): Promise<object> 
   let key: string | undefined;
   let serviceItemId = "";
   try {
-    const id = await changeAttachments(req, layerId, ["Create", "Update"], "addAttachment", async (tx, layer, svc) => {
-      serviceItemId = svc;
-      const reach = await layer.access(tx, objectId);
-      if (reach !== "ok") return reach;
-      // The bytes first, whole under a fresh key: the row that names them is written after.
-      key = await keepAttachmentBytes(svc, file.bytes);
-      const [row] = await tx.run(
-        insertAttachment(
-          tx.emitter,
-          {
-            table: layer.schema.table,
-            idColumn: layer.idColumn,
-            ...(layer.globalIdColumn ? { globalIdColumn: layer.globalIdColumn } : {}),
-          },
-          { objectId },
-          { globalId, name: file.name, contentType: file.contentType, size: file.bytes.length, keywords, key },
-        ),
-      );
-      return row ? Number(row[0]) : undefined;
-    });
+    const id = await changeAttachments<number | "denied" | "missing" | undefined>(
+      req,
+      layerId,
+      ["Create", "Update"],
+      "addAttachment",
+      async (tx, layer, svc) => {
+        serviceItemId = svc;
+        const reach = await layer.access(tx, objectId);
+        if (reach !== "ok") return { value: reach };
+        // The bytes first, whole under a fresh key: the row that names them is written after.
+        key = await keepAttachmentBytes(svc, file.bytes);
+        const [row] = await tx.run(
+          insertAttachment(
+            tx.emitter,
+            {
+              table: layer.schema.table,
+              idColumn: layer.idColumn,
+              ...(layer.globalIdColumn ? { globalIdColumn: layer.globalIdColumn } : {}),
+            },
+            { objectId },
+            { globalId, name: file.name, contentType: file.contentType, size: file.bytes.length, keywords, key },
+          ),
+        );
+        if (!row) return { value: undefined };
+        const id = Number(row[0]);
+        return { value: id, changed: { addResults: [{ objectId: id, globalId, success: true }] } };
+      },
+    );
     if (id === undefined || id === "missing") throw featureNotFound(objectId);
     if (id === "denied")
       return { addAttachmentResult: { objectId: -1, globalId: null, success: false, error: deniedByOwnership() } };
@@ -224,28 +264,39 @@ export async function updateAttachmentOperation(req: RestRequest): Promise<objec
   let key: string | undefined;
   let serviceItemId = "";
   try {
-    const outcome = await changeAttachments(req, layerId, ["Update"], "updateAttachment", async (tx, layer, svc) => {
-      serviceItemId = svc;
-      const reach = await layer.access(tx, objectId);
-      if (reach === "denied") return reach;
-      const [found] =
-        reach === "ok"
-          ? await tx.run(findAttachment(tx.emitter, layer.schema.table, { id: attachmentId, parentId: objectId }, true))
-          : [];
-      if (!found) return undefined;
-      const before = attachmentOf(found);
-      key = await keepAttachmentBytes(svc, file.bytes);
-      await tx.run(
-        updateAttachment(tx.emitter, layer.schema.table, attachmentId, {
-          name: file.name,
-          contentType: file.contentType,
-          size: file.bytes.length,
-          keywords,
-          key,
-        }),
-      );
-      return before;
-    });
+    const outcome = await changeAttachments<ReturnType<typeof attachmentOf> | "denied" | undefined>(
+      req,
+      layerId,
+      ["Update"],
+      "updateAttachment",
+      async (tx, layer, svc) => {
+        serviceItemId = svc;
+        const reach = await layer.access(tx, objectId);
+        if (reach === "denied") return { value: reach };
+        const [found] =
+          reach === "ok"
+            ? await tx.run(
+                findAttachment(tx.emitter, layer.schema.table, { id: attachmentId, parentId: objectId }, true),
+              )
+            : [];
+        if (!found) return { value: undefined };
+        const before = attachmentOf(found);
+        key = await keepAttachmentBytes(svc, file.bytes);
+        await tx.run(
+          updateAttachment(tx.emitter, layer.schema.table, attachmentId, {
+            name: file.name,
+            contentType: file.contentType,
+            size: file.bytes.length,
+            keywords,
+            key,
+          }),
+        );
+        return {
+          value: before,
+          changed: { updateResults: [{ objectId: attachmentId, globalId: before.globalId, success: true }] },
+        };
+      },
+    );
     if (!outcome || outcome === "denied") {
       const error = outcome === "denied" ? deniedByOwnership() : missing("Update");
       return { updateAttachmentResult: { objectId: attachmentId, globalId: null, success: false, error } };
@@ -284,8 +335,10 @@ export async function deleteAttachmentsOperation(req: RestRequest): Promise<obje
       if (reach !== "ok") {
         const error = reach === "denied" ? deniedByOwnership() : missing("Delete");
         return {
-          keys: [],
-          results: ids.map((id): EditResult => ({ objectId: id, globalId: null, success: false, error })),
+          value: {
+            keys: [],
+            results: ids.map((id): EditResult => ({ objectId: id, globalId: null, success: false, error })),
+          },
         };
       }
       const found = new Map<number, ReturnType<typeof attachmentOf>>();
@@ -295,14 +348,15 @@ export async function deleteAttachmentsOperation(req: RestRequest): Promise<obje
       }
       const removed =
         found.size > 0 ? await tx.run(deleteAttachments(tx.emitter, layer.schema.table, [...found.keys()])) : [];
+      const results = ids.map((id): EditResult => {
+        const a = found.get(id);
+        return a
+          ? { objectId: id, globalId: a.globalId, success: true }
+          : { objectId: id, globalId: null, success: false, error: missing("Delete") };
+      });
       return {
-        keys: removed.map((r) => String(r[1])),
-        results: ids.map((id): EditResult => {
-          const a = found.get(id);
-          return a
-            ? { objectId: id, globalId: a.globalId, success: true }
-            : { objectId: id, globalId: null, success: false, error: missing("Delete") };
-        }),
+        value: { keys: removed.map((r) => String(r[1])), results },
+        ...(found.size > 0 ? { changed: { deleteResults: results } } : {}),
       };
     },
   ).catch((err: unknown) => notKept(err));

@@ -114,6 +114,22 @@ async function makeTable(run: (q: EmittedQuery) => Promise<unknown[][]>, ddl: st
   await plain("RELEASE SAVEPOINT mapgate_make_table");
 }
 
+/**
+ * An edit that changed rows raises an event: its id is logged with its rows, inside its transaction, which is what
+ * tells a crash's survivor that it committed (the log's own rows kept as long as the outbox keeps an event, pruned here).
+ */
+export async function logEditId(
+  run: (q: EmittedQuery) => Promise<unknown[][]>,
+  emitter: SqlEmitter,
+  container: string | undefined,
+  editId: string,
+  moment: number,
+): Promise<void> {
+  await makeTable(run, editLogDdl(container));
+  await run(pruneEditLog(emitter, container, moment - OUTBOX_RETENTION_SECONDS * 1000));
+  await run(logEdit(emitter, container, editId, moment));
+}
+
 /** Thrown inside the transaction to roll a request back when one of its edits failed (rollbackOnFailure). */
 export class EditsRolledBack extends Error {
   readonly outcome: EditOutcome;
@@ -308,13 +324,7 @@ export async function applyEdits(
   }
   const changed = changedTables.length > 0;
   if (failed && request.rollbackOnFailure) throw new EditsRolledBack({ committed: false, layers });
-  // An edit that changed rows raises an event: its id is logged with its rows (the log's own rows kept as long as the
-  // outbox keeps an event, pruned here).
-  if (changed) {
-    await makeTable(run, editLogDdl(container));
-    await run(pruneEditLog(emitter, container, request.moment - OUTBOX_RETENTION_SECONDS * 1000));
-    await run(logEdit(emitter, container, request.editId, request.moment));
-  }
+  if (changed) await logEditId(run, emitter, container, request.editId, request.moment);
   return { committed: true, layers, changed, ...(removedKeys.length > 0 ? { removedKeys } : {}) };
 }
 

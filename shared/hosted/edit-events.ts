@@ -67,7 +67,15 @@ export function editedDetail(context: EditContext, outcome: EditOutcome, moment:
     const added = ids(l.addResults);
     const updated = ids(l.updateResults);
     const deleted = ids(l.deleteResults);
-    if (added.length + updated.length + deleted.length === 0) return [];
+    // A feature's attachments added, replaced or deleted (applyEdits' attachments, or their own operations): counted.
+    const a = l.attachments;
+    const attachments = a && {
+      added: ids(a.addResults).length,
+      updated: ids(a.updateResults).length,
+      deleted: ids(a.deleteResults).length,
+    };
+    const attached = attachments ? attachments.added + attachments.updated + attachments.deleted : 0;
+    if (added.length + updated.length + deleted.length + attached === 0) return [];
     return [
       {
         id: l.layerId,
@@ -78,6 +86,7 @@ export function editedDetail(context: EditContext, outcome: EditOutcome, moment:
         addedIds: bounded(added),
         updatedIds: bounded(updated),
         deletedIds: bounded(deleted),
+        ...(attachments && attached > 0 ? { attachments } : {}),
       },
     ];
   });
