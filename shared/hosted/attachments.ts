@@ -6,7 +6,6 @@
 // transaction of the hosted store (a GeoPackage under the service's lock), and the bytes a change let go of are
 // removed only after it committed; a failed change removes the bytes it kept. A crash between the two leaves bytes no
 // row names, never a row naming missing bytes. The layer's last edit moves with each change.
-import { config } from "#shared/config.ts";
 import { ApiError, badRequest, operationNotSupported } from "#shared/errors.ts";
 import type { EditCapability } from "#shared/features/capabilities.ts";
 import { openDataset, servesLayer } from "#shared/features/sources.ts";
@@ -21,10 +20,9 @@ import {
 import { editingTableDdl, recordEdit } from "#shared/features/sql/write.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { underServiceLock } from "#shared/hosted/define.ts";
-import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { editableService } from "#shared/hosted/edit.ts";
 import { attachmentAccess, deniedByOwnership, logEditId } from "#shared/hosted/edit-apply.ts";
-import { editEvent } from "#shared/hosted/edit-events.ts";
+import { hostedEditStart } from "#shared/hosted/edit-hosted.ts";
 import { ownershipFor } from "#shared/features/ownership.ts";
 import {
   attachmentName,
@@ -35,8 +33,7 @@ import {
 } from "#shared/hosted/attachment-files.ts";
 import type { EditOutcome, EditResult, LayerEdit, LayerEditResults, Transaction } from "#shared/hosted/store.ts";
 import { logger } from "#shared/log.ts";
-import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
-import { serverUrl } from "#shared/stores/servers.ts";
+import { HOSTED_FOLDER } from "#shared/publishing.ts";
 import type { Service } from "#shared/stores/services.ts";
 
 const WHAT = "Unable to complete operation.";
@@ -131,26 +128,8 @@ async function changeAttachments<T>(
     operation,
     true,
   );
-  const store = await hostedStore();
-  const hostedData = config().hostedData;
-  if (store.kind === "geopackage" && hostedData && "bucket" in hostedData)
-    throw operationNotSupported(
-      "Editing hosted layers needs the hosting database on AWS (HOSTED_DATABASE): their GeoPackages in the bucket are not edited in place.",
-    );
   const moment = Date.now();
-  const server = req.server;
-  if (!server) throw new Error("server route without a server");
-  // The change's "Features Edited" event, kept in the outbox inside its transaction as an edit's is.
-  const event = editEvent(
-    {
-      portalId: found.service.portalId,
-      itemId: found.service.itemId,
-      url: restServiceUrl(serverUrl(server, req.httpsOrigin), HOSTED_FOLDER, found.service.name, "FeatureServer"),
-      editor: req.identity.kind === "user" ? req.identity.user.username : "",
-      store: store.kind,
-    },
-    moment,
-  );
+  const { store, event } = await hostedEditStart(req, found.service, moment);
   let outcome: EditOutcome | undefined;
   const run = async (service: Service, layers: readonly (string | null)[]) => {
     const source = service.source;

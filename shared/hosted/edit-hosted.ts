@@ -70,32 +70,42 @@ async function removeKept(serviceItemId: string, keys: readonly string[]): Promi
   await (await import("#shared/hosted/attachment-files.ts")).removeAttachmentBytes(serviceItemId, keys);
 }
 
-/** Checks and makes a request's edits of one hosted service's layers, in one transaction. */
-const runEdits: EditRunner = async (req, edits, options, operation) => {
-  // Every hosted service is in the Hosted folder: the routes name it (by-reference layers elsewhere are read-only).
-  const found = await editableService(req, HOSTED_FOLDER, req.pathParameters.name ?? "", needsOf(edits), operation);
-  checkEditBounds(edits);
+/**
+ * What every change of a hosted service's rows starts from (its features' edits, its attachments'): the deployment's
+ * hosted store, refused where its data is not edited in place, and the change's "Features Edited" event, put in the
+ * outbox inside the change's transaction and sent once it committed.
+ */
+export async function hostedEditStart(req: RestRequest, service: Service, moment: number) {
   const store = await hostedStore();
   const hostedData = config().hostedData;
   if (store.kind === "geopackage" && hostedData && "bucket" in hostedData)
     throw operationNotSupported(
       "Editing hosted layers needs the hosting database on AWS (HOSTED_DATABASE): their GeoPackages in the bucket are not edited in place.",
     );
-  const identity = req.identity;
-  const editor: Editor = { username: identity.kind === "user" ? identity.user.username : "", moment: Date.now() };
   const server = req.server;
   if (!server) throw new Error("server route without a server");
-  // Its event, put in the outbox inside the edit's transaction and sent once the edit committed.
+  const identity = req.identity;
   const event = editEvent(
     {
-      portalId: found.service.portalId,
-      itemId: found.service.itemId,
-      url: restServiceUrl(serverUrl(server, req.httpsOrigin), HOSTED_FOLDER, found.service.name, "FeatureServer"),
-      editor: editor.username,
+      portalId: service.portalId,
+      itemId: service.itemId,
+      url: restServiceUrl(serverUrl(server, req.httpsOrigin), HOSTED_FOLDER, service.name, "FeatureServer"),
+      editor: identity.kind === "user" ? identity.user.username : "",
       store: store.kind,
     },
-    editor.moment,
+    moment,
   );
+  return { store, event };
+}
+
+/** Checks and makes a request's edits of one hosted service's layers, in one transaction. */
+const runEdits: EditRunner = async (req, edits, options, operation) => {
+  // Every hosted service is in the Hosted folder: the routes name it (by-reference layers elsewhere are read-only).
+  const found = await editableService(req, HOSTED_FOLDER, req.pathParameters.name ?? "", needsOf(edits), operation);
+  checkEditBounds(edits);
+  const identity = req.identity;
+  const editor: Editor = { username: identity.kind === "user" ? identity.user.username : "", moment: Date.now() };
+  const { store, event } = await hostedEditStart(req, found.service, editor.moment);
   // Attachments' bytes kept for this request: those no committed row names are removed after it.
   const kept: KeptFile[] = [];
   const make = async (
