@@ -134,7 +134,7 @@ async function withLastEdits(
   return Promise.all(
     schemas.map(async (schema, i) => {
       const last = await lastEditOf(service, ids[i] ?? 0);
-      return { ...schema, editing: { lastEditDate: last ?? service.created ?? Date.now() } };
+      return { ...schema, editing: { lastEditDate: last ?? service.created } };
     }),
   );
 }
