@@ -422,5 +422,15 @@ suite("editor tracking and ownership rules on a layer published by reference fro
         (await db.admin.query("SELECT created_user, last_edited_user FROM public.obs WHERE id = $1", [id])).rows,
       ).toEqual([{ created_user: "as sent", last_edited_user: null }]);
     });
+
+    it("takes a column added to the table just before it is named (the layer is described afresh)", async () => {
+      await db.admin.query("ALTER TABLE public.obs ADD COLUMN checked_by text");
+      expect(await define({ editFieldsInfo: { editorField: "checked_by" } })).toEqual({ success: true });
+      expect((await getJson(layer(), tokens.publisher)).editFieldsInfo).toEqual({ editorField: "checked_by" });
+      const id = await add(tokens.admin, "checked", { checked_by: "forged" });
+      expect((await db.admin.query("SELECT checked_by FROM public.obs WHERE id = $1", [id])).rows).toEqual([
+        { checked_by: "admin" },
+      ]);
+    });
   });
 });

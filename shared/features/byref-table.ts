@@ -17,8 +17,11 @@ export interface TableFacts {
   readonly generated: ReadonlySet<string>;
   /** The geometry column's declared type (`POINT`, `MULTIPOLYGON`, …), as geometry_columns gives it. */
   readonly geometryType?: string;
-  /** Every column's type name (pg_type's `typname`: `text`, `varchar`, `timestamptz`, …), by column. */
-  readonly types: ReadonlyMap<string, string>;
+  /**
+   * Every column's type name (pg_type's `typname`: `text`, `varchar`, `timestamptz`, …) and declared length (a
+   * varchar's), by column, as the catalog says now (a layer's schema may be a minute old).
+   */
+  readonly types: ReadonlyMap<string, { readonly type: string; readonly length?: number }>;
   /** Columns the login may not INSERT into, and may not UPDATE (column privileges, the table's included). */
   readonly noInsert: ReadonlySet<string>;
   readonly noUpdate: ReadonlySet<string>;
@@ -33,7 +36,8 @@ const FACTS = `SELECT c.relkind::text,
     AND NOT a.attisdropped AND a.attgenerated <> ''),
   (SELECT g.type::text FROM geometry_columns g WHERE g.f_table_schema = n.nspname AND g.f_table_name = c.relname
     AND g.f_geometry_column = $3 LIMIT 1),
-  (SELECT json_object_agg(a.attname::text, t.typname::text) FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+  (SELECT json_object_agg(a.attname::text, json_build_array(t.typname::text, a.atttypmod))
+    FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
     WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped),
   (SELECT array_agg(a.attname::text) FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0
     AND NOT a.attisdropped AND NOT has_column_privilege(current_user, c.oid, a.attnum, 'INSERT')),
@@ -55,7 +59,7 @@ export async function tableFacts(db: PostGisDatabase, schema: LayerSchema): Prom
     string[] | null,
     string[] | null,
     string | null,
-    Record<string, string> | null,
+    Record<string, [string, number]> | null,
     string[] | null,
     string[] | null,
   ];
@@ -65,7 +69,12 @@ export async function tableFacts(db: PostGisDatabase, schema: LayerSchema): Prom
     defaulted: new Set(defaulted ?? []),
     generated: new Set(generated ?? []),
     ...(geometryType ? { geometryType: geometryType.toUpperCase() } : {}),
-    types: new Map(Object.entries(types ?? {})),
+    types: new Map(
+      Object.entries(types ?? {}).map(([column, [type, typmod]]) => [
+        column,
+        { type, ...(type === "varchar" && typmod > 4 ? { length: typmod - 4 } : {}) },
+      ]),
+    ),
     noInsert: new Set(noInsert ?? []),
     noUpdate: new Set(noUpdate ?? []),
   };
@@ -161,7 +170,8 @@ export function trackingProblems(
   for (const [role, column] of Object.entries(named) as [keyof typeof TRACKING_TYPES, string | undefined][]) {
     if (column === undefined) continue;
     const what = `editFieldsInfo.${role} '${column.slice(0, 63)}'`;
-    const type = facts.types.get(column);
+    const declared = facts.types.get(column);
+    const type = declared?.type;
     const other = roles.get(column);
     if (other !== undefined) {
       problems.push(`${what} is named as ${other} too: each tracking field is a column of its own.`);
@@ -185,8 +195,8 @@ export function trackingProblems(
       problems.push(`${what} is of type ${type.slice(0, 63)}: it must be ${fits.say}.`);
       continue;
     }
-    const length = schema.fields.find((f) => f.column === column)?.length;
-    if (type === "varchar" && length !== undefined && length < USERNAME_LENGTH)
+    const length = declared?.length;
+    if (length !== undefined && length < USERNAME_LENGTH)
       problems.push(
         `${what} is varchar(${length}): it must hold any username (up to ${USERNAME_LENGTH} characters): varchar(${USERNAME_LENGTH}) or longer, or text.`,
       );

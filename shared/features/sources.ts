@@ -114,7 +114,12 @@ async function openPostGisDataset(
 ) {
   const { postGisAt } = await import("#shared/features/postgis.ts");
   const db = await postGisAt(datastoreId, connection);
-  const schema = await db.schema(path.replace(/^\//, ""));
+  // Kept by its tracking columns too: a column added to the table and then named is described afresh, not from a
+  // description kept before it was there.
+  const schema = await db.schema(
+    path.replace(/^\//, ""),
+    trackingFields ? { key: JSON.stringify(trackingFields), ready: () => Promise.resolve(true) } : undefined,
+  );
   if (!schema) throw new DatasetError("The layer's table is no longer in its database.");
   if (schema instanceof DatasetError) throw schema;
   return postGisDataset(db, withTrackingFields(schema, trackingFields));
