@@ -178,6 +178,13 @@ suite("editor tracking and ownership rules on a layer published by reference fro
           "'editFieldsInfo.owner' is not a tracking field (creatorField, creationDateField, editorField, editDateField).",
         ]),
       );
+      const many = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, "x"]));
+      expect(await define({ editFieldsInfo: many, editorTrackingInfo: many })).toEqual(
+        refused([
+          "'editorTrackingInfo' has 5000 keys: it takes at most 8 settings.",
+          "'editFieldsInfo' has 5000 keys: it names at most the 4 tracking fields.",
+        ]),
+      );
       expect(await define({ editFieldsInfo: "created_user" })).toEqual(
         refused([
           "'editFieldsInfo' must be an object naming the table's columns: creatorField, creationDateField, editorField, editDateField.",

@@ -122,7 +122,7 @@ export function queryRestriction(identity: Identity, service: Service, schema: L
 }
 
 /** `editorTrackingInfo`'s settings, each named as ArcGIS names it, and the record's name for it. */
-export const TRACKING_SETTINGS: Readonly<Record<string, keyof ServiceEditing>> = {
+const TRACKING_SETTINGS: Readonly<Record<string, keyof ServiceEditing>> = {
   enableOwnershipAccessControl: "ownershipAccessControl",
   allowOthersToQuery: "allowOthersToQuery",
   allowOthersToUpdate: "allowOthersToUpdate",
@@ -146,8 +146,14 @@ export function readEditorTracking(
     problems.push("'editorTrackingInfo' must be an object of true/false settings.");
     return { editing };
   }
+  const entries = Object.entries(value);
+  // Each unknown key would be a problem of its own: a definition of thousands is answered with one.
+  if (entries.length > 16) {
+    problems.push(`'editorTrackingInfo' has ${entries.length} keys: it takes at most 8 settings.`);
+    return { editing };
+  }
   let enableEditorTracking: boolean | undefined;
-  for (const [key, v] of Object.entries(value)) {
+  for (const [key, v] of entries) {
     const setting = key === "enableEditorTracking" ? key : TRACKING_SETTINGS[key];
     if (setting === undefined)
       problems.push(

@@ -52,7 +52,13 @@ function editFieldsOf(value: unknown, problems: string[]): TrackingFields | null
     return undefined;
   }
   const named: Record<string, string> = {};
-  for (const [key, v] of Object.entries(value)) {
+  const entries = Object.entries(value);
+  // Each unknown key would be a problem of its own: a definition of thousands is answered with one.
+  if (entries.length > 8) {
+    problems.push(`'editFieldsInfo' has ${entries.length} keys: it names at most the 4 tracking fields.`);
+    return undefined;
+  }
+  for (const [key, v] of entries) {
     if (!(TRACKING_FIELDS as readonly string[]).includes(key))
       problems.push(`'editFieldsInfo.${key.slice(0, 40)}' is not a tracking field (${TRACKING_FIELDS.join(", ")}).`);
     else if (v === null || v === "") continue;
