@@ -79,6 +79,14 @@ export const editable = (service: Service) =>
     (service.source !== undefined && "connection" in service.source)) &&
   editingEnabled(service);
 
+/**
+ * Whether a service's layers may carry ownership rules, and so say their editor tracking: hosted ones, and those read by
+ * reference from a PostgreSQL database (their publisher names the tracking columns; until then the service says
+ * tracking is off).
+ */
+const tracksOwnership = (service: Service) =>
+  service.source !== undefined && (service.source.datastoreId === HOSTED_STORE_ID || "connection" in service.source);
+
 /** The drawing tool an editor offers for a new feature of a geometry type (a table's records have none). */
 const DRAWING_TOOLS: Readonly<Record<EsriGeometryType, string>> = {
   esriGeometryPoint: "esriFeatureEditToolPoint",
@@ -95,17 +103,14 @@ const DRAWING_TOOLS: Readonly<Record<EsriGeometryType, string>> = {
 function editingJson(service: Service, schema: LayerSchema) {
   const e = schema.editing;
   const system = systemFields(schema);
-  const tracking =
-    e?.creatorField && e.creationDateField && e.editorField && e.editDateField
-      ? {
-          editFieldsInfo: {
-            creationDateField: e.creationDateField,
-            creatorField: e.creatorField,
-            editDateField: e.editDateField,
-            editorField: e.editorField,
-          },
-        }
-      : {};
+  // The tracking fields the layer records (a hosted layer's four; those its publisher named on a by-reference one).
+  const named = {
+    ...(e?.creationDateField ? { creationDateField: e.creationDateField } : {}),
+    ...(e?.creatorField ? { creatorField: e.creatorField } : {}),
+    ...(e?.editDateField ? { editDateField: e.editDateField } : {}),
+    ...(e?.editorField ? { editorField: e.editorField } : {}),
+  };
+  const tracking = Object.keys(named).length > 0 ? { editFieldsInfo: named } : {};
   return {
     fields: schema.fields.map((f) => ({
       name: f.name,
@@ -158,8 +163,8 @@ function viewJson(service: Service, id: number | undefined, schema?: LayerSchema
 export function layerJson(service: Service, schema: LayerSchema, id = 0) {
   const base = { ...readOnlyLayerJson(service, schema, id), ...viewJson(service, id, schema) };
   // Who may query and edit others' features holds whether editing is on or off (queries are restricted too).
-  const hosted = service.source?.datastoreId === HOSTED_STORE_ID ? layerOwnershipJson(service, schema) : {};
-  return editable(service) ? { ...base, ...editingJson(service, schema), ...hosted } : { ...base, ...hosted };
+  const ownership = tracksOwnership(service) ? layerOwnershipJson(service, schema) : {};
+  return editable(service) ? { ...base, ...editingJson(service, schema), ...ownership } : { ...base, ...ownership };
 }
 
 function readOnlyLayerJson(service: Service, schema: LayerSchema, id: number) {
@@ -320,7 +325,7 @@ export function featureServiceJson(service: Service, schemas: readonly (LayerSch
     layers: schemas.flatMap((s, id) => (!s || isTable(s) ? [] : [entry(s, id)])),
     tables: schemas.flatMap((s, id) => (s && isTable(s) ? [entry(s, id)] : [])),
     serviceItemId: service.itemId,
-    ...(service.source?.datastoreId === HOSTED_STORE_ID ? { editorTrackingInfo: editorTrackingInfo(service) } : {}),
+    ...(tracksOwnership(service) ? { editorTrackingInfo: editorTrackingInfo(service) } : {}),
     ...viewJson(service, undefined),
     ...(editable(service)
       ? {

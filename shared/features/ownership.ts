@@ -10,6 +10,7 @@
 import type { Identity } from "#shared/auth/identity.ts";
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
 import type { Expr } from "#shared/features/where-tree.ts";
+import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import type { Service, ServiceEditing } from "#shared/stores/services.ts";
 
 /** A service's settings with their defaults (ArcGIS's: no ownership rules, others allowed everything). */
@@ -120,14 +121,73 @@ export function queryRestriction(identity: Identity, service: Service, schema: L
   return rules ? scopeCondition(rules.field, rules.query) : undefined;
 }
 
+/** `editorTrackingInfo`'s settings, each named as ArcGIS names it, and the record's name for it. */
+const TRACKING_SETTINGS: Readonly<Record<string, keyof ServiceEditing>> = {
+  enableOwnershipAccessControl: "ownershipAccessControl",
+  allowOthersToQuery: "allowOthersToQuery",
+  allowOthersToUpdate: "allowOthersToUpdate",
+  allowOthersToDelete: "allowOthersToDelete",
+  allowAnonymousToQuery: "allowAnonymousToQuery",
+  allowAnonymousToUpdate: "allowAnonymousToUpdate",
+  allowAnonymousToDelete: "allowAnonymousToDelete",
+};
+
 /**
- * The service's `editorTrackingInfo`, as ArcGIS's service JSON says it (hosted layers here always track editors).
+ * A definition's `editorTrackingInfo` as ArcGIS clients send it (updateDefinition, addToDefinition): whether editor
+ * tracking is asked on or off (absent: not said), and the ownership settings it names, each problem pushed to
+ * `problems` (a hosted and a by-reference service read it alike, then each says what it allows).
+ */
+export function readEditorTracking(
+  value: unknown,
+  problems: string[],
+): { readonly enableEditorTracking?: boolean; readonly editing: Partial<Record<keyof ServiceEditing, boolean>> } {
+  const editing: Partial<Record<keyof ServiceEditing, boolean>> = {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    problems.push("'editorTrackingInfo' must be an object of true/false settings.");
+    return { editing };
+  }
+  const entries = Object.entries(value);
+  // Each unknown key would be a problem of its own: a definition of thousands is answered with one.
+  if (entries.length > 16) {
+    problems.push(`'editorTrackingInfo' has ${entries.length} keys: it takes at most 8 settings.`);
+    return { editing };
+  }
+  let enableEditorTracking: boolean | undefined;
+  for (const [key, v] of entries) {
+    const setting = key === "enableEditorTracking" ? key : TRACKING_SETTINGS[key];
+    if (setting === undefined)
+      problems.push(
+        `'editorTrackingInfo.${key.slice(0, 40)}' is not a setting here (${["enableEditorTracking", ...Object.keys(TRACKING_SETTINGS)].join(", ")}).`,
+      );
+    else if (typeof v !== "boolean") problems.push(`'editorTrackingInfo.${key}' must be true or false.`);
+    else if (setting === "enableEditorTracking") enableEditorTracking = v;
+    else editing[setting] = v;
+  }
+  return { ...(enableEditorTracking !== undefined ? { enableEditorTracking } : {}), editing };
+}
+
+/**
+ * Whether a service's layers record their creators and editors: a hosted service's always; one published by
+ * reference from a database only once its publisher named its table's tracking columns (its creator's among them for
+ * ownership-based access control).
+ */
+export function tracksEditors(service: Service): { readonly editors: boolean; readonly creator: boolean } {
+  if (service.source?.datastoreId === HOSTED_STORE_ID) return { editors: true, creator: true };
+  const named = service.source && "connection" in service.source ? service.source.trackingFields : undefined;
+  return { editors: named !== undefined && Object.keys(named).length > 0, creator: named?.creatorField !== undefined };
+}
+
+/**
+ * The service's `editorTrackingInfo`, as ArcGIS's service JSON says it: a hosted service's layers always track
+ * editors; a by-reference one's when its tracking columns are named, and ownership-based access control is on only
+ * where a creator is recorded (else it says so: off).
  */
 export function editorTrackingInfo(service: Service) {
   const s = editingSettings(service);
+  const tracks = tracksEditors(service);
   return {
-    enableEditorTracking: true,
-    enableOwnershipAccessControl: s.ownershipAccessControl,
+    enableEditorTracking: tracks.editors,
+    enableOwnershipAccessControl: s.ownershipAccessControl && tracks.creator,
     allowOthersToUpdate: s.allowOthersToUpdate,
     allowOthersToDelete: s.allowOthersToDelete,
     allowOthersToQuery: s.allowOthersToQuery,

@@ -134,7 +134,7 @@ async function withLastEdits(
   return Promise.all(
     schemas.map(async (schema, i) => {
       const last = await lastEditOf(service, ids[i] ?? 0);
-      return { ...schema, editing: { lastEditDate: last ?? service.created } };
+      return { ...schema, editing: { ...schema.editing, lastEditDate: last ?? service.created } };
     }),
   );
 }
@@ -249,9 +249,12 @@ export async function featureResource(
           ),
         ),
       );
-    // The caller's ownership rules on a hosted layer: a condition of the query's plan.
+    // The caller's ownership rules on a hosted layer, or a by-reference one whose creator column is named: a
+    // condition of the query's plan.
     const restrict =
-      source.datastoreId === HOSTED_STORE_ID ? queryRestriction(req.identity, service, dataset.schema) : undefined;
+      source.datastoreId === HOSTED_STORE_ID || "connection" in source
+        ? queryRestriction(req.identity, service, dataset.schema)
+        : undefined;
     if (!pages) return await query.runQuery(req, dataset, restrict);
     // normalize (what the form shows; whether a query was asked) → validate and compute (the plan, run) → respond.
     const layer = layerJson(service, dataset.schema, layerId);

@@ -11,7 +11,8 @@ import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { storageAt } from "#shared/storage/open.ts";
 import { joinPath, type Storage, StorageError, type StoreLocation, safeRelativePath } from "#shared/storage/storage.ts";
 import type { Dataset, PostgresConnection } from "#shared/stores/datastores.ts";
-import type { ServiceSource } from "#shared/stores/services.ts";
+import { type LayerSchema, withEditing } from "#shared/features/schema.ts";
+import type { ServiceSource, TrackingFields } from "#shared/stores/services.ts";
 
 /**
  * The largest GeoPackage served. A folder store's file is read in place (the limit only guards against a
@@ -105,13 +106,42 @@ export async function storageDatasetPage(
   return { datasets: rest.slice(0, limit), more: rest.length > limit };
 }
 
-async function openPostGisDataset(datastoreId: string, connection: PostgresConnection, path: string) {
+async function openPostGisDataset(
+  datastoreId: string,
+  connection: PostgresConnection,
+  path: string,
+  trackingFields: TrackingFields | undefined,
+) {
   const { postGisAt } = await import("#shared/features/postgis.ts");
   const db = await postGisAt(datastoreId, connection);
-  const schema = await db.schema(path.replace(/^\//, ""));
+  // Kept by its tracking columns too: a column added to the table and then named is described afresh, not from a
+  // description kept before it was there.
+  const schema = await db.schema(
+    path.replace(/^\//, ""),
+    trackingFields ? { key: JSON.stringify(trackingFields), ready: () => Promise.resolve(true) } : undefined,
+  );
   if (!schema) throw new DatasetError("The layer's table is no longer in its database.");
   if (schema instanceof DatasetError) throw schema;
-  return postGisDataset(db, schema);
+  return postGisDataset(db, withTrackingFields(schema, trackingFields));
+}
+
+/**
+ * A by-reference table's schema with the tracking columns its publisher named, carried as a hosted layer's are (so the
+ * same code fills them, hides them from clients' writes and applies ownership rules). A named column the table no
+ * longer has fails the layer rather than serving it without its ownership rules.
+ */
+export function withTrackingFields(schema: LayerSchema, named: TrackingFields | undefined): LayerSchema {
+  if (!named) return schema;
+  const editing: Record<string, string> = {};
+  for (const [role, column] of Object.entries(named)) {
+    if (typeof column !== "string") continue;
+    if (!schema.fields.some((f) => f.column === column))
+      throw new DatasetError(
+        `The layer's tracking column ${column.slice(0, 63)} is no longer in its table: its publisher names its tracking columns again (editFieldsInfo).`,
+      );
+    editing[role] = column;
+  }
+  return withEditing(schema, { ...schema.editing, ...editing });
 }
 
 /**
@@ -136,7 +166,7 @@ export async function openDataset(source: ServiceSource, id = 0): Promise<OpenDa
       const { openHostedLayer } = await import("#shared/features/hosting-database.ts");
       return openHostedLayer(path, source.revision ?? 0);
     }
-    return openPostGisDataset(source.datastoreId, source.connection, source.path);
+    return openPostGisDataset(source.datastoreId, source.connection, source.path, source.trackingFields);
   }
   const split = splitGeoPackagePath(path);
   if (!split) throw new DatasetError("The layer's dataset is not in a GeoPackage.");

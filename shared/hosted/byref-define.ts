@@ -1,5 +1,6 @@
 // A layer published by reference from a registered PostgreSQL database, changed on the admin wire: its service-level
-// updateDefinition of `capabilities` (its owner or an administrator turning editing on or off), the one change of
+// updateDefinition of `capabilities` (its owner or an administrator turning editing on or off), of its table's
+// editor-tracking columns (`editFieldsInfo`) and of who may reach which features (`editorTrackingInfo`), the changes of
 // such a service taken (its fields and layers are its table's). Served by the service function, at
 // `/<server>/rest/admin/services/[<folder>/]<name>/FeatureServer/updateDefinition` outside the Hosted folder
 // (shared/system.ts BYREF_ADMIN): turning editing on asks the database whether the registered login may write the
@@ -11,7 +12,14 @@ import { badRequest } from "#shared/errors.ts";
 import { addressedService, type Defined, definitionOf, serviceNotFound } from "#shared/hosted/admin-service.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
-import { setServiceCapabilities } from "#shared/stores/services.ts";
+import { readEditorTracking } from "#shared/features/ownership.ts";
+import {
+  getService,
+  type ServiceEditing,
+  setByReferenceEditing,
+  TRACKING_FIELDS,
+  type TrackingFields,
+} from "#shared/stores/services.ts";
 
 const WHAT = "Unable to update feature service definition.";
 
@@ -27,22 +35,63 @@ export async function byReferenceAdmin(req: RestRequest): Promise<object> {
   return byReferenceDefinition(req, defined);
 }
 
-/** The capabilities change of a by-reference service found on the admin wire; anything else of it is refused. */
+/** The keys of a by-reference service's own definition that mapgate keeps. */
+const KEYS = ["capabilities", "editorTrackingInfo", "editFieldsInfo"] as const;
+
+/**
+ * A definition's `editFieldsInfo`: the tracking columns it names (each a column's name, or null/absent for a role left
+ * unfilled), null to name none any more; undefined when the definition does not say.
+ */
+function editFieldsOf(value: unknown, problems: string[]): TrackingFields | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === null) return null;
+  if (typeof value !== "object" || Array.isArray(value)) {
+    problems.push(
+      "'editFieldsInfo' must be an object naming the table's columns: creatorField, creationDateField, editorField, editDateField.",
+    );
+    return undefined;
+  }
+  const named: Record<string, string> = {};
+  const entries = Object.entries(value);
+  // Each unknown key would be a problem of its own: a definition of thousands is answered with one.
+  if (entries.length > 8) {
+    problems.push(`'editFieldsInfo' has ${entries.length} keys: it names at most the 4 tracking fields.`);
+    return undefined;
+  }
+  for (const [key, v] of entries) {
+    if (!(TRACKING_FIELDS as readonly string[]).includes(key))
+      problems.push(`'editFieldsInfo.${key.slice(0, 40)}' is not a tracking field (${TRACKING_FIELDS.join(", ")}).`);
+    else if (v === null || v === "") continue;
+    else if (typeof v !== "string" || v.length > 63)
+      problems.push(`'editFieldsInfo.${key}' must be a column's name (at most 63 characters) or null.`);
+    else named[key] = v;
+  }
+  return Object.keys(named).length > 0 ? named : null;
+}
+
+/**
+ * The change of a by-reference service found on the admin wire: its capabilities (editing on or off), its table's
+ * tracking columns (`editFieldsInfo`: mapgate never adds columns to a database it does not own, so they are the
+ * table's own, named by its publisher) and who may reach which features (`editorTrackingInfo`, as a hosted service
+ * takes it). Ownership-based access control needs the creator's column, named first. Anything else is refused.
+ */
 export async function byReferenceDefinition(req: RestRequest, defined: Omit<Defined, "item">): Promise<object> {
   const source = defined.service.source;
   if (!source || !("connection" in source))
     throw badRequest("Unable to complete operation.", [
       "Only hosted feature services (made by publishing a file or by createService) are changed here.",
     ]);
+  const keys = [...KEYS].map((k) => `'${k}'`).join(", ");
   if (defined.resource.length !== 1 || defined.resource[0] !== "updateDefinition")
     throw badRequest(WHAT, [
-      "A layer published by reference from a database changes only its service's capabilities here (…/FeatureServer/updateDefinition with {\"capabilities\": …}): its fields and layers are its table's.",
+      `A layer published by reference from a database changes only its service's ${keys} here (…/FeatureServer/updateDefinition): its fields and layers are its table's.`,
     ]);
   const definition = definitionOf(req.params.get("updateDefinition"), "updateDefinition", WHAT);
-  const others = Object.keys(definition).filter((k) => k !== "capabilities");
-  if (definition.capabilities === undefined || others.length > 0)
+  const given = Object.keys(definition);
+  const others = given.filter((k) => !(KEYS as readonly string[]).includes(k));
+  if (given.length === others.length || others.length > 0)
     throw badRequest(WHAT, [
-      `A layer published by reference changes only its 'capabilities' here${
+      `A layer published by reference changes only its ${keys} here${
         others.length > 0
           ? ` (not ${others
               .slice(0, 5)
@@ -51,12 +100,60 @@ export async function byReferenceDefinition(req: RestRequest, defined: Omit<Defi
           : ""
       }.`,
     ]);
-  const named = capabilitiesSetting(definition.capabilities);
-  if ("problem" in named) throw badRequest(WHAT, [named.problem]);
-  const next = named.capabilities;
+  const problems: string[] = [];
+  let capabilities: string | undefined;
+  if (definition.capabilities !== undefined) {
+    const named = capabilitiesSetting(definition.capabilities);
+    if ("problem" in named) problems.push(named.problem);
+    else capabilities = named.capabilities;
+  }
+  const tracking =
+    definition.editorTrackingInfo !== undefined
+      ? readEditorTracking(definition.editorTrackingInfo, problems)
+      : undefined;
+  const fields = editFieldsOf(definition.editFieldsInfo, problems);
+  if (problems.length > 0) throw badRequest(WHAT, problems);
+  // Read again: a change made meanwhile keeps what this one does not name.
+  const current = await getService(defined.service.serverId, defined.service.folder, defined.service.name);
+  if (!current || current.itemId !== defined.service.itemId || !current.source || !("connection" in current.source))
+    throw serviceNotFound();
+  let named = fields === undefined ? current.source.trackingFields : (fields ?? undefined);
+  if (tracking?.enableEditorTracking === false) {
+    if (fields)
+      problems.push("'editorTrackingInfo.enableEditorTracking' is false while 'editFieldsInfo' names columns.");
+    named = undefined;
+  }
+  if (tracking?.enableEditorTracking === true && !named)
+    problems.push(
+      `Editor tracking of a layer published by reference records its edits in its table's own columns: name them in 'editFieldsInfo' (${TRACKING_FIELDS.join(", ")}).`,
+    );
+  const editing: ServiceEditing = { ...current.editing, ...tracking?.editing };
+  if (!named?.creatorField) {
+    // Ownership rules without a creator would restrict nothing: refused rather than kept and silently not applied.
+    const restricting = Object.entries(tracking?.editing ?? {}).filter(([k, v]) =>
+      k === "ownershipAccessControl" ? v : !v,
+    );
+    if (restricting.length > 0)
+      problems.push(
+        `Ownership-based access control needs the layer's creator: name the table's creator column first ('editFieldsInfo': {"creatorField": <column>}) before setting ${restricting
+          .map(([k]) => `'${k === "ownershipAccessControl" ? "enableOwnershipAccessControl" : k}'`)
+          .join(", ")}.`,
+      );
+    else if (editing.ownershipAccessControl)
+      problems.push(
+        "Ownership-based access control is on and needs the layer's creator column: turn it off ('editorTrackingInfo': {\"enableOwnershipAccessControl\": false}) to name no creator column.",
+      );
+  }
+  if (problems.length > 0) throw badRequest(WHAT, problems);
+  const next = capabilities ?? current.capabilities;
   const { enableByReference } = await import("#shared/features/byref-enable.ts");
-  await enableByReference(defined.service, next, WHAT);
-  if (!(await setServiceCapabilities(defined.service, next))) throw serviceNotFound();
-  logger.info("by-reference service capabilities changed", { itemId: defined.service.itemId, capabilities: next });
+  const columns = await enableByReference(current, next, WHAT, named);
+  if (!(await setByReferenceEditing(current, next, editing, columns))) throw serviceNotFound();
+  logger.info("by-reference service editing changed", {
+    itemId: current.itemId,
+    capabilities: next,
+    editing,
+    trackingFields: columns ?? null,
+  });
   return { success: true };
 }

@@ -6,13 +6,16 @@
 // row under a savepoint so a row the database itself refuses (its constraints, triggers, types) is that feature's
 // error and the others go on. mapgate makes no table there: the edit's event waits in the outbox with the
 // transaction's id (txid_current()), which the redeliverer asks the database about after a crash
-// (shared/features/byref-commit.ts), and the layers' last edit is kept in DynamoDB (shared/stores/last-edits.ts).
+// (shared/features/byref-commit.ts), and the layers' last edit is kept in DynamoDB (shared/stores/last-edits.ts). The
+// tracking columns its publisher named are filled and its ownership rules applied by the same code as a hosted
+// layer's (the layer's schema carries them: shared/features/sources.ts withTrackingFields).
 import type { Geometry } from "geojson";
 import { findCredential } from "#shared/auth/identity.ts";
 import { ApiError, badRequest, forbidden, tokenRequired } from "#shared/errors.ts";
 import { editProblems, tableFacts, type TableFacts } from "#shared/features/byref-table.ts";
 import type { OpenDataset } from "#shared/features/dataset.ts";
 import { DatasetError } from "#shared/features/errors.ts";
+import { ownershipFor } from "#shared/features/ownership.ts";
 import { classifyPgError, postGisAt } from "#shared/features/postgis.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import { openDataset, servesLayer } from "#shared/features/sources.ts";
@@ -161,8 +164,8 @@ function byReference(service: Service): EditRunner {
           e,
           options,
           editor,
-          // No ownership rules: a table mapgate does not own has no creator column it fills.
-          undefined,
+          // The caller's ownership rules, as on a hosted layer: only where the publisher named the creator's column.
+          ownershipFor(identity, service, dataset.schema),
         );
         layers.push({ ...fitted(checked, facts.geometryType), schema: dataset.schema });
       }

@@ -26,6 +26,7 @@ import { logger } from "#shared/log.ts";
 import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
 import { hostingServer, SERVICE_NAME, textLength } from "#shared/hosted/publish.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
+import { readEditorTracking } from "#shared/features/ownership.ts";
 import { type DefinedLayer, type DefinitionChange, type HostedDefinitions } from "#shared/hosted/store.ts";
 import { hostedStore } from "#shared/hosted/deployment-store.ts";
 import { MAX_FIELDS, MAX_TEXT, RESERVED, RESERVED_TABLE } from "#shared/hosted/tables.ts";
@@ -774,17 +775,6 @@ function truncate(defined: Defined, id: number) {
 /** The keys of a service's own definition that mapgate keeps: its capabilities and who may edit which features. */
 const SETTING_KEYS = ["capabilities", "editorTrackingInfo", "publicDataCollection"] as const;
 
-/** `editorTrackingInfo`'s settings, each named as ArcGIS names it, and the record's name for it. */
-const TRACKING_SETTINGS: Readonly<Record<string, keyof ServiceEditing>> = {
-  enableOwnershipAccessControl: "ownershipAccessControl",
-  allowOthersToQuery: "allowOthersToQuery",
-  allowOthersToUpdate: "allowOthersToUpdate",
-  allowOthersToDelete: "allowOthersToDelete",
-  allowAnonymousToQuery: "allowAnonymousToQuery",
-  allowAnonymousToUpdate: "allowAnonymousToUpdate",
-  allowAnonymousToDelete: "allowAnonymousToDelete",
-};
-
 /** A service-level change of settings, checked: the capabilities and the editing settings it sets (absent: kept). */
 interface SettingsChange {
   readonly capabilities?: string;
@@ -831,24 +821,12 @@ function settingsOf(definition: Record<string, unknown>, what: string): Settings
   }
   const editing: Record<string, boolean> = {};
   if (tracking !== undefined) {
-    if (!isObject(tracking)) problems.push("'editorTrackingInfo' must be an object of true/false settings.");
-    else
-      for (const [key, value] of Object.entries(tracking)) {
-        if (key === "enableEditorTracking") {
-          if (value !== true)
-            problems.push(
-              "'editorTrackingInfo.enableEditorTracking' cannot be turned off: hosted layers here always record their creators and editors.",
-            );
-          continue;
-        }
-        const setting = TRACKING_SETTINGS[key];
-        if (setting === undefined)
-          problems.push(
-            `'editorTrackingInfo.${key.slice(0, 40)}' is not a setting here (${["enableEditorTracking", ...Object.keys(TRACKING_SETTINGS)].join(", ")}).`,
-          );
-        else if (typeof value !== "boolean") problems.push(`'editorTrackingInfo.${key}' must be true or false.`);
-        else editing[setting] = value;
-      }
+    const read = readEditorTracking(tracking, problems);
+    if (read.enableEditorTracking === false)
+      problems.push(
+        "'editorTrackingInfo.enableEditorTracking' cannot be turned off: hosted layers here always record their creators and editors.",
+      );
+    Object.assign(editing, read.editing);
   }
   if (publicDataCollection !== undefined) {
     if (typeof publicDataCollection !== "boolean") problems.push("'publicDataCollection' must be true or false.");

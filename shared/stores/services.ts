@@ -59,7 +59,41 @@ export type ServiceSource =
        * a reader that keeps a layer's schema (the PostGIS reader, for a minute) reads it again after a change.
        */
       readonly revision?: number;
+      /**
+       * A table read by reference: the columns its publisher named as its editor-tracking fields (absent: none),
+       * which its layer's schema then carries as a hosted layer's does (shared/features/sources.ts).
+       */
+      readonly trackingFields?: TrackingFields;
     };
+
+/**
+ * The editor-tracking columns of a table read by reference, named by its publisher (shared/hosted/byref-define.ts):
+ * any of the four, each a column of the table, filled by the server on every add and update.
+ */
+export interface TrackingFields {
+  readonly creatorField?: string;
+  readonly creationDateField?: string;
+  readonly editorField?: string;
+  readonly editDateField?: string;
+}
+
+export const TRACKING_FIELDS = [
+  "creatorField",
+  "creationDateField",
+  "editorField",
+  "editDateField",
+] as const satisfies readonly (keyof TrackingFields)[];
+
+function toTrackingFields(value: unknown): TrackingFields | undefined {
+  if (value === undefined) return undefined;
+  const r = new RecordReader("service tracking fields", (value ?? {}) as Record<string, unknown>);
+  const out: Record<string, string> = {};
+  for (const k of TRACKING_FIELDS) {
+    const v = r.optionalString(k);
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
 
 /** A hosted service's layer, by its id's position in `layers`: its table's name, or null once it is deleted. */
 export type HostedLayerEntry = string | null;
@@ -191,7 +225,16 @@ function toSource(value: unknown): ServiceSource | undefined {
   const layers = layerEntries((value as Record<string, unknown> | null)?.layers);
   const revision = r.optionalNumber("revision");
   const kept = { ...(layers ? { layers } : {}), ...(revision !== undefined ? { revision } : {}) };
-  if (connection) return { datastoreId: r.string("datastoreId"), connection, path: r.string("path"), ...kept };
+  if (connection) {
+    const trackingFields = toTrackingFields((value as Record<string, unknown> | null)?.trackingFields);
+    return {
+      datastoreId: r.string("datastoreId"),
+      connection,
+      path: r.string("path"),
+      ...kept,
+      ...(trackingFields ? { trackingFields } : {}),
+    };
+  }
   const l = new RecordReader("service source location", (r.object("location") ?? {}) as Record<string, unknown>);
   const folder = l.optionalString("folder");
   return {
@@ -263,7 +306,12 @@ export async function readCatalog(serverId: string): Promise<Catalog> {
 
 const sourceRecord = (source: ServiceSource) =>
   "connection" in source
-    ? { ...source, connection: { ...source.connection }, ...(source.layers ? { layers: [...source.layers] } : {}) }
+    ? {
+        ...source,
+        connection: { ...source.connection },
+        ...(source.layers ? { layers: [...source.layers] } : {}),
+        ...(source.trackingFields ? { trackingFields: { ...source.trackingFields } } : {}),
+      }
     : { ...source, location: { ...source.location }, ...(source.layers ? { layers: [...source.layers] } : {}) };
 
 const viewRecord = (view: ServiceView) => ({
@@ -540,6 +588,30 @@ export async function setServiceCapabilities(
       ":c": capabilities,
       ":id": service.itemId,
       ...(editing ? { ":e": { ...editing } } : {}),
+    },
+  });
+}
+
+/**
+ * Sets a by-reference service's capabilities, editing settings and its table's tracking columns (undefined: none), at
+ * once and while the record is still the item's service with its source; the catalog version moves in the same
+ * transaction. False when the service is gone.
+ */
+export async function setByReferenceEditing(
+  service: Service,
+  capabilities: string,
+  editing: ServiceEditing,
+  trackingFields: TrackingFields | undefined,
+): Promise<boolean> {
+  return updateRecordAndCatalog(service, {
+    UpdateExpression: `SET capabilities = :c, editing = :e${trackingFields ? ", #src.#tf = :tf" : " REMOVE #src.#tf"}`,
+    ConditionExpression: "itemId = :id AND attribute_exists(#src)",
+    ExpressionAttributeNames: { "#src": "source", "#tf": "trackingFields" },
+    ExpressionAttributeValues: {
+      ":c": capabilities,
+      ":id": service.itemId,
+      ":e": { ...editing },
+      ...(trackingFields ? { ":tf": { ...trackingFields } } : {}),
     },
   });
 }
