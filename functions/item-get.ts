@@ -21,15 +21,18 @@ export const handler = restHandler({ name: "Item", html: itemPage }, async (req)
     }
   }
   offered.sort((a, b) => String(a.title).localeCompare(String(b.title)));
-  // A hosted feature service's page offers its editing settings: read from its service record, posted to its
+  // A feature service's page offers its editing settings: read from its service record, posted to its
   // server's admin wire (updateDefinition), as ArcGIS clients change them.
   const ref = item.service;
   const [service, server] =
     ref?.type === "FeatureServer"
       ? await Promise.all([getService(ref.serverId, ref.folder, ref.name), getServer(ref.serverId)])
       : [undefined, undefined];
+  // Hosted services, and those published by reference from a database (their form reaches the service function).
+  const editable =
+    service?.source?.datastoreId === HOSTED_STORE_ID || (service?.source && "connection" in service.source);
   const editing =
-    service && server && service.itemId === item.itemId && service.source?.datastoreId === HOSTED_STORE_ID
+    service && server && service.itemId === item.itemId && editable
       ? {
           action: `/${server.name}/rest/admin/services/${[service.folder, service.name]
             .filter((p) => p !== "")

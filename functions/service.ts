@@ -8,10 +8,17 @@ import { addressedServer } from "#shared/http/hosted-server.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { type FamilyOperation, routesHandler } from "#shared/http/router.ts";
 import { defaultFormatOf, resourceOf, serveService, servicePage } from "#shared/serving/service.ts";
+import { serviceDefinitionPage } from "#shared/item-pages.ts";
 import { SERVICE_DEFINITION, SERVICE_PATH } from "#shared/system.ts";
 
 const serviceDefinition: FamilyOperation = {
-  op: { name: "Service Definition", postOnly: true, defaultFormat: "json", at: addressedServer },
+  op: {
+    name: "Service Definition",
+    postOnly: true,
+    defaultFormat: "json",
+    at: addressedServer,
+    html: serviceDefinitionPage,
+  },
   compute: async (req) => (await import("#shared/hosted/byref-define.ts")).byReferenceAdmin(req),
 };
 

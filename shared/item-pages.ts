@@ -1,7 +1,7 @@
 // The HTML of items: an item's page (what it is, who sees it, and, for whoever may manage it, the forms that
 // share, update and delete it) and lists of items (a user's content, search results).
 import type { RestRequest } from "#shared/http/pipeline.ts";
-import { escapeHtml, page, renderDate, renderForm } from "#shared/http/html.ts";
+import { escapeHtml, page, renderDate, renderForm, renderValue, resultPage } from "#shared/http/html.ts";
 import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 import { viewLink, webmapHref } from "#shared/viewer-links.ts";
@@ -44,11 +44,21 @@ export const EDITING_BOXES = {
   settings: readonly (readonly [keyof ServiceEditing, string])[];
 };
 
-/** The editing section of a hosted feature service's page: its form, with the warning anonymous editing needs. */
+/**
+ * The editing section of a feature service's page: its form, with the warning anonymous editing needs. A service
+ * published by reference from a database is offered its edits, and who may reach which features once its table's
+ * creator column is named (shared/hosted/admin-service.ts editingFormDefinition reads the same boxes).
+ */
 function editingSection(editing: { action: string; service: Service }, csrf: string): string {
   const { service } = editing;
+  const source = service.source;
+  const byReference = source !== undefined && "connection" in source;
+  const ownership = !byReference || source.trackingFields?.creatorField !== undefined;
   const caps = capabilitiesOf(service);
   const settings = editingSettings(service);
+  const offered = EDITING_BOXES.settings.filter(
+    ([name]) => ownership && !(byReference && name === "publicDataCollection"),
+  );
   const form = renderForm(
     [
       ...EDITING_BOXES.capabilities.map((c) => ({
@@ -56,7 +66,7 @@ function editingSection(editing: { action: string; service: Service }, csrf: str
         label: `Allow ${c.toLowerCase()}`,
         type: "checkbox" as const,
       })),
-      ...EDITING_BOXES.settings.map(([name, label]) => ({ name, label, type: "checkbox" as const })),
+      ...offered.map(([name, label]) => ({ name, label, type: "checkbox" as const })),
       { name: EDITING_FORM, type: "hidden" },
       { name: "f", type: "hidden" },
     ],
@@ -65,13 +75,24 @@ function editingSection(editing: { action: string; service: Service }, csrf: str
         `capability:${c}`,
         caps.has(c.toLowerCase()) ? "true" : "",
       ]),
-      ...EDITING_BOXES.settings.map(([name]): [string, string] => [name, settings[name] ? "true" : ""]),
+      ...offered.map(([name]): [string, string] => [name, settings[name] ? "true" : ""]),
       [EDITING_FORM, "true"],
       ["f", "html"],
     ]),
     csrf,
     { action: editing.action, submit: "Save editing settings", formats: false },
   );
+  const intro =
+    "The owner and the organization's administrators may always edit; members it is shared with may make the edits allowed here.";
+  if (byReference)
+    return (
+      `<h2>Editing</h2><p class="muted">${intro} The layer's rows are its database table's: turning an edit on first asks ` +
+      `the database whether the data store's login may make it.` +
+      (ownership
+        ? ""
+        : " Who may reach which features (ownership-based access control) needs the table's creator column, named on the admin wire (editFieldsInfo).") +
+      `</p>${form}`
+    );
   const anyone = anonymousEditing(service) && editingEnabled(service);
   const warning =
     `<p class="warning" role="note" id="public-editing-warning"><strong>Warning:</strong> with public data collection ` +
@@ -83,7 +104,17 @@ function editingSection(editing: { action: string; service: Service }, csrf: str
         ? ""
         : " It takes effect only while the layer is shared with everyone (public).") +
     `</p>`;
-  return `<h2>Editing</h2><p class="muted">The owner and the organization's administrators may always edit; members it is shared with may make the edits allowed here.</p>${warning}${form}`;
+  return `<h2>Editing</h2><p class="muted">${intro}</p>${warning}${form}`;
+}
+
+/** The admin wire's answer as a page: the service page's editing form gets what was saved and the way back to the page. */
+export function serviceDefinitionPage(data: unknown): string {
+  const id = (data as { serviceItemId?: unknown }).serviceItemId;
+  return typeof id === "string"
+    ? resultPage("Editing settings saved", "The service's editing settings were saved.", [
+        [itemPageHref(id), "Back to the item"],
+      ])
+    : page("Service Definition", `<h1>Service Definition</h1>${renderValue(data)}`);
 }
 
 /** The share form's checkbox of a group; `offeredGroups` lists the boxes shown, so an unchecked one unshares. */

@@ -6,6 +6,7 @@
 import { visibleTo } from "#shared/catalog.ts";
 import { ApiError, badRequest, forbidden, tokenRequired } from "#shared/errors.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
+import { EDITING_BOXES } from "#shared/item-pages.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
 import { getItem, type Item } from "#shared/stores/items.ts";
@@ -98,4 +99,41 @@ async function ownedService(req: RestRequest, folder: string, name: string): Pro
   if (identity.user.portalId !== service.portalId) throw serviceNotFound();
   if (identity.user.username !== service.owner && identity.user.role !== "org_admin") throw forbidden();
   return service;
+}
+
+/**
+ * The definition a service page's editing form stands for: each of its checkboxes sent as true when checked and not
+ * at all when not (a browser sends nothing for an unchecked box), so each setting is read as on or off, never as
+ * "leave as it is"; the form's marker says every box was offered. A service published by reference is offered its
+ * capabilities, and who may reach which features only once its table's creator column is named (`settings`), never
+ * public data collection.
+ */
+export function editingFormDefinition(
+  req: RestRequest,
+  what: string,
+  offered: { readonly settings: boolean; readonly publicDataCollection: boolean } = {
+    settings: true,
+    publicDataCollection: true,
+  },
+): Record<string, unknown> {
+  const on = (name: string) => {
+    const v = req.params.get(name);
+    if (v !== undefined && v !== "true")
+      throw badRequest(what, [`The form's '${name.slice(0, 40)}' is a checkbox: 'true' or not sent.`]);
+    return v === "true";
+  };
+  const capabilities = ["Query", ...EDITING_BOXES.capabilities.filter((c) => on(`capability:${c}`))];
+  // Editing, as ArcGIS lists it, when any edit is allowed.
+  if (capabilities.length > 1) capabilities.push("Editing");
+  const definition: Record<string, unknown> = { capabilities: capabilities.join(",") };
+  if (offered.settings) {
+    const tracking: Record<string, boolean> = { enableEditorTracking: true };
+    for (const [name] of EDITING_BOXES.settings) {
+      if (name === "publicDataCollection") continue;
+      tracking[name === "ownershipAccessControl" ? "enableOwnershipAccessControl" : name] = on(name);
+    }
+    definition.editorTrackingInfo = tracking;
+  }
+  if (offered.publicDataCollection) definition.publicDataCollection = on("publicDataCollection");
+  return definition;
 }

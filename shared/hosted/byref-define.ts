@@ -9,7 +9,14 @@
 import { capabilitiesSetting } from "#shared/features/capabilities.ts";
 import { HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
 import { badRequest } from "#shared/errors.ts";
-import { addressedService, type Defined, definitionOf, serviceNotFound } from "#shared/hosted/admin-service.ts";
+import {
+  addressedService,
+  type Defined,
+  definitionOf,
+  editingFormDefinition,
+  serviceNotFound,
+} from "#shared/hosted/admin-service.ts";
+import { EDITING_FORM } from "#shared/item-pages.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
 import { readEditorTracking } from "#shared/features/ownership.ts";
@@ -32,7 +39,23 @@ export async function byReferenceAdmin(req: RestRequest): Promise<object> {
     throw badRequest(WHAT, [
       `A hosted service's definition changes at …/admin/services/${defined.service.folder}/${defined.service.name}/FeatureServer/updateDefinition (its folder named as it is).`,
     ]);
-  return byReferenceDefinition(req, defined);
+  const form = req.params.get(EDITING_FORM);
+  if (form === undefined) return byReferenceDefinition(req, defined);
+  // The item page's editing form: its capabilities, and who may reach which features once the creator column is named.
+  const source = defined.service.source;
+  if (
+    defined.resource.join("/") !== "updateDefinition" ||
+    form !== "true" ||
+    req.params.get("updateDefinition") !== undefined ||
+    !source ||
+    !("connection" in source)
+  )
+    throw badRequest(WHAT, [
+      `'${EDITING_FORM}' is the service page's editing form, sent to the service's updateDefinition alone (with no 'updateDefinition').`,
+    ]);
+  const offered = { settings: source.trackingFields?.creatorField !== undefined, publicDataCollection: false };
+  await changeByReference(defined, editingFormDefinition(req, WHAT, offered));
+  return { success: true, serviceItemId: defined.service.itemId };
 }
 
 /** The keys of a by-reference service's own definition that mapgate keeps. */
@@ -86,7 +109,15 @@ export async function byReferenceDefinition(req: RestRequest, defined: Omit<Defi
     throw badRequest(WHAT, [
       `A layer published by reference from a database changes only its service's ${keys} here (…/FeatureServer/updateDefinition): its fields and layers are its table's.`,
     ]);
-  const definition = definitionOf(req.params.get("updateDefinition"), "updateDefinition", WHAT);
+  return changeByReference(defined, definitionOf(req.params.get("updateDefinition"), "updateDefinition", WHAT));
+}
+
+/** A by-reference service's definition changed: what it names checked, then kept (see byReferenceDefinition). */
+async function changeByReference(
+  defined: Omit<Defined, "item">,
+  definition: Record<string, unknown>,
+): Promise<{ success: true }> {
+  const keys = [...KEYS].map((k) => `'${k}'`).join(", ");
   const given = Object.keys(definition);
   const others = given.filter((k) => !(KEYS as readonly string[]).includes(k));
   if (given.length === others.length || others.length > 0)

@@ -12,7 +12,7 @@ import { TRACKING, TRACKING_NAMES, trackingSpecs } from "#shared/hosted/tracking
 import { capabilitiesSetting, EDITABLE_CAPABILITIES } from "#shared/features/capabilities.ts";
 import { ATTACH_SUFFIX, deleteAllAttachments } from "#shared/features/sql/attachments.ts";
 import { namedFolder } from "#shared/user-content.ts";
-import { EDITING_BOXES, EDITING_FORM } from "#shared/item-pages.ts";
+import { EDITING_FORM } from "#shared/item-pages.ts";
 import type { ColumnSpec, ColumnType, GeometryTypeName } from "#shared/features/geopackage-writer.ts";
 import { type LayerSchema, systemFields } from "#shared/features/schema.ts";
 import { openDataset } from "#shared/features/sources.ts";
@@ -60,6 +60,7 @@ import {
   type Defined,
   definedService,
   definitionOf,
+  editingFormDefinition,
   ownedFeatureService,
   serviceNotFound,
 } from "#shared/hosted/admin-service.ts";
@@ -870,33 +871,6 @@ async function updateService(defined: Defined, definition: Record<string, unknow
 }
 
 /**
- * The definition the service page's editing form stands for: each of its checkboxes sent as true when checked and
- * not at all when not (a browser sends nothing for an unchecked box), so each setting is read as on or off, never
- * as "leave as it is"; the form's marker says every box was offered.
- */
-function editingFormDefinition(req: RestRequest): Record<string, unknown> {
-  const on = (name: string) => {
-    const v = req.params.get(name);
-    if (v !== undefined && v !== "true")
-      throw badRequest(WHAT.update, [`The form's '${name.slice(0, 40)}' is a checkbox: 'true' or not sent.`]);
-    return v === "true";
-  };
-  const capabilities = ["Query", ...EDITING_BOXES.capabilities.filter((c) => on(`capability:${c}`))];
-  const tracking: Record<string, boolean> = { enableEditorTracking: true };
-  for (const [name] of EDITING_BOXES.settings) {
-    if (name === "publicDataCollection") continue;
-    tracking[name === "ownershipAccessControl" ? "enableOwnershipAccessControl" : name] = on(name);
-  }
-  // Editing, as ArcGIS lists it, when any edit is allowed.
-  if (capabilities.length > 1) capabilities.push("Editing");
-  return {
-    capabilities: capabilities.join(","),
-    editorTrackingInfo: tracking,
-    publicDataCollection: on("publicDataCollection"),
-  };
-}
-
-/**
  * Service-level addToDefinition: layers and tables, and the settings ArcGIS clients also add this way
  * (`editorTrackingInfo`); the settings are checked before any layer is made and kept once the layers are.
  */
@@ -945,7 +919,7 @@ export async function adminOperation(req: RestRequest): Promise<object> {
       throw badRequest(what, [
         `'${EDITING_FORM}' is the service page's editing form, sent to the service's updateDefinition alone (with no '${op}').`,
       ]);
-    await updateService(defined, editingFormDefinition(req));
+    await updateService(defined, editingFormDefinition(req, WHAT.update));
     return { success: true, serviceItemId: defined.service.itemId };
   }
   const definition = definitionOf(req.params.get(op), op, what);

@@ -10,8 +10,7 @@ import { uploadStatus } from "#shared/upload-parts.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";
 import { jobServiceItemId } from "#shared/hosted/publish-job-data.ts";
 import { config } from "#shared/config.ts";
-import { page, renderValue, resultPage } from "#shared/http/html.ts";
-import { itemPageHref } from "#shared/urls.ts";
+import { serviceDefinitionPage } from "#shared/item-pages.ts";
 
 /** The file readers and publishing, loaded by the first analyze or publish (uploads never compile them). */
 const publishing = () => import("#shared/hosted/publish.ts");
@@ -201,15 +200,7 @@ export const adminServiceOperation: FamilyOperation = {
     postOnly: true,
     defaultFormat: "json",
     at: addressedServer,
-    // The service page's editing form: what was saved, and the way back to the page.
-    html: (data) => {
-      const id = (data as { serviceItemId?: unknown }).serviceItemId;
-      return typeof id === "string"
-        ? resultPage("Editing settings saved", "The service's editing settings were saved.", [
-            [itemPageHref(id), "Back to the item"],
-          ])
-        : page("Service Definition", `<h1>Service Definition</h1>${renderValue(data)}`);
-    },
+    html: serviceDefinitionPage,
   },
   compute: async (req) => (await import("#shared/hosted/define.ts")).adminOperation(req),
 };
