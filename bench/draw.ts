@@ -122,7 +122,9 @@ async function difference(mine: Uint8Array, floor: Uint8Array): Promise<string |
 
 export async function drawBench(seconds: number): Promise<void> {
   const fixture = readFixture();
-  const views = drawViews(fixture);
+  // `DRAW_ONLY=places-city,countries` times the views whose `<layer>-<view>` holds one of its parts.
+  const only = process.env.DRAW_ONLY?.split(",").filter(Boolean);
+  const views = drawViews(fixture).filter((v) => !only || only.some((o) => `${v.layer}-${v.view}`.includes(o)));
   const engine = await startEngine({ env: { POWERTOOLS_LOG_LEVEL: "WARN" } });
   const dir = mkdtempSync(join(tmpdir(), "mapgate-draw-"));
   const load = [loadavg()];
