@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { call } from "../test/helpers/http.ts";
-import { drawViews } from "./draw.ts";
+import { drawViews, seaView } from "./draw.ts";
 import { type Frame, type HeapProfile, type Profile, READ_STEPS, summarize, summarizeHeap } from "./profile-summary.ts";
 import { benchEngine } from "./reads.ts";
 
@@ -43,7 +43,9 @@ const engine = await benchEngine(file, "cpu-profile");
 try {
   const http = engine.ready.http.replace("localhost", "127.0.0.1");
   const world = (await call(`${http}/arcgis/rest/services/World?f=json`)).json<{ services: { name: string }[] }>();
-  for (const v of drawViews().filter((x) => !only || `${x.layer}-${x.view}`.includes(only))) {
+  const sea = seaView(drawViews());
+  const views = [...drawViews(), ...(sea ? [{ ...sea, view: "sea" }] : [])];
+  for (const v of views.filter((x) => !only || `${x.layer}-${x.view}`.includes(only))) {
     const s = world.services.find((x) => x.name.startsWith(`World/${v.layer}_`));
     if (!s) throw new Error(`no ${v.layer} service`);
     const requests = v.tiles.map((q) => ({

@@ -60,6 +60,8 @@ export function summarize(
   const label = (f: Frame) => `${f.functionName || "(anonymous)"} ${area(f.url)}${f.url ? `:${f.lineNumber + 1}` : ""}`;
   const areas = new Map<string, number>();
   const steps = new Map<string, number>();
+  /** Each function's time with its callees' (PROFILE_INCLUSIVE=1 prints the top ones). */
+  const inclusive = new Map<string, number>();
   let busy = 0;
   // The profiler's own work (the inspector session in the engine) is not the engine's.
   const profilerOwn = new Set<number>();
@@ -88,12 +90,15 @@ export function summarize(
     areas.set(area(f.url), (areas.get(area(f.url)) ?? 0) + dt);
     // Inclusive: each step counted once per sample if any frame on the stack is in it.
     const seen = new Set<string>();
+    const frames = new Set<string>();
     for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
       const frame = byId.get(id)?.callFrame;
       if (!frame) break;
       for (const [name, test] of STEPS) if (!seen.has(name) && test(frame)) seen.add(name);
+      if (frame.url) frames.add(label(frame));
     }
     for (const name of seen) steps.set(name, (steps.get(name) ?? 0) + dt);
+    for (const name of frames) inclusive.set(name, (inclusive.get(name) ?? 0) + dt);
   }
   const pct = (us: number) => `${((100 * us) / busy).toFixed(1).padStart(5)}%`;
   const each = perRequest ? ` (${(busy / 1000 / perRequest).toFixed(3)} ms a request over ${perRequest})` : "";
@@ -106,6 +111,10 @@ export function summarize(
   }
   console.log("  self time by area:");
   for (const [k, v] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`    ${pct(v)}  ${k}`);
+  if (process.env.PROFILE_INCLUSIVE) {
+    console.log(`  top ${TOP} functions by inclusive time:`);
+    for (const [k, v] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`    ${pct(v)}  ${k}`);
+  }
   console.log("  inclusive time of named steps:");
   for (const [name] of STEPS) {
     const us = steps.get(name) ?? 0;
