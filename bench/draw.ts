@@ -7,7 +7,17 @@
 // tile before anything is timed. Printed per view: tiles per second under load (10 connections cycling through the
 // view's tiles, runs taken in turns, medians), each process's CPU time per tile (from /proc), bytes per tile, the
 // ratio with its goal, and the slowest tile when the view's tiles are sent at once, as the SDK sends them, against
-// the time the SDK waits for an answer.
+// the time the SDK waits for an answer. A last view, "places sea", is the places city tiles moved over open sea: no
+// rows, so mapgate's CPU beside the floor's there is its fixed cost per request. `DRAW_ONLY=places-city,sea` runs some.
+//
+// Figures (CPU ms per tile, mapgate / floor, and the CPU ratio floor/mapgate; 2 cores shared with other developers,
+// so the floor's own figure moves by ±20% between runs: see docs/performance.md#the-draw-path):
+//   before (load average 0.6 → 6.0): countries world 22.5 / 18.3 (0.81), countries city 4.58 / 2.96 (0.65),
+//     places world 45.8 / 47.4 (1.04), places city 1.78 / 0.26 (0.15);
+//   after (load 9.5 → 10.8): countries world 23.9 / 20.4 (0.85), countries city 4.26 / 3.16 (0.74), places world
+//     95.9 / 75.3 (0.79; the old engine, run back to back with the new on it, cost the same: 73.6 and 71.5 ms),
+//     places city 1.29 / 0.26 (0.21), places sea 0.93 / 0.06 (0.06): a request's fixed cost, ~0.9 ms, is what keeps
+//     small tiles from the goal.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
