@@ -7,7 +7,17 @@
 // tile before anything is timed. Printed per view: tiles per second under load (10 connections cycling through the
 // view's tiles, runs taken in turns, medians), each process's CPU time per tile (from /proc), bytes per tile, the
 // ratio with its goal, and the slowest tile when the view's tiles are sent at once, as the SDK sends them, against
-// the time the SDK waits for an answer.
+// the time the SDK waits for an answer. A last view, "places sea", is the places city tiles moved over open sea: no
+// rows, so mapgate's CPU beside the floor's there is its fixed cost per request. `DRAW_ONLY=places-city,sea` runs some.
+//
+// Figures (CPU ms per tile, mapgate / floor, and the CPU ratio floor/mapgate; 2 cores shared with other developers,
+// so the floor's own figure moves by ±20% between runs: see docs/performance.md#the-draw-path):
+//   before (load average 0.6 → 6.0): countries world 22.5 / 18.3 (0.81), countries city 4.58 / 2.96 (0.65),
+//     places world 45.8 / 47.4 (1.04), places city 1.78 / 0.26 (0.15);
+//   after (load 9.5 → 10.8): countries world 23.9 / 20.4 (0.85), countries city 4.26 / 3.16 (0.74), places world
+//     95.9 / 75.3 (0.79; the old engine, run back to back with the new on it, cost the same: 73.6 and 71.5 ms),
+//     places city 1.29 / 0.26 (0.21), places sea 0.93 / 0.06 (0.06): a request's fixed cost, ~0.9 ms, is what keeps
+//     small tiles from the goal.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
@@ -35,6 +45,43 @@ export function drawViews(fixture: DrawFixture = readFixture()) {
   return fixture.views
     .filter((v) => v.mode === "tile")
     .map((v) => ({ ...v, sent: v.queries.length, tiles: [...new Set(v.queries)] }));
+}
+
+/** Where the sea view's tiles are moved to: the middle of the North Atlantic (Web Mercator metres), with no place. */
+const OPEN_SEA = { x: -3_896_182, y: 4_865_942 } as const;
+
+/**
+ * Besides the recorded views, the places city view's tiles moved over open sea by whole tiles (the same level,
+ * size, grid and parameters; envelope and quantization extent moved alike): every part of a request but its rows.
+ * What mapgate spends on it beside the floor is its fixed cost per request.
+ */
+export function seaView(views: ReturnType<typeof drawViews>) {
+  const city = views.find((v) => v.layer === "places" && v.view === "city");
+  if (!city) return undefined;
+  type Envelope = { xmin: number; ymin: number; xmax: number; ymax: number };
+  const envelope = (q: string) => JSON.parse(new URLSearchParams(q).get("geometry") ?? "{}") as Envelope;
+  // One move for every tile, by whole tiles of the first: the view keeps its shape.
+  const first = envelope(city.tiles[0] ?? "");
+  const w = first.xmax - first.xmin;
+  const h = first.ymax - first.ymin;
+  const dx = Math.round((OPEN_SEA.x - first.xmin) / w) * w;
+  const dy = Math.round((OPEN_SEA.y - first.ymin) / h) * h;
+  const moved = city.tiles.map((q) => {
+    const p = new URLSearchParams(q);
+    const g = envelope(q);
+    const q2 = JSON.parse(p.get("quantizationParameters") ?? "{}") as { extent: Envelope };
+    const shift = <T extends Envelope>(e: T): T => ({
+      ...e,
+      xmin: e.xmin + dx,
+      xmax: e.xmax + dx,
+      ymin: e.ymin + dy,
+      ymax: e.ymax + dy,
+    });
+    p.set("geometry", JSON.stringify(shift(g)));
+    p.set("quantizationParameters", JSON.stringify({ ...q2, extent: shift(q2.extent) }));
+    return `?${p.toString()}`;
+  });
+  return { ...city, label: `places sea (z${city.zoom})`, tiles: [...new Set(moved)], sent: moved.length };
 }
 
 export const readFixture = (): DrawFixture => JSON.parse(readFileSync(join(ROOT, DRAW_FIXTURE), "utf8")) as DrawFixture;
@@ -122,7 +169,14 @@ async function difference(mine: Uint8Array, floor: Uint8Array): Promise<string |
 
 export async function drawBench(seconds: number): Promise<void> {
   const fixture = readFixture();
-  const views = drawViews(fixture);
+  // `DRAW_ONLY=places-city,countries` times the views whose `<layer>-<view>` holds one of its parts.
+  const only = process.env.DRAW_ONLY?.split(",").filter(Boolean);
+  const sea = seaView(drawViews(fixture));
+  const all: (ReturnType<typeof drawViews>[number] & { label?: string })[] = [
+    ...drawViews(fixture),
+    ...(sea ? [sea] : []),
+  ];
+  const views = all.filter((v) => !only || only.some((o) => (v.label ?? `${v.layer}-${v.view}`).includes(o)));
   const engine = await startEngine({ env: { POWERTOOLS_LOG_LEVEL: "WARN" } });
   const dir = mkdtempSync(join(tmpdir(), "mapgate-draw-"));
   const load = [loadavg()];
@@ -157,7 +211,7 @@ export async function drawBench(seconds: number): Promise<void> {
             throw new Error(`${path}: ${a.text.slice(0, 300)}`);
           if (!a.body.equals(b.body))
             throw new Error(
-              `${viewName(v)} tile ${i}: the floor's answer is not mapgate's (${await difference(a.body, b.body)})`,
+              `${v.label ?? viewName(v)} tile ${i}: the floor's answer is not mapgate's (${await difference(a.body, b.body)})`,
             );
           bytes += a.body.length;
           features += decode(new Uint8Array(a.body)).featureCollection.features.length;
@@ -188,7 +242,7 @@ export async function drawBench(seconds: number): Promise<void> {
         const cpu = m((r) => r.mine.cpuPerTile);
         const floorCpu = m((r) => r.floor.cpuPerTile);
         const errors = runs.reduce((n, r) => n + r.mine.errors + r.floor.errors, 0);
-        const name = `${p.v.layer} ${p.v.view} (z${p.v.zoom})`;
+        const name = p.v.label ?? `${p.v.layer} ${p.v.view} (z${p.v.zoom})`;
         console.log(
           `${name.padEnd(26)}${String(p.v.tiles.length).padStart(6)}${String(p.v.sent).padStart(6)}${p.features.toFixed(0).padStart(10)}${(p.bytes / 1024).toFixed(1).padStart(9)}${fmt(tps)}${fmt(cpu * 1000, 2)}${fmt(floorTps).padStart(10)}${fmt(floorCpu * 1000, 2)}${fmt(tps / floorTps, 2)}${`≥ ${GOAL}`.padStart(7)}${fmt(floorCpu / cpu, 2).padStart(10)}${errors ? `   errors ${errors}` : ""}`,
         );

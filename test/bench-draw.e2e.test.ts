@@ -173,4 +173,30 @@ describe("the floor", () => {
       );
     }
   }, 60_000);
+
+  it("writes one metric line for each query its worker threads answered, as they answer them", async () => {
+    // A worker sends its invocation's metric lines with its result (infra/local/function-worker.ts): none lost, none
+    // doubled, whether the queries come one at a time or together.
+    const world = (await call(`${engine.ready.http}/arcgis/rest/services/World?f=json`)).json<{
+      services: { name: string }[];
+    }>();
+    const service = world.services.find((s) => s.name.startsWith("World/places_"))?.name;
+    const url = `${engine.ready.http}/arcgis/rest/services/${service}/FeatureServer/0/query${picked[1]?.query}`;
+    const queryLines = () =>
+      engine.lines.filter((l) => l.includes('"Resource":"query"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    await new Promise((r) => setTimeout(r, 400)); // the engine writes its metric lines every 100 ms
+    const before = queryLines().length;
+    for (let i = 0; i < 3; i++) expect((await call(url)).status).toBe(200);
+    const together = await Promise.all(Array.from({ length: 8 }, () => call(url)));
+    expect(together.map((r) => r.status)).toEqual(Array.from({ length: 8 }, () => 200));
+    // A refused query is a request like the others.
+    const refused = await call(`${url}&quantizationParameters=nonsense`);
+    expect(refused.json<{ error: { code: number } }>().error.code).toBe(400);
+    await new Promise((r) => setTimeout(r, 400));
+    const lines = queryLines().slice(before);
+    expect(lines.filter((l) => l.Outcome === "ok")).toHaveLength(11);
+    expect(new Set(lines.map((l) => l.requestId)).size).toBe(lines.length);
+    const refusedLines = engine.lines.filter((l) => l.includes('"CloudWatchMetrics"') && l.includes('"code":400'));
+    expect(refusedLines, engine.lines.slice(-5).join("\n")).toHaveLength(1);
+  }, 60_000);
 });

@@ -2,7 +2,7 @@
 // read through FolderStorage and through S3Storage with the SDK configured from the environment only, as
 // the local engine configures it.
 import { Readable } from "node:stream";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import {
@@ -263,6 +263,53 @@ describe("folder storage and links", () => {
     expect(await through.read("sub/deep.txt", 100)).toEqual(Buffer.from("deep"));
     expect(await through.read("to-inside.txt", 100)).toEqual(Buffer.from("inside"));
     await refuses(through.read("to-etc/passwd", 100_000));
+  });
+
+  it("finds a file it found before again by its path as it is now: moved, replaced, relinked out or removed", async () => {
+    // localFile keeps a path's real file once resolved and checks it with two stats: every change below is seen.
+    const dir = join(root, "local");
+    await mkdir(join(dir, "other"), { recursive: true });
+    await writeFile(join(dir, "a.gpkg"), "first");
+    await writeFile(join(dir, "other", "b.gpkg"), "second file");
+    await writeFile(join(scratch, "far.gpkg"), "outside the store");
+    await symlink("a.gpkg", join(dir, "link.gpkg"));
+    const real = await realpath(dir);
+    const first = await store.localFile("local/link.gpkg", 100);
+    expect(first?.file).toBe(join(real, "a.gpkg"));
+    expect(await store.localFile("local/link.gpkg", 100)).toEqual(first);
+    // The same file written again (its size changes): the same path, a new version.
+    await writeFile(join(dir, "a.gpkg"), "first, longer");
+    const grown = await store.localFile("local/link.gpkg", 100);
+    expect(grown?.file).toBe(first?.file);
+    expect(grown?.version).not.toBe(first?.version);
+    // The link now leads to another file inside: that file, at its own real path.
+    await rm(join(dir, "link.gpkg"));
+    await symlink("other/b.gpkg", join(dir, "link.gpkg"));
+    const relinked = await store.localFile("local/link.gpkg", 100);
+    expect(relinked?.file).toBe(join(real, "other", "b.gpkg"));
+    // Replaced by a new file of the same size (a new inode) at the same real path: the new file's version.
+    await writeFile(join(dir, "other", "b.new"), "second file");
+    await rename(join(dir, "other", "b.new"), join(dir, "other", "b.gpkg"));
+    const replaced = await store.localFile("local/link.gpkg", 100);
+    expect(replaced?.file).toBe(relinked?.file);
+    expect(replaced?.version).not.toBe(relinked?.version);
+    // The link now leads out of the folder: refused, as on the first resolution.
+    await rm(join(dir, "link.gpkg"));
+    await symlink(join(scratch, "far.gpkg"), join(dir, "link.gpkg"));
+    await refuses(store.localFile("local/link.gpkg", 100));
+    // A folder on its path swapped for a link leading out: refused too.
+    expect((await store.localFile("local/other/b.gpkg", 100))?.file).toBe(join(real, "other", "b.gpkg"));
+    await rename(join(dir, "other"), join(dir, "moved"));
+    await mkdir(join(scratch, "far-folder"), { recursive: true });
+    await writeFile(join(scratch, "far-folder", "b.gpkg"), "second file");
+    await symlink(join(scratch, "far-folder"), join(dir, "other"));
+    await refuses(store.localFile("local/other/b.gpkg", 100));
+    // Removed: no file.
+    await rm(join(dir, "a.gpkg"));
+    expect(await store.localFile("local/a.gpkg", 100)).toBeUndefined();
+    // Over the size asked for: refused, found before or not.
+    expect(await store.localFile("local/moved/b.gpkg", 100)).toBeDefined();
+    await expect(store.localFile("local/moved/b.gpkg", 5)).rejects.toThrow(/larger than 5 bytes/);
   });
 
   it("answers nothing for a folder that does not exist, and refuses a relative one", async () => {

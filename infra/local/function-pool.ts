@@ -8,7 +8,7 @@ import { Worker } from "node:worker_threads";
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from "aws-lambda";
 import { logger, writeLogLine } from "#shared/log.ts";
 import { inProcessStore } from "./in-process-dynamo.ts";
-import type { StoreAnswer } from "./store-call.ts";
+import { ownBytes, type StoreAnswer } from "./store-call.ts";
 
 type Result = APIGatewayProxyStructuredResultV2;
 
@@ -36,8 +36,8 @@ export type ToWorker =
 
 export type FromWorker =
   | { readonly kind: "ready" }
-  | { readonly kind: "result"; readonly id: number; readonly result: Result }
-  | { readonly kind: "error"; readonly id: number; readonly message: string }
+  | { readonly kind: "result"; readonly id: number; readonly result: Result; readonly metrics?: readonly string[] }
+  | { readonly kind: "error"; readonly id: number; readonly message: string; readonly metrics?: readonly string[] }
   | {
       readonly kind: "store";
       readonly id: number;
@@ -220,6 +220,8 @@ export class FunctionPool {
         return;
       case "result":
       case "error": {
+        // The invocation's metric lines come with its end (function-worker.ts), written first as they were first.
+        for (const line of message.metrics ?? []) this.#options.metrics(line);
         const job = instance.job;
         if (job?.id !== message.id) return;
         if (message.kind === "result") job.resolve(message.result);
@@ -248,7 +250,10 @@ export class FunctionPool {
       : Promise.reject(new Error("the store is no longer served in-process"));
     answer.then(
       (a) => {
-        if (this.#instances.has(instance)) this.#post(instance, { kind: "store", id: call.id, answer: a });
+        if (!this.#instances.has(instance)) return;
+        const { bytes, transfer } = ownBytes(a.body);
+        const answer = { status: a.status, headers: a.headers, body: bytes as Buffer };
+        instance.worker.postMessage({ kind: "store", id: call.id, answer } satisfies ToWorker, transfer);
       },
       (err: unknown) => {
         const error = err instanceof Error ? err.message : String(err);

@@ -13,7 +13,7 @@ import { setLogDestination } from "#shared/log.ts";
 import { setMetricsSink } from "#shared/metrics.ts";
 import { lambdaContext } from "./lambda-context.ts";
 import type { FromWorker, ToWorker, WorkerData } from "./function-pool.ts";
-import type { StoreAnswer } from "./store-call.ts";
+import { ownBytes, type StoreAnswer } from "./store-call.ts";
 
 type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -22,7 +22,15 @@ if (!port) throw new Error("function-worker.ts runs as a worker thread of the lo
 const data = workerData as WorkerData;
 const send = (message: FromWorker) => port.postMessage(message);
 
-setMetricsSink((line) => send({ kind: "metric", line }));
+/**
+ * Metric lines written while an invocation runs, sent with its result: a request's line is written as it ends, and a
+ * message of its own between the threads cost as much as the result's (a small feature query's fixed cost).
+ */
+let metricLines: string[] | undefined;
+setMetricsSink((line) => {
+  if (metricLines) metricLines.push(line);
+  else send({ kind: "metric", line });
+});
 setLogDestination((line, level) => send({ kind: "log", line, level }));
 
 /** Store calls waiting for the engine's answer, by their number. */
@@ -35,7 +43,8 @@ if (data.store) {
       new Promise<StoreAnswer>((resolve, reject) => {
         const id = ++lastCall;
         calls.set(id, { resolve, reject });
-        send({ kind: "store", id, target, headers, body });
+        const own = ownBytes(body);
+        port.postMessage({ kind: "store", id, target, headers, body: own.bytes } satisfies FromWorker, own.transfer);
       }),
   );
 }
@@ -59,13 +68,20 @@ port.on("message", (message: ToWorker) => {
   }
   const { id, event, functionName, arn, requestId, remainingMs } = message;
   const context = lambdaContext(functionName, arn, requestId, remainingMs);
+  // One invocation at a time (the pool's rule): the lines gathered are this one's.
+  const metrics: string[] = [];
+  metricLines = metrics;
+  const ended = () => {
+    metricLines = undefined;
+    return metrics.length > 0 ? { metrics } : {};
+  };
   const failed = (err: unknown) =>
-    send({ kind: "error", id, message: err instanceof Error ? err.message : String(err) });
+    send({ kind: "error", id, message: err instanceof Error ? err.message : String(err), ...ended() });
   grants
     .run(tables, () => handler(event, context))
     .then((result) => {
       try {
-        send({ kind: "result", id, result });
+        send({ kind: "result", id, result, ...ended() });
       } catch (err) {
         // A result that cannot be copied to the engine's thread (no plain data): the invocation failed.
         failed(err);

@@ -39,6 +39,12 @@ export class FeaturePage {
   }
 }
 
+/**
+ * The query's module once the first query loaded it: an `import()` of a module already loaded still resolves its
+ * specifier and waits on the loader's promises, a cost on every query that a held promise does not have.
+ */
+let queryModule: Promise<typeof import("#shared/features/query.ts")> | undefined;
+
 const isSourceFault = (err: unknown) => err instanceof DatasetError || err instanceof StorageError;
 
 /** Each layer's schema when its source last answered in this warm function, by `<item id>/<layer id>` (bounded). */
@@ -229,7 +235,7 @@ export async function featureResource(
   try {
     // Loaded by the first query, before the file is opened (no await between opening and reading): tiles and
     // service JSON never pay for the query's libraries (JTS, proj4), nor for the pages' modules.
-    const query = isQuery ? await import("#shared/features/query.ts") : undefined;
+    const query = isQuery ? await (queryModule ??= import("#shared/features/query.ts")) : undefined;
     const datasets: OpenDataset[] = [];
     for (const id of ids) {
       const opened = await openDataset(source, id);

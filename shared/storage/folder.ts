@@ -1,7 +1,7 @@
 // The Storage of a folder store: the files below a directory of this machine. A path is only ever followed
 // to its real path, which must lie inside the folder's own: a symlink may lead anywhere inside the folder,
 // never out of it (O_NOFOLLOW alone would guard only the last component of a path).
-import { constants, type Dirent } from "node:fs";
+import { constants, type Dirent, type Stats, statSync } from "node:fs";
 import { type FileHandle, lstat, open, readdir, realpath, stat } from "node:fs/promises";
 import { isAbsolute, join, sep } from "node:path";
 import { type Entry, type LocalFile, safeRelativePath, type Storage, StorageError } from "#shared/storage/storage.ts";
@@ -15,6 +15,8 @@ const BATCH = 256;
 export class FolderStorage implements Storage {
   readonly #root: string;
   #realRoot: string | undefined;
+  /** Files' real paths as last resolved (by relative path), with the device and inode each named then. */
+  readonly #resolved = new Map<string, { readonly real: string; readonly dev: number; readonly ino: number }>();
 
   constructor(root: string) {
     if (!isAbsolute(root)) throw new StorageError("A folder store's location must be an absolute path.");
@@ -74,15 +76,32 @@ export class FolderStorage implements Storage {
   }
 
   async localFile(path: string, maxBytes: number): Promise<LocalFile | undefined> {
-    const file = await this.#resolve(safeRelativePath(path));
+    const relative = safeRelativePath(path);
+    // A feature query opens its file on every request: once the path was resolved inside the folder, two stats
+    // show it still reaches that same file (device and inode, through any link) at that same real path, and
+    // resolving it again (a realpath, a stat of each part) is left for when either differs. Synchronous: a
+    // stat of a local file takes microseconds, less than the hop to libuv's thread pool an async one costs, and
+    // the file is then read synchronously by node:sqlite all the same.
+    const known = this.#resolved.get(relative);
+    if (known && this.#realRoot !== undefined) {
+      const reached = statOrNone(join(this.#realRoot, relative));
+      const atReal = reached && statOrNone(known.real);
+      if (reached && atReal && sameFile(reached, known) && sameFile(atReal, known))
+        return localFileOf(known.real, atReal, maxBytes);
+      this.#resolved.delete(relative);
+    }
+    const file = await this.#resolve(relative);
     if (file === undefined) return undefined;
     const info = await stat(file).catch((err: unknown) => {
       if (isMissing(err)) return undefined;
       throw err;
     });
-    if (!info?.isFile()) return undefined;
-    if (info.size > maxBytes) throw new StorageError(`The file is larger than ${maxBytes} bytes.`);
-    return { file, version: `${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}` };
+    const local = localFileOf(file, info, maxBytes);
+    if (local && info) {
+      if (this.#resolved.size >= MAX_RESOLVED) this.#resolved.delete(this.#resolved.keys().next().value as string);
+      this.#resolved.set(relative, { real: file, dev: info.dev, ino: info.ino });
+    }
+    return local;
   }
 
   /** Opens the file at a checked relative path; undefined when there is none. */
@@ -132,6 +151,27 @@ export class FolderStorage implements Storage {
     if (!inside(root, deepest)) throw outside();
     return undefined;
   }
+}
+
+/** Relative paths whose resolution a folder storage keeps. */
+const MAX_RESOLVED = 256;
+
+const sameFile = (a: Stats, b: { readonly dev: number; readonly ino: number }) => a.dev === b.dev && a.ino === b.ino;
+
+/** A path's stat, following links; none when anything is amiss (the full resolution then says what). */
+function statOrNone(path: string): Stats | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
+/** A file found at its real path, if it is a file and not over `maxBytes`; its version from its stat. */
+function localFileOf(file: string, info: Stats | undefined, maxBytes: number): LocalFile | undefined {
+  if (!info?.isFile()) return undefined;
+  if (info.size > maxBytes) throw new StorageError(`The file is larger than ${maxBytes} bytes.`);
+  return { file, version: `${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}` };
 }
 
 const outside = () => new StorageError("The path leads outside the data store.");

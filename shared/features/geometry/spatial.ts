@@ -166,8 +166,13 @@ class PreparedQuery {
   readonly dimension: number;
   readonly areal: boolean;
   readonly rectangle: boolean;
-  private readonly locator?: { locate(c: Coordinate): number };
-  private readonly segments?: (other: JtsGeometry) => boolean;
+  /**
+   * An areal query's indexes, built when a feature first needs them: a query prepared for each request (a map's
+   * tile) may find no candidate at all, or points only (which need no segment index), and building both cost more
+   * than such a query's rows.
+   */
+  #locator?: { locate(c: Coordinate): number };
+  #segments?: (other: JtsGeometry) => boolean;
   private readonly vertices: Coordinate[];
   /** The query geometry made valid, once one was found not to be. */
   private repaired?: JtsGeometry;
@@ -186,10 +191,16 @@ class PreparedQuery {
     this.areal = isAreal(source);
     this.rectangle = this.areal && this.geometry.isRectangle();
     this.vertices = this.geometry.getCoordinates();
-    if (this.areal) {
-      this.locator = indexedLocator(this.geometry);
-      this.segments = segmentFinder(this.geometry);
-    }
+  }
+
+  private get locator(): { locate(c: Coordinate): number } | undefined {
+    if (this.areal) this.#locator ??= indexedLocator(this.geometry);
+    return this.#locator;
+  }
+
+  private get segments(): ((other: JtsGeometry) => boolean) | undefined {
+    if (this.areal) this.#segments ??= segmentFinder(this.geometry);
+    return this.#segments;
   }
 
   /**
