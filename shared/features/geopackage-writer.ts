@@ -562,7 +562,11 @@ class LayerWriter {
     for (const column of layer.indexes ?? []) {
       if (!layer.columns.some((c) => c.name === column))
         throw new Error(`${table}: the index's column ${column} is not among the layer's columns`);
-      db.exec(`CREATE INDEX ${q(`${table}_${column}_idx`)} ON ${q(table)} (${q(column)})`);
+      // Index names share one namespace with tables: the first free one of <table>_<column>_idx, …_idx2, …
+      const taken = db.prepare("SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)");
+      let name = `${table}_${column}_idx`;
+      for (let n = 2; taken.get(name) !== undefined; n++) name = `${table}_${column}_idx${n}`;
+      db.exec(`CREATE INDEX ${q(name)} ON ${q(table)} (${q(column)})`);
     }
     const titled = layer.columns.filter((c) => c.title !== undefined && c.title !== c.name);
     if (titled.length > 0) {
