@@ -117,6 +117,10 @@ describe("the layer's statistics", () => {
     expect(stats?.sample.length).toBeGreaterThan(1000);
     expect(stats?.count("country", "FR")).toBe(8941);
     expect(stats?.count("country", "XX")).toBe(0);
+    // A count asked up to a bound stops there (no more entries read than a choice needs), then counts on when asked.
+    expect(stats?.count("country", "US", 100)).toBe(100);
+    expect(stats?.count("country", "US")).toBe(17_343);
+    expect(stats?.count("country", "US", 50)).toBe(50);
     // Kept with the open file: the same object while its version stands.
     expect(gpkg.statistics(dataset.schema)).toBe(stats);
   });
@@ -242,6 +246,23 @@ describe("answers with and without the attribute index", () => {
     const ids = (await answer(dataset, { geometry: WESTERN_EUROPE, returnIdsOnly: "true" })) as { ids: number[] };
     expect(count.count).toBe(14_274);
     expect(ids.ids).toHaveLength(14_274);
+  });
+});
+
+describe("a count from an index alone", () => {
+  it("counts an indexed value through its index, reading no row", async () => {
+    const { gpkg, dataset } = await places(indexed);
+    const plan = planQuery(params({ where: "country = 'FR'", returnCountOnly: "true" }), dataset.schema);
+    const emitted = emitQuery(sqliteEmitter, plan, dataset.schema);
+    const explained = gpkg.db
+      .prepare(`EXPLAIN QUERY PLAN ${emitted.sql}`)
+      .all(...(emitted.params as never[]))
+      .map((r) => (r as { detail: string }).detail);
+    expect(explained).toEqual(["SEARCH t USING COVERING INDEX places_country_idx (country=?)"]);
+    expect(await answer(dataset, { where: "country = 'FR'", returnCountOnly: "true" })).toEqual({
+      kind: "count",
+      count: 8941,
+    });
   });
 });
 

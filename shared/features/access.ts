@@ -36,8 +36,12 @@ export interface LayerStatistics {
   readonly indexed: ReadonlySet<string>;
   /** Rows sampled evenly over the object ids (with their envelopes, for a window's share). */
   readonly sample: readonly SampledRow[];
-  /** Rows holding `value` in an indexed `column` (counted through its index, then kept). */
-  count(column: string, value: string | number): number;
+  /**
+   * Rows holding `value` in an indexed `column`, counted through its index and kept; past `atMost` the count stops
+   * there (a value with more rows than the window is not walked whatever their number), so counting never reads
+   * more index entries than the R*Tree-first plan would read rows.
+   */
+  count(column: string, value: string | number, atMost?: number): number;
 }
 
 /**
@@ -119,8 +123,11 @@ export function chooseAccess(
   const windowRows = windowShare * stats.rows;
   const stop = pageInIdOrder(plan, oid);
   let best: { candidate: Candidate; walked: number } | undefined;
+  // No walk past this many entries can be chosen: counting stops there.
+  const enough = Math.ceil(windowRows / PROBE_COST) + 1;
   for (const c of candidates) {
-    const rows = c.values.reduce<number>((n, v) => n + stats.count(c.field.column, v), 0);
+    let rows = 0;
+    for (const v of c.values) if (rows < enough) rows += stats.count(c.field.column, v, enough - rows);
     let walked = rows;
     // One value walks in id order (its index entries are, within a value): the walk ends with the page.
     if (stop !== undefined && c.values.length === 1) {

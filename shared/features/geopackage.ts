@@ -257,7 +257,11 @@ export class GeoPackage {
       if (keys.length === 1 && typeof column === "string" && served.has(column)) indexed.add(column);
     }
     const key = quote(schema.fields.find((f) => f.name === schema.objectIdField)?.column ?? "fid");
-    const rows = this.#rowCount(table) ?? Number(this.db.prepare(`SELECT count(*) AS n FROM ${quote(table)}`).get()?.n);
+    // Without an index to choose, nothing more is needed (and nothing is counted).
+    const rows =
+      indexed.size === 0
+        ? 0
+        : (this.#rowCount(table) ?? Number(this.db.prepare(`SELECT count(*) AS n FROM ${quote(table)}`).get()?.n));
     const sample: SampledRow[] = [];
     if (indexed.size > 0) {
       const span = this.db.prepare(`SELECT min(${key}) AS lo, max(${key}) AS hi FROM ${quote(table)}`).get() as {
@@ -281,18 +285,20 @@ export class GeoPackage {
         sample.push({ box: row.slice(0, 4) as unknown as Bounds, values });
       }
     }
-    const counts = new Map<string, number>();
-    const count = (column: string, value: string | number): number => {
+    // Each value's count, or (capped) a count known to be at least this.
+    const counts = new Map<string, { n: number; exact: boolean }>();
+    const count = (column: string, value: string | number, atMost = Number.MAX_SAFE_INTEGER): number => {
       const id = `${column}\u0000${typeof value}\u0000${value}`;
-      let n = counts.get(id);
-      if (n === undefined) {
-        // Through the column's index: entries counted, no row read.
-        n = Number(
-          this.db.prepare(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${quote(column)} = ?`).get(value)?.n ?? 0,
-        );
-        if (counts.size >= MAX_COUNTED_VALUES) counts.clear();
-        counts.set(id, n);
-      }
+      const known = counts.get(id);
+      if (known && (known.exact || known.n >= atMost)) return Math.min(known.n, atMost);
+      // Through the column's index: entries counted (at most `atMost` of them), no row read.
+      const n = Number(
+        this.db
+          .prepare(`SELECT count(*) AS n FROM (SELECT 1 FROM ${quote(table)} WHERE ${quote(column)} = ? LIMIT ?)`)
+          .get(value, BigInt(Math.max(0, Math.floor(atMost))))?.n ?? 0,
+      );
+      if (counts.size >= MAX_COUNTED_VALUES) counts.clear();
+      counts.set(id, { n, exact: n < atMost });
       return n;
     };
     const statistics: LayerStatistics = { rows: Number.isFinite(rows) ? rows : 0, indexed, sample, count };
