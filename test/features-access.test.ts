@@ -266,6 +266,29 @@ describe("a count from an index alone", () => {
   });
 });
 
+describe("a count of a value in a window", () => {
+  it("walks the value's index entries, probes the R*Tree, and reads rows only on the window's edge", async () => {
+    const { gpkg, dataset } = await places(indexed);
+    // Luxembourg's 172 places among the thousands of its neighbours' in the window.
+    const query = page("country = 'LU'", { geometry: "5,49,7,51", returnCountOnly: "true" });
+    const { access, explained } = statement(gpkg, dataset, query);
+    expect(access).toMatchObject({ kind: "attributeIndex" });
+    // The entries inside the window: the index alone (covering: no table row), each probed in the R*Tree by id.
+    // The edge's: the same walk, the table's row read (for the exact test) only for an entry crossing the edge.
+    expect(explained).toEqual([
+      "SCAN CONSTANT ROW",
+      "SCALAR SUBQUERY 2",
+      "SEARCH t USING COVERING INDEX places_country_idx (country=?)",
+      "SCAN x EXISTS VIRTUAL TABLE INDEX 1:",
+      "SCALAR SUBQUERY 4",
+      "SEARCH t USING INDEX places_country_idx (country=?)",
+      "SCAN x EXISTS VIRTUAL TABLE INDEX 1:",
+    ]);
+    expect(await answer(dataset, query)).toEqual({ kind: "count", count: 172 });
+    expect(await answer((await places(bare)).dataset, query)).toEqual({ kind: "count", count: 172 });
+  });
+});
+
 describe("a count of a window from the R*Tree alone", () => {
   let file: string;
   beforeAll(() => {

@@ -34,6 +34,7 @@ import {
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
 import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
 import type { Expr } from "#shared/features/where.ts";
+import { nodes } from "#shared/features/where-tree.ts";
 
 export type ColumnRole = "field" | "geometry" | "statistic" | "count" | "ids" | "xmin" | "ymin" | "xmax" | "ymax";
 
@@ -351,17 +352,23 @@ export function emitQuery(
     }
     case "count": {
       const emitter = sql.emitter;
+      // A where the rows' attribute index answers alone (every field it names is the index's).
+      const onIndex =
+        access?.kind === "attributeIndex" &&
+        plan.where !== undefined &&
+        [...nodes(plan.where)].every((e) => e.kind !== "field" || e.field === access.field);
       if (
         emitter.windowCount !== undefined &&
         spatial !== undefined &&
         schema.geometry?.index !== undefined &&
-        plan.where === undefined &&
+        (plan.where === undefined || onIndex) &&
         plan.objectIds === undefined &&
         plan.distinctFields === undefined &&
         isWindow(spatial)
       ) {
-        // A window over the layer alone: counted in the spatial index, reading only the rows on its edge.
-        const count = emitter.windowCount(spatialClause(sql, schema, oid, spatial, access));
+        // A window counted in the spatial index (and the attribute index), reading only the rows on its edge.
+        const where = plan.where === undefined ? undefined : sql.expr(plan.where);
+        const count = emitter.windowCount(spatialClause(sql, schema, oid, spatial, access), where);
         const n = select("n", sql.emitter.numeric(`(${count})`), { role: "count", name: "count" });
         return { sql: `SELECT ${n}`, params: sql.params, columns };
       }

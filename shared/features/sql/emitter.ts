@@ -146,10 +146,11 @@ export interface SqlEmitter {
   readonly spatialFirst: string | undefined;
   /**
    * A count of the features whose envelope meets the query's axis-aligned rectangle, from the spatial index alone
-   * for those lying wholly inside it (no row read) and by the exact test for those crossing its edge; undefined
-   * where the dialect has no such form (the database counts as it plans).
+   * for those lying wholly inside it (no row read) and by the exact test for those crossing its edge; absent where
+   * the dialect has no such form (the database counts as it plans). `where`: a condition on the columns of the
+   * attribute index the rows come from (access.ts), its values bound once and read by both parts.
    */
-  windowCount?(s: SpatialClause): string;
+  windowCount?(s: SpatialClause, where: string | undefined): string;
   extent(geometry: string, index: string | undefined, oidColumn: string): ExtentForm;
   /** The condition a statement examining rows starts with (SQLite's deadline); undefined when none. */
   readonly rowGuard: string | undefined;

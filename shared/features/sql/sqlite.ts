@@ -186,19 +186,30 @@ export const sqliteEmitter: SqlEmitter = {
   // NOT INDEXED keeps SQLite from walking an attribute index when the window is the smaller read (it cannot tell);
   // the key's rowid lookups stay allowed.
   spatialFirst: " NOT INDEXED",
-  windowCount(s) {
+  windowCount(s, where) {
     if (s.index === undefined) throw new Error("a count from the spatial index needs one");
     // A non-empty geometry whose envelope lies inside the rectangle meets it: such entries are counted in the R*Tree
     // alone (its boxes are rounded outwards, so a stored box inside means the true one is). Only the rows whose box
-    // crosses the rectangle's edge are read and tested.
+    // crosses the rectangle's edge are read and tested. With a where on an index's columns, its entries are walked
+    // and each probed in the R*Tree by id: the table's rows are read only for the edge's exact test.
     const rtree = quoteIdentifier(s.index);
     const [bx0, by0, bx1, by1] = s.box;
-    const inside = `minx >= ${bx0} AND maxx <= ${bx1} AND miny >= ${by0} AND maxy <= ${by1}`;
-    const edge = `SELECT id FROM ${rtree} WHERE ${meets("", s.box)} AND NOT (${inside})`;
+    const inside = (at: string) =>
+      `${at}minx >= ${bx0} AND ${at}maxx <= ${bx1} AND ${at}miny >= ${by0} AND ${at}maxy <= ${by1}`;
+    const guard = `${SQLITE_DEADLINE}() = 1`;
+    const id = qualified(s.oidColumn);
+    const tested = `mapgate_spatial(${qualified(s.geometryColumn)}) = 1`;
+    if (where === undefined) {
+      const edge = `SELECT id FROM ${rtree} WHERE ${meets("", s.box)} AND NOT (${inside("")})`;
+      const crossing = `SELECT count(*) FROM ${s.table} AS t WHERE ${guard} AND ${id} IN (${edge}) AND ${tested}`;
+      return `(SELECT count(*) FROM ${rtree} WHERE ${inside("")}) + (${crossing})`;
+    }
+    const probe = (test: string) => `EXISTS (SELECT 1 FROM ${rtree} AS x WHERE x.id = ${id} AND ${test})`;
+    const within = `SELECT count(*) FROM ${s.table} AS t WHERE ${guard} AND ${where} AND ${probe(inside("x."))}`;
     const crossing =
-      `SELECT count(*) FROM ${s.table} AS t WHERE ${SQLITE_DEADLINE}() = 1 AND ${qualified(s.oidColumn)} IN (${edge}) ` +
-      `AND mapgate_spatial(${qualified(s.geometryColumn)}) = 1`;
-    return `(SELECT count(*) FROM ${rtree} WHERE ${inside}) + (${crossing})`;
+      `SELECT count(*) FROM ${s.table} AS t WHERE ${guard} AND ${where} ` +
+      `AND ${probe(`${meets("x.", s.box)} AND NOT (${inside("x.")})`)} AND ${tested}`;
+    return `(${within}) + (${crossing})`;
   },
   extent(geometry, index, oidColumn) {
     if (index === undefined) {
