@@ -180,6 +180,36 @@ describe("ArcGIS REST JS (@esri/arcgis-rest-feature-service)", () => {
     expect(featuresOf(answer)).toEqual(expected);
   });
 
+  it("queryFeatures: a page of one country in a window (its index walked in id order) is the file's first ids; counts match", async () => {
+    // The features figures' page: the demo file's index on country is walked, each entry looked up in the R*Tree.
+    const box = { xmin: -5, ymin: 42, xmax: 8, ymax: 51 };
+    const query = {
+      url: layerUrl("places"),
+      where: "country = 'FR'",
+      geometry: { ...box, spatialReference: { wkid: 4326 } },
+      geometryType: "esriGeometryEnvelope" as const,
+      spatialRel: "esriSpatialRelIntersects" as const,
+    };
+    const page = (await queryFeatures({
+      ...query,
+      outFields: ["fid", "country"],
+      resultRecordCount: 1000,
+    })) as IQueryFeaturesResponse & { exceededTransferLimit?: boolean };
+    const inWindow = places("country = ?", "fid", "FR").filter((p) => inBox(p.point, box));
+    expect(inWindow).toHaveLength(8878);
+    expect(featuresOf(page).map((f) => f.attributes.fid)).toEqual(inWindow.slice(0, 1000).map((p) => p.attributes.fid));
+    expect(page.exceededTransferLimit).toBe(true);
+    const further = await queryFeatures({ ...query, outFields: ["fid"], resultOffset: 8500, resultRecordCount: 1000 });
+    expect(featuresOf(further).map((f) => f.attributes.fid)).toEqual(inWindow.slice(8500).map((p) => p.attributes.fid));
+    const counted = (await queryFeatures({ ...query, returnCountOnly: true })) as IQueryResponse & { count: number };
+    expect(counted.count).toBe(8878);
+    // A window alone is counted from the R*Tree, its edge's rows tested.
+    const all = (await queryFeatures({ ...query, where: "1=1", returnCountOnly: true })) as IQueryResponse & {
+      count: number;
+    };
+    expect(all.count).toBe(placesIn([box]).length);
+  });
+
   it("queryFeatures: polygons, holes included, are the file's rings (Esri orientation aside)", async () => {
     const names = ["South Africa", "Lesotho", "Japan", "Chile", "France"];
     const answer = await queryFeatures({

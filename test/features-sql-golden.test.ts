@@ -4,6 +4,7 @@
 // itself, so a change of either emitter shows here as the lines it changes, case by case.
 import type { Geometry } from "geojson";
 import { describe, expect, it } from "vitest";
+import type { AccessPath } from "#shared/features/access.ts";
 import { planQuery } from "#shared/features/plan.ts";
 import type { Field, LayerSchema } from "#shared/features/schema.ts";
 import { emitQuery } from "#shared/features/sql.ts";
@@ -257,6 +258,51 @@ describe("golden SQL: each spatial filter", () => {
         ["postgres", postgres],
       ] as const) {
         const emitted = emitQuery(dialect, spatialPlan, schema, filter);
+        expectBound(dialect, emitted.sql, emitted.params);
+        expect(emitted.sql).toBe(expected);
+      }
+    });
+  }
+});
+
+/** The envelope [0, 0, 2, 1] as the query geometry (an axis-aligned rectangle in the layer's coordinates). */
+const RECTANGLE: Geometry = {
+  type: "Polygon",
+  coordinates: [
+    [
+      [0, 0],
+      [2, 0],
+      [2, 1],
+      [0, 1],
+      [0, 0],
+    ],
+  ],
+};
+const NAME = layer.fields.find((f) => f.name === "name") as Field;
+
+// The path a reader chose by the layer's statistics (access.ts), and the counts a window answers from its index alone.
+// PostgreSQL's text never changes with the path: its planner weighs its own indexes.
+// prettier-ignore
+const ACCESS: readonly (readonly [name: string, params: Record<string, string>, filter: SpatialFilter, access: AccessPath | undefined, sqlite: string, postgres: string])[] = [
+  ['attribute index first: the R*Tree probed by id, the walk in id order', { where: "name = 'a' AND pop > 1" }, { bbox: [0, 0, 2, 1], relation: 'intersects', geometry: RECTANGLE }, { kind: 'attributeIndex', field: NAME }, 'SELECT t."objectid" AS c0 FROM "cities" AS t WHERE mapgate_deadline() = 1 AND ((t."name" = ?1) AND (t."pop" > ?2)) AND EXISTS (SELECT 1 FROM "rtree_cities_geom" AS x WHERE x.id = t."objectid" AND x.minx <= ?5 AND x.maxx >= ?3 AND x.miny <= ?6 AND x.maxy >= ?4) AND mapgate_spatial(t."geom") = 1 ORDER BY t."objectid" ASC LIMIT ?7 OFFSET ?8', 'SELECT CAST(t."objectid" AS double precision) AS c0 FROM "cities" AS t WHERE ((t."name" = CAST($1 AS text)) AND (t."pop" > CAST($2 AS bigint))) AND t."geom" && ST_MakeEnvelope(CAST($3 AS double precision), CAST($4 AS double precision), CAST($5 AS double precision), CAST($6 AS double precision), CAST($7 AS integer)) AND ST_Intersects(ST_SetSRID(ST_GeomFromGeoJSON(CAST($8 AS text)), CAST($7 AS integer)), t."geom") ORDER BY t."objectid" ASC LIMIT CAST($9 AS bigint) OFFSET CAST($10 AS bigint)'],
+  ['spatial index first: no attribute index', { where: "name = 'a'" }, { bbox: [0, 0, 2, 1], relation: 'intersects', geometry: RECTANGLE }, { kind: 'spatialIndex' }, 'SELECT t."objectid" AS c0 FROM "cities" AS t NOT INDEXED WHERE mapgate_deadline() = 1 AND (t."name" = ?1) AND t."objectid" IN (SELECT id FROM "rtree_cities_geom" WHERE minx <= ?4 AND maxx >= ?2 AND miny <= ?5 AND maxy >= ?3) AND mapgate_spatial(t."geom") = 1 ORDER BY t."objectid" ASC LIMIT ?6 OFFSET ?7', 'SELECT CAST(t."objectid" AS double precision) AS c0 FROM "cities" AS t WHERE (t."name" = CAST($1 AS text)) AND t."geom" && ST_MakeEnvelope(CAST($2 AS double precision), CAST($3 AS double precision), CAST($4 AS double precision), CAST($5 AS double precision), CAST($6 AS integer)) AND ST_Intersects(ST_SetSRID(ST_GeomFromGeoJSON(CAST($7 AS text)), CAST($6 AS integer)), t."geom") ORDER BY t."objectid" ASC LIMIT CAST($8 AS bigint) OFFSET CAST($9 AS bigint)'],
+  ['a count of a window: inside from the R*Tree alone, the edge tested', { returnCountOnly: 'true' }, { bbox: [0, 0, 2, 1], relation: 'intersects', geometry: RECTANGLE }, undefined, 'SELECT ((SELECT count(*) FROM "rtree_cities_geom" WHERE minx >= ?1 AND maxx <= ?3 AND miny >= ?2 AND maxy <= ?4) + (SELECT count(*) FROM "cities" AS t WHERE mapgate_deadline() = 1 AND t."objectid" IN (SELECT id FROM "rtree_cities_geom" WHERE minx <= ?3 AND maxx >= ?1 AND miny <= ?4 AND maxy >= ?2 AND NOT (minx >= ?1 AND maxx <= ?3 AND miny >= ?2 AND maxy <= ?4)) AND mapgate_spatial(t."geom") = 1)) AS n', 'SELECT CAST(COUNT(*) AS double precision) AS n FROM "cities" AS t WHERE t."geom" && ST_MakeEnvelope(CAST($1 AS double precision), CAST($2 AS double precision), CAST($3 AS double precision), CAST($4 AS double precision), CAST($5 AS integer)) AND ST_Intersects(ST_SetSRID(ST_GeomFromGeoJSON(CAST($6 AS text)), CAST($5 AS integer)), t."geom")'],
+  ['a count of a window with a where on the walked index: its entries and the R*Tree, the edge\'s rows read', { returnCountOnly: 'true', where: "name = 'a'" }, { bbox: [0, 0, 2, 1], relation: 'intersects', geometry: RECTANGLE }, { kind: 'attributeIndex', field: NAME }, 'SELECT ((SELECT count(*) FROM "cities" AS t WHERE mapgate_deadline() = 1 AND (t."name" = ?1) AND EXISTS (SELECT 1 FROM "rtree_cities_geom" AS x WHERE x.id = t."objectid" AND x.minx >= ?2 AND x.maxx <= ?4 AND x.miny >= ?3 AND x.maxy <= ?5)) + (SELECT count(*) FROM "cities" AS t WHERE mapgate_deadline() = 1 AND (t."name" = ?1) AND EXISTS (SELECT 1 FROM "rtree_cities_geom" AS x WHERE x.id = t."objectid" AND x.minx <= ?4 AND x.maxx >= ?2 AND x.miny <= ?5 AND x.maxy >= ?3 AND NOT (x.minx >= ?2 AND x.maxx <= ?4 AND x.miny >= ?3 AND x.maxy <= ?5)) AND mapgate_spatial(t."geom") = 1)) AS n', 'SELECT CAST(COUNT(*) AS double precision) AS n FROM "cities" AS t WHERE (t."name" = CAST($1 AS text)) AND t."geom" && ST_MakeEnvelope(CAST($2 AS double precision), CAST($3 AS double precision), CAST($4 AS double precision), CAST($5 AS double precision), CAST($6 AS integer)) AND ST_Intersects(ST_SetSRID(ST_GeomFromGeoJSON(CAST($7 AS text)), CAST($6 AS integer)), t."geom")'],
+  ['a count of a window with a where on another field too: the rows read', { returnCountOnly: 'true', where: "name = 'a' AND pop > 1" }, { bbox: [0, 0, 2, 1], relation: 'intersects', geometry: RECTANGLE }, { kind: 'attributeIndex', field: NAME }, 'SELECT COUNT(*) AS n FROM "cities" AS t WHERE mapgate_deadline() = 1 AND ((t."name" = ?1) AND (t."pop" > ?2)) AND EXISTS (SELECT 1 FROM "rtree_cities_geom" AS x WHERE x.id = t."objectid" AND x.minx <= ?5 AND x.maxx >= ?3 AND x.miny <= ?6 AND x.maxy >= ?4) AND mapgate_spatial(t."geom") = 1', 'SELECT CAST(COUNT(*) AS double precision) AS n FROM "cities" AS t WHERE ((t."name" = CAST($1 AS text)) AND (t."pop" > CAST($2 AS bigint))) AND t."geom" && ST_MakeEnvelope(CAST($3 AS double precision), CAST($4 AS double precision), CAST($5 AS double precision), CAST($6 AS double precision), CAST($7 AS integer)) AND ST_Intersects(ST_SetSRID(ST_GeomFromGeoJSON(CAST($8 AS text)), CAST($7 AS integer)), t."geom")'],
+  ['a count within a distance: no rectangle, the rows read', { returnCountOnly: 'true' }, { bbox: [0, 0, 2, 1], relation: 'intersects', geometry: RECTANGLE, distance: 0.5 }, undefined, 'SELECT COUNT(*) AS n FROM "cities" AS t WHERE mapgate_deadline() = 1 AND t."objectid" IN (SELECT id FROM "rtree_cities_geom" WHERE minx <= ?3 AND maxx >= ?1 AND miny <= ?4 AND maxy >= ?2) AND mapgate_spatial(t."geom") = 1', 'SELECT CAST(COUNT(*) AS double precision) AS n FROM "cities" AS t WHERE t."geom" && ST_MakeEnvelope(CAST($1 AS double precision), CAST($2 AS double precision), CAST($3 AS double precision), CAST($4 AS double precision), CAST($5 AS integer)) AND ST_DWithin(ST_SetSRID(ST_GeomFromGeoJSON(CAST($6 AS text)), CAST($5 AS integer)), t."geom", CAST($7 AS double precision))'],
+  ['a count of a triangle: no rectangle, the rows read', { returnCountOnly: 'true' }, { bbox: [0, 0, 2, 1], relation: 'intersects', geometry: POLYGON }, undefined, 'SELECT COUNT(*) AS n FROM "cities" AS t WHERE mapgate_deadline() = 1 AND t."objectid" IN (SELECT id FROM "rtree_cities_geom" WHERE minx <= ?3 AND maxx >= ?1 AND miny <= ?4 AND maxy >= ?2) AND mapgate_spatial(t."geom") = 1', 'SELECT CAST(COUNT(*) AS double precision) AS n FROM "cities" AS t WHERE t."geom" && ST_MakeEnvelope(CAST($1 AS double precision), CAST($2 AS double precision), CAST($3 AS double precision), CAST($4 AS double precision), CAST($5 AS integer)) AND ST_Intersects(ST_SetSRID(ST_GeomFromGeoJSON(CAST($6 AS text)), CAST($5 AS integer)), t."geom")'],
+  ['a count of a rectangle by envelopeIntersects: the R*Tree as before', { returnCountOnly: 'true' }, { bbox: [0, 0, 2, 1], relation: 'envelopeIntersects', geometry: RECTANGLE }, undefined, 'SELECT COUNT(*) AS n FROM "cities" AS t WHERE mapgate_deadline() = 1 AND t."objectid" IN (SELECT id FROM "rtree_cities_geom" WHERE minx <= ?3 AND maxx >= ?1 AND miny <= ?4 AND maxy >= ?2)', 'SELECT CAST(COUNT(*) AS double precision) AS n FROM "cities" AS t WHERE t."geom" && ST_MakeEnvelope(CAST($1 AS double precision), CAST($2 AS double precision), CAST($3 AS double precision), CAST($4 AS double precision), CAST($5 AS integer))'],
+];
+
+describe("golden SQL: each access path", () => {
+  for (const [name, params, filter, access, sqlite, postgres] of ACCESS) {
+    it(name, () => {
+      const asked = plan({ geometry: "0,0,2,1", outFields: "objectid", returnGeometry: "false", ...params });
+      for (const [dialect, expected] of [
+        ["sqlite", sqlite],
+        ["postgres", postgres],
+      ] as const) {
+        const emitted = emitQuery(dialect, asked, layer, filter, access);
         expectBound(dialect, emitted.sql, emitted.params);
         expect(emitted.sql).toBe(expected);
       }

@@ -659,6 +659,19 @@ describe("demo GeoPackage (world.gpkg)", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it("indexes places.country, what the demo's queries filter on beside a window", () => {
+    const indexes = db
+      .prepare("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+      .all();
+    expect(indexes).toEqual([
+      {
+        name: "places_country_idx",
+        tbl_name: "places",
+        sql: 'CREATE INDEX "places_country_idx" ON "places" ("country")',
+      },
+    ]);
+  });
+
   it("holds the countries, more than 100,000 places and the attribution table, written in seconds", () => {
     // About 2 s on a laptop core; the bound leaves room for a busy machine.
     expect(seconds).toBeLessThan(30);
@@ -746,5 +759,41 @@ describe("demo GeoPackage (world.gpkg)", () => {
       ["Tokyo", { type: "Point", coordinates: [139.69171, 35.6895] }],
     ]);
     validate(file);
+  });
+});
+
+describe("a layer's indexes", () => {
+  it("are made once the rows are in, each named apart from every table and index of the file", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mapgate-indexes-"));
+    try {
+      const file = join(dir, "indexes.gpkg");
+      // "a" and "b_c", "a_b" and "c": both would be a_b_c_idx.
+      writeGeoPackage(file, [
+        { name: "a", columns: [{ name: "b_c", type: "TEXT" }], indexes: ["b_c"], rows: [{ values: { b_c: "x" } }] },
+        { name: "a_b", columns: [{ name: "c", type: "INTEGER" }], indexes: ["c"], rows: [{ values: { c: 1 } }] },
+      ]);
+      const db = new DatabaseSync(file, { readOnly: true });
+      try {
+        expect(
+          db
+            .prepare("SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+            .all(),
+        ).toEqual([
+          { name: "a_b_c_idx", tbl_name: "a" },
+          { name: "a_b_c_idx2", tbl_name: "a_b" },
+        ]);
+        expect(db.prepare("SELECT count(*) AS n FROM a_b WHERE c = 1").get()).toEqual({ n: 1 });
+      } finally {
+        db.close();
+      }
+      expect(() =>
+        writeGeoPackage(join(dir, "bad.gpkg"), [
+          { name: "t", columns: [{ name: "x", type: "TEXT" }], indexes: ["y"], rows: [] },
+        ]),
+      ).toThrow("t: the index's column y is not among the layer's columns");
+      expect(existsSync(join(dir, "bad.gpkg"))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

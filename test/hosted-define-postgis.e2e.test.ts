@@ -58,6 +58,18 @@ const suite = hostedDefineSuite({
     );
     return Object.fromEntries(rows.map((r) => [r.attname, r.comment]));
   },
+  // Single-column btree indexes of the table, its key's aside.
+  indexedColumns: async (_dataDir, serviceItemId, table) => {
+    const { rows } = await db.admin.query<{ attname: string }>(
+      `SELECT a.attname FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_class i ON i.oid = x.indexrelid
+        JOIN pg_am am ON am.oid = i.relam JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = x.indkey[0]
+        WHERE n.nspname = $1 AND c.relname = $2 AND NOT x.indisprimary AND x.indnatts = 1 AND am.amname = 'btree'
+        ORDER BY a.attname`,
+      [schemaOf(serviceItemId), table],
+    );
+    return rows.map((r) => r.attname);
+  },
 });
 
 describe("in the hosting database", () => {
@@ -122,6 +134,8 @@ describe("in the hosting database", () => {
     ]);
     const indexes = await db.admin.query("SELECT indexdef FROM pg_indexes WHERE schemaname = $1 ORDER BY 1", [schema]);
     expect(indexes.rows.map((r) => String(r.indexdef))).toEqual([
+      // The global id's btree: edits by global id find their feature through it.
+      expect.stringMatching(/^CREATE INDEX .* USING btree \("GlobalID"\)$/),
       expect.stringMatching(/^CREATE INDEX .* USING gist \(geom\)$/),
       expect.stringMatching(/^CREATE UNIQUE INDEX .* USING btree \("OBJECTID"\)$/),
       // The edit log's keys and the layers' editing record's key (mapgate's own tables, beside the layers).

@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { hostedDefineSuite } from "./helpers/hosted-define-cases.ts";
 
 const file = (dataDir: string, serviceItemId: string) => join(dataDir, "hosted", `${serviceItemId}.gpkg`);
@@ -29,5 +30,19 @@ hostedDefineSuite({
     return Object.fromEntries(
       [...out.matchAll(/column_name \(String\) = (.*)\n\s+title \(String\) = (.*)\n/g)].map((m) => [m[1], m[2]]),
     );
+  },
+  // Single-column indexes of the table (SQLite's own key aside), read from the file.
+  indexedColumns: async (dataDir, serviceItemId, table) => {
+    const db = new DatabaseSync(file(dataDir, serviceItemId), { readOnly: true });
+    try {
+      const rows = db
+        .prepare(
+          "SELECT i.name AS column FROM pragma_index_list(?) AS l, pragma_index_info(l.name) AS i WHERE l.origin = 'c'",
+        )
+        .all(table) as { column: string }[];
+      return rows.map((r) => r.column).sort();
+    } finally {
+      db.close();
+    }
   },
 });

@@ -93,6 +93,8 @@ describe("through the stand-in for RDS Proxy", () => {
       "SELECT indexdef FROM pg_indexes WHERE schemaname LIKE 'h\\_%' AND tablename = 'zones' ORDER BY 1",
     );
     expect(indexes.rows.map((r) => String(r.indexdef))).toEqual([
+      // The global id's btree (edits by global id find their feature through it), the geometry's GiST, the key.
+      expect.stringMatching(/^CREATE INDEX .* USING btree \("GlobalID"\)$/),
       expect.stringMatching(/^CREATE INDEX .* USING gist \(geom\)$/),
       expect.stringMatching(/^CREATE UNIQUE INDEX .* USING btree \(fid\)$/),
     ]);

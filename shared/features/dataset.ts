@@ -2,12 +2,14 @@
 // the query runs on without knowing which it is. Where a dataset lies and how it is found is sources.ts's; the
 // hosting database's reader (hosting-database.ts) opens its layers as this too, without importing sources.ts.
 import type { Geometry } from "geojson";
+import { type AccessPath, chooseAccess } from "#shared/features/access.ts";
 import type { GeoPackage } from "#shared/features/geopackage.ts";
 import { decodeGeoPackageGeometry, decodeWkb } from "#shared/features/geometry/wkb.ts";
 import type { PostGisDatabase } from "#shared/features/postgis.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
-import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
+import type { SpatialFilter, SqlEmitter } from "#shared/features/sql/emitter.ts";
+import type { QueryPlan } from "#shared/features/plan.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
 import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
 import type { Expr } from "#shared/features/where-tree.ts";
@@ -26,6 +28,11 @@ export interface OpenDataset {
   /** What writes its statements' SQL. */
   readonly emitter: SqlEmitter;
   /**
+   * The path to a plan's rows by the layer's statistics (access.ts), where the reader chooses one; undefined leaves
+   * the database's own planner to it (PostgreSQL weighs its indexes itself).
+   */
+  access?(plan: QueryPlan, spatial: SpatialFilter | undefined): AccessPath | undefined;
+  /**
    * Runs an emitted statement until `deadline` (epoch ms); rows as arrays in SELECT order. `test` is the exact
    * spatial test, for the SQLite dialect (PostGIS tests in SQL).
    */
@@ -40,6 +47,13 @@ export function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDa
   return {
     schema,
     emitter: sqliteEmitter,
+    access(plan, spatial) {
+      if (spatial === undefined || plan.where === undefined) return undefined;
+      const stats = gpkg.statistics(schema);
+      const oid = schema.fields.find((f) => f.name === schema.objectIdField);
+      if (!stats || !oid) return undefined;
+      return chooseAccess(plan, oid, spatial.bbox, stats)?.path;
+    },
     // Synchronous inside: nothing else runs between choosing the open file and reading it.
     run: async (emitted, test, deadline) => {
       gpkg.spatialTest = test ? (blob) => (blob ? test(decodeGeoPackageGeometry(blob).geometry) : false) : undefined;

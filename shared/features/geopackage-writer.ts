@@ -125,6 +125,11 @@ export interface GeoPackageLayer {
   /** The INTEGER PRIMARY KEY column (the object id); `fid` when absent (as GDAL names it). */
   readonly idColumn?: string;
   readonly columns: readonly ColumnSpec[];
+  /**
+   * Columns each given an index of its own once the rows are in (`<table>_<column>_idx`): queries filtering on
+   * `column = value` with a spatial filter may then walk it instead of the R*Tree (shared/features/access.ts).
+   */
+  readonly indexes?: readonly string[];
   readonly rows: Iterable<GeoPackageRow>;
 }
 
@@ -553,6 +558,15 @@ class LayerWriter {
           "VALUES (?, ?, 'gpkg_rtree_index', 'http://www.geopackage.org/spec120/#extension_rtree', 'write-only')",
       ).run(table, geometryColumn);
       db.exec(rtreeTriggers(table, geometryColumn, FID));
+    }
+    for (const column of layer.indexes ?? []) {
+      if (!layer.columns.some((c) => c.name === column))
+        throw new Error(`${table}: the index's column ${column} is not among the layer's columns`);
+      // Index names share one namespace with tables: the first free one of <table>_<column>_idx, …_idx2, …
+      const taken = db.prepare("SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?)");
+      let name = `${table}_${column}_idx`;
+      for (let n = 2; taken.get(name) !== undefined; n++) name = `${table}_${column}_idx${n}`;
+      db.exec(`CREATE INDEX ${q(name)} ON ${q(table)} (${q(column)})`);
     }
     const titled = layer.columns.filter((c) => c.title !== undefined && c.title !== c.name);
     if (titled.length > 0) {

@@ -9,6 +9,7 @@
 // table's size.
 import type { AggregateOptions, DatabaseSync, SQLInputValue, SQLOutputValue, StatementSync } from "node:sqlite";
 
+import type { LayerStatistics, SampledRow } from "#shared/features/access.ts";
 import { DatasetError, QueryTimeoutError } from "#shared/features/errors.ts";
 import { SQLITE_DEADLINE, sqliteEmitter } from "#shared/features/sql/sqlite.ts";
 import { attachTableName } from "#shared/features/sql/attachments.ts";
@@ -75,13 +76,28 @@ const SQLITE_READ = 20;
 const SQLITE_SELECT = 21;
 const SQLITE_FUNCTION = 31;
 const SQLITE_RECURSIVE = 33;
-const ALLOWED_PRAGMAS = new Set(["table_info", "table_xinfo", "application_id", "user_version"]);
+const ALLOWED_PRAGMAS = new Set([
+  "table_info",
+  "table_xinfo",
+  "application_id",
+  "user_version",
+  // The layer's statistics (access.ts): which indexes a table has, and their columns.
+  "index_list",
+  "index_info",
+]);
+
+/** Rows a layer's statistics sample, spread evenly over its object ids. */
+export const STATISTICS_SAMPLE = 1024;
+/** Values whose row count a layer's statistics keep (each counted once through its index). */
+const MAX_COUNTED_VALUES = 4096;
 
 /** One open GeoPackage: a read-only connection and what was learnt of it while it is unchanged. */
 export class GeoPackage {
   readonly db: DatabaseSync;
   readonly version: string;
   readonly #schemas = new Map<string, LayerSchema | DatasetError>();
+  /** Per table, what the access path is chosen by: kept with the open file, so per version of it. */
+  readonly #statistics = new Map<string, LayerStatistics>();
   readonly #statements = new Map<string, StatementSync>();
   #deadline = Number.POSITIVE_INFINITY;
   #examined = 0;
@@ -213,6 +229,90 @@ export class GeoPackage {
     } finally {
       this.#deadline = Number.POSITIVE_INFINITY;
     }
+  }
+
+  /**
+   * A feature table's statistics (access.ts), learnt on first use and kept while the file's version stands (a
+   * reader is opened again when its file changes: geoPackageAt): its row count (sqlite_stat1's when the file was
+   * analysed, else counted once), its single-column indexes, a sample of its rows' envelopes and indexed values,
+   * and the rows of each value asked for, counted through the value's index.
+   */
+  statistics(schema: LayerSchema): LayerStatistics | undefined {
+    const rtree = schema.geometry?.index;
+    if (rtree === undefined) return undefined;
+    const [table] = schema.table;
+    if (table === undefined) return undefined;
+    const known = this.#statistics.get(table);
+    if (known) return known;
+    const served = new Set(schema.fields.map((f) => f.column));
+    const indexed = new Set<string>();
+    const lists = this.db.prepare("SELECT name, partial FROM pragma_index_list(?)").all(table) as {
+      name: string;
+      partial: number;
+    }[];
+    for (const index of lists) {
+      if (index.partial) continue;
+      const keys = this.db.prepare("SELECT name FROM pragma_index_info(?)").all(index.name) as { name: unknown }[];
+      const column = keys[0]?.name;
+      if (keys.length === 1 && typeof column === "string" && served.has(column)) indexed.add(column);
+    }
+    const key = quote(schema.fields.find((f) => f.name === schema.objectIdField)?.column ?? "fid");
+    // Without an index to choose, nothing more is needed (and nothing is counted).
+    const rows =
+      indexed.size === 0
+        ? 0
+        : (this.#rowCount(table) ?? Number(this.db.prepare(`SELECT count(*) AS n FROM ${quote(table)}`).get()?.n));
+    const sample: SampledRow[] = [];
+    if (indexed.size > 0) {
+      const span = this.db.prepare(`SELECT min(${key}) AS lo, max(${key}) AS hi FROM ${quote(table)}`).get() as {
+        lo: number | null;
+        hi: number | null;
+      };
+      const ids: number[] = [];
+      if (span.lo !== null && span.hi !== null) {
+        const step = Math.max(1, (span.hi - span.lo) / STATISTICS_SAMPLE);
+        for (let id = span.lo; id <= span.hi && ids.length < STATISTICS_SAMPLE; id += step) ids.push(Math.round(id));
+      }
+      const columns = [...indexed];
+      const read = this.db.prepare(
+        `SELECT r.minx, r.miny, r.maxx, r.maxy${columns.map((c) => `, t.${quote(c)}`).join("")} FROM ${quote(table)} AS t ` +
+          `JOIN ${quote(rtree)} AS r ON r.id = t.${key} WHERE t.${key} IN (SELECT value FROM json_each(?))`,
+      );
+      read.setReturnArrays(true);
+      for (const row of read.all(JSON.stringify([...new Set(ids)])) as unknown as unknown[][]) {
+        const values: Record<string, unknown> = {};
+        columns.forEach((c, i) => (values[c] = row[4 + i]));
+        sample.push({ box: row.slice(0, 4) as unknown as Bounds, values });
+      }
+    }
+    // Each value's count, or (capped) a count known to be at least this.
+    const counts = new Map<string, { n: number; exact: boolean }>();
+    const count = (column: string, value: string | number, atMost = Number.MAX_SAFE_INTEGER): number => {
+      const id = `${column}\u0000${typeof value}\u0000${value}`;
+      const known = counts.get(id);
+      if (known && (known.exact || known.n >= atMost)) return Math.min(known.n, atMost);
+      // Through the column's index: entries counted (at most `atMost` of them), no row read.
+      const n = Number(
+        this.db
+          .prepare(`SELECT count(*) AS n FROM (SELECT 1 FROM ${quote(table)} WHERE ${quote(column)} = ? LIMIT ?)`)
+          .get(value, BigInt(Math.max(0, Math.floor(atMost))))?.n ?? 0,
+      );
+      if (counts.size >= MAX_COUNTED_VALUES) counts.clear();
+      counts.set(id, { n, exact: n < atMost });
+      return n;
+    };
+    const statistics: LayerStatistics = { rows: Number.isFinite(rows) ? rows : 0, indexed, sample, count };
+    this.#statistics.set(table, statistics);
+    return statistics;
+  }
+
+  /** A table's row count as ANALYZE left it in sqlite_stat1 (its entries' first number), when the file has one. */
+  #rowCount(table: string): number | undefined {
+    if (!this.#hasTable("sqlite_stat1")) return undefined;
+    const row = this.db.prepare("SELECT stat FROM sqlite_stat1 WHERE tbl = ? LIMIT 1").get(table) as
+      { stat?: unknown } | undefined;
+    const n = typeof row?.stat === "string" ? Number(row.stat.split(" ")[0]) : NaN;
+    return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
   }
 
   /** The datasets the file holds, by table name. */

@@ -280,12 +280,14 @@ async function compute(
   resolved: Resolved | undefined,
 ): Promise<{ emitted: EmittedQuery; rows: unknown[][] }> {
   const { schema } = dataset;
-  const emitted = emitQuery(dataset.emitter, plan, schema, resolved?.filter);
+  // The path to the rows, where the reader chooses it by the layer's statistics; either path reads the same rows.
+  const access = dataset.access?.(plan, resolved?.filter);
+  const emitted = emitQuery(dataset.emitter, plan, schema, resolved?.filter, access);
   try {
     return { emitted, rows: await run(plan, dataset, emitted, resolved) };
   } catch (err) {
     if (!(err instanceof GeometryTopologyError) || !resolved) throw err;
-    const repaired = emitQuery(dataset.emitter, plan, schema, { ...resolved.filter, repair: true });
+    const repaired = emitQuery(dataset.emitter, plan, schema, { ...resolved.filter, repair: true }, access);
     const rows = await run(plan, dataset, repaired, resolved).catch((again: unknown) => {
       // The features repaired, what still cannot be related is the query geometry.
       if (again instanceof GeometryTopologyError)

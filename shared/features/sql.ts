@@ -16,6 +16,7 @@
 // - Division is always in floating point and a division by zero gives NULL, never an error.
 // - Ascending order puts NULLs first, descending last (SQLite's default; PostgreSQL is told so).
 // Functions SQLite lacks, or has with other semantics, are called as mapgate_<name>: see sqlite-functions.ts.
+import type { AccessPath } from "#shared/features/access.ts";
 import type { OrderTerm, QueryPlan, Statistic, StatisticType } from "#shared/features/plan.ts";
 import { type Field, fieldValueType, type LayerSchema } from "#shared/features/schema.ts";
 import {
@@ -25,6 +26,7 @@ import {
   type OperandType,
   qualified,
   quoteIdentifier,
+  type SpatialClause,
   type SpatialFilter,
   type SqlEmitter,
   T,
@@ -32,6 +34,7 @@ import {
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
 import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
 import type { Expr } from "#shared/features/where.ts";
+import { nodes } from "#shared/features/where-tree.ts";
 
 export type ColumnRole = "field" | "geometry" | "statistic" | "count" | "ids" | "xmin" | "ymin" | "xmax" | "ymax";
 
@@ -236,35 +239,68 @@ function table(schema: LayerSchema): string {
   return schema.table.map(quoteIdentifier).join(".");
 }
 
+/**
+ * Whether a spatial filter is an axis-aligned rectangle met by intersection (an envelope in the layer's own
+ * coordinates, with no distance): the features whose envelope lies inside it meet it, with no exact test.
+ */
+export function isWindow(filter: SpatialFilter): boolean {
+  if (filter.relation !== "intersects" || filter.repair || (filter.distance ?? 0) !== 0) return false;
+  const g = filter.geometry;
+  const [xmin, ymin, xmax, ymax] = filter.bbox;
+  if (g.type !== "Polygon" || g.coordinates.length !== 1 || !(xmin < xmax && ymin < ymax)) return false;
+  const ring = g.coordinates[0] ?? [];
+  const corners = [
+    [xmin, ymin],
+    [xmax, ymin],
+    [xmax, ymax],
+    [xmin, ymax],
+    [xmin, ymin],
+  ];
+  return (
+    ring.length === 5 && ring.every((p, i) => p[0] === corners[i]?.[0] && p[1] === corners[i]?.[1] && p.length === 2)
+  );
+}
+
+/** The spatial clause of a plan's filter, its window's corners bound. */
+function spatialClause(
+  sql: Statement,
+  schema: LayerSchema,
+  oid: Field,
+  spatial: SpatialFilter,
+  access: AccessPath | undefined,
+): SpatialClause {
+  const geometry = schema.geometry;
+  if (geometry === undefined) throw new Error(`layer ${schema.name} has no geometry to filter on`);
+  const d = spatial.distance ?? 0;
+  const [xmin, ymin, xmax, ymax] = spatial.bbox;
+  const box = [xmin - d, ymin - d, xmax + d, ymax + d].map((v) => sql.bind(v, "double"));
+  return {
+    filter: spatial,
+    table: table(schema),
+    geometryColumn: geometry.column,
+    srid: geometry.srid,
+    index: geometry.index,
+    oidColumn: oid.column,
+    box: box as [string, string, string, string],
+    distance: d,
+    probe: access?.kind === "attributeIndex",
+  };
+}
+
 function conditions(
   sql: Statement,
   plan: QueryPlan,
   schema: LayerSchema,
   oid: Field,
   spatial: SpatialFilter | undefined,
+  access?: AccessPath,
 ) {
   const out: string[] = [];
   if (plan.where !== undefined) out.push(sql.expr(plan.where));
   if (plan.objectIds !== undefined) out.push(sql.emitter.idsIn(sql, sql.column(oid), plan.objectIds));
   if (plan.spatial !== undefined) {
     if (spatial === undefined) throw new Error("a query with a geometry needs its resolved spatial filter");
-    const geometry = schema.geometry;
-    if (geometry === undefined) throw new Error(`layer ${schema.name} has no geometry to filter on`);
-    const d = spatial.distance ?? 0;
-    const [xmin, ymin, xmax, ymax] = spatial.bbox;
-    const box = [xmin - d, ymin - d, xmax + d, ymax + d].map((v) => sql.bind(v, "double"));
-    out.push(
-      ...sql.emitter.spatial(sql, {
-        filter: spatial,
-        table: table(schema),
-        geometryColumn: geometry.column,
-        srid: geometry.srid,
-        index: geometry.index,
-        oidColumn: oid.column,
-        box: box as [string, string, string, string],
-        distance: d,
-      }),
-    );
+    out.push(...sql.emitter.spatial(sql, spatialClause(sql, schema, oid, spatial, access)));
   }
   // A statement that filters or sorts guards each row it examines (SQLite's deadline). An unfiltered count or
   // extent keeps the database's shortcuts (bounded by the table's size, and fast).
@@ -278,18 +314,21 @@ function conditions(
  * The SQL answering a plan in a dialect. `spatial` is the plan's geometry resolved into the dataset's
  * coordinates; it is required when the plan has one. For SQLite with a spatial filter, the reader registers
  * `mapgate_spatial(blob)` for the statement (1 when the feature passes the exact test of the relation, as
- * SPATIAL_RELATIONS defines it; for envelopeIntersects on a layer without R*Tree, the envelope test).
+ * SPATIAL_RELATIONS defines it; for envelopeIntersects on a layer without R*Tree, the envelope test). `access` is
+ * the path chosen by the layer's statistics (access.ts), when the dataset chose one.
  */
 export function emitQuery(
   dialect: SqlEmitter | Dialect,
   plan: QueryPlan,
   schema: LayerSchema,
   spatial?: SpatialFilter,
+  access?: AccessPath,
 ): EmittedQuery {
   const sql = new Statement(typeof dialect === "string" ? EMITTERS[dialect] : dialect);
   const oid = schema.fields.find((f) => f.name === schema.objectIdField);
   if (oid === undefined) throw new Error(`layer ${schema.name}: the object id field is not among its fields`);
-  const from = ` FROM ${table(schema)} AS ${T}`;
+  const hint = access?.kind === "spatialIndex" && spatial !== undefined ? (sql.emitter.spatialFirst ?? "") : "";
+  const from = ` FROM ${table(schema)} AS ${T}${hint}`;
   const columns: EmittedColumn[] = [];
   const select = (alias: string, expression: string, column: Omit<EmittedColumn, "alias">) => {
     columns.push({ alias, ...column });
@@ -306,14 +345,35 @@ export function emitQuery(
         const g = sql.emitter.geometryOutput(qualified(geometry.column));
         list.push(select("g", g, { role: "geometry", name: geometry.column }));
       }
-      const where = conditions(sql, plan, schema, oid, spatial);
+      const where = conditions(sql, plan, schema, oid, spatial, access);
       const order = plan.orderBy.map((t) => sql.orderField(t, oid)).join(", ");
       const text = `SELECT ${list.join(", ")}${from}${where} ORDER BY ${order} ${sql.limit(plan.pageSize, plan.offset)}`;
       return { sql: text, params: sql.params, columns, pageSize: plan.pageSize };
     }
     case "count": {
+      const emitter = sql.emitter;
+      // A where the rows' attribute index answers alone (every field it names is the index's).
+      const onIndex =
+        access?.kind === "attributeIndex" &&
+        plan.where !== undefined &&
+        [...nodes(plan.where)].every((e) => e.kind !== "field" || e.field === access.field);
+      if (
+        emitter.windowCount !== undefined &&
+        spatial !== undefined &&
+        schema.geometry?.index !== undefined &&
+        (plan.where === undefined || onIndex) &&
+        plan.objectIds === undefined &&
+        plan.distinctFields === undefined &&
+        isWindow(spatial)
+      ) {
+        // A window counted in the spatial index (and the attribute index), reading only the rows on its edge.
+        const where = plan.where === undefined ? undefined : sql.expr(plan.where);
+        const count = emitter.windowCount(spatialClause(sql, schema, oid, spatial, access), where);
+        const n = select("n", sql.emitter.numeric(`(${count})`), { role: "count", name: "count" });
+        return { sql: `SELECT ${n}`, params: sql.params, columns };
+      }
       const n = select("n", sql.count(), { role: "count", name: "count" });
-      const where = conditions(sql, plan, schema, oid, spatial);
+      const where = conditions(sql, plan, schema, oid, spatial, access);
       if (plan.distinctFields === undefined) return { sql: `SELECT ${n}${from}${where}`, params: sql.params, columns };
       const inner = plan.distinctFields.map((f, i) => `${sql.fieldValue(f)} AS d${i}`).join(", ");
       return { sql: `SELECT ${n} FROM (SELECT DISTINCT ${inner}${from}${where}) AS d`, params: sql.params, columns };
@@ -323,7 +383,7 @@ export function emitQuery(
       // row (an array and a number) per feature, which held ~110 bytes per id of a table of millions in the
       // function's memory. The key is an integer column, so its text is its digits.
       const id = `CAST(${sql.source(oid)} AS ${sql.emitter.typeName("text")})`;
-      const where = conditions(sql, plan, schema, oid, spatial);
+      const where = conditions(sql, plan, schema, oid, spatial, access);
       const order = plan.orderBy.map((t) => sql.orderField(t, oid)).join(", ");
       const joined = sql.emitter.joinIds(sql, id, order);
       const list = select("ids", joined, { role: "ids", name: oid.name, field: oid });
@@ -339,7 +399,7 @@ export function emitQuery(
       // at its column's index.
       const list = corners.map((c) => select(c, form.corners[c], { role: c, name: c }));
       if (plan.withCount) columns.push({ alias: "n", role: "count", name: "count" });
-      const where = conditions(sql, plan, schema, oid, spatial);
+      const where = conditions(sql, plan, schema, oid, spatial, access);
       const text =
         form.envelope === undefined
           ? `SELECT ${list.join(", ")}${count}${from}${form.join ?? ""}${where}`
@@ -355,7 +415,7 @@ export function emitQuery(
           select(`s${i}`, sql.aggregate(s.type, s.field, s), { role: "statistic", name: s.name, field: s.field }),
         ),
       );
-      const where = conditions(sql, plan, schema, oid, spatial);
+      const where = conditions(sql, plan, schema, oid, spatial, access);
       const group = plan.groupBy.length === 0 ? "" : ` GROUP BY ${plan.groupBy.map((_, i) => i + 1).join(", ")}`;
       const having = plan.having === undefined ? "" : ` HAVING ${sql.expr(plan.having)}`;
       const terms = plan.orderBy.map((t) =>
@@ -369,7 +429,7 @@ export function emitQuery(
     }
     case "distinct": {
       const list = fieldColumns(plan.fields);
-      const where = conditions(sql, plan, schema, oid, spatial);
+      const where = conditions(sql, plan, schema, oid, spatial, access);
       const order = plan.orderBy
         .map((t) => sql.order(`c${plan.fields.indexOf(t.field)}`, t.descending, t.field.nullable))
         .join(", ");

@@ -217,6 +217,7 @@ const definitions: HostedDefinitions = {
             ...(l.geometryType ? { geometryType: l.geometryType, srsId: 4326 as const } : {}),
             idColumn: l.idColumn,
             columns: l.columns,
+            indexes: globalIdIndex(l),
             rows: [],
           })),
         );
@@ -569,8 +570,18 @@ const writtenLayer = (l: HostedLayer) => ({
     // The field's alias (its column as the file named it), kept as the column's title.
     ...(c.title !== undefined ? { title: c.title } : {}),
   })),
+  indexes: globalIdIndex(l),
   rows: l.rows,
 });
+
+/**
+ * The column a layer's global id is kept in, indexed: edits with useGlobalIds (and attachments' global ids) find
+ * their feature by it, which would otherwise read the whole table per feature.
+ */
+function globalIdIndex(l: { readonly columns: readonly { name: string }[]; readonly editing?: LayerEditing }) {
+  const gid = l.editing?.globalIdField;
+  return gid !== undefined && l.columns.some((c) => c.name === gid) ? [gid] : [];
+}
 
 /** The union of layers' extents (none without any). */
 export function unionOf(extents: readonly (Extent | undefined)[]): Extent | undefined {

@@ -184,10 +184,26 @@ async function createLayer(client: PoolClient, schema: string, layer: HostedLaye
     await client.query(`CREATE INDEX ON ${table} USING gist (${quoteIdentifier(GEOMETRY_COLUMN)})`);
     extent = await extentOf(client, table);
   }
+  await indexGlobalId(client, table, layer);
   await recordEditing(client, schema, [layer]);
   // Statistics for the planner from the start (autovacuum would come to it later).
   await client.query(`ANALYZE ${table}`);
   return extent;
+}
+
+/**
+ * A btree on the layer's global id column (beside its key's and its geometry's GiST): edits with useGlobalIds (and
+ * attachments' global ids) find their feature by it, which would otherwise read the whole table per feature. Not
+ * unique: a client's own global ids are taken as sent, and a repeat is answered by the edit, not by a constraint.
+ */
+async function indexGlobalId(
+  client: PoolClient,
+  table: string,
+  layer: { readonly columns: readonly { name: string }[]; readonly editing?: LayerEditing | undefined },
+): Promise<void> {
+  const gid = layer.editing?.globalIdField;
+  if (gid !== undefined && layer.columns.some((c) => c.name === gid))
+    await client.query(`CREATE INDEX ON ${table} (${quoteIdentifier(gid)})`);
 }
 
 /** New layers' editing records (their global id and tracking fields) in the service's mapgate_editing table. */
@@ -525,6 +541,7 @@ const definitions: HostedDefinitions = {
         ];
         await client.query(`CREATE TABLE ${table} (${definitions.join(", ")})`);
         if (type) await client.query(`CREATE INDEX ON ${table} USING gist (${quoteIdentifier(GEOMETRY_COLUMN)})`);
+        await indexGlobalId(client, table, layer);
         await setComments(client, table, layer.columns.filter(titledOtherwise));
         if (layer.attachments)
           for (const ddl of attachTableDdl(postgresEmitter, [schema, tableOf(layer.name)])) await client.query(ddl);

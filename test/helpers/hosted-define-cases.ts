@@ -28,6 +28,8 @@ export interface DefineBacking {
   dataBytes(dataDir: string, serviceItemId: string): Promise<number>;
   /** The aliases kept where the backing keeps them, by column, for one layer's table. */
   aliases(dataDir: string, serviceItemId: string, table: string): Promise<Record<string, string>>;
+  /** The columns of one layer's table with a btree index of their own (beside its key), in name order. */
+  indexedColumns(dataDir: string, serviceItemId: string, table: string): Promise<string[]>;
 }
 
 export function hostedDefineSuite(backing: DefineBacking): { readonly engine: () => RunningEngine } {
@@ -273,6 +275,9 @@ export function hostedDefineSuite(backing: DefineBacking): { readonly engine: ()
       expect(info).toMatch(/Visits: Integer \(0\.0\)/);
       // The alias is kept where the backing keeps aliases (a GeoPackage's gpkg_data_columns, a column's comment).
       expect(await backing.aliases(engine.dataDir, itemId, "Sites")).toEqual({ Name: "Site <i>name</i>" });
+      // The global id is indexed: edits by global id find their feature without reading the table.
+      expect(await backing.indexedColumns(engine.dataDir, itemId, "Sites")).toEqual(["GlobalID"]);
+      expect(await backing.indexedColumns(engine.dataDir, itemId, "Visits")).toEqual(["GlobalID"]);
     });
 
     it("escapes names and aliases on its HTML pages", async () => {

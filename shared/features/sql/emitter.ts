@@ -78,6 +78,11 @@ export interface SpatialClause {
   readonly box: readonly [string, string, string, string];
   /** The distance, 0 when none. */
   readonly distance: number;
+  /**
+   * The rows come from an attribute index (access.ts): the spatial index is probed by each row's id rather than read
+   * as a list of the window's ids first.
+   */
+  readonly probe: boolean;
 }
 
 /** How a dialect finds the extent: corners over an aggregated envelope (`e`), or corners aggregated directly. */
@@ -134,6 +139,18 @@ export interface SqlEmitter {
   joinIds(c: Clauses, id: string, order: string): string;
   /** The conditions of a spatial filter. */
   spatial(c: Clauses, s: SpatialClause): string[];
+  /**
+   * What follows the queried table's name to keep the database from an attribute index when the spatial index is
+   * chosen first (SQLite's NOT INDEXED; rowid lookups stay allowed); undefined where the database chooses alone.
+   */
+  readonly spatialFirst: string | undefined;
+  /**
+   * A count of the features whose envelope meets the query's axis-aligned rectangle, from the spatial index alone
+   * for those lying wholly inside it (no row read) and by the exact test for those crossing its edge; absent where
+   * the dialect has no such form (the database counts as it plans). `where`: a condition on the columns of the
+   * attribute index the rows come from (access.ts), its values bound once and read by both parts.
+   */
+  windowCount?(s: SpatialClause, where: string | undefined): string;
   extent(geometry: string, index: string | undefined, oidColumn: string): ExtentForm;
   /** The condition a statement examining rows starts with (SQLite's deadline); undefined when none. */
   readonly rowGuard: string | undefined;

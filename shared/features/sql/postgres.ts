@@ -170,6 +170,8 @@ export const postgresEmitter: SqlEmitter = {
     envelope: `ST_Extent(${geometry})`,
     corners: { xmin: "ST_XMin(e)", ymin: "ST_YMin(e)", xmax: "ST_XMax(e)", ymax: "ST_YMax(e)" },
   }),
+  // PostgreSQL's planner weighs its btree and GiST indexes by its own statistics.
+  spatialFirst: undefined,
   // The database's statement_timeout bounds each statement.
   rowGuard: undefined,
 };

@@ -91,6 +91,10 @@ function call(c: Clauses, e: Extract<Expr, { kind: "call" }>): string {
   }
 }
 
+/** An R*Tree entry's box meets the window (xmin, ymin, xmax, ymax placeholders); `at` qualifies its columns. */
+const meets = (at: string, [x0, y0, x1, y1]: readonly [string, string, string, string]) =>
+  `${at}minx <= ${x1} AND ${at}maxx >= ${x0} AND ${at}miny <= ${y1} AND ${at}maxy >= ${y0}`;
+
 export const sqliteEmitter: SqlEmitter = {
   dialect: "sqlite",
   testsSpatialInSql: false,
@@ -165,16 +169,47 @@ export const sqliteEmitter: SqlEmitter = {
   spatial(_c, s) {
     const out: string[] = [];
     if (s.index !== undefined) {
-      // The R*Tree narrows (its float32 boxes are rounded outwards, so nothing is lost); its id is the key.
-      const [bx0, by0, bx1, by1] = s.box;
+      // The R*Tree narrows (its float32 boxes are rounded outwards, so nothing is lost); its id is the key. Rows an
+      // attribute index yields probe it by their id (one entry each); otherwise the window's ids are read first.
+      const rtree = quoteIdentifier(s.index);
       out.push(
-        `${qualified(s.oidColumn)} IN (SELECT id FROM ${quoteIdentifier(s.index)} WHERE minx <= ${bx1} AND maxx >= ${bx0} AND miny <= ${by1} AND maxy >= ${by0})`,
+        s.probe
+          ? `EXISTS (SELECT 1 FROM ${rtree} AS x WHERE x.id = ${qualified(s.oidColumn)} AND ${meets("x.", s.box)})`
+          : `${qualified(s.oidColumn)} IN (SELECT id FROM ${rtree} WHERE ${meets("", s.box)})`,
       );
     }
     // The exact test runs in JavaScript, on the blob, against the filter the reader registered for this query.
     if (s.filter.relation !== "envelopeIntersects" || s.index === undefined)
       out.push(`mapgate_spatial(${qualified(s.geometryColumn)}) = 1`);
     return out;
+  },
+  // NOT INDEXED keeps SQLite from walking an attribute index when the window is the smaller read (it cannot tell);
+  // the key's rowid lookups stay allowed.
+  spatialFirst: " NOT INDEXED",
+  windowCount(s, where) {
+    if (s.index === undefined) throw new Error("a count from the spatial index needs one");
+    // A non-empty geometry whose envelope lies inside the rectangle meets it: such entries are counted in the R*Tree
+    // alone (its boxes are rounded outwards, so a stored box inside means the true one is). Only the rows whose box
+    // crosses the rectangle's edge are read and tested. With a where on an index's columns, its entries are walked
+    // and each probed in the R*Tree by id: the table's rows are read only for the edge's exact test.
+    const rtree = quoteIdentifier(s.index);
+    const [bx0, by0, bx1, by1] = s.box;
+    const inside = (at: string) =>
+      `${at}minx >= ${bx0} AND ${at}maxx <= ${bx1} AND ${at}miny >= ${by0} AND ${at}maxy <= ${by1}`;
+    const guard = `${SQLITE_DEADLINE}() = 1`;
+    const id = qualified(s.oidColumn);
+    const tested = `mapgate_spatial(${qualified(s.geometryColumn)}) = 1`;
+    if (where === undefined) {
+      const edge = `SELECT id FROM ${rtree} WHERE ${meets("", s.box)} AND NOT (${inside("")})`;
+      const crossing = `SELECT count(*) FROM ${s.table} AS t WHERE ${guard} AND ${id} IN (${edge}) AND ${tested}`;
+      return `(SELECT count(*) FROM ${rtree} WHERE ${inside("")}) + (${crossing})`;
+    }
+    const probe = (test: string) => `EXISTS (SELECT 1 FROM ${rtree} AS x WHERE x.id = ${id} AND ${test})`;
+    const within = `SELECT count(*) FROM ${s.table} AS t WHERE ${guard} AND ${where} AND ${probe(inside("x."))}`;
+    const crossing =
+      `SELECT count(*) FROM ${s.table} AS t WHERE ${guard} AND ${where} ` +
+      `AND ${probe(`${meets("x.", s.box)} AND NOT (${inside("x.")})`)} AND ${tested}`;
+    return `(${within}) + (${crossing})`;
   },
   extent(geometry, index, oidColumn) {
     if (index === undefined) {
