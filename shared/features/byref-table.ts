@@ -182,6 +182,16 @@ export function trackingProblems(
       problems.push(`${what} is no column of ${table}.`);
       continue;
     }
+    // Fields are found by name in any case (as ArcGIS clients name them): a column whose name another shares in
+    // another case could be filled as one and checked by ownership rules as the other.
+    const lower = column.toLowerCase();
+    const alike = [...facts.types.keys()].filter((c) => c !== column && c.toLowerCase() === lower);
+    if (alike.length > 0) {
+      problems.push(
+        `${what} shares its name with ${alike.map((c) => `'${c.slice(0, 63)}'`).join(", ")} but for case: name a column no other column's name matches in any case.`,
+      );
+      continue;
+    }
     if (column === schema.objectIdField) {
       problems.push(`${what} is the table's key: the key numbers its rows and tracks no edit.`);
       continue;

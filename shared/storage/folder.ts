@@ -1,7 +1,7 @@
 // The Storage of a folder store: the files below a directory of this machine. A path is only ever followed
 // to its real path, which must lie inside the folder's own: a symlink may lead anywhere inside the folder,
 // never out of it (O_NOFOLLOW alone would guard only the last component of a path).
-import { constants, type Dirent, type Stats, statSync } from "node:fs";
+import { constants, type Dirent, lstatSync, type Stats, statSync } from "node:fs";
 import { type FileHandle, lstat, open, readdir, realpath, stat } from "node:fs/promises";
 import { isAbsolute, join, sep } from "node:path";
 import { type Entry, type LocalFile, safeRelativePath, type Storage, StorageError } from "#shared/storage/storage.ts";
@@ -16,7 +16,7 @@ export class FolderStorage implements Storage {
   readonly #root: string;
   #realRoot: string | undefined;
   /** Files' real paths as last resolved (by relative path), with the device and inode each named then. */
-  readonly #resolved = new Map<string, { readonly real: string; readonly dev: number; readonly ino: number }>();
+  readonly #resolved = new Map<string, Identity & { readonly real: string }>();
 
   constructor(root: string) {
     if (!isAbsolute(root)) throw new StorageError("A folder store's location must be an absolute path.");
@@ -85,7 +85,8 @@ export class FolderStorage implements Storage {
     const known = this.#resolved.get(relative);
     if (known && this.#realRoot !== undefined) {
       const reached = statOrNone(join(this.#realRoot, relative));
-      const atReal = reached && statOrNone(known.real);
+      // The real path itself, not followed: a real path is never a link, so a link put there since is resolved anew.
+      const atReal = reached && statOrNone(known.real, false);
       if (reached && atReal && sameFile(reached, known) && sameFile(atReal, known))
         return localFileOf(known.real, atReal, maxBytes);
       this.#resolved.delete(relative);
@@ -99,7 +100,7 @@ export class FolderStorage implements Storage {
     const local = localFileOf(file, info, maxBytes);
     if (local && info) {
       if (this.#resolved.size >= MAX_RESOLVED) this.#resolved.delete(this.#resolved.keys().next().value as string);
-      this.#resolved.set(relative, { real: file, dev: info.dev, ino: info.ino });
+      this.#resolved.set(relative, { real: file, ...identityOf(info) });
     }
     return local;
   }
@@ -156,12 +157,23 @@ export class FolderStorage implements Storage {
 /** Relative paths whose resolution a folder storage keeps. */
 const MAX_RESOLVED = 256;
 
-const sameFile = (a: Stats, b: { readonly dev: number; readonly ino: number }) => a.dev === b.dev && a.ino === b.ino;
+/**
+ * What tells one file from another: its device and inode, and its birth time (or, where the file system keeps none,
+ * its change time), since an inode number is given again to a file made after one was deleted.
+ */
+interface Identity {
+  readonly dev: number;
+  readonly ino: number;
+  readonly born: number;
+}
+const identityOf = (s: Stats): Identity => ({ dev: s.dev, ino: s.ino, born: s.birthtimeMs || s.ctimeMs });
+const sameFile = (a: Stats, b: Identity) =>
+  a.dev === b.dev && a.ino === b.ino && (a.birthtimeMs || a.ctimeMs) === b.born;
 
-/** A path's stat, following links; none when anything is amiss (the full resolution then says what). */
-function statOrNone(path: string): Stats | undefined {
+/** A path's stat, following links unless `follow` is false; none when anything is amiss (the full resolution then says what). */
+function statOrNone(path: string, follow = true): Stats | undefined {
   try {
-    return statSync(path, { throwIfNoEntry: false });
+    return follow ? statSync(path, { throwIfNoEntry: false }) : lstatSync(path, { throwIfNoEntry: false });
   } catch {
     return undefined;
   }
