@@ -5,7 +5,7 @@ import { bucketClient, hostedDataPlace } from "#shared/hosted/data-place.ts";
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { copyFile, mkdir, open, readdir, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
-import { DatabaseSync } from "node:sqlite";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -64,6 +64,8 @@ const COLUMN_TYPES: Readonly<Record<FieldKind, ColumnSpec["type"]>> = {
 };
 
 const PREFIX = "hosted";
+/** The most statements an edit's connection keeps prepared (a request's statements are of a few shapes). */
+const PREPARED_PER_CONNECTION = 64;
 
 /** The file name of a hosted service's data. */
 export function hostedFileName(serviceItemId: string): string {
@@ -489,9 +491,17 @@ async function inPlace<T>(
   try {
     registerSpatialFunctions(db);
     db.exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = FULL");
+    // Each statement prepared once per connection: a request's many INSERTs of the same shape (a batch of rows, or
+    // one row at a time) reuse it. Bounded, as a request's statements are few shapes but its SQL is not bounded.
+    const prepared = new Map<string, StatementSync>();
     const run = async (q: EmittedQuery) => {
-      const statement = db.prepare(q.sql);
-      statement.setReturnArrays(true);
+      let statement = prepared.get(q.sql);
+      if (!statement) {
+        statement = db.prepare(q.sql);
+        statement.setReturnArrays(true);
+        if (prepared.size >= PREPARED_PER_CONNECTION) prepared.clear();
+        prepared.set(q.sql, statement);
+      }
       return statement.all(...(q.params as never[])) as unknown as unknown[][];
     };
     db.exec("BEGIN IMMEDIATE");
