@@ -19,7 +19,7 @@ import {
   writeGeoPackageStreaming,
 } from "#shared/features/geopackage-writer.ts";
 import { encodeGeometry } from "#shared/features/geometry/wkb-write.ts";
-import { quote } from "#shared/features/geopackage.ts";
+import { quote, rtreeExtent } from "#shared/features/geopackage.ts";
 import { boundsOf } from "#shared/features/sqlite-functions.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
@@ -454,12 +454,8 @@ function recordEditingAt(path: string, layers: readonly { readonly name: string;
 function settleContents(db: DatabaseSync, table: string, geometryColumn: string | undefined, when: number): void {
   let extent: Extent | undefined;
   if (geometryColumn && hasTable(db, `rtree_${table}_${geometryColumn}`)) {
-    const e = db
-      .prepare(
-        `SELECT min(minx) AS a, min(miny) AS b, max(maxx) AS c, max(maxy) AS d FROM ${quote(`rtree_${table}_${geometryColumn}`)}`,
-      )
-      .get() as { a: number | null; b: number | null; c: number | null; d: number | null };
-    if (e.a !== null && e.b !== null && e.c !== null && e.d !== null) extent = [e.a, e.b, e.c, e.d];
+    const e = rtreeExtent(db, `rtree_${table}_${geometryColumn}`);
+    if (e) extent = [e[0], e[1], e[2], e[3]];
     db.prepare(
       "UPDATE gpkg_contents SET min_x = ?, min_y = ?, max_x = ?, max_y = ?, last_change = ? WHERE table_name = ?",
     ).run(...(extent ?? [null, null, null, null]), new Date(when).toISOString(), table);
