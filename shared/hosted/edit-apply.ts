@@ -148,8 +148,8 @@ export interface WriteOptions {
 }
 
 /**
- * A layer's checked adds as their INSERTs: runs of consecutive adds that write the same columns, in request order
- * (so their ids ascend as the request lists them), each of at most MAX_ROWS_PER_INSERT rows and
+ * A layer's checked adds as their INSERTs: runs of consecutive adds that write the same columns in the same order, in
+ * request order (so their ids ascend as the request lists them), each of at most MAX_ROWS_PER_INSERT rows and
  * MAX_VALUES_PER_INSERT values; every add alone unless the table numbers rows in order, and a row writing no column
  * (its table's defaults) always alone.
  */
@@ -165,8 +165,9 @@ function addBatches(
   for (const [index, add] of adds.entries()) {
     if (!("ok" in add)) continue;
     const columns = columnsOf(target, add.ok);
-    // Column names hold no NUL (identifiers are quoted from the layer's own names).
-    const k = [...columns].sort().join("\u0000");
+    // The columns in the row's order (the checks write them in the request's order, then the server's fields): rows
+    // that list the same columns in another order only start another INSERT. Column names hold no NUL.
+    const k = columns.join("\u0000");
     if (current.length === 0 || k !== key || current.length >= limit) {
       if (current.length > 0) batches.push(current);
       current = [];

@@ -149,30 +149,28 @@ export function insertRows(emitter: SqlEmitter, target: WriteTarget, rows: reado
   const geometry = target.geometry && first.geometry !== undefined ? target.geometry : undefined;
   const names = geometry ? columns.slice(0, -1) : columns;
   let srid: string | undefined;
-  const tuples = rows.map((row) => {
-    if (
-      Object.keys(row.values).length !== names.length ||
-      (target.geometry !== undefined && row.geometry !== undefined) !== (geometry !== undefined)
-    )
+  const sridOnce = () => (srid ??= b.bind(geometry?.srid, "integer"));
+  let tuples = "";
+  for (const row of rows) {
+    if ((target.geometry !== undefined && row.geometry !== undefined) !== (geometry !== undefined))
       throw new Error("rows of a multi-row INSERT differ");
-    const cells = names.map((c) => {
-      if (!(c in row.values)) throw new Error("rows of a multi-row INSERT differ");
-      return b.value(row.values[c] ?? null, row.kinds[c] ?? "string");
-    });
+    let written = 0;
+    let tuple = "";
+    for (const c of names) {
+      const v = row.values[c];
+      if (v === undefined) throw new Error("rows of a multi-row INSERT differ");
+      tuple += `${written++ === 0 ? "" : ", "}${b.value(v, row.kinds[c] ?? "string")}`;
+    }
+    for (const c in row.values) if (--written < 0) throw new Error(`rows of a multi-row INSERT differ (${c})`);
     if (geometry) {
       const g = row.geometry ?? null;
-      cells.push(
-        g === null
-          ? "NULL"
-          : emitter.geometryInput(b.bind(emitter.geometryValue(g, geometry.srid)), () => {
-              srid ??= b.bind(geometry.srid, "integer");
-              return srid;
-            }),
-      );
+      const cell =
+        g === null ? "NULL" : emitter.geometryInput(b.bind(emitter.geometryValue(g, geometry.srid)), sridOnce);
+      tuple += names.length === 0 ? cell : `, ${cell}`;
     }
-    return `(${cells.join(", ")})`;
-  });
-  const sql = `INSERT INTO ${qualifiedTable(target)} (${columns.map(quoteIdentifier).join(", ")}) VALUES ${tuples.join(", ")} RETURNING ${quoteIdentifier(target.idColumn)}`;
+    tuples += `${tuples === "" ? "" : ", "}(${tuple})`;
+  }
+  const sql = `INSERT INTO ${qualifiedTable(target)} (${columns.map(quoteIdentifier).join(", ")}) VALUES ${tuples} RETURNING ${quoteIdentifier(target.idColumn)}`;
   return emitted(sql, b);
 }
 
