@@ -3,7 +3,17 @@
 // sent) next to the same rows INSERTed in one transaction through the same driver with no HTTP — node:sqlite on a
 // copy of the same GeoPackage (its R*Tree triggers included), node-postgres on the same table of the hosting database.
 // Printed: each one's median of five rounds and the ratio (floor / mapgate; the goal is ≥ 0.5), on GeoPackage and on
-// PostgreSQL + PostGIS when its binaries are here (said so when not).
+// PostgreSQL + PostGIS when its binaries are here (said so when not), in wall time and in CPU time (the engine's
+// process or the bench's, and the database's processes), which a shared machine's load sways far less.
+//
+// Figures (2 cores shared with three other developers, load average 3–9; docs/performance.md has the profile):
+//   before (one INSERT an add, each statement prepared anew, the extent a scan of the R*Tree):
+//     GeoPackage  74–179 ms vs 17–44 ms, wall 0.22–0.42, CPU 68–93 vs 16–19 ms: 0.19–0.23
+//     PostgreSQL  276–604 ms vs 55–364 ms, wall 0.16–1.32, CPU 217–278 vs 55–141 ms: 0.24–0.65
+//   after (adds 100 rows to an INSERT, statements prepared once per edit, the extent from the R*Tree's root):
+//     GeoPackage  51–79 ms vs 17–44 ms, wall 0.34–0.61, CPU 55–58 vs 16–18 ms: 0.28–0.31 (below the goal: an edit's
+//                 fixed cost on the local engine, 16–26 ms of CPU for one add, is about the floor's whole thousand rows)
+//     PostgreSQL  83–139 ms vs 64–260 ms, wall 0.46–2.6, CPU 72–82 vs 64–158 ms: 0.82–2.2
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
