@@ -28,7 +28,7 @@ import { postgresBin, startPostgres } from "../test/helpers/postgres.ts";
 const ADDS = 1000;
 const ROUNDS = 5;
 
-export const features = (round: number) =>
+const features = (round: number) =>
   Array.from({ length: ADDS }, (_, i) => ({
     attributes: { Name: `r${round}-${i}` },
     geometry: { x: (i % 360) - 180, y: ((i * 7) % 180) - 90 },
@@ -78,7 +78,7 @@ interface Timed {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 /** A service of one point layer (Name), made as a client makes one: createService, then addToDefinition. */
-export async function hostedLayer(engine: RunningEngine): Promise<{ url: string; itemId: string; token: string }> {
+async function hostedLayer(engine: RunningEngine): Promise<{ url: string; itemId: string; token: string }> {
   const token = (await signInMembers(`${engine.ready.https}/portal/sharing/rest`, engine.ca)).publisher;
   const { postJson } = jsonCalls(() => engine.ca);
   const created = await postJson(
