@@ -3,8 +3,18 @@
 // sent) next to the same rows INSERTed in one transaction through the same driver with no HTTP — node:sqlite on a
 // copy of the same GeoPackage (its R*Tree triggers included), node-postgres on the same table of the hosting database.
 // Printed: each one's median of five rounds and the ratio (floor / mapgate; the goal is ≥ 0.5), on GeoPackage and on
-// PostgreSQL + PostGIS when its binaries are here (said so when not).
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+// PostgreSQL + PostGIS when its binaries are here (said so when not), in wall time and in CPU time (the engine's
+// process or the bench's, and the database's processes), which a shared machine's load sways far less.
+//
+// Figures (2 cores shared with three other developers, load average 3–9; docs/performance.md has the profile):
+//   before (one INSERT an add, each statement prepared anew, the extent a scan of the R*Tree):
+//     GeoPackage  74–179 ms vs 17–44 ms, wall 0.22–0.42, CPU 68–93 vs 16–19 ms: 0.19–0.23
+//     PostgreSQL  276–604 ms vs 55–364 ms, wall 0.16–1.32, CPU 217–278 vs 55–141 ms: 0.24–0.65
+//   after (adds 100 rows to an INSERT, statements prepared once per edit, the extent from the R*Tree's root):
+//     GeoPackage  51–79 ms vs 17–44 ms, wall 0.34–0.61, CPU 55–58 vs 16–18 ms: 0.28–0.31 (below the goal: an edit's
+//                 fixed cost on the local engine, 16–26 ms of CPU for one add, is about the floor's whole thousand rows)
+//     PostgreSQL  83–139 ms vs 64–260 ms, wall 0.46–2.6, CPU 72–82 vs 64–158 ms: 0.82–2.2
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -23,6 +33,47 @@ const features = (round: number) =>
     attributes: { Name: `r${round}-${i}` },
     geometry: { x: (i % 360) - 180, y: ((i * 7) % 180) - 90 },
   }));
+
+/**
+ * On-CPU time (ms) of processes, every thread of each: the first field of /proc's schedstat (nanoseconds run). On a
+ * machine shared with other work, wall times carry its load; CPU times much less. A thread or process gone is 0.
+ */
+function cpuMs(pids: readonly number[]): number {
+  let ns = 0;
+  for (const pid of pids) {
+    let tasks: string[];
+    try {
+      tasks = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tasks) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      } catch {
+        // Ended meanwhile.
+      }
+    }
+  }
+  return ns / 1e6;
+}
+
+/** The processes of a PostgreSQL cluster: every server process it lists, and their parent (the postmaster). */
+async function clusterPids(admin: { query(sql: string): Promise<{ rows: { pid: number }[] }> }): Promise<number[]> {
+  const pids = (await admin.query("SELECT pid FROM pg_stat_activity")).rows.map((r) => r.pid);
+  const [first] = pids;
+  if (first === undefined) return pids;
+  // /proc/<pid>/stat: "pid (comm) state ppid …" (the name may hold spaces: read after its closing parenthesis).
+  const stat = readFileSync(`/proc/${first}/stat`, "utf8");
+  const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  return [...pids, ppid];
+}
+
+/** A round's wall and CPU times (ms). */
+interface Timed {
+  readonly ms: number;
+  readonly cpu: number;
+}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
@@ -56,18 +107,28 @@ async function hostedLayer(engine: RunningEngine): Promise<{ url: string; itemId
   };
 }
 
-/** Rounds of one applyEdits of ADDS adds (ms each), after one to warm. */
-async function applyEditsRounds(engine: RunningEngine, url: string, token: string): Promise<number[]> {
+/**
+ * Rounds of one applyEdits of ADDS adds, after one to warm: each one's wall time, and the CPU time of the engine's
+ * process (and of `others`: the database's processes) meanwhile.
+ */
+async function applyEditsRounds(
+  engine: RunningEngine,
+  url: string,
+  token: string,
+  others: () => Promise<number[]> = async () => [],
+): Promise<Timed[]> {
   const { postJson } = jsonCalls(() => engine.ca);
-  const times: number[] = [];
+  const times: Timed[] = [];
   for (let round = 0; round <= ROUNDS; round++) {
     const adds = JSON.stringify(features(round));
+    const pids = [engine.child.pid ?? 0, ...(await others())];
+    const cpu = cpuMs(pids);
     const started = performance.now();
     const answer = (await postJson(`${url}/applyEdits`, token, { adds })) as { addResults?: { success: boolean }[] };
     const ms = performance.now() - started;
     if (answer.addResults?.filter((r) => r.success).length !== ADDS)
       throw new Error(JSON.stringify(answer).slice(0, 300));
-    if (round > 0) times.push(ms);
+    if (round > 0) times.push({ ms, cpu: cpuMs(pids) - cpu });
   }
   return times;
 }
@@ -80,12 +141,13 @@ const rowOf = (f: ReturnType<typeof features>[number], now: number) => ({
   point: { type: "Point" as const, coordinates: [f.geometry.x, f.geometry.y] },
 });
 
-function report(kind: string, mine: number[], floor: number[]): void {
-  const m = median(mine);
-  const f = median(floor);
-  console.log(
-    `${kind.padEnd(22)}${m.toFixed(1).padStart(12)}${f.toFixed(1).padStart(12)}${(f / m).toFixed(3).padStart(9)}`,
-  );
+function report(kind: string, mine: Timed[], floor: Timed[]): void {
+  const cells = (pick: (t: Timed) => number) => {
+    const m = median(mine.map(pick));
+    const f = median(floor.map(pick));
+    return `${m.toFixed(1).padStart(12)}${f.toFixed(1).padStart(12)}${(f / m).toFixed(3).padStart(9)}`;
+  };
+  console.log(`${kind.padEnd(22)}${cells((t) => t.ms)}${cells((t) => t.cpu)}`);
 }
 
 async function geoPackage(): Promise<void> {
@@ -103,8 +165,9 @@ async function geoPackage(): Promise<void> {
     const insert = db.prepare(
       `INSERT INTO "Sites" ("Name", "GlobalID", "CreationDate", "Creator", "EditDate", "Editor", "${geom}") VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
-    const floor: number[] = [];
+    const floor: Timed[] = [];
     for (let round = 0; round <= ROUNDS; round++) {
+      const cpu = cpuMs([process.pid]);
       const started = performance.now();
       db.exec("BEGIN IMMEDIATE");
       for (const f of features(round + 100)) {
@@ -113,7 +176,7 @@ async function geoPackage(): Promise<void> {
         insert.run(r.name, r.gid, when, "publisher", when, "publisher", encodeGeometry(r.point, 4326).bytes);
       }
       db.exec("COMMIT");
-      if (round > 0) floor.push(performance.now() - started);
+      if (round > 0) floor.push({ ms: performance.now() - started, cpu: cpuMs([process.pid]) - cpu });
     }
     db.close();
     report("GeoPackage", mine, floor);
@@ -133,7 +196,8 @@ async function postgis(): Promise<void> {
   const engine = await startEngine({ env: { ...env, POWERTOOLS_LOG_LEVEL: "WARN" } });
   try {
     const { url, itemId, token } = await hostedLayer(engine);
-    const mine = await applyEditsRounds(engine, url, token);
+    const cluster = () => clusterPids(db.admin);
+    const mine = await applyEditsRounds(engine, url, token, cluster);
     const pg = await import("pg");
     // The same login and database, straight (no HTTP, no proxy stand-in).
     const client = new pg.default.Client({
@@ -145,8 +209,10 @@ async function postgis(): Promise<void> {
     });
     await client.connect();
     const table = `"h_${itemId}"."Sites"`;
-    const floor: number[] = [];
+    const floor: Timed[] = [];
     for (let round = 0; round <= ROUNDS; round++) {
+      const pids = [process.pid, ...(await cluster())];
+      const cpu = cpuMs(pids);
       const started = performance.now();
       await client.query("BEGIN");
       for (const f of features(round + 100)) {
@@ -159,7 +225,7 @@ async function postgis(): Promise<void> {
         });
       }
       await client.query("COMMIT");
-      if (round > 0) floor.push(performance.now() - started);
+      if (round > 0) floor.push({ ms: performance.now() - started, cpu: cpuMs(pids) - cpu });
     }
     await client.end();
     report("PostgreSQL + PostGIS", mine, floor);
@@ -174,7 +240,9 @@ export async function editBench(): Promise<void> {
   console.log(
     `\nEdits: ${ADDS} adds in one applyEdits (HTTPS, local engine) vs the same INSERTs in one transaction, same driver, no HTTP; median of ${ROUNDS}; goal ratio ≥ 0.5`,
   );
-  console.log(`${"".padEnd(22)}${"mapgate ms".padStart(12)}${"floor ms".padStart(12)}${"ratio".padStart(9)}`);
+  console.log(
+    `${"".padEnd(22)}${"mapgate ms".padStart(12)}${"floor ms".padStart(12)}${"ratio".padStart(9)}${"mapgate CPU".padStart(12)}${"floor CPU".padStart(12)}${"ratio".padStart(9)}`,
+  );
   await geoPackage();
   await postgis();
 }

@@ -20,6 +20,7 @@ import {
   reachableIds,
   editingTableDdl,
   insertRow,
+  insertRows,
   recordEdit,
   recordLayerEditing,
   updateRow,
@@ -330,6 +331,17 @@ const WRITES: readonly [string, Write, string, string][] = [
     'INSERT INTO "h_x"."we""ird" ("name", "pop", "area", "founded", "geom") VALUES (CAST($1 AS text), CAST($2 AS bigint), CAST($3 AS double precision), $4, ST_GeomFromWKB($5, CAST($6 AS integer))) RETURNING "OBJECTID"',
   ],
   [
+    "insert of several rows: each row's values in the first row's column order, a geometry emptied, the srid bound once",
+    (e, t) =>
+      insertRows(e, t, [
+        ROW,
+        { values: { founded: 5, area: null, pop: 1, name: "Bergen" }, kinds: ROW.kinds, geometry: null },
+        { ...ROW, geometry: { type: "Point", coordinates: [5.3, 60.4] } },
+      ]),
+    'INSERT INTO "cities" ("name", "pop", "area", "founded", "geom") VALUES (?1, ?2, ?3, ?4, ?5), (?6, ?7, NULL, ?8, NULL), (?9, ?10, ?11, ?12, ?13) RETURNING "fid"',
+    'INSERT INTO "h_x"."we""ird" ("name", "pop", "area", "founded", "geom") VALUES (CAST($1 AS text), CAST($2 AS bigint), CAST($3 AS double precision), $4, ST_GeomFromWKB($5, CAST($6 AS integer))), (CAST($7 AS text), CAST($8 AS bigint), NULL, $9, NULL), (CAST($10 AS text), CAST($11 AS bigint), CAST($12 AS double precision), $13, ST_GeomFromWKB($14, CAST($6 AS integer))) RETURNING "OBJECTID"',
+  ],
+  [
     "insert: nothing but the key",
     (e, t) => insertRow(e, t, { values: {}, kinds: {} }),
     'INSERT INTO "cities" DEFAULT VALUES RETURNING "fid"',
@@ -411,6 +423,24 @@ describe("golden SQL: each write statement", () => {
     expect(pg.params.slice(0, 4)).toEqual(["Oslo", 700000, 454, new Date(0)]);
     expect((pg.params[4] as Buffer)[0]).toBe(1);
     expect(pg.params[5]).toBe(4326);
+  });
+  it("a multi-row INSERT binds the same values as one INSERT a row", () => {
+    const other: WriteRow = { ...ROW, values: { ...ROW.values, name: "Bergen", founded: 86_400_000 } };
+    for (const [emitter, target] of [
+      [sqliteEmitter, GPKG],
+      [postgresEmitter, PG],
+    ] as const) {
+      const each = [...insertRow(emitter, target, ROW).params, ...insertRow(emitter, target, other).params];
+      const many = insertRows(emitter, target, [ROW, other]).params;
+      // PostgreSQL binds the srid once for every row.
+      expect(many).toEqual(emitter === postgresEmitter ? each.slice(0, -1) : each);
+    }
+  });
+  it("a multi-row INSERT refuses rows that write different columns (its caller groups them)", () => {
+    const fewer: WriteRow = { values: { name: "x" }, kinds: { name: "string" }, geometry: null };
+    expect(() => insertRows(sqliteEmitter, GPKG, [ROW, fewer])).toThrow(/differ/);
+    expect(() => insertRows(sqliteEmitter, GPKG, [ROW, { ...ROW, geometry: undefined }])).toThrow(/differ/);
+    expect(() => insertRows(sqliteEmitter, GPKG, [])).toThrow(/no rows/);
   });
 });
 

@@ -91,6 +91,46 @@ export const STATISTICS_SAMPLE = 1024;
 /** Values whose row count a layer's statistics keep (each counted once through its index). */
 const MAX_COUNTED_VALUES = 4096;
 
+/** An R*Tree node's header (its depth, its count of cells) and each cell: an id and a float32 box. */
+const NODE_HEADER = 4;
+const NODE_CELL = 8 + 4 * 4;
+
+/**
+ * The extent of a GeoPackage's R*Tree `index` (rtree(id, minx, maxx, miny, maxy)), undefined when it holds no box:
+ * the union of its root node's cells, whose boxes are the union of everything beneath them (SQLite tightens them on
+ * every insert, update and delete), so a table of millions of rows answers in one read of one row instead of a scan
+ * of the index. The boxes are the index's own float32 values, the very ones a scan's min() and max() would return;
+ * a root node that does not read as one (a file another tool wrote oddly) is scanned instead.
+ */
+export function rtreeExtent(db: DatabaseSync, index: string): Bounds | undefined {
+  const root = db.prepare(`SELECT data FROM ${quote(`${index}_node`)} WHERE nodeno = 1`).get() as
+    { data?: unknown } | undefined;
+  const data = root?.data;
+  if (data instanceof Uint8Array && data.length >= NODE_HEADER) {
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    const cells = view.getUint16(2);
+    if (cells === 0) return undefined;
+    if (NODE_HEADER + cells * NODE_CELL <= data.length) {
+      const box = [Infinity, Infinity, -Infinity, -Infinity];
+      for (let i = 0, at = NODE_HEADER + 8; i < cells; i++, at += NODE_CELL) {
+        const [minx, maxx, miny, maxy] = [0, 4, 8, 12].map((o) => view.getFloat32(at + o));
+        box[0] = Math.min(box[0] as number, minx as number);
+        box[1] = Math.min(box[1] as number, miny as number);
+        box[2] = Math.max(box[2] as number, maxx as number);
+        box[3] = Math.max(box[3] as number, maxy as number);
+      }
+      if (box.every(Number.isFinite)) return box as unknown as Bounds;
+    }
+  }
+  const row = db.prepare(`SELECT min(minx), min(miny), max(maxx), max(maxy) FROM ${quote(index)}`).get() as Record<
+    string,
+    number | null
+  >;
+  const v = Object.values(row);
+  if (v.every((x) => typeof x === "number" && Number.isFinite(x))) return v as unknown as Bounds;
+  return undefined;
+}
+
 /** One open GeoPackage: a read-only connection and what was learnt of it while it is unchanged. */
 export class GeoPackage {
   readonly db: DatabaseSync;
@@ -476,14 +516,7 @@ export class GeoPackage {
     g: GeometryColumn,
     content: { min_x: number | null; min_y: number | null; max_x: number | null; max_y: number | null },
   ): Bounds | undefined {
-    if (g.index) {
-      const row = this.db
-        .prepare(`SELECT min(minx), min(miny), max(maxx), max(maxy) FROM ${quote(g.index)}`)
-        .get() as Record<string, number | null>;
-      const v = Object.values(row);
-      if (v.every((x) => typeof x === "number" && Number.isFinite(x))) return v as unknown as Bounds;
-      return undefined;
-    }
+    if (g.index) return rtreeExtent(this.db, g.index);
     const { min_x, min_y, max_x, max_y } = content;
     if ([min_x, min_y, max_x, max_y].every((x) => typeof x === "number" && Number.isFinite(x)))
       return [min_x, min_y, max_x, max_y] as unknown as Bounds;

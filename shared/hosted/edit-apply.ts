@@ -9,10 +9,14 @@
 import type { EmittedQuery } from "#shared/features/sql.ts";
 import type { SqlEmitter } from "#shared/features/sql/emitter.ts";
 import {
+  columnsOf,
   deleteRows,
   editingTableDdl,
   editLogDdl,
   insertRow,
+  insertRows,
+  MAX_ROWS_PER_INSERT,
+  MAX_VALUES_PER_INSERT,
   logEdit,
   type OwnerRule,
   pruneEditLog,
@@ -38,6 +42,7 @@ import type {
   EditOutcome,
   EditRequest,
   EditResult,
+  EditRow,
   LayerEdit,
   LayerEditResults,
 } from "#shared/hosted/store.ts";
@@ -174,6 +179,53 @@ export interface WrittenEdits {
   readonly removedKeys: string[];
 }
 
+/** How a store's tables take rows. */
+export interface WriteOptions {
+  /**
+   * The layers' tables number new rows in ascending order of their writing, as the tables mapgate makes do (SQLite's
+   * AUTOINCREMENT key, PostgreSQL's identity): adds are then written many rows to an INSERT, each row's id told by
+   * the ids' order. A table another owns may number rows any way (a trigger, a view's rule, a sequence counting
+   * down): each of its adds is its own INSERT.
+   */
+  readonly numbersInOrder?: boolean;
+}
+
+/**
+ * A layer's checked adds as their INSERTs: runs of consecutive adds that write the same columns in the same order, in
+ * request order (so their ids ascend as the request lists them), each of at most MAX_ROWS_PER_INSERT rows and
+ * MAX_VALUES_PER_INSERT values; every add alone unless the table numbers rows in order, and a row writing no column
+ * (its table's defaults) always alone.
+ */
+function addBatches(
+  target: WriteTarget,
+  adds: LayerEdit["adds"],
+  together: boolean,
+): { readonly index: number; readonly row: EditRow }[][] {
+  const batches: { index: number; row: EditRow }[][] = [];
+  let current: { index: number; row: EditRow }[] = [];
+  let key = "";
+  let limit = 1;
+  for (const [index, add] of adds.entries()) {
+    if (!("ok" in add)) continue;
+    const columns = columnsOf(target, add.ok);
+    // The columns in the row's order (the checks write them in the request's order, then the server's fields): rows
+    // that list the same columns in another order only start another INSERT. Column names hold no NUL.
+    const k = columns.join("\u0000");
+    if (current.length === 0 || k !== key || current.length >= limit) {
+      if (current.length > 0) batches.push(current);
+      current = [];
+      key = k;
+      limit =
+        together && columns.length > 0
+          ? Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_VALUES_PER_INSERT / (columns.length + 1))))
+          : 1;
+    }
+    current.push({ index, row: add.ok });
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
 /**
  * Writes a request's rows with `run` (inside the caller's transaction) and answers each edit's result: features, with
  * the caller's ownership rules in the statements, and a layer's attachments; nothing else is written (the caller
@@ -183,6 +235,7 @@ export async function writeEdits(
   run: (q: EmittedQuery) => Promise<unknown[][]>,
   emitter: SqlEmitter,
   request: EditRequest,
+  options: WriteOptions = {},
 ): Promise<WrittenEdits> {
   const layers: LayerEditResults[] = [];
   const changedTables: string[] = [];
@@ -205,23 +258,54 @@ export async function writeEdits(
         ? new Set((await run(reachableIds(emitter, target, missed, rule("query")))).map((r) => Number(r[0])))
         : new Set();
     const addResults: EditResult[] = [];
-    for (const add of layer.adds) {
-      if ("failed" in add) {
-        addResults.push(failedResult(add));
-        failed = true;
-        continue;
-      }
-      let row: unknown[] | undefined;
+    /** One add's INSERT alone: its id, or (a row the database refused) its error. */
+    const addOne = async (index: number, row: EditRow) => {
       try {
-        [row] = await run(insertRow(emitter, target, add.ok));
+        const [inserted] = await run(insertRow(emitter, target, row));
+        addResults[index] = { objectId: Number(inserted?.[0]), ...withGid(row.globalId), success: true };
+        written++;
       } catch (err) {
         if (!rowRefused(err)) throw err;
-        addResults.push({ objectId: -1, ...withGid(undefined), success: false, error: err.error });
+        addResults[index] = { objectId: -1, ...withGid(undefined), success: false, error: err.error };
         failed = true;
+      }
+    };
+    for (const [index, add] of layer.adds.entries()) {
+      if (!("failed" in add)) continue;
+      addResults[index] = failedResult(add);
+      failed = true;
+    }
+    for (const batch of addBatches(target, layer.adds, options.numbersInOrder === true)) {
+      if (batch.length === 1) {
+        const [only] = batch;
+        if (only) await addOne(only.index, only.row);
         continue;
       }
-      addResults.push({ objectId: Number(row?.[0]), ...withGid(add.ok.globalId), success: true });
-      written++;
+      let ids: number[];
+      try {
+        ids = (
+          await run(
+            insertRows(
+              emitter,
+              target,
+              batch.map((b) => b.row),
+            ),
+          )
+        ).map((r) => Number(r[0]));
+      } catch (err) {
+        if (!rowRefused(err)) throw err;
+        // The database refused a row of the batch (its statement undone alone): each row again by itself, so the
+        // refused one is that feature's error and the others are written.
+        for (const b of batch) await addOne(b.index, b.row);
+        continue;
+      }
+      if (ids.length !== batch.length) throw new Error(`an INSERT of ${batch.length} rows answered ${ids.length} ids`);
+      // The table numbered its new rows in the order it wrote them (numbersInOrder): the ids sorted are the rows'.
+      ids.sort((a, b) => a - b);
+      for (const [i, b] of batch.entries()) {
+        addResults[b.index] = { objectId: ids[i] ?? -1, ...withGid(b.row.globalId), success: true };
+        written++;
+      }
     }
     const updateResults: EditResult[] = [];
     for (const update of layer.updates) {
@@ -317,7 +401,10 @@ export async function applyEdits(
   request: EditRequest,
   container: string | undefined,
 ): Promise<EditOutcome> {
-  const { layers, failed, changedTables, removedKeys } = await writeEdits(run, emitter, request);
+  // Hosted layers' tables are mapgate's: each numbers its rows in order (an AUTOINCREMENT key, an identity).
+  const { layers, failed, changedTables, removedKeys } = await writeEdits(run, emitter, request, {
+    numbersInOrder: true,
+  });
   if (changedTables.length > 0) {
     await makeTable(run, editingTableDdl(container));
     for (const table of changedTables) await run(recordEdit(emitter, container, table, request.moment));

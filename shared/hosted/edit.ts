@@ -439,15 +439,57 @@ export interface Editor {
   readonly moment: number;
 }
 
-/** The fields of a layer by lower-case name. */
-const fieldsByName = (schema: LayerSchema) => new Map(schema.fields.map((f) => [f.name.toLowerCase(), f]));
+/**
+ * What checking a layer's features needs of its schema, worked out once per request (not once per feature): its
+ * fields by lower-case name, the fields mapgate fills, the fields an add must be given, and the columns the server
+ * fills.
+ */
+interface LayerFacts {
+  readonly schema: LayerSchema;
+  readonly fields: ReadonlyMap<string, Field>;
+  readonly system: ReadonlySet<string>;
+  readonly objectIdField: string;
+  readonly globalIdField: string | undefined;
+  /** Fields that are neither nullable nor the system's: an add leaving one out fails. */
+  readonly required: readonly Field[];
+  readonly columns: {
+    readonly globalId?: string;
+    readonly creator?: string;
+    readonly creationDate?: string;
+    readonly editor?: string;
+    readonly editDate?: string;
+  };
+}
+
+function layerFacts(schema: LayerSchema): LayerFacts {
+  const fields = new Map(schema.fields.map((f) => [f.name.toLowerCase(), f]));
+  const system = systemFields(schema);
+  const e = schema.editing;
+  const column = (name: string | undefined) => (name ? fields.get(name.toLowerCase())?.column : undefined);
+  const pick = (name: string, c: string | undefined) => (c === undefined ? {} : { [name]: c });
+  return {
+    schema,
+    fields,
+    system,
+    objectIdField: schema.objectIdField.toLowerCase(),
+    globalIdField: e?.globalIdField?.toLowerCase(),
+    required: schema.fields.filter((f) => !f.nullable && !system.has(f.name.toLowerCase())),
+    columns: {
+      ...pick("globalId", column(e?.globalIdField)),
+      ...pick("creator", column(e?.creatorField)),
+      ...pick("creationDate", column(e?.creationDateField)),
+      ...pick("editor", column(e?.editorField)),
+      ...pick("editDate", column(e?.editDateField)),
+    },
+  };
+}
 
 /**
  * An add or update's row: its attributes fitted to the fields (the system's fields ignored, as ArcGIS ignores a
  * client's values for them, and filled by the server), its geometry checked; an update's object id (or global id).
  */
 function checkFeature(
-  schema: LayerSchema,
+  facts: LayerFacts,
   raw: unknown,
   mode: "add" | "update",
   options: Options,
@@ -456,8 +498,7 @@ function checkFeature(
   if (!isObject(raw)) throw contentError("The feature is not an object with attributes and a geometry.");
   const attributes = raw.attributes ?? {};
   if (!isObject(attributes)) throw contentError("The feature's attributes are not an object.");
-  const fields = fieldsByName(schema);
-  const system = systemFields(schema);
+  const { schema, fields, system, columns } = facts;
   const editing = schema.editing;
   const values: Record<string, string | number | null> = Object.create(null);
   const kinds: Record<string, WriteKind> = Object.create(null);
@@ -468,7 +509,7 @@ function checkFeature(
     const field = fields.get(name.toLowerCase());
     if (!field) throw contentError(`Field ${name.slice(0, 64)} does not exist in the layer.`);
     const lower = field.name.toLowerCase();
-    if (lower === schema.objectIdField.toLowerCase()) {
+    if (lower === facts.objectIdField) {
       if (mode === "update" && !options.useGlobalIds) {
         const n =
           typeof value === "number" ? value : typeof value === "string" && /^\d+$/.test(value) ? Number(value) : NaN;
@@ -478,7 +519,7 @@ function checkFeature(
       }
       continue;
     }
-    if (lower === editing?.globalIdField?.toLowerCase()) {
+    if (lower === facts.globalIdField) {
       if (typeof value === "string") sentGlobalId = guidOf(value);
       if (options.useGlobalIds && sentGlobalId === undefined)
         throw new FeatureError(1021, `Empty GlobalID: ${field.name} ${say(value)} is no global id.`);
@@ -491,8 +532,8 @@ function checkFeature(
   }
   if (mode === "add") {
     // Every field a new row leaves empty must take NULL.
-    for (const f of schema.fields) {
-      if (f.nullable || system.has(f.name.toLowerCase()) || f.column in values) continue;
+    for (const f of facts.required) {
+      if (f.column in values) continue;
       throw new FeatureError(1001, `Field: ${f.name} is not nullable. Cannot set null value.`);
     }
   }
@@ -504,9 +545,7 @@ function checkFeature(
   }
   if (mode === "update" && !options.useGlobalIds && id === undefined)
     throw new FeatureError(1011, `Object is missing: the update's attributes name no ${schema.objectIdField}.`);
-  const column = (name: string | undefined) => (name ? fields.get(name.toLowerCase())?.column : undefined);
-  const fill = (name: string | undefined, value: string | number, kind: WriteKind) => {
-    const c = column(name);
+  const fill = (c: string | undefined, value: string | number, kind: WriteKind) => {
     if (c) {
       values[c] = value;
       kinds[c] = kind;
@@ -514,18 +553,18 @@ function checkFeature(
   };
   let globalId: string | undefined;
   if (mode === "add") {
-    const gid = column(editing?.globalIdField);
+    const gid = columns.globalId;
     if (gid) {
       // A client's global id is kept with useGlobalIds (the client made the feature and knows it by it).
       globalId = options.useGlobalIds && sentGlobalId ? sentGlobalId : `{${crypto.randomUUID().toUpperCase()}}`;
       values[gid] = globalId;
       kinds[gid] = "string";
     }
-    fill(editing?.creatorField, editor.username, "string");
-    fill(editing?.creationDateField, editor.moment, "date");
+    fill(columns.creator, editor.username, "string");
+    fill(columns.creationDate, editor.moment, "date");
   } else globalId = byGlobalId;
-  fill(editing?.editorField, editor.username, "string");
-  fill(editing?.editDateField, editor.moment, "date");
+  fill(columns.editor, editor.username, "string");
+  fill(columns.editDate, editor.moment, "date");
   // A feature without a geometry keeps (an update) or has none (an add).
   const geometry = raw.geometry === undefined || raw.geometry === null ? undefined : fitGeometry(schema, raw.geometry);
   return {
@@ -619,15 +658,16 @@ export async function checkLayer(
   const schema = dataset.schema;
   // The features the caller sees: those a delete by where or geometry, or an edit by global id, may name.
   const visible = ownership ? scopeCondition(ownership.field, ownership.query) : undefined;
+  const facts = layerFacts(schema);
   const adds = raw.adds.map((f) =>
     checked(
-      () => checkFeature(schema, f, "add", options, editor),
+      () => checkFeature(facts, f, "add", options, editor),
       () => ({ objectId: -1, ...(schema.editing?.globalIdField ? { globalId: null } : {}) }),
     ),
   );
   const updatesChecked = raw.updates.map((f) =>
     checked(
-      () => checkFeature(schema, f, "update", options, editor),
+      () => checkFeature(facts, f, "update", options, editor),
       () => ({ objectId: sentId(schema, f), ...(schema.editing?.globalIdField ? { globalId: null } : {}) }),
     ),
   );

@@ -5,7 +5,7 @@ import { bucketClient, hostedDataPlace } from "#shared/hosted/data-place.ts";
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { copyFile, mkdir, open, readdir, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
-import { DatabaseSync } from "node:sqlite";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -19,7 +19,7 @@ import {
   writeGeoPackageStreaming,
 } from "#shared/features/geopackage-writer.ts";
 import { encodeGeometry } from "#shared/features/geometry/wkb-write.ts";
-import { quote } from "#shared/features/geopackage.ts";
+import { quote, rtreeExtent } from "#shared/features/geopackage.ts";
 import { boundsOf } from "#shared/features/sqlite-functions.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import { checkedItemId, HOSTED_STORE_ID } from "#shared/features/hosted-source.ts";
@@ -64,6 +64,8 @@ const COLUMN_TYPES: Readonly<Record<FieldKind, ColumnSpec["type"]>> = {
 };
 
 const PREFIX = "hosted";
+/** The most statements an edit's connection keeps prepared (a request's statements are of a few shapes). */
+const PREPARED_PER_CONNECTION = 64;
 
 /** The file name of a hosted service's data. */
 export function hostedFileName(serviceItemId: string): string {
@@ -453,12 +455,8 @@ function recordEditingAt(path: string, layers: readonly { readonly name: string;
 function settleContents(db: DatabaseSync, table: string, geometryColumn: string | undefined, when: number): void {
   let extent: Extent | undefined;
   if (geometryColumn && hasTable(db, `rtree_${table}_${geometryColumn}`)) {
-    const e = db
-      .prepare(
-        `SELECT min(minx) AS a, min(miny) AS b, max(maxx) AS c, max(maxy) AS d FROM ${quote(`rtree_${table}_${geometryColumn}`)}`,
-      )
-      .get() as { a: number | null; b: number | null; c: number | null; d: number | null };
-    if (e.a !== null && e.b !== null && e.c !== null && e.d !== null) extent = [e.a, e.b, e.c, e.d];
+    const e = rtreeExtent(db, `rtree_${table}_${geometryColumn}`);
+    if (e) extent = [e[0], e[1], e[2], e[3]];
     db.prepare(
       "UPDATE gpkg_contents SET min_x = ?, min_y = ?, max_x = ?, max_y = ?, last_change = ? WHERE table_name = ?",
     ).run(...(extent ?? [null, null, null, null]), new Date(when).toISOString(), table);
@@ -490,9 +488,17 @@ async function inPlace<T>(
   try {
     registerSpatialFunctions(db);
     db.exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = FULL");
+    // Each statement prepared once per connection: a request's many INSERTs of the same shape (a batch of rows, or
+    // one row at a time) reuse it. Bounded, as a request's statements are few shapes but its SQL is not bounded.
+    const prepared = new Map<string, StatementSync>();
     const run = async (q: EmittedQuery) => {
-      const statement = db.prepare(q.sql);
-      statement.setReturnArrays(true);
+      let statement = prepared.get(q.sql);
+      if (!statement) {
+        statement = db.prepare(q.sql);
+        statement.setReturnArrays(true);
+        if (prepared.size >= PREPARED_PER_CONNECTION) prepared.clear();
+        prepared.set(q.sql, statement);
+      }
       return statement.all(...(q.params as never[])) as unknown as unknown[][];
     };
     db.exec("BEGIN IMMEDIATE");

@@ -341,6 +341,52 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
       expect(await count("Name = 'good'")).toBe(1);
     });
 
+    it("writes hundreds of adds many rows to an INSERT, each result the id of its own row, failures among them", async () => {
+      // Runs of adds writing the same columns go in one INSERT of at most 100 rows: 230 adds, Visits given to 60 of
+      // them (a run of other columns), one without a geometry, and every 50th too long (its own error).
+      const before = await count();
+      const adds = Array.from({ length: 230 }, (_, i) => ({
+        attributes: { Name: i % 50 === 7 ? "a name too long" : `b${i}`, ...(i >= 120 && i < 180 ? { Visits: i } : {}) },
+        ...(i === 200 ? {} : { geometry: point(i / 10, i / 10 - 30) }),
+      }));
+      const answer = (await post("0/applyEdits", { adds: JSON.stringify(adds), rollbackOnFailure: "false" })) as {
+        addResults: { objectId: number; globalId: string | null; success: boolean; error?: { code: number } }[];
+      };
+      expect(answer.addResults).toHaveLength(230);
+      expect(answer.addResults.flatMap((r, i) => (r.success ? [] : [[i, r.objectId, r.error?.code]]))).toEqual(
+        [7, 57, 107, 157, 207].map((i) => [i, -1, 1016]),
+      );
+      const written = answer.addResults.flatMap((r, i) => (r.success ? [{ i, id: r.objectId, gid: r.globalId }] : []));
+      // Numbered in the request's order, each once.
+      const ids = written.map((w) => w.id);
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      expect(new Set(ids).size).toBe(225);
+      const found = (
+        (
+          await getJson(
+            `${layer()}/query?where=${encodeURIComponent("Name LIKE 'b%'")}&outFields=OBJECTID,Name,Visits,GlobalID&resultRecordCount=1000`,
+            tokens.publisher,
+          )
+        ).features as { attributes: Record<string, unknown>; geometry?: { x: number; y: number } }[]
+      ).map((f) => [f.attributes.OBJECTID as number, f] as const);
+      const rowsById = new Map(found);
+      expect(rowsById.size).toBe(225);
+      for (const { i, id, gid } of written) {
+        const f = rowsById.get(id);
+        expect(f?.attributes).toEqual({
+          OBJECTID: id,
+          Name: `b${i}`,
+          Visits: i >= 120 && i < 180 ? i : null,
+          GlobalID: gid,
+        });
+        if (i === 200) expect(f?.geometry).toBeNull();
+        else expect([f?.geometry?.x, f?.geometry?.y]).toEqual([i / 10, i / 10 - 30]);
+      }
+      const removed = (await post("0/deleteFeatures", { where: "Name LIKE 'b%'" })) as { deleteResults: unknown[] };
+      expect(removed.deleteResults).toHaveLength(225);
+      expect(await count()).toBe(before);
+    });
+
     it("refuses a request that is not edits, plainly", async () => {
       const notJson = await post("0/applyEdits", { adds: "[{" });
       expect(notJson.error).toMatchObject({ code: 400, details: ["'adds' is not valid JSON."] });

@@ -62,10 +62,16 @@ export class Binder implements Clauses {
   typed(): string {
     throw new Error("a write statement holds no expression");
   }
+  /** The last date converted: a request's rows share their tracking dates (the edit's moment). */
+  #date: { readonly ms: number; readonly value: unknown } | undefined;
   /** A column's value, bound as its kind says (a date as the dialect keeps dates). */
   value(v: string | number | null, kind: WriteKind): string {
     if (v === null) return "NULL";
-    if (kind === "date") return this.bind(this.#emitter.dateValue(Number(v)));
+    if (kind === "date") {
+      const ms = Number(v);
+      if (this.#date?.ms !== ms) this.#date = { ms, value: this.#emitter.dateValue(ms) };
+      return this.bind(this.#date.value);
+    }
     return this.bind(v, BIND[kind]);
   }
   geometry(g: Geometry | null, srid: number): string {
@@ -112,6 +118,59 @@ export function insertRow(emitter: SqlEmitter, target: WriteTarget, row: WriteRo
     set.length === 0
       ? `INSERT INTO ${qualifiedTable(target)} DEFAULT VALUES RETURNING ${id}`
       : `INSERT INTO ${qualifiedTable(target)} (${set.map(([c]) => c).join(", ")}) VALUES (${set.map(([, v]) => v).join(", ")}) RETURNING ${id}`;
+  return emitted(sql, b);
+}
+
+/**
+ * The most rows and bound values one multi-row INSERT takes: SQLite's default limit is 32,766 values, PostgreSQL's
+ * 65,535; rows beyond go in the next INSERT (a request's 2,000 edits are a few statements).
+ */
+export const MAX_ROWS_PER_INSERT = 100;
+export const MAX_VALUES_PER_INSERT = 30_000;
+
+/** The columns a row writes, in its order (its geometry last when written): what a multi-row INSERT's rows share. */
+export function columnsOf(target: WriteTarget, row: WriteRow): string[] {
+  const columns = Object.keys(row.values);
+  if (target.geometry && row.geometry !== undefined) columns.push(target.geometry.column);
+  return columns;
+}
+
+/**
+ * One INSERT of several rows that write the same columns (columnsOf; at least one), answering their object ids. The
+ * rows' order in the statement is theirs, so a table that numbers new rows in the order it writes them (what mapgate
+ * makes: SQLite's AUTOINCREMENT, PostgreSQL's identity) gives them ascending ids in that order. The srid is bound once.
+ */
+export function insertRows(emitter: SqlEmitter, target: WriteTarget, rows: readonly WriteRow[]): EmittedQuery {
+  const [first] = rows;
+  if (!first) throw new Error("an INSERT of no rows");
+  const columns = columnsOf(target, first);
+  if (columns.length === 0) throw new Error("a multi-row INSERT of rows without columns");
+  const b = new Binder(emitter);
+  const geometry = target.geometry && first.geometry !== undefined ? target.geometry : undefined;
+  const names = geometry ? columns.slice(0, -1) : columns;
+  let srid: string | undefined;
+  const sridOnce = () => (srid ??= b.bind(geometry?.srid, "integer"));
+  let tuples = "";
+  for (const row of rows) {
+    if ((target.geometry !== undefined && row.geometry !== undefined) !== (geometry !== undefined))
+      throw new Error("rows of a multi-row INSERT differ");
+    let written = 0;
+    let tuple = "";
+    for (const c of names) {
+      const v = row.values[c];
+      if (v === undefined) throw new Error("rows of a multi-row INSERT differ");
+      tuple += `${written++ === 0 ? "" : ", "}${b.value(v, row.kinds[c] ?? "string")}`;
+    }
+    for (const c in row.values) if (--written < 0) throw new Error(`rows of a multi-row INSERT differ (${c})`);
+    if (geometry) {
+      const g = row.geometry ?? null;
+      const cell =
+        g === null ? "NULL" : emitter.geometryInput(b.bind(emitter.geometryValue(g, geometry.srid)), sridOnce);
+      tuple += names.length === 0 ? cell : `, ${cell}`;
+    }
+    tuples += `${tuples === "" ? "" : ", "}(${tuple})`;
+  }
+  const sql = `INSERT INTO ${qualifiedTable(target)} (${columns.map(quoteIdentifier).join(", ")}) VALUES ${tuples} RETURNING ${quoteIdentifier(target.idColumn)}`;
   return emitted(sql, b);
 }
 
