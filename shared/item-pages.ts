@@ -26,6 +26,11 @@ export interface ItemPageData {
  * on; not sent: off), read by the admin wire's updateDefinition (shared/hosted/define.ts editingFormDefinition).
  */
 export const EDITING_FORM = "editingForm";
+/**
+ * Sent by the editing form when it offered who may reach which features (always for a hosted service; for one published
+ * by reference once its creator column is named), so boxes a page never showed are not read as turned off.
+ */
+export const EDITING_SETTINGS_OFFERED = "editingSettings";
 /** The editing form's checkboxes: the edits the service allows, then who may edit which features. */
 export const EDITING_BOXES = {
   capabilities: ["Create", "Update", "Delete"],
@@ -68,6 +73,7 @@ function editingSection(editing: { action: string; service: Service }, csrf: str
       })),
       ...offered.map(([name, label]) => ({ name, label, type: "checkbox" as const })),
       { name: EDITING_FORM, type: "hidden" },
+      ...(offered.length > 0 ? [{ name: EDITING_SETTINGS_OFFERED, type: "hidden" as const }] : []),
       { name: "f", type: "hidden" },
     ],
     new Map<string, string>([
@@ -77,6 +83,7 @@ function editingSection(editing: { action: string; service: Service }, csrf: str
       ]),
       ...offered.map(([name]): [string, string] => [name, settings[name] ? "true" : ""]),
       [EDITING_FORM, "true"],
+      [EDITING_SETTINGS_OFFERED, "true"],
       ["f", "html"],
     ]),
     csrf,

@@ -125,6 +125,30 @@ suite("the editing settings of a layer published by reference, on its page", () 
     expect(await box(page, "Allow delete").isChecked()).toBe(false);
   });
 
+  it("refuses a form that offered ownership rules the layer cannot take now (its creator column not named)", async () => {
+    const url = serviceOf("PageRw", stores.write);
+    const answer = await postJson(
+      `${url.replace("/rest/services/", "/rest/admin/services/")}/updateDefinition`,
+      tokens.publisher,
+      {
+        editingForm: "true",
+        editingSettings: "true",
+        "capability:Update": "true",
+        ownershipAccessControl: "true",
+      },
+    );
+    expect(answer).toEqual({
+      error: {
+        code: 400,
+        message: "Unable to update feature service definition.",
+        details: [
+          "The page offered who may reach which features, but the layer's creator column is no longer named: reload the page.",
+        ],
+      },
+    });
+    expect((await getJson(url, tokens.publisher)).capabilities).toBe("Create,Query,Update,Editing");
+  });
+
   it("refuses, naming the privilege, when the data store's login may only read; nothing changes", async () => {
     const page = await signInPage();
     const url = serviceOf("PageRo", stores.read);

@@ -68,24 +68,30 @@ export function ownershipFor(identity: Identity, service: Service, schema: Layer
   const creator = schema.editing?.creatorField?.toLowerCase();
   const field = creator ? schema.fields.find((f) => f.name.toLowerCase() === creator) : undefined;
   if (!field) return undefined;
+  // A feature hidden from the caller is not theirs to change either (as ArcGIS has it: when others may not query,
+  // only a feature's creator sees and edits it): an update or delete scope is never wider than the query scope.
+  const within = (scope: Scope, query: Scope): Scope => (scope.all ? query : scope);
   if (identity.kind === "user") {
     const own: Scope = { all: false, username: identity.user.username, anonymous: true };
+    const query = settings.allowOthersToQuery ? ALL : own;
     return {
       field,
-      query: settings.allowOthersToQuery ? ALL : own,
-      update: settings.allowOthersToUpdate ? ALL : own,
-      delete: settings.allowOthersToDelete ? ALL : own,
+      query,
+      update: within(settings.allowOthersToUpdate ? ALL : own, query),
+      delete: within(settings.allowOthersToDelete ? ALL : own, query),
     };
   }
   // Anonymous callers (and applications acting for themselves) own nothing: what anonymous callers made is theirs
   // to reach only when the service allows anonymous updates or deletes, the rest only when others may be reached too.
   const anonymous = (allowed: boolean, others: boolean): Scope =>
     !allowed ? { all: false, anonymous: false } : others ? ALL : { all: false, anonymous: true };
+  const query: Scope =
+    settings.allowAnonymousToQuery && settings.allowOthersToQuery ? ALL : { all: false, anonymous: true };
   return {
     field,
-    query: settings.allowAnonymousToQuery && settings.allowOthersToQuery ? ALL : { all: false, anonymous: true },
-    update: anonymous(settings.allowAnonymousToUpdate, settings.allowOthersToUpdate),
-    delete: anonymous(settings.allowAnonymousToDelete, settings.allowOthersToDelete),
+    query,
+    update: within(anonymous(settings.allowAnonymousToUpdate, settings.allowOthersToUpdate), query),
+    delete: within(anonymous(settings.allowAnonymousToDelete, settings.allowOthersToDelete), query),
   };
 }
 

@@ -10,7 +10,7 @@ import { EDITING_BOXES } from "#shared/item-pages.ts";
 import { nestedDeeperThan } from "#shared/json-depth.ts";
 import { parseServicePath } from "#shared/serving/service-path.ts";
 import { getItem, type Item } from "#shared/stores/items.ts";
-import { readCatalog, type Service } from "#shared/stores/services.ts";
+import { getService, readCatalog, type Service } from "#shared/stores/services.ts";
 
 /** The largest definition taken (a thousand fields described at length fit). */
 export const MAX_DEFINITION = 1024 * 1024;
@@ -136,4 +136,17 @@ export function editingFormDefinition(
   }
   if (offered.publicDataCollection) definition.publicDataCollection = on("publicDataCollection");
   return definition;
+}
+
+/**
+ * Why a change of a service's settings was not kept: another change was made since `service` was read (409: read them
+ * again and retry, as nothing of this one was kept), or the service is gone (404).
+ */
+export async function settingsNotKept(service: Service, what: string): Promise<ApiError> {
+  const now = await getService(service.serverId, service.folder, service.name);
+  return now && now.itemId === service.itemId
+    ? new ApiError(409, what, [
+        "The service's settings were changed by another request meanwhile: nothing of this one was kept. Read them again and retry.",
+      ])
+    : serviceNotFound();
 }

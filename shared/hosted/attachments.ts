@@ -155,9 +155,10 @@ async function changeAttachments<T>(
     };
     return store.transact(service.itemId, async (tx) => {
       const { value, changed } = await work(tx, layer, service.itemId);
-      await tx.run({ sql: editingTableDdl(tx.container), params: [], columns: [] });
-      await tx.run(recordEdit(tx.emitter, tx.container, schema.table.at(-1) ?? "", moment));
+      // Nothing changed (an attachment not there, a refusal): the layer's last edit stays, and no event is raised.
       if (changed) {
+        await tx.run({ sql: editingTableDdl(tx.container), params: [], columns: [] });
+        await tx.run(recordEdit(tx.emitter, tx.container, schema.table.at(-1) ?? "", moment));
         const attachments = { addResults: [], updateResults: [], deleteResults: [], ...changed };
         const layerResults = { layerId, addResults: [], updateResults: [], deleteResults: [], attachments };
         outcome = { committed: true, changed: true, layers: [layerResults] };

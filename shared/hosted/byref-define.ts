@@ -15,8 +15,9 @@ import {
   definitionOf,
   editingFormDefinition,
   serviceNotFound,
+  settingsNotKept,
 } from "#shared/hosted/admin-service.ts";
-import { EDITING_FORM } from "#shared/item-pages.ts";
+import { EDITING_FORM, EDITING_SETTINGS_OFFERED } from "#shared/item-pages.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
 import { readEditorTracking } from "#shared/features/ownership.ts";
@@ -53,7 +54,14 @@ export async function byReferenceAdmin(req: RestRequest): Promise<object> {
     throw badRequest(WHAT, [
       `'${EDITING_FORM}' is the service page's editing form, sent to the service's updateDefinition alone (with no 'updateDefinition').`,
     ]);
-  const offered = { settings: source.trackingFields?.creatorField !== undefined, publicDataCollection: false };
+  // The settings boxes only when the page showed them (a page made before the creator column was named has none:
+  // its post must not turn ownership rules off); shown, they need the creator column now.
+  const settings = req.params.get(EDITING_SETTINGS_OFFERED) === "true";
+  if (settings && source.trackingFields?.creatorField === undefined)
+    throw badRequest(WHAT, [
+      "The page offered who may reach which features, but the layer's creator column is no longer named: reload the page.",
+    ]);
+  const offered = { settings, publicDataCollection: false };
   await changeByReference(defined, editingFormDefinition(req, WHAT, offered));
   return { success: true, serviceItemId: defined.service.itemId };
 }
@@ -179,7 +187,7 @@ async function changeByReference(
   const next = capabilities ?? current.capabilities;
   const { enableByReference } = await import("#shared/features/byref-enable.ts");
   const columns = await enableByReference(current, next, WHAT, named);
-  if (!(await setByReferenceEditing(current, next, editing, columns))) throw serviceNotFound();
+  if (!(await setByReferenceEditing(current, next, editing, columns))) throw await settingsNotKept(current, WHAT);
   logger.info("by-reference service editing changed", {
     itemId: current.itemId,
     capabilities: next,

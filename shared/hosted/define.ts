@@ -63,6 +63,7 @@ import {
   editingFormDefinition,
   ownedFeatureService,
   serviceNotFound,
+  settingsNotKept,
 } from "#shared/hosted/admin-service.ts";
 import { quotaExceeded } from "#shared/uploads.ts";
 
@@ -844,7 +845,8 @@ async function keepSettings(defined: Defined, change: SettingsChange): Promise<v
   if (!current || current.itemId !== defined.service.itemId) throw serviceNotFound();
   const capabilities = change.capabilities ?? current.capabilities;
   const editing = { ...current.editing, ...change.editing };
-  if (!(await setServiceCapabilities(current, capabilities, editing))) throw serviceNotFound();
+  if (!(await setServiceCapabilities(current, capabilities, editing)))
+    throw await settingsNotKept(current, WHAT.update);
   logger.info("hosted service settings changed", { itemId: defined.service.itemId, capabilities, editing });
 }
 

@@ -91,8 +91,8 @@ export async function attachmentAccess(
     if (gidColumn === undefined) return false;
     return (await run(reachableByGlobalId(emitter, target, gidColumn, parent.globalId, rule))).length > 0;
   };
-  if (await reach("update")) return "ok";
-  return (await reach("query")) ? "denied" : "missing";
+  if (!(await reach("query"))) return "missing";
+  return (await reach("update")) ? "ok" : "denied";
 }
 
 /**

@@ -207,6 +207,11 @@ export interface Service {
   readonly source?: ServiceSource;
   /** A hosted feature service's editing settings (absent: the defaults). */
   readonly editing?: ServiceEditing;
+  /**
+   * How many times its capabilities and editing settings were changed (absent: never): each change is made only while
+   * the record holds the revision its maker read, so two changes made at once never lose one silently.
+   */
+  readonly settingsRevision?: number;
   /** A hosted view reads its source service's rows through this (it has no source of its own). */
   readonly view?: ServiceView;
   readonly created: number;
@@ -269,6 +274,7 @@ function toService(item: Record<string, unknown>): Service {
     }),
     ...(source ? { source } : {}),
     ...(item.editing !== undefined ? { editing: toEditing(item.editing) } : {}),
+    ...(typeof item.settingsRevision === "number" ? { settingsRevision: item.settingsRevision } : {}),
     ...(view ? { view } : {}),
     created: r.number("created"),
   };
@@ -574,28 +580,39 @@ export function serviceLayersUpdate(service: Service, layers: readonly HostedLay
 /**
  * Sets a service's capabilities (an owner turning editing on or off) and, when given, its editing settings, while
  * the record is still the item's service; the server's catalog version moves in the same transaction, so every cached
- * catalog answers the new capabilities and rules on its next request. False when the service is gone.
+ * catalog answers the new capabilities and rules on its next request. False when the service is gone or its settings
+ * changed since it was read (settingsRevision).
  */
 export async function setServiceCapabilities(
   service: Service,
   capabilities: string,
   editing?: ServiceEditing,
 ): Promise<boolean> {
+  const read = settingsRead(service);
   return updateRecordAndCatalog(service, {
-    UpdateExpression: editing ? "SET capabilities = :c, editing = :e" : "SET capabilities = :c",
-    ConditionExpression: "itemId = :id",
+    UpdateExpression: `SET capabilities = :c, settingsRevision = :next${editing ? ", editing = :e" : ""}`,
+    ConditionExpression: `itemId = :id AND ${read.condition}`,
     ExpressionAttributeValues: {
       ":c": capabilities,
       ":id": service.itemId,
+      ...read.values,
       ...(editing ? { ":e": { ...editing } } : {}),
     },
   });
 }
 
+/** The condition that the record still holds the settings revision `service` was read at, and the next one's value. */
+function settingsRead(service: Service): { condition: string; values: Record<string, number> } {
+  const read = service.settingsRevision;
+  return read === undefined
+    ? { condition: "attribute_not_exists(settingsRevision)", values: { ":next": 1 } }
+    : { condition: "settingsRevision = :rev", values: { ":rev": read, ":next": read + 1 } };
+}
+
 /**
  * Sets a by-reference service's capabilities, editing settings and its table's tracking columns (undefined: none), at
  * once and while the record is still the item's service with its source; the catalog version moves in the same
- * transaction. False when the service is gone.
+ * transaction. False when the service is gone or its settings changed since it was read (settingsRevision).
  */
 export async function setByReferenceEditing(
   service: Service,
@@ -603,13 +620,15 @@ export async function setByReferenceEditing(
   editing: ServiceEditing,
   trackingFields: TrackingFields | undefined,
 ): Promise<boolean> {
+  const read = settingsRead(service);
   return updateRecordAndCatalog(service, {
-    UpdateExpression: `SET capabilities = :c, editing = :e${trackingFields ? ", #src.#tf = :tf" : " REMOVE #src.#tf"}`,
-    ConditionExpression: "itemId = :id AND attribute_exists(#src)",
+    UpdateExpression: `SET capabilities = :c, editing = :e, settingsRevision = :next${trackingFields ? ", #src.#tf = :tf" : " REMOVE #src.#tf"}`,
+    ConditionExpression: `itemId = :id AND attribute_exists(#src) AND ${read.condition}`,
     ExpressionAttributeNames: { "#src": "source", "#tf": "trackingFields" },
     ExpressionAttributeValues: {
       ":c": capabilities,
       ":id": service.itemId,
+      ...read.values,
       ":e": { ...editing },
       ...(trackingFields ? { ":tf": { ...trackingFields } } : {}),
     },

@@ -356,6 +356,31 @@ export function accessSuite(backing: AccessBacking, { matrix }: { readonly matri
       ]);
     });
 
+    it("keeps every settings change it answers success for when changes are made at once (others are 409)", async () => {
+      const admin = `${url.replace("/rest/services/", "/rest/admin/services/")}/updateDefinition`;
+      const keys = ["allowOthersToUpdate", "allowOthersToDelete", "allowAnonymousToUpdate", "allowAnonymousToDelete"];
+      const base = Object.fromEntries(keys.map((k) => [k, false]));
+      expect(await ownership(base)).toEqual({ success: true });
+      const answers = await Promise.all(
+        keys.map((k) =>
+          postJson(admin, tokens.publisher, {
+            updateDefinition: JSON.stringify({ editorTrackingInfo: { [k]: true } }),
+          }),
+        ),
+      );
+      for (const a of answers) {
+        if ("error" in a)
+          expect(a).toMatchObject({ error: { code: 409, message: "Unable to update feature service definition." } });
+        else expect(a).toEqual({ success: true });
+      }
+      expect(answers.some((a) => !("error" in a))).toBe(true);
+      const kept = (await getJson(url, tokens.publisher)).editorTrackingInfo as Record<string, boolean>;
+      // What was answered success is kept; what was refused is as it was.
+      expect(Object.fromEntries(keys.map((k) => [k, kept[k]]))).toEqual(
+        Object.fromEntries(keys.map((k, i) => [k, !("error" in (answers[i] ?? {}))])),
+      );
+    });
+
     it("hides the attachments of a feature the caller may not query: its list, its bytes, queryAttachments", async () => {
       const admin = `${engine.ready.https}/arcgis/rest/admin/services/Hosted/Access/FeatureServer/0/updateDefinition`;
       expect(
@@ -377,7 +402,11 @@ export function accessSuite(backing: AccessBacking, { matrix }: { readonly matri
       ])) as [{ addAttachmentResult?: { objectId: number; success: boolean } }];
       expect(added.addAttachmentResult?.success).toBe(true);
       const attachment = added.addAttachmentResult?.objectId ?? -1;
-      expect(await ownership({ allowOthersToQuery: false })).toEqual({ success: true });
+      // Hidden from others, though others may update: a feature a member cannot see is not theirs to change.
+      expect(await ownership({ allowOthersToQuery: false, allowOthersToUpdate: true })).toEqual({ success: true });
+      expect((await update("user", owner, "hidden")).updateResults).toEqual([
+        { objectId: owner, globalId: null, success: false, error: MISSING_UPDATE },
+      ]);
       const notFound = {
         error: {
           code: 404,
