@@ -150,3 +150,27 @@ export async function settingsNotKept(service: Service, what: string): Promise<A
       ])
     : serviceNotFound();
 }
+
+/**
+ * Refuses a definition that names nothing a change of this kind keeps, or anything else (up to five of those named):
+ * "`subject` changes only its 'a', 'b' here (not 'x')`tail`".
+ */
+export function onlyKeys(
+  definition: Record<string, unknown>,
+  kept: readonly string[],
+  what: string,
+  subject: string,
+  tail = ".",
+): void {
+  const given = Object.keys(definition);
+  const others = given.filter((k) => !kept.includes(k));
+  if (given.length > others.length && others.length === 0) return;
+  const not =
+    others.length > 0
+      ? ` (not ${others
+          .slice(0, 5)
+          .map((k) => `'${k.slice(0, 32)}'`)
+          .join(", ")})`
+      : "";
+  throw badRequest(what, [`${subject} changes only its ${kept.map((k) => `'${k}'`).join(", ")} here${not}${tail}`]);
+}

@@ -14,6 +14,7 @@ import {
   type Defined,
   definitionOf,
   editingFormDefinition,
+  onlyKeys,
   serviceNotFound,
   settingsNotKept,
 } from "#shared/hosted/admin-service.ts";
@@ -125,20 +126,7 @@ async function changeByReference(
   defined: Omit<Defined, "item">,
   definition: Record<string, unknown>,
 ): Promise<{ success: true }> {
-  const keys = [...KEYS].map((k) => `'${k}'`).join(", ");
-  const given = Object.keys(definition);
-  const others = given.filter((k) => !(KEYS as readonly string[]).includes(k));
-  if (given.length === others.length || others.length > 0)
-    throw badRequest(WHAT, [
-      `A layer published by reference changes only its ${keys} here${
-        others.length > 0
-          ? ` (not ${others
-              .slice(0, 5)
-              .map((k) => `'${k.slice(0, 32)}'`)
-              .join(", ")})`
-          : ""
-      }.`,
-    ]);
+  onlyKeys(definition, KEYS, WHAT, "A layer published by reference");
   const problems: string[] = [];
   let capabilities: string | undefined;
   if (definition.capabilities !== undefined) {

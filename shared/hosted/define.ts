@@ -61,6 +61,7 @@ import {
   definedService,
   definitionOf,
   editingFormDefinition,
+  onlyKeys,
   ownedFeatureService,
   serviceNotFound,
   settingsNotKept,
@@ -855,19 +856,13 @@ async function keepSettings(defined: Defined, change: SettingsChange): Promise<v
  * is named as not changed here.
  */
 async function updateService(defined: Defined, definition: Record<string, unknown>): Promise<object> {
-  const keys = Object.keys(definition);
-  const others = keys.filter((k) => !(SETTING_KEYS as readonly string[]).includes(k));
-  if (keys.length === others.length || others.length > 0)
-    throw badRequest(WHAT.update, [
-      `A service's own definition changes only its ${SETTING_KEYS.map((k) => `'${k}'`).join(", ")} here${
-        others.length > 0
-          ? ` (not ${others
-              .slice(0, 5)
-              .map((k) => `'${k.slice(0, 32)}'`)
-              .join(", ")})`
-          : ""
-      }: change a layer's fields at …/FeatureServer/<id>/updateDefinition, and the item's description with its item's update.`,
-    ]);
+  onlyKeys(
+    definition,
+    SETTING_KEYS,
+    WHAT.update,
+    "A service's own definition",
+    ": change a layer's fields at …/FeatureServer/<id>/updateDefinition, and the item's description with its item's update.",
+  );
   await keepSettings(defined, settingsOf(definition, WHAT.update));
   return { success: true };
 }
