@@ -5,6 +5,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import autocannon from "autocannon";
 import { readBundleTile } from "#shared/caches/bundle.ts";
+import { SERVICE_PATH } from "#shared/system.ts";
 import type { RunningEngine } from "../test/helpers/engine.ts";
 import { apiEvent, lambdaContext } from "../test/helpers/in-process.ts";
 import { tileOrganization } from "../test/helpers/tile-organization.ts";
@@ -62,7 +63,8 @@ export async function tileFunction(runs = 2000): Promise<void> {
     cache: { store, path: "/Basemap" },
   });
   const path = "/tiles/rest/services/Basemap/MapServer/tile/2/1/2";
-  const event = () => apiEvent(path, { pathParameters: { server: "tiles", path: "Basemap/MapServer/tile/2/1/2" } });
+  const event = () =>
+    apiEvent(path, { pathParameters: { server: "tiles", path: "Basemap/MapServer/tile/2/1/2" }, route: SERVICE_PATH });
   const first = await handler(event(), lambdaContext());
   if (first.statusCode !== 200 || !first.isBase64Encoded) throw new Error(`tile failed: ${first.body?.slice(0, 200)}`);
   const before = dynamoRequests();

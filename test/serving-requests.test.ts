@@ -5,6 +5,7 @@ import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiEvent, countRequests, eventCallerToken, inProcessStore, lambdaContext } from "./helpers/in-process.ts";
 import { tileOrganization } from "./helpers/tile-organization.ts";
+import { SERVICE_PATH } from "#shared/system.ts";
 
 const store = await inProcessStore();
 const { observeStore } = await import("#shared/stores/dynamo.ts");
@@ -21,6 +22,7 @@ let serverId: string;
 const tileEvent = (name: string, headers: Record<string, string> = {}) =>
   apiEvent(`/tiles/rest/services/${name}/MapServer/tile/1/0/1`, {
     pathParameters: { server: "tiles", path: `${name}/MapServer/tile/1/0/1` },
+    route: SERVICE_PATH,
     headers,
   });
 

@@ -58,14 +58,20 @@ export interface EventOptions {
   cookies?: string[];
   proto?: "https" | "http";
   pathParameters?: Record<string, string>;
+  /**
+   * The route template API Gateway matched (its routeKey is `ANY <template>`), for a function that serves several
+   * routes and picks by it (shared/http/router.ts routesHandler); absent: the path itself.
+   */
+  route?: string;
 }
 
 /** A payload-2.0 event shaped as API Gateway sends it. */
 export function apiEvent(path: string, o: EventOptions = {}): APIGatewayProxyEventV2 {
   const method = o.method ?? (o.body === undefined ? "GET" : "POST");
+  const routeKey = o.route === undefined ? `${method} ${path}` : `ANY ${o.route}`;
   return {
     version: "2.0",
-    routeKey: `${method} ${path}`,
+    routeKey,
     rawPath: path,
     rawQueryString: o.query ?? "",
     ...(o.cookies ? { cookies: o.cookies } : {}),
@@ -82,7 +88,7 @@ export function apiEvent(path: string, o: EventOptions = {}): APIGatewayProxyEve
       domainPrefix: "maps",
       http: { method, path, protocol: "HTTP/1.1", sourceIp: EVENT_SOURCE_IP, userAgent: "test" },
       requestId: "req-1",
-      routeKey: `${method} ${path}`,
+      routeKey,
       stage: "$default",
       time: new Date().toISOString(),
       timeEpoch: Date.now(),
