@@ -8,7 +8,7 @@ import { addressedServer } from "#shared/http/hosted-server.ts";
 import { restHandler } from "#shared/http/pipeline.ts";
 import { type FamilyOperation, routesHandler } from "#shared/http/router.ts";
 import { defaultFormatOf, resourceOf, serveService, servicePage } from "#shared/serving/service.ts";
-import { serviceDefinitionPage } from "#shared/item-pages.ts";
+import { serviceDefinitionPage } from "#shared/http/definition-page.ts";
 import { SERVICE_DEFINITION, SERVICE_PATH } from "#shared/system.ts";
 
 const serviceDefinition: FamilyOperation = {

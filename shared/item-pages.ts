@@ -1,7 +1,7 @@
 // The HTML of items: an item's page (what it is, who sees it, and, for whoever may manage it, the forms that
 // share, update and delete it) and lists of items (a user's content, search results).
 import type { RestRequest } from "#shared/http/pipeline.ts";
-import { escapeHtml, page, renderDate, renderForm, renderValue, resultPage } from "#shared/http/html.ts";
+import { escapeHtml, page, renderDate, renderForm } from "#shared/http/html.ts";
 import { itemPageHref, PORTAL_ROOT } from "#shared/urls.ts";
 import { DATA_STORE_TYPE } from "#shared/stores/items.ts";
 import { viewLink, webmapHref } from "#shared/viewer-links.ts";
@@ -112,16 +112,6 @@ function editingSection(editing: { action: string; service: Service }, csrf: str
         : " It takes effect only while the layer is shared with everyone (public).") +
     `</p>`;
   return `<h2>Editing</h2><p class="muted">${intro}</p>${warning}${form}`;
-}
-
-/** The admin wire's answer as a page: the service page's editing form gets what was saved and the way back to the page. */
-export function serviceDefinitionPage(data: unknown): string {
-  const id = (data as { serviceItemId?: unknown }).serviceItemId;
-  return typeof id === "string"
-    ? resultPage("Editing settings saved", "The service's editing settings were saved.", [
-        [itemPageHref(id), "Back to the item"],
-      ])
-    : page("Service Definition", `<h1>Service Definition</h1>${renderValue(data)}`);
 }
 
 /** The share form's checkbox of a group; `offeredGroups` lists the boxes shown, so an unchecked one unshares. */

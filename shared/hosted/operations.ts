@@ -10,7 +10,7 @@ import { uploadStatus } from "#shared/upload-parts.ts";
 import { addressedServer } from "#shared/http/hosted-server.ts";
 import { jobServiceItemId } from "#shared/hosted/publish-job-data.ts";
 import { config } from "#shared/config.ts";
-import { serviceDefinitionPage } from "#shared/item-pages.ts";
+import { serviceDefinitionPage } from "#shared/http/definition-page.ts";
 
 /** The file readers and publishing, loaded by the first analyze or publish (uploads never compile them). */
 const publishing = () => import("#shared/hosted/publish.ts");
