@@ -17,11 +17,11 @@ import {
   insertAttachment,
   updateAttachment,
 } from "#shared/features/sql/attachments.ts";
-import { editingTableDdl, recordEdit } from "#shared/features/sql/write.ts";
+import type { EmittedQuery } from "#shared/features/sql.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { underServiceLock } from "#shared/hosted/define.ts";
 import { editableService } from "#shared/hosted/edit.ts";
-import { attachmentAccess, deniedByOwnership, logEditId } from "#shared/hosted/edit-apply.ts";
+import { attachmentAccess, deniedByOwnership, logEditId, recordEdits } from "#shared/hosted/edit-apply.ts";
 import { hostedEditStart } from "#shared/hosted/edit-hosted.ts";
 import { ownershipFor } from "#shared/features/ownership.ts";
 import {
@@ -143,7 +143,8 @@ async function changeAttachments<T>(
       );
     const column = (name: string | undefined) =>
       name === undefined ? undefined : schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase())?.column;
-    const rules = ownershipFor(req.identity, found.service, schema);
+    // The service as read under its lock (a GeoPackage's): its ownership settings as they are now.
+    const rules = ownershipFor(req.identity, service, schema);
     const ownership: LayerEdit["ownership"] = rules
       ? { column: rules.field.column, query: rules.query, update: rules.update, delete: rules.delete }
       : undefined;
@@ -157,12 +158,12 @@ async function changeAttachments<T>(
       const { value, changed } = await work(tx, layer, service.itemId);
       // Nothing changed (an attachment not there, a refusal): the layer's last edit stays, and no event is raised.
       if (changed) {
-        await tx.run({ sql: editingTableDdl(tx.container), params: [], columns: [] });
-        await tx.run(recordEdit(tx.emitter, tx.container, schema.table.at(-1) ?? "", moment));
+        const run = (q: EmittedQuery) => tx.run(q);
+        await recordEdits(run, tx.emitter, tx.container, [schema.table.at(-1) ?? ""], moment);
         const attachments = { addResults: [], updateResults: [], deleteResults: [], ...changed };
         const layerResults = { layerId, addResults: [], updateResults: [], deleteResults: [], attachments };
         outcome = { committed: true, changed: true, layers: [layerResults] };
-        await logEditId((q) => tx.run(q), tx.emitter, tx.container, event.editId, moment);
+        await logEditId(run, tx.emitter, tx.container, event.editId, moment);
         await event.beforeCommit(outcome);
       }
       return value;

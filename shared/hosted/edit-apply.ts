@@ -120,6 +120,22 @@ async function makeTable(run: (q: EmittedQuery) => Promise<unknown[][]>, ddl: st
 }
 
 /**
+ * Moves the last edit of the layers whose tables changed (their editing record, made where a container has none yet,
+ * safely against a concurrent first edit making it too).
+ */
+export async function recordEdits(
+  run: (q: EmittedQuery) => Promise<unknown[][]>,
+  emitter: SqlEmitter,
+  container: string | undefined,
+  tables: readonly string[],
+  moment: number,
+): Promise<void> {
+  if (tables.length === 0) return;
+  await makeTable(run, editingTableDdl(container));
+  for (const table of tables) await run(recordEdit(emitter, container, table, moment));
+}
+
+/**
  * An edit that changed rows raises an event: its id is logged with its rows, inside its transaction, which is what
  * tells a crash's survivor that it committed (the log's own rows kept as long as the outbox keeps an event, pruned here).
  */
@@ -405,10 +421,7 @@ export async function applyEdits(
   const { layers, failed, changedTables, removedKeys } = await writeEdits(run, emitter, request, {
     numbersInOrder: true,
   });
-  if (changedTables.length > 0) {
-    await makeTable(run, editingTableDdl(container));
-    for (const table of changedTables) await run(recordEdit(emitter, container, table, request.moment));
-  }
+  await recordEdits(run, emitter, container, changedTables, request.moment);
   const changed = changedTables.length > 0;
   if (failed && request.rollbackOnFailure) throw new EditsRolledBack({ committed: false, layers });
   if (changed) await logEditId(run, emitter, container, request.editId, request.moment);
