@@ -275,8 +275,15 @@ async function revisionOf(db: PostGisDatabase, schema: string): Promise<number |
 const withEditingTable = new Set<string>();
 const MAX_KNOWN = 4096;
 
-/** A layer's editing record (mapgate_editing in its service's schema), when the schema has the table and the row. */
-async function editingRecord(db: PostGisDatabase, schema: string, table: string): Promise<LayerEditing | undefined> {
+/**
+ * A layer's editing record (mapgate_editing in its service's schema), when the schema has the table and the row, and
+ * the row's version (its xmin: every transaction that changes the layer's rows moves its last edit, so a new one).
+ */
+async function editingRecord(
+  db: PostGisDatabase,
+  schema: string,
+  table: string,
+): Promise<{ editing: LayerEditing; version: string } | undefined> {
   const at = `${quoteIdentifier(schema)}.${quoteIdentifier(EDITING_TABLE)}`;
   const known = withEditingTable.has(schema);
   if (!known) {
@@ -287,7 +294,7 @@ async function editingRecord(db: PostGisDatabase, schema: string, table: string)
   }
   const read = () =>
     db.all(
-      `SELECT global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit FROM ${at} WHERE table_name = $1`,
+      `SELECT global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit, xmin::text FROM ${at} WHERE table_name = $1`,
       [table],
     );
   let rows: unknown[][];
@@ -301,16 +308,30 @@ async function editingRecord(db: PostGisDatabase, schema: string, table: string)
   }
   const [row] = rows;
   if (!row) return undefined;
-  const [global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit] = row;
-  return editingOf({ global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit });
+  const [global_id_field, creator_field, creation_date_field, editor_field, edit_date_field, last_edit, xmin] = row;
+  return {
+    editing: editingOf({
+      global_id_field,
+      creator_field,
+      creation_date_field,
+      editor_field,
+      edit_date_field,
+      last_edit,
+    }),
+    version: `${String(last_edit)}.${String(xmin)}`,
+  };
 }
 
 /**
  * A hosted layer kept in the hosting database (its source's path: `/<schema>/<layer name>`), opened for queries at
  * its service's definition revision: a schema described at an older one (a change settled, its COMMIT a moment away)
- * is waited for briefly, and never kept under the new revision.
+ * is waited for briefly, and never kept under the new revision. `extent: false` (an edit) leaves the rows' extent out.
  */
-export async function openHostedLayer(path: string, revision = 0): Promise<OpenDataset> {
+export async function openHostedLayer(
+  path: string,
+  revision = 0,
+  options: { readonly extent?: boolean } = {},
+): Promise<OpenDataset> {
   const m = LAYER_PATH.exec(path);
   if (!m) throw new DatasetError("The hosted layer's path is not one mapgate makes.");
   const [, schemaName, layerName] = m as unknown as [string, string, string];
@@ -324,20 +345,21 @@ export async function openHostedLayer(path: string, revision = 0): Promise<OpenD
       await new Promise((r) => setTimeout(r, REVISION_PAUSE_MS));
     }
   };
-  // The layer's editing record, read on every open: an edit moves its last edit (and the rows' extent) without a
-  // new revision, so the described schema is kept by both.
-  const editing = await editingRecord(db, schemaName, tableOf(layerName));
-  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`, {
-    key: `${revision}:${editing?.lastEditDate ?? 0}`,
-    ready,
-  });
+  // The layer's editing record, read on every open: an edit moves its last edit and the rows' extent without a new
+  // revision, so the described schema (its fields) is kept by the revision, and the extent by the edit.
+  const record = await editingRecord(db, schemaName, tableOf(layerName));
+  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`, { key: revision, ready });
   if (!schema) throw new DatasetError("The hosted layer's table is no longer in the hosting database.");
   if (schema instanceof DatasetError) throw schema;
+  const extent = options.extent === false ? undefined : await db.extent(schema, `${revision}:${record?.version ?? ""}`);
   const attachments = await hasAttachTable(db, schemaName, tableOf(layerName), revision);
   // Shown by the layer's name, as its GeoPackage table would be (the reader names a table `schema.table`).
   return postGisDataset(
     db,
-    withEditing({ ...schema, name: layerName, ...(attachments ? { attachments } : {}) }, editing),
+    withEditing(
+      { ...schema, name: layerName, ...(extent ? { extent } : {}), ...(attachments ? { attachments } : {}) },
+      record?.editing,
+    ),
   );
 }
 

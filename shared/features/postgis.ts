@@ -242,6 +242,7 @@ export class PostGisDatabase {
   readonly #run: StatementRunner;
   #datasets: { at: number; list: Promise<PostGisDataset[]> } | undefined;
   readonly #schemas = new Map<string, { at: number; schema: Promise<LayerSchema | DatasetError | undefined> }>();
+  readonly #extents = new Map<string, Promise<Bounds | undefined>>();
   readonly #titled: boolean;
 
   /**
@@ -295,7 +296,8 @@ export class PostGisDatabase {
   /**
    * A dataset's schema, or why it cannot be served; undefined when the database has no such table. Kept a minute;
    * with `version`, kept by its key (a hosted layer's definition revision), and described only once `ready` says the
-   * database holds that version (false: described as it is, and not kept).
+   * database holds that version (false: described as it is, and not kept). A versioned schema holds no extent: the
+   * rows' extent moves with every edit, which no definition revision follows (`extent` reads it, kept by the edit).
    */
   schema(
     name: string,
@@ -304,8 +306,28 @@ export class PostGisDatabase {
     const key = version ? `${name}\u0000${version.key}` : name;
     const held = this.#schemas.get(key);
     if (held && Date.now() - held.at < SCHEMA_TTL_MS) return held.schema;
-    if (!version) return this.#keep(key, this.#describe(name));
-    return version.ready().then((ready) => (ready ? this.#keep(key, this.#describe(name)) : this.#describe(name)));
+    if (!version) return this.#keep(key, this.#describe(name, true));
+    return version
+      .ready()
+      .then((ready) => (ready ? this.#keep(key, this.#describe(name, false)) : this.#describe(name, false)));
+  }
+
+  /**
+   * The rows' extent of a layer described without one, kept by `key`, which the caller moves whenever the rows may
+   * have changed (a hosted layer's last committed edit): an edit and the reads after it do not describe the table
+   * again, and only a read that tells the extent scans the rows for it.
+   */
+  extent(schema: LayerSchema, key: string): Promise<Bounds | undefined> {
+    const [schemaName, table] = schema.table;
+    if (!schema.geometry || schemaName === undefined || table === undefined) return Promise.resolve(undefined);
+    const k = `${schemaName}.${table}\u0000${key}`;
+    const held = this.#extents.get(k);
+    if (held) return held;
+    const read = this.#extent(schemaName, table, schema.geometry.column);
+    if (this.#extents.size >= 256) this.#extents.delete(this.#extents.keys().next().value as string);
+    this.#extents.set(k, read);
+    read.catch(() => this.#extents.delete(k));
+    return read;
   }
 
   #keep(
@@ -318,7 +340,7 @@ export class PostGisDatabase {
     return schema;
   }
 
-  async #describe(name: string): Promise<LayerSchema | DatasetError | undefined> {
+  async #describe(name: string, withExtent: boolean): Promise<LayerSchema | DatasetError | undefined> {
     const found = await this.all(`${RELATIONS} AND n.nspname || '.' || c.relname = $1 LIMIT 2`, [name]);
     if (found.length === 0) return undefined;
     if (found.length > 1) return new DatasetError(`More than one relation is named ${name} (a name holds a dot).`);
@@ -382,7 +404,7 @@ export class PostGisDatabase {
       });
     }
     const firstString = fields.find((f) => f.type === "esriFieldTypeString");
-    const extent = geometry ? await this.#extent(schemaName, tableName, geometry.column) : undefined;
+    const extent = geometry && withExtent ? await this.#extent(schemaName, tableName, geometry.column) : undefined;
     return {
       name,
       table: [schemaName, tableName],

@@ -154,8 +154,15 @@ export const layerCount = (source: ServiceSource): number => source.layers?.leng
 export const servesLayer = (source: ServiceSource, id: number): boolean =>
   Number.isInteger(id) && id >= 0 && id < layerCount(source) && (source.layers ? source.layers[id] != null : true);
 
-/** The dataset of layer `id` (0 unless the source names several tables, as a hosted service of several layers). */
-export async function openDataset(source: ServiceSource, id = 0): Promise<OpenDataset> {
+/**
+ * The dataset of layer `id` (0 unless the source names several tables, as a hosted service of several layers).
+ * `extent: false`: the caller (an edit) reads no extent, which a database's hosted layer then does not scan its rows for.
+ */
+export async function openDataset(
+  source: ServiceSource,
+  id = 0,
+  options: { readonly extent?: boolean } = {},
+): Promise<OpenDataset> {
   const layer = source.layers ? source.layers[id] : source.path.split("/").at(-1);
   if (typeof layer !== "string") throw new DatasetError("The service has no layer with this id.");
   // A service of several layers names them in its container (file or schema): its path's last part is the layer's.
@@ -164,7 +171,7 @@ export async function openDataset(source: ServiceSource, id = 0): Promise<OpenDa
     // A hosted layer kept in the deployment's own database, reached as that database requires (RDS Proxy).
     if (source.datastoreId === HOSTED_STORE_ID) {
       const { openHostedLayer } = await import("#shared/features/hosting-database.ts");
-      return openHostedLayer(path, source.revision ?? 0);
+      return openHostedLayer(path, source.revision ?? 0, options);
     }
     return openPostGisDataset(source.datastoreId, source.connection, source.path, source.trackingFields);
   }

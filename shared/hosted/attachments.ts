@@ -136,7 +136,7 @@ async function changeAttachments<T>(
     if (!source) throw new Error("a hosted service without a source");
     const at = { ...source, layers: [...layers] };
     if (!servesLayer(at, layerId)) throw badRequest(WHAT, [`The service has no layer or table with id ${layerId}.`]);
-    const schema = (await openDataset(at, layerId)).schema;
+    const schema = (await openDataset(at, layerId, { extent: false })).schema;
     if (!schema.attachments)
       throw operationNotSupported(
         "The layer keeps no attachments (hasAttachments: false): its owner turns them on with updateDefinition.",

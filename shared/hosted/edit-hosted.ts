@@ -117,7 +117,7 @@ const runEdits: EditRunner = async (req, edits, options, operation) => {
     for (const e of edits) {
       if (!servesLayer({ ...source, layers: [...layers] }, e.layerId))
         throw badRequest(WHAT, [`The service has no layer or table with id ${e.layerId}.`]);
-      const dataset = await openDataset({ ...source, layers: [...layers] }, e.layerId);
+      const dataset = await openDataset({ ...source, layers: [...layers] }, e.layerId, { extent: false });
       const rules = ownershipFor(identity, found.service, dataset.schema);
       const layer = await checkLayer(dataset, e, options, editor, rules);
       if (e.attachments && !dataset.schema.attachments)

@@ -85,7 +85,7 @@ export async function serveAttachments(
   if (!servesLayer(source, layerId)) throw new ApiError(400, "Invalid URL", ["Invalid URL"]);
   let dataset: OpenDataset;
   try {
-    dataset = await openDataset(source, layerId);
+    dataset = await openDataset(source, layerId, { extent: false });
   } catch (err) {
     if (err instanceof DatasetError || err instanceof StorageError) {
       logger.warn("feature layer unavailable", { itemId: service.itemId, reason: err.message });

@@ -573,6 +573,28 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
       expect(deleted.deleteResults).toEqual([{ objectId: id, globalId: gid, success: true }]);
       expect(await count("Name = 'by gid'")).toBe(0);
     });
+
+    it("tells its rows' extent as of the last edit: a far add widens it on the next read, its delete narrows it", async () => {
+      type Extent = { xmin: number; ymin: number; xmax: number; ymax: number };
+      const extent = async () => (await getJson(layer(), tokens.publisher)).extent as Extent;
+      const before = await extent();
+      expect(before.xmax).toBeLessThan(170);
+      const added = await post("0/addFeatures", {
+        features: JSON.stringify([{ geometry: point(170, -80), attributes: { Name: "far" } }]),
+      });
+      const id = (added.addResults as { objectId: number }[])[0]?.objectId;
+      const wide = await extent();
+      // A GeoPackage's extent comes from its R*Tree, whose single-precision bounds are rounded outwards.
+      expect(wide.xmax).toBeCloseTo(170, 4);
+      expect(wide.ymin).toBeCloseTo(-80, 4);
+      expect(wide.xmin).toBeCloseTo(before.xmin, 4);
+      expect(wide.ymax).toBeCloseTo(before.ymax, 4);
+      expect(await post("0/deleteFeatures", { objectIds: String(id) })).toEqual({
+        deleteResults: [{ objectId: id, globalId: null, success: true }],
+      });
+      const after = await extent();
+      for (const k of ["xmin", "ymin", "xmax", "ymax"] as const) expect(after[k]).toBeCloseTo(before[k], 4);
+    });
   });
 
   describe("the edited data", () => {
