@@ -159,12 +159,13 @@ export async function changing<T>(item: Item, change: () => Promise<T>): Promise
 }
 
 /**
- * What the item keeps and is charged for: its file, a hosted service's data or its text, with its resources and
- * thumbnail (as ArcGIS counts resources in the item's size); -1 for an item that keeps nothing (a reference).
+ * What the item keeps and is charged for: its file, a hosted service's data (and its features' attachments) or its
+ * text, with its resources and thumbnail (as ArcGIS counts resources in the item's size); -1 for an item that keeps
+ * nothing (a reference).
  */
 function keptSize(item: Item): number {
   const data = item.file?.size ?? item.hostedData ?? item.text?.size;
-  const extra = (item.resourceBytes ?? 0) + (item.thumbnail?.size ?? 0);
+  const extra = (item.resourceBytes ?? 0) + (item.attachmentBytes ?? 0) + (item.thumbnail?.size ?? 0);
   return data === undefined && extra === 0 ? -1 : (data ?? 0) + extra;
 }
 

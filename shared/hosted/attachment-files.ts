@@ -4,13 +4,20 @@
 // removes old bytes only once its row no longer names them. What a file is comes from its own bytes (and, for the
 // types without a signature, its name): only what field apps send is taken (images, PDF, audio, video, plain text,
 // office documents), and it is always served as data (an attachment in a sandbox, never sniffed).
+//
+// Their bytes count against the service owner's storage quota (the item's `attachmentBytes`): charged before they are
+// kept, so a file past the quota is never written, and given back as measured when they are removed. A crash between
+// the charge and the removal of bytes no row names leaves them counted (never the other way round).
 import { bucketClient, hostedDataPlace } from "#shared/hosted/data-place.ts";
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { config } from "#shared/config.ts";
+import { ApiError } from "#shared/errors.ts";
 import { checkedItemId } from "#shared/features/hosted-source.ts";
 import { logger } from "#shared/log.ts";
+import { chargeAttachments, ItemGoneError, StorageQuotaError } from "#shared/stores/items.ts";
+import { quotaExceeded } from "#shared/uploads.ts";
 
 /**
  * The largest attachment, in bytes: under Lambda's 6 MB request (a multipart upload, base64 in the event) and answer
@@ -30,11 +37,41 @@ function checkedKey(key: string): string {
   return key;
 }
 
+/** Counts bytes against the service's item and its owner's quotas (given back when negative); a refusal plainly. */
+async function charge(serviceItemId: string, delta: number): Promise<void> {
+  const quota = config().storageQuota;
+  try {
+    await chargeAttachments(serviceItemId, delta, quota);
+  } catch (err) {
+    if (err instanceof StorageQuotaError) throw quotaExceeded(err.whose, quota);
+    if (err instanceof ItemGoneError) throw new ApiError(404, "Service not found.", ["The service was deleted."]);
+    throw err;
+  }
+}
+
+/** Gives back bytes removed (a failure logged: they stay counted, the safe side). */
+async function release(serviceItemId: string, bytes: number): Promise<void> {
+  await charge(serviceItemId, -bytes).catch((err: unknown) =>
+    logger.warn("attachment bytes not given back", { itemId: serviceItemId, bytes, error: String(err) }),
+  );
+}
+
 /**
- * Keeps an attachment's bytes under a fresh key and answers it: whole before the key is answered (a folder's file is
- * written beside its name, synced, then renamed), so a crash leaves no half file under a key any row could name.
+ * Keeps an attachment's bytes under a fresh key and answers it: counted against the quota first, then whole before
+ * the key is answered (a folder's file is written beside its name, synced, then renamed), so a crash leaves no half
+ * file under a key any row could name.
  */
 export async function keepAttachmentBytes(serviceItemId: string, bytes: Buffer): Promise<string> {
+  await charge(serviceItemId, bytes.length);
+  try {
+    return await writeBytes(serviceItemId, bytes);
+  } catch (err) {
+    await release(serviceItemId, bytes.length);
+    throw err;
+  }
+}
+
+async function writeBytes(serviceItemId: string, bytes: Buffer): Promise<string> {
   const key = randomBytes(16).toString("hex");
   const w = hostedDataPlace();
   if ("dir" in w) {
@@ -92,45 +129,68 @@ export async function readAttachmentBytes(serviceItemId: string, key: string): P
  */
 export async function removeAttachmentBytes(serviceItemId: string, keys: readonly string[]): Promise<void> {
   if (keys.length === 0) return;
+  let removed = 0;
   try {
     const w = hostedDataPlace();
     if ("dir" in w) {
-      for (const key of keys) await rm(join(folderOf(w.dir, serviceItemId), checkedKey(key)), { force: true });
-      return;
+      for (const key of keys) {
+        const file = join(folderOf(w.dir, serviceItemId), checkedKey(key));
+        const size = (await stat(file).catch(() => undefined))?.size;
+        if (size === undefined) continue;
+        await rm(file, { force: true });
+        removed += size;
+      }
+    } else {
+      const { s3, client } = await bucketClient();
+      for (const key of keys) {
+        const Key = objectKey(serviceItemId, checkedKey(key));
+        const size = await client
+          .send(new s3.HeadObjectCommand({ Bucket: w.bucket, Key }))
+          .then((h) => h.ContentLength ?? 0)
+          .catch((err: unknown) => {
+            if ((err as { name?: string }).name === "NotFound") return undefined;
+            throw err;
+          });
+        if (size === undefined) continue;
+        await client.send(new s3.DeleteObjectCommand({ Bucket: w.bucket, Key }));
+        removed += size;
+      }
     }
-    const { s3, client } = await bucketClient();
-    for (let i = 0; i < keys.length; i += 1000)
-      await client.send(
-        new s3.DeleteObjectsCommand({
-          Bucket: w.bucket,
-          Delete: { Objects: keys.slice(i, i + 1000).map((k) => ({ Key: objectKey(serviceItemId, checkedKey(k)) })) },
-        }),
-      );
   } catch (err) {
     logger.warn("attachment bytes not removed", { itemId: serviceItemId, keys: keys.length, error: String(err) });
   }
+  await release(serviceItemId, removed);
 }
 
-/** Removes every attachment's bytes of a service (its data dropped with it). */
+/**
+ * Removes every attachment's bytes of a service (its data dropped with it, or replaced by an overwrite), giving back
+ * what they counted while the item lasts.
+ */
 export async function removeServiceAttachments(serviceItemId: string): Promise<void> {
   const w = config().hostedData;
   if (!w) return;
+  let removed = 0;
   if ("dir" in w) {
-    await rm(folderOf(w.dir, serviceItemId), { recursive: true, force: true });
-    return;
+    const folder = folderOf(w.dir, serviceItemId);
+    const names = await readdir(folder).catch(() => [] as string[]);
+    for (const name of names) removed += (await stat(join(folder, name)).catch(() => undefined))?.size ?? 0;
+    await rm(folder, { recursive: true, force: true });
+  } else {
+    const { s3, client } = await bucketClient();
+    const Prefix = `hosted/${PREFIX}/${checkedItemId(serviceItemId)}/`;
+    let ContinuationToken: string | undefined;
+    do {
+      const page = await client.send(
+        new s3.ListObjectsV2Command({ Bucket: w.bucket, Prefix, ...(ContinuationToken ? { ContinuationToken } : {}) }),
+      );
+      const objects = (page.Contents ?? []).flatMap((o) => (o.Key ? [{ Key: o.Key }] : []));
+      if (objects.length > 0)
+        await client.send(new s3.DeleteObjectsCommand({ Bucket: w.bucket, Delete: { Objects: objects } }));
+      for (const o of page.Contents ?? []) removed += o.Size ?? 0;
+      ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (ContinuationToken);
   }
-  const { s3, client } = await bucketClient();
-  const Prefix = `hosted/${PREFIX}/${checkedItemId(serviceItemId)}/`;
-  let ContinuationToken: string | undefined;
-  do {
-    const page = await client.send(
-      new s3.ListObjectsV2Command({ Bucket: w.bucket, Prefix, ...(ContinuationToken ? { ContinuationToken } : {}) }),
-    );
-    const objects = (page.Contents ?? []).flatMap((o) => (o.Key ? [{ Key: o.Key }] : []));
-    if (objects.length > 0)
-      await client.send(new s3.DeleteObjectsCommand({ Bucket: w.bucket, Delete: { Objects: objects } }));
-    ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (ContinuationToken);
+  await release(serviceItemId, removed);
 }
 
 // --- what a file is ------------------------------------------------------------------------------------------------

@@ -80,6 +80,11 @@ export interface Item {
    * against its owner's quota like an uploaded file and removed with the item.
    */
   readonly hostedData?: number;
+  /**
+   * A hosted service's item: the bytes of its features' attachments (kept in object storage beside its data), counted
+   * against its owner's quota as each is kept and given back as each is removed (shared/hosted/attachment-files.ts).
+   */
+  readonly attachmentBytes?: number;
   /** A hosted service's item: the file item it was published from (ArcGIS's Service2Data relationship). */
   readonly sourceItemId?: string;
   /** A file uploaded in parts, not yet whole (`addItem` with `multipart=true`); gone once its file is. */
@@ -232,6 +237,7 @@ export function toItem(record: Record<string, unknown>): Item {
     ...(typeof record.licenseInfo === "string" ? { licenseInfo: record.licenseInfo } : {}),
     ...(typeof record.properties === "string" ? { properties: record.properties } : {}),
     ...(typeof record.resourceBytes === "number" ? { resourceBytes: record.resourceBytes } : {}),
+    ...(typeof record.attachmentBytes === "number" ? { attachmentBytes: record.attachmentBytes } : {}),
     ...(thumbnail
       ? {
           thumbnail: {
@@ -329,6 +335,7 @@ function usageChange(portalId: string, username: string | undefined, bytes: numb
 const keptBytes = (item: Item) =>
   (item.file?.size ?? item.hostedData ?? item.upload?.bytes ?? item.text?.size ?? 0) +
   (item.resourceBytes ?? 0) +
+  (item.attachmentBytes ?? 0) +
   (item.thumbnail?.size ?? 0);
 
 function usageRelease(item: Item) {
@@ -354,6 +361,49 @@ export function usageCharge(
     usageChange(portalId, owner, bytes, quota.userBytes),
     usageChange(portalId, undefined, bytes, quota.organizationBytes),
   ];
+}
+
+/**
+ * Counts `delta` bytes of a hosted service's attachments against its item and its owner's and organization's quotas
+ * (a negative delta gives them back), at once: past a quota nothing is counted (StorageQuotaError). Counted by adding,
+ * so concurrent attachments need no turns; an owner changed meanwhile is read again, so the bytes go to whoever holds
+ * the item. An item gone: a charge is ItemGoneError, a release nothing (the item's deletion gave back what it held).
+ */
+export async function chargeAttachments(
+  itemId: string,
+  delta: number,
+  quota: { readonly userBytes: number; readonly organizationBytes: number },
+): Promise<void> {
+  if (delta === 0) return;
+  for (let attempt = 0; attempt < 8; attempt++) {
+    const item = await getItem(itemId);
+    if (!item) {
+      if (delta > 0) throw new ItemGoneError();
+      return;
+    }
+    const actions = [
+      {
+        Update: {
+          ...itemKey(item),
+          UpdateExpression: "ADD #a :d",
+          ConditionExpression: "attribute_exists(itemId) AND #o = :o",
+          ExpressionAttributeNames: { "#a": "attachmentBytes", "#o": "owner" },
+          ExpressionAttributeValues: { ":d": delta, ":o": item.owner },
+        },
+      },
+      ...(delta > 0
+        ? usageCharge(item.portalId, item.owner, delta, quota)
+        : [usageChange(item.portalId, item.owner, delta), usageChange(item.portalId, undefined, delta)]),
+    ];
+    try {
+      await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
+      return;
+    } catch (err) {
+      if (failedConditions(err)?.includes(0)) continue;
+      throw (delta > 0 ? quotaFailure(err, 1) : undefined) ?? (isTransactionConflict(err) ? new ItemBusyError() : err);
+    }
+  }
+  throw new ItemBusyError();
 }
 
 /** Which quota refused a transaction whose usageCharge writes were placed from index `at` on (else undefined). */
@@ -730,11 +780,13 @@ async function deleteItemAsRead(item: Item): Promise<void> {
     ...asRead,
     ConditionExpression:
       `${asRead.ConditionExpression} AND (attribute_not_exists(#p) OR #p = :no)` +
-      " AND (attribute_not_exists(#rb) OR #rb = :rb) AND (attribute_not_exists(#th) OR #th.#blob = :tb)",
+      " AND (attribute_not_exists(#rb) OR #rb = :rb) AND (attribute_not_exists(#th) OR #th.#blob = :tb)" +
+      " AND (attribute_not_exists(#ab) OR #ab = :ab)",
     ExpressionAttributeNames: {
       ...("ExpressionAttributeNames" in asRead ? asRead.ExpressionAttributeNames : {}),
       "#p": "protected",
       "#rb": "resourceBytes",
+      "#ab": "attachmentBytes",
       "#th": "thumbnail",
       "#blob": "blob",
     },
@@ -742,6 +794,7 @@ async function deleteItemAsRead(item: Item): Promise<void> {
       ...("ExpressionAttributeValues" in asRead ? asRead.ExpressionAttributeValues : {}),
       ":no": false,
       ":rb": item.resourceBytes ?? 0,
+      ":ab": item.attachmentBytes ?? 0,
       ":tb": item.thumbnail?.blob ?? "",
     },
   };
@@ -1377,13 +1430,15 @@ export async function reassignItemTo(
         ...itemKey(item),
         UpdateExpression:
           folder === undefined ? "SET #o = :t, modified = :m REMOVE #f" : "SET #o = :t, modified = :m, #f = :f",
-        ConditionExpression: "#o = :o AND modified = :wasm",
-        ExpressionAttributeNames: { "#o": "owner", "#f": "ownerFolder" },
+        // Its attachments' bytes are counted without moving `modified`: they too must be as read.
+        ConditionExpression: "#o = :o AND modified = :wasm AND (attribute_not_exists(#ab) OR #ab = :ab)",
+        ExpressionAttributeNames: { "#o": "owner", "#f": "ownerFolder", "#ab": "attachmentBytes" },
         ExpressionAttributeValues: {
           ":t": target,
           ":o": item.owner,
           ":m": now,
           ":wasm": item.modified,
+          ":ab": item.attachmentBytes ?? 0,
           ...(folder === undefined ? {} : { ":f": folder }),
         },
       },

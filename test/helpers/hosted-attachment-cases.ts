@@ -49,7 +49,8 @@ export function hostedAttachmentSuite(backing: AttachmentBacking): void {
   beforeAll(async () => {
     const env = await backing.start();
     // A request body large enough for an attachment just past the limit (the default body limit is 1 MiB).
-    engine = await startEngine({ env: { ...env, MAX_BODY_BYTES: "4400000" } });
+    // The owner's quota: a few large attachments pass it (the quota test).
+    engine = await startEngine({ env: { ...env, MAX_BODY_BYTES: "4400000", STORAGE_QUOTA_USER_MB: "10" } });
     Object.assign(tokens, await signInMembers(rest(), engine.ca));
     const [created] = (await defineCalls(engine, "publisher", PASSWORDS.publisher, [
       { fn: "createFeatureService", options: { item: { name: "Hydrants", capabilities: "Query" } } },
@@ -470,6 +471,72 @@ export function hostedAttachmentSuite(backing: AttachmentBacking): void {
       expect(await getJson(`${layer()}/query?where=1%3D1&returnCountOnly=true`, tokens.publisher)).toEqual({
         count: 2,
       });
+    });
+
+    it("counts attachments against the owner's quota: one past it refused and not kept, a delete gives room back", async () => {
+      // Just under the largest attachment: two fit in the suite's 10 MB quota beside the service's data, a third not.
+      const big = Buffer.alloc(4 * 1024 * 1024 - 1024, 7);
+      big.set(JPEG, 0);
+      const item = async () => (await getJson(`${rest()}/content/items/${itemId}`, tokens.publisher)).size as number;
+      const before = await item();
+      const kept = files().length;
+      const add = async (name: string) =>
+        (await upload("1/addAttachment", { token: tokens.publisher }, name, big)) as {
+          addAttachmentResult?: { objectId: number; success: boolean };
+        };
+      const first = (await add("big1.jpg")).addAttachmentResult;
+      const second = (await add("big2.jpg")).addAttachmentResult;
+      expect([first?.success, second?.success]).toEqual([true, true]);
+      expect(await item()).toBe(before + 2 * big.length);
+      expect(await add("big3.jpg")).toEqual({
+        error: {
+          code: 403,
+          message: "Storage quota exceeded.",
+          details: ["Your uploaded files may take at most 10 MB: delete some, or ask an administrator for more."],
+        },
+      });
+      // The same through applyEdits' attachments (a smaller file, within the request's limit once in base64, but past
+      // the room left): the whole request refused before it writes anything.
+      const medium = big.subarray(0, 2 * 1024 * 1024 + 4096);
+      const viaEdits = await call(`${layer()}/applyEdits`, {
+        ca: engine.ca,
+        body: form({
+          f: "json",
+          token: tokens.publisher,
+          useGlobalIds: "true",
+          attachments: JSON.stringify({
+            adds: [
+              {
+                globalId: "{7A1B2C3D-0000-4000-8000-0000000000F1}",
+                parentGlobalId: (
+                  (await getJson(`${layer()}/query?objectIds=1&outFields=GlobalID`, tokens.publisher)).features as {
+                    attributes: { GlobalID: string };
+                  }[]
+                )[0]?.attributes.GlobalID,
+                contentType: "image/jpeg",
+                name: "big4.jpg",
+                data: medium.toString("base64"),
+              },
+            ],
+          }),
+        }),
+      });
+      expect(viaEdits.json()).toMatchObject({ error: { code: 403, message: "Storage quota exceeded." } });
+      expect(files()).toHaveLength(kept + 2);
+      expect(await item()).toBe(before + 2 * big.length);
+      for (const id of [first?.objectId, second?.objectId])
+        expect(
+          await postJson(`${layer()}/1/deleteAttachments`, tokens.publisher, { attachmentIds: String(id) }),
+        ).toEqual({
+          deleteAttachmentResults: [{ objectId: id, globalId: GID, success: true }],
+        });
+      expect(await item()).toBe(before);
+      expect(files()).toHaveLength(kept);
+      const again = (await add("big5.jpg")).addAttachmentResult;
+      expect(again?.success).toBe(true);
+      expect(await item()).toBe(before + big.length);
+      await postJson(`${layer()}/1/deleteAttachments`, tokens.publisher, { attachmentIds: String(again?.objectId) });
+      expect(await item()).toBe(before);
     });
 
     it("deleting the service deletes its attachments' bytes", async () => {
