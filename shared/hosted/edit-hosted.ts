@@ -4,7 +4,7 @@
 // from the request's code so the service function, which edits layers read by reference from a database
 // (shared/hosted/byref-edit.ts) with the same checks, carries none of the hosted stores.
 import { config } from "#shared/config.ts";
-import { badRequest, operationNotSupported } from "#shared/errors.ts";
+import { ApiError, badRequest, operationNotSupported } from "#shared/errors.ts";
 import { openDataset, servesLayer } from "#shared/features/sources.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
@@ -23,6 +23,7 @@ import {
   notKept,
   type RawAttachments,
   type RawFile,
+  type RawLayerEdits,
   WHAT,
 } from "#shared/hosted/edit.ts";
 import { ownershipFor } from "#shared/features/ownership.ts";
@@ -30,6 +31,7 @@ import { editEvent } from "#shared/hosted/edit-events.ts";
 import type { EditOutcome, EditRequest, LayerEdit } from "#shared/hosted/store.ts";
 import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
 import { serverUrl } from "#shared/stores/servers.ts";
+import { type Item, noteHostedDataSize, storageUsed } from "#shared/stores/items.ts";
 import type { Service } from "#shared/stores/services.ts";
 
 /** Bytes kept for an attachment of a request: its key, and where its result is (its layer, list and place). */
@@ -98,11 +100,46 @@ export async function hostedEditStart(req: RestRequest, service: Service, moment
   return { store, event };
 }
 
+const MB = 1024 * 1024;
+
+/**
+ * An edit that may grow a service's data (adds, updates, attachments added) is refused while its owner, or their
+ * organization, is at or past a storage quota: what an edit writes is counted once it committed (the data's size,
+ * noteHostedDataSize), so a quota is passed by one edit at most. Deletes are always taken (they make room).
+ */
+async function checkRoom(item: Item, edits: readonly RawLayerEdits[]): Promise<void> {
+  if (!edits.some((e) => e.adds.length > 0 || e.updates.length > 0 || (e.attachments?.adds.length ?? 0) > 0)) return;
+  const quota = config().storageQuota;
+  const [user, organization] = await Promise.all([storageUsed(item.portalId, item.owner), storageUsed(item.portalId)]);
+  const whose =
+    user >= quota.userBytes
+      ? "its owner's"
+      : organization >= quota.organizationBytes
+        ? "the organization's"
+        : undefined;
+  if (whose === undefined) return;
+  const limit = whose === "its owner's" ? quota.userBytes : quota.organizationBytes;
+  throw new ApiError(403, "Storage quota exceeded.", [
+    `The service's data is counted against ${whose} storage quota (${Math.round(limit / MB)} MB), which is used up: delete features or other items, or ask an administrator for more.`,
+  ]);
+}
+
+/** Records the data's size an edit left in its item (and its owner's usage); a failure is logged, the edit kept. */
+async function noteSize(item: Item, outcome: EditOutcome): Promise<void> {
+  if (!outcome.committed || outcome.bytes === undefined) return;
+  try {
+    await noteHostedDataSize(item, outcome.bytes);
+  } catch (err) {
+    logger.warn("hosted data size not recorded", { itemId: item.itemId, error: String(err) });
+  }
+}
+
 /** Checks and makes a request's edits of one hosted service's layers, in one transaction. */
 const runEdits: EditRunner = async (req, edits, options, operation) => {
   // Every hosted service is in the Hosted folder: the routes name it (by-reference layers elsewhere are read-only).
   const found = await editableService(req, HOSTED_FOLDER, req.pathParameters.name ?? "", needsOf(edits), operation);
   checkEditBounds(edits);
+  await checkRoom(found.item, edits);
   const identity = req.identity;
   const editor: Editor = { username: identity.kind === "user" ? identity.user.username : "", moment: Date.now() };
   const { store, event } = await hostedEditStart(req, found.service, editor.moment);
@@ -164,6 +201,7 @@ const runEdits: EditRunner = async (req, edits, options, operation) => {
   );
   // After the lock is let go: the next edit of a GeoPackage does not wait on the bus.
   await event.afterCommit(outcome);
+  await noteSize(found.item, outcome);
   if (outcome.committed && outcome.removedKeys)
     await (
       await import("#shared/hosted/attachment-files.ts")

@@ -534,7 +534,12 @@ async function editInPlace(
         settleContents(db, table, layer.schema.geometry?.column, request.moment);
       }
       await beforeCommit(outcome);
-      return outcome;
+      // What the rows take now: the file's pages but its free ones (a delete's pages are reused by later adds, so
+      // deleting features gives room back though the file does not shrink).
+      const pragma = (name: string) => Number((db.prepare(`PRAGMA ${name}`).get() as Record<string, unknown>)[name]);
+      return outcome.changed
+        ? { ...outcome, bytes: (pragma("page_count") - pragma("freelist_count")) * pragma("page_size") }
+        : outcome;
     });
   } catch (err) {
     if (err instanceof EditsRolledBack) return err.outcome;

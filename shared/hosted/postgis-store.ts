@@ -659,7 +659,9 @@ async function edit(serviceItemId: string, request: EditRequest, beforeCommit: B
     return await writing(async (client) => {
       const run = async (q: EmittedQuery) =>
         (await client.query({ text: q.sql, values: q.params, rowMode: "array" })).rows as unknown[][];
-      const outcome = await applyEdits(run, postgresEmitter, request, schema);
+      const written = await applyEdits(run, postgresEmitter, request, schema);
+      // What the rows take now, measured in the edit's own transaction (its new pages included).
+      const outcome = written.changed ? { ...written, bytes: await schemaBytes(client, schema) } : written;
       await beforeCommit(outcome);
       return outcome;
     });

@@ -251,6 +251,8 @@ export interface EditOutcome {
   readonly changed?: boolean;
   /** The bytes' keys of attachments deleted with their features: removed once the edit committed. */
   readonly removedKeys?: readonly string[];
+  /** The service's data size as the committed edit left it (when its rows changed), which its item then records. */
+  readonly bytes?: number;
 }
 
 /**

@@ -1189,6 +1189,54 @@ export async function settleHostedData(
   }
 }
 
+/**
+ * Records a hosted service's data size after an edit changed its rows, the difference counted against (or given back
+ * to) its owner's and organization's usage with no limit: the rows are kept already (an edit is refused before it
+ * writes while the owner is past a quota). Held only while no definition change holds the service (that change
+ * measures the data whole when it settles) and while the size recorded is the one read: else read again, a few times.
+ * Whether it was recorded.
+ */
+export async function noteHostedDataSize(item: Item, bytes: number): Promise<boolean> {
+  let current = item;
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const was = current.hostedData ?? 0;
+    if (bytes === was) return true;
+    const delta = bytes - was;
+    try {
+      await retryingConflicts(() =>
+        ddb.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Update: {
+                  ...itemKey(item),
+                  UpdateExpression: "SET hostedData = :b",
+                  ConditionExpression:
+                    "attribute_exists(itemId) AND attribute_not_exists(definingSince) AND #o = :o AND (hostedData = :was OR (attribute_not_exists(hostedData) AND :was = :zero))",
+                  ExpressionAttributeNames: { "#o": "owner" },
+                  ExpressionAttributeValues: { ":b": bytes, ":was": was, ":zero": 0, ":o": current.owner },
+                },
+              },
+              usageChange(current.portalId, current.owner, delta),
+              usageChange(current.portalId, undefined, delta),
+            ] as never,
+          }),
+        ),
+      );
+      return true;
+    } catch (err) {
+      if (!failedConditions(err)?.includes(0)) throw err;
+      const { Item: raw } = await ddb.send(
+        new GetCommand({ TableName: tableName("items"), Key: { itemId: item.itemId }, ConsistentRead: true }),
+      );
+      // Gone, or a definition change holds it (it records the size it measures).
+      if (!raw || raw.definingSince !== undefined) return false;
+      current = toItem(raw);
+    }
+  }
+  return false;
+}
+
 // Items of text (web maps, apps' configurations): the text is kept beside the item (ItemText) and counted against
 // the quotas with it.
 
