@@ -17,7 +17,7 @@ import {
   ItemGoneError,
   quotaFailure,
   resourcesKey,
-  usageCharge,
+  usageDelta,
 } from "#shared/stores/items.ts";
 
 export interface ItemResource {
@@ -64,22 +64,6 @@ export class ResourcesStaleError extends Error {
     super("The item's resources changed since they were read.");
     this.name = "ResourcesStaleError";
   }
-}
-
-/** The usage writes of a change of `delta` bytes: a charge against the quotas, or bytes given back. */
-function usage(item: Item, delta: number, quota: Quota): object[] {
-  if (delta > 0) return usageCharge(item.portalId, item.owner, delta, quota);
-  if (delta === 0) return [];
-  const back = (username?: string) => ({
-    Update: {
-      TableName: tableName("items"),
-      Key: { itemId: username === undefined ? `usage#${item.portalId}` : `usage#${item.portalId}#${username}` },
-      UpdateExpression: "ADD #b :n",
-      ExpressionAttributeNames: { "#b": "bytes" },
-      ExpressionAttributeValues: { ":n": delta },
-    },
-  });
-  return [back(item.owner), back()];
 }
 
 /**
@@ -130,7 +114,7 @@ export async function writeResources(
         },
       },
     },
-    ...usage(item, delta, quota),
+    ...usageDelta(item, delta, quota),
   ];
   try {
     await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
@@ -173,7 +157,7 @@ export async function writeThumbnail(item: Item, thumbnail: ItemThumbnail, quota
         },
       },
     },
-    ...usage(item, delta, quota),
+    ...usageDelta(item, delta, quota),
   ];
   try {
     await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));

@@ -391,9 +391,7 @@ export async function chargeAttachments(
           ExpressionAttributeValues: { ":d": delta, ":o": item.owner },
         },
       },
-      ...(delta > 0
-        ? usageCharge(item.portalId, item.owner, delta, quota)
-        : [usageChange(item.portalId, item.owner, delta), usageChange(item.portalId, undefined, delta)]),
+      ...usageDelta(item, delta, quota),
     ];
     try {
       await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
@@ -404,6 +402,21 @@ export async function chargeAttachments(
     }
   }
   throw new ItemBusyError();
+}
+
+/**
+ * The usage writes of a change of `delta` bytes an item keeps, for its owner and organization: with `quota`, growth is
+ * charged against the quotas (usageCharge: refused past them); without, counted with no limit; bytes given back when
+ * it shrinks; nothing when unchanged.
+ */
+export function usageDelta(
+  item: Pick<Item, "portalId" | "owner">,
+  delta: number,
+  quota?: { readonly userBytes: number; readonly organizationBytes: number },
+): object[] {
+  if (delta === 0) return [];
+  if (delta > 0 && quota) return usageCharge(item.portalId, item.owner, delta, quota);
+  return [usageChange(item.portalId, item.owner, delta), usageChange(item.portalId, undefined, delta)];
 }
 
 /** Which quota refused a transaction whose usageCharge writes were placed from index `at` on (else undefined). */
@@ -1171,11 +1184,7 @@ export async function settleHostedData(
                 ExpressionAttributeValues: { ":b": bytes, ":m": now, ":mine": stamp, ...where.values },
               },
             },
-            ...(delta === 0
-              ? []
-              : delta > 0
-                ? usageCharge(item.portalId, item.owner, delta, quota)
-                : [usageChange(item.portalId, item.owner, delta), usageChange(item.portalId, undefined, delta)]),
+            ...usageDelta(item, delta, quota),
             // The service record's layers, when the change gave or took some (shared/stores/services.ts).
             ...also,
           ],
@@ -1201,31 +1210,21 @@ export async function noteHostedDataSize(item: Item, bytes: number): Promise<boo
   for (let attempt = 0; attempt < 4; attempt++) {
     const was = current.hostedData ?? 0;
     if (bytes === was) return true;
-    const delta = bytes - was;
+    const recorded = {
+      Update: {
+        ...itemKey(item),
+        UpdateExpression: "SET hostedData = :b",
+        ConditionExpression:
+          "attribute_exists(itemId) AND attribute_not_exists(definingSince) AND #o = :o AND (hostedData = :was OR (attribute_not_exists(hostedData) AND :was = :zero))",
+        ExpressionAttributeNames: { "#o": "owner" },
+        ExpressionAttributeValues: { ":b": bytes, ":was": was, ":zero": 0, ":o": current.owner },
+      },
+    };
     try {
-      await retryingConflicts(() =>
-        ddb.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Update: {
-                  ...itemKey(item),
-                  UpdateExpression: "SET hostedData = :b",
-                  ConditionExpression:
-                    "attribute_exists(itemId) AND attribute_not_exists(definingSince) AND #o = :o AND (hostedData = :was OR (attribute_not_exists(hostedData) AND :was = :zero))",
-                  ExpressionAttributeNames: { "#o": "owner" },
-                  ExpressionAttributeValues: { ":b": bytes, ":was": was, ":zero": 0, ":o": current.owner },
-                },
-              },
-              usageChange(current.portalId, current.owner, delta),
-              usageChange(current.portalId, undefined, delta),
-            ] as never,
-          }),
-        ),
-      );
+      await transact([recorded, ...usageDelta(current, bytes - was)]);
       return true;
     } catch (err) {
-      if (!failedConditions(err)?.includes(0)) throw err;
+      if (!(err instanceof ItemGoneError)) throw err;
       const { Item: raw } = await ddb.send(
         new GetCommand({ TableName: tableName("items"), Key: { itemId: item.itemId }, ConsistentRead: true }),
       );
@@ -1329,11 +1328,7 @@ export async function changeItemText(
         ExpressionAttributeValues: values,
       },
     },
-    ...(delta > 0
-      ? usageCharge(item.portalId, item.owner, delta, quota)
-      : delta < 0
-        ? [usageChange(item.portalId, item.owner, delta), usageChange(item.portalId, undefined, delta)]
-        : []),
+    ...usageDelta(item, delta, quota),
     ...(text.blob === undefined
       ? textPut(item.itemId, text, body)
       : item.text && item.text.blob === undefined
