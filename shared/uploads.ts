@@ -124,6 +124,20 @@ export function quotaExceeded(whose: "user" | "organization", quota: { userBytes
   ]);
 }
 
+/**
+ * A refusal of what would grow a hosted service's data (an edit, an attachment) while its owner, or their organization,
+ * is past a quota: told as the service's, since the caller may be another member editing it.
+ */
+export function serviceQuotaExceeded(
+  whose: "user" | "organization",
+  quota: { userBytes: number; organizationBytes: number },
+) {
+  const limit = whose === "user" ? quota.userBytes : quota.organizationBytes;
+  return new ApiError(403, "Storage quota exceeded.", [
+    `The service's data is counted against ${whose === "user" ? "its owner's" : "the organization's"} storage quota (${Math.round(limit / MB)} MB), which it would pass: delete features or other items, or ask an administrator for more.`,
+  ]);
+}
+
 /** What the uploader says of the new item (title, tags…), validated by addItem. */
 export interface UploadDescription {
   readonly portalId: string;

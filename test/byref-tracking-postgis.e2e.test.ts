@@ -229,6 +229,8 @@ suite("editor tracking and ownership rules on a layer published by reference fro
         editorField: "last_edited_user",
       });
       expect(json).not.toHaveProperty("ownershipBasedAccessControlForFeatures");
+      // Described afresh with its tracking columns, the layer keeps its rows' extent.
+      expect(json.extent).toMatchObject({ xmin: 3, ymin: 4, xmax: 3, ymax: 4 });
       const editable = Object.fromEntries(
         (json.fields as { name: string; editable: boolean }[]).map((f) => [f.name, f.editable]),
       );

@@ -71,7 +71,7 @@ describe("a hosted layer's edits and its owner's storage quota", () => {
         code: 403,
         message: "Storage quota exceeded.",
         details: [
-          "The service's data is counted against its owner's storage quota (1 MB), which is used up: delete features or other items, or ask an administrator for more.",
+          "The service's data is counted against its owner's storage quota (1 MB), which it would pass: delete features or other items, or ask an administrator for more.",
         ],
       },
     });

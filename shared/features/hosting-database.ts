@@ -348,10 +348,16 @@ export async function openHostedLayer(
   // The layer's editing record, read on every open: an edit moves its last edit and the rows' extent without a new
   // revision, so the described schema (its fields) is kept by the revision, and the extent by the edit.
   const record = await editingRecord(db, schemaName, tableOf(layerName));
-  const schema = await db.schema(`${schemaName}.${tableOf(layerName)}`, { key: revision, ready });
+  const name = `${schemaName}.${tableOf(layerName)}`;
+  const schema = await db.schema(name, { key: revision, ready, extentApart: true });
   if (!schema) throw new DatasetError("The hosted layer's table is no longer in the hosting database.");
   if (schema instanceof DatasetError) throw schema;
-  const extent = options.extent === false ? undefined : await db.extent(schema, `${revision}:${record?.version ?? ""}`);
+  // Kept only as the schema is: read while the database did not yet hold the revision (a change about to commit),
+  // it is not kept under that revision.
+  const extent =
+    options.extent === false
+      ? undefined
+      : await db.extent(schema, `${revision}:${record?.version ?? ""}`, db.keeps(name, revision));
   const attachments = await hasAttachTable(db, schemaName, tableOf(layerName), revision);
   // Shown by the layer's name, as its GeoPackage table would be (the reader names a table `schema.table`).
   return postGisDataset(

@@ -296,20 +296,27 @@ export class PostGisDatabase {
   /**
    * A dataset's schema, or why it cannot be served; undefined when the database has no such table. Kept a minute;
    * with `version`, kept by its key (a hosted layer's definition revision), and described only once `ready` says the
-   * database holds that version (false: described as it is, and not kept). A versioned schema holds no extent: the
-   * rows' extent moves with every edit, which no definition revision follows (`extent` reads it, kept by the edit).
+   * database holds that version (false: described as it is, and not kept). With `extentApart` (a hosted layer, whose
+   * rows' extent moves with every edit, which no definition revision follows) it holds no extent: `extent` reads it,
+   * kept by the edit.
    */
   schema(
     name: string,
-    version?: { readonly key: number | string; readonly ready: () => Promise<boolean> },
+    version?: { readonly key: number | string; readonly ready: () => Promise<boolean>; readonly extentApart?: boolean },
   ): Promise<LayerSchema | DatasetError | undefined> {
     const key = version ? `${name}\u0000${version.key}` : name;
     const held = this.#schemas.get(key);
     if (held && Date.now() - held.at < SCHEMA_TTL_MS) return held.schema;
-    if (!version) return this.#keep(key, this.#describe(name, true));
+    const withExtent = version?.extentApart !== true;
+    if (!version) return this.#keep(key, this.#describe(name, withExtent));
     return version
       .ready()
-      .then((ready) => (ready ? this.#keep(key, this.#describe(name, false)) : this.#describe(name, false)));
+      .then((ready) => (ready ? this.#keep(key, this.#describe(name, withExtent)) : this.#describe(name, withExtent)));
+  }
+
+  /** Whether the schema of `name` at version `key` is kept (described once its database held that version). */
+  keeps(name: string, key: number | string): boolean {
+    return this.#schemas.has(`${name}\u0000${key}`);
   }
 
   /**
@@ -317,13 +324,14 @@ export class PostGisDatabase {
    * have changed (a hosted layer's last committed edit): an edit and the reads after it do not describe the table
    * again, and only a read that tells the extent scans the rows for it.
    */
-  extent(schema: LayerSchema, key: string): Promise<Bounds | undefined> {
+  extent(schema: LayerSchema, key: string, keep = true): Promise<Bounds | undefined> {
     const [schemaName, table] = schema.table;
     if (!schema.geometry || schemaName === undefined || table === undefined) return Promise.resolve(undefined);
     const k = `${schemaName}.${table}\u0000${key}`;
     const held = this.#extents.get(k);
     if (held) return held;
     const read = this.#extent(schemaName, table, schema.geometry.column);
+    if (!keep) return read;
     if (this.#extents.size >= 256) this.#extents.delete(this.#extents.keys().next().value as string);
     this.#extents.set(k, read);
     read.catch(() => this.#extents.delete(k));

@@ -16,8 +16,8 @@ import { config } from "#shared/config.ts";
 import { ApiError } from "#shared/errors.ts";
 import { checkedItemId } from "#shared/features/hosted-source.ts";
 import { logger } from "#shared/log.ts";
-import { chargeAttachments, ItemGoneError, StorageQuotaError } from "#shared/stores/items.ts";
-import { quotaExceeded } from "#shared/uploads.ts";
+import { chargeAttachments, ItemBusyError, ItemGoneError, StorageQuotaError } from "#shared/stores/items.ts";
+import { serviceQuotaExceeded } from "#shared/uploads.ts";
 
 /**
  * The largest attachment, in bytes: under Lambda's 6 MB request (a multipart upload, base64 in the event) and answer
@@ -28,6 +28,8 @@ export const MAX_ATTACHMENT_BYTES = 4 * 1024 * 1024;
 export const MAX_ATTACHMENT_NAME = 255;
 
 const PREFIX = "attachments";
+/** Sizes asked of the bucket at once when attachments are removed. */
+const HEAD_CONCURRENCY = 16;
 const KEY = /^[0-9a-f]{32}$/;
 
 const folderOf = (dir: string, serviceItemId: string) => join(dir, PREFIX, checkedItemId(serviceItemId));
@@ -43,8 +45,10 @@ async function charge(serviceItemId: string, delta: number): Promise<void> {
   try {
     await chargeAttachments(serviceItemId, delta, quota);
   } catch (err) {
-    if (err instanceof StorageQuotaError) throw quotaExceeded(err.whose, quota);
+    if (err instanceof StorageQuotaError) throw serviceQuotaExceeded(err.whose, quota);
     if (err instanceof ItemGoneError) throw new ApiError(404, "Service not found.", ["The service was deleted."]);
+    if (err instanceof ItemBusyError)
+      throw new ApiError(409, "Unable to complete operation.", ["The service is busy: try again shortly."]);
     throw err;
   }
 }
@@ -142,18 +146,26 @@ export async function removeAttachmentBytes(serviceItemId: string, keys: readonl
       }
     } else {
       const { s3, client } = await bucketClient();
-      for (const key of keys) {
-        const Key = objectKey(serviceItemId, checkedKey(key));
-        const size = await client
-          .send(new s3.HeadObjectCommand({ Bucket: w.bucket, Key }))
-          .then((h) => h.ContentLength ?? 0)
-          .catch((err: unknown) => {
-            if ((err as { name?: string }).name === "NotFound") return undefined;
-            throw err;
-          });
-        if (size === undefined) continue;
-        await client.send(new s3.DeleteObjectCommand({ Bucket: w.bucket, Key }));
-        removed += size;
+      // Each object's size first (a few at a time), then the found ones deleted in batches: a key not found (or not
+      // readable) is neither deleted nor given back.
+      const found: { Key: string; size: number }[] = [];
+      for (let i = 0; i < keys.length; i += HEAD_CONCURRENCY) {
+        const sizes = await Promise.all(
+          keys.slice(i, i + HEAD_CONCURRENCY).map(async (key) => {
+            const Key = objectKey(serviceItemId, checkedKey(key));
+            const head = await client.send(new s3.HeadObjectCommand({ Bucket: w.bucket, Key })).catch(() => undefined);
+            return head ? { Key, size: head.ContentLength ?? 0 } : undefined;
+          }),
+        );
+        for (const f of sizes) if (f) found.push(f);
+      }
+      for (let i = 0; i < found.length; i += 1000) {
+        const batch = found.slice(i, i + 1000);
+        const answer = await client.send(
+          new s3.DeleteObjectsCommand({ Bucket: w.bucket, Delete: { Objects: batch.map(({ Key }) => ({ Key })) } }),
+        );
+        const failed = new Set((answer.Errors ?? []).map((e) => e.Key));
+        for (const f of batch) if (!failed.has(f.Key)) removed += f.size;
       }
     }
   } catch (err) {

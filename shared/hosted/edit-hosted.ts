@@ -4,7 +4,7 @@
 // from the request's code so the service function, which edits layers read by reference from a database
 // (shared/hosted/byref-edit.ts) with the same checks, carries none of the hosted stores.
 import { config } from "#shared/config.ts";
-import { ApiError, badRequest, operationNotSupported } from "#shared/errors.ts";
+import { badRequest, operationNotSupported } from "#shared/errors.ts";
 import { openDataset, servesLayer } from "#shared/features/sources.ts";
 import type { RestRequest } from "#shared/http/pipeline.ts";
 import { logger } from "#shared/log.ts";
@@ -33,6 +33,7 @@ import { HOSTED_FOLDER, restServiceUrl } from "#shared/publishing.ts";
 import { serverUrl } from "#shared/stores/servers.ts";
 import { type Item, noteHostedDataSize, storageUsed } from "#shared/stores/items.ts";
 import type { Service } from "#shared/stores/services.ts";
+import { serviceQuotaExceeded } from "#shared/uploads.ts";
 
 /** Bytes kept for an attachment of a request: its key, and where its result is (its layer, list and place). */
 interface KeptFile {
@@ -100,28 +101,17 @@ export async function hostedEditStart(req: RestRequest, service: Service, moment
   return { store, event };
 }
 
-const MB = 1024 * 1024;
-
 /**
  * An edit that may grow a service's data (adds, updates, attachments added) is refused while its owner, or their
  * organization, is at or past a storage quota: what an edit writes is counted once it committed (the data's size,
- * noteHostedDataSize), so a quota is passed by one edit at most. Deletes are always taken (they make room).
+ * noteHostedDataSize), so a quota is passed only by the edits under way when it was reached. Deletes are always taken (they make room).
  */
 async function checkRoom(item: Item, edits: readonly RawLayerEdits[]): Promise<void> {
   if (!edits.some((e) => e.adds.length > 0 || e.updates.length > 0 || (e.attachments?.adds.length ?? 0) > 0)) return;
   const quota = config().storageQuota;
   const [user, organization] = await Promise.all([storageUsed(item.portalId, item.owner), storageUsed(item.portalId)]);
-  const whose =
-    user >= quota.userBytes
-      ? "its owner's"
-      : organization >= quota.organizationBytes
-        ? "the organization's"
-        : undefined;
-  if (whose === undefined) return;
-  const limit = whose === "its owner's" ? quota.userBytes : quota.organizationBytes;
-  throw new ApiError(403, "Storage quota exceeded.", [
-    `The service's data is counted against ${whose} storage quota (${Math.round(limit / MB)} MB), which is used up: delete features or other items, or ask an administrator for more.`,
-  ]);
+  if (user >= quota.userBytes) throw serviceQuotaExceeded("user", quota);
+  if (organization >= quota.organizationBytes) throw serviceQuotaExceeded("organization", quota);
 }
 
 /** Records the data's size an edit left in its item (and its owner's usage); a failure is logged, the edit kept. */

@@ -365,7 +365,8 @@ export function usageCharge(
 
 /**
  * Counts `delta` bytes of a hosted service's attachments against its item and its owner's and organization's quotas
- * (a negative delta gives them back), at once: past a quota nothing is counted (StorageQuotaError). Counted by adding,
+ * (a negative delta gives them back, at most what the item counts), at once: past a quota nothing is counted
+ * (StorageQuotaError). Counted by adding,
  * so concurrent attachments need no turns; an owner changed meanwhile is read again, so the bytes go to whoever holds
  * the item. An item gone: a charge is ItemGoneError, a release nothing (the item's deletion gave back what it held).
  */
@@ -381,24 +382,30 @@ export async function chargeAttachments(
       if (delta > 0) throw new ItemGoneError();
       return;
     }
+    // Never more given back than was counted (attachments kept before they were counted were never charged).
+    const change = delta > 0 ? delta : -Math.min(-delta, item.attachmentBytes ?? 0);
+    if (change === 0) return;
     const actions = [
       {
         Update: {
           ...itemKey(item),
           UpdateExpression: "ADD #a :d",
-          ConditionExpression: "attribute_exists(itemId) AND #o = :o",
+          ConditionExpression:
+            change > 0
+              ? "attribute_exists(itemId) AND #o = :o"
+              : "attribute_exists(itemId) AND #o = :o AND #a >= :back",
           ExpressionAttributeNames: { "#a": "attachmentBytes", "#o": "owner" },
-          ExpressionAttributeValues: { ":d": delta, ":o": item.owner },
+          ExpressionAttributeValues: { ":d": change, ":o": item.owner, ...(change < 0 ? { ":back": -change } : {}) },
         },
       },
-      ...usageDelta(item, delta, quota),
+      ...usageDelta(item, change, quota),
     ];
     try {
       await retryingConflicts(() => ddb.send(new TransactWriteCommand({ TransactItems: actions as never })));
       return;
     } catch (err) {
       if (failedConditions(err)?.includes(0)) continue;
-      throw (delta > 0 ? quotaFailure(err, 1) : undefined) ?? (isTransactionConflict(err) ? new ItemBusyError() : err);
+      throw (change > 0 ? quotaFailure(err, 1) : undefined) ?? (isTransactionConflict(err) ? new ItemBusyError() : err);
     }
   }
   throw new ItemBusyError();
@@ -794,12 +801,13 @@ async function deleteItemAsRead(item: Item): Promise<void> {
     ConditionExpression:
       `${asRead.ConditionExpression} AND (attribute_not_exists(#p) OR #p = :no)` +
       " AND (attribute_not_exists(#rb) OR #rb = :rb) AND (attribute_not_exists(#th) OR #th.#blob = :tb)" +
-      " AND (attribute_not_exists(#ab) OR #ab = :ab)",
+      " AND (attribute_not_exists(#ab) OR #ab = :ab) AND (attribute_not_exists(#hd) OR #hd = :hd)",
     ExpressionAttributeNames: {
       ...("ExpressionAttributeNames" in asRead ? asRead.ExpressionAttributeNames : {}),
       "#p": "protected",
       "#rb": "resourceBytes",
       "#ab": "attachmentBytes",
+      "#hd": "hostedData",
       "#th": "thumbnail",
       "#blob": "blob",
     },
@@ -808,6 +816,7 @@ async function deleteItemAsRead(item: Item): Promise<void> {
       ":no": false,
       ":rb": item.resourceBytes ?? 0,
       ":ab": item.attachmentBytes ?? 0,
+      ":hd": item.hostedData ?? 0,
       ":tb": item.thumbnail?.blob ?? "",
     },
   };
@@ -1201,39 +1210,31 @@ export async function settleHostedData(
 /**
  * Records a hosted service's data size after an edit changed its rows, the difference counted against (or given back
  * to) its owner's and organization's usage with no limit: the rows are kept already (an edit is refused before it
- * writes while the owner is past a quota). Held only while no definition change holds the service (that change
- * measures the data whole when it settles) and while the size recorded is the one read: else read again, a few times.
- * Whether it was recorded.
+ * writes while the owner is at a quota). Held only while the item is as read (its size and owner) and no definition
+ * change holds the service: else it is left to whoever changed it (a definition change measures the data whole, and a
+ * later edit measures it again), so an older measurement never replaces a newer one, and the usage moves exactly as
+ * the recorded size does. Whether it was recorded.
  */
 export async function noteHostedDataSize(item: Item, bytes: number): Promise<boolean> {
-  let current = item;
-  for (let attempt = 0; attempt < 4; attempt++) {
-    const was = current.hostedData ?? 0;
-    if (bytes === was) return true;
-    const recorded = {
-      Update: {
-        ...itemKey(item),
-        UpdateExpression: "SET hostedData = :b",
-        ConditionExpression:
-          "attribute_exists(itemId) AND attribute_not_exists(definingSince) AND #o = :o AND (hostedData = :was OR (attribute_not_exists(hostedData) AND :was = :zero))",
-        ExpressionAttributeNames: { "#o": "owner" },
-        ExpressionAttributeValues: { ":b": bytes, ":was": was, ":zero": 0, ":o": current.owner },
-      },
-    };
-    try {
-      await transact([recorded, ...usageDelta(current, bytes - was)]);
-      return true;
-    } catch (err) {
-      if (!(err instanceof ItemGoneError)) throw err;
-      const { Item: raw } = await ddb.send(
-        new GetCommand({ TableName: tableName("items"), Key: { itemId: item.itemId }, ConsistentRead: true }),
-      );
-      // Gone, or a definition change holds it (it records the size it measures).
-      if (!raw || raw.definingSince !== undefined) return false;
-      current = toItem(raw);
-    }
+  const was = item.hostedData ?? 0;
+  if (bytes === was) return true;
+  const recorded = {
+    Update: {
+      ...itemKey(item),
+      UpdateExpression: "SET hostedData = :b",
+      ConditionExpression:
+        "attribute_exists(itemId) AND attribute_not_exists(definingSince) AND #o = :o AND (hostedData = :was OR (attribute_not_exists(hostedData) AND :was = :zero))",
+      ExpressionAttributeNames: { "#o": "owner" },
+      ExpressionAttributeValues: { ":b": bytes, ":was": was, ":zero": 0, ":o": item.owner },
+    },
+  };
+  try {
+    await transact([recorded, ...usageDelta(item, bytes - was)]);
+    return true;
+  } catch (err) {
+    if (err instanceof ItemGoneError) return false;
+    throw err;
   }
-  return false;
 }
 
 // Items of text (web maps, apps' configurations): the text is kept beside the item (ItemText) and counted against
@@ -1473,15 +1474,18 @@ export async function reassignItemTo(
         ...itemKey(item),
         UpdateExpression:
           folder === undefined ? "SET #o = :t, modified = :m REMOVE #f" : "SET #o = :t, modified = :m, #f = :f",
-        // Its attachments' bytes are counted without moving `modified`: they too must be as read.
-        ConditionExpression: "#o = :o AND modified = :wasm AND (attribute_not_exists(#ab) OR #ab = :ab)",
-        ExpressionAttributeNames: { "#o": "owner", "#f": "ownerFolder", "#ab": "attachmentBytes" },
+        // Its attachments' bytes and the size its edits leave are counted without moving `modified`: they too must
+        // be as read.
+        ConditionExpression:
+          "#o = :o AND modified = :wasm AND (attribute_not_exists(#ab) OR #ab = :ab) AND (attribute_not_exists(#hd) OR #hd = :hd)",
+        ExpressionAttributeNames: { "#o": "owner", "#f": "ownerFolder", "#ab": "attachmentBytes", "#hd": "hostedData" },
         ExpressionAttributeValues: {
           ":t": target,
           ":o": item.owner,
           ":m": now,
           ":wasm": item.modified,
           ":ab": item.attachmentBytes ?? 0,
+          ":hd": item.hostedData ?? 0,
           ...(folder === undefined ? {} : { ":f": folder }),
         },
       },

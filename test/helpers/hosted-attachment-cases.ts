@@ -492,7 +492,9 @@ export function hostedAttachmentSuite(backing: AttachmentBacking): void {
         error: {
           code: 403,
           message: "Storage quota exceeded.",
-          details: ["Your uploaded files may take at most 10 MB: delete some, or ask an administrator for more."],
+          details: [
+            "The service's data is counted against its owner's storage quota (10 MB), which it would pass: delete features or other items, or ask an administrator for more.",
+          ],
         },
       });
       // The same through applyEdits' attachments (a smaller file, within the request's limit once in base64, but past

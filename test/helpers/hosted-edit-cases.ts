@@ -574,6 +574,21 @@ export function hostedEditSuite(backing: EditBacking): { readonly engine: () => 
       expect(await count("Name = 'by gid'")).toBe(0);
     });
 
+    it("records the size of the data an edit leaves in the service's item", async () => {
+      const size = async () => (await getJson(`${rest()}/content/items/${itemId}`, tokens.publisher)).size as number;
+      const before = await size();
+      const many = Array.from({ length: 300 }, (_, i) => ({
+        geometry: point(i / 10, -i / 10),
+        attributes: { Name: `sz${i}` },
+      }));
+      const added = await post("0/addFeatures", { features: JSON.stringify(many) });
+      const ids = (added.addResults as { objectId: number; success: boolean }[]).map((r) => r.objectId);
+      expect(ids).toHaveLength(300);
+      expect(await size()).toBeGreaterThan(before);
+      await post("0/deleteFeatures", { objectIds: ids.join(",") });
+      expect(await count("Name LIKE 'sz%'")).toBe(0);
+    });
+
     it("tells its rows' extent as of the last edit: a far add widens it on the next read, its delete narrows it", async () => {
       type Extent = { xmin: number; ymin: number; xmax: number; ymax: number };
       const extent = async () => (await getJson(layer(), tokens.publisher)).extent as Extent;
