@@ -268,6 +268,41 @@ describe("GeoPackage geometry blobs", () => {
     expect(decodeGeoPackageGeometry(empty)).toMatchObject({ srsId: -1, empty: true, geometry: null });
   });
 
+  it("reads a two-dimensional point as the general WKB reader does, whatever its byte orders and values", () => {
+    // A point blob of exactly 21 bytes of WKB is read at once (the common row of a point layer): each must
+    // decode as the same WKB does through the general reader, NaN (an empty point) and one NaN included.
+    const values: [number, number][] = [
+      [2, 3],
+      [-0, 0],
+      [NaN, NaN],
+      [NaN, 1],
+      [1e308, -1e-308],
+      [Infinity, -Infinity],
+    ];
+    for (const [x, y] of values)
+      for (const little of [true, false])
+        for (const blobLittle of [true, false])
+          for (const envelope of [undefined, [x, x, y, y]]) {
+            const wkb = point(x, y, little);
+            const blob = gpBlob({ srsId: 4326, little: blobLittle, ...(envelope ? { envelope } : {}) })
+              .raw(wkb)
+              .done();
+            const general = decodeWkb(wkb);
+            const got = decodeGeoPackageGeometry(blob);
+            expect(got.geometry).toEqual(general.geometry);
+            expect(got).toMatchObject({ srsId: 4326, empty: general.geometry === null, hasZ: false, hasM: false });
+          }
+    // A point with Z, or with bytes after it, is not one: the general reader answers (or refuses).
+    const z = gpBlob({ srsId: 4326 })
+      .raw(new WkbWriter().header(1, "Z").f64(1, 2, 3).done())
+      .done();
+    expect(decodeGeoPackageGeometry(z)).toMatchObject({ geometry: { coordinates: [1, 2, 3] }, hasZ: true });
+    const odd = gpBlob({ srsId: 4326 }).raw(new WkbWriter().header(2).u32(1).f64(1, 2).done()).done();
+    expect(decodeGeoPackageGeometry(odd).geometry).toEqual({ type: "LineString", coordinates: [[1, 2]] });
+    const bad = gpBlob({ srsId: 4326 }).raw(new WkbWriter().u8(2).u32(1).f64(1, 2).done()).done();
+    expect(() => decodeGeoPackageGeometry(bad)).toThrow(CorruptRecordError);
+  });
+
   it("refuses bad magic, versions, indicators, extended types and truncation", () => {
     const bad = (b: Uint8Array) => expect(() => decodeGeoPackageGeometry(b)).toThrow(CorruptRecordError);
     const good = gpBlob({ srsId: 4326 }).raw(point(1, 1)).done();

@@ -147,6 +147,50 @@ describe("spatial relations (query geometry first, as ArcGIS and PostGIS ST_<Rel
   });
 });
 
+describe("points in an upright rectangle", () => {
+  it("are tested as against the same rectangle drawn with one more vertex (JTS's own test)", () => {
+    // The envelope of an ArcGIS query is a rectangle: its points are kept by a comparison with its bounds. The same
+    // area with a vertex in the middle of a side is no rectangle to JTS, so it takes the locator's walk.
+    const rect: Geometry = {
+      type: "Polygon",
+      coordinates: [
+        [
+          [0, 0],
+          [10, 0],
+          [10, 5],
+          [0, 5],
+          [0, 0],
+        ],
+      ],
+    };
+    const drawn: Geometry = {
+      type: "Polygon",
+      coordinates: [
+        [
+          [0, 0],
+          [5, 0],
+          [10, 0],
+          [10, 5],
+          [0, 5],
+          [0, 0],
+        ],
+      ],
+    };
+    const fast = prepareSpatialFilter("esriSpatialRelIntersects", rect);
+    const slow = prepareSpatialFilter("esriSpatialRelIntersects", drawn);
+    const xs = [-1e-12, 0, 1e-12, 3, 10 - 1e-12, 10, 10 + 1e-12, 11];
+    const ys = [-1e-12, 0, 2, 5, 5 + 1e-12, -3];
+    let inside = 0;
+    for (const x of xs)
+      for (const y of ys) {
+        const p: Geometry = { type: "Point", coordinates: [x, y] };
+        expect(fast.test(p), `${x} ${y}`).toBe(slow.test(p));
+        if (fast.test(p)) inside++;
+      }
+    expect(inside).toBe(5 * 3); // the five x and three y on or inside the edges
+  });
+});
+
 describe("distance", () => {
   it("finds features within metres of a point in geographic data (azimuthal frame) and widens the index window", () => {
     const oslo = pt(10.75, 59.91);

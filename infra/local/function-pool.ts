@@ -36,7 +36,15 @@ export type ToWorker =
 
 export type FromWorker =
   | { readonly kind: "ready" }
-  | { readonly kind: "result"; readonly id: number; readonly result: Result; readonly metrics?: readonly string[] }
+  | {
+      readonly kind: "result";
+      readonly id: number;
+      /** Without its body when `bytes` holds it (see EncodedResult). */
+      readonly result: Result;
+      /** The body as it goes on the wire, when the worker encoded it: a buffer of its own, transferred. */
+      readonly bytes?: Uint8Array;
+      readonly metrics?: readonly string[];
+    }
   | { readonly kind: "error"; readonly id: number; readonly message: string; readonly metrics?: readonly string[] }
   | {
       readonly kind: "store";
@@ -47,6 +55,24 @@ export type FromWorker =
     }
   | { readonly kind: "metric"; readonly line: string }
   | { readonly kind: "log"; readonly line: string; readonly level: number };
+
+/**
+ * A pooled function's result whose body the worker encoded as it goes on the wire (UTF-8 text, or the bytes a
+ * base64 body stands for) and handed over as a transferred buffer: a 190 KB feature page was cloned as text to
+ * this thread, then encoded here as it was written, both on the thread every request goes through. The worker
+ * sends one only for a result that cannot come near Lambda's payload limit (payload-limit.ts); any other arrives
+ * whole, as the handler returned it.
+ */
+export class EncodedResult {
+  /** The result's status, headers, cookies and isBase64Encoded, as the handler returned them; no body. */
+  readonly head: Result;
+  readonly body: Buffer;
+
+  constructor(head: Result, body: Buffer) {
+    this.head = head;
+    this.body = body;
+  }
+}
 
 /** A function's invocation that failed outside its handler (its worker stopped, or it never ran). */
 export class InvocationError extends Error {
@@ -60,7 +86,7 @@ interface Job {
   readonly id: number;
   readonly event: APIGatewayProxyEventV2;
   readonly context: Context;
-  resolve(result: Result): void;
+  resolve(result: Result | EncodedResult): void;
   reject(err: Error): void;
 }
 
@@ -112,9 +138,9 @@ export class FunctionPool {
   }
 
   /** Runs one invocation on an idle instance (or the next one free); the context's time keeps counting meanwhile. */
-  invoke(event: APIGatewayProxyEventV2, context: Context): Promise<Result> {
+  invoke(event: APIGatewayProxyEventV2, context: Context): Promise<Result | EncodedResult> {
     if (this.#closed) return Promise.reject(new InvocationError("the function is stopped"));
-    return new Promise<Result>((resolve, reject) => {
+    return new Promise<Result | EncodedResult>((resolve, reject) => {
       this.#waiting.push({ id: ++this.#lastJob, event, context, resolve, reject });
       this.#dispatch();
     });
@@ -224,8 +250,14 @@ export class FunctionPool {
         for (const line of message.metrics ?? []) this.#options.metrics(line);
         const job = instance.job;
         if (job?.id !== message.id) return;
-        if (message.kind === "result") job.resolve(message.result);
-        else job.reject(new InvocationError(message.message));
+        if (message.kind === "result") {
+          const bytes = message.bytes;
+          job.resolve(
+            bytes
+              ? new EncodedResult(message.result, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+              : message.result,
+          );
+        } else job.reject(new InvocationError(message.message));
         this.#release(instance);
         return;
       }

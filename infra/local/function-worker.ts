@@ -13,6 +13,7 @@ import { setLogDestination } from "#shared/log.ts";
 import { setMetricsSink } from "#shared/metrics.ts";
 import { lambdaContext } from "./lambda-context.ts";
 import type { FromWorker, ToWorker, WorkerData } from "./function-pool.ts";
+import { resultMayExceed } from "./payload-limit.ts";
 import { ownBytes, type StoreAnswer } from "./store-call.ts";
 
 type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
@@ -20,7 +21,28 @@ type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIG
 const port = parentPort;
 if (!port) throw new Error("function-worker.ts runs as a worker thread of the local engine");
 const data = workerData as WorkerData;
-const send = (message: FromWorker) => port.postMessage(message);
+const send = (message: FromWorker, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer);
+
+const utf8 = new TextEncoder();
+
+/**
+ * A result's body as the bytes the gateway writes (UTF-8 text, or what a base64 body stands for), in a buffer of
+ * their own to transfer: a large text cloned to the engine's thread and encoded there cost that thread, which
+ * every request goes through, about as much as the query's own work in this one. Only for a result the gateway
+ * would not measure against Lambda's payload limit (its check reads the text; see payload-limit.ts); else none.
+ */
+function encodeBody(
+  result: APIGatewayProxyStructuredResultV2 | undefined,
+): { head: APIGatewayProxyStructuredResultV2; bytes: Uint8Array } | undefined {
+  if (typeof result !== "object" || result === null || typeof result.body !== "string" || resultMayExceed(result))
+    return undefined;
+  const { body, ...head } = result;
+  // As the gateway decodes it: a truthy isBase64Encoded, Node's lenient base64.
+  const bytes = result.isBase64Encoded ? Buffer.from(body, "base64") : utf8.encode(body);
+  // A small Buffer is a slice of Node's shared pool, which must not be transferred away.
+  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
+  return { head, bytes: own };
+}
 
 /**
  * Metric lines written while an invocation runs, sent with its result: a request's line is written as it ends, and a
@@ -81,7 +103,12 @@ port.on("message", (message: ToWorker) => {
     .run(tables, () => handler(event, context))
     .then((result) => {
       try {
-        send({ kind: "result", id, result, ...ended() });
+        const encoded = encodeBody(result);
+        if (encoded)
+          send({ kind: "result", id, result: encoded.head, bytes: encoded.bytes, ...ended() }, [
+            encoded.bytes.buffer as ArrayBuffer,
+          ]);
+        else send({ kind: "result", id, result, ...ended() });
       } catch (err) {
         // A result that cannot be copied to the engine's thread (no plain data): the invocation failed.
         failed(err);

@@ -9,7 +9,8 @@ import { LAMBDA_PAYLOAD_BYTES, ROUTES, type RouteSpec, routeAddresses } from "#s
 import { grants } from "#shared/config.ts";
 import { Deadlines } from "#shared/deadlines.ts";
 import { logger } from "#shared/log.ts";
-import { FunctionPool } from "./function-pool.ts";
+import { EncodedResult, FunctionPool } from "./function-pool.ts";
+import { mayExceedPayload, resultMayExceed } from "./payload-limit.ts";
 
 /** API Gateway's own limits: 10 MB request payload, 29 s integration timeout. */
 export const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
@@ -18,6 +19,11 @@ const INTEGRATION_TIMEOUT_MS = 29_000;
 const TIMEOUT_SWEEP_MS = 250;
 
 export type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+/** A route's function as the gateway runs it: a pooled one may answer with its body already encoded. */
+type Invoke = (
+  event: APIGatewayProxyEventV2,
+  context: Context,
+) => Promise<APIGatewayProxyStructuredResultV2 | EncodedResult>;
 
 interface CompiledRoute {
   readonly spec: RouteSpec;
@@ -30,7 +36,7 @@ interface CompiledRoute {
   readonly names: readonly string[];
   readonly literalSegments: number;
   /** Runs the route's function (granted only the tables the route declares, as on AWS). */
-  readonly invoke: Handler;
+  readonly invoke: Invoke;
   /** Stops an invocation past its time, where the function runs in a pool (elsewhere it cannot be stopped). */
   readonly pool?: FunctionPool;
 }
@@ -39,7 +45,7 @@ interface CompiledRoute {
  * A function the gateway runs: its handler in this thread, or a pool of worker threads loading its module beside
  * the same handler here, with the requests each takes (the pool those whose path `pooled` accepts).
  */
-type Loaded =
+export type Loaded =
   Handler | { readonly pool: FunctionPool; readonly here: Handler; readonly pooled: (path: string) => boolean };
 
 function compile(
@@ -152,7 +158,7 @@ export class Gateway {
    * answers each route's handler itself (the artifact test's, which runs the synthesized bundles elsewhere).
    */
   static async load(
-    functions: string | ((spec: RouteSpec) => Promise<Handler>),
+    functions: string | ((spec: RouteSpec) => Promise<Loaded>),
     { workers }: GatewayOptions = {},
   ): Promise<Gateway> {
     const routes: CompiledRoute[] = [];
@@ -377,6 +383,11 @@ export class Gateway {
       send(res, 503, { message: "Service Unavailable" });
       return;
     }
+    // Its worker found it under the limit before it encoded its body.
+    if (result instanceof EncodedResult) {
+      writeResult(res, result.head, result.body);
+      return;
+    }
     // A result over 6 MB fails the invocation on AWS (API Gateway answers a bare 500): the same here.
     if (result && resultMayExceed(result) && Buffer.byteLength(JSON.stringify(result)) > LAMBDA_PAYLOAD_BYTES) {
       logger.error("response over Lambda's 6 MB payload limit", { path: event.rawPath });
@@ -387,37 +398,10 @@ export class Gateway {
   }
 }
 
-/**
- * Whether a payload could come near Lambda's limit, so that only those are serialised to be measured exactly:
- * a character takes at most 6 bytes once JSON-escaped (`\u001f`), and the rest of an event or result (its
- * request context, the gateway's own fields) is far under 16 KiB.
- */
-function mayExceedPayload(body: string | undefined, otherChars: number): boolean {
-  return 6 * ((body?.length ?? 0) + otherChars) + 16 * 1024 > LAMBDA_PAYLOAD_BYTES;
-}
-
 /** The request line and headers as received: what the event's path, query, headers and cookies are made of. */
 function headerBytes(req: IncomingMessage): number {
   let n = (req.url ?? "").length * 2; // the path and query appear raw and parsed
   for (const h of req.rawHeaders) n += h.length + 4;
-  return n;
-}
-
-const RESULT_FIELDS = new Set(["statusCode", "headers", "body", "isBase64Encoded", "cookies"]);
-
-/** A structured result of the usual fields is bounded cheaply; anything else is measured whole. */
-function resultMayExceed(result: APIGatewayProxyStructuredResultV2 | string): boolean {
-  if (typeof result !== "object" || typeof result.statusCode !== "number") return true;
-  if (result.body !== undefined && typeof result.body !== "string") return true;
-  for (const k in result) if (!RESULT_FIELDS.has(k)) return true;
-  return mayExceedPayload(result.body, resultHeaderChars(result));
-}
-
-function resultHeaderChars(result: APIGatewayProxyStructuredResultV2): number {
-  let n = 0;
-  const headers = result.headers ?? {};
-  for (const k in headers) n += k.length + String(headers[k]).length + 4;
-  for (const c of result.cookies ?? []) n += c.length + 4;
   return n;
 }
 
@@ -427,7 +411,15 @@ function send(res: ServerResponse, status: number, body: object): void {
   res.end(text);
 }
 
-function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResultV2 | string | undefined): void {
+/**
+ * Writes a function's result: its body as returned, or `encoded`, the bytes a pool's worker made of it (as this
+ * would have: UTF-8 text, or what base64 stands for; see EncodedResult).
+ */
+function writeResult(
+  res: ServerResponse,
+  result: APIGatewayProxyStructuredResultV2 | string | undefined,
+  encoded?: Buffer,
+): void {
   // Payload 2.0: a result without statusCode is taken as a JSON body with status 200.
   if (result === undefined || typeof result === "string" || typeof result.statusCode !== "number") {
     send(res, 200, typeof result === "object" && result !== null ? result : { value: result ?? null });
@@ -435,8 +427,8 @@ function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResul
   }
   // A text body goes to the socket as it is (encoded once, there): copying it into a Buffer first costs an
   // allocation the size of the answer on every request (a catalog's is half a megabyte).
-  const text = result.isBase64Encoded ? undefined : (result.body ?? "");
-  const body = text ?? Buffer.from(result.body ?? "", "base64");
+  const text = encoded || result.isBase64Encoded ? undefined : (result.body ?? "");
+  const body = encoded ?? text ?? Buffer.from(result.body ?? "", "base64");
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(result.headers ?? {})) headers[k.toLowerCase()] = String(v);
   if (result.cookies?.length) headers["set-cookie"] = result.cookies;

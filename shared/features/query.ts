@@ -333,11 +333,17 @@ function toAnswer(
       const more = rows.length > plan.pageSize;
       const page = more ? rows.slice(0, plan.pageSize) : rows;
       const geometryAt = columns.findIndex((c) => c.role === "geometry");
+      // The fields' positions and names found once for the page, not per row.
+      const at: number[] = [];
+      const names: string[] = [];
+      columns.forEach((c, i) => {
+        if (c.role !== "field") return;
+        at.push(i);
+        names.push(c.name);
+      });
       const features: FeatureRow[] = page.map((r) => {
         const attributes: Record<string, string | number | null> = {};
-        columns.forEach((c, i) => {
-          if (c.role === "field") attributes[c.name] = cell(r[i]);
-        });
+        for (let k = 0; k < at.length; k++) attributes[names[k] as string] = cell(r[at[k] as number]);
         if (geometryAt < 0) return { attributes };
         return { attributes, geometry: shapeGeometry(dataset, r[geometryAt], srid, outSR, plan, grid) };
       });

@@ -93,6 +93,13 @@ export function geometryParts(g: Geometry): Parts {
 const vertex = (p: Position, hasZ: boolean): number[] =>
   hasZ && p.length > 2 ? [p[0] as number, p[1] as number, p[2] as number] : [p[0] as number, p[1] as number];
 
+function esriPoint(p: Position | undefined, hasZ: boolean): EsriGeometry | null {
+  if (!p) return null;
+  return hasZ && p.length > 2
+    ? { x: p[0] as number, y: p[1] as number, z: p[2] as number }
+    : { x: p[0] as number, y: p[1] as number };
+}
+
 /**
  * GeoJSON geometry → the Esri JSON geometry of a layer of `type`: parts of other dimensions are left out (a
  * collection keeps what fits the layer), polygon outer rings are written clockwise and holes counter-clockwise.
@@ -105,15 +112,12 @@ export function toEsriGeometry(
 ): EsriGeometry | null {
   if (!geometry) return null;
   const hasZ = options.hasZ ?? false;
+  // A point of a point layer (a page holds thousands) needs no parts gathered: it is its own first point.
+  if (geometry.type === "Point" && type === "esriGeometryPoint") return esriPoint(geometry.coordinates, hasZ);
   const parts = geometryParts(geometry);
   switch (type) {
-    case "esriGeometryPoint": {
-      const p = parts.points[0];
-      if (!p) return null;
-      return hasZ && p.length > 2
-        ? { x: p[0] as number, y: p[1] as number, z: p[2] as number }
-        : { x: p[0] as number, y: p[1] as number };
-    }
+    case "esriGeometryPoint":
+      return esriPoint(parts.points[0], hasZ);
     case "esriGeometryMultipoint":
       return parts.points.length ? { points: parts.points.map((p) => vertex(p, hasZ)) } : null;
     case "esriGeometryPolyline":

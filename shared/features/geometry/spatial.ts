@@ -227,6 +227,9 @@ class PreparedQuery {
   intersects(feature: Geometry, fb: Bounds): boolean {
     if (!boundsIntersect(this.bounds, fb)) return false;
     if (this.areal) {
+      // A point is in an upright rectangle (an envelope's query) where it is in its bounds, edges included, as
+      // JTS locates it: a comparison rather than a locator's walk, for each point of a page.
+      if (this.rectangle && feature.type === "Point") return true;
       if (isPuntal(feature)) return puntalPositions(feature).some((p) => this.locate(p) !== Location.EXTERIOR);
       const f = toJts(feature);
       if (this.rectangle) return rectangleIntersects(this.geometry, f);
