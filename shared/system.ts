@@ -783,9 +783,10 @@ export const WORKFLOW = {
     },
     { id: "task-complete-job", tables: { jobs: "write", ...EMITTER_TABLES }, emits: true },
     {
-      // A failed hosted publish drops the data it kept (hostedData).
+      // A failed hosted publish drops the data it kept (hostedData), through the hosted store, whose removal of
+      // attachments' bytes gives back what a service's item counted (items; none for a failed publish's new data).
       id: "task-fail-job",
-      tables: { jobs: "write", services: "write", ...EMITTER_TABLES },
+      tables: { jobs: "write", services: "write", items: "write", ...EMITTER_TABLES },
       hostedData: "write",
       emits: true,
     },

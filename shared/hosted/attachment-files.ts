@@ -5,19 +5,15 @@
 // types without a signature, its name): only what field apps send is taken (images, PDF, audio, video, plain text,
 // office documents), and it is always served as data (an attachment in a sandbox, never sniffed).
 //
-// Their bytes count against the service owner's storage quota (the item's `attachmentBytes`): charged before they are
-// kept, so a file past the quota is never written, and given back as measured when they are removed. A crash between
-// the charge and the removal of bytes no row names leaves them counted (never the other way round).
+// What they count against the owner's storage is shared/hosted/attachment-charges.ts's (this module reaches no table:
+// the service function reads attachments through it).
 import { bucketClient, hostedDataPlace } from "#shared/hosted/data-place.ts";
 import { randomBytes } from "node:crypto";
 import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { config } from "#shared/config.ts";
-import { ApiError } from "#shared/errors.ts";
 import { checkedItemId } from "#shared/features/hosted-source.ts";
 import { logger } from "#shared/log.ts";
-import { chargeAttachments, ItemBusyError, ItemGoneError, StorageQuotaError } from "#shared/stores/items.ts";
-import { serviceQuotaExceeded } from "#shared/uploads.ts";
 
 /**
  * The largest attachment, in bytes: under Lambda's 6 MB request (a multipart upload, base64 in the event) and answer
@@ -39,43 +35,11 @@ function checkedKey(key: string): string {
   return key;
 }
 
-/** Counts bytes against the service's item and its owner's quotas (given back when negative); a refusal plainly. */
-async function charge(serviceItemId: string, delta: number): Promise<void> {
-  const quota = config().storageQuota;
-  try {
-    await chargeAttachments(serviceItemId, delta, quota);
-  } catch (err) {
-    if (err instanceof StorageQuotaError) throw serviceQuotaExceeded(err.whose, quota);
-    if (err instanceof ItemGoneError) throw new ApiError(404, "Service not found.", ["The service was deleted."]);
-    if (err instanceof ItemBusyError)
-      throw new ApiError(409, "Unable to complete operation.", ["The service is busy: try again shortly."]);
-    throw err;
-  }
-}
-
-/** Gives back bytes removed (a failure logged: they stay counted, the safe side). */
-async function release(serviceItemId: string, bytes: number): Promise<void> {
-  await charge(serviceItemId, -bytes).catch((err: unknown) =>
-    logger.warn("attachment bytes not given back", { itemId: serviceItemId, bytes, error: String(err) }),
-  );
-}
-
 /**
- * Keeps an attachment's bytes under a fresh key and answers it: counted against the quota first, then whole before
- * the key is answered (a folder's file is written beside its name, synced, then renamed), so a crash leaves no half
- * file under a key any row could name.
+ * Keeps an attachment's bytes under a fresh key and answers it: whole before the key is answered (a folder's file is
+ * written beside its name, synced, then renamed), so a crash leaves no half file under a key any row could name.
  */
-export async function keepAttachmentBytes(serviceItemId: string, bytes: Buffer): Promise<string> {
-  await charge(serviceItemId, bytes.length);
-  try {
-    return await writeBytes(serviceItemId, bytes);
-  } catch (err) {
-    await release(serviceItemId, bytes.length);
-    throw err;
-  }
-}
-
-async function writeBytes(serviceItemId: string, bytes: Buffer): Promise<string> {
+export async function writeAttachmentBytes(serviceItemId: string, bytes: Buffer): Promise<string> {
   const key = randomBytes(16).toString("hex");
   const w = hostedDataPlace();
   if ("dir" in w) {
@@ -128,11 +92,11 @@ export async function readAttachmentBytes(serviceItemId: string, key: string): P
 }
 
 /**
- * Removes bytes no row names any more (after the change that let go of them committed). A failure is logged, never
- * thrown: the change is kept, and what is left is bytes no row names (the sweep's to find, shared/hosted/sweep.ts).
+ * Removes bytes no row names any more (after the change that let go of them committed), answering how many bytes
+ * went. A failure is logged, never thrown: the change is kept, and what is left is bytes no row names.
  */
-export async function removeAttachmentBytes(serviceItemId: string, keys: readonly string[]): Promise<void> {
-  if (keys.length === 0) return;
+export async function deleteAttachmentBytes(serviceItemId: string, keys: readonly string[]): Promise<number> {
+  if (keys.length === 0) return 0;
   let removed = 0;
   try {
     const w = hostedDataPlace();
@@ -171,16 +135,16 @@ export async function removeAttachmentBytes(serviceItemId: string, keys: readonl
   } catch (err) {
     logger.warn("attachment bytes not removed", { itemId: serviceItemId, keys: keys.length, error: String(err) });
   }
-  await release(serviceItemId, removed);
+  return removed;
 }
 
 /**
- * Removes every attachment's bytes of a service (its data dropped with it, or replaced by an overwrite), giving back
- * what they counted while the item lasts.
+ * Removes every attachment's bytes of a service (its data dropped with it, or replaced by an overwrite), answering
+ * how many bytes went.
  */
-export async function removeServiceAttachments(serviceItemId: string): Promise<void> {
+export async function deleteServiceAttachments(serviceItemId: string): Promise<number> {
   const w = config().hostedData;
-  if (!w) return;
+  if (!w) return 0;
   let removed = 0;
   if ("dir" in w) {
     const folder = folderOf(w.dir, serviceItemId);
@@ -202,7 +166,7 @@ export async function removeServiceAttachments(serviceItemId: string): Promise<v
       ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (ContinuationToken);
   }
-  await release(serviceItemId, removed);
+  return removed;
 }
 
 // --- what a file is ------------------------------------------------------------------------------------------------

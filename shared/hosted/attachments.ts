@@ -24,13 +24,8 @@ import { editableService } from "#shared/hosted/edit.ts";
 import { attachmentAccess, deniedByOwnership, logEditId, recordEdits } from "#shared/hosted/edit-apply.ts";
 import { hostedEditStart } from "#shared/hosted/edit-hosted.ts";
 import { ownershipFor } from "#shared/features/ownership.ts";
-import {
-  attachmentName,
-  attachmentType,
-  keepAttachmentBytes,
-  MAX_ATTACHMENT_BYTES,
-  removeAttachmentBytes,
-} from "#shared/hosted/attachment-files.ts";
+import { attachmentName, attachmentType, MAX_ATTACHMENT_BYTES } from "#shared/hosted/attachment-files.ts";
+import { keepAttachmentBytes, removeAttachmentBytes } from "#shared/hosted/attachment-charges.ts";
 import type { EditOutcome, EditResult, LayerEdit, LayerEditResults, Transaction } from "#shared/hosted/store.ts";
 import { logger } from "#shared/log.ts";
 import { HOSTED_FOLDER } from "#shared/publishing.ts";

@@ -797,7 +797,7 @@ function truncateAttachments(defined: Defined, id: number) {
     const removed = await store.transact(current.service.itemId, (tx) =>
       tx.run(deleteAllAttachments(tx.emitter, schema.table)),
     );
-    const { removeAttachmentBytes } = await import("#shared/hosted/attachment-files.ts");
+    const { removeAttachmentBytes } = await import("#shared/hosted/attachment-charges.ts");
     await removeAttachmentBytes(
       current.service.itemId,
       removed.map((r) => String(r[0])),

@@ -48,7 +48,7 @@ interface KeptFile {
  * the rows naming them), noting each key and where its result will be.
  */
 async function keepFiles(layerId: number, serviceItemId: string, raw: RawAttachments, kept: KeptFile[]) {
-  const { keepAttachmentBytes } = await import("#shared/hosted/attachment-files.ts");
+  const { keepAttachmentBytes } = await import("#shared/hosted/attachment-charges.ts");
   const keep = async (f: RawFile, list: KeptFile["list"], index: number) => {
     const key = await keepAttachmentBytes(serviceItemId, f.bytes);
     kept.push({ key, layerId, list, index });
@@ -70,7 +70,7 @@ const keptBy = (outcome: EditOutcome, k: KeptFile) =>
 
 async function removeKept(serviceItemId: string, keys: readonly string[]): Promise<void> {
   if (keys.length === 0) return;
-  await (await import("#shared/hosted/attachment-files.ts")).removeAttachmentBytes(serviceItemId, keys);
+  await (await import("#shared/hosted/attachment-charges.ts")).removeAttachmentBytes(serviceItemId, keys);
 }
 
 /**
@@ -194,7 +194,7 @@ const runEdits: EditRunner = async (req, edits, options, operation) => {
   await noteSize(found.item, outcome);
   if (outcome.committed && outcome.removedKeys)
     await (
-      await import("#shared/hosted/attachment-files.ts")
+      await import("#shared/hosted/attachment-charges.ts")
     ).removeAttachmentBytes(found.service.itemId, outcome.removedKeys);
   const counts = outcome.layers.map((l) => ({
     layer: l.layerId,

@@ -50,7 +50,7 @@ import type {
 } from "#shared/hosted/store.ts";
 import type { StoreLocation } from "#shared/storage/storage.ts";
 import { allAttachmentKeys, attachTableDdl, attachTableName } from "#shared/features/sql/attachments.ts";
-import { removeAttachmentBytes, removeServiceAttachments } from "#shared/hosted/attachment-files.ts";
+import { removeAttachmentBytes, removeServiceAttachments } from "#shared/hosted/attachment-charges.ts";
 
 /**
  * The GeoPackage column type of each kind. An integer kind holds 32-bit values (what esriFieldTypeInteger is):

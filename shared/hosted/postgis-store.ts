@@ -51,7 +51,7 @@ import type {
 } from "#shared/hosted/store.ts";
 import { itemId as newDataId } from "#shared/ids.ts";
 import { allAttachmentKeys, attachTableDdl, attachTableOf } from "#shared/features/sql/attachments.ts";
-import { removeAttachmentBytes, removeServiceAttachments } from "#shared/hosted/attachment-files.ts";
+import { removeAttachmentBytes, removeServiceAttachments } from "#shared/hosted/attachment-charges.ts";
 import type { FieldKind } from "#shared/hosted/tables.ts";
 import { logger } from "#shared/log.ts";
 

@@ -82,7 +82,7 @@ export interface Item {
   readonly hostedData?: number;
   /**
    * A hosted service's item: the bytes of its features' attachments (kept in object storage beside its data), counted
-   * against its owner's quota as each is kept and given back as each is removed (shared/hosted/attachment-files.ts).
+   * against its owner's quota as each is kept and given back as each is removed (shared/hosted/attachment-charges.ts).
    */
   readonly attachmentBytes?: number;
   /** A hosted service's item: the file item it was published from (ArcGIS's Service2Data relationship). */
