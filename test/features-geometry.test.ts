@@ -10,6 +10,7 @@ import {
   decodeGeoPackageGeometry,
   decodeHexWkb,
   decodeWkb,
+  geoPackagePointIn,
   MAX_COLLECTION_DEPTH,
 } from "#shared/features/geometry/wkb.ts";
 import {
@@ -228,7 +229,13 @@ describe("WKB", () => {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-function gpBlob(opts: { srsId: number; envelope?: number[]; indicator?: number; empty?: boolean; little?: boolean }) {
+function gpBlob(opts: {
+  srsId: number;
+  envelope?: readonly number[];
+  indicator?: number;
+  empty?: boolean;
+  little?: boolean;
+}) {
   const little = opts.little ?? true;
   const indicator = opts.indicator ?? (opts.envelope ? 1 : 0);
   const flags = (opts.empty ? 0x10 : 0) | (indicator << 1) | (little ? 1 : 0);
@@ -301,6 +308,66 @@ describe("GeoPackage geometry blobs", () => {
     expect(decodeGeoPackageGeometry(odd).geometry).toEqual({ type: "LineString", coordinates: [[1, 2]] });
     const bad = gpBlob({ srsId: 4326 }).raw(new WkbWriter().u8(2).u32(1).f64(1, 2).done()).done();
     expect(() => decodeGeoPackageGeometry(bad)).toThrow(CorruptRecordError);
+  });
+
+  it("tests a plain point blob against a box as its decoded point would be, and leaves any other blob to the decoder", () => {
+    // The exact test of an envelope query reads a point's x and y straight from the blob (no geometry built): it must
+    // agree with the decoded point for every byte order, header envelope and value, the box's edges included.
+    const box = [0, -1, 10, 5] as const;
+    const inBox = (g: Geometry | null) =>
+      g?.type === "Point" &&
+      box[0] <= (g.coordinates[0] as number) &&
+      (g.coordinates[0] as number) <= box[2] &&
+      box[1] <= (g.coordinates[1] as number) &&
+      (g.coordinates[1] as number) <= box[3];
+    const values: [number, number][] = [
+      [2, 3],
+      [0, -1],
+      [10, 5],
+      [-1e-300, 0],
+      [10 + 1e-12, 0],
+      [3, 5 + 1e-12],
+      [-0, 0],
+      [NaN, NaN],
+      [NaN, 1],
+      [1, NaN],
+      [Infinity, 2],
+      [1e308, -1e-308],
+    ];
+    let kept = 0;
+    for (const [x, y] of values)
+      for (const little of [true, false])
+        for (const blobLittle of [true, false])
+          for (const [envelope, indicator] of [
+            [undefined, 0],
+            [[x, x, y, y], 1],
+            [[x, x, y, y, 0, 0], 2],
+            [[x, x, y, y, 0, 0, 0, 0], 4],
+          ] as const) {
+            const blob = gpBlob({ srsId: 4326, little: blobLittle, indicator, ...(envelope ? { envelope } : {}) })
+              .raw(point(x, y, little))
+              .done();
+            const got = geoPackagePointIn(blob, box);
+            expect(got, `${x} ${y} ${little} ${blobLittle} ${indicator}`).toBe(
+              inBox(decodeGeoPackageGeometry(blob).geometry),
+            );
+            if (got) kept++;
+          }
+    expect(kept).toBe(4 * 2 * 2 * 4); // four points (the edges and -0 included), every way
+    // Not plain points: flagged empty, with Z, another type, a bad byte order, bytes after the point, bad headers.
+    const others = [
+      gpBlob({ srsId: 4326, empty: true }).raw(point(1, 1)).done(),
+      gpBlob({ srsId: 4326 })
+        .raw(new WkbWriter().header(1, "Z").f64(1, 2, 3).done())
+        .done(),
+      gpBlob({ srsId: 4326 }).raw(new WkbWriter().header(4).u32(0).u32(0).f64(1).done()).done(),
+      gpBlob({ srsId: 4326 }).raw(new WkbWriter().u8(2).u32(1).f64(1, 2).done()).done(),
+      gpBlob({ srsId: 4326 }).raw(point(1, 1)).u8(0).done(),
+      Uint8Array.from([0x58, ...gpBlob({ srsId: 4326 }).raw(point(1, 1)).done().subarray(1)]),
+      gpBlob({ srsId: 4326, indicator: 5 }).raw(point(1, 1)).done(),
+      new Uint8Array(3),
+    ];
+    for (const blob of others) expect(geoPackagePointIn(blob, box)).toBeUndefined();
   });
 
   it("refuses bad magic, versions, indicators, extended types and truncation", () => {

@@ -191,6 +191,34 @@ describe("points in an upright rectangle", () => {
   });
 });
 
+describe("a point's test by its position (pointBox)", () => {
+  it("is offered where the test of a point is its box, and agrees with the full test", () => {
+    const rect = box(0, 0, 10, 5);
+    const points = [-1e-12, 0, 3, 10, 10 + 1e-12].flatMap((x) => [-1, 0, 2, 5, 6].map((y) => pt(x, y)));
+    for (const [relation, query] of [
+      ["esriSpatialRelIntersects", rect],
+      ["esriSpatialRelEnvelopeIntersects", rect],
+      ["esriSpatialRelIndexIntersects", rect],
+      ["esriSpatialRelEnvelopeIntersects", diamond],
+    ] as const) {
+      const filter = prepareSpatialFilter(relation, query);
+      const b = filter.pointBox;
+      expect(b, relation).toBeDefined();
+      for (const p of points) {
+        const [x, y] = (p as unknown as { coordinates: [number, number] }).coordinates;
+        const byBox = !!b && b[0] <= x && x <= b[2] && b[1] <= y && y <= b[3];
+        expect(byBox, `${relation} ${x} ${y}`).toBe(filter.test(p));
+      }
+    }
+    // Not where a point needs more: a polygon that is no rectangle, another relation, a distance.
+    expect(prepareSpatialFilter("esriSpatialRelIntersects", diamond).pointBox).toBeUndefined();
+    expect(prepareSpatialFilter("esriSpatialRelContains", rect).pointBox).toBeUndefined();
+    expect(prepareSpatialFilter("esriSpatialRelWithin", rect).pointBox).toBeUndefined();
+    expect(prepareSpatialFilter("esriSpatialRelIntersects", rect, { distance: 10 }).pointBox).toBeUndefined();
+    expect(prepareSpatialFilter("esriSpatialRelIntersects", pt(1, 1)).pointBox).toBeUndefined();
+  });
+});
+
 describe("distance", () => {
   it("finds features within metres of a point in geographic data (azimuthal frame) and widens the index window", () => {
     const oslo = pt(10.75, 59.91);

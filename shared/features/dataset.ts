@@ -4,18 +4,19 @@
 import type { Geometry } from "geojson";
 import { type AccessPath, chooseAccess } from "#shared/features/access.ts";
 import type { GeoPackage } from "#shared/features/geopackage.ts";
-import { decodeGeoPackageGeometry, decodeWkb } from "#shared/features/geometry/wkb.ts";
+import { decodeGeoPackageGeometry, decodeWkb, geoPackagePointIn } from "#shared/features/geometry/wkb.ts";
 import type { PostGisDatabase } from "#shared/features/postgis.ts";
 import type { LayerSchema } from "#shared/features/schema.ts";
 import type { EmittedQuery } from "#shared/features/sql.ts";
+import type { SpatialFilter as TestFilter } from "#shared/features/geometry/spatial.ts";
 import type { SpatialFilter, SqlEmitter } from "#shared/features/sql/emitter.ts";
 import type { QueryPlan } from "#shared/features/plan.ts";
 import { postgresEmitter } from "#shared/features/sql/postgres.ts";
 import { sqliteEmitter } from "#shared/features/sql/sqlite.ts";
 import type { Expr } from "#shared/features/where-tree.ts";
 
-/** The exact spatial test a reader without one in SQL runs on each candidate row. */
-export type SpatialTest = (geometry: Geometry | null | undefined) => boolean;
+/** The exact spatial test a reader without one in SQL runs on each candidate row (see SpatialFilter). */
+export type SpatialTest = Pick<TestFilter, "test" | "pointBox">;
 
 /** A layer's dataset, open: its schema and how its rows are read; a DatasetError says why it cannot be. */
 export interface OpenDataset {
@@ -56,7 +57,7 @@ export function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDa
     },
     // Synchronous inside: nothing else runs between choosing the open file and reading it.
     run: async (emitted, test, deadline) => {
-      gpkg.spatialTest = test ? (blob) => (blob ? test(decodeGeoPackageGeometry(blob).geometry) : false) : undefined;
+      gpkg.spatialTest = test ? blobTest(test) : undefined;
       try {
         return gpkg.all(emitted.sql, emitted.params, deadline);
       } finally {
@@ -65,6 +66,19 @@ export function geoPackageDataset(gpkg: GeoPackage, schema: LayerSchema): OpenDa
     },
     decode: (value) => (value instanceof Uint8Array ? (decodeGeoPackageGeometry(value).geometry ?? null) : null),
     definitionOf: async (srid) => gpkg.definitionOf(srid),
+  };
+}
+
+/**
+ * The exact test on a GeoPackage blob: a plain 2-D point by its position where the filter allows (no geometry built:
+ * a page tests a thousand), anything else decoded and tested whole.
+ */
+function blobTest(t: SpatialTest): (blob: Uint8Array | null) => boolean {
+  const box = t.pointBox;
+  return (blob) => {
+    if (!blob) return false;
+    const inBox = box ? geoPackagePointIn(blob, box) : undefined;
+    return inBox ?? t.test(decodeGeoPackageGeometry(blob).geometry);
   };
 }
 

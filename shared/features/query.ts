@@ -95,7 +95,7 @@ function resolveSpatial(plan: QueryPlan, dataset: OpenDataset): Resolved | undef
       relation: request.relation,
       geometry: dataset.emitter.testsSpatialInSql ? spatial.sqlGeometry() : geometry,
     },
-    test: (feature) => spatial.test(feature),
+    test: spatial,
   };
 }
 

@@ -84,6 +84,12 @@ export interface SpatialFilter {
   /** The exact test of one feature's geometry (in the dataset's coordinates); null geometry never matches. */
   test(feature: Geometry | null | undefined): boolean;
   /**
+   * Where `test` of a point feature is exactly "its x and y inside this box, edges included" (an envelope's
+   * intersects, an upright rectangle's): a reader may test a point's position against it without building the
+   * point. Absent where a point needs the full test.
+   */
+  readonly pointBox?: Bounds;
+  /**
    * The geometry a database tests `relation` against in SQL: the query geometry, buffered by the distance when
    * one is given (within-distance of the query is intersecting its buffer), so both sources answer alike.
    */
@@ -352,7 +358,11 @@ export function prepareSpatialFilter(
   };
 
   // Every filter reads a feature's bounds first: a feature without geometry (or an empty one) matches nothing.
-  const filter = (window: Bounds, test: (feature: Geometry, fb: Bounds) => boolean): SpatialFilter => ({
+  const filter = (
+    window: Bounds,
+    test: (feature: Geometry, fb: Bounds) => boolean,
+    pointBox?: Bounds,
+  ): SpatialFilter => ({
     relation,
     bounds: window,
     sqlGeometry,
@@ -360,10 +370,12 @@ export function prepareSpatialFilter(
       const fb = feature && geometryBounds(feature);
       return !!fb && test(feature, fb);
     },
+    ...(pointBox ? { pointBox } : {}),
   });
 
+  // A point's bounds are the point: it intersects the window where it lies in it.
   if (relation === "esriSpatialRelEnvelopeIntersects" || relation === "esriSpatialRelIndexIntersects")
-    return filter(bounds, (_, fb) => boundsIntersect(bounds, fb));
+    return filter(bounds, (_, fb) => boundsIntersect(bounds, fb), bounds);
 
   if (metres > 0 && relation === "esriSpatialRelIntersects") {
     const frame = metricFrame(queryBounds, metres, options.srid);
@@ -384,7 +396,13 @@ export function prepareSpatialFilter(
 
   const effective = sqlGeometry();
   const prepared = new PreparedQuery(effective);
-  return filter(metres > 0 ? prepared.bounds : bounds, (feature, fb) => prepared.relate(relation, feature, fb));
+  // PreparedQuery.intersects keeps a point in an upright rectangle by the rectangle's bounds, edges included.
+  const pointBox = relation === "esriSpatialRelIntersects" && prepared.rectangle ? prepared.bounds : undefined;
+  return filter(
+    metres > 0 ? prepared.bounds : bounds,
+    (feature, fb) => prepared.relate(relation, feature, fb),
+    pointBox,
+  );
 }
 
 /** One test, preparing the query geometry for it: for a single feature; use prepareSpatialFilter for many. */
