@@ -1,7 +1,8 @@
 // Feature layer figures, on the demo's `places` layer (a GeoPackage table of points), each a ratio measured in
 // this run with its goal beside it:
 //   1. an envelope + where query answering a page of 1,000 points as f=json: mapgate's local engine vs Koop
-//      (koop-core + featureserver with a provider serving the same table) and vs a floor (bare node:http doing
+//      (koop-core + featureserver with a provider serving the same table), vs MapServer 8's OGC API Features where
+//      it is installed (`npm run bench:setup`; bench/feature-mapserver.ts) and vs a floor (bare node:http doing
 //      the same SELECT on node:sqlite and one JSON.stringify, in one process);
 //   2. returnCountOnly over the whole layer: mapgate vs Koop;
 //   3. f=pbf bytes vs f=json bytes for the same answer, and how far the decoded coordinates lie from the stored;
@@ -11,7 +12,7 @@
 //      whether node:sqlite or pg load before a query needs them.
 // Every server runs in a process of its own and autocannon in this one, so each gets a core of its own on two.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -22,6 +23,7 @@ import { stableItemId } from "#shared/publishing.ts";
 import { demoOrganization } from "../test/helpers/admin.ts";
 import { ROOT, type RunningEngine, startEngine } from "../test/helpers/engine.ts";
 import { call } from "../test/helpers/http.ts";
+import { mapServerMissing, startMapServer } from "./feature-mapserver.ts";
 import { importRuns } from "./import-time.ts";
 import { median } from "./stats.ts";
 
@@ -53,17 +55,33 @@ interface Load {
 /** Clock ticks per second of /proc/<pid>/stat's times (Linux's USER_HZ). */
 const TICKS = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
 
-/** A process's CPU seconds so far (user + system, all its threads), from /proc; undefined where there is none. */
-function cpuSeconds(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
+/** A process's parent and its CPU seconds so far (its threads' and its ended children's), from /proc. */
+function processStat(pid: number | string): { ppid: number; seconds: number } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The fields after the command's parenthesis: utime and stime are the 12th and 13th.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / TICKS;
+    // The fields after the command's parenthesis: ppid is the 2nd; utime, stime, cutime and cstime the 12th to 15th.
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { ppid: Number(f[1]), seconds: (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / TICKS };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A server's CPU seconds so far: its process (every thread) and the processes it runs (MapServer's FastCGI
+ * processes under lighttpd), from /proc; undefined where there is none.
+ */
+function cpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  const own = processStat(pid);
+  if (!own) return undefined;
+  let seconds = own.seconds;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const child = processStat(entry);
+    if (child?.ppid === pid) seconds += child.seconds;
+  }
+  return seconds;
 }
 
 /** Answers a run must count before its rate is read: a server taking seconds per answer gets a longer run. */
@@ -197,19 +215,27 @@ export async function featureBench(seconds: number): Promise<void> {
   // is also the load generator (as in bench/reads.ts): reading them slowed the load on mapgate and not on its peers.
   const engine = await startEngine({ env: { POWERTOOLS_LOG_LEVEL: "WARN", MAPGATE_LOG: "/dev/null" } });
   const children: ChildProcess[] = [];
+  const stops: (() => void)[] = [];
   try {
-    const file = await measure(engine, seconds, children);
+    const file = await measure(engine, seconds, children, stops);
     for (const c of children.splice(0)) c.kill();
+    for (const stop of stops.splice(0)) stop();
     memory(file);
   } finally {
     for (const c of children) c.kill();
+    for (const stop of stops) stop();
     await engine.stop();
     rmSync(engine.dataDir, { recursive: true, force: true });
   }
   await coldStart();
 }
 
-async function measure(engine: RunningEngine, seconds: number, children: ChildProcess[]): Promise<string> {
+async function measure(
+  engine: RunningEngine,
+  seconds: number,
+  children: ChildProcess[],
+  stops: (() => void)[],
+): Promise<string> {
   const file = join(engine.dataDir, "demo-store", DEMO_GEOPACKAGE_PATH);
   const layer = placesLayer(engine);
 
@@ -232,6 +258,24 @@ async function measure(engine: RunningEngine, seconds: number, children: ChildPr
   if (ids(theirs) !== ids(answer)) throw new Error("Koop and mapgate answered different points");
   const koopCount = (await call(`${koopLayer}/query?${countParams()}`)).json<{ count: number }>().count;
   if (koopCount !== total) throw new Error(`Koop counted ${koopCount}, mapgate ${total}`);
+
+  // MapServer, where installed: the same page of the same points in the same order (its own GeoJSON).
+  const missing = mapServerMissing();
+  let mapServerUrl: string | undefined;
+  let mapServerPid: number | undefined;
+  if (!missing) {
+    const peer = await startMapServer(file, TABLE, String(answer.objectIdFieldName), {
+      field: WHERE_FIELD,
+      value: WHERE_VALUE,
+    });
+    stops.push(peer.stop);
+    mapServerPid = peer.child.pid;
+    const page = new URLSearchParams({ f: "json", bbox: ENVELOPE.join(","), limit: String(PAGE) });
+    mapServerUrl = `${peer.items}?${page}`;
+    const got = (await call(mapServerUrl)).json<{ features?: { id: unknown }[] }>();
+    if ((got.features ?? []).map((f) => String(f.id)).join() !== ids(answer))
+      throw new Error("MapServer and mapgate answered different points");
+  }
 
   const { features: _features, exceededTransferLimit: _more, ...head } = answer;
   const floor = await serve("feature-floor.ts", [file, JSON.stringify(floorSpec(head))], "floor");
@@ -259,15 +303,21 @@ async function measure(engine: RunningEngine, seconds: number, children: ChildPr
       `${name.padEnd(44)}${fmt(l.rps, 1)}${fmt(l.p50, 1)}${l.cpu === undefined ? "".padStart(9) : fmt(l.cpu, 2)}${fmt(l.errors, 0)}${ratio === undefined ? "".padStart(9) : fmt(ratio, 2)}${(goal ?? "").padStart(9)}   runs ${(l.runs ?? []).map((r) => r.toFixed(1)).join(" ")}`,
     );
 
-  const [mapgateJson, floorJson, koopJson] = (await inTurns([jsonUrl, floor.url, koopJsonUrl], seconds, ROUNDS, [
-    engine.child.pid,
-    floor.child.pid,
-    koop.child.pid,
-  ])) as [Load, Load, Load];
+  const urls = [jsonUrl, floor.url, koopJsonUrl, ...(mapServerUrl ? [mapServerUrl] : [])];
+  const pids = [engine.child.pid, floor.child.pid, koop.child.pid, mapServerPid];
+  const [mapgateJson, floorJson, koopJson, mapServerJson] = (await inTurns(urls, seconds, ROUNDS, pids)) as [
+    Load,
+    Load,
+    Load,
+    Load | undefined,
+  ];
   console.log(`envelope + where, ${PAGE.toLocaleString("en")} points (${kib(mine.body.length)}), f=json`);
   row("  mapgate", mapgateJson);
   row("  floor (bare node:http + node:sqlite)", floorJson, roundRatio(mapgateJson, floorJson), "≥ 0.9");
   row("  Koop", koopJson, roundRatio(mapgateJson, koopJson), "≥ 5");
+  if (mapServerJson)
+    row("  MapServer 8 (OGC API Features, FastCGI)", mapServerJson, roundRatio(mapgateJson, mapServerJson), "≥ 5");
+  else console.log(`  MapServer: ${missing}`);
 
   const countUrl = `${layer}/query?${countParams()}`;
   const koopCountUrl = `${koopLayer}/query?${countParams()}`;
