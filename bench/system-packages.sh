@@ -7,22 +7,11 @@ set -euo pipefail
 need=()
 [ -x /usr/lib/cgi-bin/mapserv ] || need+=(cgi-mapserver)
 command -v lighttpd >/dev/null 2>&1 || [ -x /usr/sbin/lighttpd ] || need+=(lighttpd)
-if [ ${#need[@]} -eq 0 ]; then
-  echo "bench:setup: every system package the bench's peers need is installed"
-  exit 0
-fi
-echo "bench:setup: installing ${need[*]}"
-if [ "$(id -u)" -eq 0 ]; then
-  sudo=()
-elif command -v sudo >/dev/null 2>&1; then
-  sudo=(sudo)
-else
-  echo "bench:setup: not root and no sudo: install these Debian packages first: ${need[*]}" >&2
-  exit 1
-fi
-"${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# shellcheck source=test/debian-packages.sh
+. "$(dirname "$0")/../test/debian-packages.sh"
+install_debian_packages bench:setup "the bench's peers need" "${need[@]}"
 # lighttpd's package starts its own server on port 80 on a machine with systemd; the bench starts its own.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet lighttpd 2>/dev/null; then
-  "${sudo[@]}" systemctl disable --now lighttpd >/dev/null 2>&1 || true
+  if [ "$(id -u)" -eq 0 ]; then systemctl disable --now lighttpd >/dev/null 2>&1 || true
+  else sudo systemctl disable --now lighttpd >/dev/null 2>&1 || true; fi
 fi

@@ -17,18 +17,6 @@ php -m 2>/dev/null | grep -qx soap || need+=(php-soap)
 # The library itself: its control file belongs to postgresql-15-postgis-3-scripts, which stays when PostGIS goes.
 [ -f /usr/lib/postgresql/15/lib/postgis-3.so ] || need+=(postgresql-15-postgis-3)
 command -v ogr2ogr >/dev/null 2>&1 || need+=(gdal-bin)
-if [ ${#need[@]} -eq 0 ]; then
-  echo "setup: every system package the tests need is installed"
-  exit 0
-fi
-echo "setup: installing ${need[*]}"
-if [ "$(id -u)" -eq 0 ]; then
-  sudo=()
-elif command -v sudo >/dev/null 2>&1; then
-  sudo=(sudo)
-else
-  echo "setup: not root and no sudo: install these Debian packages first: ${need[*]}" >&2
-  exit 1
-fi
-"${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
+# shellcheck source=test/debian-packages.sh
+. "$(dirname "$0")/debian-packages.sh"
+install_debian_packages setup "the tests need" "${need[@]}"
