@@ -55,8 +55,14 @@ const freePort = () =>
     });
   });
 
-/** A string in a mapfile or lighttpd's configuration: double-quoted, its quotes and backslashes escaped. */
+/** A string in a mapfile: double-quoted, its quotes and backslashes escaped (MapServer's parser reads both). */
 const quoted = (s: string) => `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+
+/** A string in lighttpd's configuration, which reads no backslash escape: one it could misread is refused. */
+function lighttpdString(s: string): string {
+  if (/[\\"\n]/.test(s)) throw new Error(`lighttpd's configuration cannot hold ${JSON.stringify(s)}`);
+  return `"${s}"`;
+}
 
 export async function startMapServer(
   file: string,
@@ -65,6 +71,21 @@ export async function startMapServer(
   where: { field: string; value: string },
 ): Promise<MapServerPeer> {
   const dir = mkdtempSync(join(tmpdir(), "mapgate-bench-mapserver-"));
+  try {
+    return await serveFrom(dir, file, table, key, where);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function serveFrom(
+  dir: string,
+  file: string,
+  table: string,
+  key: string,
+  where: { field: string; value: string },
+): Promise<MapServerPeer> {
   const port = await freePort();
   // OGC API needs a feature id among the items: the table's key, read as a column (OGR keeps its FID apart).
   writeFileSync(
@@ -108,21 +129,25 @@ END
   );
   writeFileSync(
     join(dir, "lighttpd.conf"),
-    `server.document-root = ${quoted(dir)}
+    `server.document-root = ${lighttpdString(dir)}
 server.bind = "127.0.0.1"
 server.port = ${port}
 server.modules = ("mod_fastcgi")
-server.errorlog = ${quoted(join(dir, "error.log"))}
+server.errorlog = ${lighttpdString(join(dir, "error.log"))}
 fastcgi.server = ( "/mapserv" => ((
-  "bin-path" => ${quoted(MAPSERV)},
-  "socket" => ${quoted(join(dir, "mapserv.sock"))},
+  "bin-path" => ${lighttpdString(MAPSERV)},
+  "socket" => ${lighttpdString(join(dir, "mapserv.sock"))},
   "check-local" => "disable",
   "max-procs" => ${PROCESSES},
-  "bin-environment" => ( "MAPSERVER_CONFIG_FILE" => ${quoted(join(dir, "mapserver.conf"))} ),
+  "bin-environment" => ( "MAPSERVER_CONFIG_FILE" => ${lighttpdString(join(dir, "mapserver.conf"))} ),
 )))
 `,
   );
   const child = spawn(LIGHTTPD, ["-D", "-f", join(dir, "lighttpd.conf")], { stdio: ["ignore", "ignore", "inherit"] });
+  let failed: Error | undefined;
+  child.on("error", (err) => {
+    failed = err;
+  });
   const stop = () => {
     // lighttpd leaves its FastCGI processes running when it is stopped: they are found first and ended after it
     // (before it, it would start others in their place); killed, since one waiting for a request ends at its next.
@@ -135,21 +160,31 @@ fastcgi.server = ( "/mapserv" => ((
         // already gone
       }
     }
-    rmSync(dir, { recursive: true, force: true });
   };
   const items = `http://127.0.0.1:${port}/mapserv/bench/ogcapi/collections/${encodeURIComponent(table)}/items`;
   for (let i = 0; ; i++) {
     try {
-      const res = await fetch(`${items}?f=json&limit=1`);
-      if (res.ok) break;
+      if (failed) throw failed;
+      const res = await fetch(`${items}?f=json&limit=1`, { signal: AbortSignal.timeout(10_000) });
+      if (res.ok) {
+        await res.body?.cancel();
+        break;
+      }
       throw new Error(`MapServer answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
     } catch (err) {
-      if (i >= 100 || child.exitCode !== null) {
+      if (i >= 100 || failed || child.exitCode !== null) {
         stop();
         throw err;
       }
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  return { items, child, stop };
+  return {
+    items,
+    child,
+    stop: () => {
+      stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
