@@ -349,6 +349,55 @@ describe("a count of a window from the R*Tree alone", () => {
     });
   });
 
+  it("pages and lists its points on corners and edges, and not one just outside, testing only the edge's", async () => {
+    const gpkg = await GeoPackage.open(file, "v1");
+    open.push(gpkg);
+    const dataset = geoPackageDataset(gpkg, gpkg.schema("points") as LayerSchema);
+    // The exact test counted, and run on the decoded geometry (no shortcut by the point's position).
+    let tested = 0;
+    const counted: OpenDataset = {
+      ...dataset,
+      run: (emitted, test, deadline) =>
+        dataset.run(
+          emitted,
+          test && {
+            test: (g) => {
+              tested++;
+              return test.test(g);
+            },
+          },
+          deadline,
+        ),
+    };
+    const rows = (await answer(counted, { geometry: "0,0,2,1", outFields: "n" })) as { rows: { n: number }[] };
+    expect(rows.rows.map((r) => r.n)).toEqual([0, 1, 2, 3]);
+    // Only the point whose float32 box crosses the window's edge was read for the exact test.
+    expect(tested).toBe(1);
+    tested = 0;
+    expect(await answer(counted, { geometry: "0,0,2,1", returnIdsOnly: "true" })).toMatchObject({ ids: [1, 2, 3, 4] });
+    expect(tested).toBe(1);
+    // A triangle is no window: every entry meeting its envelope is tested.
+    tested = 0;
+    const triangle = JSON.stringify({
+      rings: [
+        [
+          [0, 0],
+          [4, 0],
+          [0, 2],
+          [0, 0],
+        ],
+      ],
+    });
+    const inTriangle = (await answer(counted, {
+      geometry: triangle,
+      geometryType: "esriGeometryPolygon",
+      outFields: "n",
+    })) as { rows: { n: number }[] };
+    // (2.0000001, 0.5) lies inside it: its hypotenuse is at y = 0.99999995 there.
+    expect(inTriangle.rows.map((r) => r.n)).toEqual([0, 1, 2, 3, 4]);
+    expect(tested).toBe(5);
+  });
+
   it("tests a polygon whose envelope crosses the window, and counts one inside from its box", async () => {
     const gpkg = await GeoPackage.open(file, "v1");
     open.push(gpkg);

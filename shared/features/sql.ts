@@ -284,6 +284,7 @@ function spatialClause(
     box: box as [string, string, string, string],
     distance: d,
     probe: access?.kind === "attributeIndex",
+    window: isWindow(spatial),
   };
 }
 

@@ -83,6 +83,11 @@ export interface SpatialClause {
    * as a list of the window's ids first.
    */
   readonly probe: boolean;
+  /**
+   * The filter is a window (sql.ts's isWindow: an upright rectangle met by intersection, no distance): a feature
+   * whose envelope lies inside it meets it with no exact test.
+   */
+  readonly window: boolean;
 }
 
 /** How a dialect finds the extent: corners over an aggregated envelope (`e`), or corners aggregated directly. */

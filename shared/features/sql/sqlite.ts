@@ -94,6 +94,9 @@ function call(c: Clauses, e: Extract<Expr, { kind: "call" }>): string {
 /** An R*Tree entry's box meets the window (xmin, ymin, xmax, ymax placeholders); `at` qualifies its columns. */
 const meets = (at: string, [x0, y0, x1, y1]: readonly [string, string, string, string]) =>
   `${at}minx <= ${x1} AND ${at}maxx >= ${x0} AND ${at}miny <= ${y1} AND ${at}maxy >= ${y0}`;
+/** An R*Tree entry inside a rectangle, edges included. */
+const insideBox = (at: string, [x0, y0, x1, y1]: readonly [string, string, string, string]) =>
+  `${at}minx >= ${x0} AND ${at}maxx <= ${x1} AND ${at}miny >= ${y0} AND ${at}maxy <= ${y1}`;
 
 export const sqliteEmitter: SqlEmitter = {
   dialect: "sqlite",
@@ -167,21 +170,27 @@ export const sqliteEmitter: SqlEmitter = {
   // SQLite's separator is a comma by default.
   joinIds: (_c, id, order) => `group_concat(${id} ORDER BY ${order})`,
   spatial(_c, s) {
-    const out: string[] = [];
-    if (s.index !== undefined) {
-      // The R*Tree narrows (its float32 boxes are rounded outwards, so nothing is lost); its id is the key. Rows an
-      // attribute index yields probe it by their id (one entry each); otherwise the window's ids are read first.
-      const rtree = quoteIdentifier(s.index);
-      out.push(
-        s.probe
-          ? `EXISTS (SELECT 1 FROM ${rtree} AS x WHERE x.id = ${qualified(s.oidColumn)} AND ${meets("x.", s.box)})`
-          : `${qualified(s.oidColumn)} IN (SELECT id FROM ${rtree} WHERE ${meets("", s.box)})`,
-      );
-    }
     // The exact test runs in JavaScript, on the blob, against the filter the reader registered for this query.
-    if (s.filter.relation !== "envelopeIntersects" || s.index === undefined)
-      out.push(`mapgate_spatial(${qualified(s.geometryColumn)}) = 1`);
-    return out;
+    const tested = `mapgate_spatial(${qualified(s.geometryColumn)}) = 1`;
+    if (s.index === undefined) return [tested];
+    // The R*Tree narrows (its float32 boxes are rounded outwards, so nothing is lost); its id is the key. Rows an
+    // attribute index yields probe it by their id (one entry each); otherwise the window's ids are read first.
+    // In a window, an entry inside it is a feature that meets it (its true envelope lies inside the stored one, and
+    // an entry is a non-empty geometry): only the entries on its edge are tested, as a window's count does.
+    // A CASE, not an OR: SQLite evaluates an OR's right side first when only its left holds a subquery.
+    const rtree = quoteIdentifier(s.index);
+    const id = qualified(s.oidColumn);
+    const exact = s.filter.relation !== "envelopeIntersects";
+    const unlessInside = (inside: string) => `(CASE WHEN ${inside} THEN 1 ELSE ${tested} END)`;
+    if (s.probe) {
+      const test = s.window ? ` AND ${unlessInside(insideBox("x.", s.box))}` : "";
+      const probe = `EXISTS (SELECT 1 FROM ${rtree} AS x WHERE x.id = ${id} AND ${meets("x.", s.box)}${test})`;
+      return exact && !s.window ? [probe, tested] : [probe];
+    }
+    const window = `${id} IN (SELECT id FROM ${rtree} WHERE ${meets("", s.box)})`;
+    if (!exact) return [window];
+    if (!s.window) return [window, tested];
+    return [window, unlessInside(`${id} IN (SELECT id FROM ${rtree} WHERE ${insideBox("", s.box)})`)];
   },
   // NOT INDEXED keeps SQLite from walking an attribute index when the window is the smaller read (it cannot tell);
   // the key's rowid lookups stay allowed.
@@ -193,9 +202,7 @@ export const sqliteEmitter: SqlEmitter = {
     // crosses the rectangle's edge are read and tested. With a where on an index's columns, its entries are walked
     // and each probed in the R*Tree by id: the table's rows are read only for the edge's exact test.
     const rtree = quoteIdentifier(s.index);
-    const [bx0, by0, bx1, by1] = s.box;
-    const inside = (at: string) =>
-      `${at}minx >= ${bx0} AND ${at}maxx <= ${bx1} AND ${at}miny >= ${by0} AND ${at}maxy <= ${by1}`;
+    const inside = (at: string) => insideBox(at, s.box);
     const guard = `${SQLITE_DEADLINE}() = 1`;
     const id = qualified(s.oidColumn);
     const tested = `mapgate_spatial(${qualified(s.geometryColumn)}) = 1`;
