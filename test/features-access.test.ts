@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeDemoGeoPackage } from "#infra/local/demo/world-geopackage.ts";
-import { chooseAccess } from "#shared/features/access.ts";
+import { type AccessPath, chooseAccess } from "#shared/features/access.ts";
 import { geoPackageDataset, type OpenDataset } from "#shared/features/dataset.ts";
 import { GeoPackage, geoPackageAt } from "#shared/features/geopackage.ts";
 import { encodeGeometry } from "#shared/features/geometry/wkb-write.ts";
@@ -349,14 +349,15 @@ describe("a count of a window from the R*Tree alone", () => {
     });
   });
 
-  it("pages and lists its points on corners and edges, and not one just outside, testing only the edge's", async () => {
+  it("pages its points on corners and edges, and not one just outside; probed by id, tests only the edge's", async () => {
     const gpkg = await GeoPackage.open(file, "v1");
     open.push(gpkg);
     const dataset = geoPackageDataset(gpkg, gpkg.schema("points") as LayerSchema);
     // The exact test counted, and run on the decoded geometry (no shortcut by the point's position).
     let tested = 0;
-    const counted: OpenDataset = {
+    const counted = (access?: AccessPath): OpenDataset => ({
       ...dataset,
+      ...(access ? { access: () => access } : {}),
       run: (emitted, test, deadline) =>
         dataset.run(
           emitted,
@@ -368,15 +369,26 @@ describe("a count of a window from the R*Tree alone", () => {
           },
           deadline,
         ),
-    };
-    const rows = (await answer(counted, { geometry: "0,0,2,1", outFields: "n" })) as { rows: { n: number }[] };
-    expect(rows.rows.map((r) => r.n)).toEqual([0, 1, 2, 3]);
-    // Only the point whose float32 box crosses the window's edge was read for the exact test.
+    });
+    const n = (a: unknown) => (a as { rows: { n: number }[] }).rows.map((r) => r.n);
+    // The window's ids listed from the R*Tree: every entry meeting it is tested.
+    expect(n(await answer(counted(), { geometry: "0,0,2,1", outFields: "n" }))).toEqual([0, 1, 2, 3]);
+    expect(tested).toBe(5);
+    // Rows walked (as from an attribute index) and each probed in the R*Tree by id: an entry inside the window is
+    // taken from its box; only the point whose float32 box crosses the window's edge is read for the exact test.
+    const field = dataset.schema.fields.find((f) => f.name === "n");
+    if (!field) throw new Error("no field n");
+    const probed = counted({ kind: "attributeIndex", field });
+    tested = 0;
+    expect(n(await answer(probed, { geometry: "0,0,2,1", where: "n >= 0", outFields: "n" }))).toEqual([0, 1, 2, 3]);
     expect(tested).toBe(1);
     tested = 0;
-    expect(await answer(counted, { geometry: "0,0,2,1", returnIdsOnly: "true" })).toMatchObject({ ids: [1, 2, 3, 4] });
+    expect(await answer(probed, { geometry: "0,0,2,1", where: "n >= 0", returnIdsOnly: "true" })).toMatchObject({
+      ids: [1, 2, 3, 4],
+    });
     expect(tested).toBe(1);
-    // A triangle is no window: every entry meeting its envelope is tested.
+    // A triangle is no window: every entry meeting its envelope is tested. (2.0000001, 0.5) lies inside it: its
+    // hypotenuse is at y = 0.99999995 there.
     tested = 0;
     const triangle = JSON.stringify({
       rings: [
@@ -388,13 +400,8 @@ describe("a count of a window from the R*Tree alone", () => {
         ],
       ],
     });
-    const inTriangle = (await answer(counted, {
-      geometry: triangle,
-      geometryType: "esriGeometryPolygon",
-      outFields: "n",
-    })) as { rows: { n: number }[] };
-    // (2.0000001, 0.5) lies inside it: its hypotenuse is at y = 0.99999995 there.
-    expect(inTriangle.rows.map((r) => r.n)).toEqual([0, 1, 2, 3, 4]);
+    const query = { geometry: triangle, geometryType: "esriGeometryPolygon", where: "n >= 0", outFields: "n" };
+    expect(n(await answer(probed, query))).toEqual([0, 1, 2, 3, 4]);
     expect(tested).toBe(5);
   });
 
