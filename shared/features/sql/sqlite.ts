@@ -101,6 +101,9 @@ const meets = (at: string, [x0, y0, x1, y1]: readonly [string, string, string, s
 const probedTest = (tested: string, inside?: string) =>
   `(CASE WHEN ${inside ?? "x.id IS NULL"} THEN ${inside ? 1 : 0} ELSE ${tested} END)`;
 
+/** The exact test of a row, in JavaScript on its blob, against the filter the reader registered for the query. */
+const exactTest = (s: { geometryColumn: string }) => `mapgate_spatial(${qualified(s.geometryColumn)}) = 1`;
+
 /** An R*Tree entry inside a rectangle, edges included. */
 const insideBox = (at: string, [x0, y0, x1, y1]: readonly [string, string, string, string]) =>
   `${at}minx >= ${x0} AND ${at}maxx <= ${x1} AND ${at}miny >= ${y0} AND ${at}maxy <= ${y1}`;
@@ -177,8 +180,7 @@ export const sqliteEmitter: SqlEmitter = {
   // SQLite's separator is a comma by default.
   joinIds: (_c, id, order) => `group_concat(${id} ORDER BY ${order})`,
   spatial(_c, s) {
-    // The exact test runs in JavaScript, on the blob, against the filter the reader registered for this query.
-    const tested = `mapgate_spatial(${qualified(s.geometryColumn)}) = 1`;
+    const tested = exactTest(s);
     if (s.index === undefined) return [tested];
     // The R*Tree narrows (its float32 boxes are rounded outwards, so nothing is lost); its id is the key. Rows an
     // attribute index yields probe it by their id (one entry each); otherwise the window's ids are read first.
@@ -211,7 +213,7 @@ export const sqliteEmitter: SqlEmitter = {
     const inside = (at: string) => insideBox(at, s.box);
     const guard = `${SQLITE_DEADLINE}() = 1`;
     const id = qualified(s.oidColumn);
-    const tested = `mapgate_spatial(${qualified(s.geometryColumn)}) = 1`;
+    const tested = exactTest(s);
     if (where === undefined) {
       const edge = `SELECT id FROM ${rtree} WHERE ${meets("", s.box)} AND NOT (${inside("")})`;
       const crossing = `SELECT count(*) FROM ${s.table} AS t WHERE ${guard} AND ${id} IN (${edge}) AND ${tested}`;
